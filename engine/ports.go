@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Errors the adapters return, checked with errors.Is.
+var (
+	// ErrQueueNotFound means a queue does not exist on the broker.
+	ErrQueueNotFound = errors.New("queue not found")
+	// ErrBrokerUnavailable means RabbitMQ (AMQP or management) could not be reached.
+	ErrBrokerUnavailable = errors.New("broker unavailable")
+	// ErrStoreUnavailable means Redis could not be reached.
+	ErrStoreUnavailable = errors.New("store unavailable")
+	// ErrTokenNotFound means a preview token is unknown or expired.
+	ErrTokenNotFound = errors.New("preview token not found or expired")
+	// ErrTokenUsed means a preview token already started a replay.
+	ErrTokenUsed = errors.New("preview token already used")
+	// ErrReplayNotFound means a replay id is unknown.
+	ErrReplayNotFound = errors.New("replay not found")
+	// ErrLeaseLost means the caller no longer owns a replay (lease gone or
+	// epoch moved on): it must stop sending at once.
+	ErrLeaseLost = errors.New("replay lease lost")
+)
+
+// Clock tells the time; injected so leases and timeouts are tested without sleeping.
+type Clock interface {
+	Now() time.Time
+}
+
+// SystemClock is the wall clock.
+type SystemClock struct{}
+
+// Now returns time.Now().
+func (SystemClock) Now() time.Time { return time.Now() }
+
+// QueueState is what the broker says about a queue right now.
+type QueueState struct {
+	Name   string `json:"name"`
+	Exists bool   `json:"exists"`
+	// Ready is the number of messages ready for delivery.
+	Ready int `json:"ready"`
+	// Consumers is the number of live consumers.
+	Consumers int `json:"consumers"`
+	// Type is "classic", "quorum" or "stream" ("" when unknown).
+	Type string `json:"type,omitempty"`
+	// DeliveryLimit is the quorum queue's delivery limit (x-delivery-limit
+	// argument or policy); 0 when none is known.
+	DeliveryLimit int `json:"delivery_limit,omitempty"`
+}
+
+// ScanInfo describes a completed scan.
+type ScanInfo struct {
+	// Read is how many messages the scan saw.
+	Read int
+	// QueueType is the scanned queue's type.
+	QueueType string
+	// Duration is how long the scan took, requeue included.
+	Duration time.Duration
+}
+
+// Broker is what the engine needs from RabbitMQ.
+type Broker interface {
+	// Inspect reports whether a queue exists, its ready count and its
+	// consumers. A missing queue is QueueState{Exists: false} and a nil
+	// error; an unreachable broker is ErrBrokerUnavailable.
+	Inspect(ctx context.Context, queue string) (QueueState, error)
+	// Scan reads every message of queue (those present when it starts) and
+	// calls visit for each, in queue order, without changing the queue:
+	// afterwards the same messages are there in the same order. An error from
+	// visit ends the scan early; every message is still returned.
+	Scan(ctx context.Context, queue string, visit func(Message) error) (ScanInfo, error)
+	// Route returns the queues that exchange's bindings route routingKey to.
+	Route(ctx context.Context, exchange, routingKey string) ([]string, error)
+}

@@ -1,0 +1,108 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// State is a replay's lifecycle state (§10: these exact words).
+type State string
+
+// Replay states.
+const (
+	StateQueued      State = "queued"
+	StateRunning     State = "running"
+	StatePaused      State = "paused"
+	StateStopped     State = "stopped"
+	StateCancelled   State = "cancelled"
+	StateFinished    State = "finished"
+	StateInterrupted State = "interrupted"
+)
+
+// Terminal reports whether no more messages can be sent in state s without
+// a new decision (stopped and paused can be resumed; the rest are final).
+func (s State) Terminal() bool {
+	return s == StateCancelled || s == StateFinished || s == StateInterrupted
+}
+
+// Params are a replay's tunables (§5); zero values mean the defaults.
+type Params struct {
+	Step    int           `json:"step"`    // first step size (default 10)
+	Cap     int           `json:"cap"`     // largest step (default 500)
+	Rate    float64       `json:"rate"`    // messages per second (default 50; <0 = unpaced)
+	Timeout time.Duration `json:"timeout"` // step settle timeout (default 60s)
+}
+
+// Failure is one message a replay could not deliver or that came back.
+type Failure struct {
+	ID     string `json:"id"`
+	Target string `json:"target,omitempty"`
+	// Kind is "returned" (dead-lettered again), "unroutable", "nacked",
+	// "missing" (vanished from the DLQ since the preview) or "target_missing".
+	Kind   string `json:"kind"`
+	Reason string `json:"reason,omitempty"` // new dead-letter reason or broker reply
+	Detail string `json:"detail,omitempty"` // exception text, if any
+}
+
+// Replay is a replay's record in the store, readable from any process.
+type Replay struct {
+	ID        string `json:"replay_id"`
+	Token     string `json:"token"`
+	DLQ       string `json:"dlq"`
+	Vhost     string `json:"vhost"`
+	Requester string `json:"requester"`
+	Approver  string `json:"approver"`
+	State     State  `json:"state"`
+	Params    Params `json:"params"`
+
+	Total    int `json:"total"`    // messages in the frozen multiset
+	Sent     int `json:"sent"`     // confirmed copies
+	Settled  int `json:"settled"`  // sent copies observed to have left the target
+	Returned int `json:"returned"` // copies dead-lettered again
+	Missing  int `json:"missing"`  // previewed messages no longer in the DLQ
+	Step     int `json:"step"`     // current step number, from 1
+
+	Failures []Failure `json:"failures,omitempty"`
+	// Note is the last human-readable reason for the state (why it stopped,
+	// what was interrupted).
+	Note string `json:"note,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+
+	// Slack bookkeeping (set by the bot; opaque to the engine).
+	Channel    string `json:"channel,omitempty"`
+	ThreadTS   string `json:"thread_ts,omitempty"`
+	ProgressTS string `json:"progress_ts,omitempty"`
+}
+
+// Replays stores replay records. Writes by the running owner are fenced:
+// they succeed only while owner holds the lease at epoch.
+type Replays interface {
+	// Create stores a new replay; it fails if the id exists.
+	Create(ctx context.Context, r Replay) error
+	// Get returns a replay; ErrReplayNotFound when unknown.
+	Get(ctx context.Context, id string) (Replay, error)
+	// Put overwrites r if owner still holds r.ID's lease at epoch;
+	// ErrLeaseLost otherwise.
+	Put(ctx context.Context, r Replay, owner string, epoch int64) error
+	// Desire records the state an operator asked for (paused, running,
+	// cancelled) and nudges the owner.
+	Desire(ctx context.Context, id string, s State) error
+	// Desired returns the last desired state ("" when none).
+	Desired(ctx context.Context, id string) (State, error)
+	// List returns replays, newest first, at most n.
+	List(ctx context.Context, n int) ([]Replay, error)
+}
+
+// Leases hold replay ownership (§5, §9).
+type Leases interface {
+	// Acquire takes replayID's lease for owner if free and returns the new
+	// epoch (a fencing token that only grows).
+	Acquire(ctx context.Context, replayID, owner string, ttl time.Duration) (epoch int64, ok bool, err error)
+	// Extend renews the lease if owner still holds it; ErrLeaseLost otherwise.
+	Extend(ctx context.Context, replayID, owner string, ttl time.Duration) error
+	// Release frees the lease if owner holds it.
+	Release(ctx context.Context, replayID, owner string) error
+}

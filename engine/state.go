@@ -1,0 +1,89 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// Item is one distinct message of a frozen preview: an id, how many
+// identical copies were selected, where each goes, and what it failed with.
+type Item struct {
+	ID     string `json:"id"`
+	Count  int    `json:"count"`
+	Target string `json:"target"`
+	Group  string `json:"group"`
+	// Seq is the DLQ position of the first copy when previewed.
+	Seq int `json:"seq"`
+}
+
+// TargetSnapshot is a target queue's state when the preview was made.
+type TargetSnapshot struct {
+	Queue     string `json:"queue"`
+	Exists    bool   `json:"exists"`
+	Consumers int    `json:"consumers"`
+	Messages  int    `json:"messages"` // selected messages bound for it
+}
+
+// Frozen is what a preview token freezes (§4): the exact multiset of ids,
+// the DLQ, the targets and who asked.
+type Frozen struct {
+	Token     string           `json:"token"`
+	DLQ       string           `json:"dlq"`
+	Vhost     string           `json:"vhost"`
+	Selection string           `json:"selection"` // canonical text of the selection
+	To        string           `json:"to,omitempty"`
+	Requester string           `json:"requester"`
+	CreatedAt time.Time        `json:"created_at"`
+	ExpiresAt time.Time        `json:"expires_at"`
+	Items     []Item           `json:"items"` // in DLQ order
+	Targets   []TargetSnapshot `json:"targets"`
+	Total     int              `json:"total"` // sum of Items[].Count
+}
+
+// Tokens stores previews under unguessable tokens.
+type Tokens interface {
+	// Save stores f under a new token (≥128 random bits) for ttl and returns
+	// the token; f.Token and f.ExpiresAt are set by Save.
+	Save(ctx context.Context, f Frozen, ttl time.Duration) (string, error)
+	// Load returns the preview behind token; ErrTokenNotFound when it is
+	// unknown or expired.
+	Load(ctx context.Context, token string) (Frozen, error)
+	// Consume marks token used by replayID, atomically: exactly one caller
+	// succeeds; the others get ErrTokenUsed (or ErrTokenNotFound).
+	Consume(ctx context.Context, token, replayID string) error
+	// Discard deletes an unused token.
+	Discard(ctx context.Context, token string) error
+}
+
+// LedgerEntry records one copy a replay sent (or was about to send).
+type LedgerEntry struct {
+	ReplayID string    `json:"replay_id"`
+	ID       string    `json:"id"`
+	Target   string    `json:"target"`
+	Seq      int       `json:"seq"`
+	At       time.Time `json:"at"`
+	// Pending is true for an intent written before publishing and not yet
+	// confirmed: after a crash it marks a copy that may have been sent.
+	Pending bool `json:"pending,omitempty"`
+}
+
+// Sent summarises a message id's replay history.
+type Sent struct {
+	ReplayID string    `json:"replay_id"`
+	At       time.Time `json:"at"`
+	Count    int       `json:"count"`
+	Approver string    `json:"approver,omitempty"`
+}
+
+// Ledger records every confirmed send (§5) and answers "was this replayed?".
+type Ledger interface {
+	// Intend records entries as pending before they are published.
+	Intend(ctx context.Context, entries []LedgerEntry) error
+	// Confirm records entries as confirmed sends; called before the DLQ
+	// originals are acked.
+	Confirm(ctx context.Context, entries []LedgerEntry) error
+	// History returns, per message id, the replays that sent it, newest first.
+	History(ctx context.Context, ids []string) (map[string][]Sent, error)
+	// Entries returns everything replayID recorded, in send order.
+	Entries(ctx context.Context, replayID string) ([]LedgerEntry, error)
+}
