@@ -1,0 +1,68 @@
+package engine
+
+import "context"
+
+// Pick is a decision to send one DLQ message: its id and target queue.
+type Pick struct {
+	ID     string
+	Target string
+}
+
+// Moved is one copy handed to the broker by a move.
+type Moved struct {
+	Seq    int    // DLQ position of the original
+	ID     string // message id (Meta.ID)
+	Target string
+}
+
+// MoveFailure is a picked message whose copy the broker did not take; its
+// original stayed in the DLQ.
+type MoveFailure struct {
+	Moved
+	// Kind is "unroutable" (mandatory return, e.g. target deleted),
+	// "nacked" (broker nack) or "lost" (connection or channel lost before
+	// the confirm).
+	Kind   string
+	Detail string
+}
+
+// MoveRequest describes one pass over a DLQ that sends some messages.
+type MoveRequest struct {
+	// Queue is the DLQ.
+	Queue string
+	// Pick is called for each message in queue order; ok=false leaves the
+	// message in place. Pick must not keep m.Body.
+	Pick func(m Message) (p Pick, ok bool)
+	// Satisfied, when set, is checked after each message: true ends the
+	// read early (nothing further is needed from this pass).
+	Satisfied func() bool
+	// Rewrite returns the headers of the copy sent for p (see ReplayHeaders).
+	Rewrite func(h map[string]any, p Pick) map[string]any
+	// Window is the most unconfirmed publishes in flight (default 500).
+	Window int
+	// Rate paces publishes in messages per second; 0 means unpaced.
+	Rate float64
+	// Continue is called before each publish; a non-nil error stops
+	// publishing (pause, cancel, lost lease). In-flight copies are still
+	// confirmed and their originals acked; the rest stay in the DLQ.
+	Continue func() error
+	// Intend is called with each batch before it is published (ledger
+	// intent, fencing); an error stops the move before that batch.
+	Intend func(ctx context.Context, batch []Moved) error
+	// Confirmed is called with confirmed copies before their originals are
+	// acked; an error leaves those originals in the DLQ and stops the move.
+	Confirmed func(ctx context.Context, batch []Moved) error
+}
+
+// MoveResult summarises a pass.
+type MoveResult struct {
+	Read    int           // messages read from the DLQ
+	Sent    []Moved       // confirmed, original acked (or ack attempted)
+	Failed  []MoveFailure // picked but not delivered; original left in place
+	Stopped error         // why publishing stopped early (Continue/Intend), if it did
+}
+
+// Mover performs confirm-then-ack passes over a DLQ.
+type Mover interface {
+	Move(ctx context.Context, req MoveRequest) (MoveResult, error)
+}
