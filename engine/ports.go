@@ -23,6 +23,8 @@ var (
 	// ErrLeaseLost means the caller no longer owns a replay (lease gone or
 	// epoch moved on): it must stop sending at once.
 	ErrLeaseLost = errors.New("replay lease lost")
+	// ErrReplayBusy means another process holds the replay's lease.
+	ErrReplayBusy = errors.New("replay is owned by another process")
 )
 
 // Clock tells the time; injected so leases and timeouts are tested without sleeping.
@@ -74,4 +76,22 @@ type Broker interface {
 	Scan(ctx context.Context, queue string, visit func(Message) error) (ScanInfo, error)
 	// Route returns the queues that exchange's bindings route routingKey to.
 	Route(ctx context.Context, exchange, routingKey string) ([]string, error)
+}
+
+// QueueStats are a queue's counters from the management API. They lag the
+// broker by the statistics interval (5 s by default) and are per-queue
+// totals shared by every client.
+type QueueStats struct {
+	Ready      int
+	Unacked    int
+	Consumers  int
+	Publish    int64
+	DeliverGet int64
+	Ack        int64
+	Redeliver  int64
+}
+
+// Stats reads queue counters from the management API.
+type Stats interface {
+	QueueStats(ctx context.Context, queue string) (QueueStats, error)
 }

@@ -60,7 +60,11 @@ type Replay struct {
 	Settled  int `json:"settled"`  // sent copies observed to have left the target
 	Returned int `json:"returned"` // copies dead-lettered again
 	Missing  int `json:"missing"`  // previewed messages no longer in the DLQ
-	Step     int `json:"step"`     // current step number, from 1
+	Failed   int `json:"failed"`   // copies the broker did not take (unroutable, nacked); originals kept
+	// NewFailures counts messages dead-lettered since the replay started
+	// that do not carry its id (failures that are not returns).
+	NewFailures int `json:"new_failures"`
+	Step        int `json:"step"` // current step number, from 1
 
 	Failures []Failure `json:"failures,omitempty"`
 	// Note is the last human-readable reason for the state (why it stopped,
@@ -105,4 +109,32 @@ type Leases interface {
 	Extend(ctx context.Context, replayID, owner string, ttl time.Duration) error
 	// Release frees the lease if owner holds it.
 	Release(ctx context.Context, replayID, owner string) error
+}
+
+// Defaults for Params (§5).
+const (
+	DefaultStep    = 10
+	DefaultCap     = 500
+	DefaultRate    = 50.0
+	DefaultTimeout = 60 * time.Second
+)
+
+// withDefaults fills zero fields with the defaults.
+func (p Params) withDefaults() Params {
+	if p.Step <= 0 {
+		p.Step = DefaultStep
+	}
+	if p.Cap <= 0 {
+		p.Cap = DefaultCap
+	}
+	if p.Cap < p.Step {
+		p.Cap = p.Step
+	}
+	if p.Rate == 0 {
+		p.Rate = DefaultRate
+	}
+	if p.Timeout <= 0 {
+		p.Timeout = DefaultTimeout
+	}
+	return p
 }

@@ -1,0 +1,36 @@
+# dlqbot — see README.md.
+GO        ?= go
+PKGS      ?= ./...
+FUZZTIME  ?= 10s
+BENCH_MESSAGES ?= 100000
+
+.PHONY: all build test test-unit fuzz bench demo vet image clean
+
+all: build
+
+build:
+	$(GO) build -o bin/dlqbot ./cmd/dlqbot
+
+vet:
+	$(GO) vet $(PKGS)
+
+## test: the whole suite against the local RabbitMQ and Redis, then brief fuzzing.
+test: vet
+	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+
+## fuzz: run every fuzz target for FUZZTIME each.
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzParseMeta$$' -fuzztime $(FUZZTIME) ./engine
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./commands
+
+## bench: benchmarks against the reference programs, figures to docs/benchmarks.md.
+bench:
+	./scripts/bench.sh $(BENCH_MESSAGES)
+
+## demo: the whole flow on this machine with a local Slack stand-in.
+demo: build
+	./bin/dlqbot demo
+
+clean:
+	rm -rf bin

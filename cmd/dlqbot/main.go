@@ -1,0 +1,57 @@
+// Command dlqbot previews and replays messages out of RabbitMQ dead-letter
+// queues: `dlqbot serve` runs the Slack bot and worker, `dlqbot demo` the
+// whole flow with a local Slack stand-in, and any other subcommand is the
+// terminal front end (`dlqbot preview orders.dlq reason=rejected`).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	os.Exit(exitCode(err))
+}
+
+// run dispatches to serve, demo or the terminal front end.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	cfg := loadConfig(getenv)
+	if len(args) > 0 {
+		switch args[0] {
+		case "serve":
+			return serve(ctx, cfg, stderr)
+		case "demo":
+			return demo(ctx, cfg, stdout, stderr)
+		}
+	}
+	return terminal(ctx, cfg, args, stdout, stderr)
+}
+
+// exitCode maps run's error to the exit status of SPEC §10.
+func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	return exitFailed
+}
+
+// failed wraps err as a refused or failed action (exit 1).
+func failed(err error) error { return &exitError{code: exitFailed, err: err} }
+
+var errNotYet = errors.New("not available in this build yet")
+
+func demo(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	return failed(fmt.Errorf("dlqbot demo: %w", errNotYet))
+}

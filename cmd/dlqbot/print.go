@@ -1,0 +1,146 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// maxRows is how many messages the text report lists.
+const maxRows = 20
+
+func printPreview(w io.Writer, p *engine.Preview) {
+	typ := p.DLQ.Type
+	if typ == "" {
+		typ = "queue"
+	}
+	fmt.Fprintf(w, "Preview of %s (%s, %d ready, %d consumer(s))\n", p.DLQ.Name, typ, p.DLQ.Ready, p.DLQ.Consumers)
+	fmt.Fprintf(w, "Selection: %s\n", p.Selection)
+	fmt.Fprintf(w, "Scanned %d message(s): %d selected (%d distinct), %d parked. Nothing was changed.\n\n", p.Scanned, p.Selected, p.Distinct, p.Parked)
+	if len(p.Problems) > 0 {
+		fmt.Fprintln(w, "What would go wrong:")
+		for _, pr := range p.Problems {
+			fmt.Fprintf(w, "  ! %s\n", pr.Detail)
+		}
+		fmt.Fprintln(w)
+	} else if p.Selected > 0 {
+		fmt.Fprintln(w, "Nothing looks wrong: every target exists and has consumers.")
+		fmt.Fprintln(w)
+	}
+	if len(p.Targets) > 0 {
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TARGET\tEXISTS\tCONSUMERS\tMESSAGES\tREASONS")
+		for _, t := range p.Targets {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", t.Queue, yesNo(t.Exists), t.Consumers, t.Messages, reasons(t.Reasons))
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	if len(p.Messages) > 0 {
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tCOPIES\tTARGET\tREASON\tATTEMPTS\tLAST DEATH\tREPLAYED\tFAILURE")
+		for i, m := range p.Messages {
+			if i == maxRows {
+				fmt.Fprintf(tw, "… %d more (use --json for all)\n", len(p.Messages)-maxRows)
+				break
+			}
+			target := m.Target
+			switch {
+			case m.Parked:
+				target = "(parked)"
+			case target == "":
+				target = "(unknown: " + m.SourceNote + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\t%s\t%s\n", m.ID, m.Count, target, m.Reason, m.Attempts,
+				when(m.LastDeath), replayed(m), clip(m.FailureGroup, 60))
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+		for _, m := range p.Messages {
+			if m.Excerpt != "" {
+				fmt.Fprintf(w, "  %s: %s\n", m.ID, clip(strings.ReplaceAll(m.Excerpt, "\n", " "), 100))
+			}
+		}
+	}
+	if p.Token != "" {
+		fmt.Fprintf(w, "\nToken: %s (valid until %s)\nReplay it: dlqbot replay %s\n", p.Token, p.ExpiresAt, p.Token)
+	} else {
+		fmt.Fprintln(w, "\nNothing to replay: no token was made.")
+	}
+}
+
+func printReplay(w io.Writer, r engine.Replay) {
+	fmt.Fprintf(w, "Replay %s: %s\n", r.ID, r.State)
+	fmt.Fprintf(w, "  from %s, approved by %s, requested by %s\n", r.DLQ, r.Approver, r.Requester)
+	fmt.Fprintf(w, "  step %d; sent %d of %d; left the target queue %d; came back %d; missing %d; not delivered %d; new failures meanwhile %d\n",
+		r.Step, r.Sent, r.Total, r.Settled, r.Returned, r.Missing, r.Failed, r.NewFailures)
+	if r.Note != "" {
+		fmt.Fprintf(w, "  %s\n", r.Note)
+	}
+	for i, f := range r.Failures {
+		if i == maxRows {
+			fmt.Fprintf(w, "  … %d more\n", len(r.Failures)-maxRows)
+			break
+		}
+		fmt.Fprintf(w, "  %-10s %s → %s %s %s\n", f.Kind, f.ID, f.Target, f.Reason, clip(f.Detail, 80))
+	}
+}
+
+func printList(w io.Writer, rs []engine.Replay) {
+	if len(rs) == 0 {
+		fmt.Fprintln(w, "No replays yet.")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "REPLAY\tSTATE\tDLQ\tSENT\tTOTAL\tRETURNED\tAPPROVER\tCREATED")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, r.State, r.DLQ, r.Sent, r.Total, r.Returned, r.Approver, when(r.CreatedAt))
+	}
+	tw.Flush()
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "NO"
+}
+
+func reasons(m map[engine.Reason]int) string {
+	var parts []string
+	for r, n := range m {
+		parts = append(parts, fmt.Sprintf("%s=%d", r, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func replayed(m engine.PreviewMessage) string {
+	if len(m.Replayed) > 0 {
+		h := m.Replayed[0]
+		return fmt.Sprintf("%s %s", h.ReplayID, when(h.At))
+	}
+	if m.ReplayCount > 0 {
+		return fmt.Sprintf("%d× (%s)", m.ReplayCount, m.ReplayID)
+	}
+	return "-"
+}
+
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func clip(s string, n int) string {
+	if len([]rune(s)) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
+)
+
+// terminal runs one subcommand of the terminal front end (SPEC §10): the
+// slash command's grammar, a readable report, or with --json exactly one
+// JSON document on stdout.
+func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
+	res, flags := commands.ParseArgs(args, time.Now())
+	out := &output{w: stdout, json: flags.JSON}
+	if res.Cmd == nil {
+		return out.fail(usageError("%s", res.Reply))
+	}
+	if h, ok := res.Cmd.(commands.HelpCmd); ok {
+		access := cfg.PermissionsFile != ""
+		if out.json {
+			return out.doc(map[string]any{"help": commands.Help(h.Topic, access)})
+		}
+		fmt.Fprintln(stdout, commands.Help(h.Topic, access))
+		return nil
+	}
+	a, err := newApp(cfg, stderr, nil)
+	if err != nil {
+		return out.fail(err)
+	}
+	defer a.Close()
+	if err := a.ping(ctx); err != nil {
+		return out.fail(failed(err))
+	}
+	switch c := res.Cmd.(type) {
+	case commands.PreviewCmd:
+		p, err := a.svc.Preview(ctx, c.Selection, requester())
+		if err != nil {
+			return out.fail(failed(err))
+		}
+		if out.json {
+			return out.doc(p)
+		}
+		printPreview(stdout, p)
+		return nil
+	case commands.ReplayCmd:
+		return a.replay(ctx, out, stderr, c)
+	case commands.StatusCmd:
+		if c.ReplayID == "" {
+			return a.list(ctx, out)
+		}
+		r, err := a.svc.Status(ctx, c.ReplayID)
+		if err != nil {
+			return out.fail(failed(err))
+		}
+		if out.json {
+			return out.doc(r)
+		}
+		printReplay(stdout, r)
+		return nil
+	case commands.ListCmd:
+		return a.list(ctx, out)
+	case commands.PauseCmd:
+		return a.control(ctx, out, "pause", c.ReplayID, a.svc.Pause)
+	case commands.CancelCmd:
+		return a.control(ctx, out, "cancel", c.ReplayID, a.svc.Cancel)
+	case commands.ResumeCmd:
+		return a.control(ctx, out, "resume", c.ReplayID, func(ctx context.Context, id string) (engine.Replay, error) {
+			return a.svc.Resume(ctx, id, a.store.Jobs())
+		})
+	default:
+		return out.fail(failed(fmt.Errorf("%s: %w", res.Cmd.Name(), errNotYet)))
+	}
+}
+
+func (a *app) list(ctx context.Context, out *output) error {
+	rs, err := a.store.Replays().List(ctx, 20)
+	if err != nil {
+		return out.fail(failed(err))
+	}
+	if out.json {
+		if rs == nil {
+			rs = []engine.Replay{}
+		}
+		return out.doc(map[string]any{"replays": rs})
+	}
+	printList(out.w, rs)
+	return nil
+}
+
+func (a *app) control(ctx context.Context, out *output, verb, id string, fn func(context.Context, string) (engine.Replay, error)) error {
+	r, err := fn(ctx, id)
+	if err != nil {
+		return out.fail(failed(err))
+	}
+	if r2, err := a.svc.Status(ctx, id); err == nil {
+		r = r2
+	}
+	if out.json {
+		return out.doc(r)
+	}
+	fmt.Fprintf(out.w, "%s requested for %s (now %s)\n", verb, r.ID, r.State)
+	return nil
+}
+
+// replay approves a token and follows the replay to its end (see replay.go).
+func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c commands.ReplayCmd) error {
+	ap, err := a.svc.Approve(ctx, c.Token, requester(), c.Params, false)
+	if err != nil {
+		if errors.Is(err, engine.ErrChanged) {
+			if out.json {
+				return out.failDoc(failed(err), map[string]any{"changes": ap.Changes})
+			}
+			fmt.Fprintln(out.w, "The DLQ or its targets changed since the preview:")
+			for _, ch := range ap.Changes {
+				fmt.Fprintln(out.w, "  -", ch.Detail)
+			}
+			fmt.Fprintln(out.w, "Nothing was sent. Run the preview again and replay its new token.")
+			return failed(err)
+		}
+		return out.fail(failed(err))
+	}
+	r, err := a.follow(ctx, ap.Replay.ID, out, stderr)
+	if err != nil {
+		return out.fail(failed(err))
+	}
+	if out.json {
+		if err := out.doc(r); err != nil {
+			return err
+		}
+	} else {
+		printReplay(out.w, r)
+	}
+	if r.State != engine.StateFinished {
+		return &exitError{code: exitFailed, err: fmt.Errorf("replay %s %s", r.ID, r.State)}
+	}
+	return nil
+}
+
+// output writes the terminal's results: text, or exactly one JSON document.
+type output struct {
+	w    io.Writer
+	json bool
+	done bool
+}
+
+func (o *output) doc(v any) error {
+	if o.done {
+		return nil
+	}
+	o.done = true
+	enc := json.NewEncoder(o.w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// fail reports err: as a JSON document with an "error" field, or as text.
+func (o *output) fail(err error) error {
+	return o.failDoc(err, nil)
+}
+
+func (o *output) failDoc(err error, extra map[string]any) error {
+	if o.json {
+		doc := map[string]any{"error": err.Error()}
+		for k, v := range extra {
+			doc[k] = v
+		}
+		_ = o.doc(doc)
+	} else {
+		fmt.Fprintln(o.w, "dlqbot:", err)
+	}
+	return err
+}
+
+// requester names who runs the terminal command, for the audit trail.
+func requester() string {
+	if u := currentUser(); u != "" {
+		return "terminal:" + u
+	}
+	return "terminal"
+}

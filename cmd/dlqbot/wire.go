@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/store"
+)
+
+// app holds the parts every subcommand shares.
+type app struct {
+	cfg    config
+	log    zerolog.Logger
+	broker *amqp.Broker
+	rdb    redis.UniversalClient
+	store  *store.Store
+	svc    *engine.Service
+}
+
+// newApp wires RabbitMQ, Redis and the engine. It dials nothing: the first
+// operation that needs a connection opens it and reports a clear error when
+// it cannot.
+func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) {
+	log := zerolog.New(logw).With().Timestamp().Logger()
+	b, err := amqp.New(amqp.Config{URL: cfg.AMQPURL, ManagementURL: cfg.ManagementURL})
+	if err != nil {
+		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
+	}
+	rdb, err := store.Open(cfg.RedisURL)
+	if err != nil {
+		return nil, usageError("REDIS_URL: %w", err)
+	}
+	st, err := store.New(store.Config{Prefix: cfg.RedisPrefix}, rdb, engine.SystemClock{})
+	if err != nil {
+		_ = rdb.Close()
+		return nil, usageError("DLQBOT_REDIS_PREFIX: %w", err)
+	}
+	svc, err := engine.New(engine.Config{
+		Vhost: b.Vhost(),
+		Logf:  func(f string, a ...any) { log.Warn().Msgf(f, a...) },
+	}, engine.Deps{
+		Broker: b, Mover: b, Stats: b,
+		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+		Notifier: notifier,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &app{cfg: cfg, log: log, broker: b, rdb: rdb, store: st, svc: svc}, nil
+}
+
+// ping checks that Redis answers, so a command fails before it reads any
+// queue rather than half way.
+func (a *app) ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := a.store.Ping(ctx); err != nil {
+		return fmt.Errorf("redis at %s: %w", redactURL(a.cfg.RedisURL), err)
+	}
+	return nil
+}
+
+func (a *app) Close() {
+	_ = a.broker.Close()
+	_ = a.rdb.Close()
+}
+
+// redactURL hides a URL's password for messages.
+func redactURL(s string) string {
+	for i := 0; i+3 < len(s); i++ {
+		if s[i:i+3] == "://" {
+			rest := s[i+3:]
+			at := -1
+			for j := 0; j < len(rest) && rest[j] != '/'; j++ {
+				if rest[j] == '@' {
+					at = j
+				}
+			}
+			if at >= 0 {
+				return s[:i+3] + "…@" + rest[at+1:]
+			}
+			return s
+		}
+	}
+	return s
+}

@@ -1,0 +1,138 @@
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// ErrChanged means the world changed since the preview; the approval must
+// be confirmed again (Changes says what changed).
+var ErrChanged = errors.New("the DLQ or its targets changed since the preview")
+
+// Change is one difference between a preview and the world now.
+type Change struct {
+	Kind     string `json:"kind"` // messages_gone, replayed_elsewhere, target_deleted, consumers_gone
+	Queue    string `json:"queue,omitempty"`
+	Messages int    `json:"messages"`
+	Detail   string `json:"detail"`
+}
+
+// Approval is the outcome of approving a preview token.
+type Approval struct {
+	Replay  Replay   `json:"replay"`
+	Changes []Change `json:"changes,omitempty"`
+}
+
+// Compare reports what changed since the token's preview: previewed
+// messages gone from the DLQ or sent by another replay since, targets
+// deleted, targets that lost all their consumers. It changes nothing.
+func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, error) {
+	f, err := s.d.Tokens.Load(ctx, token)
+	if err != nil {
+		return Frozen{}, nil, fmt.Errorf("engine: compare %s: %w", token, err)
+	}
+	var changes []Change
+	for _, t := range f.Targets {
+		st, err := s.d.Broker.Inspect(ctx, t.Queue)
+		if err != nil {
+			return f, nil, fmt.Errorf("engine: compare %s: inspect %s: %w", token, t.Queue, err)
+		}
+		switch {
+		case t.Exists && !st.Exists:
+			changes = append(changes, Change{Kind: "target_deleted", Queue: t.Queue, Messages: t.Messages,
+				Detail: fmt.Sprintf("target queue %s was deleted since the preview", t.Queue)})
+		case t.Consumers > 0 && st.Exists && st.Consumers == 0:
+			changes = append(changes, Change{Kind: "consumers_gone", Queue: t.Queue, Messages: t.Messages,
+				Detail: fmt.Sprintf("target queue %s had %d consumer(s) at the preview and has none now", t.Queue, t.Consumers)})
+		}
+	}
+	want := make(map[string]int, len(f.Items))
+	for _, it := range f.Items {
+		want[it.ID] = it.Count
+	}
+	found := make(map[string]int, len(want))
+	if _, err := s.d.Broker.Scan(ctx, f.DLQ, func(m Message) error {
+		id := ParseMeta(f.DLQ, m).ID
+		if found[id] < want[id] {
+			found[id]++
+		}
+		return nil
+	}); err != nil {
+		return f, nil, fmt.Errorf("engine: compare %s: scan %s: %w", token, f.DLQ, err)
+	}
+	gone := 0
+	for id, n := range want {
+		gone += n - found[id]
+	}
+	if gone > 0 {
+		changes = append(changes, Change{Kind: "messages_gone", Queue: f.DLQ, Messages: gone,
+			Detail: fmt.Sprintf("%d previewed message(s) are no longer in %s (consumed, moved or replayed since); they would be reported missing", gone, f.DLQ)})
+	}
+	ids := make([]string, 0, len(want))
+	for id := range want {
+		ids = append(ids, id)
+	}
+	hist, err := s.d.Ledger.History(ctx, ids)
+	if err != nil {
+		return f, nil, fmt.Errorf("engine: compare %s: history: %w", token, err)
+	}
+	again := 0
+	for id, sends := range hist {
+		for _, h := range sends {
+			if h.At.After(f.CreatedAt) {
+				again += want[id]
+				break
+			}
+		}
+	}
+	if again > 0 {
+		changes = append(changes, Change{Kind: "replayed_elsewhere", Messages: again,
+			Detail: fmt.Sprintf("%d previewed message(s) were sent by another replay after this preview", again)})
+	}
+	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Kind < changes[j].Kind })
+	return f, changes, nil
+}
+
+// Approve turns a preview token into a queued replay. Unless confirmed is
+// set, it first compares the world with the preview and refuses with
+// ErrChanged (and the changes) when anything differs. The token is consumed
+// atomically: of concurrent approvals exactly one succeeds, the others get
+// ErrTokenUsed.
+func (s *Service) Approve(ctx context.Context, token, approver string, p Params, confirmed bool) (Approval, error) {
+	if s.d.Replays == nil {
+		return Approval{}, errors.New("engine: approve: no replay store configured")
+	}
+	f, changes, err := s.Compare(ctx, token)
+	if err != nil {
+		return Approval{}, err
+	}
+	if len(changes) > 0 && !confirmed {
+		return Approval{Changes: changes}, fmt.Errorf("engine: approve %s: %w", token, ErrChanged)
+	}
+	id := NewReplayID()
+	if err := s.d.Tokens.Consume(ctx, token, id); err != nil {
+		return Approval{Changes: changes}, fmt.Errorf("engine: approve %s: %w", token, err)
+	}
+	now := s.d.Clock.Now()
+	r := Replay{
+		ID: id, Token: token, DLQ: f.DLQ, Vhost: f.Vhost, Requester: f.Requester, Approver: approver,
+		State: StateQueued, Params: p.withDefaults(), Total: f.Total, CreatedAt: now, UpdatedAt: now,
+	}
+	if err := s.d.Replays.Create(ctx, r); err != nil {
+		return Approval{Changes: changes}, fmt.Errorf("engine: approve %s: create replay: %w", token, err)
+	}
+	return Approval{Replay: r, Changes: changes}, nil
+}
+
+// NewReplayID returns a new replay id: "r_" and 16 random hex characters.
+func NewReplayID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on supported platforms
+	}
+	return "r_" + hex.EncodeToString(b[:])
+}

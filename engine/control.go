@@ -1,0 +1,65 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// Errors that end a run early.
+var (
+	// ErrPauseRequested means an operator paused the replay.
+	ErrPauseRequested = errors.New("pause requested")
+	// ErrCancelRequested means an operator cancelled the replay.
+	ErrCancelRequested = errors.New("cancel requested")
+)
+
+// control watches the state operators desire for a running replay (pause,
+// cancel) and answers, cheaply and at once, whether sending may continue.
+// It re-reads the desired state every poll interval (default 200 ms), so a
+// pause or cancel takes effect well within a second.
+type control struct {
+	replays Replays
+	id      string
+	every   time.Duration
+	desired atomic.Value // State
+}
+
+func (c *control) load() State {
+	s, _ := c.desired.Load().(State)
+	return s
+}
+
+// refresh reads the desired state once.
+func (c *control) refresh(ctx context.Context) {
+	if s, err := c.replays.Desired(ctx, c.id); err == nil {
+		c.desired.Store(s)
+	}
+}
+
+// watch refreshes until ctx ends.
+func (c *control) watch(ctx context.Context) {
+	t := time.NewTicker(c.every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c.refresh(ctx)
+		}
+	}
+}
+
+// err returns ErrPauseRequested or ErrCancelRequested when an operator
+// asked for it, else nil.
+func (c *control) err() error {
+	switch c.load() {
+	case StatePaused:
+		return ErrPauseRequested
+	case StateCancelled:
+		return ErrCancelRequested
+	}
+	return nil
+}

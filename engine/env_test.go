@@ -1,0 +1,44 @@
+package engine_test
+
+import (
+	"testing"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/store"
+)
+
+// env is one test's engine on the real broker and Redis.
+type env struct {
+	rabbit *testkit.Rabbit
+	broker *amqp.Broker
+	store  *store.Store
+	svc    *engine.Service
+}
+
+func newEnv(t *testing.T, cfg engine.Config) *env {
+	t.Helper()
+	b, err := amqp.New(amqp.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	rdb, prefix := testkit.Redis(t)
+	st, err := store.New(store.Config{Prefix: prefix}, rdb, engine.SystemClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := engine.Deps{Broker: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()}
+	if m, ok := any(b).(engine.Mover); ok {
+		deps.Mover = m
+	}
+	if s, ok := any(b).(engine.Stats); ok {
+		deps.Stats = s
+	}
+	svc, err := engine.New(cfg, deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{rabbit: testkit.Dial(t), broker: b, store: st, svc: svc}
+}

@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// EventKind names a replay's progress events.
+type EventKind string
+
+// Progress events (issue: step started, step passed, stopped, paused,
+// resumed, cancelled, finished, interrupted).
+const (
+	EventStarted     EventKind = "started"
+	EventStepStarted EventKind = "step_started"
+	EventStepPassed  EventKind = "step_passed"
+	EventStopped     EventKind = "stopped"
+	EventPaused      EventKind = "paused"
+	EventResumed     EventKind = "resumed"
+	EventCancelled   EventKind = "cancelled"
+	EventFinished    EventKind = "finished"
+	EventInterrupted EventKind = "interrupted"
+)
+
+// StepResult is what one canary step did and observed.
+type StepResult struct {
+	Step     int `json:"step"`
+	Planned  int `json:"planned"`
+	Sent     int `json:"sent"`
+	Settled  int `json:"settled"`  // observed to have left the target queue
+	Returned int `json:"returned"` // came back to the DLQ with this replay's id
+	Failed   int `json:"failed"`   // unroutable / nacked / missing
+	// Observation says, in words that claim no more than was seen, how
+	// settling was judged ("left the target queue", "none left the target
+	// queue within 60s", …).
+	Observation string        `json:"observation"`
+	Duration    time.Duration `json:"duration"`
+}
+
+// Event is one progress event of a replay, with the record as it stood.
+type Event struct {
+	Kind   EventKind   `json:"kind"`
+	Replay Replay      `json:"replay"`
+	Step   *StepResult `json:"step,omitempty"`
+	Text   string      `json:"text"`
+	At     time.Time   `json:"at"`
+}
+
+// Notifier receives progress events. Implementations must not block for
+// long: a slow Slack must never slow a replay.
+type Notifier interface {
+	Notify(ctx context.Context, e Event)
+}
+
+// NotifierFunc adapts a function to Notifier.
+type NotifierFunc func(ctx context.Context, e Event)
+
+// Notify calls f.
+func (f NotifierFunc) Notify(ctx context.Context, e Event) { f(ctx, e) }
+
+// Notifiers fans an event out to several notifiers.
+type Notifiers []Notifier
+
+// Notify calls each notifier in turn.
+func (ns Notifiers) Notify(ctx context.Context, e Event) {
+	for _, n := range ns {
+		if n != nil {
+			n.Notify(ctx, e)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+)
+
+// heartbeat keeps a replay's lease alive while its owner runs it. When an
+// extension fails because the lease is gone, it cancels the run: an owner
+// that lost its lease must stop sending before its next batch.
+type heartbeat struct {
+	leases Leases
+	id     string
+	owner  string
+	ttl    time.Duration
+	lost   atomic.Bool
+}
+
+// run extends the lease every ttl/3 until ctx ends; cancel is called once
+// the lease is lost.
+func (h *heartbeat) run(ctx context.Context, cancel context.CancelFunc) {
+	t := time.NewTicker(h.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := h.leases.Extend(ctx, h.id, h.owner, h.ttl)
+		if errors.Is(err, ErrLeaseLost) {
+			h.lost.Store(true)
+			cancel()
+			return
+		}
+		// Other errors (Redis briefly unreachable) are retried on the next
+		// tick; if the lease expires meanwhile, Extend reports it lost.
+	}
+}
+
+// check verifies, synchronously, that the owner still holds the lease; it
+// is the fence before every publish batch.
+func (h *heartbeat) check(ctx context.Context) error {
+	if h.lost.Load() {
+		return ErrLeaseLost
+	}
+	if err := h.leases.Extend(ctx, h.id, h.owner, h.ttl); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			h.lost.Store(true)
+		}
+		return err
+	}
+	return nil
+}

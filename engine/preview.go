@@ -1,0 +1,201 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// Problem kinds a preview leads with, most serious first (§4).
+const (
+	ProblemTargetMissing   = "target_missing"   // the target queue does not exist
+	ProblemNoTarget        = "no_target"        // the source cannot be derived; needs to=
+	ProblemNoConsumers     = "no_consumers"     // the target has no live consumer
+	ProblemAlreadyReplayed = "already_replayed" // a replay already sent this message
+	ProblemParked          = "parked"           // left out: replayed park_after times
+	ProblemDeliveryLimit   = "delivery_limit"   // quorum DLQ: a scan can use up delivery attempts
+	ProblemUnreadable      = "unreadable"       // headers that could not be read
+)
+
+// Problem is one thing that would go wrong, with how many messages it hits.
+type Problem struct {
+	Kind     string `json:"kind"`
+	Queue    string `json:"queue,omitempty"`
+	Messages int    `json:"messages"`
+	Detail   string `json:"detail"`
+}
+
+// TargetView summarises the selected messages bound for one queue.
+type TargetView struct {
+	Queue     string         `json:"queue"`
+	Exists    bool           `json:"exists"`
+	Consumers int            `json:"consumers"`
+	Messages  int            `json:"messages"`
+	Reasons   map[Reason]int `json:"reasons"`
+}
+
+// PreviewMessage is one distinct selected (or parked) message.
+type PreviewMessage struct {
+	Meta
+	Count    int    `json:"count"`
+	Target   string `json:"target,omitempty"`
+	Parked   bool   `json:"parked,omitempty"`
+	Replayed []Sent `json:"replayed,omitempty"`
+}
+
+// Preview is what a replay of a selection would do. Making one changes nothing.
+type Preview struct {
+	Token     string           `json:"token,omitempty"`
+	ExpiresAt string           `json:"expires_at,omitempty"`
+	DLQ       QueueState       `json:"dlq"`
+	Selection string           `json:"selection"`
+	Requester string           `json:"requester"`
+	Scanned   int              `json:"scanned"`
+	Selected  int              `json:"selected"` // copies in the token
+	Distinct  int              `json:"distinct"` // distinct ids in the token
+	Parked    int              `json:"parked"`
+	Problems  []Problem        `json:"problems"`
+	Targets   []TargetView     `json:"targets"`
+	Messages  []PreviewMessage `json:"messages"`
+}
+
+// Preview scans sel.DLQ without changing it, works out what a replay would
+// do and, when anything is replayable, freezes it under a new token.
+func (s *Service) Preview(ctx context.Context, sel Selection, requester string) (*Preview, error) {
+	dlq, err := s.d.Broker.Inspect(ctx, sel.DLQ)
+	if err != nil {
+		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, err)
+	}
+	if !dlq.Exists {
+		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, ErrQueueNotFound)
+	}
+	p := &Preview{DLQ: dlq, Selection: sel.String(), Requester: requester, Problems: []Problem{}}
+	byID := map[string]int{} // id → index in p.Messages
+	selected := 0
+	_, err = s.d.Broker.Scan(ctx, sel.DLQ, func(m Message) error {
+		p.Scanned++
+		meta := ParseMeta(sel.DLQ, m)
+		v := sel.Match(meta)
+		if v == Excluded {
+			return nil
+		}
+		if v == Selected && sel.Limit > 0 && selected >= sel.Limit {
+			return errStopScan
+		}
+		if i, ok := byID[meta.ID]; ok {
+			p.Messages[i].Count++
+		} else {
+			if len(p.Messages) < s.cfg.Samples {
+				meta.Excerpt = excerpt(m.Body, s.cfg.ExcerptBytes)
+			}
+			byID[meta.ID] = len(p.Messages)
+			p.Messages = append(p.Messages, PreviewMessage{Meta: meta, Count: 1, Parked: v == Parked})
+		}
+		if v == Selected {
+			selected++
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStopScan) {
+		return nil, fmt.Errorf("engine: preview %s: scan: %w", sel.DLQ, err)
+	}
+	if err := s.resolveTargets(ctx, sel, p); err != nil {
+		return nil, err
+	}
+	if err := s.addHistory(ctx, p); err != nil {
+		return nil, err
+	}
+	if err := s.inspectTargets(ctx, p); err != nil {
+		return nil, err
+	}
+	s.summarise(p)
+	if p.Selected > 0 {
+		if err := s.freeze(ctx, sel, p); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// resolveTargets sets each message's target: to=, else its source, else
+// the one queue its original exchange routes it to.
+func (s *Service) resolveTargets(ctx context.Context, sel Selection, p *Preview) error {
+	routes := map[string][]string{}
+	for i := range p.Messages {
+		m := &p.Messages[i]
+		switch {
+		case sel.To != "":
+			m.Target = sel.To
+		case m.Source != "":
+			m.Target = m.Source
+		case m.NeedsRoute && len(m.RoutingKeys) > 0:
+			key := m.Exchange + "\x00" + m.RoutingKeys[0]
+			qs, ok := routes[key]
+			if !ok {
+				var err error
+				qs, err = s.d.Broker.Route(ctx, m.Exchange, m.RoutingKeys[0])
+				if err != nil && !errors.Is(err, ErrQueueNotFound) {
+					if errors.Is(err, ErrBrokerUnavailable) {
+						return fmt.Errorf("engine: preview: route %s: %w", m.Exchange, err)
+					}
+					m.SourceNote = fmt.Sprintf("exchange %q cannot be resolved: %v", m.Exchange, err)
+				}
+				routes[key] = qs
+			}
+			switch len(qs) {
+			case 1:
+				m.Target = qs[0]
+			case 0:
+				m.SourceNote = fmt.Sprintf("exchange %q routes %q to no queue; replay it with to=<queue>", m.Exchange, m.RoutingKeys[0])
+			default:
+				m.SourceNote = fmt.Sprintf("exchange %q routes %q to %d queues; replay it with to=<queue>", m.Exchange, m.RoutingKeys[0], len(qs))
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Service) addHistory(ctx context.Context, p *Preview) error {
+	if len(p.Messages) == 0 {
+		return nil
+	}
+	ids := make([]string, len(p.Messages))
+	for i, m := range p.Messages {
+		ids[i] = m.ID
+	}
+	hist, err := s.d.Ledger.History(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("engine: preview: replay history: %w", err)
+	}
+	for i := range p.Messages {
+		p.Messages[i].Replayed = hist[p.Messages[i].ID]
+	}
+	return nil
+}
+
+func (s *Service) inspectTargets(ctx context.Context, p *Preview) error {
+	byQueue := map[string]*TargetView{}
+	for _, m := range p.Messages {
+		if m.Parked || m.Target == "" {
+			continue
+		}
+		t := byQueue[m.Target]
+		if t == nil {
+			t = &TargetView{Queue: m.Target, Reasons: map[Reason]int{}}
+			byQueue[m.Target] = t
+		}
+		t.Messages += m.Count
+		t.Reasons[m.Reason] += m.Count
+	}
+	for q, t := range byQueue {
+		st, err := s.d.Broker.Inspect(ctx, q)
+		if err != nil {
+			return fmt.Errorf("engine: preview: inspect target %s: %w", q, err)
+		}
+		t.Exists, t.Consumers = st.Exists, st.Consumers
+		p.Targets = append(p.Targets, *t)
+	}
+	sort.Slice(p.Targets, func(i, j int) bool { return p.Targets[i].Queue < p.Targets[j].Queue })
+	return nil
+}

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Reap checks, every interval until ctx ends, for running replays whose
+// owner's lease lapsed, and reports each as interrupted (ReapOnce). Every
+// process runs a reaper; the atomic transition makes each report happen once.
+func (s *Service) Reap(ctx context.Context, every time.Duration) {
+	if every <= 0 {
+		every = s.cfg.LeaseTTL / 3
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := s.ReapOnce(ctx); err != nil && ctx.Err() == nil {
+			s.logf("reaper: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ReapOnce marks every running replay that nobody holds a lease on as
+// interrupted, freezing what it sent, and returns those it marked. It never
+// re-queues them: a replay whose owner died is reported, not re-run.
+func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
+	up, ok2 := s.d.Replays.(Updater)
+	hold, ok3 := s.d.Leases.(Owners)
+	if !ok2 || !ok3 {
+		return nil, errors.New("engine: reap: the store cannot update replays or tell lease owners")
+	}
+	all, err := s.d.Replays.List(ctx, 0)
+	if err != nil {
+		return nil, fmt.Errorf("engine: reap: %w", err)
+	}
+	var out []Replay
+	for _, r := range all {
+		if r.State != StateRunning {
+			continue
+		}
+		id := r.ID
+		if h, err := hold.Owner(ctx, id); err != nil || h != "" {
+			continue
+		}
+		marked := false
+		err = up.UpdateUnowned(ctx, id, func(cur *Replay) error {
+			if cur.State != StateRunning {
+				return ErrNoChange
+			}
+			now := s.d.Clock.Now()
+			cur.State, cur.EndedAt, cur.UpdatedAt = StateInterrupted, now, now
+			cur.Note = fmt.Sprintf("the process running it stopped without releasing it; %d message(s) had been sent, the rest are still in %s", cur.Sent, cur.DLQ)
+			marked = true
+			return nil
+		})
+		if err != nil || !marked {
+			continue
+		}
+		if r, err = s.d.Replays.Get(ctx, id); err != nil {
+			continue
+		}
+		out = append(out, r)
+		s.announceInterrupted(ctx, r)
+	}
+	return out, nil
+}
+
+// announceInterrupted emits the interrupted event with the messages sent so
+// far (from the ledger, which also lists in-flight copies as pending) and a
+// preview command for the rest.
+func (s *Service) announceInterrupted(ctx context.Context, r Replay) {
+	if s.d.Notifier == nil {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "replay %s was interrupted: %d sent", r.ID, r.Sent)
+	if entries, err := s.d.Ledger.Entries(ctx, r.ID); err == nil {
+		sent, pending := []string{}, 0
+		for _, e := range entries {
+			if e.Pending {
+				pending++
+			} else if len(sent) < 20 {
+				sent = append(sent, e.ID)
+			}
+		}
+		if len(sent) > 0 {
+			fmt.Fprintf(&b, " (%s", strings.Join(sent, ", "))
+			if r.Sent > len(sent) {
+				fmt.Fprintf(&b, ", … %d more", r.Sent-len(sent))
+			}
+			b.WriteString(")")
+		}
+		if pending > 0 {
+			fmt.Fprintf(&b, "; %d copy(ies) were in flight and may have been sent as well (pending in the ledger)", pending)
+		}
+	}
+	if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
+		fmt.Fprintf(&b, ". Preview the rest: /dlq preview %s", f.Selection)
+	}
+	s.d.Notifier.Notify(ctx, Event{Kind: EventInterrupted, Replay: r, Text: b.String(), At: s.d.Clock.Now()})
+}

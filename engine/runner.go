@@ -1,0 +1,202 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// maxFailures caps the failures kept in a replay record; counts stay exact.
+const maxFailures = 200
+
+// run is one owner's execution of one replay.
+type run struct {
+	s      *Service
+	r      Replay
+	f      Frozen
+	owner  string
+	epoch  int64
+	plan   *plan
+	target map[string]string
+	hb     *heartbeat
+	ctl    *control
+	// returnedSeen are returned copies already counted, id → copies.
+	returnedSeen map[string]int
+}
+
+// Run executes replay id as owner until it finishes, stops, pauses, is
+// cancelled, loses its lease or ctx ends, and returns the record as it
+// stood. It never re-sends what the ledger says was sent. Another process
+// owning the replay is ErrReplayBusy.
+func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
+	if s.d.Replays == nil || s.d.Leases == nil || s.d.Mover == nil {
+		return Replay{}, errors.New("engine: run: replays, leases and mover are required")
+	}
+	epoch, ok, err := s.d.Leases.Acquire(ctx, id, owner, s.cfg.LeaseTTL)
+	if err != nil {
+		return Replay{}, fmt.Errorf("engine: run %s: acquire lease: %w", id, err)
+	}
+	if !ok {
+		return Replay{}, fmt.Errorf("engine: run %s: %w", id, ErrReplayBusy)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = s.d.Leases.Release(rctx, id, owner)
+	}()
+	r, err := s.d.Replays.Get(ctx, id)
+	if err != nil {
+		return Replay{}, fmt.Errorf("engine: run %s: %w", id, err)
+	}
+	if r.State.Terminal() {
+		return r, nil
+	}
+	f, err := s.d.Tokens.Load(ctx, r.Token)
+	if err != nil {
+		return r, fmt.Errorf("engine: run %s: load preview: %w", id, err)
+	}
+	entries, err := s.d.Ledger.Entries(ctx, id)
+	if err != nil {
+		return r, fmt.Errorf("engine: run %s: ledger: %w", id, err)
+	}
+	sent := map[string]int{}
+	for _, e := range entries {
+		if !e.Pending {
+			sent[e.ID]++
+		}
+	}
+	rn := &run{
+		s: s, r: r, f: f, owner: owner, epoch: epoch, plan: newPlan(f.Items, sent),
+		hb:           &heartbeat{leases: s.d.Leases, id: id, owner: owner, ttl: s.cfg.LeaseTTL},
+		ctl:          &control{replays: s.d.Replays, id: id, every: s.cfg.ControlPoll},
+		returnedSeen: map[string]int{},
+	}
+	rn.target = rn.plan.targets()
+	return rn.loop(ctx)
+}
+
+func (rn *run) loop(parent context.Context) (Replay, error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	go rn.hb.run(ctx, cancel)
+	rn.ctl.refresh(ctx)
+	go rn.ctl.watch(ctx)
+
+	kind := EventStarted
+	if rn.r.State == StatePaused || rn.r.State == StateStopped {
+		kind = EventResumed
+	}
+	if err := rn.ctl.err(); err != nil {
+		return rn.halt(parent, err)
+	}
+	rn.r.State, rn.r.Note = StateRunning, ""
+	if err := rn.put(ctx); err != nil {
+		return rn.r, err
+	}
+	rn.emit(ctx, kind, nil, fmt.Sprintf("replay %s of %d message(s) from %s %s", rn.r.ID, rn.r.Total, rn.r.DLQ, kind))
+
+	for rn.plan.remaining() > 0 {
+		if err := rn.stopCause(ctx); err != nil {
+			return rn.halt(parent, err)
+		}
+		res, stopErr, err := rn.step(ctx)
+		if err != nil {
+			return rn.halt(parent, err)
+		}
+		if stopErr != nil {
+			return rn.halt(parent, stopErr)
+		}
+		if res.Returned > 0 || (res.Sent > 0 && res.Settled == 0) {
+			rn.r.State = StateStopped
+			rn.r.Note = res.Observation
+			rn.r.EndedAt = rn.s.d.Clock.Now()
+			if err := rn.put(ctx); err != nil {
+				return rn.r, err
+			}
+			rn.emit(ctx, EventStopped, &res, "stopped after step "+fmt.Sprint(res.Step)+": "+res.Observation)
+			return rn.r, nil
+		}
+		rn.emit(ctx, EventStepPassed, &res, fmt.Sprintf("step %d passed: %s", res.Step, res.Observation))
+	}
+	rn.r.State = StateFinished
+	rn.r.EndedAt = rn.s.d.Clock.Now()
+	rn.r.Note = fmt.Sprintf("%d sent, %d settled, %d came back, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.r.Returned, rn.r.Missing, rn.r.Failed)
+	if err := rn.put(ctx); err != nil {
+		return rn.r, err
+	}
+	rn.emit(ctx, EventFinished, nil, "finished: "+rn.r.Note)
+	return rn.r, nil
+}
+
+// stopCause says why sending must stop now, if it must.
+func (rn *run) stopCause(ctx context.Context) error {
+	if err := rn.ctl.err(); err != nil {
+		return err
+	}
+	if rn.hb.lost.Load() {
+		return ErrLeaseLost
+	}
+	return ctx.Err()
+}
+
+// halt records why the run ended early. Pause and shutdown leave the replay
+// paused (resumable); cancel ends it; a lost lease writes nothing — the
+// fencing would refuse it, and the reaper reports the replay interrupted.
+func (rn *run) halt(parent context.Context, cause error) (Replay, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+	defer cancel()
+	switch {
+	case errors.Is(cause, ErrLeaseLost) || rn.hb.lost.Load():
+		return rn.r, fmt.Errorf("engine: run %s: %w", rn.r.ID, ErrLeaseLost)
+	case errors.Is(cause, ErrCancelRequested):
+		rn.r.State, rn.r.Note, rn.r.EndedAt = StateCancelled, "cancelled by an operator", rn.s.d.Clock.Now()
+		if err := rn.put(ctx); err != nil {
+			return rn.r, err
+		}
+		rn.emit(ctx, EventCancelled, nil, fmt.Sprintf("cancelled: %d sent, %d left in %s untouched", rn.r.Sent, rn.plan.remaining(), rn.r.DLQ))
+		return rn.r, nil
+	case errors.Is(cause, ErrPauseRequested):
+		rn.r.State, rn.r.Note = StatePaused, "paused by an operator"
+	case errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
+		rn.r.State, rn.r.Note = StatePaused, "paused: the process running it shut down; resume to continue"
+	default:
+		rn.r.State, rn.r.Note = StateStopped, "stopped: "+cause.Error()
+		rn.r.EndedAt = rn.s.d.Clock.Now()
+		if err := rn.put(ctx); err != nil {
+			return rn.r, err
+		}
+		rn.emit(ctx, EventStopped, nil, rn.r.Note)
+		return rn.r, cause
+	}
+	if err := rn.put(ctx); err != nil {
+		return rn.r, err
+	}
+	rn.emit(ctx, EventPaused, nil, fmt.Sprintf("paused: %d sent, %d left in %s untouched", rn.r.Sent, rn.plan.remaining(), rn.r.DLQ))
+	return rn.r, nil
+}
+
+// put writes the record, fenced by the lease.
+func (rn *run) put(ctx context.Context) error {
+	rn.r.UpdatedAt = rn.s.d.Clock.Now()
+	if err := rn.s.d.Replays.Put(ctx, rn.r, rn.owner, rn.epoch); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			rn.hb.lost.Store(true)
+		}
+		return fmt.Errorf("engine: run %s: save: %w", rn.r.ID, err)
+	}
+	return nil
+}
+
+func (rn *run) emit(ctx context.Context, kind EventKind, step *StepResult, text string) {
+	if rn.s.d.Notifier == nil {
+		return
+	}
+	rn.s.d.Notifier.Notify(ctx, Event{Kind: kind, Replay: rn.r, Step: step, Text: text, At: rn.s.d.Clock.Now()})
+}
+
+func (rn *run) fail(f Failure) {
+	if len(rn.r.Failures) < maxFailures {
+		rn.r.Failures = append(rn.r.Failures, f)
+	}
+}

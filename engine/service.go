@@ -1,0 +1,125 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config tunes the engine. Zero values mean the documented defaults.
+type Config struct {
+	// TokenTTL is how long a preview token stays valid (default 24h).
+	TokenTTL time.Duration
+	// Samples is how many messages a preview shows with a payload excerpt
+	// (default 5).
+	Samples int
+	// ExcerptBytes is the longest payload excerpt (default 200 bytes).
+	ExcerptBytes int
+	// Vhost is the broker vhost the engine works in (default "/").
+	Vhost string
+	// LeaseTTL is how long a replay's lease lasts without a heartbeat
+	// (default 15s); another process reports the replay interrupted soon
+	// after it lapses.
+	LeaseTTL time.Duration
+	// ControlPoll is how often a running replay re-reads the state operators
+	// asked for (default 200ms, so pause and cancel act within 1s).
+	ControlPoll time.Duration
+	// SettlePoll is how often a step's settling is checked (default 250ms).
+	SettlePoll time.Duration
+	// SettleGrace is how long a step waits, after its messages were all
+	// delivered, for any of them to come back (default 3s).
+	SettleGrace time.Duration
+	// Window is the most unconfirmed publishes in flight (default 500).
+	Window int
+	// Logf, when set, receives background errors (worker, reaper).
+	Logf func(format string, a ...any)
+}
+
+func (c Config) withDefaults() Config {
+	if c.TokenTTL <= 0 {
+		c.TokenTTL = 24 * time.Hour
+	}
+	if c.Samples <= 0 {
+		c.Samples = 5
+	}
+	if c.ExcerptBytes <= 0 {
+		c.ExcerptBytes = 200
+	}
+	if c.Vhost == "" {
+		c.Vhost = "/"
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 15 * time.Second
+	}
+	if c.ControlPoll <= 0 {
+		c.ControlPoll = 200 * time.Millisecond
+	}
+	if c.SettlePoll <= 0 {
+		c.SettlePoll = 250 * time.Millisecond
+	}
+	if c.SettleGrace <= 0 {
+		c.SettleGrace = 3 * time.Second
+	}
+	if c.Window <= 0 {
+		c.Window = 500
+	}
+	return c
+}
+
+// Deps are the engine's collaborators.
+type Deps struct {
+	Broker  Broker
+	Mover   Mover
+	Tokens  Tokens
+	Ledger  Ledger
+	Replays Replays
+	Leases  Leases
+	Clock   Clock
+	// Stats reads the management API's queue counters; optional (settling
+	// is then judged from the ready count alone).
+	Stats Stats
+	// Notifier receives progress events; optional.
+	Notifier Notifier
+}
+
+// Service runs previews and replays.
+type Service struct {
+	cfg Config
+	d   Deps
+}
+
+// New validates cfg and deps and returns a Service. Broker, Tokens and
+// Ledger are required; Clock defaults to the system clock.
+func New(cfg Config, d Deps) (*Service, error) {
+	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil {
+		return nil, errors.New("engine: new: broker, tokens and ledger are required")
+	}
+	if d.Clock == nil {
+		d.Clock = SystemClock{}
+	}
+	return &Service{cfg: cfg.withDefaults(), d: d}, nil
+}
+
+// Config returns the effective configuration.
+func (s *Service) Config() Config { return s.cfg }
+
+func excerpt(body []byte, n int) string {
+	if len(body) > n {
+		body = body[:n]
+	}
+	out := make([]rune, 0, len(body))
+	for _, r := range string(body) {
+		if r == '\uFFFD' || (r < 0x20 && r != '\n' && r != '\t') {
+			r = '.'
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
+
+// errStopScan ends a scan early once a limit is reached.
+var errStopScan = fmt.Errorf("engine: scan limit reached")
+
+// SetNotifier replaces the notifier; call it before the service runs
+// replays (the bot wires itself in after the engine is built).
+func (s *Service) SetNotifier(n Notifier) { s.d.Notifier = n }

@@ -1,0 +1,188 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// targetWatch follows one target queue while a step settles.
+//
+// RabbitMQ never tells a publisher that its messages were consumed, so
+// settling is inferred (see README "How settling is judged"): the step's n
+// copies sat behind the R messages ready when the last was confirmed
+// (FIFO). They have all been delivered once the ready count is seen at 0,
+// or once the management API's deliver_get counter has grown by R past its
+// first sample that already counts the step's publishes. Either way the
+// estimate can only be late, never early.
+type targetWatch struct {
+	queue     string
+	sent      int
+	ready     int   // R: ready count right after the step's confirms
+	publish0  int64 // publish counter before the step (−1: unknown)
+	deliver1  int64 // deliver_get in the first sample counting the step (−1: not yet)
+	delivered int   // how many of the step's copies are known delivered
+}
+
+// sampleTargets reads the publish counters of the step's targets before it
+// sends, so the first sample that counts its publishes can be recognised.
+func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[string]int64 {
+	out := map[string]int64{}
+	for id := range pick {
+		q := rn.target[id]
+		if _, ok := out[q]; ok {
+			continue
+		}
+		out[q] = -1
+		if rn.s.d.Stats != nil {
+			if st, err := rn.s.d.Stats.QueueStats(ctx, q); err == nil {
+				out[q] = st.Publish
+			}
+		}
+	}
+	return out
+}
+
+// settle waits until every copy of the step was delivered from its target
+// and a grace period passed with no return, or the step timeout passes, and
+// fills res with what was observed.
+func (rn *run) settle(ctx context.Context, res *StepResult, sentPer map[string]int, publish0 map[string]int64) {
+	clock := rn.s.d.Clock
+	start := clock.Now()
+	deadline := start.Add(rn.r.Params.Timeout)
+	var watches []*targetWatch
+	for q, n := range sentPer {
+		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1}
+		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
+			w.ready = st.Ready
+		}
+		watches = append(watches, w)
+	}
+	before := rn.r.Returned
+	lastDLQ, lastScan := -1, time.Time{}
+	var graceFrom time.Time
+	tick := time.NewTicker(rn.s.cfg.SettlePoll)
+	defer tick.Stop()
+	for {
+		all := true
+		for _, w := range watches {
+			rn.observe(ctx, w)
+			all = all && w.delivered == w.sent
+		}
+		now := clock.Now()
+		if st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil && (st.Ready != lastDLQ || now.Sub(lastScan) > 5*time.Second) {
+			if now.Sub(lastScan) >= time.Second || lastDLQ < 0 {
+				lastDLQ, lastScan = st.Ready, now
+				rn.scanReturns(ctx)
+			}
+		}
+		if all && graceFrom.IsZero() {
+			graceFrom = now
+		}
+		if (all && now.Sub(graceFrom) >= rn.s.cfg.SettleGrace) || !now.Before(deadline) || ctx.Err() != nil || rn.ctl.err() == ErrCancelRequested {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+	rn.scanReturns(ctx)
+	for _, w := range watches {
+		res.Settled += w.delivered
+	}
+	res.Returned = rn.r.Returned - before
+	res.Observation = rn.describe(res, clock.Now().Sub(start))
+}
+
+// observe updates w from the queue's ready count and counters.
+func (rn *run) observe(ctx context.Context, w *targetWatch) {
+	if w.delivered == w.sent {
+		return
+	}
+	if st, err := rn.s.d.Broker.Inspect(ctx, w.queue); err == nil && st.Exists && st.Ready == 0 {
+		w.delivered = w.sent
+		return
+	}
+	if rn.s.d.Stats == nil || w.publish0 < 0 {
+		return
+	}
+	st, err := rn.s.d.Stats.QueueStats(ctx, w.queue)
+	if err != nil {
+		return
+	}
+	if w.deliver1 < 0 {
+		if st.Publish >= w.publish0+int64(w.sent) {
+			w.deliver1 = st.DeliverGet
+		}
+		return
+	}
+	ahead := int64(w.ready - w.sent)
+	if ahead < 0 {
+		ahead = 0
+	}
+	got := st.DeliverGet - w.deliver1 - ahead
+	if got > int64(w.sent) {
+		got = int64(w.sent)
+	}
+	if int(got) > w.delivered {
+		w.delivered = int(got)
+	}
+}
+
+// scanReturns reads the DLQ without changing it and counts copies that
+// carry this replay's id and a new death (returns), and messages that died
+// since the replay started without its id (new failures).
+func (rn *run) scanReturns(ctx context.Context) {
+	seen := map[string]int{}
+	returned, fresh := 0, 0
+	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
+		meta := ParseMeta(rn.r.DLQ, m)
+		switch {
+		case meta.ReplayID == rn.r.ID && meta.Returned:
+			returned++
+			seen[meta.ID]++
+			if seen[meta.ID] > rn.returnedSeen[meta.ID] {
+				rn.returnedSeen[meta.ID] = seen[meta.ID]
+				rn.fail(Failure{ID: meta.ID, Target: meta.Source, Kind: "returned", Reason: string(meta.Reason), Detail: meta.Exception})
+			}
+		case meta.ReplayID != rn.r.ID && latestDeath(meta).After(rn.r.CreatedAt):
+			fresh++
+		}
+		return nil
+	})
+	if err != nil {
+		return
+	}
+	if returned > rn.r.Returned {
+		rn.r.Returned = returned
+	}
+	rn.r.NewFailures = fresh
+}
+
+func latestDeath(m Meta) time.Time {
+	if !m.LastDeath.IsZero() {
+		return m.LastDeath
+	}
+	return m.FirstDeath
+}
+
+// describe words what a step showed, claiming no more than was observed.
+func (rn *run) describe(res *StepResult, took time.Duration) string {
+	t := took.Round(time.Second)
+	var s string
+	switch {
+	case res.Settled == res.Sent:
+		s = fmt.Sprintf("all %d left the target queue", res.Sent)
+	case res.Settled == 0:
+		s = fmt.Sprintf("none of the %d left the target queue within %s", res.Sent, t)
+	default:
+		s = fmt.Sprintf("%d of %d left the target queue within %s", res.Settled, res.Sent, t)
+	}
+	if res.Returned > 0 {
+		s += fmt.Sprintf("; %d came back to %s", res.Returned, rn.r.DLQ)
+	} else {
+		s += "; none seen back in " + rn.r.DLQ
+	}
+	return s
+}

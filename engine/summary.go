@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// summarise counts the preview and lists what would go wrong, most serious
+// first: missing targets, messages without a target, targets without
+// consumers, messages already replayed, parked messages, then warnings.
+func (s *Service) summarise(p *Preview) {
+	var noTarget, replayed, parked, unreadable int
+	for _, m := range p.Messages {
+		switch {
+		case m.Parked:
+			parked += m.Count
+			continue
+		case m.Target == "":
+			noTarget += m.Count
+			continue
+		}
+		p.Selected += m.Count
+		p.Distinct++
+		if m.ReplayCount > 0 || len(m.Replayed) > 0 {
+			replayed += m.Count
+		}
+		if len(m.Problems) > 0 {
+			unreadable += m.Count
+		}
+	}
+	p.Parked = parked
+	for _, t := range p.Targets {
+		if !t.Exists {
+			p.Problems = append(p.Problems, Problem{Kind: ProblemTargetMissing, Queue: t.Queue, Messages: t.Messages,
+				Detail: fmt.Sprintf("target queue %s does not exist: its %d message(s) would stay in the DLQ", t.Queue, t.Messages)})
+		}
+	}
+	if noTarget > 0 {
+		p.Problems = append(p.Problems, Problem{Kind: ProblemNoTarget, Messages: noTarget,
+			Detail: fmt.Sprintf("%d message(s) have no source queue that can be derived; they are left out — replay them with to=<queue>", noTarget)})
+	}
+	for _, t := range p.Targets {
+		if t.Exists && t.Consumers == 0 {
+			p.Problems = append(p.Problems, Problem{Kind: ProblemNoConsumers, Queue: t.Queue, Messages: t.Messages,
+				Detail: fmt.Sprintf("target queue %s has no consumers now: its %d message(s) would wait there unprocessed", t.Queue, t.Messages)})
+		}
+	}
+	if replayed > 0 {
+		p.Problems = append(p.Problems, Problem{Kind: ProblemAlreadyReplayed, Messages: replayed,
+			Detail: fmt.Sprintf("%d message(s) were already replayed before and failed again", replayed)})
+	}
+	if parked > 0 {
+		p.Problems = append(p.Problems, Problem{Kind: ProblemParked, Messages: parked,
+			Detail: fmt.Sprintf("%d message(s) were replayed park_after times or more and are left out (include_parked=true to include them)", parked)})
+	}
+	if p.DLQ.Type == "quorum" {
+		d := "the DLQ is a quorum queue: each scan returns every message with nack(requeue), which RabbitMQ before 4.3 counts as a delivery"
+		if p.DLQ.DeliveryLimit > 0 {
+			d += fmt.Sprintf("; its delivery limit is %d, so repeated previews can drop or dead-letter messages", p.DLQ.DeliveryLimit)
+		} else {
+			d += "; RabbitMQ 4.0+ applies a default delivery limit of 20"
+		}
+		p.Problems = append(p.Problems, Problem{Kind: ProblemDeliveryLimit, Queue: p.DLQ.Name, Messages: p.Scanned, Detail: d})
+	}
+	if unreadable > 0 {
+		p.Problems = append(p.Problems, Problem{Kind: ProblemUnreadable, Messages: unreadable,
+			Detail: fmt.Sprintf("%d message(s) have headers that could not be fully read; they are shown with what could be", unreadable)})
+	}
+}
+
+// freeze stores the replayable part of p under a new token.
+func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview) error {
+	f := Frozen{
+		DLQ: sel.DLQ, Vhost: s.cfg.Vhost, Selection: p.Selection, To: sel.To,
+		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected,
+	}
+	for _, m := range p.Messages {
+		if m.Parked || m.Target == "" {
+			continue
+		}
+		f.Items = append(f.Items, Item{ID: m.ID, Count: m.Count, Target: m.Target, Group: m.FailureGroup, Seq: m.Seq})
+	}
+	for _, t := range p.Targets {
+		f.Targets = append(f.Targets, TargetSnapshot{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages})
+	}
+	tok, err := s.d.Tokens.Save(ctx, f, s.cfg.TokenTTL)
+	if err != nil {
+		return fmt.Errorf("engine: preview: save token: %w", err)
+	}
+	p.Token = tok
+	p.ExpiresAt = f.CreatedAt.Add(s.cfg.TokenTTL).UTC().Format(time.RFC3339)
+	return nil
+}

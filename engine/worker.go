@@ -1,0 +1,168 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// WorkerConfig tunes a worker; zero values mean the defaults.
+type WorkerConfig struct {
+	// ID names the worker in Redis (default: a random id).
+	ID string
+	// Concurrency is how many replays it runs at once (default 4).
+	Concurrency int
+	// Block is how long one wait for work lasts (default 1s).
+	Block time.Duration
+}
+
+// Work takes replays from jobs and runs them until ctx ends, announcing
+// itself in reg. A job is acknowledged as soon as it is taken: ownership is
+// the lease, not the stream entry, so a long replay never looks dead to the
+// stream, and a crashed owner's replay is reported interrupted by the
+// reaper, never silently re-run. On shutdown (ctx cancelled) every running
+// replay finishes its in-flight copies, is left paused and releases its
+// lease before Work returns.
+func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Registry) error {
+	if cfg.ID == "" {
+		cfg.ID = "w_" + NewReplayID()[2:]
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = 4
+	}
+	if cfg.Block <= 0 {
+		cfg.Block = time.Second
+	}
+	slots := make(chan struct{}, cfg.Concurrency)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	lastAnnounce := time.Time{}
+	for ctx.Err() == nil {
+		if reg != nil && time.Since(lastAnnounce) > s.cfg.LeaseTTL/3 {
+			if err := reg.Announce(ctx, cfg.ID, s.cfg.LeaseTTL); err == nil {
+				lastAnnounce = time.Now()
+			}
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil
+		}
+		id, ack, err := jobs.Next(ctx, cfg.ID, cfg.Block)
+		if err != nil || id == "" {
+			<-slots
+			if err != nil && ctx.Err() == nil {
+				select { // the store is unreachable: back off briefly
+				case <-ctx.Done():
+				case <-time.After(cfg.Block):
+				}
+			}
+			continue
+		}
+		if ack != nil {
+			_ = ack()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			_, err := s.Run(ctx, id, cfg.ID)
+			if err != nil && !errors.Is(err, ErrReplayBusy) {
+				s.logf("worker %s: replay %s: %v", cfg.ID, id, err)
+			}
+		}()
+	}
+	return nil
+}
+
+// Resume asks for a paused or stopped replay to continue and hands it to a
+// worker.
+func (s *Service) Resume(ctx context.Context, id string, jobs Jobs) (Replay, error) {
+	r, err := s.d.Replays.Get(ctx, id)
+	if err != nil {
+		return r, fmt.Errorf("engine: resume %s: %w", id, err)
+	}
+	if r.State != StatePaused && r.State != StateStopped && r.State != StateRunning {
+		return r, fmt.Errorf("engine: resume %s: %w: it is %s", id, ErrNotControllable, r.State)
+	}
+	if err := s.d.Replays.Desire(ctx, id, StateRunning); err != nil {
+		return r, fmt.Errorf("engine: resume %s: %w", id, err)
+	}
+	if r.State == StateRunning {
+		return r, nil // an owner runs it: clearing a pending pause is all
+	}
+	if err := jobs.Enqueue(ctx, id); err != nil {
+		return r, fmt.Errorf("engine: resume %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ErrNotControllable means a replay's state does not allow the action.
+var ErrNotControllable = errors.New("replay cannot be controlled")
+
+// Pause asks the owner of a running replay to pause (within 1s).
+func (s *Service) Pause(ctx context.Context, id string) (Replay, error) {
+	return s.desire(ctx, id, StatePaused, StateQueued, StateRunning)
+}
+
+// Cancel asks for a replay to end; a paused, stopped or queued replay is
+// cancelled at once, a running one by its owner within 1s. Messages not yet
+// sent stay in the DLQ.
+func (s *Service) Cancel(ctx context.Context, id string) (Replay, error) {
+	r, err := s.desire(ctx, id, StateCancelled, StateQueued, StateRunning, StatePaused, StateStopped)
+	if err != nil || r.State == StateRunning {
+		return r, err
+	}
+	up, ok := s.d.Replays.(Updater)
+	if !ok {
+		return r, nil
+	}
+	// If an owner holds the lease meanwhile, it acts on the desired state
+	// within a second; the update below is only for replays nobody runs.
+	_ = up.UpdateUnowned(ctx, id, func(cur *Replay) error {
+		if cur.State == StateRunning || cur.State.Terminal() {
+			return ErrNoChange
+		}
+		cur.State, cur.Note, cur.EndedAt = StateCancelled, "cancelled by an operator", s.d.Clock.Now()
+		return nil
+	})
+	return s.d.Replays.Get(ctx, id)
+}
+
+// ErrNoChange tells an Updater to leave the record as it is.
+var ErrNoChange = errors.New("no change")
+
+func (s *Service) desire(ctx context.Context, id string, want State, from ...State) (Replay, error) {
+	r, err := s.d.Replays.Get(ctx, id)
+	if err != nil {
+		return r, fmt.Errorf("engine: %s %s: %w", want, id, err)
+	}
+	ok := false
+	for _, f := range from {
+		ok = ok || r.State == f
+	}
+	if !ok {
+		return r, fmt.Errorf("engine: %s %s: %w: it is %s", want, id, ErrNotControllable, r.State)
+	}
+	if err := s.d.Replays.Desire(ctx, id, want); err != nil {
+		return r, fmt.Errorf("engine: %s %s: %w", want, id, err)
+	}
+	return r, nil
+}
+
+func (s *Service) logf(format string, a ...any) {
+	if s.cfg.Logf != nil {
+		s.cfg.Logf(format, a...)
+	}
+}
+
+// Status returns a replay's record.
+func (s *Service) Status(ctx context.Context, id string) (Replay, error) {
+	r, err := s.d.Replays.Get(ctx, id)
+	if err != nil {
+		return r, fmt.Errorf("engine: status %s: %w", id, err)
+	}
+	return r, nil
+}

@@ -1,0 +1,139 @@
+package testkit
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Topology declares a DLQ and a source queue that dead-letters into it
+// through the default exchange, both deleted after the test. dlqArgs are
+// the DLQ's arguments (e.g. Quorum(nil)).
+func (r *Rabbit) Topology(source, dlq string, dlqArgs amqp.Table) {
+	r.t.Helper()
+	r.Queue(dlq, dlqArgs)
+	r.Queue(source, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+}
+
+// Reject publishes msgs to source and rejects each (requeue=false) so the
+// broker dead-letters them into source's DLQ with a real x-death.
+func (r *Rabbit) Reject(source string, msgs ...amqp.Publishing) {
+	r.t.Helper()
+	r.Publish(source, msgs...)
+	ch := r.Channel()
+	if err := ch.Qos(len(msgs)+1, 0, false); err != nil {
+		r.t.Fatalf("testkit: qos: %v", err)
+	}
+	tag := Name("rej")
+	ds, err := ch.Consume(source, tag, false, false, false, false, nil)
+	if err != nil {
+		r.t.Fatalf("testkit: consume %s: %v", source, err)
+	}
+	for i := 0; i < len(msgs); i++ {
+		select {
+		case d := <-ds:
+			if err := d.Reject(false); err != nil {
+				r.t.Fatalf("testkit: reject: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			r.t.Fatalf("testkit: only %d of %d messages arrived in %s", i, len(msgs), source)
+		}
+	}
+	_ = ch.Cancel(tag, false)
+}
+
+// Expire publishes msgs to source with a 1 ms per-message TTL so the broker
+// dead-letters them as expired (they expire at the head of the queue).
+func (r *Rabbit) Expire(source string, msgs ...amqp.Publishing) {
+	r.t.Helper()
+	for i := range msgs {
+		msgs[i].Expiration = "1"
+	}
+	r.Publish(source, msgs...)
+}
+
+// Handler decides what a test consumer does with a delivery: "ack",
+// "reject" (requeue=false: dead-letter it) or "requeue".
+type Handler func(d amqp.Delivery) string
+
+// Consumer runs a consumer on queue until the test ends (or Stop), handing
+// each delivery to h. It counts what it did.
+type Consumer struct {
+	mu       sync.Mutex
+	Acked    int
+	Rejected int
+	ch       *amqp.Channel
+	tag      string
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+// Consume starts a test consumer on queue with prefetch 50.
+func (r *Rabbit) Consume(queue string, h Handler) *Consumer {
+	r.t.Helper()
+	ch, err := r.Conn.Channel()
+	if err != nil {
+		r.t.Fatalf("testkit: channel: %v", err)
+	}
+	if err := ch.Qos(50, 0, false); err != nil {
+		r.t.Fatalf("testkit: qos: %v", err)
+	}
+	c := &Consumer{ch: ch, tag: Name("consumer"), done: make(chan struct{})}
+	ds, err := ch.Consume(queue, c.tag, false, false, false, false, nil)
+	if err != nil {
+		r.t.Fatalf("testkit: consume %s: %v", queue, err)
+	}
+	go func() {
+		defer close(c.done)
+		for d := range ds {
+			switch h(d) {
+			case "reject":
+				_ = d.Reject(false)
+				c.mu.Lock()
+				c.Rejected++
+				c.mu.Unlock()
+			case "requeue":
+				_ = d.Nack(false, true)
+			default:
+				_ = d.Ack(false)
+				c.mu.Lock()
+				c.Acked++
+				c.mu.Unlock()
+			}
+		}
+	}()
+	r.t.Cleanup(c.Stop)
+	return c
+}
+
+// Counts returns how many deliveries were acked and rejected so far.
+func (c *Consumer) Counts() (acked, rejected int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Acked, c.Rejected
+}
+
+// Stop cancels the consumer and closes its channel.
+func (c *Consumer) Stop() {
+	c.stopOnce.Do(func() {
+		_ = c.ch.Cancel(c.tag, false)
+		_ = c.ch.Close()
+		<-c.done
+	})
+}
+
+// Msg builds a persistent JSON message with id and headers.
+func Msg(id string, body []byte, headers amqp.Table) amqp.Publishing {
+	return amqp.Publishing{MessageId: id, Body: body, Headers: headers, DeliveryMode: amqp.Persistent, ContentType: "application/json"}
+}
+
+// Msgs builds n persistent 1 KB messages "m-<i>".
+func Msgs(n, size int) []amqp.Publishing {
+	out := make([]amqp.Publishing, n)
+	for i := range out {
+		out[i] = Msg(fmt.Sprintf("m-%d", i), Body(i, size), nil)
+	}
+	return out
+}
