@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // ErrChanged means the world changed since the preview; the approval must
@@ -106,16 +107,23 @@ func (s *Service) Approve(ctx context.Context, token, approver string, p Params,
 	if s.d.Replays == nil {
 		return Approval{}, errors.New("engine: approve: no replay store configured")
 	}
-	f, changes, err := s.Compare(ctx, token)
-	if err != nil {
-		return Approval{}, err
-	}
-	if len(changes) > 0 && !confirmed {
-		return Approval{Changes: changes}, fmt.Errorf("engine: approve %s: %w", token, ErrChanged)
-	}
+	// Consume first: of concurrent approvals only one gets this far, so
+	// the comparison below (a scan of the DLQ) never races another one.
 	id := NewReplayID()
 	if err := s.d.Tokens.Consume(ctx, token, id); err != nil {
-		return Approval{Changes: changes}, fmt.Errorf("engine: approve %s: %w", token, err)
+		return Approval{}, fmt.Errorf("engine: approve %s: %w", token, err)
+	}
+	f, changes, err := s.Compare(ctx, token)
+	if err != nil || (len(changes) > 0 && !confirmed) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if rerr := s.d.Tokens.Release(rctx, token, id); rerr != nil && err == nil {
+			err = rerr
+		}
+		if err != nil {
+			return Approval{}, err
+		}
+		return Approval{Changes: changes}, fmt.Errorf("engine: approve %s: %w", token, ErrChanged)
 	}
 	now := s.d.Clock.Now()
 	r := Replay{
@@ -124,6 +132,13 @@ func (s *Service) Approve(ctx context.Context, token, approver string, p Params,
 	}
 	if err := s.d.Replays.Create(ctx, r); err != nil {
 		return Approval{Changes: changes}, fmt.Errorf("engine: approve %s: create replay: %w", token, err)
+	}
+	if rt, ok := s.d.Tokens.(Retainer); ok {
+		// The replay reads its frozen preview until it ends, however long
+		// it stays paused: keep it as long as replay records are kept.
+		if err := rt.Retain(ctx, token, 30*24*time.Hour); err != nil {
+			return Approval{Replay: r, Changes: changes}, fmt.Errorf("engine: approve %s: %w", token, err)
+		}
 	}
 	return Approval{Replay: r, Changes: changes}, nil
 }
@@ -135,4 +150,9 @@ func NewReplayID() string {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return "r_" + hex.EncodeToString(b[:])
+}
+
+// Retainer keeps a consumed token's preview beyond its TTL.
+type Retainer interface {
+	Retain(ctx context.Context, token string, d time.Duration) error
 }

@@ -56,8 +56,12 @@ type MoveRequest struct {
 
 // MoveResult summarises a pass.
 type MoveResult struct {
-	Read    int           // messages read from the DLQ
-	Sent    []Moved       // confirmed, original acked (or ack attempted)
+	Read int     // messages read from the DLQ
+	Sent []Moved // confirmed and recorded; original acked
+	// Unacked are copies confirmed and recorded whose originals could not be
+	// acked (the connection was lost): the broker returns those originals to
+	// the DLQ, so each is a duplicate, visible in the ledger.
+	Unacked []Moved
 	Failed  []MoveFailure // picked but not delivered; original left in place
 	Stopped error         // why publishing stopped early (Continue/Intend), if it did
 }

@@ -89,9 +89,12 @@ type QueueStats struct {
 	DeliverGet int64
 	Ack        int64
 	Redeliver  int64
+	// SampledAt is when the broker took the sample (zero when unknown):
+	// the counters are at least as new as that.
+	SampledAt time.Time
 }
 
 // Stats reads queue counters from the management API.
 type Stats interface {
-	QueueStats(ctx context.Context, queue string) (QueueStats, error)
+	Counters(ctx context.Context, queue string) (QueueStats, error)
 }

@@ -27,8 +27,9 @@ func snapshot(t *testing.T, r *testkit.Rabbit, q string, n int) []amqp.Delivery 
 	pubs := make([]amqp.Publishing, len(ds))
 	for i, d := range ds {
 		pubs[i] = amqp.Publishing{Headers: stripDeliveryCount(d.Headers), MessageId: d.MessageId, Body: d.Body,
-			ContentType: d.ContentType, DeliveryMode: d.DeliveryMode, Timestamp: d.Timestamp, Type: d.Type,
-			CorrelationId: d.CorrelationId, AppId: d.AppId, Priority: d.Priority}
+			ContentType: d.ContentType, ContentEncoding: d.ContentEncoding, DeliveryMode: d.DeliveryMode,
+			Timestamp: d.Timestamp, Type: d.Type, CorrelationId: d.CorrelationId, AppId: d.AppId,
+			Priority: d.Priority, ReplyTo: d.ReplyTo, UserId: d.UserId, Expiration: d.Expiration}
 	}
 	r.Publish(q, pubs...)
 	return ds
@@ -195,7 +196,7 @@ func TestPreviewSelectionFilters(t *testing.T) {
 	a, b, dlq := testkit.Name("a"), testkit.Name("b"), testkit.Name("dlq")
 	r.Topology(a, dlq, nil)
 	r.Queue(b, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
-	r.Reject(a, testkit.Msgs(4, 100)...)                                          // 4 rejected from a
+	r.Reject(a, testkit.Msgs(4, 100)...)                                                          // 4 rejected from a
 	r.Expire(b, testkit.Msg("exp-0", []byte("x0"), nil), testkit.Msg("exp-1", []byte("x1"), nil)) // 2 expired from b
 	r.WaitCount(dlq, 6, 20*time.Second)
 	// Two Spring-style failures published straight into the DLQ, one old.

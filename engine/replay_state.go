@@ -61,6 +61,10 @@ type Replay struct {
 	Returned int `json:"returned"` // copies dead-lettered again
 	Missing  int `json:"missing"`  // previewed messages no longer in the DLQ
 	Failed   int `json:"failed"`   // copies the broker did not take (unroutable, nacked); originals kept
+	// Duplicates counts copies sent and recorded whose originals could not
+	// be acked (a lost connection): those originals are back in the DLQ,
+	// and the ledger lists them as sent by this replay.
+	Duplicates int `json:"duplicates,omitempty"`
 	// NewFailures counts messages dead-lettered since the replay started
 	// that do not carry its id (failures that are not returns).
 	NewFailures int `json:"new_failures"`

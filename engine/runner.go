@@ -23,6 +23,8 @@ type run struct {
 	ctl    *control
 	// returnedSeen are returned copies already counted, id → copies.
 	returnedSeen map[string]int
+	// lastProgress is when a step last wrote its progress.
+	lastProgress time.Time
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is

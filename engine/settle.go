@@ -17,6 +17,7 @@ import (
 // estimate can only be late, never early.
 type targetWatch struct {
 	queue     string
+	confirmed time.Time // when the step's last copy was confirmed
 	sent      int
 	ready     int   // R: ready count right after the step's confirms
 	publish0  int64 // publish counter before the step (−1: unknown)
@@ -35,7 +36,7 @@ func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[strin
 		}
 		out[q] = -1
 		if rn.s.d.Stats != nil {
-			if st, err := rn.s.d.Stats.QueueStats(ctx, q); err == nil {
+			if st, err := rn.s.d.Stats.Counters(ctx, q); err == nil {
 				out[q] = st.Publish
 			}
 		}
@@ -52,7 +53,7 @@ func (rn *run) settle(ctx context.Context, res *StepResult, sentPer map[string]i
 	deadline := start.Add(rn.r.Params.Timeout)
 	var watches []*targetWatch
 	for q, n := range sentPer {
-		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1}
+		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: time.Now()}
 		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
 			w.ready = st.Ready
 		}
@@ -104,15 +105,22 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 		w.delivered = w.sent
 		return
 	}
-	if rn.s.d.Stats == nil || w.publish0 < 0 {
+	if rn.s.d.Stats == nil {
 		return
 	}
-	st, err := rn.s.d.Stats.QueueStats(ctx, w.queue)
+	st, err := rn.s.d.Stats.Counters(ctx, w.queue)
 	if err != nil {
 		return
 	}
 	if w.deliver1 < 0 {
-		if st.Publish >= w.publish0+int64(w.sent) {
+		// The baseline must come from a sample taken after the confirm
+		// (by its timestamp, else by its publish counter), or the
+		// watermark would be early.
+		fresh := !st.SampledAt.IsZero() && st.SampledAt.After(w.confirmed)
+		if !fresh && st.SampledAt.IsZero() && w.publish0 >= 0 {
+			fresh = st.Publish >= w.publish0+int64(w.sent)
+		}
+		if fresh {
 			w.deliver1 = st.DeliverGet
 		}
 		return

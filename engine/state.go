@@ -51,6 +51,9 @@ type Tokens interface {
 	// Consume marks token used by replayID, atomically: exactly one caller
 	// succeeds; the others get ErrTokenUsed (or ErrTokenNotFound).
 	Consume(ctx context.Context, token, replayID string) error
+	// Release undoes Consume by replayID when that approval did not go
+	// ahead (the world changed and the approver must confirm again).
+	Release(ctx context.Context, token, replayID string) error
 	// Discard deletes an unused token.
 	Discard(ctx context.Context, token string) error
 }

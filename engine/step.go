@@ -26,6 +26,8 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	rn.emit(ctx, EventStepStarted, &res, fmt.Sprintf("step %d: sending %d message(s)", k, left))
 
 	baseline := rn.sampleTargets(ctx, pick)
+	sentBefore := rn.r.Sent
+	rn.lastProgress = time.Time{}
 	rate := rn.r.Params.Rate
 	if rate < 0 {
 		rate = 0
@@ -58,16 +60,26 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 			return rn.s.d.Ledger.Intend(ctx, rn.entries(batch, true))
 		},
 		Confirmed: func(ctx context.Context, batch []Moved) error {
-			return rn.s.d.Ledger.Confirm(ctx, rn.entries(batch, false))
+			if err := rn.s.d.Ledger.Confirm(ctx, rn.entries(batch, false)); err != nil {
+				return err
+			}
+			rn.progress(ctx, len(batch))
+			return nil
 		},
 	})
+	rn.r.Sent = sentBefore
 	sentPer := map[string]int{}
 	for _, m := range mr.Sent {
 		rn.plan.drop(m.ID, 1)
 		sentPer[m.Target]++
 	}
-	res.Sent = len(mr.Sent)
+	for _, m := range mr.Unacked {
+		rn.plan.drop(m.ID, 1)
+		sentPer[m.Target]++
+	}
+	res.Sent = len(mr.Sent) + len(mr.Unacked)
 	rn.r.Sent += res.Sent
+	rn.r.Duplicates += len(mr.Unacked)
 	for _, f := range mr.Failed {
 		rn.plan.drop(f.ID, 1)
 		rn.r.Failed++
@@ -115,4 +127,18 @@ func (rn *run) entries(batch []Moved, pending bool) []LedgerEntry {
 		out[i] = LedgerEntry{ReplayID: rn.r.ID, ID: m.ID, Target: m.Target, Seq: m.Seq, At: now, Pending: pending}
 	}
 	return out
+}
+
+// progressEvery is how often a step in progress writes its sent count.
+const progressEvery = 500 * time.Millisecond
+
+// progress counts n more confirmed copies and, at most every
+// progressEvery, writes the record so others see a long step advance.
+func (rn *run) progress(ctx context.Context, n int) {
+	rn.r.Sent += n
+	if time.Since(rn.lastProgress) < progressEvery {
+		return
+	}
+	rn.lastProgress = time.Now()
+	_ = rn.put(ctx) // a failed write shows again at the next one; a lost lease stops the move via Intend
 }

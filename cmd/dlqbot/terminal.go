@@ -24,9 +24,9 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	if h, ok := res.Cmd.(commands.HelpCmd); ok {
 		access := cfg.PermissionsFile != ""
 		if out.json {
-			return out.doc(map[string]any{"help": commands.Help(h.Topic, access)})
+			return out.doc(map[string]any{"help": commands.HelpAs(commands.TerminalPrefix, h.Topic, access)})
 		}
-		fmt.Fprintln(stdout, commands.Help(h.Topic, access))
+		fmt.Fprintln(stdout, commands.HelpAs(commands.TerminalPrefix, h.Topic, access))
 		return nil
 	}
 	a, err := newApp(cfg, stderr, nil)

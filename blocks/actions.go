@@ -1,0 +1,117 @@
+package blocks
+
+import (
+	"strings"
+
+	"github.com/slack-go/slack"
+)
+
+// Block Kit action ids (SPEC.md §10). Approve and Discard carry the preview
+// token (Approve possibly marked confirmed, see ApproveValue); Pause,
+// Resume, Cancel and Park carry the replay id.
+const (
+	ActionApprove = "dlq.approve"
+	ActionDiscard = "dlq.discard"
+	ActionPause   = "dlq.pause"
+	ActionResume  = "dlq.resume"
+	ActionCancel  = "dlq.cancel"
+	ActionPark    = "dlq.park"
+)
+
+// Block ids the renderers give the blocks a later edit replaces.
+const (
+	// BlockPreviewActions holds a preview's Approve and Discard buttons.
+	BlockPreviewActions = "dlq.preview.actions"
+	// BlockPreviewExpiry holds a preview's token expiry line.
+	BlockPreviewExpiry = "dlq.preview.expiry"
+	// BlockPreviewOutcome holds who approved or discarded a preview.
+	BlockPreviewOutcome = "dlq.preview.outcome"
+	// BlockChangesActions holds the approve-anyway and Discard buttons.
+	BlockChangesActions = "dlq.changes.actions"
+	// BlockProgressControls holds a replay's Pause/Resume/Cancel buttons.
+	BlockProgressControls = "dlq.progress.controls"
+	// BlockCheckActions holds a check report's Park button.
+	BlockCheckActions = "dlq.check.actions"
+)
+
+// confirmSuffix marks an approval given after seeing what changed since
+// the preview. Tokens are "p_" and base64url, which never contain ':'.
+const confirmSuffix = ":confirm"
+
+// ApproveValue is the value of a dlq.approve button: the preview token,
+// followed by ":confirm" when the approver has already seen what changed
+// since the preview and approves anyway.
+func ApproveValue(token string, confirmed bool) string {
+	if confirmed {
+		return token + confirmSuffix
+	}
+	return token
+}
+
+// ParseApproveValue splits a dlq.approve button value into the preview
+// token and whether the approval is confirmed despite changes. It is the
+// inverse of ApproveValue.
+func ParseApproveValue(v string) (token string, confirmed bool) {
+	v = strings.TrimSpace(v)
+	if t, ok := strings.CutSuffix(v, confirmSuffix); ok {
+		return t, true
+	}
+	return v, false
+}
+
+// button returns a button with a plain-text label cut to Slack's limit.
+func button(actionID, value, label string, style slack.Style, confirm *slack.ConfirmationBlockObject) *slack.ButtonBlockElement {
+	b := slack.NewButtonBlockElement(actionID, value, plain(label, MaxButtonText))
+	if style != "" {
+		b = b.WithStyle(style)
+	}
+	if confirm != nil {
+		b = b.WithConfirm(confirm)
+	}
+	return b
+}
+
+// confirm returns a confirm dialog with plain-text parts cut to Slack's
+// limits.
+func confirm(title, text, yes, no string, style slack.Style) *slack.ConfirmationBlockObject {
+	c := slack.NewConfirmationBlockObject(
+		plain(title, MaxConfirmTitle),
+		slack.NewTextBlockObject(slack.PlainTextType, clip(strings.TrimSpace(text), MaxConfirmText), false, false),
+		plain(yes, MaxConfirmButton),
+		plain(no, MaxConfirmButton),
+	)
+	if style != "" {
+		c = c.WithStyle(style)
+	}
+	return c
+}
+
+// actions returns an actions block with a block id.
+func actions(blockID string, buttons ...*slack.ButtonBlockElement) *slack.ActionBlock {
+	els := make([]slack.BlockElement, len(buttons))
+	for i, b := range buttons {
+		els[i] = b
+	}
+	return slack.NewActionBlock(blockID, els...)
+}
+
+// resolve returns blocks without their buttons (every actions block) and
+// without the preview's expiry line, followed by a context line saying how
+// the message was resolved. It does not modify blocks.
+func resolve(blocks []slack.Block, line string) []slack.Block {
+	out := make([]slack.Block, 0, len(blocks)+1)
+	for _, b := range blocks {
+		if b == nil || b.BlockType() == slack.MBTAction {
+			continue
+		}
+		switch b.ID() {
+		case BlockPreviewExpiry, BlockPreviewOutcome:
+			continue
+		}
+		out = append(out, b)
+	}
+	if len(out) >= MaxBlocks {
+		out = out[:MaxBlocks-1]
+	}
+	return append(out, context(BlockPreviewOutcome, line))
+}

@@ -1,0 +1,134 @@
+package blocks
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// Caps on what a check report lists.
+const (
+	maxGroups   = 10 // failure groups
+	maxParkIDs  = 10 // ids named at the park limit
+	maxErrorMsg = 2900
+)
+
+// Check renders the answer to "did the replay work?" (SPEC.md §8): how many
+// of the replayed messages came back, grouped by failure with an example
+// each; new failures, counted apart; and those at the park limit, with a
+// Park button (dlq.park, value the replay id) when there are any. Copies not
+// back are "not seen in a dead-letter queue" — never called processed.
+func Check(c engine.CheckReport) ([]slack.Block, string) {
+	head := fmt.Sprintf(":mag: *Did replay %s work?* · %s", code(c.ReplayID, 60), code(c.DLQ, 300))
+	if c.Label != "" {
+		head += " · follow-up " + esc(oneLine(c.Label), 20)
+	}
+	notBack := max(c.Replayed-c.Returned, 0)
+	var summary string
+	switch {
+	case c.Replayed == 0:
+		summary = "The replay sent nothing, so nothing can come back."
+	case c.Returned == 0:
+		summary = fmt.Sprintf(":white_check_mark: *0 of %s came back.* %s not seen in a dead-letter queue so far.",
+			plural(c.Replayed, "replayed message", "replayed messages"), num(notBack))
+	default:
+		summary = fmt.Sprintf(":warning: *%s of %s came back*, dead-lettered again with this replay's id. %s not seen in a dead-letter queue so far.",
+			num(c.Returned), plural(c.Replayed, "replayed message", "replayed messages"), num(notBack))
+	}
+	out := []slack.Block{section(head + "\n" + summary)}
+	if len(c.Groups) > 0 {
+		out = append(out, section(groupsText(c)))
+	}
+	if c.NewFailures > 0 {
+		out = append(out, section(fmt.Sprintf(":information_source: *%s* dead-lettered in %s since the replay started without this replay's id — counted apart, not as messages that came back.",
+			plural(c.NewFailures, "new failure", "new failures"), code(c.DLQ, 300))))
+	}
+	if c.AtParkLimit > 0 {
+		out = append(out, section(parkText(c)))
+		if c.ReplayID != "" {
+			out = append(out, actions(BlockCheckActions,
+				button(ActionPark, c.ReplayID, "Park "+msgs(c.AtParkLimit), slack.StyleDanger,
+					confirm("Park these messages?",
+						fmt.Sprintf("Move %s that came back after %s to the parking queue? They leave the DLQ and are not replayed.", msgs(c.AtParkLimit), parkAfter(c)),
+						"Park", "Not yet", slack.StyleDanger))))
+		}
+	}
+	when := "on demand"
+	if !c.At.IsZero() {
+		when = date(c.At)
+	}
+	out = append(out, context("", "Checked "+when+" · a copy counts as back when it carries this replay's id and a new death; a copy not seen in a dead-letter queue may still be waiting, or have been dropped"))
+	text := fmt.Sprintf("Replay %s: %s of %s replayed came back, %s not seen in a dead-letter queue.",
+		escape(c.ReplayID), num(c.Returned), num(c.Replayed), num(notBack))
+	return out, fallback(text)
+}
+
+// groupsText lists the failure groups of the copies that came back.
+func groupsText(c engine.CheckReport) string {
+	lines := make([]string, 0, maxGroups)
+	for _, g := range c.Groups[:min(len(c.Groups), maxGroups)] {
+		l := fmt.Sprintf("• *%s* × %s", num(g.Count), code(g.Group, 300))
+		if g.ExampleID != "" {
+			l += " — e.g. " + code(g.ExampleID, 40)
+			if g.Reason != "" {
+				l += " (" + esc(oneLine(g.Reason), 30) + ")"
+			}
+		}
+		if g.Example != "" && g.Example != g.Group {
+			l += ": " + code(g.Example, 300)
+		}
+		lines = append(lines, l)
+	}
+	head := "*Came back, by failure*"
+	return list(head, lines, len(c.Groups), MaxSectionText, func(hidden int) string {
+		n := 0
+		for _, g := range c.Groups[len(c.Groups)-hidden:] {
+			n += g.Count
+		}
+		return fmt.Sprintf("…and %s (%s)", plural(hidden, "more group", "more groups"), msgs(n))
+	})
+}
+
+// parkText names the messages at the park limit.
+func parkText(c engine.CheckReport) string {
+	var ids []string
+	for _, id := range c.ParkIDs[:min(len(c.ParkIDs), maxParkIDs)] {
+		ids = append(ids, code(id, 40))
+	}
+	s := fmt.Sprintf(":parking: *%s at the park limit*: %s came back after %s. Replaying %s again is unlikely to help.",
+		num(c.AtParkLimit), pick(c.AtParkLimit, "it", "they"), parkAfter(c), pick(c.AtParkLimit, "it", "them"))
+	if len(ids) > 0 {
+		s += "\n" + strings.Join(ids, ", ")
+		if rest := max(c.AtParkLimit, len(c.ParkIDs)) - len(ids); rest > 0 {
+			s += " and " + num(rest) + " more"
+		}
+	}
+	return s
+}
+
+func parkAfter(c engine.CheckReport) string {
+	if c.ParkAfter > 0 {
+		return "being replayed " + plural(c.ParkAfter, "time", "times") + " or more"
+	}
+	return "being replayed park_after times or more"
+}
+
+// Error renders a refusal or error (bad syntax, unknown queue, missing
+// permission, expired or used token) for an ephemeral reply, escaped, with
+// its plain-text fallback. It names the problem and nothing else.
+func Error(msg string) ([]slack.Block, string) {
+	return []slack.Block{section(Ephemeral(msg))}, fallback(Ephemeral(msg))
+}
+
+// Ephemeral returns msg as the escaped mrkdwn text of an ephemeral
+// refusal, prefixed with an icon and cut to fit one section.
+func Ephemeral(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if msg == "" {
+		msg = "That did not work."
+	}
+	return ":no_entry_sign: " + esc(msg, maxErrorMsg)
+}

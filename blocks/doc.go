@@ -1,0 +1,19 @@
+// Package blocks renders dlqbot's engine views as Slack Block Kit messages:
+// previews with their Approve and Discard buttons, the replay progress
+// message with its Pause, Resume and Cancel buttons, "what changed since the
+// preview", the follow-up check report with its Park button, and the one-line
+// thread replies and activity-channel entries (SPEC.md §4–§6, §8, §10).
+//
+// Every renderer is a pure function: it reads only its arguments (the
+// current time is passed in where it matters), performs no I/O and returns
+// the blocks together with a plain-text fallback for notifications. Free
+// text from the broker or from users (queue names, exception texts,
+// payloads) is escaped for mrkdwn and shown in code formatting, so it can
+// neither mention anyone nor break the layout.
+//
+// Slack does not enforce its Block Kit limits on the client side, and
+// neither does slack-go: a message over a limit is rejected as a whole. The
+// renderers therefore cap every list ("and N more") and truncate every text
+// ("…") so that any input, however large, yields a valid message, and
+// Validate checks the limits on any rendered message.
+package blocks

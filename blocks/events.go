@@ -1,0 +1,141 @@
+package blocks
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// maxLine caps a thread reply or an activity line.
+const maxLine = 1500
+
+// StepReply returns the short reply posted in the replay's thread for an
+// event (SPEC.md §6): one line of mrkdwn for a start, a step's result, a
+// stop, pause, resume, cancellation, finish or interruption. It returns ""
+// for events that deserve no reply of their own (a step starting).
+func StepReply(e engine.Event) string {
+	r, p := e.Replay, e.Replay.Params
+	rest, dlq := remaining(r), code(r.DLQ, 120)
+	var s string
+	switch e.Kind {
+	case engine.EventStarted:
+		s = fmt.Sprintf(":arrow_forward: Replay started: %s from %s in canary steps (first step %s, doubling up to %s, %s).",
+			msgs(r.Total), dlq, num(p.Step), num(p.Cap), rate(p.Rate))
+	case engine.EventResumed:
+		s = fmt.Sprintf(":arrow_forward: Resumed: %s left to send.", msgs(rest))
+	case engine.EventStepPassed:
+		if e.Step == nil {
+			return clip(":white_check_mark: "+esc(oneLine(e.Text), 600), maxLine)
+		}
+		s = ":white_check_mark: " + stepLine(e.Step, "Step "+num(e.Step.Step)+" passed")
+	case engine.EventStopped:
+		if e.Step != nil {
+			s = ":octagonal_sign: " + stepLine(e.Step, "Stopped after step "+num(e.Step.Step))
+		} else {
+			s = ":octagonal_sign: Stopped: " + esc(oneLine(firstOf(r.Note, e.Text)), 600)
+		}
+		s += " Use *Continue anyway* or *Cancel* on the progress message."
+	case engine.EventPaused:
+		s = fmt.Sprintf(":double_vertical_bar: Paused: %s sent; the remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
+	case engine.EventCancelled:
+		s = fmt.Sprintf(":black_square_for_stop: Cancelled: %s sent; the remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
+	case engine.EventFinished:
+		s = fmt.Sprintf(":checkered_flag: Finished: %s sent, %s left the target queue, %s came back, %s missing, %s not delivered.",
+			msgs(r.Sent), num(r.Settled), num(r.Returned), num(r.Missing), num(r.Failed))
+	case engine.EventInterrupted:
+		s = fmt.Sprintf(":zap: Interrupted: the process running it stopped. %s sent; the remaining %s are still in %s.", msgs(r.Sent), msgs(rest), dlq)
+		if cmd := previewCommand(e.Text + " " + r.Note); cmd != "" {
+			s += " Preview the rest: " + code(cmd, 600)
+		}
+	default:
+		return ""
+	}
+	return clip(oneLine(s), maxLine)
+}
+
+// stepLine describes a finished step on one line, after lead ("Step 3
+// passed").
+func stepLine(st *engine.StepResult, lead string) string {
+	s := fmt.Sprintf("%s — %s sent, %s left the target queue, %s came back",
+		lead, num(st.Sent), num(st.Settled), num(st.Returned))
+	if st.Failed > 0 {
+		s += fmt.Sprintf(", %s not delivered or missing", num(st.Failed))
+	}
+	if st.Duration > 0 {
+		s += " (" + seconds(st.Duration) + ")"
+	}
+	if st.Observation != "" {
+		s += ": " + esc(strings.TrimRight(oneLine(st.Observation), "."), 500)
+	}
+	return s + "."
+}
+
+// firstOf returns the first non-empty string.
+func firstOf(ss ...string) string {
+	for _, s := range ss {
+		if s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+// Activity returns the activity-channel line for an event (SPEC.md §6):
+// which replay, of which DLQ, approved by whom, and its counts, for a
+// start, resume, pause, cancellation, stop, finish or interruption. It
+// returns "" for step events, which stay in the thread.
+func Activity(e engine.Event) string {
+	r := e.Replay
+	rest := remaining(r)
+	id := fmt.Sprintf("Replay %s of %s", code(r.ID, 60), code(r.DLQ, 120))
+	counts := fmt.Sprintf("%s of %s sent", num(r.Sent), msgs(r.Total))
+	var s string
+	switch e.Kind {
+	case engine.EventStarted:
+		s = fmt.Sprintf(":arrow_forward: %s started: %s, requested by %s", id, msgs(r.Total), who(r.Requester))
+	case engine.EventResumed:
+		s = fmt.Sprintf(":arrow_forward: %s resumed: %s, %s left", id, counts, num(rest))
+	case engine.EventPaused:
+		s = fmt.Sprintf(":double_vertical_bar: %s paused: %s, %s left in the DLQ", id, counts, num(rest))
+	case engine.EventCancelled:
+		s = fmt.Sprintf(":black_square_for_stop: %s cancelled: %s, %s left in the DLQ", id, counts, num(rest))
+	case engine.EventStopped:
+		s = fmt.Sprintf(":octagonal_sign: %s stopped", id)
+		if e.Step != nil {
+			s += " after step " + num(e.Step.Step)
+		}
+		s += fmt.Sprintf(": %s, %s came back", counts, num(r.Returned))
+		if why := firstOf(r.Note, e.Text); why != "" {
+			s += " — " + esc(oneLine(why), 300)
+		}
+	case engine.EventFinished:
+		s = fmt.Sprintf(":checkered_flag: %s finished: %s sent, %s left the target queue, %s came back, %s missing, %s not delivered",
+			id, num(r.Sent), num(r.Settled), num(r.Returned), num(r.Missing), num(r.Failed))
+	case engine.EventInterrupted:
+		s = fmt.Sprintf(":zap: %s interrupted: %s; the rest are still in the DLQ", id, counts)
+	default:
+		return ""
+	}
+	s += " · approved by " + who(r.Approver)
+	return clip(oneLine(s), maxLine)
+}
+
+// ActivityCheck returns the activity-channel line for a check report
+// (SPEC.md §8): how many of the replayed came back, how many were not seen
+// in a dead-letter queue, new failures and those at the park limit.
+func ActivityCheck(c engine.CheckReport) string {
+	s := fmt.Sprintf(":mag: Check of replay %s of %s", code(c.ReplayID, 60), code(c.DLQ, 120))
+	if c.Label != "" {
+		s += " (follow-up " + esc(oneLine(c.Label), 20) + ")"
+	}
+	s += fmt.Sprintf(": %s of %s replayed came back, %s not seen in a dead-letter queue",
+		num(c.Returned), num(c.Replayed), num(max(c.Replayed-c.Returned, 0)))
+	if c.NewFailures > 0 {
+		s += fmt.Sprintf("; %s dead-lettered meanwhile without this replay's id", plural(c.NewFailures, "new failure", "new failures"))
+	}
+	if c.AtParkLimit > 0 {
+		s += fmt.Sprintf("; %s at the park limit", num(c.AtParkLimit))
+	}
+	return clip(oneLine(s), maxLine)
+}

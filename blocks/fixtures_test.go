@@ -1,0 +1,162 @@
+package blocks
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// fixedNow is the time every fixture is rendered at, so the golden files
+// stay the same.
+func fixedNow() time.Time { return time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC) }
+
+const (
+	token    = "p_Zm9vYmFyYmF6cXV4cXV1eA"
+	replayID = "r_0123456789abcdef"
+	approver = "U012ABCDEF"
+	asker    = "U0SUPPORT1"
+)
+
+// previewWithProblems is a preview where everything that can go wrong does.
+func previewWithProblems() *engine.Preview {
+	now := fixedNow()
+	return &engine.Preview{
+		Token:     token,
+		ExpiresAt: now.Add(24 * time.Hour).Format(time.RFC3339),
+		DLQ:       engine.QueueState{Name: "orders.dlq", Exists: true, Ready: 57, Type: "quorum", DeliveryLimit: 20},
+		Selection: "orders.dlq reason=rejected",
+		Requester: asker,
+		Scanned:   57,
+		Selected:  48,
+		Distinct:  45,
+		Parked:    3,
+		Problems: []engine.Problem{
+			{Kind: engine.ProblemTargetMissing, Queue: "payments.settle", Messages: 5, Detail: "target queue payments.settle does not exist: its 5 message(s) would stay in the DLQ"},
+			{Kind: engine.ProblemNoTarget, Messages: 2, Detail: "2 message(s) have no source queue that can be derived; they are left out — replay them with to=<queue>"},
+			{Kind: engine.ProblemNoConsumers, Queue: "billing.retry", Messages: 3, Detail: "target queue billing.retry has no consumers now"},
+			{Kind: engine.ProblemAlreadyReplayed, Messages: 4, Detail: "4 message(s) were already replayed before and failed again"},
+			{Kind: engine.ProblemParked, Messages: 3, Detail: "3 message(s) were replayed park_after times or more"},
+			{Kind: engine.ProblemDeliveryLimit, Queue: "orders.dlq", Messages: 57, Detail: "the DLQ is a quorum queue: each scan returns every message with nack(requeue), which RabbitMQ before 4.3 counts as a delivery; its delivery limit is 20, so repeated previews can drop or dead-letter messages"},
+			{Kind: engine.ProblemUnreadable, Messages: 1, Detail: "1 message(s) have headers that could not be fully read"},
+		},
+		Targets: []engine.TargetView{
+			{Queue: "billing.retry", Exists: true, Consumers: 0, Messages: 3, Reasons: map[engine.Reason]int{engine.ReasonRejected: 3}},
+			{Queue: "orders.created", Exists: true, Consumers: 2, Messages: 40, Reasons: map[engine.Reason]int{engine.ReasonRejected: 30, engine.ReasonExpired: 10}},
+			{Queue: "payments.settle", Exists: false, Messages: 5, Reasons: map[engine.Reason]int{engine.ReasonException: 5}},
+		},
+		Messages: []engine.PreviewMessage{
+			{
+				Meta: engine.Meta{
+					ID: "a1b2c3d4e5f60718", Dialect: engine.DialectSpring, Source: "orders.created", Reason: engine.ReasonException,
+					Attempts: 3, LastDeath: now.Add(-2 * time.Hour), ExceptionType: "java.lang.IllegalStateException",
+					Exception: "order 4711 not found <@U999> & `rm -rf`", FailureGroup: "order <n> not found", ReplayCount: 1, ReplayID: "r_feedfacecafebeef",
+					Size: 58, Excerpt: "{\"order\": 4711, \"note\": \"```<!channel> & co```\"}\n",
+				},
+				Count: 3, Target: "orders.created",
+				Replayed: []engine.Sent{{ReplayID: "r_feedfacecafebeef", At: now.Add(-26 * time.Hour), Count: 1, Approver: approver}},
+			},
+			{
+				Meta:  engine.Meta{ID: "0f1e2d3c4b5a6978", Dialect: engine.DialectRabbitMQ, Source: "payments.settle", Reason: engine.ReasonExpired, Attempts: 1, Size: 12, Excerpt: "plain payload"},
+				Count: 1, Target: "payments.settle",
+			},
+			{
+				Meta: engine.Meta{ID: "9988776655443322", Dialect: engine.DialectSpring, Exchange: "orders", RoutingKeys: []string{"order.*"}, NeedsRoute: true,
+					Reason: engine.ReasonException, SourceNote: `exchange "orders" routes "order.*" to 2 queues; replay it with to=<queue>`, Size: 4, Excerpt: "\x00..."},
+				Count: 2,
+			},
+		},
+	}
+}
+
+// previewNothing is a preview of a DLQ whose matching messages are all
+// parked.
+func previewNothing() *engine.Preview {
+	return &engine.Preview{
+		DLQ:       engine.QueueState{Name: "orders.dlq", Exists: true, Ready: 12, Type: "classic"},
+		Selection: "orders.dlq source=orders.created",
+		Requester: asker,
+		Scanned:   12,
+		Parked:    3,
+		Problems: []engine.Problem{
+			{Kind: engine.ProblemParked, Messages: 3, Detail: "3 message(s) were replayed park_after times or more"},
+		},
+		Messages: []engine.PreviewMessage{
+			{Meta: engine.Meta{ID: "1111222233334444", Source: "orders.created", Reason: engine.ReasonRejected, ReplayCount: 3}, Count: 3, Parked: true, Target: "orders.created"},
+		},
+	}
+}
+
+// replay returns a replay record in state s, part-way through.
+func replay(s engine.State) engine.Replay {
+	return engine.Replay{
+		ID: replayID, Token: token, DLQ: "orders.dlq", Vhost: "/", Requester: asker, Approver: approver, State: s,
+		Params: engine.Params{Step: 10, Cap: 500, Rate: 50, Timeout: time.Minute},
+		Total:  1000, Sent: 30, Settled: 30, Step: 2,
+		CreatedAt: fixedNow().Add(-3 * time.Minute), UpdatedAt: fixedNow(),
+	}
+}
+
+// lastStep is the result of step 2.
+func lastStep() *engine.StepResult {
+	return &engine.StepResult{Step: 2, Planned: 20, Sent: 20, Settled: 20, Observation: "all 20 left the target queue", Duration: 4200 * time.Millisecond}
+}
+
+// stoppedReplay came back in step 2: 12 returned copies and one unroutable.
+func stoppedReplay() (engine.Replay, *engine.StepResult) {
+	r := replay(engine.StateStopped)
+	r.Settled, r.Returned, r.Failed, r.NewFailures, r.EndedAt = 18, 12, 1, 2, fixedNow()
+	for i := range 12 {
+		r.Failures = append(r.Failures, engine.Failure{
+			ID: fmt.Sprintf("%016x", 0xabc000+i), Target: "orders.created", Kind: "returned", Reason: "rejected",
+			Detail: fmt.Sprintf("order %d not found <script>", 4700+i),
+		})
+	}
+	r.Failures = append(r.Failures, engine.Failure{ID: "00000000deadbeef", Target: "gone.queue", Kind: "unroutable", Reason: "NO_ROUTE"})
+	r.Note = "12 came back to the DLQ with this replay's id"
+	st := &engine.StepResult{Step: 2, Planned: 20, Sent: 20, Settled: 8, Returned: 12, Observation: "12 came back to the DLQ with this replay's id", Duration: 9 * time.Second}
+	return r, st
+}
+
+func finishedReplay() engine.Replay {
+	r := replay(engine.StateFinished)
+	r.Sent, r.Settled, r.Missing, r.Step, r.EndedAt = 997, 997, 3, 8, fixedNow()
+	r.Failures = []engine.Failure{{ID: "1234567890abcdef", Target: "orders.created", Kind: "missing", Detail: "3 copy(ies) no longer in orders.dlq"}}
+	r.Note = "997 sent, 997 settled, 0 came back, 3 missing, 0 not delivered"
+	return r
+}
+
+// interruptedEvent is the reaper's event for a replay whose owner died.
+func interruptedEvent() engine.Event {
+	r := replay(engine.StateInterrupted)
+	r.EndedAt = fixedNow()
+	r.Note = "the process running it stopped without releasing it; 30 message(s) had been sent, the rest are still in orders.dlq"
+	return engine.Event{
+		Kind: engine.EventInterrupted, Replay: r, At: fixedNow(),
+		Text: "replay r_0123456789abcdef was interrupted: 30 sent (a1b2c3d4e5f60718, 0f1e2d3c4b5a6978, … 28 more); 2 copy(ies) were in flight and may have been sent as well (pending in the ledger). Preview the rest: /dlq preview orders.dlq reason=rejected",
+	}
+}
+
+func changes() []engine.Change {
+	return []engine.Change{
+		{Kind: "consumers_gone", Queue: "orders.created", Messages: 40, Detail: "target queue orders.created had 2 consumer(s) at the preview and has none now"},
+		{Kind: "messages_gone", Queue: "orders.dlq", Messages: 4, Detail: "4 previewed message(s) are no longer in orders.dlq"},
+		{Kind: "replayed_elsewhere", Messages: 1, Detail: "1 previewed message(s) were sent by another replay after this preview"},
+		{Kind: "target_deleted", Queue: "payments.settle", Messages: 5, Detail: "target queue payments.settle was deleted since the preview"},
+	}
+}
+
+func checkWithGroups() engine.CheckReport {
+	return engine.CheckReport{
+		ReplayID: replayID, DLQ: "orders.dlq", At: fixedNow(), Replayed: 1000, Returned: 14,
+		Groups: []engine.CheckGroup{
+			{Group: "order <n> not found", Count: 11, ExampleID: "a1b2c3d4e5f60718", Reason: "rejected", Example: "order 4711 not found"},
+			{Group: "rejected", Count: 3, ExampleID: "0f1e2d3c4b5a6978", Reason: "rejected"},
+		},
+		NewFailures: 5, AtParkLimit: 2, ParkIDs: []string{"a1b2c3d4e5f60718", "0f1e2d3c4b5a6978"}, ParkAfter: 3, Label: "+5m",
+	}
+}
+
+func checkNothingBack() engine.CheckReport {
+	return engine.CheckReport{ReplayID: replayID, DLQ: "orders.dlq", At: fixedNow(), Replayed: 1000, Groups: []engine.CheckGroup{}, ParkAfter: 3, Label: "+2h"}
+}

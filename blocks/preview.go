@@ -1,0 +1,250 @@
+package blocks
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// Caps on what a preview lists; the rest is summarised as "and N more".
+const (
+	maxTargets       = 10 // target queues listed
+	maxSamples       = 3  // sample messages shown with their payload
+	maxProblemQueues = 5  // queue names named in one aggregated problem line
+	excerptChars     = 900
+)
+
+// Preview renders a preview (SPEC.md §4, §6): what would go wrong first,
+// then the per-target summary, a few sample messages, the token's expiry
+// (relative to now) and the Approve and Discard buttons. A preview without
+// a token (nothing selected) says that nothing would be replayed and has no
+// buttons. It returns the blocks and a plain-text fallback.
+func Preview(p *engine.Preview, now time.Time) ([]slack.Block, string) {
+	if p == nil {
+		return Error("There is no preview to show.")
+	}
+	out := previewBody(p)
+	if p.Token == "" {
+		return out, previewText(p)
+	}
+	out = append(out,
+		context(BlockPreviewExpiry, expiryLine(p, now)),
+		actions(BlockPreviewActions,
+			button(ActionApprove, ApproveValue(p.Token, false), "Approve replay", slack.StylePrimary, approveConfirm(p)),
+			button(ActionDiscard, p.Token, "Discard", "", nil),
+		),
+	)
+	return out, previewText(p)
+}
+
+// PreviewApproved renders the preview as edited once approved: the same
+// summary, without buttons, saying who approved it and which replay
+// started.
+func PreviewApproved(p *engine.Preview, approver, replayID string) ([]slack.Block, string) {
+	if p == nil {
+		return Error("There is no preview to show.")
+	}
+	out := append(previewBody(p), context(BlockPreviewOutcome, approvedLine(approver, replayID)))
+	return out, fallback(fmt.Sprintf("Preview of %s approved by %s: replay %s started.", escape(p.DLQ.Name), who(approver), escape(replayID)))
+}
+
+// PreviewDiscarded renders the preview as edited once discarded: without
+// buttons, saying who discarded it.
+func PreviewDiscarded(p *engine.Preview, by string) ([]slack.Block, string) {
+	if p == nil {
+		return Error("There is no preview to show.")
+	}
+	out := append(previewBody(p), context(BlockPreviewOutcome, discardedLine(by)))
+	return out, fallback(fmt.Sprintf("Preview of %s discarded by %s; nothing was replayed.", escape(p.DLQ.Name), who(by)))
+}
+
+// Approved edits an already rendered preview message (for example the
+// blocks of an interaction payload's message) to show who approved it:
+// the buttons and the expiry line are removed and an outcome line added.
+func Approved(original []slack.Block, approver, replayID string) []slack.Block {
+	return resolve(original, approvedLine(approver, replayID))
+}
+
+// Discarded edits an already rendered preview message to show who
+// discarded it, removing its buttons.
+func Discarded(original []slack.Block, by string) []slack.Block {
+	return resolve(original, discardedLine(by))
+}
+
+func approvedLine(approver, replayID string) string {
+	return fmt.Sprintf(":white_check_mark: Approved by %s — replay %s started; its progress is in the thread.", who(approver), code(replayID, 80))
+}
+
+func discardedLine(by string) string {
+	return fmt.Sprintf(":wastebasket: Discarded by %s — nothing was replayed, the DLQ is unchanged.", who(by))
+}
+
+// previewBody renders everything of a preview except expiry and buttons.
+func previewBody(p *engine.Preview) []slack.Block {
+	name := p.DLQ.Name
+	out := []slack.Block{
+		header("DLQ preview · " + name),
+		fields(previewFields(p)...),
+	}
+	if s := problemsText(p); s != "" {
+		out = append(out, section(s))
+	}
+	if p.Token == "" {
+		out = append(out, section(nothingText(p)))
+	}
+	out = append(out, slack.NewDividerBlock())
+	if len(p.Targets) > 0 {
+		out = append(out, section(targetsText(p.Targets)))
+	}
+	return append(out, sampleBlocks(p)...)
+}
+
+func previewFields(p *engine.Preview) []string {
+	dlq := code(p.DLQ.Name, 300)
+	if p.DLQ.Type != "" {
+		dlq += " (" + esc(p.DLQ.Type, 20) + ")"
+	}
+	sel := fmt.Sprintf("%s (%s distinct)", msgs(p.Selected), num(p.Distinct))
+	return []string{
+		"*DLQ*\n" + dlq,
+		"*Selection*\n" + code(p.Selection, 1000),
+		"*Scanned*\n" + msgs(p.Scanned),
+		"*Would be replayed*\n" + sel,
+		"*Parked, left out*\n" + msgs(p.Parked),
+		"*Target queues*\n" + num(len(p.Targets)),
+		"*Requested by*\n" + who(p.Requester),
+	}
+}
+
+// nothingText explains a preview without a token.
+func nothingText(p *engine.Preview) string {
+	why := "no token was issued; preview again"
+	switch {
+	case p.Scanned == 0:
+		why = "the DLQ is empty"
+	case len(p.Messages) == 0:
+		why = fmt.Sprintf("none of the %s scanned matches the selection", msgs(p.Scanned))
+	case p.Selected == 0:
+		why = fmt.Sprintf("of the %s that match, none can be replayed (see above)", msgs(matching(p)))
+	}
+	return ":information_source: *Nothing would be replayed* — " + why + ". The DLQ is unchanged."
+}
+
+// matching counts the copies behind p.Messages.
+func matching(p *engine.Preview) int {
+	n := 0
+	for _, m := range p.Messages {
+		n += m.Count
+	}
+	return n
+}
+
+// problemsText lists what would go wrong, most serious first, one line per
+// kind of problem (problems of one kind on several queues are combined).
+func problemsText(p *engine.Preview) string {
+	if len(p.Problems) == 0 {
+		if p.Selected > 0 {
+			return ":white_check_mark: *Nothing found that would go wrong:* every target exists and has consumers, and no message was replayed before."
+		}
+		return ""
+	}
+	var kinds []string
+	byKind := map[string][]engine.Problem{}
+	for _, pr := range p.Problems {
+		if _, ok := byKind[pr.Kind]; !ok {
+			kinds = append(kinds, pr.Kind)
+		}
+		byKind[pr.Kind] = append(byKind[pr.Kind], pr)
+	}
+	lines := make([]string, len(kinds))
+	for i, k := range kinds {
+		lines[i] = problemLine(byKind[k])
+	}
+	head := fmt.Sprintf(":rotating_light: *What would go wrong* (%s)", plural(len(p.Problems), "problem", "problems"))
+	return list(head, lines, len(lines), MaxSectionText, func(n int) string {
+		return fmt.Sprintf("…and %s more", plural(n, "kind of problem", "kinds of problem"))
+	})
+}
+
+// problemLine words the problems of one kind.
+func problemLine(prs []engine.Problem) string {
+	pr, total := prs[0], 0
+	for _, x := range prs {
+		total += x.Messages
+	}
+	queues := problemQueues(prs)
+	switch pr.Kind {
+	case engine.ProblemTargetMissing:
+		return fmt.Sprintf(":x: *Target queue missing* — %s %s not exist: %s would not be delivered and stay in the DLQ.", queues, doesDo(len(prs)), msgs(total))
+	case engine.ProblemNoTarget:
+		return fmt.Sprintf(":x: *No target queue* — %s %s no source queue that can be derived; they are left out. Replay them with %s.", msgs(total), hasHave(total), code("to=<queue>", 20))
+	case engine.ProblemNoConsumers:
+		return fmt.Sprintf(":warning: *No consumers* — %s %s no consumers now: %s would wait there, and the replay would stop after its first step when none leave the queue.", queues, hasHave(len(prs)), msgs(total))
+	case engine.ProblemAlreadyReplayed:
+		return fmt.Sprintf(":repeat: *Already replayed* — %s %s replayed before and dead-lettered again.", msgs(total), wasWere(total))
+	case engine.ProblemParked:
+		return fmt.Sprintf(":parking: *Parked* — %s %s replayed park_after times or more and %s left out (%s includes them).", msgs(total), wasWere(total), isAre(total), code("include_parked=true", 30))
+	case engine.ProblemDeliveryLimit:
+		return ":hourglass_flowing_sand: *Quorum DLQ delivery limit* — " + esc(oneLine(pr.Detail), 600)
+	case engine.ProblemUnreadable:
+		return fmt.Sprintf(":grey_question: *Unreadable headers* — %s %s headers that could not be fully read; they are shown with what could be.", msgs(total), hasHave(total))
+	}
+	line := ":warning: *" + esc(oneLine(pr.Kind), 60) + "* — " + esc(oneLine(pr.Detail), 500)
+	if len(prs) > 1 {
+		line += fmt.Sprintf(" (and %s more like it)", num(len(prs)-1))
+	}
+	return line
+}
+
+// problemQueues names the queues of problems of one kind: "`a`, `b` and 3
+// more queues".
+func problemQueues(prs []engine.Problem) string {
+	var names []string
+	for _, pr := range prs[:min(len(prs), maxProblemQueues)] {
+		names = append(names, code(pr.Queue, 60))
+	}
+	s := strings.Join(names, ", ")
+	if rest := len(prs) - len(names); rest > 0 {
+		s += " and " + plural(rest, "more queue", "more queues")
+	}
+	return s
+}
+
+// expiryLine says when the token expires and how to quote it.
+func expiryLine(p *engine.Preview, now time.Time) string {
+	when := "at " + esc(p.ExpiresAt, 40)
+	if t, err := time.Parse(time.RFC3339, p.ExpiresAt); err == nil {
+		if d := t.Sub(now); d > 0 {
+			when = date(t) + " (in " + span(d) + ")"
+		} else {
+			when = date(t) + " — *it has expired*; preview again"
+		}
+	}
+	return fmt.Sprintf("Token %s expires %s · approving it needs the replay permission on the DLQ and publish on every target", code(p.Token, 200), when)
+}
+
+func approveConfirm(p *engine.Preview) *slack.ConfirmationBlockObject {
+	text := fmt.Sprintf("Replay %s from %s in canary steps? It stops by itself if any come back.", msgs(p.Selected), clip(oneLine(p.DLQ.Name), 120))
+	if n := len(p.Problems); n > 0 {
+		text += fmt.Sprintf(" The preview lists %s.", plural(n, "problem", "problems"))
+	}
+	return confirm("Start the replay?", text, "Replay", "Not yet", slack.StylePrimary)
+}
+
+// previewText is the preview's notification fallback.
+func previewText(p *engine.Preview) string {
+	s := "Preview of " + escape(p.DLQ.Name) + ": "
+	if p.Token == "" {
+		s += "nothing would be replayed"
+	} else {
+		s += fmt.Sprintf("%s would be replayed to %s", msgs(p.Selected), plural(len(p.Targets), "queue", "queues"))
+	}
+	if n := len(p.Problems); n > 0 {
+		s += fmt.Sprintf("; %s, first: %s", plural(n, "problem", "problems"), escape(oneLine(p.Problems[0].Detail)))
+	}
+	return fallback(s + ".")
+}

@@ -1,0 +1,286 @@
+package blocks
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// Caps on the failures a progress message lists.
+const (
+	maxReturned    = 10 // messages that came back
+	maxOtherFailed = 5  // messages not delivered or missing
+	barWidth       = 10
+)
+
+// Progress renders a replay's progress message (SPEC.md §5, §6), edited at
+// each step: its state, a progress bar, what was sent, left the target
+// queue, came back, remains, went missing or was not delivered, the last
+// step's observation, and the controls that still apply — Pause and Cancel
+// while queued or running, Resume (for a stopped replay "Continue anyway")
+// and Cancel while paused or stopped, none once finished, cancelled or
+// interrupted. last may be nil.
+func Progress(r engine.Replay, last *engine.StepResult) ([]slack.Block, string) {
+	return progress(r, last, "")
+}
+
+// ProgressEvent renders the progress message as of an event. It is
+// Progress(e.Replay, e.Step), except that for an interrupted replay it also
+// shows the event's text, which lists the messages sent so far and the
+// preview command for the rest.
+func ProgressEvent(e engine.Event) ([]slack.Block, string) {
+	extra := ""
+	if e.Kind == engine.EventInterrupted {
+		extra = e.Text
+	}
+	return progress(e.Replay, e.Step, extra)
+}
+
+func progress(r engine.Replay, last *engine.StepResult, extra string) ([]slack.Block, string) {
+	rest := remaining(r)
+	head := fmt.Sprintf("*Replay* %s of %s · %s", code(r.ID, 60), code(r.DLQ, 300), stateLabel(r.State))
+	if r.Step > 0 {
+		head += fmt.Sprintf(" · step %s", num(r.Step))
+	}
+	head += fmt.Sprintf("\n%s — %s of %s sent", bar(r.Total-rest, r.Total, barWidth), num(r.Sent), msgs(r.Total))
+	out := []slack.Block{
+		section(head),
+		fields(
+			"*Sent*\n"+num(r.Sent),
+			"*Left the target queue*\n"+num(r.Settled),
+			"*Came back*\n"+num(r.Returned)+" dead-lettered again",
+			"*Remaining*\n"+num(rest)+" still in the DLQ",
+			"*Missing*\n"+num(r.Missing)+" gone from the DLQ since the preview",
+			"*Not delivered*\n"+num(r.Failed)+" refused by the broker, originals kept",
+			"*New failures*\n"+num(r.NewFailures)+" dead-lettered meanwhile, not by this replay",
+		),
+	}
+	if last != nil {
+		out = append(out, section(stepText(*last)))
+	}
+	if s := stateText(r, rest, extra); s != "" {
+		out = append(out, section(s))
+	}
+	if s := returnedText(r); s != "" {
+		out = append(out, section(s))
+	}
+	if s := otherFailuresText(r); s != "" {
+		out = append(out, section(s))
+	}
+	out = append(out, context("", paramsText(r)))
+	if c := controls(r, rest); c != nil {
+		out = append(out, c)
+	}
+	text := fmt.Sprintf("Replay %s of %s: %s — %s of %s sent, %s came back.",
+		escape(r.ID), escape(r.DLQ), r.State, num(r.Sent), num(r.Total), num(r.Returned))
+	return out, fallback(text)
+}
+
+// remaining is how many copies the replay has neither sent nor given up on.
+func remaining(r engine.Replay) int {
+	return max(r.Total-r.Sent-r.Failed-r.Missing, 0)
+}
+
+// stateLabel is a replay state with its icon.
+func stateLabel(s engine.State) string {
+	switch s {
+	case engine.StateQueued:
+		return ":hourglass_flowing_sand: *Queued*"
+	case engine.StateRunning:
+		return ":arrow_forward: *Running*"
+	case engine.StatePaused:
+		return ":double_vertical_bar: *Paused*"
+	case engine.StateStopped:
+		return ":octagonal_sign: *Stopped*"
+	case engine.StateCancelled:
+		return ":black_square_for_stop: *Cancelled*"
+	case engine.StateFinished:
+		return ":checkered_flag: *Finished*"
+	case engine.StateInterrupted:
+		return ":zap: *Interrupted*"
+	}
+	return "*" + esc(oneLine(string(s)), 30) + "*"
+}
+
+// stepText describes the last step: while it is sending, what it plans;
+// afterwards, what it sent and observed.
+func stepText(s engine.StepResult) string {
+	if s.Sent == 0 && s.Observation == "" {
+		return fmt.Sprintf("*Step %s* — sending %s…", num(s.Step), msgs(s.Planned))
+	}
+	t := fmt.Sprintf("*Step %s* — sent %s of %s · %s left the target queue · %s came back",
+		num(s.Step), num(s.Sent), num(s.Planned), num(s.Settled), num(s.Returned))
+	if s.Failed > 0 {
+		t += fmt.Sprintf(" · %s not delivered or missing", num(s.Failed))
+	}
+	if s.Duration > 0 {
+		t += " · " + seconds(s.Duration)
+	}
+	if s.Observation != "" {
+		t += "\n_" + esc(oneLine(s.Observation), 1000) + "_"
+	}
+	return t
+}
+
+// stateText explains a state that needs explaining, with the record's note.
+func stateText(r engine.Replay, rest int, extra string) string {
+	dlq := code(r.DLQ, 300)
+	note := ""
+	if r.Note != "" {
+		note = " — " + esc(oneLine(r.Note), 1000)
+	}
+	switch r.State {
+	case engine.StateQueued:
+		return ":hourglass_flowing_sand: Waiting for a worker to start it."
+	case engine.StatePaused:
+		return fmt.Sprintf(":double_vertical_bar: *Paused*%s. The remaining %s stay in %s, untouched, until it is resumed.", note, msgs(rest), dlq)
+	case engine.StateStopped:
+		return fmt.Sprintf(":octagonal_sign: *Stopped by itself*%s. *Continue anyway* sends the next step regardless; *Cancel* leaves the remaining %s in %s, untouched.", note, msgs(rest), dlq)
+	case engine.StateCancelled:
+		return fmt.Sprintf(":black_square_for_stop: *Cancelled* after %s were sent. The remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
+	case engine.StateFinished:
+		return fmt.Sprintf(":checkered_flag: *Finished*: %s sent, %s left the target queue, %s came back. Follow-up checks will report whether any are dead-lettered later.", msgs(r.Sent), num(r.Settled), num(r.Returned))
+	case engine.StateInterrupted:
+		return interruptedText(r, rest, extra)
+	}
+	return ""
+}
+
+// interruptedText says what an interrupted replay sent, that the rest is
+// still in the DLQ, and how to preview the rest.
+func interruptedText(r engine.Replay, rest int, extra string) string {
+	s := fmt.Sprintf(":zap: *Interrupted*: the process running this replay stopped without handing it over. %s %s sent; the remaining %s are still in %s, untouched. Nothing resumes it automatically.",
+		msgs(r.Sent), wasWere(r.Sent), msgs(rest), code(r.DLQ, 300))
+	if d := strings.TrimSpace(extra); d != "" {
+		s += "\n" + esc(oneLine(d), 1500)
+	} else if r.Note != "" {
+		s += "\n" + esc(oneLine(r.Note), 1000)
+	}
+	if cmd := previewCommand(extra + " " + r.Note); cmd != "" {
+		s += "\nTo replay the rest, preview it again: " + code(cmd, 600)
+	} else {
+		s += fmt.Sprintf("\nTo replay the rest, preview %s again with the original selection.", code(r.DLQ, 300))
+	}
+	return s
+}
+
+// previewCommand finds the "/dlq preview …" command the engine suggests in
+// an interruption's text.
+func previewCommand(text string) string {
+	i := strings.Index(text, "/dlq preview ")
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimRight(strings.TrimSpace(text[i:]), ".")
+}
+
+// returnedText lists the messages that came back and why.
+func returnedText(r engine.Replay) string {
+	var lines []string
+	n := 0
+	for _, f := range r.Failures {
+		if f.Kind != "returned" {
+			continue
+		}
+		if n < maxReturned {
+			lines = append(lines, failureLine(f))
+		}
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	total := max(n, r.Returned)
+	head := fmt.Sprintf("*Came back* (%s dead-lettered again with this replay's id)", msgs(total))
+	return list(head, lines, total, MaxSectionText, func(h int) string {
+		return "…and " + plural(h, "more", "more")
+	})
+}
+
+// otherFailuresText lists messages that were not delivered or went missing.
+func otherFailuresText(r engine.Replay) string {
+	var lines []string
+	n := 0
+	for _, f := range r.Failures {
+		if f.Kind == "returned" {
+			continue
+		}
+		if n < maxOtherFailed {
+			lines = append(lines, failureLine(f))
+		}
+		n++
+	}
+	if n == 0 {
+		return ""
+	}
+	total := max(n, r.Failed+r.Missing)
+	head := fmt.Sprintf("*Not delivered or missing* (%s; originals not sent stay in the DLQ)", msgs(total))
+	return list(head, lines, total, MaxSectionText, func(h int) string {
+		return "…and " + plural(h, "more", "more")
+	})
+}
+
+// failureLine describes one failure: id, target, kind or reason, detail.
+func failureLine(f engine.Failure) string {
+	s := "• " + code(f.ID, 40)
+	if f.Target != "" {
+		s += " → " + code(f.Target, 80)
+	}
+	why := f.Reason
+	if f.Kind != "returned" {
+		why = strings.ReplaceAll(f.Kind, "_", " ")
+		if f.Reason != "" {
+			why += ", " + f.Reason
+		}
+	}
+	if why != "" {
+		s += " — *" + esc(oneLine(why), 60) + "*"
+	}
+	if f.Detail != "" {
+		s += ": " + code(f.Detail, 200)
+	}
+	return s
+}
+
+// paramsText says who approved the replay and how it paces.
+func paramsText(r engine.Replay) string {
+	p := r.Params
+	s := fmt.Sprintf("Approved by %s · requested by %s · first step %s, doubling up to %s · %s · step timeout %s",
+		who(r.Approver), who(r.Requester), num(p.Step), num(p.Cap), rate(p.Rate), p.Timeout)
+	if !r.CreatedAt.IsZero() {
+		s += " · started " + date(r.CreatedAt)
+	}
+	if !r.EndedAt.IsZero() {
+		s += " · ended " + date(r.EndedAt)
+	}
+	return s
+}
+
+// controls returns the buttons that still apply to r, or nil.
+func controls(r engine.Replay, rest int) slack.Block {
+	cancel := button(ActionCancel, r.ID, "Cancel", slack.StyleDanger,
+		confirm("Cancel the replay?",
+			fmt.Sprintf("Nothing more will be sent. %s sent so far stay sent; the remaining %s stay in the DLQ, untouched.", msgs(r.Sent), msgs(rest)),
+			"Cancel replay", "Keep it", slack.StyleDanger))
+	switch r.State {
+	case engine.StateQueued, engine.StateRunning:
+		return actions(BlockProgressControls, button(ActionPause, r.ID, "Pause", "", nil), cancel)
+	case engine.StatePaused:
+		return actions(BlockProgressControls, button(ActionResume, r.ID, "Resume", slack.StylePrimary, nil), cancel)
+	case engine.StateStopped:
+		why := msgs(r.Returned) + " came back."
+		if r.Returned == 0 {
+			why = "The last step was not seen to settle in time."
+		}
+		return actions(BlockProgressControls,
+			button(ActionResume, r.ID, "Continue anyway", "",
+				confirm("Continue despite this?",
+					why+fmt.Sprintf(" Continuing sends the next canary step of the remaining %s.", msgs(rest)),
+					"Continue", "Not yet", slack.StyleDanger)),
+			cancel)
+	}
+	return nil
+}

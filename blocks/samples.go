@@ -1,0 +1,106 @@
+package blocks
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// sampleBlocks shows the first few messages that carry a payload excerpt:
+// where each goes, why it died, its exception, its replay history and the
+// start of its payload.
+func sampleBlocks(p *engine.Preview) []slack.Block {
+	var samples []engine.PreviewMessage
+	for _, m := range p.Messages {
+		if m.Excerpt != "" {
+			samples = append(samples, m)
+			if len(samples) == maxSamples {
+				break
+			}
+		}
+	}
+	if len(samples) == 0 {
+		return nil
+	}
+	out := []slack.Block{section(fmt.Sprintf("*Sample messages* — %s of %s distinct",
+		num(len(samples)), num(len(p.Messages))))}
+	for _, m := range samples {
+		out = append(out, section(sampleText(m)))
+	}
+	return out
+}
+
+// sampleText describes one sample message in at most ~2,000 characters.
+func sampleText(m engine.PreviewMessage) string {
+	var b strings.Builder
+	b.WriteString(code(m.ID, 40))
+	if m.Count > 1 {
+		fmt.Fprintf(&b, " ×%s", num(m.Count))
+	}
+	if m.Target != "" {
+		b.WriteString(" → " + code(m.Target, 120))
+	} else {
+		b.WriteString(" → :x: no target")
+	}
+	fmt.Fprintf(&b, " · %s", esc(oneLine(string(m.Reason)), 30))
+	if m.Attempts > 0 {
+		fmt.Fprintf(&b, " · %s", plural(m.Attempts, "attempt", "attempts"))
+	}
+	fmt.Fprintf(&b, " · %s", plural(m.Size, "byte", "bytes"))
+	if m.Dialect != "" && m.Dialect != engine.DialectUnknown {
+		fmt.Fprintf(&b, " · %s", esc(string(m.Dialect), 20))
+	}
+	if !m.LastDeath.IsZero() {
+		b.WriteString(" · dead-lettered " + date(m.LastDeath))
+	}
+	if m.Parked {
+		b.WriteString(" · :parking: parked, left out")
+	}
+	if m.SourceNote != "" {
+		b.WriteString("\n:information_source: " + esc(oneLine(m.SourceNote), 300))
+	}
+	if ex := exceptionText(m.ExceptionType, m.Exception); ex != "" {
+		b.WriteString("\n*Exception:* " + code(ex, 400))
+	}
+	if h := historyText(m); h != "" {
+		b.WriteString("\n" + h)
+	}
+	if len(m.Problems) > 0 {
+		b.WriteString("\n:grey_question: Could not read: " + esc(oneLine(strings.Join(m.Problems, "; ")), 300))
+	}
+	b.WriteString("\n" + codeBlock(m.Excerpt, excerptChars))
+	return b.String()
+}
+
+// exceptionText joins an exception's type and message.
+func exceptionText(typ, msg string) string {
+	switch {
+	case typ != "" && msg != "":
+		return typ + ": " + msg
+	case typ != "":
+		return typ
+	}
+	return msg
+}
+
+// historyText says when and by which replay a message was sent before.
+func historyText(m engine.PreviewMessage) string {
+	if len(m.Replayed) == 0 {
+		if m.ReplayCount > 0 {
+			return fmt.Sprintf(":repeat: Replayed %s before (x-replay-count), last by %s", plural(m.ReplayCount, "time", "times"), code(m.ReplayID, 60))
+		}
+		return ""
+	}
+	last := m.Replayed[0] // newest first
+	s := fmt.Sprintf(":repeat: Replayed before by %s %s", code(last.ReplayID, 60), date(last.At))
+	if last.Approver != "" {
+		s += " (approved by " + who(last.Approver) + ")"
+	}
+	if n := len(m.Replayed) - 1; n > 0 {
+		s += " and by " + plural(n, "earlier replay", "earlier replays")
+	}
+	return s
+}

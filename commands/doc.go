@@ -1,0 +1,21 @@
+// Package commands owns the words people type at dlqbot: the /dlq grammar
+// shared by the Slack slash command and the terminal front end (SPEC §6,
+// §10), the help text, and the permission model (§7).
+//
+// Parse and ParseArgs turn a line into a Command (one type per subcommand)
+// or into a Reply: a sentence for the user that names the mistake and shows
+// the right form. A user's mistake is never a Go error. Every Command renders
+// canonically with String, in the same grammar, so logs can be pasted back.
+//
+// Help renders the full help and the per-command help.
+//
+// Policy is the optional access-control file: roles bind Slack users and
+// user groups to the actions read, replay and publish on queue-name globs.
+// A nil *Policy means access control is off and everything is allowed. The
+// Check helpers return errors that wrap ErrForbidden and read as a refusal
+// the bot can show as it is. UserGroups is the port through which the bot
+// supplies a user's Slack user groups; CachedGroups adds a small TTL cache.
+//
+// The package does not talk to Slack, RabbitMQ or Redis: it only imports
+// engine for the types a command carries (engine.Selection, engine.Params).
+package commands

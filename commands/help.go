@@ -1,0 +1,212 @@
+package commands
+
+import (
+	"slices"
+	"strings"
+)
+
+// helpEntry documents one subcommand, filter or parameter.
+type helpEntry struct {
+	topic   string // what "help <topic>" names
+	usage   string // "preview <dlq> [filters] [to=<queue>]", "reason=<reason>"
+	text    string // what it does
+	example string // one complete use, without the prefix
+	more    string // longer explanation for the per-topic help
+}
+
+var commandHelp = []helpEntry{
+	{"help", "help [<topic>]", "this help, or help on one command, filter or parameter", "help preview", ""},
+	{"list", "list", "recent replays and their states", "list", ""},
+	{"preview", "preview <dlq> [filters] [to=<queue>]",
+		"what a replay would do, per message and per target queue; changes nothing and gives a token",
+		"preview orders.dlq reason=rejected since=2h",
+		"The summary leads with what would go wrong: missing targets, targets without consumers, messages already replayed, messages to be parked. Each message goes back to its source queue unless to= names another. The token is valid for 24 hours by default and starts at most one replay."},
+	{"replay", "replay <token> [step= cap= rate= timeout=]",
+		"start the replay a preview froze (the preview's Approve button does the same)",
+		"replay <token> step=5 rate=20",
+		"A replay sends exactly the previewed messages, in canary steps: the first step holds one message of every target and failure group, then steps double up to the cap. It stops by itself when a message comes back to a dead-letter queue or a step does not settle before the timeout."},
+	{"status", "status [<replay>]", "one replay's progress, or the active and recent replays", "status <replay>", ""},
+	{"pause", "pause <replay>", "pause a replay within a second; unsent messages stay in the DLQ", "pause <replay>", ""},
+	{"resume", "resume <replay>", "resume a paused or stopped replay (a stopped one continues anyway)", "resume <replay>", ""},
+	{"cancel", "cancel <replay>", "cancel a replay; unsent messages stay in the DLQ", "cancel <replay>", ""},
+	{"check", "check <replay>", "whether the replay worked: how many of its messages were seen again in a dead-letter queue, grouped by exception or reason", "check <replay>",
+		"Messages not seen again are reported as not seen in a dead-letter queue, which is not proof they were processed. Follow-ups run by themselves after 5 minutes, 2 hours and 24 hours."},
+}
+
+var filterHelp = []helpEntry{
+	{"ids", "ids=<id,…>", "only these messages (the 16-hex-character ids a preview shows), comma-separated", examples["ids"], ""},
+	{"reason", "reason=<reason>", "only messages dead-lettered for this reason: " + reasonList(), examples["reason"], ""},
+	{"source", "source=<queue>", "only messages that came from this queue", examples["source"], ""},
+	{"since", "since=<time>", "only messages last dead-lettered at or after this time: RFC 3339, a date, or a duration meaning that long ago (2h, 30m, 1d, 1w)", examples["since"], ""},
+	{"until", "until=<time>", "only messages last dead-lettered at or before this time, written like since=", examples["until"], ""},
+	{"exception", "exception=<text>", "only messages whose exception contains this text (any case); quote text with spaces", examples["exception"], ""},
+	{"limit", "limit=<n>", "at most n messages, in DLQ order", examples["limit"], ""},
+	{"park_after", "park_after=<n>", "leave out messages already replayed n times or more (default 3)", examples["park_after"], ""},
+	{"include_parked", "include_parked=true", "include those messages anyway", examples["include_parked"], ""},
+	{"vhost", "vhost=<vhost>", "the DLQ's vhost (default: the bot's)", examples["vhost"], ""},
+	{"to", "to=<queue>", "replay every message to this queue instead of its source", examples["to"], ""},
+}
+
+var paramHelp = []helpEntry{
+	{"step", "step=<n>", "first step size (default 10); later steps double", examples["step"], ""},
+	{"cap", "cap=<n>", "largest step (default 500); at least step", examples["cap"], ""},
+	{"rate", "rate=<n>", "messages per second (default 50); rate=max sends without pacing", examples["rate"], ""},
+	{"timeout", "timeout=<duration>", "how long a step may take to settle (default 60s), like 30s or 2m", examples["timeout"], ""},
+}
+
+const (
+	accessOff = "Access control is off: anyone in the workspace can preview and replay."
+	accessOn  = "Access control is on: a preview needs `read` on the DLQ; approving or replaying a token needs `replay` on the DLQ and `publish` on every target queue; pause and cancel need `read`, resume needs what approving needs. A second person may have to approve."
+)
+
+func reasonList() string {
+	names := make([]string, len(Reasons))
+	for i, r := range Reasons {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}
+
+// topicAliases maps other names of help topics to theirs.
+var topicAliases = map[string]string{
+	"filter": "filters", "selection": "filters", "select": "filters",
+	"param": "params", "parameters": "params", "parameter": "params",
+	"permission": "permissions", "access": "permissions", "perms": "permissions",
+}
+
+// helpTopics lists every help topic.
+func helpTopics() []string {
+	t := append([]string{}, verbs...)
+	t = append(t, "filters", "params", "permissions")
+	t = append(t, previewKeys...)
+	return append(t, replayKeys...)
+}
+
+// helpTopic returns the topic word names ("Reason=" is reason, "selection"
+// is filters) and whether there is one.
+func helpTopic(word string) (string, bool) {
+	w := strings.TrimSuffix(strings.ToLower(word), "=")
+	if a, ok := topicAliases[w]; ok {
+		w = a
+	}
+	return w, slices.Contains(helpTopics(), w)
+}
+
+// Help renders help for the /dlq slash command: the full help when command
+// is "" (or not a topic), else the short help on one subcommand, filter or
+// replay parameter. accessControl says whether a permissions file is loaded.
+func Help(command string, accessControl bool) string {
+	return HelpAs(DefaultPrefix, command, accessControl)
+}
+
+// HelpAs is Help with another command prefix. With TerminalPrefix it also
+// leaves out Slack's markup (bold headings, backticks) and mentions --json.
+func HelpAs(prefix, command string, accessControl bool) string {
+	var b strings.Builder
+	topic, found := helpTopic(command)
+	if command != "" && !found {
+		b.WriteString("There is no help on `" + command + "`; here is all of it.\n\n")
+	}
+	if !found || topic == "" {
+		writeFull(&b, prefix, accessControl)
+	} else {
+		writeTopic(&b, prefix, topic, accessControl)
+	}
+	out := strings.TrimRight(b.String(), "\n")
+	if prefix == TerminalPrefix {
+		out = plain(out)
+	}
+	return out
+}
+
+func writeFull(b *strings.Builder, prefix string, accessControl bool) {
+	b.WriteString("*dlqbot* takes messages out of RabbitMQ dead-letter queues and sends them back safely: first a preview that changes nothing, then an approved canary replay that sends in growing steps and stops by itself when messages fail again.\n\n")
+	writeSection(b, prefix, "*Commands*", commandHelp, true)
+	writeSection(b, prefix, "*Filters for preview (they combine with AND)*", filterHelp, false)
+	writeSection(b, prefix, "*Replay parameters*", paramHelp, false)
+	b.WriteString("*Access*\n" + access(accessControl) + "\n")
+	if prefix == TerminalPrefix {
+		b.WriteString("\nAdd --json anywhere on the line for exactly one JSON document on stdout.\n")
+	}
+}
+
+func writeSection(b *strings.Builder, prefix, title string, entries []helpEntry, commands bool) {
+	b.WriteString(title + "\n")
+	for _, e := range entries {
+		usage, example := e.usage, e.example
+		if commands {
+			usage, example = prefix+" "+usage, prefix+" "+example
+		}
+		b.WriteString("• `" + usage + "`: " + e.text + ". Example: `" + example + "`\n")
+	}
+	b.WriteString("\n")
+}
+
+func writeTopic(b *strings.Builder, prefix, topic string, accessControl bool) {
+	switch topic {
+	case "filters":
+		writeSection(b, prefix, "*Filters for preview (they combine with AND)*", filterHelp, false)
+		b.WriteString("Example: `" + prefix + " preview orders.dlq reason=rejected since=2h limit=100`\n")
+		return
+	case "params":
+		writeSection(b, prefix, "*Replay parameters*", paramHelp, false)
+		b.WriteString("Example: `" + prefix + " replay <token> step=5 cap=200 rate=20 timeout=2m`\n")
+		return
+	case "permissions":
+		b.WriteString(access(accessControl) + "\n")
+		return
+	}
+	for _, e := range commandHelp {
+		if e.topic == topic {
+			b.WriteString("`" + prefix + " " + e.usage + "`: " + e.text + ".\n")
+			if e.more != "" {
+				b.WriteString(e.more + "\n")
+			}
+			b.WriteString("Example: `" + prefix + " " + e.example + "`\n")
+			switch topic {
+			case "preview":
+				b.WriteString("Filters: " + keyList(previewKeys) + " (" + prefix + " help filters).\n")
+			case "replay":
+				b.WriteString("Parameters: " + keyList(replayKeys) + " (" + prefix + " help params).\n")
+			case "help":
+				b.WriteString(access(accessControl) + "\n")
+			}
+			return
+		}
+	}
+	for _, e := range slices.Concat(filterHelp, paramHelp) {
+		if e.topic == topic {
+			use := "preview orders.dlq "
+			if slices.Contains(replayKeys, topic) {
+				use = "replay <token> "
+			}
+			b.WriteString("`" + e.usage + "`: " + e.text + ".\n")
+			b.WriteString("Example: `" + prefix + " " + use + e.example + "`\n")
+			return
+		}
+	}
+}
+
+func keyList(keys []string) string { return strings.Join(keys, "= ") + "=" }
+
+func access(accessControl bool) string {
+	if accessControl {
+		return accessOn
+	}
+	return accessOff
+}
+
+// plain removes Slack markup for a terminal: backticks, and the asterisks
+// of lines that are bold headings.
+func plain(s string) string {
+	lines := strings.Split(strings.ReplaceAll(s, "`", ""), "\n")
+	for i, l := range lines {
+		if len(l) > 2 && l[0] == '*' && l[len(l)-1] == '*' {
+			lines[i] = l[1 : len(l)-1]
+		}
+		if rest, ok := strings.CutPrefix(l, "*dlqbot*"); ok {
+			lines[i] = "dlqbot" + rest
+		}
+	}
+	return strings.Join(lines, "\n")
+}

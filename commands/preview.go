@@ -1,0 +1,175 @@
+package commands
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// preview parses "preview <dlq> [filters] [to=<queue>]". The DLQ may stand
+// anywhere among the filters; canonical output puts it first.
+func (p *parser) preview(args []token) Result {
+	var sel engine.Selection
+	for i, t := range args {
+		if t.eq {
+			continue
+		}
+		if sel.DLQ != "" {
+			return p.extraPreviewWord(args, i, sel.DLQ)
+		}
+		if strings.Contains(t.value, "=") {
+			return p.failTry(fmt.Sprintf("The DLQ name `%s` contains `=`, which would read as a filter", t.raw), "preview orders.dlq")
+		}
+		if msg := checkQueue("The DLQ name", t.value); msg != "" {
+			return p.failTry(msg, "preview orders.dlq")
+		}
+		sel.DLQ = t.value
+	}
+	if sel.DLQ == "" {
+		return p.failTry("preview needs the dead-letter queue's name first", "preview orders.dlq reason=rejected")
+	}
+	try := func(key string) string { return "preview " + sel.DLQ + " " + examples[key] }
+	seen := map[string]token{}
+	for _, t := range args {
+		if !t.eq {
+			continue
+		}
+		if !slices.Contains(previewKeys, t.key) {
+			return p.badKey(t, "preview", previewKeys, "preview "+sel.DLQ+" <example>")
+		}
+		if prev, dup := seen[t.key]; dup {
+			return p.sameKey(prev, t, try(t.key))
+		}
+		seen[t.key] = t
+		if t.value == "" {
+			return p.failTry(fmt.Sprintf("`%s=` needs a value", t.key), try(t.key))
+		}
+		var msg string
+		switch t.key {
+		case "ids":
+			sel.IDs, msg = parseIDs(t.value)
+		case "reason":
+			sel.Reason, msg = parseReason(t.value)
+		case "source":
+			sel.Source, msg = t.value, checkQueue("The source queue", t.value)
+		case "since":
+			sel.Since, msg = parseWhen(t.key, t.value, p.now)
+		case "until":
+			sel.Until, msg = parseWhen(t.key, t.value, p.now)
+		case "exception":
+			sel.Exception = t.value
+		case "limit":
+			sel.Limit, msg = parseCount(t.key, t.value)
+		case "park_after":
+			sel.ParkAfter, msg = parseCount(t.key, t.value)
+		case "include_parked":
+			sel.IncludeParked, msg = parseBool(t.key, t.value)
+		case "vhost":
+			sel.Vhost, msg = t.value, checkQueue("The vhost", t.value)
+		case "to":
+			sel.To, msg = t.value, checkQueue("The target queue", t.value)
+		}
+		if msg != "" {
+			example := try(t.key)
+			if t.key == "reason" && reasonSuggestion(t.value) != "" {
+				example = "preview " + sel.DLQ + " reason=" + reasonSuggestion(t.value)
+			}
+			return p.failTry(msg, example)
+		}
+	}
+	if msg := crossCheck(sel, seen, p.now); msg != "" {
+		return p.failTry(msg, "preview "+sel.DLQ+" since=2h")
+	}
+	if sel.To == sel.DLQ && sel.To != "" {
+		return p.failTry(fmt.Sprintf("`to=%s` is the DLQ itself; replaying a DLQ into itself only moves its messages to the back", sel.To), "preview "+sel.DLQ+" to=orders.scratch")
+	}
+	return ok(PreviewCmd{Selection: sel})
+}
+
+// crossCheck applies the rules between since, until and now.
+func crossCheck(sel engine.Selection, seen map[string]token, now time.Time) string {
+	switch {
+	case !sel.Since.IsZero() && !sel.Until.IsZero() && sel.Since.After(sel.Until):
+		return fmt.Sprintf("`%s` (%s) is after `%s` (%s), so nothing could match; swap them",
+			seen["since"].raw, sel.Since.Format(time.RFC3339), seen["until"].raw, sel.Until.Format(time.RFC3339))
+	case !sel.Since.IsZero() && sel.Since.After(now):
+		return fmt.Sprintf("`%s` is in the future (%s), so nothing could match; a duration such as since=2h means two hours ago",
+			seen["since"].raw, sel.Since.Format(time.RFC3339))
+	}
+	return ""
+}
+
+// extraPreviewWord explains a second positional word in a preview.
+func (p *parser) extraPreviewWord(args []token, i int, dlq string) Result {
+	t := args[i]
+	if i > 0 {
+		prev := args[i-1]
+		if prev.eq && prev.key == "exception" && prev.raw == prev.key+"="+prev.value {
+			return p.failTry(fmt.Sprintf("Unexpected `%s` after `%s`; if the value has spaces, quote it", t.raw, prev.raw),
+				fmt.Sprintf("preview %s %s=%q", dlq, prev.key, prev.value+" "+t.value))
+		}
+	}
+	return p.failTry(fmt.Sprintf("preview takes one DLQ, but `%s` follows `%s`; filters are written key=value, and each DLQ is previewed separately", t.raw, dlq),
+		"preview "+dlq+" reason=rejected")
+}
+
+// replay parses "replay <token> [step= cap= rate= timeout=]".
+func (p *parser) replay(args []token) Result {
+	var c ReplayCmd
+	for _, t := range args {
+		if t.eq {
+			continue
+		}
+		if c.Token != "" {
+			return p.failTry(fmt.Sprintf("replay takes one preview token, but `%s` follows `%s`", t.raw, c.Token), "replay "+c.Token+" step=5")
+		}
+		if msg := checkOpaque("preview token", t.value); msg != "" {
+			if strings.Contains(msg, "queue name") {
+				return p.failTry(msg+"; preview it first, then replay the token the preview shows", "preview "+t.value)
+			}
+			return p.failTry(msg+"; use the token shown under the preview", "replay <token>")
+		}
+		c.Token = t.value
+	}
+	if c.Token == "" {
+		return p.failTry("replay needs the token shown under a preview (run preview first)", "replay <token> step=5")
+	}
+	try := func(key string) string { return "replay " + c.Token + " " + examples[key] }
+	seen := map[string]token{}
+	for _, t := range args {
+		if !t.eq {
+			continue
+		}
+		if !slices.Contains(replayKeys, t.key) {
+			return p.badKey(t, "replay", replayKeys, "replay "+c.Token+" <example>")
+		}
+		if prev, dup := seen[t.key]; dup {
+			return p.sameKey(prev, t, try(t.key))
+		}
+		seen[t.key] = t
+		if t.value == "" {
+			return p.failTry(fmt.Sprintf("`%s=` needs a value", t.key), try(t.key))
+		}
+		var msg string
+		switch t.key {
+		case "step":
+			c.Params.Step, msg = parseCount(t.key, t.value)
+		case "cap":
+			c.Params.Cap, msg = parseCount(t.key, t.value)
+		case "rate":
+			c.Params.Rate, msg = parseRate(t.value)
+		case "timeout":
+			c.Params.Timeout, msg = parseTimeout(t.value)
+		}
+		if msg != "" {
+			return p.failTry(msg, try(t.key))
+		}
+	}
+	if msg, fix := checkParams(c.Params); msg != "" {
+		return p.failTry(msg, "replay "+c.Token+" "+fix)
+	}
+	return ok(c)
+}

@@ -1,0 +1,181 @@
+package amqp
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// Defaults used for the zero fields of Config.
+const (
+	DefaultURL           = "amqp://guest:guest@127.0.0.1:5672/"
+	DefaultManagementURL = "http://guest:guest@127.0.0.1:15672"
+	DefaultPrefetch      = 10000
+	DefaultIdleTimeout   = 3 * time.Second
+	DefaultHTTPTimeout   = 10 * time.Second
+	DefaultDialTimeout   = 5 * time.Second
+	DefaultSettleTimeout = 5 * time.Second
+	// MaxPrefetch is the largest prefetch basic.qos can express (16 bits).
+	MaxPrefetch = 65535
+)
+
+// Config configures a Broker. Every zero field takes the documented default.
+type Config struct {
+	// URL is the AMQP URL; the vhost is its path ("/" when empty).
+	// Default DefaultURL.
+	URL string
+	// ManagementURL is the base URL of the management HTTP API, with the
+	// credentials as user info. Default DefaultManagementURL.
+	ManagementURL string
+	// Prefetch is the page size of a read: how many messages one channel's
+	// consumer holds (basic.qos prefetch_count). A queue with more messages
+	// is read through several channels, one window each. Default
+	// DefaultPrefetch; at most MaxPrefetch. Larger windows mean fewer
+	// channels but more deliveries buffered in memory when the caller is
+	// slower than the broker.
+	Prefetch int
+	// IdleTimeout ends a read that has waited this long for the next
+	// delivery, so a queue whose messages are partly held by another
+	// consumer cannot hang a scan. Default DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// HTTPTimeout bounds each management API request. Default
+	// DefaultHTTPTimeout.
+	HTTPTimeout time.Duration
+	// DialTimeout bounds the TCP connect and AMQP handshake. Default
+	// DefaultDialTimeout.
+	DialTimeout time.Duration
+	// SettleTimeout bounds how long Scan waits, after returning the messages
+	// of a quorum queue, for the returns to show in the queue's ready count
+	// (they are applied asynchronously). Default DefaultSettleTimeout.
+	SettleTimeout time.Duration
+	// ConnectionName is shown in the management UI. Default "dlqbot".
+	ConnectionName string
+}
+
+func (c Config) withDefaults() Config {
+	if c.URL == "" {
+		c.URL = DefaultURL
+	}
+	if c.ManagementURL == "" {
+		c.ManagementURL = DefaultManagementURL
+	}
+	if c.Prefetch <= 0 {
+		c.Prefetch = DefaultPrefetch
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.HTTPTimeout <= 0 {
+		c.HTTPTimeout = DefaultHTTPTimeout
+	}
+	if c.DialTimeout <= 0 {
+		c.DialTimeout = DefaultDialTimeout
+	}
+	if c.SettleTimeout <= 0 {
+		c.SettleTimeout = DefaultSettleTimeout
+	}
+	if c.ConnectionName == "" {
+		c.ConnectionName = "dlqbot"
+	}
+	return c
+}
+
+// Broker is the RabbitMQ adapter. It is safe for concurrent use: each
+// operation works on its own channels over one shared connection.
+type Broker struct {
+	cfg   Config
+	uri   amqp.URI
+	vhost string
+	mgmt  *mgmtClient
+	conns connHolder
+}
+
+var _ engine.Broker = (*Broker)(nil)
+
+// ErrClosed is returned by operations on a Broker after Close.
+var ErrClosed = errors.New("amqp: broker closed")
+
+// New checks cfg and returns a Broker. It does not dial: the AMQP connection
+// is opened by the first operation that needs it.
+func New(cfg Config) (*Broker, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Prefetch > MaxPrefetch {
+		return nil, fmt.Errorf("amqp: prefetch %d exceeds %d", cfg.Prefetch, MaxPrefetch)
+	}
+	uri, err := amqp.ParseURI(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("amqp: invalid AMQP URL %q: %w", redact(cfg.URL), err)
+	}
+	mgmt, err := newMgmtClient(cfg.ManagementURL, uri.Vhost, cfg.HTTPTimeout)
+	if err != nil {
+		return nil, err
+	}
+	b := &Broker{cfg: cfg, uri: uri, vhost: uri.Vhost, mgmt: mgmt}
+	b.conns.b = b
+	return b, nil
+}
+
+// Vhost is the virtual host the broker works in (from the AMQP URL).
+func (b *Broker) Vhost() string { return b.vhost }
+
+// Close closes the AMQP connection; later operations fail with ErrClosed.
+func (b *Broker) Close() error {
+	return b.conns.close()
+}
+
+// unavailable wraps a transport failure as engine.ErrBrokerUnavailable,
+// naming the endpoint without its password.
+func unavailable(endpoint string, err error) error {
+	return fmt.Errorf("%w: %s: %v", engine.ErrBrokerUnavailable, endpoint, err)
+}
+
+// isNotFound reports whether err is the broker's 404 NOT_FOUND.
+func isNotFound(err error) bool {
+	var ae *amqp.Error
+	return errors.As(err, &ae) && ae.Code == amqp.NotFound
+}
+
+// classify turns a channel-level error into the engine's vocabulary: a lost
+// connection is ErrBrokerUnavailable, a 404 is ErrQueueNotFound.
+func (b *Broker) classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, engine.ErrBrokerUnavailable) || errors.Is(err, ErrClosed) {
+		return err
+	}
+	if isNotFound(err) {
+		return fmt.Errorf("%w (%v)", engine.ErrQueueNotFound, err)
+	}
+	var ae *amqp.Error
+	if errors.Is(err, amqp.ErrClosed) || (errors.As(err, &ae) && isConnectionCode(ae.Code)) {
+		return unavailable(redact(b.cfg.URL), err)
+	}
+	return err
+}
+
+// isConnectionCode reports AMQP reply codes that end the connection rather
+// than one channel.
+func isConnectionCode(code int) bool {
+	switch code {
+	case amqp.ConnectionForced, amqp.FrameError, amqp.SyntaxError, amqp.CommandInvalid,
+		amqp.ChannelError, amqp.UnexpectedFrame, amqp.ResourceError, amqp.NotAllowed,
+		amqp.NotImplemented, amqp.InternalError:
+		return true
+	}
+	return false
+}
+
+// redact hides the password of a URL for error messages.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,130 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// heartbeat is the AMQP heartbeat interval asked for: a dead broker is
+// noticed within about two of them.
+const heartbeat = 10 * time.Second
+
+// connHolder owns the Broker's AMQP connection: dialled on first use,
+// re-dialled when the previous one was lost.
+type connHolder struct {
+	b      *Broker
+	mu     sync.Mutex
+	conn   *amqp.Connection
+	closed bool
+}
+
+// get returns a live connection, dialling one if there is none.
+func (h *connHolder) get(ctx context.Context) (*amqp.Connection, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, ErrClosed
+	}
+	if h.conn != nil && !h.conn.IsClosed() {
+		return h.conn, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	conn, err := h.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.conn = conn
+	return conn, nil
+}
+
+// dial opens a connection; ctx bounds the TCP connect, and DialTimeout (or
+// ctx's deadline, when earlier) the whole handshake.
+func (h *connHolder) dial(ctx context.Context) (*amqp.Connection, error) {
+	cfg := h.b.cfg
+	props := amqp.NewConnectionProperties()
+	props.SetClientConnectionName(cfg.ConnectionName)
+	dialer := func(network, addr string) (net.Conn, error) {
+		d := net.Dialer{Timeout: cfg.DialTimeout}
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		// The library clears the deadline once the handshake is done.
+		deadline := time.Now().Add(cfg.DialTimeout)
+		if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
+			deadline = dl
+		}
+		if err := c.SetDeadline(deadline); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return c, nil
+	}
+	conn, err := amqp.DialConfig(cfg.URL, amqp.Config{
+		Properties: props,
+		Dial:       dialer,
+		Heartbeat:  heartbeat,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, unavailable("cannot connect to "+redact(cfg.URL), err)
+	}
+	return conn, nil
+}
+
+// channel opens a channel on a live connection, re-dialling once when the
+// connection turns out to have died since it was last used.
+func (h *connHolder) channel(ctx context.Context) (*amqp.Channel, error) {
+	for attempt := 0; ; attempt++ {
+		conn, err := h.get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ch, err := conn.Channel()
+		if err == nil {
+			return ch, nil
+		}
+		if attempt == 0 && (errors.Is(err, amqp.ErrClosed) || conn.IsClosed()) {
+			continue
+		}
+		return nil, h.b.classify(err)
+	}
+}
+
+// close closes the connection, if any, and refuses later use.
+func (h *connHolder) close() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	conn := h.conn
+	h.conn = nil
+	if conn == nil || conn.IsClosed() {
+		return nil
+	}
+	if err := conn.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
+// channel opens a fresh channel for one operation.
+func (b *Broker) channel(ctx context.Context) (*amqp.Channel, error) {
+	return b.conns.channel(ctx)
+}
+
+// closeQuietly closes a channel whose work is done; a channel the broker
+// already closed is not an error worth reporting.
+func closeQuietly(ch *amqp.Channel) {
+	if ch != nil && !ch.IsClosed() {
+		_ = ch.Close()
+	}
+}

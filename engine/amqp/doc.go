@@ -1,0 +1,31 @@
+// Package amqp is dlqbot's RabbitMQ adapter: it implements engine.Broker on
+// top of github.com/rabbitmq/amqp091-go and a small client for the
+// management HTTP API.
+//
+// The package owns everything that talks to RabbitMQ:
+//
+//   - the AMQP connection, dialled lazily and re-dialled after it is lost;
+//   - Inspect, a passive declare on a throwaway channel (a missing queue
+//     closes only that channel), completed by the management API's view of
+//     the queue type and delivery limit;
+//   - Scan, the non-destructive read of a dead-letter queue: consumers with
+//     manual acknowledgement hold every message of the queue unacked, one
+//     channel per prefetch window so reading order stays queue order, then
+//     cancel, drain and return everything with Nack(0, multiple, requeue),
+//     channel by channel in order (never a basic.get loop, never Reject,
+//     never a bare close: on quorum queues every return may count a
+//     delivery);
+//   - Route, which resolves an exchange and routing key to queues through
+//     the exchange's bindings as listed by the management API;
+//   - QueueStats, the management API's counters for a queue, which the
+//     step-settle check uses.
+//
+// The reader behind Scan (holdReader) yields deliveries in queue order and
+// can acknowledge individual ones before returning the rest, so the
+// confirm-then-ack Move pass is built on the same piece.
+//
+// What a scan cannot promise: on a quorum queue, messages published while
+// the scan runs may end up ahead of the returned ones, and a scan whose
+// process dies midway has its messages returned by the broker when the
+// connection drops (nothing is lost, but a quorum queue's order can change).
+package amqp

@@ -1,0 +1,49 @@
+package amqp
+
+import (
+	"context"
+	"fmt"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// Inspect reports whether queue exists, its ready count and consumers (a
+// passive declare: exact and current), and its type and delivery limit
+// (from the management API; left empty when the API cannot be reached,
+// which is not an error). A missing queue is Exists=false and a nil error;
+// an unreachable broker is engine.ErrBrokerUnavailable.
+func (b *Broker) Inspect(ctx context.Context, queue string) (engine.QueueState, error) {
+	st := engine.QueueState{Name: queue}
+	q, found, err := b.declarePassive(ctx, queue)
+	if err != nil {
+		return st, fmt.Errorf("amqp: inspect %s: %w", queue, err)
+	}
+	if !found {
+		return st, nil
+	}
+	st.Exists, st.Ready, st.Consumers = true, q.Messages, q.Consumers
+	if info, err := b.mgmt.queue(ctx, queue, false); err == nil {
+		st.Type, st.DeliveryLimit = info.queueType(), info.deliveryLimit()
+	}
+	return st, nil
+}
+
+// declarePassive probes queue on a throwaway channel: a missing queue
+// makes the broker close that channel (404), never the connection.
+func (b *Broker) declarePassive(ctx context.Context, queue string) (amqp.Queue, bool, error) {
+	ch, err := b.channel(ctx)
+	if err != nil {
+		return amqp.Queue{}, false, err
+	}
+	defer closeQuietly(ch)
+	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
+	if isNotFound(err) {
+		return amqp.Queue{}, false, nil
+	}
+	if err != nil {
+		return amqp.Queue{}, false, b.classify(err)
+	}
+	return q, true, nil
+}

@@ -1,0 +1,272 @@
+package amqp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// errMgmtNotFound is the management API's 404 (no such queue or exchange).
+var errMgmtNotFound = errors.New("not found by the management API")
+
+// mgmtClient reads the few management API resources the adapter needs,
+// decoding only the fields it uses (newer brokers add fields freely).
+type mgmtClient struct {
+	base     string // scheme://host[:port][/prefix], no user info, no trailing slash
+	endpoint string // base for error messages
+	user     string
+	pass     string
+	auth     bool
+	vhost    string
+	http     *http.Client
+}
+
+func newMgmtClient(raw, vhost string, timeout time.Duration) (*mgmtClient, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil, fmt.Errorf("amqp: invalid management URL %q: %w", redact(raw), err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("amqp: invalid management URL %q: want http(s)://[user:password@]host:port", redact(raw))
+	}
+	m := &mgmtClient{vhost: vhost, http: &http.Client{Timeout: timeout}}
+	if u.User != nil {
+		m.user = u.User.Username()
+		m.pass, _ = u.User.Password()
+		m.auth = true
+	}
+	u.User = nil
+	u.RawQuery, u.Fragment = "", ""
+	m.base = strings.TrimRight(u.String(), "/")
+	m.endpoint = m.base
+	return m, nil
+}
+
+// get fetches base+path (path already escaped) into out. A 404 is
+// errMgmtNotFound; an unreachable API or a 5xx is ErrBrokerUnavailable.
+func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.base+path, nil)
+	if err != nil {
+		return err
+	}
+	if m.auth {
+		req.SetBasicAuth(m.user, m.pass)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := m.http.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return unavailable("management API "+m.endpoint, err)
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK:
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			return fmt.Errorf("management API %s: decode: %w", path, err)
+		}
+		return nil
+	case resp.StatusCode == http.StatusNotFound:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return errMgmtNotFound
+	case resp.StatusCode >= 500:
+		return unavailable("management API "+m.endpoint, fmt.Errorf("GET %s: %s", path, resp.Status))
+	default:
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("management API GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))
+	}
+}
+
+// queueJSON is the part of GET /api/queues/{vhost}/{name} the adapter reads.
+type queueJSON struct {
+	Name            string          `json:"name"`
+	Type            string          `json:"type"`
+	Arguments       map[string]any  `json:"arguments"`
+	EffectivePolicy json.RawMessage `json:"effective_policy_definition"`
+	MessagesReady   *int64          `json:"messages_ready"`
+	MessagesUnacked int64           `json:"messages_unacknowledged"`
+	Consumers       int64           `json:"consumers"`
+	MessageStats    struct {
+		Publish    int64 `json:"publish"`
+		DeliverGet int64 `json:"deliver_get"`
+		Ack        int64 `json:"ack"`
+		Redeliver  int64 `json:"redeliver"`
+	} `json:"message_stats"`
+	MessagesDetails struct {
+		Samples []struct {
+			Timestamp int64 `json:"timestamp"`
+		} `json:"samples"`
+	} `json:"messages_details"`
+}
+
+// queueType is the queue's type: the "type" field, else the x-queue-type
+// argument, else "classic" for brokers that predate both.
+func (q *queueJSON) queueType() string {
+	if q.Type != "" {
+		return q.Type
+	}
+	if t, ok := q.Arguments["x-queue-type"].(string); ok && t != "" {
+		return t
+	}
+	return "classic"
+}
+
+// deliveryLimit is the effective delivery limit: the smaller of the
+// x-delivery-limit argument and the policy's delivery-limit (the broker
+// applies the smaller one); 0 when neither is set.
+func (q *queueJSON) deliveryLimit() int {
+	limit := positiveInt(q.Arguments["x-delivery-limit"])
+	var policy map[string]any
+	// An empty definition is [] on older brokers: ignore what is not an object.
+	if len(q.EffectivePolicy) > 0 && json.Unmarshal(q.EffectivePolicy, &policy) == nil {
+		if p := positiveInt(policy["delivery-limit"]); p > 0 && (limit == 0 || p < limit) {
+			limit = p
+		}
+	}
+	return limit
+}
+
+// positiveInt reads a JSON number (or numeric string) as a positive int;
+// anything else is 0.
+func positiveInt(v any) int {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case string:
+		n, err := strconv.ParseFloat(x, 64)
+		if err != nil {
+			return 0
+		}
+		f = n
+	default:
+		return 0
+	}
+	if f <= 0 || f > math.MaxInt32 {
+		return 0
+	}
+	return int(f)
+}
+
+// queue reads one queue; with samples it asks for the length history too,
+// which dates the statistics sample.
+func (m *mgmtClient) queue(ctx context.Context, name string, samples bool) (*queueJSON, error) {
+	path := "/api/queues/" + url.PathEscape(m.vhost) + "/" + url.PathEscape(name)
+	if samples {
+		path += "?lengths_age=5&lengths_incr=5"
+	}
+	var q queueJSON
+	if err := m.get(ctx, path, &q); err != nil {
+		return nil, err
+	}
+	return &q, nil
+}
+
+// exchangeJSON is the part of GET /api/exchanges/{vhost}/{name} the adapter reads.
+type exchangeJSON struct {
+	Name      string         `json:"name"`
+	Type      string         `json:"type"`
+	Arguments map[string]any `json:"arguments"`
+}
+
+func (m *mgmtClient) exchange(ctx context.Context, name string) (*exchangeJSON, error) {
+	var x exchangeJSON
+	if err := m.get(ctx, "/api/exchanges/"+url.PathEscape(m.vhost)+"/"+url.PathEscape(name), &x); err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+// bindingJSON is one entry of GET /api/exchanges/{vhost}/{name}/bindings/source.
+type bindingJSON struct {
+	Destination     string `json:"destination"`
+	DestinationType string `json:"destination_type"` // "queue" or "exchange"
+	RoutingKey      string `json:"routing_key"`
+}
+
+func (m *mgmtClient) bindings(ctx context.Context, exchange string) ([]bindingJSON, error) {
+	var bs []bindingJSON
+	path := "/api/exchanges/" + url.PathEscape(m.vhost) + "/" + url.PathEscape(exchange) + "/bindings/source"
+	if err := m.get(ctx, path, &bs); err != nil {
+		return nil, err
+	}
+	return bs, nil
+}
+
+// Stats is the management API's view of a queue. The counters are
+// refreshed every statistics interval (5 s by default), so they lag the
+// queue by that much; they are per-queue totals shared by all clients.
+type Stats struct {
+	Name string
+	// Type is "classic", "quorum" or "stream".
+	Type string
+	// DeliveryLimit is the effective delivery limit (argument or policy,
+	// the smaller); 0 when none.
+	DeliveryLimit int
+	// Sampled is false when the broker has not emitted statistics for the
+	// queue yet (a queue declared moments ago): the counts below are then 0
+	// and mean nothing.
+	Sampled   bool
+	Ready     int64
+	Unacked   int64
+	Consumers int
+	// Publish, DeliverGet, Ack and Redeliver are the cumulative
+	// message_stats counters; 0 while the queue has been idle since the
+	// broker started keeping them.
+	Publish    int64
+	DeliverGet int64
+	Ack        int64
+	Redeliver  int64
+	// SampledAt is the time of the newest length sample the API returned,
+	// on the statistics interval's boundary (zero when unknown): the counts
+	// are at least as new as that.
+	SampledAt time.Time
+	// Fetched is when this client received the answer.
+	Fetched time.Time
+}
+
+// QueueStats reads a queue's statistics from the management API. A missing
+// queue is engine.ErrQueueNotFound; an unreachable API is
+// engine.ErrBrokerUnavailable.
+func (b *Broker) QueueStats(ctx context.Context, queue string) (Stats, error) {
+	q, err := b.mgmt.queue(ctx, queue, true)
+	if errors.Is(err, errMgmtNotFound) {
+		err = engine.ErrQueueNotFound
+	}
+	if err != nil {
+		return Stats{}, fmt.Errorf("amqp: queue stats %s: %w", queue, err)
+	}
+	s := Stats{
+		Name:          queue,
+		Type:          q.queueType(),
+		DeliveryLimit: q.deliveryLimit(),
+		Sampled:       q.MessagesReady != nil,
+		Unacked:       q.MessagesUnacked,
+		Consumers:     int(q.Consumers),
+		Publish:       q.MessageStats.Publish,
+		DeliverGet:    q.MessageStats.DeliverGet,
+		Ack:           q.MessageStats.Ack,
+		Redeliver:     q.MessageStats.Redeliver,
+		Fetched:       time.Now(),
+	}
+	if q.MessagesReady != nil {
+		s.Ready = *q.MessagesReady
+	}
+	for _, smp := range q.MessagesDetails.Samples {
+		if t := time.UnixMilli(smp.Timestamp); smp.Timestamp > 0 && t.After(s.SampledAt) {
+			s.SampledAt = t
+		}
+	}
+	return s, nil
+}

@@ -1,0 +1,246 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+var _ engine.Mover = (*Broker)(nil)
+
+// confirmWait bounds the wait for the broker's confirms of copies already
+// published once a move stops.
+const confirmWait = 30 * time.Second
+
+// flushEvery is how many confirmed copies are recorded and acked together.
+const flushEvery = 200
+
+// inflight is a copy published and not yet confirmed.
+type inflight struct {
+	h        held
+	moved    engine.Moved
+	dc       *amqp.DeferredConfirmation
+	key      string
+	returned *amqp.Return
+}
+
+// mover is the state of one Move.
+type mover struct {
+	b       *Broker
+	req     engine.MoveRequest
+	r       *holdReader
+	pub     *amqp.Channel
+	returns chan amqp.Return
+	flight  []*inflight // publish order
+	done    []*inflight // confirmed, not yet recorded and acked
+	// doneSince is when the oldest of done was confirmed.
+	doneSince time.Time
+	res       engine.MoveResult
+	user      string
+	next      time.Time // pacing: earliest time of the next publish
+}
+
+// Move makes one confirm-then-ack pass over req.Queue (SPEC §5): it reads
+// the DLQ in order, publishes a copy of each message req.Pick chooses —
+// through the default exchange to the target's name, mandatory, with
+// publisher confirms, at most req.Window unconfirmed — and acks the
+// original only after the broker confirmed the copy and req.Confirmed
+// recorded it. A nack, a mandatory return (unroutable), a refused publish or
+// a lost connection leaves the original in the DLQ; every message not moved
+// is returned with Nack(multiple, requeue).
+func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
+	if req.Window <= 0 {
+		req.Window = 500
+	}
+	r, err := b.openReader(ctx, req.Queue)
+	if err != nil {
+		return engine.MoveResult{}, fmt.Errorf("amqp: move from %s: %w", req.Queue, err)
+	}
+	m := &mover{b: b, req: req, r: r, user: b.uri.Username}
+	err = m.run(ctx)
+	// Whatever happened, settle what was published and return the rest.
+	m.finish(ctx)
+	if _, relErr := r.release(); relErr != nil && err == nil && !m.connLost() {
+		err = relErr
+	}
+	if m.pub != nil {
+		closeQuietly(m.pub)
+	}
+	if err != nil {
+		return m.res, fmt.Errorf("amqp: move from %s: %w", req.Queue, err)
+	}
+	return m.res, nil
+}
+
+func (m *mover) run(ctx context.Context) error {
+	pub, err := m.r.conn.Channel()
+	if err != nil {
+		return m.b.classify(err)
+	}
+	m.pub = pub
+	if err := pub.Confirm(false); err != nil {
+		return m.b.classify(err)
+	}
+	// Buffered beyond the window: a blocked listener loses notifications.
+	m.returns = pub.NotifyReturn(make(chan amqp.Return, m.req.Window+64))
+	batch := max(1, min(m.req.Window/4, 100))
+	if m.req.Rate > 0 {
+		batch = max(1, min(batch, int(m.req.Rate/10)))
+	}
+	var picked []pendingPick
+	for {
+		if m.req.Satisfied != nil && m.req.Satisfied() && len(picked) == 0 {
+			return nil
+		}
+		h, err := m.r.next(ctx)
+		if errors.Is(err, errReadDone) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		m.res.Read++
+		p, ok := m.req.Pick(toMessage(h))
+		if !ok {
+			continue
+		}
+		picked = append(picked, pendingPick{h, p})
+		satisfied := m.req.Satisfied != nil && m.req.Satisfied()
+		if len(picked) >= batch || satisfied {
+			if err := m.publish(ctx, picked); err != nil {
+				return err
+			}
+			picked = picked[:0]
+		}
+	}
+	return m.publish(ctx, picked)
+}
+
+// pendingPick is a held message chosen for sending.
+type pendingPick struct {
+	h held
+	p engine.Pick
+}
+
+// publish records the batch's intent, then publishes each copy.
+func (m *mover) publish(ctx context.Context, batch []pendingPick) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	if err := m.cont(); err != nil {
+		return nil
+	}
+	if m.req.Intend != nil {
+		moved := make([]engine.Moved, len(batch))
+		for i, pp := range batch {
+			moved[i] = engine.Moved{Seq: pp.h.seq, ID: pp.p.ID, Target: pp.p.Target}
+		}
+		if err := m.req.Intend(ctx, moved); err != nil {
+			m.res.Stopped = err
+			return nil
+		}
+	}
+	for _, pp := range batch {
+		if err := m.cont(); err != nil {
+			return nil
+		}
+		if err := m.pace(ctx); err != nil {
+			m.res.Stopped = err
+			return nil
+		}
+		mv := engine.Moved{Seq: pp.h.seq, ID: pp.p.ID, Target: pp.p.Target}
+		d := pp.h.d
+		if d.UserId != "" && d.UserId != m.user {
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: "refused",
+				Detail: fmt.Sprintf("its user_id %q differs from dlqbot's user %q, which the broker refuses", d.UserId, m.user)})
+			continue
+		}
+		headers := amqp.Table(d.Headers)
+		if m.req.Rewrite != nil {
+			headers = amqp.Table(m.req.Rewrite(map[string]any(d.Headers), pp.p))
+		}
+		msg := amqp.Publishing{
+			Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
+			DeliveryMode: d.DeliveryMode, Priority: d.Priority, CorrelationId: d.CorrelationId,
+			ReplyTo: d.ReplyTo, Expiration: d.Expiration, MessageId: d.MessageId, Timestamp: d.Timestamp,
+			Type: d.Type, UserId: d.UserId, AppId: d.AppId, Body: d.Body,
+		}
+		dc, err := m.pub.PublishWithDeferredConfirmWithContext(ctx, "", pp.p.Target, true, false, msg)
+		if err != nil {
+			return m.b.classify(err)
+		}
+		m.flight = append(m.flight, &inflight{h: pp.h, moved: mv, dc: dc, key: pp.p.Target})
+		if err := m.collect(ctx, len(m.flight) >= m.req.Window); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// cont asks the caller whether to go on; a refusal is recorded as Stopped.
+func (m *mover) cont() error {
+	if m.res.Stopped != nil {
+		return m.res.Stopped
+	}
+	if m.req.Continue != nil {
+		if err := m.req.Continue(); err != nil {
+			m.res.Stopped = err
+			return err
+		}
+	}
+	return nil
+}
+
+// pace waits for the next publish slot when a rate is set.
+func (m *mover) pace(ctx context.Context) error {
+	if m.req.Rate <= 0 {
+		return nil
+	}
+	now := time.Now()
+	if m.next.Before(now) {
+		m.next = now
+	}
+	if wait := m.next.Sub(now); wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		if err := m.cont(); err != nil {
+			return err
+		}
+	}
+	m.next = m.next.Add(time.Duration(float64(time.Second) / m.req.Rate))
+	return nil
+}
+
+var _ engine.Stats = (*Broker)(nil)
+
+// Counters returns queue's management counters in the engine's terms.
+func (b *Broker) Counters(ctx context.Context, queue string) (engine.QueueStats, error) {
+	s, err := b.QueueStats(ctx, queue)
+	if err != nil {
+		return engine.QueueStats{}, err
+	}
+	return engine.QueueStats{
+		Ready: int(s.Ready), Unacked: int(s.Unacked), Consumers: s.Consumers,
+		Publish: s.Publish, DeliverGet: s.DeliverGet, Ack: s.Ack, Redeliver: s.Redeliver, SampledAt: s.SampledAt,
+	}, nil
+}
+
+// Ping checks that the broker accepts an AMQP channel.
+func (b *Broker) Ping(ctx context.Context) error {
+	ch, err := b.channel(ctx)
+	if err != nil {
+		return fmt.Errorf("amqp: ping: %w", err)
+	}
+	closeQuietly(ch)
+	return nil
+}

@@ -1,0 +1,156 @@
+package amqp
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// collect settles confirmed copies from the head of the in-flight list, in
+// publish order. With block, it waits for the oldest confirm (the window is
+// full). Confirmed copies are recorded and their originals acked in
+// batches; the batch is flushed at once when nothing is left in flight.
+func (m *mover) collect(ctx context.Context, block bool) error {
+	for len(m.flight) > 0 {
+		f := m.flight[0]
+		if block {
+			t := time.NewTimer(confirmWait)
+			select {
+			case <-f.dc.Done():
+				t.Stop()
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-t.C:
+				return fmt.Errorf("no confirm from the broker within %s", confirmWait)
+			}
+			block = false
+		} else {
+			select {
+			case <-f.dc.Done():
+			default:
+				return m.maybeFlush(ctx, false)
+			}
+		}
+		// A mandatory publish that could not be routed is returned before
+		// its ack, so its return is already buffered.
+		m.matchReturns()
+		m.flight = m.flight[1:]
+		switch {
+		case f.returned != nil:
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "unroutable",
+				Detail: fmt.Sprintf("the broker returned it: %d %s (does queue %s exist?)", f.returned.ReplyCode, f.returned.ReplyText, f.key)})
+		case f.dc.Acked():
+			if len(m.done) == 0 {
+				m.doneSince = time.Now()
+			}
+			m.done = append(m.done, f)
+		default:
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "nacked", Detail: "the broker nacked the copy"})
+		}
+	}
+	return m.maybeFlush(ctx, true)
+}
+
+// matchReturns pairs each buffered mandatory return with the earliest copy
+// in flight that it can be (same target, message id and body length):
+// returns arrive in publish order.
+func (m *mover) matchReturns() {
+	for {
+		select {
+		case ret := <-m.returns:
+			for _, f := range m.flight {
+				d := f.h.d
+				if f.returned == nil && f.key == ret.RoutingKey && d.MessageId == ret.MessageId && len(d.Body) == len(ret.Body) {
+					r := ret
+					f.returned = &r
+					break
+				}
+			}
+		default:
+			return
+		}
+	}
+}
+
+// maybeFlush records and acks the confirmed copies when enough have
+// gathered, when nothing is left in flight, or when the oldest has waited
+// flushAfter (a paced move always has a copy in flight).
+func (m *mover) maybeFlush(ctx context.Context, idle bool) error {
+	if len(m.done) == 0 {
+		return nil
+	}
+	if len(m.done) < flushEvery && !(idle && len(m.flight) == 0) && time.Since(m.doneSince) < flushAfter {
+		return nil
+	}
+	return m.flush(ctx)
+}
+
+// flushAfter is the longest a confirmed copy waits to be recorded and acked.
+const flushAfter = 100 * time.Millisecond
+
+// flush hands the confirmed copies to req.Confirmed (the ledger) and only
+// then acks their originals. If recording fails, the originals stay in the
+// DLQ and the move stops: their copies were sent, which the pending ledger
+// intents show.
+func (m *mover) flush(ctx context.Context) error {
+	batch := m.done
+	m.done = nil
+	moved := make([]engine.Moved, len(batch))
+	for i, f := range batch {
+		moved[i] = f.moved
+	}
+	if m.req.Confirmed != nil {
+		if err := m.req.Confirmed(ctx, moved); err != nil {
+			for _, f := range batch {
+				m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "unrecorded",
+					Detail: "the copy was confirmed but could not be recorded, so the original was kept (a duplicate): " + err.Error()})
+			}
+			if m.res.Stopped == nil {
+				m.res.Stopped = err
+			}
+			return nil
+		}
+	}
+	for i, f := range batch {
+		if err := m.r.ack(f.h); err != nil {
+			// The copies are out and recorded; the originals come back when
+			// the broker notices the lost channel: duplicates, in the ledger.
+			m.res.Unacked = append(m.res.Unacked, moved[i:]...)
+			return err
+		}
+	}
+	m.res.Sent = append(m.res.Sent, moved...)
+	return nil
+}
+
+// finish waits for the confirms of every copy still in flight, then
+// records and acks what was confirmed. Copies without a confirm (lost
+// connection, timeout) are reported lost: their originals stay.
+func (m *mover) finish(ctx context.Context) {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), confirmWait)
+	defer cancel()
+	for len(m.flight) > 0 && !m.connLost() {
+		if err := m.collect(wctx, true); err != nil {
+			break
+		}
+	}
+	for _, f := range m.flight {
+		m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "lost",
+			Detail: "no confirm arrived before the connection or channel was lost; the original stays in the DLQ (the copy may have been delivered: see the ledger's pending entries)"})
+	}
+	m.flight = nil
+	if len(m.done) > 0 {
+		// If the connection died, flush still records the sends and then
+		// reports the originals it could not ack as Unacked.
+		_ = m.flush(wctx)
+	}
+}
+
+// connLost reports whether the reader's connection or the publish channel died.
+func (m *mover) connLost() bool {
+	return m.r.conn.IsClosed() || (m.pub != nil && m.pub.IsClosed())
+}
+

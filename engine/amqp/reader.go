@@ -1,0 +1,297 @@
+package amqp
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// errReadDone ends a read: every message present when it began has been
+// delivered, or the queue stayed quiet for the idle timeout (another client
+// holds the rest).
+var errReadDone = errors.New("read done")
+
+// drainTimeout bounds the wait for a cancelled consumer's last deliveries.
+const drainTimeout = 10 * time.Second
+
+// holdReader reads a queue in order and holds every delivery unacked until
+// release. Each channel's consumer gets one prefetch window; the next
+// channel's consumer starts only once the previous window is full (and its
+// consumer cancelled), so the broker, which never delivers beyond a full
+// window, hands out the queue in order, channel after channel. An ack frees
+// room in the current window, which the broker fills with the next message
+// on the same channel: order holds there too.
+//
+// Scan returns everything; a Move acks the deliveries it has copied (ack)
+// and returns the rest, both through release. A holdReader is used by one
+// goroutine.
+type holdReader struct {
+	b      *Broker
+	conn   *amqp.Connection
+	queue  string
+	id     string        // consumer tag prefix
+	want   int           // ready count when the read began
+	window int           // prefetch per channel
+	idle   time.Duration // end of read after this long without a delivery
+	spare  *amqp.Channel // the probe channel, reused for the first window
+	chans  []*heldChan
+	seq    int
+	done   bool // errReadDone was returned
+	timer  *time.Timer
+	closed bool
+}
+
+// heldChan is one channel of a holdReader and the deliveries it holds.
+type heldChan struct {
+	ch         *amqp.Channel
+	tag        string
+	deliveries <-chan amqp.Delivery
+	closes     chan *amqp.Error
+	window     int  // prefetch of this channel
+	got        int  // deliveries handed out by next
+	drained    int  // deliveries that arrived after the read ended
+	acked      int  // deliveries acked individually
+	cancelled  bool // consumer cancelled (by us, or by the broker)
+}
+
+// held is one delivery held by a holdReader.
+type held struct {
+	seq int
+	d   amqp.Delivery
+	c   *heldChan
+}
+
+// openReader probes queue with a passive declare and prepares a reader for
+// the messages ready at that moment. A missing queue is
+// engine.ErrQueueNotFound.
+func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, error) {
+	conn, err := b.conns.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		if conn, err = b.conns.get(ctx); err != nil { // the connection died: one re-dial
+			return nil, err
+		}
+		if ch, err = conn.Channel(); err != nil {
+			return nil, b.classify(err)
+		}
+	}
+	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
+	if err != nil {
+		closeQuietly(ch)
+		return nil, b.classify(err)
+	}
+	r := &holdReader{
+		b: b, conn: conn, queue: queue, id: randomID(),
+		want: q.Messages, window: b.cfg.Prefetch, idle: b.cfg.IdleTimeout, spare: ch,
+	}
+	// Leave half of the connection's channels to other operations; widen
+	// the window when the queue would need more than that.
+	budget := int(conn.Config.ChannelMax) / 2
+	if budget < 1 {
+		budget = MaxPrefetch / 2
+	}
+	if need := (r.want + budget - 1) / budget; need > r.window {
+		r.window = min(need, MaxPrefetch)
+	}
+	if chans := (r.want + r.window - 1) / r.window; chans > budget {
+		closeQuietly(ch)
+		return nil, fmt.Errorf("%d messages need %d channels of %d, more than the %d available", r.want, chans, r.window, budget)
+	}
+	return r, nil
+}
+
+// next returns the next delivery in queue order, errReadDone once the
+// messages present at the start have all been read (or none came for the
+// idle timeout), or the error that broke the read.
+func (r *holdReader) next(ctx context.Context) (held, error) {
+	if r.done || r.seq >= r.want {
+		r.done = true
+		return held{}, errReadDone
+	}
+	var c *heldChan
+	if n := len(r.chans); n > 0 {
+		c = r.chans[n-1]
+	}
+	if c == nil || c.got-c.acked >= c.window {
+		// The window is full: the broker sends this channel nothing more.
+		// Cancel its consumer, so that acks on it (a Move) cannot open
+		// room for more, and start the next window.
+		if c != nil && !c.cancelled {
+			if err := c.ch.Cancel(c.tag, false); err != nil {
+				return held{}, r.b.classify(err)
+			}
+			c.cancelled = true
+		}
+		var err error
+		if c, err = r.open(); err != nil {
+			return held{}, err
+		}
+	}
+	var d amqp.Delivery
+	var ok bool
+	select {
+	case d, ok = <-c.deliveries:
+	default:
+		if r.timer == nil {
+			r.timer = time.NewTimer(r.idle)
+		} else {
+			r.timer.Reset(r.idle)
+		}
+		select {
+		case d, ok = <-c.deliveries:
+			r.timer.Stop()
+		case <-ctx.Done():
+			r.timer.Stop()
+			return held{}, ctx.Err()
+		case <-r.timer.C:
+			r.done = true
+			return held{}, errReadDone
+		}
+	}
+	if !ok {
+		return held{}, r.lost(c)
+	}
+	c.got++
+	h := held{seq: r.seq, d: d, c: c}
+	r.seq++
+	return h, nil
+}
+
+// open starts the consumer of the next window on a new channel.
+func (r *holdReader) open() (*heldChan, error) {
+	ch := r.spare
+	r.spare = nil
+	if ch == nil {
+		var err error
+		if ch, err = r.conn.Channel(); err != nil {
+			return nil, r.b.classify(err)
+		}
+	}
+	c := &heldChan{
+		ch:     ch,
+		tag:    fmt.Sprintf("dlqbot-%s-%d", r.id, len(r.chans)),
+		window: min(r.window, r.want-r.seq),
+		closes: ch.NotifyClose(make(chan *amqp.Error, 1)),
+	}
+	if err := ch.Qos(c.window, 0, false); err != nil {
+		closeQuietly(ch)
+		return nil, r.b.classify(err)
+	}
+	d, err := ch.Consume(r.queue, c.tag, false, false, false, false, nil)
+	if err != nil {
+		closeQuietly(ch)
+		return nil, r.b.classify(err)
+	}
+	c.deliveries = d
+	r.chans = append(r.chans, c)
+	return c, nil
+}
+
+// lost explains a delivery stream that ended while the read still expected
+// messages: the channel or connection closed, or the broker cancelled the
+// consumer (the queue was deleted).
+func (r *holdReader) lost(c *heldChan) error {
+	select {
+	case e, ok := <-c.closes:
+		if ok && e != nil {
+			return r.b.classify(e)
+		}
+	default:
+	}
+	if r.conn.IsClosed() {
+		return unavailable(redact(r.b.cfg.URL), amqp.ErrClosed)
+	}
+	c.cancelled = true
+	return fmt.Errorf("the broker cancelled the consumer (queue deleted?)")
+}
+
+// ack acknowledges one held delivery: the broker drops that message.
+func (r *holdReader) ack(h held) error {
+	if err := h.c.ch.Ack(h.d.DeliveryTag, false); err != nil {
+		return r.b.classify(err)
+	}
+	h.c.acked++
+	return nil
+}
+
+// release returns every delivery not acked: it cancels all consumers first
+// (so nothing returned is delivered to a later window), drains what was
+// still in flight, then sends Nack(0, multiple, requeue) and closes each
+// channel in window order, waiting for each close so the returns reach the
+// queue in order. It reports how many deliveries it returned. A channel the
+// broker closed earlier had its deliveries returned by the broker itself,
+// which release reports as an error.
+func (r *holdReader) release() (int, error) {
+	if r.closed {
+		return 0, nil
+	}
+	r.closed = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	closeQuietly(r.spare)
+	var errs []error
+	for _, c := range r.chans {
+		if c.cancelled || c.ch.IsClosed() {
+			continue
+		}
+		if err := c.ch.Cancel(c.tag, false); err != nil {
+			errs = append(errs, fmt.Errorf("cancel consumer: %w", r.b.classify(err)))
+		}
+	}
+	for _, c := range r.chans {
+		c.drained += drain(c.deliveries)
+	}
+	returned := 0
+	for i, c := range r.chans {
+		if c.ch.IsClosed() {
+			errs = append(errs, fmt.Errorf("channel %d closed before its messages were returned: the broker requeued them itself", i))
+			continue
+		}
+		if n := c.got + c.drained - c.acked; n > 0 {
+			if err := c.ch.Nack(0, true, true); err != nil {
+				errs = append(errs, fmt.Errorf("return messages: %w", r.b.classify(err)))
+				continue
+			}
+			returned += n
+		}
+		if err := c.ch.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
+			errs = append(errs, fmt.Errorf("close channel: %w", r.b.classify(err)))
+		}
+	}
+	return returned, errors.Join(errs...)
+}
+
+// drain consumes a cancelled consumer's remaining deliveries until the
+// library closes the stream, and counts them.
+func drain(deliveries <-chan amqp.Delivery) int {
+	n := 0
+	t := time.NewTimer(drainTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case _, ok := <-deliveries:
+			if !ok {
+				return n
+			}
+			n++
+		case <-t.C:
+			return n
+		}
+	}
+}
+
+// randomID returns 8 random bytes in hex.
+func randomID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

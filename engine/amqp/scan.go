@@ -1,0 +1,199 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// typeLookupTimeout bounds the management API lookup of a scanned queue's
+// type: the scan does not wait longer for an answer it can do without.
+const typeLookupTimeout = 2 * time.Second
+
+// Scan reads the messages present in queue when it starts, in queue order,
+// and calls visit for each without changing the queue: every message is
+// held unacked until the read ends, then all are returned with
+// Nack(0, multiple, requeue), window by window in order (see holdReader).
+// The body handed to visit is dropped after the call.
+//
+// An error from visit ends the visits early and is returned as is (joined
+// with any error from returning the messages); ctx cancellation ends the
+// read at once. Either way every message is returned. On a quorum queue
+// without a delivery limit, returned messages go to the tail, so a partial
+// read would rotate the queue: after a visit error Scan therefore still
+// reads the rest of the messages (without visiting them) before returning
+// them all. Before returning, Scan waits (up to Config.SettleTimeout, and
+// only while the queue has no consumer) until the returned messages show in
+// the queue's ready count, since quorum queues apply returns asynchronously.
+//
+// A missing queue is engine.ErrQueueNotFound; an unreachable broker is
+// engine.ErrBrokerUnavailable.
+func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Message) error) (engine.ScanInfo, error) {
+	start := time.Now()
+	var info engine.ScanInfo
+	typed := make(chan *queueJSON, 1)
+	go func() {
+		tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
+		defer cancel()
+		q, _ := b.mgmt.queue(tctx, queue, false)
+		typed <- q
+	}()
+	r, err := b.openReader(ctx, queue)
+	if err != nil {
+		return info, fmt.Errorf("amqp: scan %s: %w", queue, err)
+	}
+	qinfo := <-typed
+	limit := 0
+	if qinfo != nil {
+		info.QueueType, limit = qinfo.queueType(), qinfo.deliveryLimit()
+	}
+	if info.QueueType == "stream" {
+		_, _ = r.release()
+		return info, fmt.Errorf("amqp: scan %s: stream queues cannot be scanned: they keep messages after a read", queue)
+	}
+	// Classic queues put returns back in place, and quorum queues with a
+	// delivery limit near the head in return order; otherwise (quorum
+	// without a limit, or a type we could not learn) only returning the
+	// whole queue keeps its order.
+	wholeOnly := info.QueueType != "classic" && limit == 0
+
+	var visitErr, readErr error
+	for {
+		h, err := r.next(ctx)
+		if err != nil {
+			if !errors.Is(err, errReadDone) {
+				readErr = err
+			}
+			break
+		}
+		if visitErr != nil {
+			continue // finishing the read of a quorum queue, see above
+		}
+		info.Read++
+		if err := visit(toMessage(h)); err != nil {
+			visitErr = err
+			if !wholeOnly {
+				break
+			}
+		}
+	}
+	returned, relErr := r.release()
+	if relErr == nil && readErr == nil {
+		b.waitReturned(ctx, queue, returned)
+	}
+	info.Duration = time.Since(start)
+
+	if relErr != nil {
+		relErr = fmt.Errorf("amqp: scan %s: %w", queue, relErr)
+	}
+	switch {
+	case visitErr != nil:
+		return info, errors.Join(visitErr, relErr)
+	case readErr != nil:
+		return info, errors.Join(fmt.Errorf("amqp: scan %s: %w", queue, readErr), relErr)
+	}
+	return info, relErr
+}
+
+// waitReturned polls the queue's ready count until it has room for the n
+// messages just returned, at most SettleTimeout, and only while the queue
+// has no consumer (a consumer may legitimately take them at once).
+func (b *Broker) waitReturned(ctx context.Context, queue string, n int) {
+	if n == 0 {
+		return
+	}
+	deadline := time.Now().Add(b.cfg.SettleTimeout)
+	pause := 2 * time.Millisecond
+	for {
+		q, found, err := b.declarePassive(ctx, queue)
+		if err != nil || !found || q.Messages >= n || q.Consumers > 0 || time.Now().After(deadline) {
+			return
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// toMessage is the engine's view of a held delivery. The delivery itself
+// is left untouched (a Move republishes it); the headers are converted into
+// a copy.
+func toMessage(h held) engine.Message {
+	return engine.Message{
+		Seq:         h.seq,
+		Headers:     fromTable(h.d.Headers),
+		MessageID:   h.d.MessageId,
+		Timestamp:   h.d.Timestamp,
+		ContentType: h.d.ContentType,
+		Body:        h.d.Body,
+	}
+}
+
+// fromTable copies an AMQP table into plain Go values: nested tables become
+// map[string]any and arrays []any, recursively. Other values (strings,
+// numbers, bool, time.Time, []byte, amqp.Decimal) are kept as decoded.
+func fromTable(t amqp.Table) map[string]any {
+	if t == nil {
+		return nil
+	}
+	m := make(map[string]any, len(t))
+	for k, v := range t {
+		m[k] = fromValue(v)
+	}
+	return m
+}
+
+func fromValue(v any) any {
+	switch x := v.(type) {
+	case amqp.Table:
+		return fromTable(x)
+	case map[string]any:
+		return fromTable(amqp.Table(x))
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = fromValue(e)
+		}
+		return out
+	}
+	return v
+}
+
+// toTable is fromTable's inverse, for headers about to be published: nested
+// maps become amqp.Table, which is what the library can encode.
+func toTable(m map[string]any) amqp.Table {
+	if m == nil {
+		return nil
+	}
+	t := make(amqp.Table, len(m))
+	for k, v := range m {
+		t[k] = toValue(v)
+	}
+	return t
+}
+
+func toValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return toTable(x)
+	case amqp.Table:
+		return toTable(map[string]any(x))
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = toValue(e)
+		}
+		return out
+	}
+	return v
+}

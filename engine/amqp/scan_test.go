@@ -1,0 +1,252 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+var queueTypes = []struct {
+	name string
+	args amqp.Table
+}{
+	{"classic", amqp.Table{"x-queue-type": "classic"}},
+	{"quorum", amqp.Table{"x-queue-type": "quorum"}},
+}
+
+// TestScanLeavesQueueUnchanged scans classic and quorum DLQs, within one
+// prefetch window and across several channels, and checks that visit saw
+// every message in order and that the queue still holds the same messages
+// in the same order with the same headers.
+func TestScanLeavesQueueUnchanged(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name     string
+		n        int
+		prefetch int
+	}{
+		{"one-window", 200, 0},
+		{"many-windows", 300, 50},
+	}
+	for _, qt := range queueTypes {
+		for _, tc := range cases {
+			t.Run(qt.name+"/"+tc.name, func(t *testing.T) {
+				t.Parallel()
+				e := newEnv(t)
+				q := e.queue("t-scan", qt.args)
+				pubs := testMessages(tc.n)
+				e.publish(q, pubs)
+				b := testBroker(t, Config{Prefetch: tc.prefetch})
+
+				var seen []record
+				info, err := b.Scan(context.Background(), q, func(m engine.Message) error {
+					seen = append(seen, recordOf(m.Seq, m.MessageID, m.ContentType, m.Timestamp, m.Body, m.Headers))
+					return nil
+				})
+				if err != nil {
+					t.Fatalf("Scan: %v", err)
+				}
+				if info.Read != tc.n || len(seen) != tc.n {
+					t.Fatalf("Scan read %d (visited %d), want %d", info.Read, len(seen), tc.n)
+				}
+				if info.QueueType != qt.name {
+					t.Errorf("ScanInfo.QueueType = %q, want %q", info.QueueType, qt.name)
+				}
+				if info.Duration <= 0 {
+					t.Errorf("ScanInfo.Duration = %v", info.Duration)
+				}
+				checkSeen(t, pubs, seen)
+				e.verifyIntact(q, pubs, seen)
+			})
+		}
+	}
+}
+
+// TestScanVisitErrorMidway stops the visits at message 120 of 300 read in
+// windows of 50: the error comes back as is and the queue is intact.
+func TestScanVisitErrorMidway(t *testing.T) {
+	t.Parallel()
+	errStop := errors.New("enough")
+	for _, qt := range queueTypes {
+		t.Run(qt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			q := e.queue("t-scanerr", qt.args)
+			pubs := testMessages(300)
+			e.publish(q, pubs)
+			b := testBroker(t, Config{Prefetch: 50})
+
+			var seen []record
+			info, err := b.Scan(context.Background(), q, func(m engine.Message) error {
+				seen = append(seen, recordOf(m.Seq, m.MessageID, m.ContentType, m.Timestamp, m.Body, m.Headers))
+				if m.Seq == 120 {
+					return errStop
+				}
+				return nil
+			})
+			if !errors.Is(err, errStop) {
+				t.Fatalf("Scan error = %v, want the visit's error", err)
+			}
+			if info.Read != 121 || len(seen) != 121 {
+				t.Fatalf("Scan read %d (visited %d), want 121", info.Read, len(seen))
+			}
+			checkSeen(t, pubs, seen)
+			e.verifyIntact(q, pubs, seen)
+		})
+	}
+}
+
+// TestScanContextCancelled cancels a scan of a classic queue midway: the
+// error is the context's and every message is back in place.
+func TestScanContextCancelled(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	q := e.queue("t-scanctx", amqp.Table{"x-queue-type": "classic"})
+	pubs := testMessages(150)
+	e.publish(q, pubs)
+	b := testBroker(t, Config{Prefetch: 40})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	visited := 0
+	_, err := b.Scan(ctx, q, func(m engine.Message) error {
+		if visited++; visited == 60 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Scan error = %v, want context.Canceled", err)
+	}
+	if visited < 60 || visited > 150 {
+		t.Fatalf("visited %d messages", visited)
+	}
+	e.verifyIntact(q, pubs, nil)
+}
+
+// TestScanEmptyAndMissing covers the trivial queues.
+func TestScanEmptyAndMissing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	q := e.queue("t-scanempty", nil)
+	b := testBroker(t, Config{})
+	info, err := b.Scan(context.Background(), q, func(engine.Message) error {
+		t.Fatal("visit called on an empty queue")
+		return nil
+	})
+	if err != nil || info.Read != 0 {
+		t.Fatalf("Scan of an empty queue = %+v, %v", info, err)
+	}
+	_, err = b.Scan(context.Background(), q+"-missing", func(engine.Message) error { return nil })
+	if !errors.Is(err, engine.ErrQueueNotFound) {
+		t.Fatalf("Scan of a missing queue: %v, want ErrQueueNotFound", err)
+	}
+}
+
+// TestReaderIdleTimeout: messages counted at the start but taken by another
+// consumer end the read after the idle timeout instead of hanging it.
+func TestReaderIdleTimeout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	q := e.queue("t-idle", nil)
+	e.publish(q, testMessages(20))
+	b := testBroker(t, Config{IdleTimeout: 300 * time.Millisecond})
+	ctx := context.Background()
+
+	r, err := b.openReader(ctx, q)
+	if err != nil {
+		t.Fatalf("openReader: %v", err)
+	}
+	if r.want != 20 {
+		t.Fatalf("reader wants %d, want 20", r.want)
+	}
+	// Another client takes 5 messages after the reader counted them.
+	other := e.channel()
+	if err := other.Qos(5, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	deliveries, err := other.Consume(q, "other", false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		<-deliveries
+	}
+	n := 0
+	start := time.Now()
+	for {
+		_, err := r.next(ctx)
+		if errors.Is(err, errReadDone) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("next: %v", err)
+		}
+		n++
+	}
+	if n != 15 {
+		t.Errorf("read %d messages, want 15", n)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("read took %v despite a 300ms idle timeout", d)
+	}
+	returned, err := r.release()
+	if err != nil || returned != 15 {
+		t.Fatalf("release = %d, %v; want 15, nil", returned, err)
+	}
+	if err := other.Cancel("other", false); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Nack(0, true, true); err != nil {
+		t.Fatal(err)
+	}
+	e.waitReady(q, 20)
+}
+
+// TestReaderAckThenRelease checks the piece a Move builds on: acked
+// deliveries leave the queue, the rest are returned in order.
+func TestReaderAckThenRelease(t *testing.T) {
+	t.Parallel()
+	for _, qt := range queueTypes {
+		t.Run(qt.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			q := e.queue("t-ack", qt.args)
+			pubs := testMessages(120)
+			e.publish(q, pubs)
+			b := testBroker(t, Config{Prefetch: 25})
+			ctx := context.Background()
+			r, err := b.openReader(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kept []amqp.Publishing
+			for {
+				h, err := r.next(ctx)
+				if errors.Is(err, errReadDone) {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if h.seq%3 == 0 {
+					if err := r.ack(h); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				kept = append(kept, pubs[h.seq])
+			}
+			returned, err := r.release()
+			if err != nil || returned != len(kept) {
+				t.Fatalf("release = %d, %v; want %d", returned, err, len(kept))
+			}
+			e.verifyIntact(q, kept, nil)
+		})
+	}
+}

@@ -1,0 +1,310 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+// events collects a replay's progress events.
+type events struct {
+	mu sync.Mutex
+	es []engine.Event
+}
+
+func (ev *events) Notify(_ context.Context, e engine.Event) {
+	ev.mu.Lock()
+	ev.es = append(ev.es, e)
+	ev.mu.Unlock()
+}
+
+func (ev *events) kinds() []engine.EventKind {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	var out []engine.EventKind
+	for _, e := range ev.es {
+		out = append(out, e.Kind)
+	}
+	return out
+}
+
+func TestCanaryStopsWhenTheFirstStepComesBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast)
+	ev := &events{}
+	e.svc.SetNotifier(ev)
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(50, 100)...)
+	r.WaitCount(dlq, 50, 20*time.Second)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	r.Consume(src, func(amqp.Delivery) string { return "reject" })
+
+	rep := approveRun(t, e, p.Token, engine.Params{Timeout: 20 * time.Second, Rate: -1}, false)
+	if rep.State != engine.StateStopped || rep.Sent != 10 || rep.Returned != 10 || rep.Step != 1 {
+		t.Fatalf("replay %+v: want stopped after step 1 with 10 sent and 10 back", rep)
+	}
+	back := 0
+	for _, f := range rep.Failures {
+		if f.Kind == "returned" {
+			back++
+			if f.Reason != string(engine.ReasonRejected) {
+				t.Errorf("returned %s with reason %q, want rejected", f.ID, f.Reason)
+			}
+		}
+	}
+	if back != 10 {
+		t.Fatalf("%d returned failures listed, want 10", back)
+	}
+	// 40 never sent + 10 came back.
+	r.WaitCount(dlq, 50, 20*time.Second)
+	k := ev.kinds()
+	if k[0] != engine.EventStarted || k[len(k)-1] != engine.EventStopped {
+		t.Fatalf("events %v: want started … stopped", k)
+	}
+}
+
+func TestCanaryFinishesWithAHealthyConsumer(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast)
+	ev := &events{}
+	e.svc.SetNotifier(ev)
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(75, 100)...)
+	r.WaitCount(dlq, 75, 20*time.Second)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	c := r.Consume(src, func(amqp.Delivery) string { return "ack" })
+
+	rep := approveRun(t, e, p.Token, engine.Params{Step: 10, Cap: 40, Rate: -1, Timeout: 20 * time.Second}, false)
+	if rep.State != engine.StateFinished || rep.Sent != 75 || rep.Settled != 75 || rep.Returned != 0 {
+		t.Fatalf("replay %+v: want finished, 75 sent and settled", rep)
+	}
+	if rep.Step != 4 { // 10 + 20 + 40 + 5
+		t.Fatalf("took %d steps, want 4 (10, 20, 40, 5)", rep.Step)
+	}
+	if acked, _ := c.Counts(); acked != 75 {
+		t.Fatalf("consumer acked %d, want 75", acked)
+	}
+	passed := 0
+	for _, k := range ev.kinds() {
+		if k == engine.EventStepPassed {
+			passed++
+		}
+	}
+	if passed != 4 {
+		t.Fatalf("%d step_passed events, want 4", passed)
+	}
+	if r.Count(dlq) != 0 {
+		t.Fatalf("DLQ holds %d, want 0", r.Count(dlq))
+	}
+}
+
+func TestCanaryStopsWhenNothingSettles(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast)
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(30, 100)...)
+	r.WaitCount(dlq, 30, 20*time.Second)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	rep := approveRun(t, e, p.Token, engine.Params{Rate: -1, Timeout: 2 * time.Second}, false)
+	if rep.State != engine.StateStopped || rep.Sent != 10 || rep.Settled != 0 {
+		t.Fatalf("replay %+v: want stopped after 10 sent, none settled", rep)
+	}
+	if !strings.Contains(rep.Note, "none of the 10 left the target queue") {
+		t.Fatalf("note %q does not say none settled", rep.Note)
+	}
+	r.WaitCount(src, 10, 10*time.Second)
+	r.WaitCount(dlq, 20, 10*time.Second)
+}
+
+func TestCanaryFirstStepIsStratified(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast)
+	r := e.rabbit
+	a, b, dlq := testkit.Name("a"), testkit.Name("b"), testkit.Name("dlq")
+	r.Topology(a, dlq, nil)
+	r.Queue(b, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	r.Reject(a, testkit.Msgs(30, 100)...) // 30 rejected from a, first in the DLQ
+	var spring []amqp.Publishing
+	for _, ex := range []string{"timeout calling payments", "order 17 not found", "order 99 not found"} {
+		spring = append(spring, testkit.Msg("s-"+ex, []byte(ex), amqp.Table{"x-original-exchange": "", "x-original-routingKey": a, "x-exception-message": ex}))
+	}
+	r.Publish(dlq, spring...) // two failure groups from Spring, after the 30
+	r.Expire(b, testkit.Msg("b-exp", []byte("b"), nil))
+	r.WaitCount(dlq, 34, 20*time.Second)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	ra := &recorder{}
+	r.Consume(a, ra.handle)
+	rb := &recorder{}
+	r.Consume(b, rb.handle)
+
+	ctx := context.Background()
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 5, Cap: 5, Rate: -1, Timeout: 10 * time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Pause after the first step, so only it is sent.
+	ev := &events{}
+	e.svc.SetNotifier(engine.NotifierFunc(func(ctx context.Context, x engine.Event) {
+		ev.Notify(ctx, x)
+		if x.Kind == engine.EventStepStarted && x.Step.Step == 1 {
+			_ = e.store.Replays().Desire(ctx, ap.Replay.ID, engine.StatePaused)
+		}
+	}))
+	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.State != engine.StatePaused {
+		t.Fatalf("state %s, want paused after step 1", rep.State)
+	}
+	testkit.Eventually(t, 10*time.Second, "first step delivered", func() bool { return len(ra.got())+len(rb.got()) == rep.Sent })
+	got := ids(ra.got())
+	groups := map[string]bool{}
+	for id := range got {
+		switch {
+		case strings.Contains(id, "timeout"):
+			groups["timeout"] = true
+		case strings.Contains(id, "not found"):
+			groups["not found"] = true
+		default:
+			groups["rejected"] = true
+		}
+	}
+	if len(groups) != 3 || len(rb.got()) != 1 {
+		t.Fatalf("first step sent %v to a and %d to b: want all three failure groups of a and b's one", got, len(rb.got()))
+	}
+	if rep.Sent != 5 {
+		t.Fatalf("first step sent %d, want 5 (4 strata + 1 filler)", rep.Sent)
+	}
+}
+
+func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast)
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(200, 100)...)
+	r.WaitCount(dlq, 200, 20*time.Second)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	var mu sync.Mutex
+	var last time.Time
+	r.Consume(src, func(amqp.Delivery) string {
+		mu.Lock()
+		last = time.Now()
+		mu.Unlock()
+		return "ack"
+	})
+	lastDelivery := func() time.Time { mu.Lock(); defer mu.Unlock(); return last }
+
+	ctx := context.Background()
+	prm := engine.Params{Step: 200, Cap: 200, Rate: 40, Timeout: 20 * time.Second}
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", prm, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan engine.Replay, 1)
+	go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner"); runDone <- rep }()
+	testkit.Eventually(t, 10*time.Second, "some sent", func() bool { return !lastDelivery().IsZero() })
+	if _, err := e.svc.Pause(ctx, ap.Replay.ID); err != nil {
+		t.Fatal(err)
+	}
+	asked := time.Now()
+	rep := <-runDone
+	if rep.State != engine.StatePaused {
+		t.Fatalf("state %s, want paused", rep.State)
+	}
+	if d := lastDelivery().Sub(asked); d > time.Second {
+		t.Fatalf("a copy was delivered %s after the pause", d)
+	}
+	if rep.Sent == 0 || rep.Sent >= 200 {
+		t.Fatalf("sent %d: want a partial replay", rep.Sent)
+	}
+	r.WaitCount(dlq, 200-rep.Sent, 10*time.Second)
+
+	// Resume: a worker would get the job; here the test runs it again.
+	if _, err := e.svc.Resume(ctx, ap.Replay.ID, e.store.Jobs()); err != nil {
+		t.Fatal(err)
+	}
+	go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner2"); runDone <- rep }()
+	sentBefore := rep.Sent
+	testkit.Eventually(t, 10*time.Second, "more sent after resume", func() bool {
+		cur, _ := e.svc.Status(ctx, ap.Replay.ID)
+		return cur.Sent > sentBefore
+	})
+	cr, err := e.svc.Cancel(ctx, ap.Replay.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d0, _ := e.store.Replays().Desired(ctx, ap.Replay.ID)
+	t.Logf("DEBUG cancel: state %s sent %d desired %q", cr.State, cr.Sent, d0)
+	asked = time.Now()
+	rep = <-runDone
+	if rep.State != engine.StateCancelled {
+		t.Fatalf("state %s, want cancelled", rep.State)
+	}
+	if d := lastDelivery().Sub(asked); d > time.Second {
+		t.Fatalf("a copy was delivered %s after the cancel", d)
+	}
+	if rep.Sent >= 200 {
+		t.Fatalf("cancel came too late to test: all 200 sent")
+	}
+	r.WaitCount(dlq, 200-rep.Sent, 10*time.Second) // sent + remaining = total
+	if _, err := e.svc.Resume(ctx, ap.Replay.ID, e.store.Jobs()); !errors.Is(err, engine.ErrNotControllable) {
+		t.Fatalf("resume after cancel: %v, want ErrNotControllable", err)
+	}
+}
+
+func TestOwnerThatLostItsLeaseStopsSending(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast)
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(100, 100)...)
+	r.WaitCount(dlq, 100, 20*time.Second)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	var mu sync.Mutex
+	var last time.Time
+	r.Consume(src, func(amqp.Delivery) string { mu.Lock(); last = time.Now(); mu.Unlock(); return "ack" })
+
+	ctx := context.Background()
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100, Rate: 40, Timeout: 20 * time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDone := make(chan error, 1)
+	go func() { _, err := e.svc.Run(ctx, ap.Replay.ID, "zombie"); runDone <- err }()
+	testkit.Eventually(t, 10*time.Second, "some sent", func() bool { mu.Lock(); defer mu.Unlock(); return !last.IsZero() })
+	// Another process takes the lease (simulated: release it under the owner).
+	if err := e.store.Leases().Release(ctx, ap.Replay.ID, "zombie"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := e.store.Leases().Acquire(ctx, ap.Replay.ID, "usurper", time.Minute); err != nil || !ok {
+		t.Fatalf("usurper acquire: %v %v", ok, err)
+	}
+	taken := time.Now()
+	if err := <-runDone; !errors.Is(err, engine.ErrLeaseLost) {
+		t.Fatalf("zombie run ended with %v, want ErrLeaseLost", err)
+	}
+	mu.Lock()
+	d := last.Sub(taken)
+	mu.Unlock()
+	if d > 200*time.Millisecond {
+		t.Fatalf("zombie delivered %s after losing its lease", d)
+	}
+}

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// desireScript records the state an operator asked for.
+//
+//	KEYS[1] the replay hash
+//	ARGV[1] the desired state
+//
+// It returns 1 when recorded, 0 when the replay does not exist.
+var desireScript = redis.NewScript(`
+if redis.call('HEXISTS', KEYS[1], 'data') == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'desired', ARGV[1])
+return 1
+`)
+
+// Desire records the state an operator asked for (paused, running,
+// cancelled, …) in the replay's hash and publishes the replay id on the nudge
+// channel so that its owner reacts at once. Pub/sub can drop messages: owners
+// must also poll Desired.
+func (rs *Replays) Desire(ctx context.Context, id string, s engine.State) error {
+	if checkTag("replay id", id) != nil {
+		return fmt.Errorf("store: desire replay %q: %w", id, engine.ErrReplayNotFound)
+	}
+	if !knownState(s) {
+		return fmt.Errorf("store: desire replay %s: unknown state %q", id, s)
+	}
+	n, err := desireScript.Run(ctx, rs.b.rdb, []string{rs.b.k.replay(id)}, string(s)).Int()
+	if err != nil {
+		return fail(err, "desire replay %s %s", id, s)
+	}
+	if n == 0 {
+		return fmt.Errorf("store: desire replay %s: %w", id, engine.ErrReplayNotFound)
+	}
+	if err := rs.b.rdb.Publish(ctx, rs.b.k.nudge(), id).Err(); err != nil {
+		return fail(err, "desire replay %s: nudge", id)
+	}
+	return nil
+}
+
+// Desired returns the last state asked for with Desire, "" when none;
+// engine.ErrReplayNotFound when the replay does not exist.
+func (rs *Replays) Desired(ctx context.Context, id string) (engine.State, error) {
+	if checkTag("replay id", id) != nil {
+		return "", fmt.Errorf("store: desired state of %q: %w", id, engine.ErrReplayNotFound)
+	}
+	key := rs.b.k.replay(id)
+	pipe := rs.b.rdb.Pipeline()
+	exists := pipe.HExists(ctx, key, fieldData)
+	desired := pipe.HGet(ctx, key, fieldDesired)
+	if err := execPipe(ctx, pipe); err != nil {
+		return "", fail(err, "desired state of %s", id)
+	}
+	if !exists.Val() {
+		return "", fmt.Errorf("store: desired state of %s: %w", id, engine.ErrReplayNotFound)
+	}
+	return engine.State(desired.Val()), nil
+}
+
+// Nudges subscribes to the nudge channel and returns the ids of replays
+// whose desired state changed, until ctx ends (the channel is then closed).
+// It returns once the subscription is active, so a Desire made after it
+// returns is delivered unless pub/sub drops it.
+func (rs *Replays) Nudges(ctx context.Context) (<-chan string, error) {
+	ps := rs.b.rdb.Subscribe(ctx, rs.b.k.nudge())
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return nil, fail(err, "subscribe to nudges")
+	}
+	in := ps.Channel()
+	out := make(chan string, 16)
+	go func() {
+		defer close(out)
+		defer ps.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-in:
+				if !ok {
+					return
+				}
+				select {
+				case out <- m.Payload:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return out, nil
+}
+
+// knownState reports whether s is one of the engine's replay states.
+func knownState(s engine.State) bool {
+	switch s {
+	case engine.StateQueued, engine.StateRunning, engine.StatePaused, engine.StateStopped,
+		engine.StateCancelled, engine.StateFinished, engine.StateInterrupted:
+		return true
+	}
+	return false
+}

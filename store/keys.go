@@ -1,0 +1,56 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Key layout (P is Config.Prefix, default "dlqbot:"):
+//
+//	P{<token>}:token        string  the frozen preview: JSON, gzip-compressed when large; TTL = token TTL
+//	P{<token>}:used         string  id of the replay that consumed the token; same TTL as the token
+//	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch of the last Acquire),
+//	                                desired (state an operator asked for)
+//	P{<replay>}:lease       string  lease owner; PX = lease TTL
+//	P{<replay>}:ledger      list    the replay's ledger log in send order: intent ("i") and
+//	                                confirm ("c") records as compact JSON
+//	Pmsg:<message id>       hash    per message id, for each replay r that sent it:
+//	                                c:<r> = copies confirmed, t:<r> = unix ms of the last send
+//	Preplays                zset    replay ids scored by creation time (unix ms)
+//	Pschedule               zset    timed work: deterministic members scored by due time (unix ms)
+//	Pworkers                zset    worker ids scored by announcement expiry (Redis time, unix ms)
+//	Pjobs                   stream  replay jobs (field "replay"), consumer group "dlqbot"
+//	Pnudge                  channel pub/sub: a replay id whose desired state changed
+//
+// Keys of one replay share the hash tag {<replay>} and keys of one token share
+// {<token>}, so each Lua script and MULTI touches one Cluster slot. The global
+// keys are single keys, used by single-key commands and scripts only. The
+// per-message hashes are written and read with pipelines of single-key
+// commands, which Cluster splits by node.
+type keys struct {
+	p string
+}
+
+func (k keys) token(tok string) string     { return k.p + "{" + tok + "}:token" }
+func (k keys) tokenUsed(tok string) string { return k.p + "{" + tok + "}:used" }
+func (k keys) replay(id string) string     { return k.p + "{" + id + "}:replay" }
+func (k keys) lease(id string) string      { return k.p + "{" + id + "}:lease" }
+func (k keys) ledger(id string) string     { return k.p + "{" + id + "}:ledger" }
+func (k keys) message(id string) string    { return k.p + "msg:" + id }
+func (k keys) replays() string             { return k.p + "replays" }
+func (k keys) schedule() string            { return k.p + "schedule" }
+func (k keys) workers() string             { return k.p + "workers" }
+func (k keys) jobs() string                { return k.p + "jobs" }
+func (k keys) nudge() string               { return k.p + "nudge" }
+
+// maxIDLen bounds replay ids and tokens used inside hash tags.
+const maxIDLen = 200
+
+// checkTag reports whether s can be used inside a hash tag: non-empty, not
+// too long, without braces (which would move the tag) or whitespace.
+func checkTag(kind, s string) error {
+	if s == "" || len(s) > maxIDLen || strings.ContainsAny(s, "{} \t\r\n") {
+		return fmt.Errorf("invalid %s %q", kind, s)
+	}
+	return nil
+}

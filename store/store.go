@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// Defaults for Config.
+const (
+	DefaultPrefix     = "dlqbot:"
+	DefaultTokenTTL   = 24 * time.Hour
+	DefaultRetention  = 30 * 24 * time.Hour
+	DefaultJobReclaim = 30 * time.Second
+	DefaultJobsMaxLen = 10000
+)
+
+// Config tunes the store; zero values mean the defaults.
+type Config struct {
+	// Prefix starts every key (DLQBOT_REDIS_PREFIX); default "dlqbot:". It
+	// must not contain braces, which would break the Cluster hash tags.
+	Prefix string
+	// TokenTTL is how long a preview token lives when Save is given no TTL;
+	// default 24h.
+	TokenTTL time.Duration
+	// Retention is how long replay records and the ledger are kept after
+	// their last write; default 30 days, negative keeps them forever.
+	Retention time.Duration
+	// JobReclaim is how long a job handed to a worker may stay unacked
+	// before Jobs.Next gives it to another worker; default 30s, negative
+	// never reclaims.
+	JobReclaim time.Duration
+	// JobsMaxLen caps the job stream (approximately); default 10000.
+	JobsMaxLen int64
+}
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Prefix == "" {
+		c.Prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(c.Prefix, "{}") {
+		return c, fmt.Errorf("store: prefix %q must not contain braces", c.Prefix)
+	}
+	switch {
+	case c.TokenTTL == 0:
+		c.TokenTTL = DefaultTokenTTL
+	case c.TokenTTL < time.Millisecond:
+		return c, fmt.Errorf("store: token TTL %s is too short", c.TokenTTL)
+	}
+	if c.Retention == 0 {
+		c.Retention = DefaultRetention
+	} else if c.Retention > 0 && c.Retention < time.Millisecond {
+		return c, fmt.Errorf("store: retention %s is too short", c.Retention)
+	}
+	if c.JobReclaim == 0 {
+		c.JobReclaim = DefaultJobReclaim
+	}
+	if c.JobsMaxLen == 0 {
+		c.JobsMaxLen = DefaultJobsMaxLen
+	} else if c.JobsMaxLen < 0 {
+		return c, fmt.Errorf("store: negative jobs max length %d", c.JobsMaxLen)
+	}
+	return c, nil
+}
+
+// retentionMs is the PEXPIRE argument for retained keys; 0 means none.
+func (c Config) retentionMs() int64 {
+	if c.Retention < 0 {
+		return 0
+	}
+	return c.Retention.Milliseconds()
+}
+
+// base is what every concern shares.
+type base struct {
+	cfg   Config
+	rdb   redis.UniversalClient
+	clock engine.Clock
+	k     keys
+}
+
+func (b *base) now() time.Time { return b.clock.Now() }
+
+// Store is dlqbot's Redis state; it hands out one type per concern.
+type Store struct {
+	b        *base
+	tokens   *Tokens
+	ledger   *Ledger
+	replays  *Replays
+	leases   *Leases
+	schedule *Schedule
+	workers  *Workers
+	jobs     *Jobs
+}
+
+// New validates cfg and returns a Store on rdb. A nil clock means the system
+// clock. New does not talk to Redis; call Ping for that.
+func New(cfg Config, rdb redis.UniversalClient, clock engine.Clock) (*Store, error) {
+	if rdb == nil {
+		return nil, errors.New("store: nil redis client")
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if clock == nil {
+		clock = engine.SystemClock{}
+	}
+	b := &base{cfg: cfg, rdb: rdb, clock: clock, k: keys{p: cfg.Prefix}}
+	return &Store{
+		b:        b,
+		tokens:   &Tokens{b},
+		ledger:   &Ledger{b},
+		replays:  &Replays{b},
+		leases:   &Leases{b},
+		schedule: &Schedule{b},
+		workers:  &Workers{b},
+		jobs:     &Jobs{b: b},
+	}, nil
+}
+
+// Config returns the effective configuration, defaults filled in.
+func (s *Store) Config() Config { return s.b.cfg }
+
+// Client returns the Redis client the store uses.
+func (s *Store) Client() redis.UniversalClient { return s.b.rdb }
+
+// Tokens returns the preview token store (engine.Tokens).
+func (s *Store) Tokens() *Tokens { return s.tokens }
+
+// Ledger returns the replay ledger (engine.Ledger).
+func (s *Store) Ledger() *Ledger { return s.ledger }
+
+// Replays returns the replay records (engine.Replays).
+func (s *Store) Replays() *Replays { return s.replays }
+
+// Leases returns the replay leases (engine.Leases).
+func (s *Store) Leases() *Leases { return s.leases }
+
+// Schedule returns the timed-work schedule.
+func (s *Store) Schedule() *Schedule { return s.schedule }
+
+// Workers returns the worker registry.
+func (s *Store) Workers() *Workers { return s.workers }
+
+// Jobs returns the job queue that hands replays to workers.
+func (s *Store) Jobs() *Jobs { return s.jobs }
+
+// Ping checks that Redis answers, for readiness probes; an unreachable Redis
+// yields an error wrapping engine.ErrStoreUnavailable.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.b.rdb.Ping(ctx).Err(); err != nil {
+		return fail(err, "ping")
+	}
+	return nil
+}

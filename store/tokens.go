@@ -1,0 +1,235 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+var _ engine.Tokens = (*Tokens)(nil)
+
+// tokenPrefix starts every preview token.
+const tokenPrefix = "p_"
+
+// gzipOver is the encoded size above which a frozen preview is compressed.
+const gzipOver = 4 << 10
+
+// consumeScript marks a token used by one replay, once.
+//
+//	KEYS[1] the token key, KEYS[2] the token's used key (same slot)
+//	ARGV[1] the consuming replay id
+//
+// It returns 1 when this call consumed the token, 0 when the token was
+// already used, -1 when it is unknown or expired. The used key expires with
+// the token.
+var consumeScript = redis.NewScript(`
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 then return -1 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if ttl > 0 then
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ttl)
+else
+  redis.call('SET', KEYS[2], ARGV[1])
+end
+return 1
+`)
+
+// discardScript deletes an unused token.
+//
+//	KEYS[1] the token key, KEYS[2] the token's used key (same slot)
+//
+// It returns 1 when the token was deleted, 0 when it was used (and is kept),
+// -1 when it is unknown or expired.
+var discardScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if redis.call('DEL', KEYS[1]) == 1 then return 1 end
+return -1
+`)
+
+// Tokens stores previews under unguessable tokens (§4). It implements
+// engine.Tokens.
+type Tokens struct{ b *base }
+
+// newToken returns "p_" and 128 random bits in base64url (24 characters).
+func newToken() (string, error) {
+	var buf [16]byte
+	if _, err := rand.Read(buf[:]); err != nil {
+		return "", err
+	}
+	return tokenPrefix + base64.RawURLEncoding.EncodeToString(buf[:]), nil
+}
+
+// Save stores f under a new token for ttl (Config.TokenTTL when ttl ≤ 0) and
+// returns the token. It sets f.Token and f.ExpiresAt, and f.CreatedAt when
+// zero, from the store's clock; the key expires after ttl in Redis time.
+func (t *Tokens) Save(ctx context.Context, f engine.Frozen, ttl time.Duration) (string, error) {
+	if ttl <= 0 {
+		ttl = t.b.cfg.TokenTTL
+	}
+	if ttl < time.Millisecond {
+		return "", fmt.Errorf("store: save preview: ttl %s is too short", ttl)
+	}
+	now := t.b.now()
+	if f.CreatedAt.IsZero() {
+		f.CreatedAt = now
+	}
+	f.ExpiresAt = now.Add(ttl)
+	for attempt := 0; ; attempt++ {
+		tok, err := newToken()
+		if err != nil {
+			return "", fmt.Errorf("store: save preview: random token: %w", err)
+		}
+		f.Token = tok
+		val, err := encodeFrozen(f)
+		if err != nil {
+			return "", fmt.Errorf("store: save preview: %w", err)
+		}
+		err = t.b.rdb.SetArgs(ctx, t.b.k.token(tok), val, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
+		switch {
+		case err == nil:
+			return tok, nil
+		case errors.Is(err, redis.Nil) && attempt < 3:
+			continue // a 128-bit collision: astronomically unlikely
+		default:
+			return "", fail(err, "save preview")
+		}
+	}
+}
+
+// Load returns the preview behind token; engine.ErrTokenNotFound when it is
+// unknown or expired.
+func (t *Tokens) Load(ctx context.Context, token string) (engine.Frozen, error) {
+	if checkTag("token", token) != nil {
+		return engine.Frozen{}, fmt.Errorf("store: load preview: %w", engine.ErrTokenNotFound)
+	}
+	val, err := t.b.rdb.Get(ctx, t.b.k.token(token)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", token, engine.ErrTokenNotFound)
+	}
+	if err != nil {
+		return engine.Frozen{}, fail(err, "load preview %s", token)
+	}
+	f, err := decodeFrozen(val)
+	if err != nil {
+		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", token, err)
+	}
+	return f, nil
+}
+
+// Consume marks token used by replayID atomically: of any number of
+// concurrent callers exactly one succeeds, the others get
+// engine.ErrTokenUsed (engine.ErrTokenNotFound when the token is unknown or
+// expired). A used token can still be loaded until it expires.
+func (t *Tokens) Consume(ctx context.Context, token, replayID string) error {
+	if checkTag("token", token) != nil {
+		return fmt.Errorf("store: consume preview: %w", engine.ErrTokenNotFound)
+	}
+	if replayID == "" {
+		return fmt.Errorf("store: consume preview %s: empty replay id", token)
+	}
+	n, err := consumeScript.Run(ctx, t.b.rdb,
+		[]string{t.b.k.token(token), t.b.k.tokenUsed(token)}, replayID).Int()
+	if err != nil {
+		return fail(err, "consume preview %s", token)
+	}
+	switch n {
+	case 1:
+		return nil
+	case 0:
+		return fmt.Errorf("store: consume preview %s: %w", token, engine.ErrTokenUsed)
+	default:
+		return fmt.Errorf("store: consume preview %s: %w", token, engine.ErrTokenNotFound)
+	}
+}
+
+// UsedBy returns the id of the replay that consumed token, "" when it is
+// unused; engine.ErrTokenNotFound when the token is unknown or expired.
+func (t *Tokens) UsedBy(ctx context.Context, token string) (string, error) {
+	if checkTag("token", token) != nil {
+		return "", fmt.Errorf("store: preview user: %w", engine.ErrTokenNotFound)
+	}
+	pipe := t.b.rdb.Pipeline()
+	exists := pipe.Exists(ctx, t.b.k.token(token))
+	used := pipe.Get(ctx, t.b.k.tokenUsed(token))
+	if err := execPipe(ctx, pipe); err != nil {
+		return "", fail(err, "preview user %s", token)
+	}
+	if exists.Val() == 0 {
+		return "", fmt.Errorf("store: preview user %s: %w", token, engine.ErrTokenNotFound)
+	}
+	return used.Val(), nil
+}
+
+// Discard deletes an unused token. A used token is kept and yields
+// engine.ErrTokenUsed; an unknown one engine.ErrTokenNotFound.
+func (t *Tokens) Discard(ctx context.Context, token string) error {
+	if checkTag("token", token) != nil {
+		return fmt.Errorf("store: discard preview: %w", engine.ErrTokenNotFound)
+	}
+	n, err := discardScript.Run(ctx, t.b.rdb,
+		[]string{t.b.k.token(token), t.b.k.tokenUsed(token)}).Int()
+	if err != nil {
+		return fail(err, "discard preview %s", token)
+	}
+	switch n {
+	case 1:
+		return nil
+	case 0:
+		return fmt.Errorf("store: discard preview %s: %w", token, engine.ErrTokenUsed)
+	default:
+		return fmt.Errorf("store: discard preview %s: %w", token, engine.ErrTokenNotFound)
+	}
+}
+
+// encodeFrozen returns f as JSON, gzip-compressed when larger than gzipOver
+// bytes (JSON never starts with gzip's magic bytes, so decoding can tell).
+func encodeFrozen(f engine.Frozen) ([]byte, error) {
+	raw, err := json.Marshal(f)
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) <= gzipOver {
+		return raw, nil
+	}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(raw); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeFrozen reverses encodeFrozen.
+func decodeFrozen(val []byte) (engine.Frozen, error) {
+	var f engine.Frozen
+	if len(val) >= 2 && val[0] == 0x1f && val[1] == 0x8b {
+		zr, err := gzip.NewReader(bytes.NewReader(val))
+		if err != nil {
+			return f, fmt.Errorf("gunzip: %w", err)
+		}
+		if val, err = io.ReadAll(zr); err != nil {
+			return f, fmt.Errorf("gunzip: %w", err)
+		}
+	}
+	if err := json.Unmarshal(val, &f); err != nil {
+		return f, fmt.Errorf("decode: %w", err)
+	}
+	return f, nil
+}
