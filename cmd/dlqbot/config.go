@@ -60,4 +60,3 @@ func (e *exitError) Unwrap() error { return e.err }
 func usageError(format string, a ...any) error {
 	return &exitError{code: exitUsage, err: fmt.Errorf(format, a...)}
 }
-

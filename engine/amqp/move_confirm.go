@@ -153,4 +153,3 @@ func (m *mover) finish(ctx context.Context) {
 func (m *mover) connLost() bool {
 	return m.r.conn.IsClosed() || (m.pub != nil && m.pub.IsClosed())
 }
-
