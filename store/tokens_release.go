@@ -49,8 +49,8 @@ func (t *Tokens) Retain(ctx context.Context, token string, d time.Duration) erro
 		return fmt.Errorf("store: retain preview: %w", engine.ErrTokenNotFound)
 	}
 	pipe := t.b.rdb.TxPipeline()
-	pipe.PExpire(ctx, t.b.k.token(token), d)
-	pipe.PExpire(ctx, t.b.k.tokenUsed(token), d)
+	pipe.ExpireGT(ctx, t.b.k.token(token), d)
+	pipe.ExpireGT(ctx, t.b.k.tokenUsed(token), d)
 	if err := execPipe(ctx, pipe); err != nil {
 		return fail(err, "retain preview %s", token)
 	}

@@ -1,0 +1,169 @@
+package blocks
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// render is one rendered message: its blocks and fallback text.
+type render struct {
+	blocks []slack.Block
+	text   string
+}
+
+func rendered(b []slack.Block, text string) render { return render{b, text} }
+
+// goldenCases are the messages kept in testdata/*.golden.
+func goldenCases() map[string]render {
+	stopped, stoppedStep := stoppedReplay()
+	paused := replay(engine.StatePaused)
+	paused.Note = "paused by an operator"
+	return map[string]render{
+		"preview_problems":     rendered(Preview(previewWithProblems(), fixedNow())),
+		"preview_nothing":      rendered(Preview(previewNothing(), fixedNow())),
+		"preview_approved":     rendered(PreviewApproved(previewWithProblems(), approver, replayID)),
+		"preview_discarded":    rendered(PreviewDiscarded(previewWithProblems(), asker)),
+		"progress_running":     rendered(Progress(replay(engine.StateRunning), lastStep())),
+		"progress_paused":      rendered(Progress(paused, lastStep())),
+		"progress_stopped":     rendered(Progress(stopped, stoppedStep)),
+		"progress_finished":    rendered(Progress(finishedReplay(), nil)),
+		"progress_interrupted": rendered(ProgressEvent(interruptedEvent())),
+		"changes":              rendered(Changes(changes(), token)),
+		"check_groups_park":    rendered(Check(checkWithGroups())),
+		"check_nothing_back":   rendered(Check(checkNothingBack())),
+		"error":                rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
+	}
+}
+
+// marshal writes the golden form of a message: its fallback text, then
+// its blocks as indented JSON (without HTML escaping, for readability).
+func marshal(t *testing.T, r render) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	buf.WriteString("-- text --\n" + r.text + "\n-- blocks --\n")
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r.blocks); err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	return buf.Bytes()
+}
+
+func TestGolden(t *testing.T) {
+	for name, r := range goldenCases() {
+		t.Run(name, func(t *testing.T) {
+			if err := Validate(r.blocks); err != nil {
+				t.Errorf("Validate: %v", err)
+			}
+			got := marshal(t, r)
+			path := filepath.Join("testdata", name+".golden")
+			if *update {
+				if err := os.MkdirAll("testdata", 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./blocks -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the rendering (go test ./blocks -update rewrites it)\n--- got\n%s", path, got)
+			}
+		})
+	}
+}
+
+// TestEventLinesGolden keeps every thread reply and activity line in one
+// golden file.
+func TestEventLinesGolden(t *testing.T) {
+	stopped, stoppedStep := stoppedReplay()
+	passed := replay(engine.StateRunning)
+	events := []engine.Event{
+		{Kind: engine.EventStarted, Replay: replay(engine.StateRunning), Text: "replay started"},
+		{Kind: engine.EventStepStarted, Replay: passed, Step: &engine.StepResult{Step: 3, Planned: 40}},
+		{Kind: engine.EventStepPassed, Replay: passed, Step: lastStep()},
+		{Kind: engine.EventStopped, Replay: stopped, Step: stoppedStep},
+		{Kind: engine.EventPaused, Replay: replay(engine.StatePaused)},
+		{Kind: engine.EventResumed, Replay: replay(engine.StateRunning)},
+		{Kind: engine.EventCancelled, Replay: replay(engine.StateCancelled)},
+		{Kind: engine.EventFinished, Replay: finishedReplay()},
+		interruptedEvent(),
+	}
+	var buf bytes.Buffer
+	for _, e := range events {
+		reply, activity := StepReply(e), Activity(e)
+		for _, l := range []string{reply, activity} {
+			if strings.Contains(l, "\n") {
+				t.Errorf("%s: line has a line break: %q", e.Kind, l)
+			}
+		}
+		buf.WriteString("-- " + string(e.Kind) + " --\nreply:    " + reply + "\nactivity: " + activity + "\n")
+	}
+	buf.WriteString("-- check --\nactivity: " + ActivityCheck(checkWithGroups()) + "\n")
+	buf.WriteString("-- check, nothing back --\nactivity: " + ActivityCheck(checkNothingBack()) + "\n")
+	path := filepath.Join("testdata", "event_lines.golden")
+	if *update {
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./blocks -update to create it)", err)
+	}
+	if !bytes.Equal(buf.Bytes(), want) {
+		t.Errorf("%s differs (go test ./blocks -update rewrites it)\n--- got\n%s", path, buf.Bytes())
+	}
+}
+
+// TestRoundTrip checks that slack-go reads every rendered message back (as
+// the bot or the local stand-in would) and that it is still valid.
+func TestRoundTrip(t *testing.T) {
+	for name, r := range goldenCases() {
+		raw, err := json.Marshal(slack.Blocks{BlockSet: r.blocks})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var back slack.Blocks
+		if err := json.Unmarshal(raw, &back); err != nil {
+			t.Fatalf("%s: unmarshal: %v", name, err)
+		}
+		if len(back.BlockSet) != len(r.blocks) {
+			t.Errorf("%s: %d blocks back, want %d", name, len(back.BlockSet), len(r.blocks))
+		}
+		if err := Validate(back.BlockSet); err != nil {
+			t.Errorf("%s: after a round trip: %v", name, err)
+		}
+	}
+}
+
+// TestCheckNeverSaysProcessed holds §8's wording: copies not back are "not
+// seen in a dead-letter queue", never "processed".
+func TestCheckNeverSaysProcessed(t *testing.T) {
+	for _, c := range []engine.CheckReport{checkWithGroups(), checkNothingBack(), {ReplayID: replayID}} {
+		out := string(marshal(t, rendered(Check(c)))) + ActivityCheck(c)
+		if strings.Contains(strings.ToLower(out), "processed") {
+			t.Errorf("check report says processed:\n%s", out)
+		}
+		if c.Replayed > 0 && !strings.Contains(out, "not seen in a dead-letter queue") {
+			t.Errorf("check report does not say \"not seen in a dead-letter queue\":\n%s", out)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+func TestZZPhases(t *testing.T) {
+	if os.Getenv("ZZ") == "" {
+		t.Skip()
+	}
+	n, _ := strconv.Atoi(os.Getenv("ZZ"))
+	pf, _ := strconv.Atoi(os.Getenv("ZZPF"))
+	e := newEnv(t)
+	q := e.queue("t-zz", amqp.Table{"x-queue-type": os.Getenv("ZZT")})
+	body := make([]byte, 1024)
+	msgs := make([]amqp.Publishing, n)
+	for i := range msgs {
+		msgs[i] = amqp.Publishing{Body: body, Headers: amqp.Table{"x-death": []any{amqp.Table{"queue": "orders", "count": int64(1)}}}}
+	}
+	e.publish(q, msgs)
+	e.waitReady(q, n)
+	b := testBroker(t, Config{Prefetch: pf})
+	ctx := context.Background()
+	for round := 0; round < 2; round++ {
+		t0 := time.Now()
+		r, err := b.openReader(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var opens time.Duration
+		cnt := 0
+		for {
+			before := len(r.chans)
+			t1 := time.Now()
+			h, err := r.next(ctx)
+			if len(r.chans) != before {
+				opens += time.Since(t1)
+			}
+			if errors.Is(err, errReadDone) {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = toMessage(h)
+			cnt++
+		}
+		t2 := time.Now()
+		ret, err := r.release()
+		t3 := time.Now()
+		b.waitReturned(ctx, q, ret)
+		t4 := time.Now()
+		t.Logf("read %d in %v (window switches incl. first delivery %v, %d chans), release %v, settle %v", cnt, t2.Sub(t0), opens, len(r.chans), t3.Sub(t2), t4.Sub(t3))
+		e.waitReady(q, n)
+	}
+}
