@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 )
@@ -86,10 +87,16 @@ func confirm(title, text, yes, no string, style slack.Style) *slack.Confirmation
 	return c
 }
 
-// actions returns an actions block with a block id.
-func actions(blockID string, buttons ...*slack.ButtonBlockElement) *slack.ActionBlock {
+// actions returns an actions block with a block id. Should a button's
+// value not fit in Slack's limit (ids and tokens are short, so only
+// malformed input gets here), it returns a context line instead: a
+// truncated value would act on the wrong replay or token.
+func actions(blockID string, buttons ...*slack.ButtonBlockElement) slack.Block {
 	els := make([]slack.BlockElement, len(buttons))
 	for i, b := range buttons {
+		if utf8.RuneCountInString(b.Value) > MaxButtonValue {
+			return contextBlock(blockID, ":warning: The id is too long for Slack buttons; use the slash command instead.")
+		}
 		els[i] = b
 	}
 	return slack.NewActionBlock(blockID, els...)
@@ -113,5 +120,5 @@ func resolve(blocks []slack.Block, line string) []slack.Block {
 	if len(out) >= MaxBlocks {
 		out = out[:MaxBlocks-1]
 	}
-	return append(out, context(BlockPreviewOutcome, line))
+	return append(out, contextBlock(BlockPreviewOutcome, line))
 }

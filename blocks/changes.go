@@ -30,7 +30,7 @@ func Changes(changes []engine.Change, token string) ([]slack.Block, string) {
 		return out, changesText(changes)
 	}
 	out = append(out,
-		context("", "Approve anyway to replay what is still there, in canary steps as before, or discard the preview and make a new one."),
+		contextBlock("", "Approve anyway to replay what is still there, in canary steps as before, or discard the preview and make a new one."),
 		actions(BlockChangesActions,
 			button(ActionApprove, ApproveValue(token, true), "Approve anyway", slack.StyleDanger,
 				confirm("Replay despite the changes?",
@@ -53,7 +53,7 @@ func changeLine(c engine.Change) string {
 	case "messages_gone":
 		return fmt.Sprintf(":ghost: *Messages gone* — %s %s no longer in %s (consumed, moved or replayed since); they would be reported missing.", plural(c.Messages, "previewed message", "previewed messages"), isAre(c.Messages), q)
 	case "replayed_elsewhere":
-		return fmt.Sprintf(":repeat: *Replayed elsewhere* — %s %s sent by another replay after this preview; approving sends them again.", plural(c.Messages, "previewed message", "previewed messages"), wasWere(c.Messages))
+		return fmt.Sprintf(":repeat: *Replayed elsewhere* — %s %s sent by another replay after this preview; approving sends %s again.", plural(c.Messages, "previewed message", "previewed messages"), wasWere(c.Messages), pick(c.Messages, "it", "them"))
 	}
 	return ":warning: *" + esc(oneLine(c.Kind), 60) + "* — " + esc(oneLine(c.Detail), 500)
 }

@@ -60,7 +60,7 @@ func Check(c engine.CheckReport) ([]slack.Block, string) {
 	if !c.At.IsZero() {
 		when = date(c.At)
 	}
-	out = append(out, context("", "Checked "+when+" · a copy counts as back when it carries this replay's id and a new death; a copy not seen in a dead-letter queue may still be waiting, or have been dropped"))
+	out = append(out, contextBlock("", "Checked "+when+" · a copy counts as back when it carries this replay's id and a new death; a copy not seen in a dead-letter queue may still be waiting, or have been dropped"))
 	text := fmt.Sprintf("Replay %s: %s of %s replayed came back, %s not seen in a dead-letter queue.",
 		escape(c.ReplayID), num(c.Returned), num(c.Replayed), num(notBack))
 	return out, fallback(text)
@@ -123,12 +123,14 @@ func Error(msg string) ([]slack.Block, string) {
 	return []slack.Block{section(Ephemeral(msg))}, fallback(Ephemeral(msg))
 }
 
-// Ephemeral returns msg as the escaped mrkdwn text of an ephemeral
-// refusal, prefixed with an icon and cut to fit one section.
+// Ephemeral returns msg as the mrkdwn text of an ephemeral refusal,
+// prefixed with an icon and cut to fit one section. msg may use code
+// formatting (backticks are kept); &, < and > are escaped, so quoted user
+// input cannot mention anyone.
 func Ephemeral(msg string) string {
 	msg = strings.TrimSpace(msg)
 	if msg == "" {
 		msg = "That did not work."
 	}
-	return ":no_entry_sign: " + esc(msg, maxErrorMsg)
+	return ":no_entry_sign: " + escKeepCode(msg, maxErrorMsg)
 }

@@ -45,7 +45,7 @@ func StepReply(e engine.Event) string {
 			msgs(r.Sent), num(r.Settled), num(r.Returned), num(r.Missing), num(r.Failed))
 	case engine.EventInterrupted:
 		s = fmt.Sprintf(":zap: Interrupted: the process running it stopped. %s sent; the remaining %s are still in %s.", msgs(r.Sent), msgs(rest), dlq)
-		if cmd := previewCommand(e.Text + " " + r.Note); cmd != "" {
+		if cmd := firstOf(previewCommand(e.Text), previewCommand(r.Note)); cmd != "" {
 			s += " Preview the rest: " + code(cmd, 600)
 		}
 	default:

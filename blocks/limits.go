@@ -177,9 +177,9 @@ func header(text string) *slack.HeaderBlock {
 	return slack.NewHeaderBlock(plain(text, MaxHeaderText))
 }
 
-// context returns a context block of mrkdwn texts, with an optional
+// contextBlock returns a context block of mrkdwn texts, with an optional
 // block id.
-func context(blockID string, texts ...string) *slack.ContextBlock {
+func contextBlock(blockID string, texts ...string) *slack.ContextBlock {
 	texts = texts[:min(len(texts), MaxContextElements)]
 	els := make([]slack.MixedElement, len(texts))
 	for i, t := range texts {

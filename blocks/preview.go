@@ -32,7 +32,7 @@ func Preview(p *engine.Preview, now time.Time) ([]slack.Block, string) {
 		return out, previewText(p)
 	}
 	out = append(out,
-		context(BlockPreviewExpiry, expiryLine(p, now)),
+		contextBlock(BlockPreviewExpiry, expiryLine(p, now)),
 		actions(BlockPreviewActions,
 			button(ActionApprove, ApproveValue(p.Token, false), "Approve replay", slack.StylePrimary, approveConfirm(p)),
 			button(ActionDiscard, p.Token, "Discard", "", nil),
@@ -48,7 +48,7 @@ func PreviewApproved(p *engine.Preview, approver, replayID string) ([]slack.Bloc
 	if p == nil {
 		return Error("There is no preview to show.")
 	}
-	out := append(previewBody(p), context(BlockPreviewOutcome, approvedLine(approver, replayID)))
+	out := append(previewBody(p), contextBlock(BlockPreviewOutcome, approvedLine(approver, replayID)))
 	return out, fallback(fmt.Sprintf("Preview of %s approved by %s: replay %s started.", escape(p.DLQ.Name), who(approver), escape(replayID)))
 }
 
@@ -58,7 +58,7 @@ func PreviewDiscarded(p *engine.Preview, by string) ([]slack.Block, string) {
 	if p == nil {
 		return Error("There is no preview to show.")
 	}
-	out := append(previewBody(p), context(BlockPreviewOutcome, discardedLine(by)))
+	out := append(previewBody(p), contextBlock(BlockPreviewOutcome, discardedLine(by)))
 	return out, fallback(fmt.Sprintf("Preview of %s discarded by %s; nothing was replayed.", escape(p.DLQ.Name), who(by)))
 }
 
@@ -96,11 +96,14 @@ func previewBody(p *engine.Preview) []slack.Block {
 	if p.Token == "" {
 		out = append(out, section(nothingText(p)))
 	}
-	out = append(out, slack.NewDividerBlock())
+	rest := sampleBlocks(p)
 	if len(p.Targets) > 0 {
-		out = append(out, section(targetsText(p.Targets)))
+		rest = append([]slack.Block{section(targetsText(p.Targets))}, rest...)
 	}
-	return append(out, sampleBlocks(p)...)
+	if len(rest) > 0 {
+		out = append(append(out, slack.NewDividerBlock()), rest...)
+	}
+	return out
 }
 
 func previewFields(p *engine.Preview) []string {
@@ -166,7 +169,7 @@ func problemsText(p *engine.Preview) string {
 	}
 	head := fmt.Sprintf(":rotating_light: *What would go wrong* (%s)", plural(len(p.Problems), "problem", "problems"))
 	return list(head, lines, len(lines), MaxSectionText, func(n int) string {
-		return fmt.Sprintf("…and %s more", plural(n, "kind of problem", "kinds of problem"))
+		return "…and " + plural(n, "more kind of problem", "more kinds of problem")
 	})
 }
 

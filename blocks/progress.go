@@ -70,12 +70,12 @@ func progress(r engine.Replay, last *engine.StepResult, extra string) ([]slack.B
 	if s := otherFailuresText(r); s != "" {
 		out = append(out, section(s))
 	}
-	out = append(out, context("", paramsText(r)))
+	out = append(out, contextBlock("", paramsText(r)))
 	if c := controls(r, rest); c != nil {
 		out = append(out, c)
 	}
 	text := fmt.Sprintf("Replay %s of %s: %s — %s of %s sent, %s came back.",
-		escape(r.ID), escape(r.DLQ), r.State, num(r.Sent), num(r.Total), num(r.Returned))
+		escape(r.ID), escape(r.DLQ), escape(string(r.State)), num(r.Sent), num(r.Total), num(r.Returned))
 	return out, fallback(text)
 }
 
@@ -154,12 +154,13 @@ func stateText(r engine.Replay, rest int, extra string) string {
 func interruptedText(r engine.Replay, rest int, extra string) string {
 	s := fmt.Sprintf(":zap: *Interrupted*: the process running this replay stopped without handing it over. %s %s sent; the remaining %s are still in %s, untouched. Nothing resumes it automatically.",
 		msgs(r.Sent), wasWere(r.Sent), msgs(rest), code(r.DLQ, 300))
-	if d := strings.TrimSpace(extra); d != "" {
+	cmd := firstOf(previewCommand(extra), previewCommand(r.Note))
+	if d := detailBefore(extra, "Preview the rest:"); d != "" {
 		s += "\n" + esc(oneLine(d), 1500)
-	} else if r.Note != "" {
-		s += "\n" + esc(oneLine(r.Note), 1000)
+	} else if d := detailBefore(r.Note, "Preview the rest:"); d != "" {
+		s += "\n" + esc(oneLine(d), 1000)
 	}
-	if cmd := previewCommand(extra + " " + r.Note); cmd != "" {
+	if cmd != "" {
 		s += "\nTo replay the rest, preview it again: " + code(cmd, 600)
 	} else {
 		s += fmt.Sprintf("\nTo replay the rest, preview %s again with the original selection.", code(r.DLQ, 300))
@@ -167,14 +168,25 @@ func interruptedText(r engine.Replay, rest int, extra string) string {
 	return s
 }
 
-// previewCommand finds the "/dlq preview …" command the engine suggests in
-// an interruption's text.
+// previewCommand finds the "/dlq preview …" command the engine suggests at
+// the end of an interruption's text.
 func previewCommand(text string) string {
 	i := strings.Index(text, "/dlq preview ")
 	if i < 0 {
 		return ""
 	}
-	return strings.TrimRight(strings.TrimSpace(text[i:]), ".")
+	cmd, _, _ := strings.Cut(text[i:], "\n")
+	return strings.TrimRight(strings.TrimSpace(cmd), ".")
+}
+
+// detailBefore returns text up to the preview command (and the words
+// introducing it), trimmed.
+func detailBefore(text, intro string) string {
+	if i := strings.Index(text, "/dlq preview "); i >= 0 {
+		text = text[:i]
+	}
+	text = strings.TrimSpace(text)
+	return strings.TrimSpace(strings.TrimSuffix(text, intro))
 }
 
 // returnedText lists the messages that came back and why.
@@ -216,9 +228,11 @@ func otherFailuresText(r engine.Replay) string {
 	if n == 0 {
 		return ""
 	}
-	total := max(n, r.Failed+r.Missing)
-	head := fmt.Sprintf("*Not delivered or missing* (%s; originals not sent stay in the DLQ)", msgs(total))
-	return list(head, lines, total, MaxSectionText, func(h int) string {
+	head := fmt.Sprintf("*Not delivered or missing* (%s not delivered, %s missing; their originals stay in the DLQ)", num(r.Failed), num(r.Missing))
+	if r.Missing > 0 && r.Failed == 0 {
+		head = fmt.Sprintf("*Missing* (%s gone from the DLQ since the preview)", msgs(r.Missing))
+	}
+	return list(head, lines, n, MaxSectionText, func(h int) string {
 		return "…and " + plural(h, "more", "more")
 	})
 }

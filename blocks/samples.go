@@ -51,7 +51,7 @@ func sampleText(m engine.PreviewMessage) string {
 	}
 	fmt.Fprintf(&b, " · %s", plural(m.Size, "byte", "bytes"))
 	if m.Dialect != "" && m.Dialect != engine.DialectUnknown {
-		fmt.Fprintf(&b, " · %s", esc(string(m.Dialect), 20))
+		fmt.Fprintf(&b, " · %s", esc(oneLine(string(m.Dialect)), 20))
 	}
 	if !m.LastDeath.IsZero() {
 		b.WriteString(" · dead-lettered " + date(m.LastDeath))
@@ -95,7 +95,7 @@ func historyText(m engine.PreviewMessage) string {
 		return ""
 	}
 	last := m.Replayed[0] // newest first
-	s := fmt.Sprintf(":repeat: Replayed before by %s %s", code(last.ReplayID, 60), date(last.At))
+	s := fmt.Sprintf(":repeat: Replayed before by %s, %s", code(last.ReplayID, 60), date(last.At))
 	if last.Approver != "" {
 		s += " (approved by " + who(last.Approver) + ")"
 	}

@@ -15,8 +15,17 @@ const ellipsis = "…"
 // has no escape for a backtick, and a literal one would end the code span.
 const graveSubstitute = "ˋ"
 
-// escapeRune returns r as it must appear in mrkdwn text.
+// escapeRune returns r as it must appear in mrkdwn text: &, < and > as
+// entities, a backtick as a look-alike.
 func escapeRune(r rune) string {
+	if r == '`' {
+		return graveSubstitute
+	}
+	return entity(r)
+}
+
+// entity returns r with &, < and > as entities.
+func entity(r rune) string {
 	switch r {
 	case '&':
 		return "&amp;"
@@ -29,9 +38,10 @@ func escapeRune(r rune) string {
 }
 
 // escape escapes the three characters that mrkdwn treats as control
-// characters (&, < and >), so text cannot mention, link or notify.
+// characters (&, < and >), so text cannot mention, link or notify, and
+// replaces backticks, so text cannot open or close code formatting.
 func escape(s string) string {
-	if !strings.ContainsAny(s, "&<>") {
+	if !strings.ContainsAny(s, "&<>`") {
 		return s
 	}
 	var b strings.Builder
@@ -43,18 +53,31 @@ func escape(s string) string {
 
 // esc escapes s for mrkdwn and shortens the escaped text to at most max
 // characters, ending it with "…" when cut. It never splits an entity.
-func esc(s string, max int) string {
-	full := escape(s)
-	if utf8.RuneCountInString(full) <= max {
-		return full
+func esc(s string, max int) string { return escWith(s, max, escapeRune) }
+
+// escKeepCode is esc for text that is already mrkdwn (a refusal written
+// by the commands package): it escapes &, < and > but keeps backticks, so
+// the text's code formatting stays.
+func escKeepCode(s string, max int) string { return escWith(s, max, entity) }
+
+func escWith(s string, max int, one func(rune) string) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		p := one(r)
+		b.WriteString(p)
+		n += utf8.RuneCountInString(p)
+	}
+	if n <= max {
+		return b.String()
 	}
 	if max <= 0 {
 		return ""
 	}
-	var b strings.Builder
-	n := 0
+	b.Reset()
+	n = 0
 	for _, r := range s {
-		p := escapeRune(r)
+		p := one(r)
 		w := utf8.RuneCountInString(p)
 		if n+w > max-1 {
 			break
@@ -91,10 +114,22 @@ func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
 }
 
+// printable replaces control characters (other than the line breaks and
+// tabs keep allows) and invalid UTF-8 with '.', so binary payloads cannot
+// garble a message.
+func printable(s string, keep string) string {
+	return strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || r == 0x7f || (r < 0x20 && !strings.ContainsRune(keep, r)) {
+			return '.'
+		}
+		return r
+	}, s)
+}
+
 // code renders s as inline code of at most max characters (backticks
 // included), on one line, escaped.
 func code(s string, max int) string {
-	s = oneLine(strings.ReplaceAll(s, "`", graveSubstitute))
+	s = oneLine(printable(s, "\t\n\r"))
 	if s == "" {
 		return "`(empty)`"
 	}
@@ -104,9 +139,8 @@ func code(s string, max int) string {
 // codeBlock renders s as a preformatted block of at most max characters
 // (fences included), escaped. Line breaks are kept.
 func codeBlock(s string, max int) string {
-	s = strings.ReplaceAll(s, "`", graveSubstitute)
 	s = strings.ReplaceAll(s, "\r", "")
-	s = strings.Trim(s, "\n")
+	s = printable(strings.Trim(s, "\n"), "\t\n")
 	if strings.TrimSpace(s) == "" {
 		return "```(empty)```"
 	}
@@ -196,7 +230,10 @@ func date(t time.Time) string {
 func span(d time.Duration) string {
 	switch {
 	case d >= 24*time.Hour:
-		return fmt.Sprintf("%dd %dh", d/(24*time.Hour), d%(24*time.Hour)/time.Hour)
+		if h := d % (24 * time.Hour) / time.Hour; h > 0 {
+			return fmt.Sprintf("%dd %dh", d/(24*time.Hour), h)
+		}
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	case d >= time.Hour:
 		return fmt.Sprintf("%dh %dm", d/time.Hour, d%time.Hour/time.Minute)
 	case d >= time.Minute:

@@ -62,6 +62,9 @@ type MoveResult struct {
 	// acked (the connection was lost): the broker returns those originals to
 	// the DLQ, so each is a duplicate, visible in the ledger.
 	Unacked []Moved
+	// Unsent were handed to Intend but never published (the move stopped
+	// first): certainly not sent.
+	Unsent  []Moved
 	Failed  []MoveFailure // picked but not delivered; original left in place
 	Stopped error         // why publishing stopped early (Continue/Intend), if it did
 }

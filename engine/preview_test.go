@@ -293,3 +293,14 @@ func TestPreviewBadInputChangesNothing(t *testing.T) {
 	}
 	r.WaitCount(dlq, 3, 20*time.Second)
 }
+
+// republish turns drained deliveries back into publishings, unchanged.
+func republish(ds []amqp.Delivery) []amqp.Publishing {
+	out := make([]amqp.Publishing, len(ds))
+	for i, d := range ds {
+		out[i] = amqp.Publishing{Headers: d.Headers, MessageId: d.MessageId, Body: d.Body, ContentType: d.ContentType,
+			ContentEncoding: d.ContentEncoding, DeliveryMode: d.DeliveryMode, Timestamp: d.Timestamp, Type: d.Type,
+			CorrelationId: d.CorrelationId, AppId: d.AppId, Priority: d.Priority, ReplyTo: d.ReplyTo, UserId: d.UserId}
+	}
+	return out
+}

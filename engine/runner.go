@@ -62,10 +62,15 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	if err != nil {
 		return r, fmt.Errorf("engine: run %s: ledger: %w", id, err)
 	}
+	// Confirmed sends are done; pending intents were in flight when an
+	// earlier run ended abruptly: they may have been sent, so they are never
+	// sent again (they stay in the DLQ and are reported in doubt).
 	sent := map[string]int{}
+	var doubt []LedgerEntry
 	for _, e := range entries {
-		if !e.Pending {
-			sent[e.ID]++
+		sent[e.ID]++
+		if e.Pending {
+			doubt = append(doubt, e)
 		}
 	}
 	rn := &run{
@@ -75,6 +80,7 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 		returnedSeen: map[string]int{},
 	}
 	rn.target = rn.plan.targets()
+	rn.noteDoubt(doubt)
 	return rn.loop(ctx)
 }
 
@@ -200,5 +206,22 @@ func (rn *run) emit(ctx context.Context, kind EventKind, step *StepResult, text 
 func (rn *run) fail(f Failure) {
 	if len(rn.r.Failures) < maxFailures {
 		rn.r.Failures = append(rn.r.Failures, f)
+	}
+}
+
+// noteDoubt records copies an earlier run may have sent (once each).
+func (rn *run) noteDoubt(doubt []LedgerEntry) {
+	known := map[string]bool{}
+	for _, f := range rn.r.Failures {
+		if f.Kind == "in_doubt" {
+			known[f.ID] = true
+		}
+	}
+	for _, e := range doubt {
+		if !known[e.ID] {
+			known[e.ID] = true
+			rn.fail(Failure{ID: e.ID, Target: e.Target, Kind: "in_doubt",
+				Detail: "in flight when an earlier run ended abruptly: it may have been delivered, so it is not sent again; its original stays in the DLQ"})
+		}
 	}
 }

@@ -31,6 +31,10 @@ type Config struct {
 	SettleGrace time.Duration
 	// Window is the most unconfirmed publishes in flight (default 500).
 	Window int
+	// StatsLag is how long after a step's confirm a management sample must
+	// be taken before its counters serve as a baseline: the broker's
+	// statistics interval plus a margin (default 6s, for RabbitMQ's 5s).
+	StatsLag time.Duration
 	// Logf, when set, receives background errors (worker, reaper).
 	Logf func(format string, a ...any)
 }
@@ -62,6 +66,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Window <= 0 {
 		c.Window = 500
+	}
+	if c.StatsLag <= 0 {
+		c.StatsLag = 6 * time.Second
 	}
 	return c
 }

@@ -10,16 +10,22 @@ import (
 //
 // RabbitMQ never tells a publisher that its messages were consumed, so
 // settling is inferred (see README "How settling is judged"): the step's n
-// copies sat behind the R messages ready when the last was confirmed
-// (FIFO). They have all been delivered once the ready count is seen at 0,
-// or once the management API's deliver_get counter has grown by R past its
-// first sample that already counts the step's publishes. Either way the
-// estimate can only be late, never early.
+// copies sat behind the R−n others ready when the last was confirmed
+// (FIFO). Two estimates, each of which can only be late, never early:
+//
+//   - From the ready count alone (instant, passive declare): new arrivals
+//     only raise it, so at least R − ready messages left since the confirm,
+//     and at least n − ready of them were the step's.
+//   - From the management API's deliver_get counter: it grew by D − D1
+//     since a baseline D1 taken from a sample at least one statistics
+//     interval after the confirm (so every channel's deliveries before the
+//     confirm are in it); D − D1 − (R − n) of the step's were delivered.
 type targetWatch struct {
 	queue     string
 	confirmed time.Time // when the step's last copy was confirmed
 	sent      int
 	ready     int   // R: ready count right after the step's confirms
+	minReady  int   // the lowest ready count seen since
 	publish0  int64 // publish counter before the step (−1: unknown)
 	deliver1  int64 // deliver_get in the first sample counting the step (−1: not yet)
 	delivered int   // how many of the step's copies are known delivered
@@ -57,6 +63,7 @@ func (rn *run) settle(ctx context.Context, res *StepResult, sentPer map[string]i
 		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
 			w.ready = st.Ready
 		}
+		w.minReady = w.ready
 		watches = append(watches, w)
 	}
 	before := rn.r.Returned
@@ -101,9 +108,14 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 	if w.delivered == w.sent {
 		return
 	}
-	if st, err := rn.s.d.Broker.Inspect(ctx, w.queue); err == nil && st.Exists && st.Ready == 0 {
-		w.delivered = w.sent
-		return
+	if st, err := rn.s.d.Broker.Inspect(ctx, w.queue); err == nil && st.Exists {
+		w.minReady = min(w.minReady, st.Ready)
+		if got := w.sent - w.minReady; got > w.delivered {
+			w.delivered = min(got, w.sent)
+		}
+		if w.delivered == w.sent {
+			return
+		}
 	}
 	if rn.s.d.Stats == nil {
 		return
@@ -116,10 +128,8 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 		// The baseline must come from a sample taken after the confirm
 		// (by its timestamp, else by its publish counter), or the
 		// watermark would be early.
-		fresh := !st.SampledAt.IsZero() && st.SampledAt.After(w.confirmed)
-		if !fresh && st.SampledAt.IsZero() && w.publish0 >= 0 {
-			fresh = st.Publish >= w.publish0+int64(w.sent)
-		}
+		fresh := !st.SampledAt.IsZero() && st.SampledAt.After(w.confirmed.Add(rn.s.cfg.StatsLag)) &&
+			(w.publish0 < 0 || st.Publish >= w.publish0+int64(w.sent))
 		if fresh {
 			w.deliver1 = st.DeliverGet
 		}

@@ -85,6 +85,9 @@ type Ledger interface {
 	// Confirm records entries as confirmed sends; called before the DLQ
 	// originals are acked.
 	Confirm(ctx context.Context, entries []LedgerEntry) error
+	// Abandon withdraws pending intents whose copies were certainly not
+	// sent (never published, unroutable, nacked).
+	Abandon(ctx context.Context, entries []LedgerEntry) error
 	// History returns, per message id, the replays that sent it, newest first.
 	History(ctx context.Context, ids []string) (map[string][]Sent, error)
 	// Entries returns everything replayID recorded, in send order.

@@ -86,6 +86,9 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 		res.Failed++
 		rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: f.Kind, Detail: f.Detail})
 	}
+	if err := rn.abandon(ctx, mr); err != nil && moveErr == nil {
+		moveErr = err
+	}
 	if moveErr == nil && mr.Stopped == nil && left > 0 {
 		// The whole DLQ was read and these copies were not in it.
 		for id, n := range pick {
@@ -141,4 +144,22 @@ func (rn *run) progress(ctx context.Context, n int) {
 	}
 	rn.lastProgress = time.Now()
 	_ = rn.put(ctx) // a failed write shows again at the next one; a lost lease stops the move via Intend
+}
+
+// abandon withdraws the ledger intents of copies certainly not sent, so a
+// later resume may try them again; copies lost in flight stay pending
+// ("maybe sent") and are never re-sent.
+func (rn *run) abandon(ctx context.Context, mr MoveResult) error {
+	gone := append([]Moved(nil), mr.Unsent...)
+	for _, f := range mr.Failed {
+		if f.Kind == "unroutable" || f.Kind == "nacked" || f.Kind == "refused" {
+			gone = append(gone, f.Moved)
+		}
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return rn.s.d.Ledger.Abandon(actx, rn.entries(gone, true))
 }

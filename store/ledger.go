@@ -36,7 +36,7 @@ type Ledger struct{ b *base }
 
 // logRec is one ledger log record.
 type logRec struct {
-	Kind   string `json:"k"` // "i" intent, "c" confirm
+	Kind   string `json:"k"` // "i" intent, "c" confirm, "a" abandoned intent
 	ID     string `json:"id"`
 	Target string `json:"t,omitempty"`
 	Seq    int    `json:"s,omitempty"`
@@ -267,6 +267,13 @@ func (l *Ledger) Entries(ctx context.Context, replayID string) ([]engine.LedgerE
 				pending[m] = append(pending[m], len(out)-1)
 				continue
 			}
+			if rec.Kind == "a" {
+				if q := pending[m]; len(q) > 0 {
+					out[q[0]].ID = "" // dropped below: that copy was never sent
+					pending[m] = q[1:]
+				}
+				continue
+			}
 			if q := pending[m]; len(q) > 0 {
 				out[q[0]].Pending = false
 				out[q[0]].At = e.At
@@ -276,5 +283,15 @@ func (l *Ledger) Entries(ctx context.Context, replayID string) ([]engine.LedgerE
 			out = append(out, e)
 		}
 	}
-	return out, nil
+	return slices.DeleteFunc(out, func(e engine.LedgerEntry) bool { return e.ID == "" }), nil
+}
+
+// Abandon withdraws pending intents whose copies were certainly not sent
+// (never published, returned unroutable, nacked): they stop counting as
+// "maybe sent".
+func (l *Ledger) Abandon(ctx context.Context, entries []engine.LedgerEntry) error {
+	if err := l.write(ctx, "a", entries); err != nil {
+		return fail(err, "ledger abandon")
+	}
+	return nil
 }

@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // config is everything dlqbot reads from its environment (SPEC §10). The
 // names are relied on by other tools: keep them exactly.
@@ -16,6 +19,10 @@ type config struct {
 	ManagementURL      string // RABBITMQ_MANAGEMENT_URL
 	RedisURL           string // REDIS_URL
 	RedisPrefix        string // DLQBOT_REDIS_PREFIX
+
+	// Tuning beyond SPEC §10 (documented in the README).
+	LeaseTTL       time.Duration // DLQBOT_LEASE_TTL (default 15s)
+	ConnectionName string        // DLQBOT_CONNECTION_NAME (default "dlqbot"), shown in the management UI
 }
 
 // loadConfig reads the environment through getenv, applying the defaults.
@@ -26,7 +33,7 @@ func loadConfig(getenv func(string) string) config {
 		}
 		return def
 	}
-	return config{
+	c := config{
 		SlackBotToken:      getenv("SLACK_BOT_TOKEN"),
 		SlackSigningSecret: getenv("SLACK_SIGNING_SECRET"),
 		SlackAppToken:      getenv("SLACK_APP_TOKEN"),
@@ -38,7 +45,12 @@ func loadConfig(getenv func(string) string) config {
 		ManagementURL:      get("RABBITMQ_MANAGEMENT_URL", "http://guest:guest@127.0.0.1:15672"),
 		RedisURL:           get("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		RedisPrefix:        get("DLQBOT_REDIS_PREFIX", "dlqbot:"),
+		ConnectionName:     get("DLQBOT_CONNECTION_NAME", "dlqbot"),
 	}
+	if d, err := time.ParseDuration(getenv("DLQBOT_LEASE_TTL")); err == nil && d > 0 {
+		c.LeaseTTL = d
+	}
+	return c
 }
 
 // Exit statuses (SPEC §10).

@@ -29,7 +29,7 @@ type app struct {
 // it cannot.
 func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) {
 	log := zerolog.New(logw).With().Timestamp().Logger()
-	b, err := amqp.New(amqp.Config{URL: cfg.AMQPURL, ManagementURL: cfg.ManagementURL})
+	b, err := amqp.New(amqp.Config{URL: cfg.AMQPURL, ManagementURL: cfg.ManagementURL, ConnectionName: cfg.ConnectionName})
 	if err != nil {
 		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
 	}
@@ -43,8 +43,9 @@ func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) 
 		return nil, usageError("DLQBOT_REDIS_PREFIX: %w", err)
 	}
 	svc, err := engine.New(engine.Config{
-		Vhost: b.Vhost(),
-		Logf:  func(f string, a ...any) { log.Warn().Msgf(f, a...) },
+		Vhost:    b.Vhost(),
+		LeaseTTL: cfg.LeaseTTL,
+		Logf:     func(f string, a ...any) { log.Warn().Msgf(f, a...) },
 	}, engine.Deps{
 		Broker: b, Mover: b, Stats: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),

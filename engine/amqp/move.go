@@ -145,12 +145,11 @@ func (m *mover) publish(ctx context.Context, batch []pendingPick) error {
 			return nil
 		}
 	}
-	for _, pp := range batch {
-		if err := m.cont(); err != nil {
-			return nil
-		}
-		if err := m.pace(ctx); err != nil {
-			m.res.Stopped = err
+	for i, pp := range batch {
+		if m.cont() != nil || m.pace(ctx) != nil {
+			for _, rest := range batch[i:] {
+				m.res.Unsent = append(m.res.Unsent, engine.Moved{Seq: rest.h.seq, ID: rest.p.ID, Target: rest.p.Target})
+			}
 			return nil
 		}
 		mv := engine.Moved{Seq: pp.h.seq, ID: pp.p.ID, Target: pp.p.Target}
@@ -210,6 +209,9 @@ func (m *mover) pace(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			t.Stop()
+			if m.res.Stopped == nil {
+				m.res.Stopped = ctx.Err()
+			}
 			return ctx.Err()
 		case <-t.C:
 		}

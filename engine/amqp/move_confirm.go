@@ -89,7 +89,7 @@ func (m *mover) maybeFlush(ctx context.Context, idle bool) error {
 }
 
 // flushAfter is the longest a confirmed copy waits to be recorded and acked.
-const flushAfter = 100 * time.Millisecond
+const flushAfter = 20 * time.Millisecond
 
 // flush hands the confirmed copies to req.Confirmed (the ledger) and only
 // then acks their originals. If recording fails, the originals stay in the

@@ -58,6 +58,16 @@ func TestZZPhases(t *testing.T) {
 		b.waitReturned(ctx, q, ret)
 		t4 := time.Now()
 		t.Logf("read %d in %v (window switches incl. first delivery %v, %d chans), release %v, settle %v", cnt, t2.Sub(t0), opens, len(r.chans), t3.Sub(t2), t4.Sub(t3))
-		e.waitReady(q, n)
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) && e.ready(q) != n {
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("ready %d after %v", e.ready(q), time.Since(t4))
+		if e.ready(q) != n {
+			st, _ := b.QueueStats(ctx, q)
+			time.Sleep(12 * time.Second)
+			st2, _ := b.QueueStats(ctx, q)
+			t.Fatalf("stats %+v\n%+v ready %d", st, st2, e.ready(q))
+		}
 	}
 }

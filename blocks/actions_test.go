@@ -1,0 +1,133 @@
+package blocks
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// btn is what a test needs to know about a rendered button.
+type btn struct {
+	action, value string
+	confirm       bool
+}
+
+// buttons lists every button in a message, in order.
+func buttons(bs []slack.Block) []btn {
+	var out []btn
+	for _, b := range bs {
+		a, ok := b.(*slack.ActionBlock)
+		if !ok {
+			continue
+		}
+		for _, e := range a.Elements.ElementSet {
+			if b, ok := e.(*slack.ButtonBlockElement); ok {
+				out = append(out, btn{b.ActionID, b.Value, b.Confirm != nil})
+			}
+		}
+	}
+	return out
+}
+
+func TestActionIDs(t *testing.T) {
+	// §10 fixes these names; other tools rely on them.
+	for got, want := range map[string]string{
+		ActionApprove: "dlq.approve", ActionDiscard: "dlq.discard", ActionPause: "dlq.pause",
+		ActionResume: "dlq.resume", ActionCancel: "dlq.cancel", ActionPark: "dlq.park",
+	} {
+		if got != want {
+			t.Errorf("action id %q, want %q", got, want)
+		}
+	}
+}
+
+func TestButtons(t *testing.T) {
+	progress := func(s engine.State) []slack.Block {
+		r := replay(s)
+		b, _ := Progress(r, nil)
+		return b
+	}
+	first := func(b []slack.Block, _ string) []slack.Block { return b }
+	approve := btn{"dlq.approve", token, true}
+	discard := btn{"dlq.discard", token, false}
+	pause := btn{"dlq.pause", replayID, false}
+	resume := btn{"dlq.resume", replayID, false}
+	cont := btn{"dlq.resume", replayID, true}
+	cancel := btn{"dlq.cancel", replayID, true}
+	cases := []struct {
+		name string
+		b    []slack.Block
+		want []btn
+	}{
+		{"preview", first(Preview(previewWithProblems(), fixedNow())), []btn{approve, discard}},
+		{"preview, nothing selected", first(Preview(previewNothing(), fixedNow())), nil},
+		{"preview approved", first(PreviewApproved(previewWithProblems(), approver, replayID)), nil},
+		{"preview discarded", first(PreviewDiscarded(previewWithProblems(), approver)), nil},
+		{"preview approved from blocks", Approved(first(Preview(previewWithProblems(), fixedNow())), approver, replayID), nil},
+		{"queued", progress(engine.StateQueued), []btn{pause, cancel}},
+		{"running", progress(engine.StateRunning), []btn{pause, cancel}},
+		{"paused", progress(engine.StatePaused), []btn{resume, cancel}},
+		{"stopped", progress(engine.StateStopped), []btn{cont, cancel}},
+		{"finished", progress(engine.StateFinished), nil},
+		{"cancelled", progress(engine.StateCancelled), nil},
+		{"interrupted", progress(engine.StateInterrupted), nil},
+		{"changes", first(Changes(changes(), token)), []btn{{"dlq.approve", token + ":confirm", true}, discard}},
+		{"check with park", first(Check(checkWithGroups())), []btn{{"dlq.park", replayID, true}}},
+		{"check, nothing back", first(Check(checkNothingBack())), nil},
+	}
+	for _, c := range cases {
+		if got := buttons(c.b); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: buttons %+v, want %+v", c.name, got, c.want)
+		}
+	}
+	// The stopped replay's resume button says what it does.
+	for _, b := range progress(engine.StateStopped) {
+		if a, ok := b.(*slack.ActionBlock); ok {
+			if l := a.Elements.ElementSet[0].(*slack.ButtonBlockElement).Text.Text; l != "Continue anyway" {
+				t.Errorf("stopped replay's resume button reads %q", l)
+			}
+		}
+	}
+}
+
+func TestApproveValue(t *testing.T) {
+	for _, confirmed := range []bool{false, true} {
+		v := ApproveValue(token, confirmed)
+		tok, c := ParseApproveValue(v)
+		if tok != token || c != confirmed {
+			t.Errorf("ParseApproveValue(%q) = %q, %v; want %q, %v", v, tok, c, token, confirmed)
+		}
+	}
+	if v := ApproveValue(token, true); !strings.HasPrefix(v, token) || v == token {
+		t.Errorf("confirmed value %q", v)
+	}
+	if tok, c := ParseApproveValue(" " + token + "\n"); tok != token || c {
+		t.Errorf("ParseApproveValue with spaces = %q, %v", tok, c)
+	}
+}
+
+// TestApprovedKeepsSummary checks that editing a posted preview keeps its
+// summary and drops only the buttons and the expiry.
+func TestApprovedKeepsSummary(t *testing.T) {
+	b, _ := Preview(previewWithProblems(), fixedNow())
+	got := Approved(b, approver, replayID)
+	if len(got) != len(b)-1 { // -actions -expiry +outcome
+		t.Errorf("%d blocks after approval, want %d", len(got), len(b)-1)
+	}
+	for _, x := range got {
+		if x.ID() == BlockPreviewExpiry || x.BlockType() == slack.MBTAction {
+			t.Errorf("block %q kept after approval", x.ID())
+		}
+	}
+	if last := got[len(got)-1]; last.ID() != BlockPreviewOutcome {
+		t.Errorf("last block %q, want the outcome", last.ID())
+	}
+	// Approving twice (a retried edit) still shows one outcome line.
+	if again := Approved(got, approver, replayID); len(again) != len(got) {
+		t.Errorf("approving again: %d blocks, want %d", len(again), len(got))
+	}
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+// dlqbot runs the binary's run() in-process with env overrides and returns
+// stdout, stderr and the exit status.
+func dlqbot(t *testing.T, env map[string]string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errw bytes.Buffer
+	getenv := func(k string) string { return env[k] }
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := run(ctx, args, &out, &errw, getenv)
+	return out.String(), errw.String(), exitCode(err)
+}
+
+func testEnv(t *testing.T) map[string]string {
+	_, prefix := testkit.Redis(t)
+	return map[string]string{"DLQBOT_REDIS_PREFIX": prefix, "AMQP_URL": testkit.AMQPURL, "RABBITMQ_MANAGEMENT_URL": testkit.ManagementURL, "REDIS_URL": testkit.RedisURL}
+}
+
+func oneJSON(t *testing.T, s string) map[string]any {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(s))
+	var doc map[string]any
+	if err := dec.Decode(&doc); err != nil {
+		t.Fatalf("stdout is not a JSON document: %v\n%s", err, s)
+	}
+	if dec.More() {
+		t.Fatalf("stdout holds more than one JSON document:\n%s", s)
+	}
+	return doc
+}
+
+func TestTerminalPreviewReplayStatus(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	r := testkit.Dial(t)
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(12, 100)...)
+	r.WaitCount(dlq, 12, 20*time.Second)
+	r.Consume(src, func(amqp.Delivery) string { return "ack" })
+
+	out, _, code := dlqbot(t, env, "preview", dlq, "--json")
+	if code != 0 {
+		t.Fatalf("preview exit %d:\n%s", code, out)
+	}
+	doc := oneJSON(t, out)
+	token, _ := doc["token"].(string)
+	if token == "" || doc["selected"].(float64) != 12 {
+		t.Fatalf("preview document: token %q selected %v", token, doc["selected"])
+	}
+
+	text, _, code := dlqbot(t, env, "preview", dlq, "limit=2")
+	if code != 0 || !strings.Contains(text, "Token: p_") || !strings.Contains(text, "2 selected") {
+		t.Fatalf("text preview (exit %d):\n%s", code, text)
+	}
+
+	out, stderr, code := dlqbot(t, env, "--json", "replay", token, "step=5", "rate=max", "timeout=20s")
+	if code != 0 {
+		t.Fatalf("replay exit %d:\n%s\n%s", code, out, stderr)
+	}
+	doc = oneJSON(t, out)
+	if doc["state"] != "finished" || doc["replay_id"] == "" || doc["sent"].(float64) != 12 {
+		t.Fatalf("replay document: %v", doc)
+	}
+	id := doc["replay_id"].(string)
+	out, _, code = dlqbot(t, env, "status", id, "--json")
+	if code != 0 || oneJSON(t, out)["state"] != "finished" {
+		t.Fatalf("status exit %d: %s", code, out)
+	}
+	// The token is spent.
+	out, _, code = dlqbot(t, env, "replay", token, "--json")
+	if code != 1 || !strings.Contains(oneJSON(t, out)["error"].(string), "already used") {
+		t.Fatalf("second replay exit %d: %s", code, out)
+	}
+}
+
+func TestTerminalBadInput(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	cases := []struct {
+		name string
+		env  map[string]string
+		args []string
+		code int
+		want string
+	}{
+		{"malformed filter", env, []string{"preview", "orders.dlq", "resaon=rejected", "--json"}, 2, "resaon"},
+		{"unknown subcommand", env, []string{"frobnicate", "--json"}, 2, "frobnicate"},
+		{"unknown queue", env, []string{"preview", testkit.Name("nope"), "--json"}, 1, "not found"},
+		{"unknown token", env, []string{"replay", "p_doesnotexist000000000", "--json"}, 1, "not found"},
+		{"unreachable broker", merge(env, "AMQP_URL", "amqp://guest:guest@127.0.0.1:1/"), []string{"preview", "x.dlq", "--json"}, 1, "broker unavailable"},
+		{"unreachable redis", merge(env, "REDIS_URL", "redis://127.0.0.1:1/0"), []string{"preview", "x.dlq", "--json"}, 1, "store unavailable"},
+	}
+	for _, c := range cases {
+		out, _, code := dlqbot(t, c.env, c.args...)
+		if code != c.code {
+			t.Errorf("%s: exit %d, want %d\n%s", c.name, code, c.code, out)
+			continue
+		}
+		msg, _ := oneJSON(t, out)["error"].(string)
+		if !strings.Contains(msg, c.want) {
+			t.Errorf("%s: error %q does not mention %q", c.name, msg, c.want)
+		}
+	}
+	out, _, code := dlqbot(t, env, "help")
+	if code != 0 || !strings.Contains(out, "dlqbot preview") {
+		t.Errorf("help exit %d:\n%s", code, out)
+	}
+}
+
+func merge(env map[string]string, k, v string) map[string]string {
+	out := map[string]string{}
+	for a, b := range env {
+		out[a] = b
+	}
+	out[k] = v
+	return out
+}

@@ -1,0 +1,385 @@
+package slackstub
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+)
+
+// Identities the stand-in reports for its workspace and its bot user.
+const (
+	TeamID    = "T0STUB"
+	TeamName  = "Stub workspace"
+	BotUserID = "U0DLQBOT"
+	BotID     = "B0DLQBOT"
+	AppID     = "A0DLQBOT"
+)
+
+// firstTS is the seconds part of the first message timestamp handed out.
+const firstTS = 1732900000
+
+// Call is one Web API call as the stand-in received it.
+type Call struct {
+	Method string
+	// Args are the form and query arguments; a JSON body's top-level
+	// fields are added as strings (objects and arrays as JSON).
+	Args url.Values
+	// JSON is the decoded JSON body, when the call sent one.
+	JSON map[string]any
+	// Blocks are the parsed "blocks" argument, when present.
+	Blocks []slack.Block
+	// Status is the HTTP status the stand-in answered; Error the Slack
+	// error code ("ratelimited", "message_not_found"), "" on success.
+	Status int
+	Error  string
+	At     time.Time
+}
+
+// Message is a message in a channel as it stands now.
+type Message struct {
+	Channel  string
+	TS       string
+	ThreadTS string // the parent's ts for a thread reply, "" otherwise
+	Text     string
+	// Blocks are the current blocks (after every edit); RawBlocks their
+	// JSON as the bot sent it.
+	Blocks    []slack.Block
+	RawBlocks json.RawMessage
+	PostedAt  time.Time
+	// EditedAt lists when each successful chat.update arrived.
+	EditedAt []time.Time
+	Files    []File
+	// Replies are the thread's replies, oldest first (top-level messages
+	// only).
+	Replies []Message
+}
+
+// Edits is how many times the message was edited.
+func (m Message) Edits() int { return len(m.EditedAt) }
+
+// Ephemeral is a message only one user saw: a chat.postEphemeral call or an
+// ephemeral response_url post.
+type Ephemeral struct {
+	User    string
+	Channel string
+	Text    string
+	Blocks  []slack.Block
+	// Via is "chat.postEphemeral" or "response_url".
+	Via string
+	At  time.Time
+}
+
+// File is an uploaded file.
+type File struct {
+	ID       string
+	Name     string
+	Title    string
+	Channel  string
+	ThreadTS string
+	Comment  string
+	Content  []byte
+}
+
+type message struct {
+	Message
+	deleted bool
+}
+
+type fault struct {
+	status     int
+	retryAfter int // seconds; 0 = no header
+	err        string
+}
+
+// responseTarget is who a response_url answers.
+type responseTarget struct {
+	user, channel, messageTS string
+	posts                    int
+}
+
+// Stub is the Slack stand-in.
+type Stub struct {
+	srv    *httptest.Server
+	secret string
+	// Now tells the time used to sign requests (default time.Now); tests
+	// set it to make stale requests.
+	Now func() time.Time
+
+	mu          sync.Mutex
+	seq         int64
+	calls       []Call
+	channels    map[string][]*message // top-level and replies, in post order
+	byTS        map[string]*message   // channel+"/"+ts → message
+	ephemerals  []Ephemeral
+	responses   map[string]*responseTarget
+	faults      map[string][]fault
+	groups      map[string][]string // user group id → members
+	files       map[string]*File
+	fileOrder   []string
+	chanErrors  map[string]string
+	inChannelTS map[string]string // response posts made in_channel
+	sock        *socketHub
+}
+
+// New starts a stand-in whose requests to the bot are signed with
+// signingSecret.
+func New(signingSecret string) *Stub {
+	s := &Stub{
+		secret:      signingSecret,
+		Now:         time.Now,
+		channels:    map[string][]*message{},
+		byTS:        map[string]*message{},
+		responses:   map[string]*responseTarget{},
+		faults:      map[string][]fault{},
+		groups:      map[string][]string{},
+		files:       map[string]*File{},
+		chanErrors:  map[string]string{},
+		inChannelTS: map[string]string{},
+	}
+	s.sock = newSocketHub(s)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/api/", s.serveAPI)
+	mux.HandleFunc("POST /response/{id}", s.serveResponse)
+	mux.HandleFunc("POST /upload/{id}", s.serveUpload)
+	mux.HandleFunc("GET /socket", s.sock.serve)
+	s.srv = httptest.NewServer(mux)
+	return s
+}
+
+// URL is the stand-in's base URL.
+func (s *Stub) URL() string { return s.srv.URL }
+
+// APIURL is the Web API base URL to give the bot (SLACK_API_URL).
+func (s *Stub) APIURL() string { return s.srv.URL + "/api/" }
+
+// Close stops the server and any Socket Mode connection.
+func (s *Stub) Close() {
+	s.sock.close()
+	s.srv.CloseClientConnections()
+	s.srv.Close()
+}
+
+// nextID returns a new sequence number (callers hold mu).
+func (s *Stub) nextID() int64 {
+	s.seq++
+	return s.seq
+}
+
+// ts returns a new message timestamp: unique, increasing, with Slack's
+// microsecond format (callers hold mu).
+func (s *Stub) ts() string {
+	n := s.nextID()
+	return fmt.Sprintf("%d.%06d", firstTS+n/10000, (n%10000)*100)
+}
+
+// SetUserGroups sets the workspace's user groups: group id (S…) → member
+// user ids.
+func (s *Stub) SetUserGroups(groups map[string][]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups = map[string][]string{}
+	for g, us := range groups {
+		s.groups[g] = append([]string(nil), us...)
+	}
+}
+
+// SetChannelError makes chat.postMessage to channel fail with a Slack error
+// such as "not_in_channel" ("" clears it).
+func (s *Stub) SetChannelError(channel, slackError string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if slackError == "" {
+		delete(s.chanErrors, channel)
+		return
+	}
+	s.chanErrors[channel] = slackError
+}
+
+// RateLimit makes the next n calls of method answer 429 with
+// "Retry-After: 1", as Slack does when a rate limit is hit.
+func (s *Stub) RateLimit(method string, n int) {
+	s.inject(method, n, fault{status: http.StatusTooManyRequests, retryAfter: 1, err: "ratelimited"})
+}
+
+// Fail makes the next n calls of method answer with HTTP status (500 for
+// an outage); nothing else happens on those calls.
+func (s *Stub) Fail(method string, n, status int) {
+	s.inject(method, n, fault{status: status, err: "fatal_error"})
+}
+
+func (s *Stub) inject(method string, n int, f fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[method] = append(s.faults[method], f)
+	}
+}
+
+// Calls returns the recorded calls of method, oldest first; every call
+// when method is "".
+func (s *Stub) Calls(method string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if method == "" || c.Method == method {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Messages returns channel's top-level messages, oldest first, each with
+// its current blocks and its thread's replies.
+func (s *Stub) Messages(channel string) []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Message
+	for _, m := range s.channels[channel] {
+		if m.deleted || m.ThreadTS != "" {
+			continue
+		}
+		out = append(out, s.withReplies(m))
+	}
+	return out
+}
+
+// Message returns the message at ts in channel (a top-level message with
+// its replies, or a reply).
+func (s *Stub) Message(channel, ts string) (Message, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.byTS[channel+"/"+ts]
+	if !ok || m.deleted {
+		return Message{}, false
+	}
+	return s.withReplies(m), true
+}
+
+// withReplies copies m with its replies (callers hold mu).
+func (s *Stub) withReplies(m *message) Message {
+	out := copyMessage(m.Message)
+	if m.ThreadTS != "" {
+		return out
+	}
+	for _, r := range s.channels[m.Channel] {
+		if !r.deleted && r.ThreadTS == m.TS {
+			out.Replies = append(out.Replies, copyMessage(r.Message))
+		}
+	}
+	return out
+}
+
+func copyMessage(m Message) Message {
+	m.Blocks = append([]slack.Block(nil), m.Blocks...)
+	m.EditedAt = append([]time.Time(nil), m.EditedAt...)
+	m.Files = append([]File(nil), m.Files...)
+	m.Replies = nil
+	return m
+}
+
+// Ephemerals returns what user saw ephemerally, oldest first (every user's
+// when user is "").
+func (s *Stub) Ephemerals(user string) []Ephemeral {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Ephemeral
+	for _, e := range s.ephemerals {
+		if user == "" || e.User == user {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Files returns the uploaded files that were shared, oldest first.
+func (s *Stub) Files() []File {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []File
+	for _, id := range s.fileOrder {
+		if f := s.files[id]; f.Channel != "" {
+			out = append(out, *f)
+		}
+	}
+	return out
+}
+
+// serveResponse records a post to a response_url.
+func (s *Stub) serveResponse(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+	if err != nil {
+		http.Error(w, "bad body", http.StatusBadRequest)
+		return
+	}
+	var msg slack.WebhookMessage
+	if err := json.Unmarshal(body, &msg); err != nil {
+		http.Error(w, "invalid_payload", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.responses[r.PathValue("id")]
+	if !ok {
+		http.Error(w, "no_such_url", http.StatusNotFound)
+		return
+	}
+	if t.posts >= 5 {
+		http.Error(w, "used_url", http.StatusNotFound)
+		return
+	}
+	t.posts++
+	var bl []slack.Block
+	if msg.Blocks != nil {
+		bl = msg.Blocks.BlockSet
+	}
+	now := time.Now()
+	switch {
+	case msg.ResponseType == slack.ResponseTypeInChannel:
+		raw, _ := json.Marshal(bl)
+		m := &message{Message: Message{Channel: t.channel, TS: s.ts(), Text: msg.Text, Blocks: bl, RawBlocks: raw, PostedAt: now}}
+		s.add(m)
+	case msg.ReplaceOriginal && t.messageTS != "":
+		if m, ok := s.byTS[t.channel+"/"+t.messageTS]; ok {
+			m.Text, m.Blocks = msg.Text, bl
+			m.RawBlocks, _ = json.Marshal(bl)
+			m.EditedAt = append(m.EditedAt, now)
+		}
+	case msg.DeleteOriginal && t.messageTS != "":
+		if m, ok := s.byTS[t.channel+"/"+t.messageTS]; ok {
+			m.deleted = true
+		}
+	default:
+		s.ephemerals = append(s.ephemerals, Ephemeral{User: t.user, Channel: t.channel, Text: msg.Text, Blocks: bl, Via: "response_url", At: now})
+	}
+	_, _ = w.Write([]byte("ok"))
+}
+
+// add stores a new message (callers hold mu).
+func (s *Stub) add(m *message) {
+	s.channels[m.Channel] = append(s.channels[m.Channel], m)
+	s.byTS[m.Channel+"/"+m.TS] = m
+}
+
+// newResponseURL registers a response_url for a request by user in channel
+// (about messageTS for a click).
+func (s *Stub) newResponseURL(user, channel, messageTS string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := fmt.Sprintf("R%08d", s.nextID())
+	s.responses[id] = &responseTarget{user: user, channel: channel, messageTS: messageTS}
+	return s.srv.URL + "/response/" + id
+}
+
+// trimMethod returns the Web API method of a request path.
+func trimMethod(path string) string {
+	return strings.Trim(strings.TrimPrefix(path, "/api/"), "/")
+}
