@@ -51,6 +51,23 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 		if h, err := hold.Owner(ctx, id); err != nil || h != "" {
 			continue
 		}
+		// The ledger, not the last progress write, says what was sent.
+		entries, err := s.d.Ledger.Entries(ctx, id)
+		if err != nil {
+			continue
+		}
+		sent, pending := 0, 0
+		for _, e := range entries {
+			if e.Pending {
+				pending++
+			} else {
+				sent++
+			}
+		}
+		preview := ""
+		if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
+			preview = " Preview the rest: /dlq preview " + f.Selection
+		}
 		marked := false
 		err = up.UpdateUnowned(ctx, id, func(cur *Replay) error {
 			if cur.State != StateRunning {
@@ -58,7 +75,12 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 			}
 			now := s.d.Clock.Now()
 			cur.State, cur.EndedAt, cur.UpdatedAt = StateInterrupted, now, now
-			cur.Note = fmt.Sprintf("the process running it stopped without releasing it; %d message(s) had been sent, the rest are still in %s", cur.Sent, cur.DLQ)
+			cur.Sent = sent
+			cur.Note = fmt.Sprintf("the process running it stopped without releasing it: %d message(s) had been sent", sent)
+			if pending > 0 {
+				cur.Note += fmt.Sprintf(" and %d more were in flight (they may have been delivered and are not sent again)", pending)
+			}
+			cur.Note += fmt.Sprintf("; the rest are still in %s.%s", cur.DLQ, preview)
 			marked = true
 			return nil
 		})
@@ -103,8 +125,8 @@ func (s *Service) announceInterrupted(ctx context.Context, r Replay) {
 			fmt.Fprintf(&b, "; %d copy(ies) were in flight and may have been sent as well (pending in the ledger)", pending)
 		}
 	}
-	if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
-		fmt.Fprintf(&b, ". Preview the rest: /dlq preview %s", f.Selection)
+	if i := strings.Index(r.Note, "Preview the rest:"); i >= 0 {
+		b.WriteString(". " + r.Note[i:])
 	}
 	s.d.Notifier.Notify(ctx, Event{Kind: EventInterrupted, Replay: r, Text: b.String(), At: s.d.Clock.Now()})
 }

@@ -55,7 +55,10 @@ func TestZZPhases(t *testing.T) {
 		t2 := time.Now()
 		ret, err := r.release()
 		t3 := time.Now()
-		b.waitReturned(ctx, q, ret)
+		_ = ret
+		for e.ready(q) != n && time.Since(t3) < 60*time.Second {
+			time.Sleep(10 * time.Millisecond)
+		}
 		t4 := time.Now()
 		t.Logf("read %d in %v (window switches incl. first delivery %v, %d chans), release %v, settle %v", cnt, t2.Sub(t0), opens, len(r.chans), t3.Sub(t2), t4.Sub(t3))
 		deadline := time.Now().Add(20 * time.Second)

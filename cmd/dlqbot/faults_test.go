@@ -1,0 +1,220 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/store"
+)
+
+// fixture is a DLQ of n dead letters from src, whose consumer records
+// deliveries, with a preview token.
+type fixture struct {
+	env      map[string]string
+	rabbit   *testkit.Rabbit
+	st       *store.Store
+	src, dlq string
+	msgs     []amqp.Publishing
+	token    string
+	mu       chan struct{}
+	got      map[string]int
+	byMsgID  map[string]string // message_id → fingerprint id
+}
+
+func newFixture(t *testing.T, n int) *fixture {
+	t.Helper()
+	env := testEnv(t)
+	rdb, err := store.Open(env["REDIS_URL"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	st, err := store.New(store.Config{Prefix: env["DLQBOT_REDIS_PREFIX"]}, rdb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{env: env, rabbit: testkit.Dial(t), st: st, src: testkit.Name("src"), dlq: testkit.Name("dlq"),
+		msgs: testkit.Msgs(n, 200), mu: make(chan struct{}, 1), got: map[string]int{}, byMsgID: map[string]string{}}
+	f.rabbit.Topology(f.src, f.dlq, nil)
+	f.rabbit.Reject(f.src, f.msgs...)
+	f.rabbit.WaitCount(f.dlq, n, 30*time.Second)
+	out, _, code := dlqbot(t, env, "preview", f.dlq, "--json")
+	if code != 0 {
+		t.Fatalf("preview: %s", out)
+	}
+	var p engine.Preview
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		t.Fatal(err)
+	}
+	f.token = p.Token
+	for _, m := range p.Messages {
+		f.byMsgID[m.MessageID] = m.ID
+	}
+	f.rabbit.Consume(f.src, func(d amqp.Delivery) string {
+		f.mu <- struct{}{}
+		f.got[d.MessageId]++
+		<-f.mu
+		return "ack"
+	})
+	return f
+}
+
+func (f *fixture) delivered() map[string]int {
+	f.mu <- struct{}{}
+	defer func() { <-f.mu }()
+	out := map[string]int{}
+	for k, v := range f.got {
+		out[k] = v
+	}
+	return out
+}
+
+func (f *fixture) replayID(t *testing.T) string {
+	t.Helper()
+	var id string
+	testkit.Eventually(t, 20*time.Second, "the replay to be created", func() bool {
+		id, _ = f.st.Tokens().UsedBy(context.Background(), f.token)
+		return id != ""
+	})
+	return id
+}
+
+// accountFor waits until every message is in the DLQ or was delivered,
+// then checks that none is lost and every duplicate is in the replay's
+// ledger, and returns the duplicates.
+func (f *fixture) accountFor(t *testing.T, replayID string) map[string]int {
+	t.Helper()
+	total := func() int {
+		n := 0
+		for _, c := range f.delivered() {
+			n += c
+		}
+		return n + f.rabbit.Count(f.dlq)
+	}
+	testkit.Eventually(t, 30*time.Second, "every message in the DLQ or delivered", func() bool { return total() >= len(f.msgs) })
+	left := f.rabbit.Drain(f.dlq, 0, time.Second)
+	originals := make([]string, len(f.msgs))
+	for i, m := range f.msgs {
+		originals[i] = m.MessageId
+	}
+	inDLQ := map[string]int{}
+	for _, d := range left {
+		inDLQ[d.MessageId]++
+	}
+	lost, dups := testkit.NoneLost(originals, f.delivered(), inDLQ)
+	if len(lost) > 0 {
+		t.Fatalf("%s", testkit.Describe(lost, dups))
+	}
+	entries, err := f.st.Ledger().Entries(context.Background(), replayID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inLedger := map[string]bool{}
+	for _, e := range entries {
+		inLedger[e.ID] = true
+	}
+	for mid, n := range dups {
+		if n > 1 || !inLedger[f.byMsgID[mid]] {
+			t.Errorf("duplicate %s (%d extra) is not accounted for in the ledger", mid, n)
+		}
+	}
+	return dups
+}
+
+func TestSIGKILLOfTheReplayingProcessLosesNothing(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 1000)
+	p := start(t, f.env, "replay", f.token, "step=1000", "cap=1000", "rate=400", "timeout=20s")
+	id := f.replayID(t)
+	testkit.Eventually(t, 20*time.Second, "200 delivered", func() bool {
+		n := 0
+		for _, c := range f.delivered() {
+			n += c
+		}
+		return n >= 200
+	})
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.done
+	dups := f.accountFor(t, id)
+	t.Logf("SIGKILL mid-replay: 0 lost, %d duplicate(s), all in the ledger", len(dups))
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func TestTwoServersOwnerKilledIsReportedInterrupted(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 600)
+	env := merge(f.env, "DLQBOT_LEASE_TTL", "3s")
+	a := start(t, merge(env, "DLQBOT_HTTP_ADDR", freeAddr(t)), "serve")
+	b := start(t, merge(env, "DLQBOT_HTTP_ADDR", freeAddr(t)), "serve")
+	testkit.Eventually(t, 20*time.Second, "both workers announced", func() bool {
+		ws, _ := f.st.Workers().List(context.Background())
+		return len(ws) == 2
+	})
+	// The terminal hands the replay to the workers and follows it.
+	follower := start(t, env, "replay", f.token, "step=600", "cap=600", "rate=200", "timeout=20s", "--json")
+	id := f.replayID(t)
+	var owner string
+	testkit.Eventually(t, 20*time.Second, "an owner", func() bool {
+		owner, _ = f.st.Leases().Owner(context.Background(), id)
+		return owner != ""
+	})
+	testkit.Eventually(t, 20*time.Second, "100 delivered", func() bool {
+		n := 0
+		for _, c := range f.delivered() {
+			n += c
+		}
+		return n >= 100
+	})
+	victim, survivor := a, b
+	if b.logged("worker", owner) != nil {
+		victim, survivor = b, a
+	} else if a.logged("worker", owner) == nil {
+		t.Fatalf("neither server logged worker %s", owner)
+	}
+	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	var rep engine.Replay
+	testkit.Eventually(t, 30*time.Second, "the replay reported interrupted", func() bool {
+		rep, _ = f.st.Replays().Get(context.Background(), id)
+		return rep.State == engine.StateInterrupted
+	})
+	took := time.Since(killed)
+	if took > 3*time.Second+10*time.Second {
+		t.Errorf("interrupted reported %s after the kill", took)
+	}
+	line := survivor.logged("event", "interrupted")
+	if line == nil {
+		t.Fatal("the surviving server did not report the interruption")
+	}
+	if msg, _ := line["message"].(string); !strings.Contains(msg, "sent") || rep.Sent == 0 {
+		t.Errorf("interruption report %q does not list what was sent (sent %d)", msg, rep.Sent)
+	}
+	<-follower.done
+	if code := follower.cmd.ProcessState.ExitCode(); code != 1 {
+		t.Errorf("follower exit %d, want 1 for an interrupted replay", code)
+	}
+	dups := f.accountFor(t, id)
+	t.Logf("owner killed: interrupted reported after %s; sent %d; 0 lost; %d duplicate(s), all in the ledger", took.Round(100*time.Millisecond), rep.Sent, len(dups))
+}
