@@ -17,7 +17,10 @@ type env struct {
 	svc    *engine.Service
 }
 
-func newEnv(t *testing.T, cfg engine.Config) *env {
+// newEnvB is newEnv for benchmarks, with the default engine settings.
+func newEnvB(b *testing.B) *env { return newEnv(b, engine.Config{}) }
+
+func newEnv(t testing.TB, cfg engine.Config) *env {
 	t.Helper()
 	b, err := amqp.New(amqp.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL})
 	if err != nil {

@@ -33,7 +33,7 @@ type proc struct {
 
 // start runs dlqbot with args and env in the background; it is killed when
 // the test ends.
-func start(t *testing.T, env map[string]string, args ...string) *proc {
+func start(t testing.TB, env map[string]string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), "DLQBOT_RUN_MAIN=1")

@@ -15,7 +15,7 @@ import (
 
 // dlqbot runs the binary's run() in-process with env overrides and returns
 // stdout, stderr and the exit status.
-func dlqbot(t *testing.T, env map[string]string, args ...string) (string, string, int) {
+func dlqbot(t testing.TB, env map[string]string, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errw bytes.Buffer
 	getenv := func(k string) string { return env[k] }
@@ -25,12 +25,12 @@ func dlqbot(t *testing.T, env map[string]string, args ...string) (string, string
 	return out.String(), errw.String(), exitCode(err)
 }
 
-func testEnv(t *testing.T) map[string]string {
+func testEnv(t testing.TB) map[string]string {
 	_, prefix := testkit.Redis(t)
 	return map[string]string{"DLQBOT_REDIS_PREFIX": prefix, "AMQP_URL": testkit.AMQPURL, "RABBITMQ_MANAGEMENT_URL": testkit.ManagementURL, "REDIS_URL": testkit.RedisURL}
 }
 
-func oneJSON(t *testing.T, s string) map[string]any {
+func oneJSON(t testing.TB, s string) map[string]any {
 	t.Helper()
 	dec := json.NewDecoder(strings.NewReader(s))
 	var doc map[string]any

@@ -1,0 +1,234 @@
+package amqp_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	broker "github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/store"
+)
+
+// moveWindow is the in-flight window both dlqbot and the reference use.
+const moveWindow = 500
+
+func benchN(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// BenchmarkMove compares, in one run, moving N persistent 1 KB messages
+// from one queue to another: dlqbot's replay send path (fingerprint,
+// header rewrite, ledger intent and confirm in Redis, confirm-then-ack), a
+// minimal Go confirm-then-ack mover with the same window, the management
+// plugin's shovel ("move messages", inside the broker) and a hand-written
+// basic.get / publish-and-wait / ack loop.
+func BenchmarkMove(b *testing.B) {
+	n := benchN("DLQBOT_BENCH_MOVE_MESSAGES", 10000)
+	r := testkit.Dial(b)
+	run := func(name string, move func(b *testing.B, src, dst string)) {
+		b.Run(name, func(b *testing.B) {
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				src, dst := r.Queue(testkit.Name("mv-src"), nil), r.Queue(testkit.Name("mv-dst"), nil)
+				r.Publish(src, testkit.Msgs(n, 1024)...)
+				r.WaitCount(src, n, time.Minute)
+				b.StartTimer()
+				start := time.Now()
+				move(b, src, dst)
+				total += time.Since(start)
+				b.StopTimer()
+				if got := r.Count(dst); got != n {
+					b.Fatalf("%s moved %d of %d", name, got, n)
+				}
+				testkit.DeleteQueue(src)
+				testkit.DeleteQueue(dst)
+			}
+			b.ReportMetric(float64(n*b.N)/total.Seconds(), "msgs/s")
+		})
+	}
+	run("dlqbot", func(b *testing.B, src, dst string) { dlqbotMove(b, src, dst) })
+	run("minimal-mover", func(b *testing.B, src, dst string) { minimalMove(b, r.Conn, src, dst, n) })
+	run("shovel", func(b *testing.B, src, dst string) { shovelMove(b, r, src, dst, n) })
+	run("get-publish-ack-loop", func(b *testing.B, src, dst string) { getLoopMove(b, r.Conn, src, dst, n) })
+}
+
+func dlqbotMove(b *testing.B, src, dst string) {
+	br, err := broker.New(broker.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	rdb, prefix := testkit.Redis(b)
+	st, err := store.New(store.Config{Prefix: prefix}, rdb, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	led := st.Ledger()
+	entries := func(batch []engine.Moved, pending bool) []engine.LedgerEntry {
+		out := make([]engine.LedgerEntry, len(batch))
+		for i, m := range batch {
+			out[i] = engine.LedgerEntry{ReplayID: "r_bench000000000000", ID: m.ID, Target: m.Target, Seq: m.Seq, Pending: pending}
+		}
+		return out
+	}
+	res, err := br.Move(context.Background(), engine.MoveRequest{
+		Queue: src,
+		Pick: func(m engine.Message) (engine.Pick, bool) {
+			return engine.Pick{ID: engine.ParseMeta(src, m).ID, Target: dst}, true
+		},
+		Rewrite: func(h map[string]any, _ engine.Pick) map[string]any {
+			return engine.ReplayHeaders(h, "r_bench000000000000", src)
+		},
+		Window:    moveWindow,
+		Intend:    func(ctx context.Context, batch []engine.Moved) error { return led.Intend(ctx, entries(batch, true)) },
+		Confirmed: func(ctx context.Context, batch []engine.Moved) error { return led.Confirm(ctx, entries(batch, false)) },
+	})
+	if err != nil || len(res.Failed) > 0 {
+		b.Fatalf("move: %v, %d failed", err, len(res.Failed))
+	}
+}
+
+// minimalMove is the reference: a consumer, publish with confirms in a
+// window, ack each original after its copy is confirmed.
+func minimalMove(b *testing.B, conn *amqp.Connection, src, dst string, n int) {
+	in, err := conn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer in.Close()
+	out, err := conn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer out.Close()
+	if err := out.Confirm(false); err != nil {
+		b.Fatal(err)
+	}
+	if err := in.Qos(2*moveWindow, 0, false); err != nil {
+		b.Fatal(err)
+	}
+	ds, err := in.Consume(src, "", false, false, false, false, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	type fl struct {
+		tag uint64
+		dc  *amqp.DeferredConfirmation
+	}
+	var flight []fl
+	ctx := context.Background()
+	settle := func(f fl) {
+		if ok, err := f.dc.WaitContext(ctx); err != nil || !ok {
+			b.Fatalf("confirm: %v %v", ok, err)
+		}
+		if err := in.Ack(f.tag, false); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for moved := 0; moved < n; moved++ {
+		d := <-ds
+		dc, err := out.PublishWithDeferredConfirmWithContext(ctx, "", dst, true, false, amqp.Publishing{
+			Headers: d.Headers, ContentType: d.ContentType, DeliveryMode: d.DeliveryMode, MessageId: d.MessageId, Body: d.Body})
+		if err != nil {
+			b.Fatal(err)
+		}
+		flight = append(flight, fl{d.DeliveryTag, dc})
+		if len(flight) >= moveWindow {
+			settle(flight[0])
+			flight = flight[1:]
+		}
+	}
+	for _, f := range flight {
+		settle(f)
+	}
+}
+
+// shovelMove moves with a dynamic shovel, as the management UI's "move
+// messages" does, and waits until the destination holds n.
+func shovelMove(b *testing.B, r *testkit.Rabbit, src, dst string, n int) {
+	base, _ := url.Parse(testkit.ManagementURL)
+	user := base.User
+	base.User = nil
+	pw, _ := user.Password()
+	name := testkit.Name("shovel")
+	body, _ := json.Marshal(map[string]any{"value": map[string]any{
+		"src-protocol": "amqp091", "src-uri": "amqp://", "src-queue": src,
+		"dest-protocol": "amqp091", "dest-uri": "amqp://", "dest-queue": dst,
+		"src-delete-after": "queue-length", "ack-mode": "on-confirm",
+	}})
+	req, _ := http.NewRequest(http.MethodPut, base.String()+"/api/parameters/shovel/%2F/"+name, strings.NewReader(string(body)))
+	req.SetBasicAuth(user.Username(), pw)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b.Fatalf("create shovel: %s (is rabbitmq_shovel enabled?)", resp.Status)
+	}
+	defer func() {
+		del, _ := http.NewRequest(http.MethodDelete, base.String()+"/api/parameters/shovel/%2F/"+name, nil)
+		del.SetBasicAuth(user.Username(), pw)
+		if resp, err := http.DefaultClient.Do(del); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Minute)
+	for r.Count(dst) < n {
+		if time.Now().After(deadline) {
+			b.Fatalf("shovel moved %d of %d", r.Count(dst), n)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+}
+
+// getLoopMove is the loop people write by hand: get one, publish it, wait
+// for the confirm, ack it.
+func getLoopMove(b *testing.B, conn *amqp.Connection, src, dst string, n int) {
+	ch, err := conn.Channel()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ch.Close()
+	if err := ch.Confirm(false); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for moved := 0; moved < n; {
+		d, ok, err := ch.Get(src, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if !ok {
+			continue
+		}
+		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", dst, true, false, amqp.Publishing{
+			Headers: d.Headers, ContentType: d.ContentType, DeliveryMode: d.DeliveryMode, MessageId: d.MessageId, Body: d.Body})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := dc.WaitContext(ctx); err != nil || !ok {
+			b.Fatalf("confirm: %v %v", ok, err)
+		}
+		if err := d.Ack(false); err != nil {
+			b.Fatal(err)
+		}
+		moved++
+	}
+}
+
