@@ -20,6 +20,10 @@ const (
 	EventCancelled   EventKind = "cancelled"
 	EventFinished    EventKind = "finished"
 	EventInterrupted EventKind = "interrupted"
+	// EventFollowUp carries a scheduled "did it work?" check (§8).
+	EventFollowUp EventKind = "follow_up"
+	// EventParked reports messages moved to the parking queue.
+	EventParked EventKind = "parked"
 )
 
 // StepResult is what one canary step did and observed.
@@ -42,8 +46,13 @@ type Event struct {
 	Kind   EventKind   `json:"kind"`
 	Replay Replay      `json:"replay"`
 	Step   *StepResult `json:"step,omitempty"`
-	Text   string      `json:"text"`
-	At     time.Time   `json:"at"`
+	// Check is the report of a follow-up or park event.
+	Check *CheckReport `json:"check,omitempty"`
+	// Actor is the Slack user (or terminal user) who caused the event, when
+	// a person did (pause, resume, cancel, park).
+	Actor string    `json:"actor,omitempty"`
+	Text  string    `json:"text"`
+	At    time.Time `json:"at"`
 }
 
 // Notifier receives progress events. Implementations must not block for

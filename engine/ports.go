@@ -98,3 +98,10 @@ type QueueStats struct {
 type Stats interface {
 	Counters(ctx context.Context, queue string) (QueueStats, error)
 }
+
+// Declarer declares queues (the parking queue).
+type Declarer interface {
+	// DeclareQueue declares a durable classic queue if it does not exist;
+	// an existing queue is left as it is.
+	DeclareQueue(ctx context.Context, name string) error
+}

@@ -25,6 +25,8 @@ type run struct {
 	returnedSeen map[string]int
 	// lastProgress is when a step last wrote its progress.
 	lastProgress time.Time
+	// frozenIDs are the previewed ids (built on first use).
+	frozenIDs map[string]bool
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -123,6 +125,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 				return rn.r, err
 			}
 			rn.emit(ctx, EventStopped, &res, "stopped after step "+fmt.Sprint(res.Step)+": "+res.Observation)
+			rn.s.scheduleFollowUps(ctx, rn.r)
 			return rn.r, nil
 		}
 		rn.emit(ctx, EventStepPassed, &res, fmt.Sprintf("step %d passed: %s", res.Step, res.Observation))
@@ -134,6 +137,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		return rn.r, err
 	}
 	rn.emit(ctx, EventFinished, nil, "finished: "+rn.r.Note)
+	rn.s.scheduleFollowUps(ctx, rn.r)
 	return rn.r, nil
 }
 

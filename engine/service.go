@@ -35,6 +35,9 @@ type Config struct {
 	// be taken before its counters serve as a baseline: the broker's
 	// statistics interval plus a margin (default 6s, for RabbitMQ's 5s).
 	StatsLag time.Duration
+	// FollowUps are when a finished or stopped replay is checked again
+	// (default DefaultFollowUps: +5m, +2h, +24h).
+	FollowUps []time.Duration
 	// Logf, when set, receives background errors (worker, reaper).
 	Logf func(format string, a ...any)
 }
@@ -67,6 +70,9 @@ func (c Config) withDefaults() Config {
 	if c.Window <= 0 {
 		c.Window = 500
 	}
+	if len(c.FollowUps) == 0 {
+		c.FollowUps = DefaultFollowUps
+	}
 	if c.StatsLag <= 0 {
 		c.StatsLag = 6 * time.Second
 	}
@@ -87,6 +93,8 @@ type Deps struct {
 	Stats Stats
 	// Notifier receives progress events; optional.
 	Notifier Notifier
+	// Schedule holds follow-up checks; optional (no follow-ups without it).
+	Schedule Schedule
 }
 
 // Service runs previews and replays.

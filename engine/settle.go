@@ -164,7 +164,7 @@ func (rn *run) scanReturns(ctx context.Context) {
 				rn.returnedSeen[meta.ID] = seen[meta.ID]
 				rn.fail(Failure{ID: meta.ID, Target: meta.Source, Kind: "returned", Reason: string(meta.Reason), Detail: meta.Exception})
 			}
-		case meta.ReplayID != rn.r.ID && latestDeath(meta).After(rn.r.CreatedAt):
+		case meta.ReplayID != rn.r.ID && rn.isNew(meta):
 			fresh++
 		}
 		return nil
@@ -183,6 +183,25 @@ func latestDeath(m Meta) time.Time {
 		return m.LastDeath
 	}
 	return m.FirstDeath
+}
+
+// diedSince reports whether m was dead-lettered at or after t, at the
+// broker's one-second resolution of death times.
+func diedSince(m Meta, t time.Time) bool {
+	d := latestDeath(m)
+	return !d.IsZero() && !d.Before(t.Truncate(time.Second))
+}
+
+// isNew reports whether m is a failure that arrived since the replay
+// started: not one of the previewed messages, and dead-lettered since.
+func (rn *run) isNew(m Meta) bool {
+	if rn.frozenIDs == nil {
+		rn.frozenIDs = make(map[string]bool, len(rn.f.Items))
+		for _, it := range rn.f.Items {
+			rn.frozenIDs[it.ID] = true
+		}
+	}
+	return !rn.frozenIDs[m.ID] && diedSince(m, rn.r.CreatedAt)
 }
 
 // describe words what a step showed, claiming no more than was observed.

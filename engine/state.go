@@ -38,6 +38,9 @@ type Frozen struct {
 	Items     []Item           `json:"items"` // in DLQ order
 	Targets   []TargetSnapshot `json:"targets"`
 	Total     int              `json:"total"` // sum of Items[].Count
+	// ParkAfter is the selection's park limit (replays after which a
+	// message is parked rather than replayed).
+	ParkAfter int `json:"park_after"`
 }
 
 // Tokens stores previews under unguessable tokens.

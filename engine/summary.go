@@ -73,7 +73,7 @@ func (s *Service) summarise(p *Preview) {
 func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview) error {
 	f := Frozen{
 		DLQ: sel.DLQ, Vhost: s.cfg.Vhost, Selection: p.Selection, To: sel.To,
-		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected,
+		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected, ParkAfter: sel.ParkLimit(),
 	}
 	for _, m := range p.Messages {
 		if m.Parked || m.Target == "" {

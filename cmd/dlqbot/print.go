@@ -144,3 +144,23 @@ func clip(s string, n int) string {
 	}
 	return string([]rune(s)[:n-1]) + "…"
 }
+
+func printCheck(w io.Writer, c engine.CheckReport) {
+	fmt.Fprintf(w, "Replay %s: of %d message(s) sent, %d came back to %s", c.ReplayID, c.Replayed, c.Returned, c.DLQ)
+	if c.Replayed > 0 {
+		fmt.Fprintf(w, "; %d not seen in a dead-letter queue", max(0, c.Replayed-c.Returned))
+	}
+	fmt.Fprintln(w, ".")
+	if len(c.Groups) > 0 {
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "COUNT\tFAILURE\tEXAMPLE")
+		for _, g := range c.Groups {
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", g.Count, clip(g.Group, 80), g.ExampleID)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(w, "New failures meanwhile (without this replay's id): %d\n", c.NewFailures)
+	if c.AtParkLimit > 0 {
+		fmt.Fprintf(w, "%d message(s) were replayed %d times or more without success: park them from Slack (Park button).\n", c.AtParkLimit, c.ParkAfter)
+	}
+}

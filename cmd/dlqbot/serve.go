@@ -41,7 +41,7 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	log.Info().Str("addr", ln.Addr().String()).Msg("dlqbot serving")
 
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() {
 		defer wg.Done()
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -59,6 +59,10 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	go func() {
 		defer wg.Done()
 		a.svc.Reap(ctx, 0)
+	}()
+	go func() {
+		defer wg.Done()
+		a.svc.FollowUps(ctx, 0)
 	}()
 	<-ctx.Done()
 	log.Info().Msg("shutting down: finishing in-flight copies, releasing leases")

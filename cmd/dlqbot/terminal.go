@@ -65,6 +65,16 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		return nil
 	case commands.ListCmd:
 		return a.list(ctx, out)
+	case commands.CheckCmd:
+		rep, err := a.svc.Check(ctx, c.ReplayID, "")
+		if err != nil {
+			return out.fail(failed(err))
+		}
+		if out.json {
+			return out.doc(rep)
+		}
+		printCheck(stdout, rep)
+		return nil
 	case commands.PauseCmd:
 		return a.control(ctx, out, "pause", c.ReplayID, a.svc.Pause)
 	case commands.CancelCmd:

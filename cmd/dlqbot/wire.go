@@ -49,7 +49,7 @@ func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) 
 	}, engine.Deps{
 		Broker: b, Mover: b, Stats: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
-		Notifier: notifier,
+		Notifier: notifier, Schedule: st.Schedule(),
 	})
 	if err != nil {
 		return nil, err

@@ -246,3 +246,27 @@ func (b *Broker) Ping(ctx context.Context) error {
 	closeQuietly(ch)
 	return nil
 }
+
+var _ engine.Declarer = (*Broker)(nil)
+
+// DeclareQueue declares a durable classic queue unless one of that name
+// exists (whatever its arguments: a passive probe comes first, since a
+// declare with other arguments would fail and close the channel).
+func (b *Broker) DeclareQueue(ctx context.Context, name string) error {
+	st, err := b.Inspect(ctx, name)
+	if err != nil {
+		return fmt.Errorf("amqp: declare %s: %w", name, err)
+	}
+	if st.Exists {
+		return nil
+	}
+	ch, err := b.channel(ctx)
+	if err != nil {
+		return fmt.Errorf("amqp: declare %s: %w", name, err)
+	}
+	defer closeQuietly(ch)
+	if _, err := ch.QueueDeclare(name, true, false, false, false, nil); err != nil {
+		return fmt.Errorf("amqp: declare %s: %w", name, b.classify(err))
+	}
+	return nil
+}

@@ -231,4 +231,3 @@ func getLoopMove(b *testing.B, conn *amqp.Connection, src, dst string, n int) {
 		moved++
 	}
 }
-

@@ -1,0 +1,94 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Schedule holds timed work in the store: members scored by due time,
+// each claimed by exactly one caller.
+type Schedule interface {
+	Add(ctx context.Context, member string, due time.Time) error
+	ClaimDue(ctx context.Context, now time.Time, n int) ([]string, error)
+}
+
+// DefaultFollowUps are when a finished or stopped replay is checked again (§8).
+var DefaultFollowUps = []time.Duration{5 * time.Minute, 2 * time.Hour, 24 * time.Hour}
+
+// followUpRetry is how long a follow-up that could not run waits to be retried.
+const followUpRetry = time.Minute
+
+// scheduleFollowUps queues the follow-up checks of a replay that ended at
+// r.EndedAt. Members are deterministic ("<replay>:5m"), so scheduling twice
+// schedules once.
+func (s *Service) scheduleFollowUps(ctx context.Context, r Replay) {
+	if s.d.Schedule == nil {
+		return
+	}
+	for _, d := range s.cfg.FollowUps {
+		if err := s.d.Schedule.Add(ctx, r.ID+":"+shortDuration(d), r.EndedAt.Add(d)); err != nil {
+			s.logf("schedule follow-up of %s: %v", r.ID, err)
+		}
+	}
+}
+
+// FollowUps runs due follow-up checks until ctx ends, polling every
+// interval (default 1s) against the engine's clock. Every process runs it;
+// the store hands each due check to exactly one of them. Each check is
+// delivered to the notifier as an EventFollowUp.
+func (s *Service) FollowUps(ctx context.Context, every time.Duration) {
+	if s.d.Schedule == nil {
+		return
+	}
+	if every <= 0 {
+		every = time.Second
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		s.RunDue(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// RunDue claims and runs the follow-ups due now, and reports how many ran.
+func (s *Service) RunDue(ctx context.Context) int {
+	now := s.d.Clock.Now()
+	members, err := s.d.Schedule.ClaimDue(ctx, now, 50)
+	if err != nil {
+		s.logf("claim follow-ups: %v", err)
+		return 0
+	}
+	for _, m := range members {
+		id, label, _ := strings.Cut(m, ":")
+		c, err := s.Check(ctx, id, "+"+label)
+		if err != nil {
+			s.logf("follow-up %s: %v (retrying in %s)", m, err, followUpRetry)
+			_ = s.d.Schedule.Add(ctx, m, now.Add(followUpRetry))
+			continue
+		}
+		if s.d.Notifier != nil {
+			r, _ := s.d.Replays.Get(ctx, id)
+			s.d.Notifier.Notify(ctx, Event{Kind: EventFollowUp, Replay: r, Check: &c, At: now,
+				Text: fmt.Sprintf("follow-up %s of %s: %d of %d came back, %d new failures", c.Label, id, c.Returned, c.Replayed, c.NewFailures)})
+		}
+	}
+	return len(members)
+}
+
+// shortDuration renders 5m0s as 5m and 24h0m0s as 24h.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	s = strings.TrimSuffix(s, "0s")
+	s = strings.TrimSuffix(s, "0m")
+	if s == "" {
+		return "0s"
+	}
+	return s
+}
