@@ -23,6 +23,9 @@ var (
 	// ErrLeaseLost means the caller no longer owns a replay (lease gone or
 	// epoch moved on): it must stop sending at once.
 	ErrLeaseLost = errors.New("replay lease lost")
+	// ErrUnsupported means a request names something this bot cannot do
+	// (such as another vhost).
+	ErrUnsupported = errors.New("not supported")
 	// ErrReplayBusy means another process holds the replay's lease.
 	ErrReplayBusy = errors.New("replay is owned by another process")
 )

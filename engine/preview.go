@@ -63,6 +63,9 @@ type Preview struct {
 // Preview scans sel.DLQ without changing it, works out what a replay would
 // do and, when anything is replayable, freezes it under a new token.
 func (s *Service) Preview(ctx context.Context, sel Selection, requester string) (*Preview, error) {
+	if sel.Vhost != "" && sel.Vhost != s.cfg.Vhost {
+		return nil, fmt.Errorf("engine: preview %s: %w: this bot works in vhost %q, not %q (run one per vhost)", sel.DLQ, ErrUnsupported, s.cfg.Vhost, sel.Vhost)
+	}
 	dlq, err := s.d.Broker.Inspect(ctx, sel.DLQ)
 	if err != nil {
 		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, err)

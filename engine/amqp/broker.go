@@ -19,7 +19,7 @@ const (
 	DefaultIdleTimeout   = 3 * time.Second
 	DefaultHTTPTimeout   = 10 * time.Second
 	DefaultDialTimeout   = 5 * time.Second
-	DefaultSettleTimeout = 5 * time.Second
+	DefaultSettleTimeout = 10 * time.Second
 	// MaxPrefetch is the largest prefetch basic.qos can express (16 bits).
 	MaxPrefetch = 65535
 )
@@ -49,9 +49,10 @@ type Config struct {
 	// DialTimeout bounds the TCP connect and AMQP handshake. Default
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
-	// SettleTimeout bounds how long Scan waits, after returning the messages
-	// of a quorum queue, for the returns to show in the queue's ready count
-	// (they are applied asynchronously). Default DefaultSettleTimeout.
+	// SettleTimeout bounds how long a read (Scan, Move) waits before it
+	// starts for messages this Broker returned to the same queue earlier to
+	// show in the queue's ready count: quorum queues apply returns
+	// asynchronously. Default DefaultSettleTimeout.
 	SettleTimeout time.Duration
 	// ConnectionName is shown in the management UI. Default "dlqbot".
 	ConnectionName string
@@ -88,17 +89,18 @@ func (c Config) withDefaults() Config {
 // Broker is the RabbitMQ adapter. It is safe for concurrent use: each
 // operation works on its own channels over one shared connection.
 type Broker struct {
-	cfg   Config
-	uri   amqp.URI
-	vhost string
-	mgmt  *mgmtClient
-	conns connHolder
+	cfg     Config
+	uri     amqp.URI
+	vhost   string
+	mgmt    *mgmtClient
+	conns   connHolder
+	pending pendingReturns
 }
 
 var _ engine.Broker = (*Broker)(nil)
 
-// ErrClosed is returned by operations on a Broker after Close.
-var ErrClosed = errors.New("amqp: broker closed")
+// ErrBrokerClosed is returned by operations on a Broker after Close.
+var ErrBrokerClosed = errors.New("amqp: broker closed")
 
 // New checks cfg and returns a Broker. It does not dial: the AMQP connection
 // is opened by the first operation that needs it.
@@ -123,7 +125,7 @@ func New(cfg Config) (*Broker, error) {
 // Vhost is the virtual host the broker works in (from the AMQP URL).
 func (b *Broker) Vhost() string { return b.vhost }
 
-// Close closes the AMQP connection; later operations fail with ErrClosed.
+// Close closes the AMQP connection; later operations fail with ErrBrokerClosed.
 func (b *Broker) Close() error {
 	return b.conns.close()
 }
@@ -146,7 +148,7 @@ func (b *Broker) classify(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, engine.ErrBrokerUnavailable) || errors.Is(err, ErrClosed) {
+	if errors.Is(err, engine.ErrBrokerUnavailable) || errors.Is(err, ErrBrokerClosed) {
 		return err
 	}
 	if isNotFound(err) {

@@ -28,7 +28,7 @@ func (h *connHolder) get(ctx context.Context) (*amqp.Connection, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return nil, ErrClosed
+		return nil, ErrBrokerClosed
 	}
 	if h.conn != nil && !h.conn.IsClosed() {
 		return h.conn, nil

@@ -111,8 +111,8 @@ func TestReconnect(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Inspect(ctx, q); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Inspect after Close: %v, want ErrClosed", err)
+	if _, err := b.Inspect(ctx, q); !errors.Is(err, ErrBrokerClosed) {
+		t.Fatalf("Inspect after Close: %v, want ErrBrokerClosed", err)
 	}
 }
 

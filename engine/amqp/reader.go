@@ -67,8 +67,9 @@ type held struct {
 }
 
 // openReader probes queue with a passive declare and prepares a reader for
-// the messages ready at that moment. A missing queue is
-// engine.ErrQueueNotFound.
+// the messages ready at that moment, after waiting for this Broker's
+// earlier returns to the queue to show (see pendingReturns). A missing
+// queue is engine.ErrQueueNotFound.
 func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, error) {
 	conn, err := b.conns.get(ctx)
 	if err != nil {
@@ -84,6 +85,9 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 		}
 	}
 	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
+	if n := b.pending.take(queue); err == nil && n > q.Messages {
+		q, err = b.awaitReturns(ctx, ch, queue, n, q)
+	}
 	if err != nil {
 		closeQuietly(ch)
 		return nil, b.classify(err)
@@ -226,7 +230,8 @@ func (r *holdReader) ack(h held) error {
 // (so nothing returned is delivered to a later window), drains what was
 // still in flight, then sends Nack(0, multiple, requeue) and closes each
 // channel in window order, waiting for each close so the returns reach the
-// queue in order. It reports how many deliveries it returned. A channel the
+// queue in order. It reports how many deliveries it returned, and records
+// them so the next read of the queue waits until they show (settle.go). A channel the
 // broker closed earlier had its deliveries returned by the broker itself,
 // which release reports as an error.
 func (r *holdReader) release() (int, error) {
@@ -267,6 +272,7 @@ func (r *holdReader) release() (int, error) {
 			errs = append(errs, fmt.Errorf("close channel: %w", r.b.classify(err)))
 		}
 	}
+	r.b.pending.add(r.queue, returned)
 	return returned, errors.Join(errs...)
 }
 

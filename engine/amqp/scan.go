@@ -27,9 +27,13 @@ const typeLookupTimeout = 2 * time.Second
 // without a delivery limit, returned messages go to the tail, so a partial
 // read would rotate the queue: after a visit error Scan therefore still
 // reads the rest of the messages (without visiting them) before returning
-// them all. Before returning, Scan waits (up to Config.SettleTimeout, and
-// only while the queue has no consumer) until the returned messages show in
-// the queue's ready count, since quorum queues apply returns asynchronously.
+// them all.
+//
+// Scan returns once the broker has been told to return the messages; a
+// quorum queue applies the returns asynchronously (seconds for 100,000), so
+// its ready count may still be short when Scan returns. The next Scan or
+// Move of the queue through the same Broker waits for them (up to
+// Config.SettleTimeout); other clients should poll the ready count.
 //
 // A missing queue is engine.ErrQueueNotFound; an unreachable broker is
 // engine.ErrBrokerUnavailable.
@@ -82,10 +86,7 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 			}
 		}
 	}
-	returned, relErr := r.release()
-	if relErr == nil && readErr == nil {
-		b.waitReturned(ctx, queue, returned)
-	}
+	_, relErr := r.release()
 	info.Duration = time.Since(start)
 
 	if relErr != nil {
@@ -98,31 +99,6 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 		return info, errors.Join(fmt.Errorf("amqp: scan %s: %w", queue, readErr), relErr)
 	}
 	return info, relErr
-}
-
-// waitReturned polls the queue's ready count until it has room for the n
-// messages just returned, at most SettleTimeout, and only while the queue
-// has no consumer (a consumer may legitimately take them at once).
-func (b *Broker) waitReturned(ctx context.Context, queue string, n int) {
-	if n == 0 {
-		return
-	}
-	deadline := time.Now().Add(b.cfg.SettleTimeout)
-	pause := 2 * time.Millisecond
-	for {
-		q, found, err := b.declarePassive(ctx, queue)
-		if err != nil || !found || q.Messages >= n || q.Consumers > 0 || time.Now().After(deadline) {
-			return
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		pause = min(2*pause, 100*time.Millisecond)
-	}
 }
 
 // toMessage is the engine's view of a held delivery. The delivery itself

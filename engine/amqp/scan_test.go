@@ -250,3 +250,53 @@ func TestReaderAckThenRelease(t *testing.T) {
 		})
 	}
 }
+
+// TestReadWaitsForPendingReturns: a read of a queue this Broker returned
+// messages to waits until they show in the ready count, within
+// SettleTimeout.
+func TestReadWaitsForPendingReturns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	q := e.queue("t-pending", nil)
+	pubs := testMessages(10)
+	e.publish(q, pubs[:5])
+	b := testBroker(t, Config{SettleTimeout: 20 * time.Second})
+	ctx := context.Background()
+
+	// As if the last read had returned 10 messages not yet applied: the
+	// missing 5 arrive a moment after the read begins.
+	b.pending.add(q, 10)
+	published := make(chan error, 1)
+	go func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); <-tick.C {
+			b.pending.mu.Lock()
+			taken := b.pending.n[q] == 0
+			b.pending.mu.Unlock()
+			if taken { // the read has counted 5 and is waiting for 10
+				break
+			}
+		}
+		published <- publishConfirmed(e.conn, q, pubs[5:])
+	}()
+	info, err := b.Scan(ctx, q, func(engine.Message) error { return nil })
+	if err != nil || info.Read != 10 {
+		t.Fatalf("Scan = %+v, %v; want all 10 messages read", info, err)
+	}
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+
+	// Returns that never show delay the read by SettleTimeout at most.
+	b2 := testBroker(t, Config{SettleTimeout: 200 * time.Millisecond})
+	b2.pending.add(q, 1000)
+	start := time.Now()
+	info, err = b2.Scan(ctx, q, func(engine.Message) error { return nil })
+	if err != nil || info.Read != 10 {
+		t.Fatalf("Scan = %+v, %v; want 10", info, err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Scan waited %v for returns that never came, SettleTimeout is 200ms", d)
+	}
+}
