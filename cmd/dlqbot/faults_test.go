@@ -241,3 +241,57 @@ func ownerKilled(t testing.TB, lease string) (time.Duration, int, int) {
 	dups := f.accountFor(t, id)
 	return took, rep.Sent, len(dups)
 }
+
+// TestSIGTERMPausesAndReleases stops a serve process with SIGTERM in the
+// middle of a replay: it must finish its in-flight copies, release the
+// lease and leave the replay paused (resumable), losing nothing.
+func TestSIGTERMPausesAndReleases(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 400)
+	srv := start(t, merge(f.env, "DLQBOT_HTTP_ADDR", freeAddr(t)), "serve")
+	testkit.Eventually(t, 20*time.Second, "the worker announced", func() bool {
+		ws, _ := f.st.Workers().List(context.Background())
+		return len(ws) == 1
+	})
+	follower := start(t, f.env, "replay", f.token, "step=400", "cap=400", "rate=100", "timeout=20s", "--json")
+	id := f.replayID(t)
+	testkit.Eventually(t, 20*time.Second, "50 delivered", func() bool {
+		n := 0
+		for _, c := range f.delivered() {
+			n += c
+		}
+		return n >= 50
+	})
+	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-srv.done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not exit within 20s of SIGTERM")
+	}
+	if code := srv.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("serve exit %d after SIGTERM, want 0", code)
+	}
+	rep, err := f.st.Replays().Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.State != engine.StatePaused {
+		t.Fatalf("state %s after SIGTERM, want paused (%s)", rep.State, rep.Note)
+	}
+	if owner, _ := f.st.Leases().Owner(context.Background(), id); owner != "" {
+		t.Fatalf("lease still held by %s after SIGTERM", owner)
+	}
+	<-follower.done
+	dups := f.accountFor(t, id)
+	if len(dups) != 0 {
+		t.Errorf("a clean shutdown duplicated %d message(s)", len(dups))
+	}
+	entries, _ := f.st.Ledger().Entries(context.Background(), id)
+	for _, e := range entries {
+		if e.Pending {
+			t.Errorf("ledger entry %s still pending after a clean shutdown", e.ID)
+		}
+	}
+}
