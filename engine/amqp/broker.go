@@ -19,7 +19,7 @@ const (
 	DefaultIdleTimeout   = 3 * time.Second
 	DefaultHTTPTimeout   = 10 * time.Second
 	DefaultDialTimeout   = 5 * time.Second
-	DefaultSettleTimeout = 10 * time.Second
+	DefaultSettleTimeout = 30 * time.Second
 	// MaxPrefetch is the largest prefetch basic.qos can express (16 bits).
 	MaxPrefetch = 65535
 )

@@ -82,21 +82,22 @@ func (h *connHolder) dial(ctx context.Context) (*amqp.Connection, error) {
 }
 
 // channel opens a channel on a live connection, re-dialling once when the
-// connection turns out to have died since it was last used.
-func (h *connHolder) channel(ctx context.Context) (*amqp.Channel, error) {
+// connection turns out to have died since it was last used. It returns the
+// connection too, for callers that open more channels on the same one.
+func (h *connHolder) channel(ctx context.Context) (*amqp.Connection, *amqp.Channel, error) {
 	for attempt := 0; ; attempt++ {
 		conn, err := h.get(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		ch, err := conn.Channel()
 		if err == nil {
-			return ch, nil
+			return conn, ch, nil
 		}
 		if attempt == 0 && (errors.Is(err, amqp.ErrClosed) || conn.IsClosed()) {
 			continue
 		}
-		return nil, h.b.classify(err)
+		return nil, nil, h.b.classify(err)
 	}
 }
 
@@ -118,7 +119,8 @@ func (h *connHolder) close() error {
 
 // channel opens a fresh channel for one operation.
 func (b *Broker) channel(ctx context.Context) (*amqp.Channel, error) {
-	return b.conns.channel(ctx)
+	_, ch, err := b.conns.channel(ctx)
+	return ch, err
 }
 
 // closeQuietly closes a channel whose work is done; a channel the broker

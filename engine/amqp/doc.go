@@ -14,7 +14,10 @@
 //     cancel, drain and return everything with Nack(0, multiple, requeue),
 //     channel by channel in order (never a basic.get loop, never Reject,
 //     never a bare close: on quorum queues every return may count a
-//     delivery);
+//     delivery). A quorum queue with a delivery limit scrambles a large
+//     multi-message return, so there the messages go back 32 at a time,
+//     each step awaited. Returns a quorum queue has not applied yet are
+//     remembered, and the next read of that queue waits for them;
 //   - Route, which resolves an exchange and routing key to queues through
 //     the exchange's bindings as listed by the management API;
 //   - QueueStats, the management API's counters for a queue, which the

@@ -61,6 +61,13 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	if err != nil {
 		return engine.MoveResult{}, fmt.Errorf("amqp: move from %s: %w", req.Queue, err)
 	}
+	// Like Scan: a quorum queue with a delivery limit scrambles a large
+	// one-shot return, so what the move leaves is returned in paced chunks.
+	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
+	if q, _ := b.mgmt.queue(tctx, req.Queue, false); q != nil {
+		r.paced = q.queueType() == "quorum" && q.deliveryLimit() > 0
+	}
+	cancel()
 	m := &mover{b: b, req: req, r: r, user: b.uri.Username}
 	err = m.run(ctx)
 	// Whatever happened, settle what was published and return the rest.

@@ -44,19 +44,25 @@ type holdReader struct {
 	done   bool // errReadDone was returned
 	timer  *time.Timer
 	closed bool
+	// paced makes release return messages in small ordered steps (see
+	// returns.go); the caller sets it for quorum queues with a delivery
+	// limit, which would otherwise scramble a large return.
+	paced bool
 }
 
 // heldChan is one channel of a holdReader and the deliveries it holds.
 type heldChan struct {
+	queue      string
 	ch         *amqp.Channel
 	tag        string
 	deliveries <-chan amqp.Delivery
 	closes     chan *amqp.Error
-	window     int  // prefetch of this channel
-	got        int  // deliveries handed out by next
-	drained    int  // deliveries that arrived after the read ended
-	acked      int  // deliveries acked individually
-	cancelled  bool // consumer cancelled (by us, or by the broker)
+	window     int      // prefetch of this channel
+	got        int      // deliveries handed out by next
+	drained    int      // deliveries that arrived after the read ended
+	acked      int      // deliveries acked individually
+	cancelled  bool     // consumer cancelled (by us, or by the broker)
+	ackedTags  []uint64 // delivery tags acked individually, for paced returns
 }
 
 // held is one delivery held by a holdReader.
@@ -71,18 +77,9 @@ type held struct {
 // earlier returns to the queue to show (see pendingReturns). A missing
 // queue is engine.ErrQueueNotFound.
 func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, error) {
-	conn, err := b.conns.get(ctx)
+	conn, ch, err := b.conns.channel(ctx)
 	if err != nil {
 		return nil, err
-	}
-	ch, err := conn.Channel()
-	if err != nil {
-		if conn, err = b.conns.get(ctx); err != nil { // the connection died: one re-dial
-			return nil, err
-		}
-		if ch, err = conn.Channel(); err != nil {
-			return nil, b.classify(err)
-		}
 	}
 	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
 	if n := b.pending.take(queue); err == nil && n > q.Messages {
@@ -180,6 +177,7 @@ func (r *holdReader) open() (*heldChan, error) {
 		}
 	}
 	c := &heldChan{
+		queue:  r.queue,
 		ch:     ch,
 		tag:    fmt.Sprintf("dlqbot-%s-%d", r.id, len(r.chans)),
 		window: min(r.window, r.want-r.seq),
@@ -223,76 +221,8 @@ func (r *holdReader) ack(h held) error {
 		return r.b.classify(err)
 	}
 	h.c.acked++
+	h.c.ackedTags = append(h.c.ackedTags, h.d.DeliveryTag)
 	return nil
-}
-
-// release returns every delivery not acked: it cancels all consumers first
-// (so nothing returned is delivered to a later window), drains what was
-// still in flight, then sends Nack(0, multiple, requeue) and closes each
-// channel in window order, waiting for each close so the returns reach the
-// queue in order. It reports how many deliveries it returned, and records
-// them so the next read of the queue waits until they show (settle.go). A channel the
-// broker closed earlier had its deliveries returned by the broker itself,
-// which release reports as an error.
-func (r *holdReader) release() (int, error) {
-	if r.closed {
-		return 0, nil
-	}
-	r.closed = true
-	if r.timer != nil {
-		r.timer.Stop()
-	}
-	closeQuietly(r.spare)
-	var errs []error
-	for _, c := range r.chans {
-		if c.cancelled || c.ch.IsClosed() {
-			continue
-		}
-		if err := c.ch.Cancel(c.tag, false); err != nil {
-			errs = append(errs, fmt.Errorf("cancel consumer: %w", r.b.classify(err)))
-		}
-	}
-	for _, c := range r.chans {
-		c.drained += drain(c.deliveries)
-	}
-	returned := 0
-	for i, c := range r.chans {
-		if c.ch.IsClosed() {
-			errs = append(errs, fmt.Errorf("channel %d closed before its messages were returned: the broker requeued them itself", i))
-			continue
-		}
-		if n := c.got + c.drained - c.acked; n > 0 {
-			if err := c.ch.Nack(0, true, true); err != nil {
-				errs = append(errs, fmt.Errorf("return messages: %w", r.b.classify(err)))
-				continue
-			}
-			returned += n
-		}
-		if err := c.ch.Close(); err != nil && !errors.Is(err, amqp.ErrClosed) {
-			errs = append(errs, fmt.Errorf("close channel: %w", r.b.classify(err)))
-		}
-	}
-	r.b.pending.add(r.queue, returned)
-	return returned, errors.Join(errs...)
-}
-
-// drain consumes a cancelled consumer's remaining deliveries until the
-// library closes the stream, and counts them.
-func drain(deliveries <-chan amqp.Delivery) int {
-	n := 0
-	t := time.NewTimer(drainTimeout)
-	defer t.Stop()
-	for {
-		select {
-		case _, ok := <-deliveries:
-			if !ok {
-				return n
-			}
-			n++
-		case <-t.C:
-			return n
-		}
-	}
 }
 
 // randomID returns 8 random bytes in hex.

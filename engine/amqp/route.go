@@ -23,6 +23,9 @@ const maxRouteDepth = 5
 // is engine.ErrBrokerUnavailable.
 func (b *Broker) Route(ctx context.Context, exchange, routingKey string) ([]string, error) {
 	if exchange == "" || exchange == "amq.default" {
+		if routingKey == "" { // "" would name the channel's last declared queue
+			return nil, nil
+		}
 		_, found, err := b.declarePassive(ctx, routingKey)
 		if err != nil {
 			return nil, fmt.Errorf("amqp: route %q %q: %w", exchange, routingKey, err)

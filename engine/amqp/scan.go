@@ -65,6 +65,9 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 	// without a limit, or a type we could not learn) only returning the
 	// whole queue keeps its order.
 	wholeOnly := info.QueueType != "classic" && limit == 0
+	// With a delivery limit a quorum queue puts returns near the head, but
+	// scrambles a large multi-message return: return in paced chunks.
+	r.paced = info.QueueType == "quorum" && limit > 0
 
 	var visitErr, readErr error
 	for {

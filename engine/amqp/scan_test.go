@@ -3,6 +3,7 @@ package amqp
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,13 @@ var queueTypes = []struct {
 	{"quorum", amqp.Table{"x-queue-type": "quorum"}},
 }
 
+// scanQueueTypes adds a quorum queue with a delivery limit, where returns
+// go near the head rather than to the tail.
+var scanQueueTypes = append(queueTypes[:len(queueTypes):len(queueTypes)], struct {
+	name string
+	args amqp.Table
+}{"quorum-limit", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(100)}})
+
 // TestScanLeavesQueueUnchanged scans classic and quorum DLQs, within one
 // prefetch window and across several channels, and checks that visit saw
 // every message in order and that the queue still holds the same messages
@@ -33,7 +41,7 @@ func TestScanLeavesQueueUnchanged(t *testing.T) {
 		{"one-window", 200, 0},
 		{"many-windows", 300, 50},
 	}
-	for _, qt := range queueTypes {
+	for _, qt := range scanQueueTypes {
 		for _, tc := range cases {
 			t.Run(qt.name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
@@ -54,8 +62,8 @@ func TestScanLeavesQueueUnchanged(t *testing.T) {
 				if info.Read != tc.n || len(seen) != tc.n {
 					t.Fatalf("Scan read %d (visited %d), want %d", info.Read, len(seen), tc.n)
 				}
-				if info.QueueType != qt.name {
-					t.Errorf("ScanInfo.QueueType = %q, want %q", info.QueueType, qt.name)
+				if want := strings.TrimSuffix(qt.name, "-limit"); info.QueueType != want {
+					t.Errorf("ScanInfo.QueueType = %q, want %q", info.QueueType, want)
 				}
 				if info.Duration <= 0 {
 					t.Errorf("ScanInfo.Duration = %v", info.Duration)
@@ -72,7 +80,7 @@ func TestScanLeavesQueueUnchanged(t *testing.T) {
 func TestScanVisitErrorMidway(t *testing.T) {
 	t.Parallel()
 	errStop := errors.New("enough")
-	for _, qt := range queueTypes {
+	for _, qt := range scanQueueTypes {
 		t.Run(qt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
@@ -212,7 +220,7 @@ func TestReaderIdleTimeout(t *testing.T) {
 // deliveries leave the queue, the rest are returned in order.
 func TestReaderAckThenRelease(t *testing.T) {
 	t.Parallel()
-	for _, qt := range queueTypes {
+	for _, qt := range scanQueueTypes {
 		t.Run(qt.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
@@ -225,6 +233,7 @@ func TestReaderAckThenRelease(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			r.paced = qt.name == "quorum-limit"
 			var kept []amqp.Publishing
 			for {
 				h, err := r.next(ctx)
