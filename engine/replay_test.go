@@ -75,11 +75,23 @@ func ids(ds []amqp.Delivery) map[string]int {
 }
 
 func TestReplayAppliesExactlyThePreview(t *testing.T) {
-	t.Parallel()
+	for _, kind := range []string{"classic", "quorum-with-limit"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			var args amqp.Table
+			if kind != "classic" {
+				args = testkit.Quorum(amqp.Table{"x-delivery-limit": 20})
+			}
+			replayExactly(t, args)
+		})
+	}
+}
+
+func replayExactly(t *testing.T, dlqArgs amqp.Table) {
 	e := newEnv(t, fast)
 	r := e.rabbit
 	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
+	r.Topology(src, dlq, dlqArgs)
 	msgs := testkit.Msgs(20, 200)
 	msgs[3] = msgs[2] // two identical copies: the multiset counts both
 	r.Reject(src, msgs...)
