@@ -77,7 +77,7 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 	for id := range want {
 		ids = append(ids, id)
 	}
-	hist, err := s.d.Ledger.History(ctx, ids)
+	hist, err := s.d.Ledger.History(ctx, f.DLQ, ids)
 	if err != nil {
 		return f, nil, fmt.Errorf("engine: compare %s: history: %w", token, err)
 	}

@@ -167,7 +167,7 @@ func (s *Service) addHistory(ctx context.Context, p *Preview) error {
 	for i, m := range p.Messages {
 		ids[i] = m.ID
 	}
-	hist, err := s.d.Ledger.History(ctx, ids)
+	hist, err := s.d.Ledger.History(ctx, p.DLQ.Name, ids)
 	if err != nil {
 		return fmt.Errorf("engine: preview: replay history: %w", err)
 	}

@@ -167,7 +167,7 @@ func TestPreviewShowsLedgerHistory(t *testing.T) {
 	}
 	id := p1.Messages[1].ID
 	at := time.Now().UTC().Truncate(time.Second)
-	if err := e.store.Ledger().Confirm(ctx, []engine.LedgerEntry{{ReplayID: "r_00000000000000aa", ID: id, Target: src, At: at}}); err != nil {
+	if err := e.store.Ledger().Confirm(ctx, []engine.LedgerEntry{{ReplayID: "r_00000000000000aa", DLQ: dlq, ID: id, Target: src, At: at}}); err != nil {
 		t.Fatal(err)
 	}
 	p2, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U1")

@@ -64,6 +64,7 @@ type Tokens interface {
 // LedgerEntry records one copy a replay sent (or was about to send).
 type LedgerEntry struct {
 	ReplayID string    `json:"replay_id"`
+	DLQ      string    `json:"dlq"` // the queue the original was taken from
 	ID       string    `json:"id"`
 	Target   string    `json:"target"`
 	Seq      int       `json:"seq"`
@@ -91,8 +92,9 @@ type Ledger interface {
 	// Abandon withdraws pending intents whose copies were certainly not
 	// sent (never published, unroutable, nacked).
 	Abandon(ctx context.Context, entries []LedgerEntry) error
-	// History returns, per message id, the replays that sent it, newest first.
-	History(ctx context.Context, ids []string) (map[string][]Sent, error)
+	// History returns, per message id of dlq, the replays that sent it,
+	// newest first.
+	History(ctx context.Context, dlq string, ids []string) (map[string][]Sent, error)
 	// Entries returns everything replayID recorded, in send order.
 	Entries(ctx context.Context, replayID string) ([]LedgerEntry, error)
 }

@@ -36,7 +36,7 @@ func (k keys) tokenUsed(tok string) string { return k.p + "{" + tok + "}:used" }
 func (k keys) replay(id string) string     { return k.p + "{" + id + "}:replay" }
 func (k keys) lease(id string) string      { return k.p + "{" + id + "}:lease" }
 func (k keys) ledger(id string) string     { return k.p + "{" + id + "}:ledger" }
-func (k keys) message(id string) string    { return k.p + "msg:" + id }
+func (k keys) sent(dlq string) string      { return k.p + "sent:" + dlq }
 func (k keys) replays() string             { return k.p + "replays" }
 func (k keys) schedule() string            { return k.p + "schedule" }
 func (k keys) workers() string             { return k.p + "workers" }

@@ -29,7 +29,7 @@ func TestKeysShareSlots(t *testing.T) {
 			t.Errorf("token key %q hashes %q", key, hashTag(key))
 		}
 	}
-	for _, key := range []string{k.replays(), k.schedule(), k.workers(), k.jobs(), k.message("m1")} {
+	for _, key := range []string{k.replays(), k.schedule(), k.workers(), k.jobs(), k.sent("orders.dlq")} {
 		if !strings.HasPrefix(key, "dlqbot:") || strings.ContainsAny(key, "{}") {
 			t.Errorf("global key %q", key)
 		}

@@ -16,32 +16,61 @@ import (
 
 var _ engine.Ledger = (*Ledger)(nil)
 
-// Pipeline sizes: History reads historyChunk message hashes per round trip,
-// Entries reads entriesChunk log records per LRANGE.
-const (
-	historyChunk = 50000
-	entriesChunk = 10000
-)
+// historyChunk is how many ids one HMGET of History asks for.
+const historyChunk = 10000
 
 // Ledger records what replays sent (§5) and answers "was this replayed?". It
 // implements engine.Ledger.
 //
-// Each replay has a log (P{<replay>}:ledger, a list) of intent and confirm
-// records in the order they were written; each message id has a hash
-// (Pmsg:<id>) with, per replay, the confirmed copy count and the last send
-// time. Writes are pipelines of single-key commands, one round trip per
-// call, whatever the batch size. A pipeline is not a transaction: a call
-// that fails midway may have recorded part of its batch.
+// Each replay has a log (P{<replay>}:ledger, a list) with one record per
+// batch of intents, confirms or abandons, in the order they were written.
+// Each DLQ has an index (Psent:<dlq>, a hash) from message id to the latest
+// replays that sent it ("<replay>:<unix ms>:<copies>", newest first, at most
+// five), updated by one Lua script per confirmed batch. A write is one
+// pipelined round trip of a few commands whatever the batch size — the
+// ledger must cost per batch, not per message, or it would slow a replay.
+// A pipeline is not a transaction: a call that fails midway may have
+// recorded part of its batch.
 type Ledger struct{ b *base }
 
-// logRec is one ledger log record.
+// logRec is one ledger log record: a batch of entries of one kind.
 type logRec struct {
-	Kind   string `json:"k"` // "i" intent, "c" confirm, "a" abandoned intent
-	ID     string `json:"id"`
-	Target string `json:"t,omitempty"`
-	Seq    int    `json:"s,omitempty"`
-	At     int64  `json:"a"` // unix ms
+	Kind    string     `json:"k"` // "i" intent, "c" confirm, "a" abandoned intent
+	At      int64      `json:"a"` // unix ms
+	Entries []logEntry `json:"e"`
 }
+
+// logEntry is [id, target, seq, dlq].
+type logEntry [4]any
+
+// indexScript records confirmed sends in a DLQ's index.
+//
+//	KEYS[1] the DLQ's sent hash
+//	ARGV[1] retention in ms (0: none), ARGV[2] replay id, ARGV[3] unix ms,
+//	then pairs of message id and copies sent
+//
+// Each id's value lists the latest replays that sent it, newest first, at
+// most five: "<replay>:<ms>:<copies>,…"; a replay sending an id again adds
+// to its copies and moves to the front.
+var indexScript = redis.NewScript(`
+local key, rid, ms = KEYS[1], ARGV[2], ARGV[3]
+for i = 4, #ARGV, 2 do
+  local id, n = ARGV[i], tonumber(ARGV[i+1])
+  local rest = {}
+  local cur = redis.call('HGET', key, id)
+  if cur then
+    for part in string.gmatch(cur, '[^,]+') do
+      local r, c = string.match(part, '^([^:]+):[^:]+:(%d+)$')
+      if r == rid then n = n + tonumber(c) elseif #rest < 4 then rest[#rest+1] = part end
+    end
+  end
+  local v = rid .. ':' .. ms .. ':' .. n
+  if #rest > 0 then v = v .. ',' .. table.concat(rest, ',') end
+  redis.call('HSET', key, id, v)
+end
+if tonumber(ARGV[1]) > 0 then redis.call('PEXPIRE', key, ARGV[1]) end
+return 1
+`)
 
 // Intend records entries as pending (an intent) before they are published.
 func (l *Ledger) Intend(ctx context.Context, entries []engine.LedgerEntry) error {
@@ -61,18 +90,30 @@ func (l *Ledger) Confirm(ctx context.Context, entries []engine.LedgerEntry) erro
 	return nil
 }
 
+// Abandon withdraws pending intents whose copies were certainly not sent
+// (never published, returned unroutable, nacked): they stop counting as
+// "maybe sent".
+func (l *Ledger) Abandon(ctx context.Context, entries []engine.LedgerEntry) error {
+	if err := l.write(ctx, "a", entries); err != nil {
+		return fail(err, "ledger abandon")
+	}
+	return nil
+}
+
 func (l *Ledger) write(ctx context.Context, kind string, entries []engine.LedgerEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	now := l.b.now()
-	logs := map[string][]any{} // replay id → log records
-	type sends struct {
-		count int64
-		last  int64
+	type group struct {
+		rid, dlq string
+		at       int64
+		recs     []logEntry
+		copies   map[string]int
+		order    []string
 	}
-	msgs := map[string]map[string]*sends{} // message id → replay id → sends
-	var order []string                     // replay ids in first-seen order
+	now := l.b.now()
+	var groups []*group
+	byKey := map[[3]string]*group{}
 	for _, e := range entries {
 		if err := checkTag("replay id", e.ReplayID); err != nil {
 			return err
@@ -84,58 +125,50 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 		if at.IsZero() {
 			at = now
 		}
-		rec, err := json.Marshal(logRec{Kind: kind, ID: e.ID, Target: e.Target, Seq: e.Seq, At: at.UnixMilli()})
-		if err != nil {
-			return err
+		k := [3]string{e.ReplayID, e.DLQ, strconv.FormatInt(at.UnixMilli(), 10)}
+		g := byKey[k]
+		if g == nil {
+			g = &group{rid: e.ReplayID, dlq: e.DLQ, at: at.UnixMilli(), copies: map[string]int{}}
+			byKey[k] = g
+			groups = append(groups, g)
 		}
-		if _, ok := logs[e.ReplayID]; !ok {
-			order = append(order, e.ReplayID)
+		g.recs = append(g.recs, logEntry{e.ID, e.Target, e.Seq, e.DLQ})
+		if g.copies[e.ID] == 0 {
+			g.order = append(g.order, e.ID)
 		}
-		logs[e.ReplayID] = append(logs[e.ReplayID], rec)
-		if kind != "c" {
-			continue
-		}
-		byReplay := msgs[e.ID]
-		if byReplay == nil {
-			byReplay = map[string]*sends{}
-			msgs[e.ID] = byReplay
-		}
-		s := byReplay[e.ReplayID]
-		if s == nil {
-			s = &sends{}
-			byReplay[e.ReplayID] = s
-		}
-		s.count++
-		s.last = max(s.last, at.UnixMilli())
+		g.copies[e.ID]++
 	}
 	keep := l.b.cfg.retentionMs()
 	pipe := l.b.rdb.Pipeline()
-	for _, rid := range order {
-		key := l.b.k.ledger(rid)
-		pipe.RPush(ctx, key, logs[rid]...)
+	for _, g := range groups {
+		rec, err := json.Marshal(logRec{Kind: kind, At: g.at, Entries: g.recs})
+		if err != nil {
+			return err
+		}
+		key := l.b.k.ledger(g.rid)
+		pipe.RPush(ctx, key, rec)
 		if keep > 0 {
 			pipe.PExpire(ctx, key, time.Duration(keep)*time.Millisecond)
 		}
-	}
-	for id, byReplay := range msgs {
-		key := l.b.k.message(id)
-		for rid, s := range byReplay {
-			pipe.HIncrBy(ctx, key, "c:"+rid, s.count)
-			pipe.HSet(ctx, key, "t:"+rid, s.last)
+		if kind != "c" {
+			continue
 		}
-		if keep > 0 {
-			pipe.PExpire(ctx, key, time.Duration(keep)*time.Millisecond)
+		args := make([]any, 0, 3+2*len(g.order))
+		args = append(args, keep, g.rid, g.at)
+		for _, id := range g.order {
+			args = append(args, id, g.copies[id])
 		}
+		indexScript.Eval(ctx, pipe, []string{l.b.k.sent(g.dlq)}, args...)
 	}
 	_, err := pipe.Exec(ctx)
 	return err
 }
 
-// History returns, per message id, the replays that sent it, newest first,
-// with the copies each sent and its approver. Ids never replayed are absent
-// from the map. It costs one pipelined round trip per 50,000 distinct ids,
-// plus one for the approvers of the replays found.
-func (l *Ledger) History(ctx context.Context, ids []string) (map[string][]engine.Sent, error) {
+// History returns, per message id of dlq, the replays that sent it (the
+// latest five), newest first, with the copies each sent and its approver.
+// Ids never replayed are absent from the map. It costs one pipelined round
+// trip, plus one for the approvers of the replays found.
+func (l *Ledger) History(ctx context.Context, dlq string, ids []string) (map[string][]engine.Sent, error) {
 	uniq := make([]string, 0, len(ids))
 	seen := make(map[string]struct{}, len(ids))
 	for _, id := range ids {
@@ -145,23 +178,31 @@ func (l *Ledger) History(ctx context.Context, ids []string) (map[string][]engine
 		}
 	}
 	out := map[string][]engine.Sent{}
-	approvers := map[string]string{} // replay id → approver
+	if len(uniq) == 0 {
+		return out, nil
+	}
+	pipe := l.b.rdb.Pipeline()
+	var cmds []*redis.SliceCmd
 	for start := 0; start < len(uniq); start += historyChunk {
-		chunk := uniq[start:min(start+historyChunk, len(uniq))]
-		pipe := l.b.rdb.Pipeline()
-		cmds := make([]*redis.MapStringStringCmd, len(chunk))
-		for i, id := range chunk {
-			cmds[i] = pipe.HGetAll(ctx, l.b.k.message(id))
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fail(err, "ledger history")
-		}
-		for i, id := range chunk {
-			if sent := parseSends(cmds[i].Val()); len(sent) > 0 {
-				out[id] = sent
-				for _, s := range sent {
-					approvers[s.ReplayID] = ""
-				}
+		cmds = append(cmds, pipe.HMGet(ctx, l.b.k.sent(dlq), uniq[start:min(start+historyChunk, len(uniq))]...))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fail(err, "ledger history")
+	}
+	approvers := map[string]string{} // replay id → approver
+	for c, cmd := range cmds {
+		for i, v := range cmd.Val() {
+			str, ok := v.(string)
+			if !ok {
+				continue
+			}
+			sent := parseSends(str)
+			if len(sent) == 0 {
+				continue
+			}
+			out[uniq[c*historyChunk+i]] = sent
+			for _, s := range sent {
+				approvers[s.ReplayID] = ""
 			}
 		}
 	}
@@ -171,39 +212,32 @@ func (l *Ledger) History(ctx context.Context, ids []string) (map[string][]engine
 	if err := l.approvers(ctx, approvers); err != nil {
 		return nil, err
 	}
-	for id, sent := range out {
+	for _, sent := range out {
 		for i := range sent {
 			sent[i].Approver = approvers[sent[i].ReplayID]
 		}
-		out[id] = sent
 	}
 	return out, nil
 }
 
-// parseSends turns a message hash (c:<replay> and t:<replay> fields) into
-// Sent records, newest first.
-func parseSends(h map[string]string) []engine.Sent {
+// parseSends reads an index value: "<replay>:<ms>:<copies>,…", newest first.
+func parseSends(v string) []engine.Sent {
 	var sent []engine.Sent
-	for f, v := range h {
-		rid, ok := strings.CutPrefix(f, "c:")
-		if !ok {
+	for _, part := range strings.Split(v, ",") {
+		f := strings.Split(part, ":")
+		if len(f) != 3 {
 			continue
 		}
-		n, _ := strconv.Atoi(v)
-		ms, _ := strconv.ParseInt(h["t:"+rid], 10, 64)
-		sent = append(sent, engine.Sent{ReplayID: rid, Count: n, At: time.UnixMilli(ms).UTC()})
-	}
-	slices.SortFunc(sent, func(a, b engine.Sent) int {
-		if c := b.At.Compare(a.At); c != 0 {
-			return c
+		ms, err1 := strconv.ParseInt(f[1], 10, 64)
+		n, err2 := strconv.Atoi(f[2])
+		if err1 != nil || err2 != nil {
+			continue
 		}
-		return strings.Compare(a.ReplayID, b.ReplayID)
-	})
+		sent = append(sent, engine.Sent{ReplayID: f[0], Count: n, At: time.UnixMilli(ms).UTC()})
+	}
 	return sent
 }
 
-// approvers fills in the approver of each replay in m from its record, in
-// one pipelined round trip; replays without a record keep "".
 func (l *Ledger) approvers(ctx context.Context, m map[string]string) error {
 	pipe := l.b.rdb.Pipeline()
 	cmds := make(map[string]*redis.StringCmd, len(m))
@@ -225,25 +259,14 @@ func (l *Ledger) approvers(ctx context.Context, m map[string]string) error {
 }
 
 // Entries returns everything replayID recorded, in send order: confirmed
-// sends, and intents never confirmed flagged Pending.
+// sends, and intents not (yet) confirmed flagged Pending. Abandoned intents
+// are left out.
 func (l *Ledger) Entries(ctx context.Context, replayID string) ([]engine.LedgerEntry, error) {
 	if err := checkTag("replay id", replayID); err != nil {
 		return nil, fmt.Errorf("store: ledger entries: %w", err)
 	}
-	key := l.b.k.ledger(replayID)
-	n, err := l.b.rdb.LLen(ctx, key).Result()
+	raw, err := l.b.rdb.LRange(ctx, l.b.k.ledger(replayID), 0, -1).Result()
 	if err != nil {
-		return nil, fail(err, "ledger entries %s", replayID)
-	}
-	if n == 0 {
-		return nil, nil
-	}
-	pipe := l.b.rdb.Pipeline()
-	var cmds []*redis.StringSliceCmd
-	for start := int64(0); start < n; start += entriesChunk {
-		cmds = append(cmds, pipe.LRange(ctx, key, start, start+entriesChunk-1))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fail(err, "ledger entries %s", replayID)
 	}
 	type match struct {
@@ -252,46 +275,39 @@ func (l *Ledger) Entries(ctx context.Context, replayID string) ([]engine.LedgerE
 	}
 	var out []engine.LedgerEntry
 	pending := map[match][]int{} // indexes in out of unconfirmed intents
-	for _, cmd := range cmds {
-		for _, raw := range cmd.Val() {
-			var rec logRec
-			if err := json.Unmarshal([]byte(raw), &rec); err != nil {
-				return nil, fmt.Errorf("store: ledger entries %s: decode: %w", replayID, err)
-			}
-			e := engine.LedgerEntry{ReplayID: replayID, ID: rec.ID, Target: rec.Target,
-				Seq: rec.Seq, At: time.UnixMilli(rec.At).UTC()}
-			m := match{rec.ID, rec.Target, rec.Seq}
-			if rec.Kind == "i" {
+	for _, r := range raw {
+		var rec logRec
+		if err := json.Unmarshal([]byte(r), &rec); err != nil {
+			return nil, fmt.Errorf("store: ledger entries %s: decode: %w", replayID, err)
+		}
+		at := time.UnixMilli(rec.At).UTC()
+		for _, le := range rec.Entries {
+			id, _ := le[0].(string)
+			target, _ := le[1].(string)
+			seqf, _ := le[2].(float64)
+			dlq, _ := le[3].(string)
+			e := engine.LedgerEntry{ReplayID: replayID, DLQ: dlq, ID: id, Target: target, Seq: int(seqf), At: at}
+			m := match{id, target, int(seqf)}
+			switch rec.Kind {
+			case "i":
 				e.Pending = true
 				out = append(out, e)
 				pending[m] = append(pending[m], len(out)-1)
-				continue
-			}
-			if rec.Kind == "a" {
+			case "a":
 				if q := pending[m]; len(q) > 0 {
 					out[q[0]].ID = "" // dropped below: that copy was never sent
 					pending[m] = q[1:]
 				}
-				continue
+			default:
+				if q := pending[m]; len(q) > 0 {
+					out[q[0]].Pending = false
+					out[q[0]].At = at
+					pending[m] = q[1:]
+					continue
+				}
+				out = append(out, e)
 			}
-			if q := pending[m]; len(q) > 0 {
-				out[q[0]].Pending = false
-				out[q[0]].At = e.At
-				pending[m] = q[1:]
-				continue
-			}
-			out = append(out, e)
 		}
 	}
 	return slices.DeleteFunc(out, func(e engine.LedgerEntry) bool { return e.ID == "" }), nil
-}
-
-// Abandon withdraws pending intents whose copies were certainly not sent
-// (never published, returned unroutable, nacked): they stop counting as
-// "maybe sent".
-func (l *Ledger) Abandon(ctx context.Context, entries []engine.LedgerEntry) error {
-	if err := l.write(ctx, "a", entries); err != nil {
-		return fail(err, "ledger abandon")
-	}
-	return nil
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func entry(rid, id string, seq int) engine.LedgerEntry {
-	return engine.LedgerEntry{ReplayID: rid, ID: id, Target: "orders", Seq: seq}
+	return engine.LedgerEntry{ReplayID: rid, DLQ: "orders.dlq", ID: id, Target: "orders", Seq: seq}
 }
 
 func TestLedgerIntendConfirm(t *testing.T) {
@@ -52,7 +52,7 @@ func TestLedgerIntendConfirm(t *testing.T) {
 	if none, err := l.Entries(e.ctx, "r_none"); err != nil || len(none) != 0 {
 		t.Errorf("unknown replay: %v %v", none, err)
 	}
-	hist, err := l.History(e.ctx, []string{"a", "b", "c", "d", "zz"})
+	hist, err := l.History(e.ctx, "orders.dlq", []string{"a", "b", "c", "d", "zz"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +77,7 @@ func TestLedgerHistoryNewestFirst(t *testing.T) {
 	if err := l.Confirm(e.ctx, []engine.LedgerEntry{entry("r_new", "m", 1), entry("r_gone", "m", 1)}); err != nil {
 		t.Fatal(err)
 	}
-	hist, err := l.History(e.ctx, []string{"m", "m"})
+	hist, err := l.History(e.ctx, "orders.dlq", []string{"m", "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestLedgerHistory100k(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := hook.cmds.Load() + hook.pipes.Load()
-	hist, err := l.History(e.ctx, append(ids, "never-sent"))
+	hist, err := l.History(e.ctx, "orders.dlq", append(ids, "never-sent"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -180,7 +180,7 @@ func TestUnreachableRedis(t *testing.T) {
 			_, _, err := st.Leases().Acquire(ctx, "r_x", "w", time.Second)
 			return err
 		}(),
-		"history": func() error { _, err := st.Ledger().History(ctx, []string{"m"}); return err }(),
+		"history": func() error { _, err := st.Ledger().History(ctx, "q", []string{"m"}); return err }(),
 		"get":     func() error { _, err := st.Replays().Get(ctx, "r_x"); return err }(),
 	}
 	for name, err := range checks {

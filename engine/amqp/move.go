@@ -40,6 +40,10 @@ type mover struct {
 	done    []*inflight // confirmed, not yet recorded and acked
 	// doneSince is when the oldest of done was confirmed.
 	doneSince time.Time
+	// The recorder: batches waiting for the ledger, and back from it.
+	toRecord  chan []*inflight
+	recorded  chan recorded
+	recording int // batches handed to the recorder and not yet acked
 	res       engine.MoveResult
 	user      string
 	next      time.Time // pacing: earliest time of the next publish
@@ -69,6 +73,7 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	}
 	cancel()
 	m := &mover{b: b, req: req, r: r, user: b.uri.Username}
+	m.startRecorder(ctx)
 	err = m.run(ctx)
 	// Whatever happened, settle what was published and return the rest.
 	m.finish(ctx)
@@ -95,7 +100,7 @@ func (m *mover) run(ctx context.Context) error {
 	}
 	// Buffered beyond the window: a blocked listener loses notifications.
 	m.returns = pub.NotifyReturn(make(chan amqp.Return, m.req.Window+64))
-	batch := max(1, min(m.req.Window/4, 100))
+	batch := max(1, min(m.req.Window/2, 250))
 	if m.req.Rate > 0 {
 		batch = max(1, min(batch, int(m.req.Rate/10)))
 	}

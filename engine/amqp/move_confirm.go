@@ -91,38 +91,94 @@ func (m *mover) maybeFlush(ctx context.Context, idle bool) error {
 // flushAfter is the longest a confirmed copy waits to be recorded and acked.
 const flushAfter = 20 * time.Millisecond
 
-// flush hands the confirmed copies to req.Confirmed (the ledger) and only
-// then acks their originals. If recording fails, the originals stay in the
-// DLQ and the move stops: their copies were sent, which the pending ledger
-// intents show.
+// recorded is a confirmed batch after the ledger write.
+type recorded struct {
+	batch []*inflight
+	err   error
+}
+
+// recorderDepth is how many confirmed batches may wait to be recorded
+// while publishing goes on.
+const recorderDepth = 4
+
+// startRecorder runs the ledger writes (req.Confirmed) off the publish
+// loop, so a Redis round trip never stalls publishing. Acks still follow
+// the write: the loop acks a batch only once it comes back recorded. The
+// writes use a context that outlives ctx, so copies confirmed before a
+// shutdown are still recorded.
+func (m *mover) startRecorder(ctx context.Context) {
+	m.toRecord = make(chan []*inflight, recorderDepth)
+	m.recorded = make(chan recorded, recorderDepth+1)
+	wctx := context.WithoutCancel(ctx)
+	go func() {
+		for batch := range m.toRecord {
+			var err error
+			if m.req.Confirmed != nil {
+				moved := make([]engine.Moved, len(batch))
+				for i, f := range batch {
+					moved[i] = f.moved
+				}
+				err = m.req.Confirmed(wctx, moved)
+			}
+			m.recorded <- recorded{batch, err}
+		}
+	}()
+}
+
+// flush hands the confirmed copies to the recorder, then acks whatever it
+// has recorded so far.
 func (m *mover) flush(ctx context.Context) error {
-	batch := m.done
-	m.done = nil
-	moved := make([]engine.Moved, len(batch))
-	for i, f := range batch {
-		moved[i] = f.moved
+	if len(m.done) > 0 {
+		m.toRecord <- m.done
+		m.recording++
+		m.done = nil
 	}
-	if m.req.Confirmed != nil {
-		if err := m.req.Confirmed(ctx, moved); err != nil {
-			for _, f := range batch {
+	return m.ackRecorded(false)
+}
+
+// ackRecorded acks the originals of recorded batches; with wait, it waits
+// for every batch handed to the recorder. If recording failed, the
+// originals stay in the DLQ and the move stops: their copies were sent,
+// which the pending ledger intents show.
+func (m *mover) ackRecorded(wait bool) error {
+	for m.recording > 0 {
+		var rec recorded
+		if wait {
+			rec = <-m.recorded
+		} else {
+			select {
+			case rec = <-m.recorded:
+			default:
+				return nil
+			}
+		}
+		m.recording--
+		if rec.err != nil {
+			for _, f := range rec.batch {
 				m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "unrecorded",
-					Detail: "the copy was confirmed but could not be recorded, so the original was kept (a duplicate): " + err.Error()})
+					Detail: "the copy was confirmed but could not be recorded, so the original was kept (a duplicate): " + rec.err.Error()})
 			}
 			if m.res.Stopped == nil {
-				m.res.Stopped = err
+				m.res.Stopped = rec.err
 			}
-			return nil
+			continue
+		}
+		for i, f := range rec.batch {
+			if err := m.r.ack(f.h); err != nil {
+				// The copies are out and recorded; the originals come back
+				// when the broker notices the lost channel: duplicates, in
+				// the ledger.
+				for _, g := range rec.batch[i:] {
+					m.res.Unacked = append(m.res.Unacked, g.moved)
+				}
+				if wait {
+					continue
+				}
+				return err
+			}
+			m.res.Sent = append(m.res.Sent, f.moved)
 		}
 	}
-	for i, f := range batch {
-		if err := m.r.ack(f.h); err != nil {
-			// The copies are out and recorded; the originals come back when
-			// the broker notices the lost channel: duplicates, in the ledger.
-			m.res.Unacked = append(m.res.Unacked, moved[i:]...)
-			return err
-		}
-	}
-	m.res.Sent = append(m.res.Sent, moved...)
 	return nil
 }
 
@@ -142,11 +198,15 @@ func (m *mover) finish(ctx context.Context) {
 			Detail: "no confirm arrived before the connection or channel was lost; the original stays in the DLQ (the copy may have been delivered: see the ledger's pending entries)"})
 	}
 	m.flight = nil
+	// Record what was confirmed (even if the connection died: the sends
+	// happened), then ack; originals that cannot be acked are Unacked.
 	if len(m.done) > 0 {
-		// If the connection died, flush still records the sends and then
-		// reports the originals it could not ack as Unacked.
-		_ = m.flush(wctx)
+		m.toRecord <- m.done
+		m.recording++
+		m.done = nil
 	}
+	close(m.toRecord)
+	_ = m.ackRecorded(true)
 }
 
 // connLost reports whether the reader's connection or the publish channel died.
