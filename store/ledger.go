@@ -37,11 +37,16 @@ type Ledger struct{ b *base }
 type logRec struct {
 	Kind    string     `json:"k"` // "i" intent, "c" confirm, "a" abandoned intent
 	At      int64      `json:"a"` // unix ms
+	DLQ     string     `json:"q"`
 	Entries []logEntry `json:"e"`
 }
 
-// logEntry is [id, target, seq, dlq].
-type logEntry [4]any
+// logEntry is one copy in a log record.
+type logEntry struct {
+	ID     string `json:"i"`
+	Target string `json:"t"`
+	Seq    int    `json:"s"`
+}
 
 // indexScript records confirmed sends in a DLQ's index.
 //
@@ -132,7 +137,7 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 			byKey[k] = g
 			groups = append(groups, g)
 		}
-		g.recs = append(g.recs, logEntry{e.ID, e.Target, e.Seq, e.DLQ})
+		g.recs = append(g.recs, logEntry{ID: e.ID, Target: e.Target, Seq: e.Seq})
 		if g.copies[e.ID] == 0 {
 			g.order = append(g.order, e.ID)
 		}
@@ -141,7 +146,7 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 	keep := l.b.cfg.retentionMs()
 	pipe := l.b.rdb.Pipeline()
 	for _, g := range groups {
-		rec, err := json.Marshal(logRec{Kind: kind, At: g.at, Entries: g.recs})
+		rec, err := json.Marshal(logRec{Kind: kind, At: g.at, DLQ: g.dlq, Entries: g.recs})
 		if err != nil {
 			return err
 		}
@@ -282,12 +287,8 @@ func (l *Ledger) Entries(ctx context.Context, replayID string) ([]engine.LedgerE
 		}
 		at := time.UnixMilli(rec.At).UTC()
 		for _, le := range rec.Entries {
-			id, _ := le[0].(string)
-			target, _ := le[1].(string)
-			seqf, _ := le[2].(float64)
-			dlq, _ := le[3].(string)
-			e := engine.LedgerEntry{ReplayID: replayID, DLQ: dlq, ID: id, Target: target, Seq: int(seqf), At: at}
-			m := match{id, target, int(seqf)}
+			e := engine.LedgerEntry{ReplayID: replayID, DLQ: rec.DLQ, ID: le.ID, Target: le.Target, Seq: le.Seq, At: at}
+			m := match{le.ID, le.Target, le.Seq}
 			switch rec.Kind {
 			case "i":
 				e.Pending = true

@@ -104,10 +104,15 @@ func (m *mover) run(ctx context.Context) error {
 	if m.req.Rate > 0 {
 		batch = max(1, min(batch, int(m.req.Rate/10)))
 	}
+	// Intents are pipelined: batch k+1's intent is written while batch k
+	// publishes, so the ledger's round trip never stalls publishing — and
+	// still no copy is published before its intent is recorded.
+	var ahead *intent
+	defer func() { m.abandonIntent(ahead) }() // an early return: nothing of it was published
 	var picked []pendingPick
 	for {
 		if m.req.Satisfied != nil && m.req.Satisfied() && len(picked) == 0 {
-			return nil
+			break
 		}
 		h, err := m.r.next(ctx)
 		if errors.Is(err, errReadDone) {
@@ -124,13 +129,29 @@ func (m *mover) run(ctx context.Context) error {
 		picked = append(picked, pendingPick{h, p})
 		satisfied := m.req.Satisfied != nil && m.req.Satisfied()
 		if len(picked) >= batch || satisfied {
-			if err := m.publish(ctx, picked); err != nil {
+			next := m.intend(ctx, picked)
+			picked = nil
+			prev := ahead
+			ahead = next
+			if err := m.publish(ctx, prev); err != nil {
 				return err
 			}
-			picked = picked[:0]
+			if m.res.Stopped != nil {
+				break // the final publish reports the batch ahead Unsent
+			}
 		}
 	}
-	return m.publish(ctx, picked)
+	if len(picked) > 0 {
+		next := m.intend(ctx, picked)
+		prev := ahead
+		ahead = next
+		if err := m.publish(ctx, prev); err != nil {
+			return err
+		}
+	}
+	last := ahead
+	ahead = nil
+	return m.publish(ctx, last)
 }
 
 // pendingPick is a held message chosen for sending.
@@ -139,32 +160,60 @@ type pendingPick struct {
 	p engine.Pick
 }
 
-// publish records the batch's intent, then publishes each copy.
-func (m *mover) publish(ctx context.Context, batch []pendingPick) error {
-	if len(batch) == 0 {
-		return nil
+// intent is a batch whose ledger intent is being written.
+type intent struct {
+	batch []pendingPick
+	done  chan error
+}
+
+func moved(pp pendingPick) engine.Moved {
+	return engine.Moved{Seq: pp.h.seq, ID: pp.p.ID, Target: pp.p.Target}
+}
+
+// intend starts writing batch's intent (req.Intend) in the background.
+func (m *mover) intend(ctx context.Context, batch []pendingPick) *intent {
+	in := &intent{batch: batch, done: make(chan error, 1)}
+	if m.req.Intend == nil || m.res.Stopped != nil {
+		in.done <- m.res.Stopped
+		return in
 	}
-	if err := m.cont(); err != nil {
-		return nil
-	}
-	if m.req.Intend != nil {
-		moved := make([]engine.Moved, len(batch))
-		for i, pp := range batch {
-			moved[i] = engine.Moved{Seq: pp.h.seq, ID: pp.p.ID, Target: pp.p.Target}
-		}
-		if err := m.req.Intend(ctx, moved); err != nil {
-			m.res.Stopped = err
-			return nil
-		}
-	}
+	mv := make([]engine.Moved, len(batch))
 	for i, pp := range batch {
+		mv[i] = moved(pp)
+	}
+	go func() { in.done <- m.req.Intend(ctx, mv) }()
+	return in
+}
+
+// abandonIntent waits for an intent that will not be published and
+// reports its batch Unsent (certainly not sent).
+func (m *mover) abandonIntent(in *intent) {
+	if in == nil {
+		return
+	}
+	<-in.done
+	for _, pp := range in.batch {
+		m.res.Unsent = append(m.res.Unsent, moved(pp))
+	}
+}
+
+// publish waits for the batch's intent, then publishes each copy; once
+// the move stops, the rest of the batch is reported Unsent.
+func (m *mover) publish(ctx context.Context, in *intent) error {
+	if in == nil {
+		return nil
+	}
+	if err := <-in.done; err != nil && m.res.Stopped == nil {
+		m.res.Stopped = err
+	}
+	for i, pp := range in.batch {
 		if m.cont() != nil || m.pace(ctx) != nil {
-			for _, rest := range batch[i:] {
-				m.res.Unsent = append(m.res.Unsent, engine.Moved{Seq: rest.h.seq, ID: rest.p.ID, Target: rest.p.Target})
+			for _, rest := range in.batch[i:] {
+				m.res.Unsent = append(m.res.Unsent, moved(rest))
 			}
 			return nil
 		}
-		mv := engine.Moved{Seq: pp.h.seq, ID: pp.p.ID, Target: pp.p.Target}
+		mv := moved(pp)
 		d := pp.h.d
 		if d.UserId != "" && d.UserId != m.user {
 			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: "refused",
@@ -183,10 +232,18 @@ func (m *mover) publish(ctx context.Context, batch []pendingPick) error {
 		}
 		dc, err := m.pub.PublishWithDeferredConfirmWithContext(ctx, "", pp.p.Target, true, false, msg)
 		if err != nil {
+			for _, rest := range in.batch[i+1:] {
+				m.res.Unsent = append(m.res.Unsent, moved(rest))
+			}
+			// This copy may or may not have left: it stays pending ("lost").
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: "lost", Detail: "the publish failed: " + err.Error()})
 			return m.b.classify(err)
 		}
 		m.flight = append(m.flight, &inflight{h: pp.h, moved: mv, dc: dc, key: pp.p.Target})
 		if err := m.collect(ctx, len(m.flight) >= m.req.Window); err != nil {
+			for _, rest := range in.batch[i+1:] {
+				m.res.Unsent = append(m.res.Unsent, moved(rest))
+			}
 			return err
 		}
 	}
