@@ -42,10 +42,7 @@ func TestCanaryStopsWhenTheFirstStepComesBack(t *testing.T) {
 	ev := &events{}
 	e.svc.SetNotifier(ev)
 	r := e.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(50, 100)...)
-	r.WaitCount(dlq, 50, 20*time.Second)
+	src, dlq := r.DeadLettered(50, 100)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	r.Consume(src, func(amqp.Delivery) string { return "reject" })
 
@@ -79,10 +76,7 @@ func TestCanaryFinishesWithAHealthyConsumer(t *testing.T) {
 	ev := &events{}
 	e.svc.SetNotifier(ev)
 	r := e.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(75, 100)...)
-	r.WaitCount(dlq, 75, 20*time.Second)
+	src, dlq := r.DeadLettered(75, 100)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	c := r.Consume(src, func(amqp.Delivery) string { return "ack" })
 
@@ -114,10 +108,7 @@ func TestCanaryStopsWhenNothingSettles(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fast)
 	r := e.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(30, 100)...)
-	r.WaitCount(dlq, 30, 20*time.Second)
+	src, dlq := r.DeadLettered(30, 100)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	rep := approveRun(t, e, p.Token, engine.Params{Rate: -1, Timeout: 2 * time.Second}, false)
 	if rep.State != engine.StateStopped || rep.Sent != 10 || rep.Settled != 0 {
@@ -196,10 +187,7 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fast)
 	r := e.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(200, 100)...)
-	r.WaitCount(dlq, 200, 20*time.Second)
+	src, dlq := r.DeadLettered(200, 100)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	var mu sync.Mutex
 	var last time.Time
@@ -273,10 +261,7 @@ func TestOwnerThatLostItsLeaseStopsSending(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fast)
 	r := e.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(100, 100)...)
-	r.WaitCount(dlq, 100, 20*time.Second)
+	src, dlq := r.DeadLettered(100, 100)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	var mu sync.Mutex
 	var last time.Time

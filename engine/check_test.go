@@ -116,10 +116,7 @@ func TestFollowUpsRunOnceAcrossReplicasAndRestarts(t *testing.T) {
 	clock := &shiftClock{}
 	base := newEnv(t, fast)
 	r := base.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(5, 50)...)
-	r.WaitCount(dlq, 5, 20*time.Second)
+	src, dlq := r.DeadLettered(5, 50)
 	r.Consume(src, func(amqp.Delivery) string { return "ack" })
 
 	var mu sync.Mutex

@@ -156,10 +156,7 @@ func TestPreviewShowsLedgerHistory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, engine.Config{})
 	r := e.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(3, 100)...)
-	r.WaitCount(dlq, 3, 20*time.Second)
+	src, dlq := r.DeadLettered(3, 100)
 	ctx := context.Background()
 	p1, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U1")
 	if err != nil {
@@ -252,10 +249,7 @@ func TestPreviewBadInputChangesNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, engine.Config{})
 	r := e.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(3, 100)...)
-	r.WaitCount(dlq, 3, 20*time.Second)
+	_, dlq := r.DeadLettered(3, 100)
 	ctx := context.Background()
 
 	_, err := e.svc.Preview(ctx, engine.Selection{DLQ: testkit.Name("nope")}, "U1")

@@ -242,10 +242,7 @@ func TestTokenStartsOneReplay(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fast)
 	r := e.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(3, 50)...)
-	r.WaitCount(dlq, 3, 20*time.Second)
+	_, dlq := r.DeadLettered(3, 50)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	var wg sync.WaitGroup
 	var mu sync.Mutex

@@ -137,3 +137,16 @@ func Msgs(n, size int) []amqp.Publishing {
 	}
 	return out
 }
+
+// DeadLettered makes a source queue and its DLQ (both deleted after the
+// test) and dead-letters n messages of size bytes from the source into the
+// DLQ through the broker (Msgs(n, size), rejected), waiting until all are
+// there.
+func (r *Rabbit) DeadLettered(n, size int) (src, dlq string) {
+	r.t.Helper()
+	src, dlq = Name("src"), Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, Msgs(n, size)...)
+	r.WaitCount(dlq, n, 30*time.Second)
+	return src, dlq
+}
