@@ -34,3 +34,14 @@ demo: build
 
 clean:
 	rm -rf bin
+
+.PHONY: chaos
+
+## image: the container image dlqbot:dev (needs a Docker engine).
+image:
+	docker build -t dlqbot:dev .
+
+## chaos: fault-injection runs and 1 minute of fuzzing per target (about 8
+## minutes); figures in bin/chaos/figures.txt, quoted in docs/reliability.md.
+chaos:
+	./scripts/chaos/chaos.sh

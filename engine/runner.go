@@ -204,7 +204,14 @@ func (rn *run) emit(ctx context.Context, kind EventKind, step *StepResult, text 
 	if rn.s.d.Notifier == nil {
 		return
 	}
-	rn.s.d.Notifier.Notify(ctx, Event{Kind: kind, Replay: rn.r, Step: step, Text: text, At: rn.s.d.Clock.Now()})
+	// Notifiers get copies: the run goes on changing its own step and record.
+	if step != nil {
+		c := *step
+		step = &c
+	}
+	r := rn.r
+	r.Failures = append([]Failure(nil), rn.r.Failures...)
+	rn.s.d.Notifier.Notify(ctx, Event{Kind: kind, Replay: r, Step: step, Text: text, At: rn.s.d.Clock.Now()})
 }
 
 func (rn *run) fail(f Failure) {

@@ -227,10 +227,11 @@ func ownerKilled(t testing.TB, lease string) (time.Duration, int, int) {
 		return rep.State == engine.StateInterrupted
 	})
 	took := time.Since(killed)
-	line := survivor.logged("event", "interrupted")
-	if line == nil {
-		t.Fatal("the surviving server did not report the interruption")
-	}
+	var line map[string]any
+	testkit.Eventually(t, 10*time.Second, "the survivor's interruption report", func() bool {
+		line = survivor.logged("event", "interrupted")
+		return line != nil
+	})
 	if msg, _ := line["message"].(string); !strings.Contains(msg, "sent") || rep.Sent == 0 {
 		t.Errorf("interruption report %q does not list what was sent (sent %d)", msg, rep.Sent)
 	}

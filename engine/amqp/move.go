@@ -70,6 +70,7 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
 	if q, _ := b.mgmt.queue(tctx, req.Queue, false); q != nil {
 		r.paced = q.queueType() == "quorum" && q.deliveryLimit() > 0
+		r.classic = q.queueType() == "classic"
 	}
 	cancel()
 	m := &mover{b: b, req: req, r: r, user: b.uri.Username}

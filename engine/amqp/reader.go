@@ -44,6 +44,9 @@ type holdReader struct {
 	done   bool // errReadDone was returned
 	timer  *time.Timer
 	closed bool
+	// classic is set for a classic queue, whose returns apply at once (no
+	// pending returns to wait for at the next read).
+	classic bool
 	// paced makes release return messages in small ordered steps (see
 	// returns.go); the caller sets it for quorum queues with a delivery
 	// limit, which would otherwise scramble a large return.

@@ -78,7 +78,9 @@ func (r *holdReader) release() (int, error) {
 			errs = append(errs, fmt.Errorf("close channel: %w", r.b.classify(err)))
 		}
 	}
-	r.b.pending.add(r.queue, unsettled)
+	if !r.classic { // classic queues apply returns at once
+		r.b.pending.add(r.queue, unsettled)
+	}
 	return returned, errors.Join(errs...)
 }
 
@@ -210,6 +212,10 @@ func (p *pendingReturns) take(queue string) int {
 	return n
 }
 
+// returnStall is how long awaitReturns waits for a ready count that
+// stopped rising.
+const returnStall = time.Second
+
 // consumerGrace is how long awaitReturns keeps waiting while the queue
 // reports consumers: a quorum queue counts a cancelled consumer until its
 // returns are applied, but a live consumer may take the returned messages,
@@ -223,9 +229,16 @@ const consumerGrace = 2 * time.Second
 func (b *Broker) awaitReturns(ctx context.Context, ch *amqp.Channel, queue string, n int, q amqp.Queue) (amqp.Queue, error) {
 	start := time.Now()
 	pause := 2 * time.Millisecond
+	last, rose := q.Messages, start
 	for q.Messages < n {
 		waited := time.Since(start)
-		if waited > b.cfg.SettleTimeout || (q.Consumers > 0 && waited > consumerGrace) {
+		if q.Messages > last {
+			last, rose = q.Messages, time.Now()
+		}
+		// Returns landing raise the count steadily; a count that stopped
+		// rising means some of those messages left meanwhile (consumed,
+		// moved): waiting longer would only stall the read.
+		if waited > b.cfg.SettleTimeout || (q.Consumers > 0 && waited > consumerGrace) || time.Since(rose) > returnStall {
 			break
 		}
 		t := time.NewTimer(pause)

@@ -1,12 +1,9 @@
 package slackstub
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -26,83 +23,11 @@ const (
 // firstTS is the seconds part of the first message timestamp handed out.
 const firstTS = 1732900000
 
-// Call is one Web API call as the stand-in received it.
-type Call struct {
-	Method string
-	// Args are the form and query arguments; a JSON body's top-level
-	// fields are added as strings (objects and arrays as JSON).
-	Args url.Values
-	// JSON is the decoded JSON body, when the call sent one.
-	JSON map[string]any
-	// Blocks are the parsed "blocks" argument, when present.
-	Blocks []slack.Block
-	// Status is the HTTP status the stand-in answered; Error the Slack
-	// error code ("ratelimited", "message_not_found"), "" on success.
-	Status int
-	Error  string
-	At     time.Time
-}
-
-// Message is a message in a channel as it stands now.
-type Message struct {
-	Channel  string
-	TS       string
-	ThreadTS string // the parent's ts for a thread reply, "" otherwise
-	Text     string
-	// Blocks are the current blocks (after every edit); RawBlocks their
-	// JSON as the bot sent it.
-	Blocks    []slack.Block
-	RawBlocks json.RawMessage
-	PostedAt  time.Time
-	// EditedAt lists when each successful chat.update arrived.
-	EditedAt []time.Time
-	Files    []File
-	// Replies are the thread's replies, oldest first (top-level messages
-	// only).
-	Replies []Message
-}
-
-// Edits is how many times the message was edited.
-func (m Message) Edits() int { return len(m.EditedAt) }
-
-// Ephemeral is a message only one user saw: a chat.postEphemeral call or an
-// ephemeral response_url post.
-type Ephemeral struct {
-	User    string
-	Channel string
-	Text    string
-	Blocks  []slack.Block
-	// Via is "chat.postEphemeral" or "response_url".
-	Via string
-	At  time.Time
-}
-
-// File is an uploaded file.
-type File struct {
-	ID       string
-	Name     string
-	Title    string
-	Channel  string
-	ThreadTS string
-	Comment  string
-	Content  []byte
-}
-
-type message struct {
-	Message
-	deleted bool
-}
-
+// fault is an injected failure of one Web API call.
 type fault struct {
 	status     int
 	retryAfter int // seconds; 0 = no header
 	err        string
-}
-
-// responseTarget is who a response_url answers.
-type responseTarget struct {
-	user, channel, messageTS string
-	posts                    int
 }
 
 // Stub is the Slack stand-in.
@@ -311,72 +236,6 @@ func (s *Stub) Files() []File {
 		}
 	}
 	return out
-}
-
-// serveResponse records a post to a response_url.
-func (s *Stub) serveResponse(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
-	if err != nil {
-		http.Error(w, "bad body", http.StatusBadRequest)
-		return
-	}
-	var msg slack.WebhookMessage
-	if err := json.Unmarshal(body, &msg); err != nil {
-		http.Error(w, "invalid_payload", http.StatusBadRequest)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	t, ok := s.responses[r.PathValue("id")]
-	if !ok {
-		http.Error(w, "no_such_url", http.StatusNotFound)
-		return
-	}
-	if t.posts >= 5 {
-		http.Error(w, "used_url", http.StatusNotFound)
-		return
-	}
-	t.posts++
-	var bl []slack.Block
-	if msg.Blocks != nil {
-		bl = msg.Blocks.BlockSet
-	}
-	now := time.Now()
-	switch {
-	case msg.ResponseType == slack.ResponseTypeInChannel:
-		raw, _ := json.Marshal(bl)
-		m := &message{Message: Message{Channel: t.channel, TS: s.ts(), Text: msg.Text, Blocks: bl, RawBlocks: raw, PostedAt: now}}
-		s.add(m)
-	case msg.ReplaceOriginal && t.messageTS != "":
-		if m, ok := s.byTS[t.channel+"/"+t.messageTS]; ok {
-			m.Text, m.Blocks = msg.Text, bl
-			m.RawBlocks, _ = json.Marshal(bl)
-			m.EditedAt = append(m.EditedAt, now)
-		}
-	case msg.DeleteOriginal && t.messageTS != "":
-		if m, ok := s.byTS[t.channel+"/"+t.messageTS]; ok {
-			m.deleted = true
-		}
-	default:
-		s.ephemerals = append(s.ephemerals, Ephemeral{User: t.user, Channel: t.channel, Text: msg.Text, Blocks: bl, Via: "response_url", At: now})
-	}
-	_, _ = w.Write([]byte("ok"))
-}
-
-// add stores a new message (callers hold mu).
-func (s *Stub) add(m *message) {
-	s.channels[m.Channel] = append(s.channels[m.Channel], m)
-	s.byTS[m.Channel+"/"+m.TS] = m
-}
-
-// newResponseURL registers a response_url for a request by user in channel
-// (about messageTS for a click).
-func (s *Stub) newResponseURL(user, channel, messageTS string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	id := fmt.Sprintf("R%08d", s.nextID())
-	s.responses[id] = &responseTarget{user: user, channel: channel, messageTS: messageTS}
-	return s.srv.URL + "/response/" + id
 }
 
 // trimMethod returns the Web API method of a request path.

@@ -1,0 +1,243 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/stroma/dlqbot/blocks"
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
+)
+
+// checker is what `/dlq check` needs of the engine (*engine.Service has
+// it); with an engine without it, check answers "not available yet".
+type checker interface {
+	Check(ctx context.Context, replayID, label string) (engine.CheckReport, error)
+}
+
+// parker is what the Park button needs of the engine (*engine.Service has
+// it); with an engine without it, the button answers "not available yet".
+type parker interface {
+	Park(ctx context.Context, replayID, by string) (engine.ParkResult, error)
+}
+
+// control pauses, resumes or cancels a replay for a command or a click on
+// the progress message. The progress message shows the result when the
+// engine reports it; a click on success says nothing more.
+func (b *Bot) control(ctx context.Context, to replyTo, verb, id string, click bool) {
+	r, err := b.d.Engine.Status(ctx, id)
+	if err != nil {
+		b.refuse(ctx, to, userMessage(err, id))
+		return
+	}
+	var targets []string
+	if f, err := b.d.Tokens.Load(ctx, r.Token); err == nil {
+		targets = frozenTargets(f)
+	} else if verb == "resume" {
+		b.refuse(ctx, to, fmt.Sprintf("Replay `%s` cannot be resumed: its preview can no longer be read (%v).", id, err))
+		return
+	}
+	if err := b.permit(ctx, to.user, func(g []string) error {
+		return b.cfg.Policy.CheckControl(to.user, g, verb, r.DLQ, targets)
+	}); err != nil {
+		b.refuse(ctx, to, userMessage(err, r.DLQ))
+		return
+	}
+	var after engine.Replay
+	switch verb {
+	case "pause":
+		after, err = b.d.Engine.Pause(ctx, id)
+	case "resume":
+		after, err = b.d.Engine.Resume(ctx, id, b.d.Jobs)
+	case "cancel":
+		after, err = b.d.Engine.Cancel(ctx, id)
+	}
+	if errors.Is(err, engine.ErrNotControllable) {
+		b.refuse(ctx, to, fmt.Sprintf("Replay `%s` is %s, so it cannot be %s.", id, r.State, pastTense(verb)))
+		return
+	}
+	if err != nil {
+		b.refuse(ctx, to, userMessage(err, id))
+		return
+	}
+	b.log.Info().Str("replay_id", id).Str("user", to.user).Str("verb", verb).Str("state", string(after.State)).Msg("control requested")
+	if verb == "cancel" && after.State == engine.StateCancelled && r.State != engine.StateRunning {
+		// Nobody was running it, so no owner reports the cancellation.
+		b.Notify(ctx, engine.Event{Kind: engine.EventCancelled, Replay: after, At: b.now(), Actor: to.user,
+			Text: fmt.Sprintf("cancelled by %s: %d sent", to.user, after.Sent)})
+	}
+	if !click {
+		b.say(ctx, to, fmt.Sprintf("%s requested for replay `%s` (it was %s); it takes effect within a second and the progress message will show it.",
+			upperFirst(verb), id, r.State))
+	}
+}
+
+func pastTense(verb string) string {
+	switch verb {
+	case "pause":
+		return "paused"
+	case "resume":
+		return "resumed"
+	case "cancel":
+		return "cancelled"
+	}
+	return verb + "ed"
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// status shows one replay's progress to the requester.
+func (b *Bot) status(ctx context.Context, to replyTo, id string) {
+	r, err := b.d.Engine.Status(ctx, id)
+	if err != nil {
+		b.refuse(ctx, to, userMessage(err, id))
+		return
+	}
+	if err := b.permit(ctx, to.user, func(g []string) error {
+		return b.cfg.Policy.CheckRead(to.user, g, r.DLQ, "to see this replay")
+	}); err != nil {
+		b.refuse(ctx, to, userMessage(err, r.DLQ))
+		return
+	}
+	bl, text := blocks.Progress(r, nil)
+	b.ephemeral(ctx, to, bl, text)
+}
+
+// listSize is how many recent replays list shows.
+const listSize = 20
+
+// list shows the recent replays the requester may see.
+func (b *Bot) list(ctx context.Context, to replyTo) {
+	rs, err := b.d.Replays.List(ctx, listSize)
+	if err != nil {
+		b.refuse(ctx, to, userMessage(err, ""))
+		return
+	}
+	var groups []string
+	if p := b.cfg.Policy; p != nil && len(p.Groups()) > 0 {
+		groups, _ = b.groups.GroupsOf(ctx, to.user)
+	}
+	var lines []string
+	hidden := 0
+	for _, r := range rs {
+		if !b.cfg.Policy.Allowed(to.user, groups, commands.ActionRead, r.DLQ) {
+			hidden++
+			continue
+		}
+		lines = append(lines, listLine(r, b.now()))
+	}
+	text := "*Recent replays*, newest first:\n" + strings.Join(lines, "\n")
+	if len(lines) == 0 {
+		text = "No replays yet. Start with `" + b.cfg.CommandName + " preview <dlq>`."
+	}
+	if hidden > 0 {
+		text += fmt.Sprintf("\n_%d more you have no `read` permission for are not shown._", hidden)
+	}
+	b.say(ctx, to, text)
+}
+
+// listLine describes a replay in one line.
+func listLine(r engine.Replay, now time.Time) string {
+	s := fmt.Sprintf("• `%s` · `%s` · *%s* · %d of %d sent, %d came back", r.ID, mrkdwnEscape(r.DLQ), r.State, r.Sent, r.Total, r.Returned)
+	if r.Approver != "" {
+		s += " · approved by " + mention(r.Approver)
+	}
+	if !r.CreatedAt.IsZero() {
+		s += " · " + ago(now.Sub(r.CreatedAt))
+	}
+	return s
+}
+
+// mention renders a Slack user id as a mention, anything else (a terminal
+// user) escaped, like the blocks renderers do.
+func mention(user string) string {
+	ok := len(user) >= 9 && len(user) <= 20 && (user[0] == 'U' || user[0] == 'W')
+	for _, c := range user {
+		ok = ok && (c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')
+	}
+	if ok {
+		return "<@" + user + ">"
+	}
+	return mrkdwnEscape(user)
+}
+
+func ago(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
+}
+
+// check answers "did the replay work?" once the engine can tell.
+func (b *Bot) check(ctx context.Context, to replyTo, id string) {
+	c, ok := b.d.Engine.(checker)
+	if !ok {
+		b.refuse(ctx, to, "`check` is not available yet in this version of dlqbot; `"+b.cfg.CommandName+" status "+id+"` shows what the replay observed.")
+		return
+	}
+	r, err := b.d.Engine.Status(ctx, id)
+	if err != nil {
+		b.refuse(ctx, to, userMessage(err, id))
+		return
+	}
+	if err := b.permit(ctx, to.user, func(g []string) error {
+		return b.cfg.Policy.CheckRead(to.user, g, r.DLQ, "to check this replay")
+	}); err != nil {
+		b.refuse(ctx, to, userMessage(err, r.DLQ))
+		return
+	}
+	rep, err := c.Check(ctx, id, "")
+	if err != nil {
+		b.refuse(ctx, to, userMessage(err, id))
+		return
+	}
+	bl, text := blocks.Check(rep)
+	b.ephemeral(ctx, to, bl, text)
+}
+
+// park moves a replay's returned copies at the park limit to the DLQ's
+// parking queue (a Park button on a check report). The engine posts the
+// outcome to the replay's thread and the activity channel.
+func (b *Bot) park(ctx context.Context, to replyTo, id string) {
+	p, ok := b.d.Engine.(parker)
+	if !ok {
+		b.refuse(ctx, to, "Parking is not available yet in this version of dlqbot; nothing was moved.")
+		return
+	}
+	r, err := b.d.Engine.Status(ctx, id)
+	if err != nil {
+		b.refuse(ctx, to, userMessage(err, id))
+		return
+	}
+	parking := engine.ParkingQueue(r.DLQ)
+	if err := b.permit(ctx, to.user, func(g []string) error {
+		return b.cfg.Policy.CheckPark(to.user, g, r.DLQ, parking)
+	}); err != nil {
+		b.refuse(ctx, to, userMessage(err, r.DLQ))
+		return
+	}
+	res, err := p.Park(ctx, id, to.user)
+	if err != nil {
+		b.refuse(ctx, to, userMessage(err, r.DLQ)+fmt.Sprintf(" (%d moved before it failed; the rest stay in the DLQ)", res.Parked))
+		return
+	}
+	b.log.Info().Str("replay_id", id).Str("user", to.user).Int("parked", res.Parked).Int("failed", res.Failed).Msg("parked")
+	msg := fmt.Sprintf(":parking: Moved %d message(s) of replay `%s` to `%s`.", res.Parked, id, mrkdwnEscape(res.Queue))
+	if res.Failed > 0 {
+		msg += fmt.Sprintf(" %d could not be moved and stay in the DLQ.", res.Failed)
+	}
+	b.say(ctx, to, msg)
+}

@@ -1,0 +1,28 @@
+// Package bot is dlqbot's Slack transport (SPEC §6): the signed HTTP
+// endpoints POST /slack/commands and POST /slack/interactions, Socket Mode,
+// and the Web API calls that post previews, edit them once approved, and
+// keep each replay's progress message and thread up to date.
+//
+// Both transports feed one dispatch layer with a transport-neutral
+// request: HTTP verifies the request's signature and timestamp on the raw
+// body before anything is parsed (401 otherwise, 400 for a malformed body),
+// Socket Mode acks each envelope at once; either way the request is
+// acknowledged well within Slack's 3 seconds and the slow work (scans,
+// approvals, Slack calls) continues in a goroutine that answers through
+// the request's response_url (ephemeral) or the Web API.
+//
+// Errors a person can cause — bad syntax, an unknown queue, a missing
+// permission, an expired or used token — are answered ephemerally, change
+// nothing and are logged, never posted to the activity channel. Permissions
+// (commands.Policy, nil meaning access control is off) are checked on every
+// command and every click, for the person clicking.
+//
+// Bot also implements engine.Notifier. Progress events are queued and sent
+// by a goroutine per replay, so a slow or unreachable Slack never slows a
+// replay: the progress message is edited at most once per EditInterval
+// (the latest state wins and the final state is never dropped), each step
+// result, stop, pause, cancellation, finish and interruption is a short
+// reply in the replay's thread, and each lifecycle event is one line in the
+// activity channel. Rate limits (HTTP 429, *slack.RateLimitedError) are
+// honoured by waiting Retry-After; other failures are retried with backoff.
+package bot

@@ -1,0 +1,162 @@
+package bot_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/stroma/dlqbot/bot"
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/integration/slackstub"
+)
+
+const secret = "test-signing-secret"
+
+// fakeEngine is an engine whose preview can be held up.
+type fakeEngine struct {
+	hold     chan struct{} // Preview waits for it to close, when set
+	calls    atomic.Int64
+	mu       sync.Mutex
+	replays  map[string]engine.Replay
+	approved atomic.Int64
+}
+
+func (f *fakeEngine) Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error) {
+	f.calls.Add(1)
+	if f.hold != nil {
+		select {
+		case <-f.hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return &engine.Preview{Token: "p_fake", ExpiresAt: time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
+		DLQ: engine.QueueState{Name: sel.DLQ, Exists: true}, Selection: sel.String(), Requester: requester,
+		Scanned: 1, Selected: 1, Distinct: 1, Problems: []engine.Problem{},
+		Messages: []engine.PreviewMessage{{Meta: engine.Meta{ID: "0123456789abcdef"}, Count: 1, Target: "orders"}}}, nil
+}
+
+func (f *fakeEngine) Approve(ctx context.Context, token, approver string, p engine.Params, confirmed bool) (engine.Approval, error) {
+	f.calls.Add(1)
+	if f.approved.Add(1) > 1 {
+		return engine.Approval{}, engine.ErrTokenUsed
+	}
+	r := engine.Replay{ID: "r_fake", Token: token, DLQ: "orders.dlq", Approver: approver, State: engine.StateQueued, Total: 1}
+	f.mu.Lock()
+	f.replays[r.ID] = r
+	f.mu.Unlock()
+	return engine.Approval{Replay: r}, nil
+}
+
+func (f *fakeEngine) Pause(ctx context.Context, id string) (engine.Replay, error) {
+	return f.Status(ctx, id)
+}
+func (f *fakeEngine) Cancel(ctx context.Context, id string) (engine.Replay, error) {
+	return f.Status(ctx, id)
+}
+func (f *fakeEngine) Resume(ctx context.Context, id string, _ engine.Jobs) (engine.Replay, error) {
+	return f.Status(ctx, id)
+}
+
+func (f *fakeEngine) Status(_ context.Context, id string) (engine.Replay, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.replays[id]
+	if !ok {
+		return r, engine.ErrReplayNotFound
+	}
+	return r, nil
+}
+
+// fakeStore implements the bot's Replays, Tokens and engine.Jobs.
+type fakeStore struct {
+	mu       sync.Mutex
+	replays  map[string]engine.Replay
+	enqueued []string
+}
+
+func (s *fakeStore) Get(_ context.Context, id string) (engine.Replay, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.replays[id]
+	if !ok {
+		return r, engine.ErrReplayNotFound
+	}
+	return r, nil
+}
+
+func (s *fakeStore) Update(_ context.Context, id string, fn func(*engine.Replay) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.replays[id]
+	r.ID = id
+	if err := fn(&r); err != nil {
+		return err
+	}
+	s.replays[id] = r
+	return nil
+}
+
+func (s *fakeStore) List(context.Context, int) ([]engine.Replay, error) { return nil, nil }
+
+func (s *fakeStore) Load(_ context.Context, token string) (engine.Frozen, error) {
+	if token != "p_fake" {
+		return engine.Frozen{}, engine.ErrTokenNotFound
+	}
+	return engine.Frozen{Token: token, DLQ: "orders.dlq", Requester: "U_REQ", Total: 1,
+		Items: []engine.Item{{ID: "0123456789abcdef", Count: 1, Target: "orders"}}}, nil
+}
+
+func (s *fakeStore) Discard(context.Context, string) error { return nil }
+
+func (s *fakeStore) Enqueue(_ context.Context, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.enqueued = append(s.enqueued, id)
+	return nil
+}
+
+func (s *fakeStore) Next(context.Context, string, time.Duration) (string, func() error, error) {
+	return "", nil, nil
+}
+
+// harness is a bot on the stand-in with fakes behind it.
+type harness struct {
+	bot   *bot.Bot
+	stub  *slackstub.Stub
+	srv   *httptest.Server
+	eng   *fakeEngine
+	store *fakeStore
+}
+
+func newHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config)) *harness {
+	t.Helper()
+	if eng == nil {
+		eng = &fakeEngine{}
+	}
+	eng.replays = map[string]engine.Replay{}
+	st := &fakeStore{replays: map[string]engine.Replay{}}
+	stub := slackstub.New(secret)
+	t.Cleanup(stub.Close)
+	cfg := bot.Config{SigningSecret: secret, BotToken: "xoxb-test", APIURL: stub.APIURL(), ActivityChannel: "C_ACTIVITY"}
+	if mod != nil {
+		mod(&cfg)
+	}
+	b, err := bot.New(cfg, bot.Deps{Engine: eng, Jobs: st, Replays: st, Tokens: st, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(b.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = b.Shutdown(ctx)
+	})
+	return &harness{bot: b, stub: stub, srv: srv, eng: eng, store: st}
+}

@@ -1,0 +1,120 @@
+package bot
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+
+	"github.com/slack-go/slack"
+)
+
+// Handler serves Slack's HTTP requests: POST /slack/commands (slash
+// commands) and POST /slack/interactions (button clicks). Each request's
+// signature and timestamp are verified on the raw body before anything is
+// parsed: a missing, wrong or stale signature gets 401 and has no other
+// effect; a body over Config.MaxBodyBytes gets 413; a malformed one 400.
+// A valid request is answered 200 at once, the work continuing in the
+// background. Mount it on a mux with mux.Handle("/slack/", b.Handler()).
+func (b *Bot) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /slack/commands", b.serveCommand)
+	mux.HandleFunc("POST /slack/interactions", b.serveInteraction)
+	return mux
+}
+
+// verified reads r's body and checks Slack's signature over it. It answers
+// the request itself and returns false when the body must not be used.
+func (b *Bot) verified(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	log := b.log.With().Str("path", r.URL.Path).Str("remote", r.RemoteAddr).Logger()
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, b.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			log.Warn().Int64("limit", tooBig.Limit).Msg("slack request refused: body too large")
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return nil, false
+		}
+		log.Warn().Err(err).Msg("slack request refused: unreadable body")
+		http.Error(w, "unreadable body", http.StatusBadRequest)
+		return nil, false
+	}
+	if b.cfg.SigningSecret == "" {
+		log.Warn().Msg("slack request refused: no signing secret configured (SLACK_SIGNING_SECRET)")
+		http.Error(w, "request signature cannot be verified", http.StatusUnauthorized)
+		return nil, false
+	}
+	sv, err := slack.NewSecretsVerifier(r.Header, b.cfg.SigningSecret)
+	if err == nil {
+		_, _ = sv.Write(body)
+		err = sv.Ensure()
+	}
+	if err != nil {
+		log.Warn().Err(err).Msg("slack request refused: bad signature or timestamp")
+		http.Error(w, "invalid request signature or timestamp", http.StatusUnauthorized)
+		return nil, false
+	}
+	return body, true
+}
+
+// serveCommand acks a slash command.
+func (b *Bot) serveCommand(w http.ResponseWriter, r *http.Request) {
+	body, ok := b.verified(w, r)
+	if !ok {
+		return
+	}
+	// SlashCommandParse reads the form from the body: restore it.
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	cmd, err := slack.SlashCommandParse(r)
+	if err == nil {
+		err = validCommand(cmd)
+	}
+	if err != nil {
+		b.log.Warn().Err(err).Msg("slack command refused: malformed")
+		http.Error(w, "malformed slash command", http.StatusBadRequest)
+		return
+	}
+	reply := b.dispatch(request{kind: kindCommand, cmd: cmd, via: "http"})
+	writeAck(w, reply)
+}
+
+// serveInteraction acks a block_actions interaction.
+func (b *Bot) serveInteraction(w http.ResponseWriter, r *http.Request) {
+	body, ok := b.verified(w, r)
+	if !ok {
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	var cb slack.InteractionCallback
+	switch {
+	case err != nil:
+	case form.Get("payload") == "":
+		err = errors.New("no payload field")
+	default:
+		if err = json.Unmarshal([]byte(form.Get("payload")), &cb); err == nil {
+			err = validAction(cb)
+		}
+	}
+	if err != nil {
+		b.log.Warn().Err(err).Msg("slack interaction refused: malformed")
+		http.Error(w, "malformed interaction payload", http.StatusBadRequest)
+		return
+	}
+	b.dispatch(request{kind: kindAction, cb: cb, via: "http"})
+	w.WriteHeader(http.StatusOK)
+}
+
+// writeAck answers a slash command: empty, or with an immediate reply.
+func writeAck(w http.ResponseWriter, reply *ackReply) {
+	if reply == nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	_ = json.NewEncoder(w).Encode(reply)
+}

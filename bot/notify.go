@@ -1,0 +1,339 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/blocks"
+	"github.com/stroma/dlqbot/engine"
+)
+
+// location is where a replay shows in Slack: the channel, the thread (the
+// preview's ts) and the progress message in it.
+type location struct {
+	channel, thread, progress string
+}
+
+// merge fills what l lacks from o.
+func (l *location) merge(o location) {
+	if l.channel == "" || (o.channel != "" && o.channel != l.channel) {
+		*l = o
+		return
+	}
+	if o.thread != "" {
+		l.thread = o.thread
+	}
+	if o.progress != "" {
+		l.progress = o.progress
+	}
+}
+
+// Notify implements engine.Notifier. It never blocks on Slack: the event is
+// queued for the replay's sender goroutine, which edits the progress
+// message (at most once per EditInterval, latest state first), posts the
+// step reply in the thread and the activity line. Follow-up checks post
+// their report in the thread and a line in the activity channel; parking
+// posts a line in both.
+func (b *Bot) Notify(_ context.Context, e engine.Event) {
+	if e.Replay.ID == "" {
+		return
+	}
+	b.feeds.push(detach(e))
+}
+
+// detach copies what an event points to: the engine goes on writing its
+// step result and failure list after emitting, while the event waits here.
+func detach(e engine.Event) engine.Event {
+	if e.Step != nil {
+		st := *e.Step
+		e.Step = &st
+	}
+	if e.Check != nil {
+		c := *e.Check
+		c.Groups = slices.Clone(c.Groups)
+		c.ParkIDs = slices.Clone(c.ParkIDs)
+		e.Check = &c
+	}
+	e.Replay.Failures = slices.Clone(e.Replay.Failures)
+	return e
+}
+
+// Limits of a replay's queue of posts while Slack is slow or down.
+const (
+	maxOutbox    = 200
+	postAttempts = 8
+)
+
+// outPost is one thread reply or activity line waiting to be sent.
+type outPost struct {
+	activity bool
+	blocks   []slack.Block // nil for a plain mrkdwn line
+	text     string
+}
+
+// feed is one replay's queue of Slack updates.
+type feed struct {
+	id       string
+	loc      location
+	latest   *engine.Event // the state the progress message should show
+	dirty    bool          // latest not shown yet
+	lastEdit time.Time
+	out      []outPost
+	running  bool // a sender goroutine serves it
+	final    bool // a terminal event was queued
+}
+
+// feeds holds every replay's feed.
+type feeds struct {
+	b  *Bot
+	mu sync.Mutex
+	m  map[string]*feed
+}
+
+func newFeeds(b *Bot) *feeds { return &feeds{b: b, m: map[string]*feed{}} }
+
+// get returns id's feed, creating it (callers hold mu).
+func (fs *feeds) get(id string) *feed {
+	f := fs.m[id]
+	if f == nil {
+		f = &feed{id: id}
+		fs.m[id] = f
+	}
+	return f
+}
+
+// remember records where a replay shows, before its first event.
+func (fs *feeds) remember(id string, loc location) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.get(id).loc.merge(loc)
+}
+
+func (fs *feeds) push(e engine.Event) {
+	b := fs.b
+	posts, state := eventPosts(e, b.cfg.ActivityChannel != "")
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f := fs.get(e.Replay.ID)
+	if e.Replay.Channel != "" {
+		f.loc.merge(location{channel: e.Replay.Channel, thread: e.Replay.ThreadTS, progress: e.Replay.ProgressTS})
+	}
+	if state {
+		ev := e
+		f.latest, f.dirty = &ev, true
+		f.final = f.final || e.Replay.State.Terminal()
+	}
+	f.out = append(f.out, posts...)
+	if n := len(f.out) - maxOutbox; n > 0 {
+		b.log.Warn().Str("replay_id", f.id).Int("dropped", n).Msg("slack is behind: oldest thread replies dropped")
+		f.out = append([]outPost(nil), f.out[n:]...)
+	}
+	if !f.running && (f.dirty || len(f.out) > 0) {
+		f.running = b.spawn(func() { fs.serve(f) })
+	}
+}
+
+// eventPosts returns what an event posts in the thread and the activity
+// channel, and whether it changes what the progress message shows
+// (follow-up checks and parking do not).
+func eventPosts(e engine.Event, activity bool) ([]outPost, bool) {
+	var out []outPost
+	switch e.Kind {
+	case engine.EventFollowUp:
+		if e.Check == nil {
+			return nil, false
+		}
+		bl, text := blocks.Check(*e.Check)
+		out = append(out, outPost{blocks: bl, text: text})
+		if activity {
+			out = append(out, outPost{activity: true, text: blocks.ActivityCheck(*e.Check)})
+		}
+		return out, false
+	case engine.EventParked:
+		line := ":parking: " + mrkdwnEscape(e.Text)
+		if e.Actor != "" {
+			line += " — by " + mention(e.Actor)
+		}
+		out = append(out, outPost{text: line})
+		if activity {
+			out = append(out, outPost{activity: true, text: line})
+		}
+		return out, false
+	}
+	if s := blocks.StepReply(e); s != "" {
+		out = append(out, outPost{text: s})
+	}
+	if activity {
+		if s := blocks.Activity(e); s != "" {
+			out = append(out, outPost{activity: true, text: s})
+		}
+	}
+	return out, true
+}
+
+// serve sends f's queued updates until none are left.
+func (fs *feeds) serve(f *feed) {
+	ctx := fs.b.ctx
+	for {
+		fs.mu.Lock()
+		if (len(f.out) == 0 && !f.dirty) || ctx.Err() != nil {
+			f.running = false
+			if f.final && len(f.out) == 0 && !f.dirty {
+				delete(fs.m, f.id)
+			}
+			fs.mu.Unlock()
+			return
+		}
+		out := f.out
+		f.out = nil
+		fs.mu.Unlock()
+		loc := fs.locate(ctx, f)
+		for _, p := range out {
+			fs.send(ctx, f, loc, p)
+		}
+		fs.edit(ctx, f)
+	}
+}
+
+// locate returns where f's replay shows, reading the replay record when
+// this process does not know yet (another replica approved it).
+func (fs *feeds) locate(ctx context.Context, f *feed) location {
+	fs.mu.Lock()
+	loc := f.loc
+	fs.mu.Unlock()
+	if loc.channel != "" && loc.progress != "" {
+		return loc
+	}
+	r, err := fs.b.d.Replays.Get(ctx, f.id)
+	if err != nil || r.Channel == "" {
+		return loc
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f.loc.merge(location{channel: r.Channel, thread: r.ThreadTS, progress: r.ProgressTS})
+	return f.loc
+}
+
+// send posts one thread reply or activity line.
+func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
+	b := fs.b
+	channel, thread := loc.channel, loc.thread
+	if p.activity {
+		channel, thread = b.cfg.ActivityChannel, ""
+	} else if channel == "" || thread == "" {
+		return // a replay started outside Slack has no thread
+	}
+	if _, err := b.post(ctx, postAttempts, channel, thread, p.blocks, p.text); err != nil {
+		b.log.Error().Err(err).Str("replay_id", f.id).Bool("activity", p.activity).Msg("slack post dropped")
+	}
+}
+
+// edit brings the progress message up to the latest state, no sooner
+// than EditInterval after the previous edit, retrying (with the newest
+// state each time) until it succeeds, fails for good or the bot stops.
+func (fs *feeds) edit(ctx context.Context, f *feed) {
+	b := fs.b
+	for attempt := 0; ; attempt++ {
+		fs.mu.Lock()
+		if !f.dirty {
+			fs.mu.Unlock()
+			return
+		}
+		wait := time.Until(f.lastEdit.Add(b.cfg.EditInterval))
+		fs.mu.Unlock()
+		if !sleepCtx(ctx, wait) {
+			return
+		}
+		fs.mu.Lock()
+		ev, loc := *f.latest, f.loc
+		f.dirty = false
+		f.lastEdit = time.Now()
+		fs.mu.Unlock()
+		if loc.channel == "" {
+			return // nowhere to show it: a replay started outside Slack
+		}
+		bl, text := blocks.ProgressEvent(ev)
+		var err error
+		if loc.progress == "" {
+			err = fs.postProgress(ctx, f, loc, bl, text)
+		} else {
+			err = b.update(ctx, 1, loc.channel, loc.progress, bl, text)
+		}
+		if err == nil {
+			return
+		}
+		fs.mu.Lock()
+		f.dirty = true // not shown: whatever is latest goes next
+		fs.mu.Unlock()
+		if gone(err) {
+			// Someone deleted the progress message: post a new one.
+			b.log.Warn().Str("replay_id", f.id).Msg("progress message gone; posting it again")
+			fs.mu.Lock()
+			f.loc.progress = ""
+			fs.mu.Unlock()
+			continue
+		}
+		retryIn, ok := retryWait(err, attempt)
+		if !ok {
+			b.log.Error().Err(err).Str("replay_id", f.id).Msg("progress message not updated")
+			fs.mu.Lock()
+			f.dirty = false
+			fs.mu.Unlock()
+			return
+		}
+		b.log.Warn().Err(err).Str("replay_id", f.id).Dur("retry_in", retryIn).Msg("progress edit failed; retrying with the latest state")
+		if !sleepCtx(ctx, retryIn-b.cfg.EditInterval) {
+			return
+		}
+	}
+}
+
+// postProgress posts a progress message the approval could not post, and
+// records it.
+func (fs *feeds) postProgress(ctx context.Context, f *feed, loc location, bl []slack.Block, text string) error {
+	b := fs.b
+	ts, err := b.post(ctx, 1, loc.channel, loc.thread, bl, text)
+	if err != nil {
+		return err
+	}
+	fs.mu.Lock()
+	f.loc.progress = ts
+	if f.loc.thread == "" {
+		f.loc.thread = ts
+	}
+	where := f.loc
+	fs.mu.Unlock()
+	if err := b.d.Replays.Update(ctx, f.id, func(cur *engine.Replay) error {
+		cur.Channel, cur.ThreadTS, cur.ProgressTS = where.channel, where.thread, where.progress
+		return nil
+	}); err != nil {
+		b.log.Warn().Err(err).Str("replay_id", f.id).Msg("could not record the progress message")
+	}
+	return nil
+}
+
+// sleepCtx waits d (nothing when d ≤ 0); false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// gone reports whether err says the message to edit no longer exists.
+func gone(err error) bool {
+	var se slack.SlackErrorResponse
+	return errors.As(err, &se) && (se.Err == "message_not_found" || se.Err == "cant_update_message")
+}

@@ -1,0 +1,112 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
+)
+
+// permit runs check with user's Slack user groups (looked up only when the
+// policy names any). A refusal is returned as is; when the groups could
+// not be read, the refusal says so.
+func (b *Bot) permit(ctx context.Context, user string, check func(groups []string) error) error {
+	p := b.cfg.Policy
+	if p == nil {
+		return nil
+	}
+	var groups []string
+	var lookupErr error
+	if len(p.Groups()) > 0 {
+		groups, lookupErr = b.groups.GroupsOf(ctx, user)
+		if lookupErr != nil {
+			b.log.Warn().Err(lookupErr).Str("user", user).Msg("user groups lookup failed")
+		}
+	}
+	err := check(groups)
+	if err != nil && lookupErr != nil {
+		return fmt.Errorf("%w (your Slack user groups could not be read just now, so only grants to you by name counted)", err)
+	}
+	return err
+}
+
+// userMessage words an error for the person who asked: what went wrong,
+// and that nothing changed where that matters.
+func userMessage(err error, subject string) string {
+	var fe *commands.ForbiddenError
+	switch {
+	case errors.As(err, &fe):
+		return err.Error()
+	case errors.Is(err, engine.ErrQueueNotFound):
+		return fmt.Sprintf("There is no queue `%s` on the broker; check the name (and vhost).", mrkdwnEscape(subject))
+	case errors.Is(err, engine.ErrTokenNotFound):
+		return "That preview token is unknown or has expired (tokens last 24 hours): preview again to get a new one. Nothing was sent."
+	case errors.Is(err, engine.ErrTokenUsed):
+		return "That preview was already approved: a token starts at most one replay, and its replay is in the preview's thread. Nothing more was sent."
+	case errors.Is(err, engine.ErrReplayNotFound):
+		return fmt.Sprintf("There is no replay `%s`; `list` shows recent replays.", mrkdwnEscape(subject))
+	case errors.Is(err, engine.ErrBrokerUnavailable):
+		return "RabbitMQ cannot be reached right now, so nothing was done. Try again shortly."
+	case errors.Is(err, engine.ErrStoreUnavailable):
+		return "dlqbot's Redis cannot be reached right now, so nothing was done. Try again shortly."
+	case errors.Is(err, context.DeadlineExceeded):
+		return "That took too long and was abandoned; nothing was changed. Try again, perhaps with a narrower selection."
+	}
+	return "That did not work: " + err.Error()
+}
+
+// slackGroups reads user groups from Slack: one usergroups.list call
+// (with members) serves every user for ttl.
+type slackGroups struct {
+	api *slack.Client
+	ttl time.Duration
+	now func() time.Time
+
+	mu     sync.Mutex
+	byUser map[string][]string
+	at     time.Time
+}
+
+// GroupsOf returns the ids of the user groups user belongs to.
+func (g *slackGroups) GroupsOf(ctx context.Context, user string) ([]string, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.byUser == nil || g.now().Sub(g.at) >= g.ttl {
+		list, err := g.api.GetUserGroupsContext(ctx, slack.GetUserGroupsOptionIncludeUsers(true))
+		if err != nil {
+			return nil, fmt.Errorf("bot: usergroups.list: %w", err)
+		}
+		by := map[string][]string{}
+		for _, ug := range list {
+			for _, u := range ug.Users {
+				by[u] = append(by[u], ug.ID)
+			}
+		}
+		g.byUser, g.at = by, g.now()
+	}
+	return slices.Clone(g.byUser[user]), nil
+}
+
+// frozenTargets lists the target queues of a frozen preview.
+func frozenTargets(f engine.Frozen) []string {
+	var out []string
+	for _, t := range f.Targets {
+		if !slices.Contains(out, t.Queue) {
+			out = append(out, t.Queue)
+		}
+	}
+	for _, it := range f.Items {
+		if it.Target != "" && !slices.Contains(out, it.Target) {
+			out = append(out, it.Target)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

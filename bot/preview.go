@@ -1,0 +1,212 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/blocks"
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
+)
+
+// previewShows is how many messages blocks.Preview shows one by one (its
+// samples); a preview with more attaches the full list as a file.
+const previewShows = 3
+
+// preview scans the DLQ (changing nothing) and posts the preview in the
+// channel, with Approve and Discard buttons bound to its token.
+func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
+	sel := c.Selection
+	if err := b.permit(ctx, to.user, func(g []string) error { return b.cfg.Policy.CheckPreview(to.user, g, sel.DLQ) }); err != nil {
+		b.refuse(ctx, to, userMessage(err, sel.DLQ))
+		return
+	}
+	started := b.now()
+	p, err := b.d.Engine.Preview(ctx, sel, to.user)
+	if err != nil {
+		b.log.Warn().Err(err).Str("dlq", sel.DLQ).Msg("preview failed")
+		b.refuse(ctx, to, userMessage(err, sel.DLQ))
+		return
+	}
+	b.log.Info().Str("dlq", sel.DLQ).Str("token", p.Token).Int("scanned", p.Scanned).Int("selected", p.Selected).
+		Dur("took", b.now().Sub(started)).Msg("preview made")
+	bl, text := blocks.Preview(p, b.now())
+	ts, err := b.post(ctx, requestAttempts, to.channel, "", bl, text)
+	if err != nil {
+		b.log.Warn().Err(err).Str("channel", to.channel).Msg("preview could not be posted")
+		msg := "I could not post the preview in this channel (" + slackErrorText(err) + "). Invite me with `/invite @dlqbot`, or preview in a channel I am in."
+		if p.Token != "" {
+			msg += fmt.Sprintf(" The preview was made all the same: `%s replay %s` approves it.", b.cfg.CommandName, p.Token)
+		}
+		b.refuse(ctx, to, msg)
+		return
+	}
+	if p.Token != "" {
+		b.previews.put(p.Token, previewMsg{channel: to.channel, ts: ts, blocks: bl})
+	}
+	if len(p.Messages) > previewShows {
+		b.attachList(ctx, to.channel, ts, p)
+	}
+}
+
+// slackErrorText names a Slack failure briefly ("not_in_channel").
+func slackErrorText(err error) string {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	return err.Error()
+}
+
+// attachList uploads the preview's full per-message list as a CSV file in
+// the preview's thread (files upload v2). If the upload fails it posts the
+// start of the list as a snippet reply instead.
+func (b *Bot) attachList(ctx context.Context, channel, ts string, p *engine.Preview) {
+	data, rows := listCSV(p, b.cfg.MaxListRows)
+	copies := 0
+	for _, m := range p.Messages {
+		copies += m.Count
+	}
+	comment := fmt.Sprintf("Every message of this preview: %d distinct (%d copies), one row each.", len(p.Messages), copies)
+	if rows < len(p.Messages) {
+		comment += fmt.Sprintf(" The first %d are listed; narrow the selection to see the rest.", rows)
+	}
+	name := "dlq-preview-" + fileSafe(p.DLQ.Name) + ".csv"
+	err := b.retry(ctx, "files.upload", requestAttempts, func(ctx context.Context) error {
+		_, err := b.api.UploadFileContext(ctx, slack.UploadFileParameters{
+			Content: string(data), FileSize: len(data), Filename: name, Title: "Preview of " + p.DLQ.Name,
+			Channel: channel, ThreadTimestamp: ts, InitialComment: comment, SnippetType: "csv",
+		})
+		return err
+	})
+	if err == nil {
+		return
+	}
+	b.log.Warn().Err(err).Msg("message list upload failed; posting a snippet instead")
+	snippet := string(data)
+	const room = blocks.MaxSectionText - 200
+	if len(snippet) > room {
+		cut := strings.LastIndexByte(snippet[:room], '\n')
+		snippet = snippet[:max(cut, 0)] + "\n…"
+	}
+	text := comment + " (The file could not be attached; here is the start of the list.)\n```" + snippet + "```"
+	if _, err := b.post(ctx, requestAttempts, channel, ts, nil, text); err != nil {
+		b.log.Warn().Err(err).Msg("message list snippet failed")
+	}
+}
+
+// listCSV renders p's messages as CSV, at most maxRows rows, and returns
+// it with the number of rows written.
+func listCSV(p *engine.Preview, maxRows int) ([]byte, int) {
+	var buf bytes.Buffer
+	w := csv.NewWriter(&buf)
+	_ = w.Write([]string{"id", "copies", "target", "parked", "reason", "attempts", "source", "first_death", "last_death",
+		"exception_type", "exception", "replay_count", "replayed_by", "problems"})
+	rows := 0
+	for _, m := range p.Messages {
+		if rows >= maxRows {
+			break
+		}
+		var by []string
+		for _, s := range m.Replayed {
+			by = append(by, s.ReplayID)
+		}
+		_ = w.Write([]string{m.ID, strconv.Itoa(m.Count), m.Target, strconv.FormatBool(m.Parked), string(m.Reason),
+			strconv.Itoa(m.Attempts), m.Source, csvTime(m.FirstDeath), csvTime(m.LastDeath), m.ExceptionType,
+			clipText(m.Exception, 500), strconv.Itoa(m.ReplayCount), strings.Join(by, " "), strings.Join(m.Problems, "; ")})
+		rows++
+	}
+	w.Flush()
+	return buf.Bytes(), rows
+}
+
+func csvTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+// fileSafe keeps letters, digits, dots, dashes and underscores.
+func fileSafe(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == '_':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// previewMsg is where a preview was posted and what it showed.
+type previewMsg struct {
+	channel, ts string
+	blocks      []slack.Block
+	// params were given with `replay <token>` when the world had changed,
+	// so that "Approve anyway" applies them.
+	params *engine.Params
+	at     time.Time
+}
+
+// previewCache remembers, in this process, the previews it posted (for a
+// day), so that `replay <token>` can edit the preview and thread the
+// replay under it. A preview posted by another replica is not known here;
+// the replay's progress then starts a thread of its own.
+type previewCache struct {
+	mu sync.Mutex
+	m  map[string]previewMsg
+}
+
+const (
+	previewCacheSize = 2000
+	previewCacheTTL  = 25 * time.Hour
+)
+
+func newPreviewCache() *previewCache { return &previewCache{m: map[string]previewMsg{}} }
+
+func (c *previewCache) put(token string, pm previewMsg) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pm.at = time.Now()
+	if len(c.m) >= previewCacheSize {
+		var oldest string
+		for k, v := range c.m {
+			if oldest == "" || v.at.Before(c.m[oldest].at) {
+				oldest = k
+			}
+		}
+		delete(c.m, oldest)
+	}
+	c.m[token] = pm
+}
+
+func (c *previewCache) get(token string) (previewMsg, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pm, ok := c.m[token]
+	if !ok || time.Since(pm.at) > previewCacheTTL {
+		return previewMsg{}, false
+	}
+	return pm, true
+}
+
+// setParams remembers the parameters a `replay <token>` asked for.
+func (c *previewCache) setParams(token string, p engine.Params) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	pm := c.m[token]
+	pm.params = &p
+	if pm.at.IsZero() {
+		pm.at = time.Now()
+	}
+	c.m[token] = pm
+}

@@ -1,0 +1,290 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/stroma/dlqbot/blocks"
+	"github.com/stroma/dlqbot/bot"
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/integration/slackstub"
+	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/store"
+)
+
+const (
+	secret   = "integration-signing-secret"
+	channel  = "C0OPS"
+	activity = "C0ACTIVITY"
+)
+
+// fast makes canary steps settle quickly.
+var fast = engine.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond,
+	ControlPoll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second}
+
+// options tune an env.
+type options struct {
+	policy   string // permissions YAML; "" = access control off
+	appToken string // enables Socket Mode
+}
+
+// env is one test's bot, engine, store, worker and Slack stand-in.
+type env struct {
+	t      testing.TB
+	rabbit *testkit.Rabbit
+	store  *store.Store
+	svc    *engine.Service
+	stub   *slackstub.Stub
+	bot    *bot.Bot
+	srv    *httptest.Server
+	ctx    context.Context
+}
+
+func logger() zerolog.Logger {
+	if os.Getenv("DLQBOT_TEST_LOG") != "" {
+		return zerolog.New(os.Stderr).With().Timestamp().Logger()
+	}
+	return zerolog.Nop()
+}
+
+func newEnv(t testing.TB, o options) *env {
+	t.Helper()
+	b, err := amqp.New(amqp.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	rdb, prefix := testkit.Redis(t)
+	st, err := store.New(store.Config{Prefix: prefix}, rdb, engine.SystemClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+		Replays: st.Replays(), Leases: st.Leases()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stub := slackstub.New(secret)
+	t.Cleanup(stub.Close)
+	var policy *commands.Policy
+	if o.policy != "" {
+		if policy, err = commands.ParsePolicy([]byte(o.policy)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bt, err := bot.New(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
+		APIURL: stub.APIURL(), ActivityChannel: activity, Policy: policy},
+		bot.Deps{Engine: svc, Jobs: st.Jobs(), Replays: st.Replays(), Tokens: st.Tokens(), Log: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc.SetNotifier(bt)
+	mux := http.NewServeMux()
+	mux.Handle("/slack/", bt.Handler())
+	srv := httptest.NewServer(mux)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = svc.Work(ctx, engine.WorkerConfig{Block: 200 * time.Millisecond}, st.Jobs(), st.Workers())
+	}()
+	if o.appToken != "" {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := bt.RunSocketMode(ctx); err != nil {
+				t.Errorf("socket mode: %v", err)
+			}
+		}()
+	}
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer scancel()
+		_ = bt.Shutdown(sctx)
+		srv.Close()
+	})
+	return &env{t: t, rabbit: testkit.Dial(t), store: st, svc: svc, stub: stub, bot: bt, srv: srv, ctx: ctx}
+}
+
+// command sends a signed slash command and returns its ack body.
+func (e *env) command(user, text string) string {
+	e.t.Helper()
+	resp, err := e.stub.SlashCommand(e.srv.URL, "/dlq", text, user, channel)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("/dlq %s: status %d: %s", text, resp.StatusCode, body)
+	}
+	return string(body)
+}
+
+// click sends a signed button click and checks it was acked.
+func (e *env) click(user, actionID, value, ts string) {
+	e.t.Helper()
+	resp, err := e.stub.Click(e.srv.URL, actionID, value, user, channel, ts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("click %s: status %d", actionID, resp.StatusCode)
+	}
+}
+
+// waitPreview waits for the n-th top-level message with an Approve button
+// and returns it with its token.
+func (e *env) waitPreview(n int) (slackstub.Message, string) {
+	e.t.Helper()
+	var found []slackstub.Message
+	testkit.Eventually(e.t, 20*time.Second, "a preview in the channel", func() bool {
+		found = found[:0]
+		for _, m := range e.stub.Messages(channel) {
+			if buttonValue(m.RawBlocks, blocks.ActionApprove) != "" {
+				found = append(found, m)
+			}
+		}
+		return len(found) >= n
+	})
+	m := found[n-1]
+	return m, buttonValue(m.RawBlocks, blocks.ActionApprove)
+}
+
+// thread returns the message at ts with its replies.
+func (e *env) thread(ts string) slackstub.Message {
+	m, ok := e.stub.Message(channel, ts)
+	if !ok {
+		e.t.Fatalf("no message %s", ts)
+	}
+	return m
+}
+
+// progress returns the progress message in the thread of ts (the first
+// reply carrying a replay's blocks).
+func (e *env) progress(ts string) (slackstub.Message, bool) {
+	for _, r := range e.thread(ts).Replies {
+		if strings.Contains(r.Content(), "*Replay* `") {
+			return r, true
+		}
+	}
+	return slackstub.Message{}, false
+}
+
+// waitProgress waits until the progress message in the thread of ts
+// contains want.
+func (e *env) waitProgress(ts, want string, within time.Duration) slackstub.Message {
+	e.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		m, ok := e.progress(ts)
+		if ok && strings.Contains(m.Content(), want) {
+			return m
+		}
+		if time.Now().After(deadline) {
+			var states []string
+			for _, r := range e.replays() {
+				states = append(states, fmt.Sprintf("%s %s sent %d/%d step %d: %s", r.ID, r.State, r.Sent, r.Total, r.Step, r.Note))
+			}
+			e.t.Fatalf("timed out after %s waiting for the progress message to show %q; replays %q; progress message (%d edits): %q",
+				within, want, states, m.Edits(), m.Content())
+		}
+		time.Sleep(20 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+// replies returns the texts of the plain replies in the thread of ts.
+func (e *env) replies(ts string) []string {
+	var out []string
+	for _, r := range e.thread(ts).Replies {
+		if len(r.RawBlocks) == 0 && r.Text != "" {
+			out = append(out, r.Text)
+		}
+	}
+	return out
+}
+
+// activityLines returns the activity channel's lines.
+func (e *env) activityLines() []string {
+	var out []string
+	for _, m := range e.stub.Messages(activity) {
+		out = append(out, m.Text)
+	}
+	return out
+}
+
+// waitEphemeral waits for user's n-th ephemeral message and returns it.
+func (e *env) waitEphemeral(user string, n int) slackstub.Ephemeral {
+	e.t.Helper()
+	testkit.Eventually(e.t, 20*time.Second, "an ephemeral reply to "+user, func() bool { return len(e.stub.Ephemerals(user)) >= n })
+	return e.stub.Ephemerals(user)[n-1]
+}
+
+// replays lists every replay in the store.
+func (e *env) replays() []engine.Replay {
+	rs, err := e.store.Replays().List(context.Background(), 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return rs
+}
+
+// assertEditsSpaced checks that m was never edited twice within a second.
+func assertEditsSpaced(t testing.TB, m slackstub.Message) {
+	t.Helper()
+	for i := 1; i < len(m.EditedAt); i++ {
+		if gap := m.EditedAt[i].Sub(m.EditedAt[i-1]); gap < 900*time.Millisecond {
+			t.Errorf("message %s edited twice within %s", m.TS, gap)
+		}
+	}
+}
+
+// buttonValue returns the value of the first button actionID in raw
+// blocks ("" when none).
+func buttonValue(raw json.RawMessage, actionID string) string {
+	var bs []struct {
+		Elements []struct {
+			ActionID string `json:"action_id"`
+			Value    string `json:"value"`
+		} `json:"elements"`
+	}
+	if json.Unmarshal(raw, &bs) != nil {
+		return ""
+	}
+	for _, b := range bs {
+		for _, el := range b.Elements {
+			if el.ActionID == actionID {
+				return el.Value
+			}
+		}
+	}
+	return ""
+}
+
+// contains reports whether any of lines contains want.
+func contains(lines []string, want string) bool {
+	for _, l := range lines {
+		if strings.Contains(l, want) {
+			return true
+		}
+	}
+	return false
+}

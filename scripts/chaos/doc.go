@@ -1,0 +1,22 @@
+// Package chaos holds dlqbot's fault-injection runs (`make chaos`,
+// scripts/chaos/chaos.sh). They are Go tests that run only with
+// DLQBOT_CHAOS=1, so `make test` skips them, against the real RabbitMQ and
+// Redis of the machine and the real dlqbot binary (built once per run, or
+// DLQBOT_BIN):
+//
+//   - TestChaosSIGKILL kills the replaying process at 20 random points of
+//     one 1,000-message replay, each time reporting the replay interrupted
+//     and replaying the rest, and checks that nothing was lost and that every
+//     duplicate delivery is accounted for in the ledger.
+//   - TestChaosConnectionsClosed closes every broker connection of the
+//     replaying server 10 times during a replay, resuming it each time.
+//   - TestChaosRedisRestart kills a private Redis in the middle of a replay
+//     and starts it again, with and without persistence, and reports what
+//     the replay did.
+//   - TestChaosSlackRequests sends 10,000 forged, stale and malformed
+//     requests to the bot's HTTP handler.
+//
+// Each run prints its figures as "FIGURE <name>: …" lines and, when
+// DLQBOT_CHAOS_OUT names a file, appends them there; docs/reliability.md
+// quotes them with the command that reproduces each.
+package chaos
