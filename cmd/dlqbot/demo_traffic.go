@@ -133,7 +133,7 @@ func (d *demoTraffic) seed() error {
 	// Spring-style failures straight into the DLQ.
 	for i := 0; i < 5; i++ {
 		h := amqp.Table{"x-original-exchange": "", "x-original-routingKey": d.q.Orders,
-			"x-exception-message": fmt.Sprintf("Inventory service timed out after 3000ms for order %d", 4200+i),
+			"x-exception-message":    fmt.Sprintf("Inventory service timed out after 3000ms for order %d", 4200+i),
 			"x-exception-stacktrace": "java.util.concurrent.TimeoutException: Inventory service timed out\n\tat com.shop.Inventory.reserve(Inventory.java:88)"}
 		if err := publish(d.q.DLQ, map[string]any{"order": 4200 + i, "sku": "SKU-777", "qty": 2}, h); err != nil {
 			return err
