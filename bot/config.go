@@ -109,9 +109,9 @@ func (c Config) withDefaults() Config {
 type Engine interface {
 	Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error)
 	Approve(ctx context.Context, token, approver string, p engine.Params, confirmed bool) (engine.Approval, error)
-	Pause(ctx context.Context, id string) (engine.Replay, error)
-	Resume(ctx context.Context, id string, jobs engine.Jobs) (engine.Replay, error)
-	Cancel(ctx context.Context, id string) (engine.Replay, error)
+	Pause(ctx context.Context, id, by string) (engine.Replay, error)
+	Resume(ctx context.Context, id, by string, jobs engine.Jobs) (engine.Replay, error)
+	Cancel(ctx context.Context, id, by string) (engine.Replay, error)
 	Status(ctx context.Context, id string) (engine.Replay, error)
 }
 

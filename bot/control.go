@@ -49,11 +49,11 @@ func (b *Bot) control(ctx context.Context, to replyTo, verb, id string, click bo
 	var after engine.Replay
 	switch verb {
 	case "pause":
-		after, err = b.d.Engine.Pause(ctx, id)
+		after, err = b.d.Engine.Pause(ctx, id, to.user)
 	case "resume":
-		after, err = b.d.Engine.Resume(ctx, id, b.d.Jobs)
+		after, err = b.d.Engine.Resume(ctx, id, to.user, b.d.Jobs)
 	case "cancel":
-		after, err = b.d.Engine.Cancel(ctx, id)
+		after, err = b.d.Engine.Cancel(ctx, id, to.user)
 	}
 	if errors.Is(err, engine.ErrNotControllable) {
 		b.refuse(ctx, to, fmt.Sprintf("Replay `%s` is %s, so it cannot be %s.", id, r.State, pastTense(verb)))
@@ -64,11 +64,6 @@ func (b *Bot) control(ctx context.Context, to replyTo, verb, id string, click bo
 		return
 	}
 	b.log.Info().Str("replay_id", id).Str("user", to.user).Str("verb", verb).Str("state", string(after.State)).Msg("control requested")
-	if verb == "cancel" && after.State == engine.StateCancelled && r.State != engine.StateRunning {
-		// Nobody was running it, so no owner reports the cancellation.
-		b.Notify(ctx, engine.Event{Kind: engine.EventCancelled, Replay: after, At: b.now(), Actor: to.user,
-			Text: fmt.Sprintf("cancelled by %s: %d sent", to.user, after.Sent)})
-	}
 	if !click {
 		b.say(ctx, to, fmt.Sprintf("%s requested for replay `%s` (it was %s); it takes effect within a second and the progress message will show it.",
 			upperFirst(verb), id, r.State))

@@ -88,9 +88,9 @@ func BenchmarkStopLatency(b *testing.B) {
 				asked := time.Now()
 				var err error
 				if verb == "pause" {
-					_, err = e.svc.Pause(context.Background(), id)
+					_, err = e.svc.Pause(context.Background(), id, "bench")
 				} else {
-					_, err = e.svc.Cancel(context.Background(), id)
+					_, err = e.svc.Cancel(context.Background(), id, "bench")
 				}
 				if err != nil {
 					b.Fatal(err)

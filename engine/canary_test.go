@@ -152,7 +152,7 @@ func TestCanaryFirstStepIsStratified(t *testing.T) {
 	e.svc.SetNotifier(engine.NotifierFunc(func(ctx context.Context, x engine.Event) {
 		ev.Notify(ctx, x)
 		if x.Kind == engine.EventStepStarted && x.Step.Step == 1 {
-			_ = e.store.Replays().Desire(ctx, ap.Replay.ID, engine.StatePaused)
+			_ = e.store.Replays().Desire(ctx, ap.Replay.ID, engine.StatePaused, "U_TEST")
 		}
 	}))
 	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
@@ -208,7 +208,7 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 	runDone := make(chan engine.Replay, 1)
 	go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner"); runDone <- rep }()
 	testkit.Eventually(t, 10*time.Second, "some sent", func() bool { return !lastDelivery().IsZero() })
-	if _, err := e.svc.Pause(ctx, ap.Replay.ID); err != nil {
+	if _, err := e.svc.Pause(ctx, ap.Replay.ID, "U_PAUSER"); err != nil {
 		t.Fatal(err)
 	}
 	asked := time.Now()
@@ -225,7 +225,7 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 	r.WaitCount(dlq, 200-rep.Sent, 10*time.Second)
 
 	// Resume: a worker would get the job; here the test runs it again.
-	if _, err := e.svc.Resume(ctx, ap.Replay.ID, e.store.Jobs()); err != nil {
+	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", e.store.Jobs()); err != nil {
 		t.Fatal(err)
 	}
 	go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner2"); runDone <- rep }()
@@ -234,11 +234,11 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 		cur, _ := e.svc.Status(ctx, ap.Replay.ID)
 		return cur.Sent > sentBefore
 	})
-	cr, err := e.svc.Cancel(ctx, ap.Replay.ID)
+	cr, err := e.svc.Cancel(ctx, ap.Replay.ID, "U_CANCELLER")
 	if err != nil {
 		t.Fatal(err)
 	}
-	d0, _ := e.store.Replays().Desired(ctx, ap.Replay.ID)
+	d0, _, _ := e.store.Replays().Desired(ctx, ap.Replay.ID)
 	t.Logf("DEBUG cancel: state %s sent %d desired %q", cr.State, cr.Sent, d0)
 	asked = time.Now()
 	rep = <-runDone
@@ -252,7 +252,7 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 		t.Fatalf("cancel came too late to test: all 200 sent")
 	}
 	r.WaitCount(dlq, 200-rep.Sent, 10*time.Second) // sent + remaining = total
-	if _, err := e.svc.Resume(ctx, ap.Replay.ID, e.store.Jobs()); !errors.Is(err, engine.ErrNotControllable) {
+	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", e.store.Jobs()); !errors.Is(err, engine.ErrNotControllable) {
 		t.Fatalf("resume after cancel: %v, want ErrNotControllable", err)
 	}
 }

@@ -24,6 +24,7 @@ type control struct {
 	id      string
 	every   time.Duration
 	desired atomic.Value // State
+	by      atomic.Value // string: who asked for it
 }
 
 func (c *control) load() State {
@@ -33,8 +34,9 @@ func (c *control) load() State {
 
 // refresh reads the desired state once.
 func (c *control) refresh(ctx context.Context) {
-	if s, err := c.replays.Desired(ctx, c.id); err == nil {
+	if s, by, err := c.replays.Desired(ctx, c.id); err == nil {
 		c.desired.Store(s)
+		c.by.Store(by)
 	}
 }
 
@@ -50,6 +52,12 @@ func (c *control) watch(ctx context.Context) {
 			c.refresh(ctx)
 		}
 	}
+}
+
+// actor is who asked for the desired state ("" when unknown).
+func (c *control) actor() string {
+	by, _ := c.by.Load().(string)
+	return by
 }
 
 // err returns ErrPauseRequested or ErrCancelRequested when an operator

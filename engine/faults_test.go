@@ -111,7 +111,7 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 	t.Logf("duplicates after one fault: %d (all in the ledger)", len(dups))
 
 	// Resume: the rest is sent, nothing the ledger recorded is sent again.
-	if _, err := svc.Resume(ctx, ap.Replay.ID, st.Jobs()); err != nil {
+	if _, err := svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", st.Jobs()); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = svc.Run(ctx, ap.Replay.ID, "owner2")

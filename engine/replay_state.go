@@ -97,9 +97,10 @@ type Replays interface {
 	Put(ctx context.Context, r Replay, owner string, epoch int64) error
 	// Desire records the state an operator asked for (paused, running,
 	// cancelled) and nudges the owner.
-	Desire(ctx context.Context, id string, s State) error
-	// Desired returns the last desired state ("" when none).
-	Desired(ctx context.Context, id string) (State, error)
+	Desire(ctx context.Context, id string, s State, by string) error
+	// Desired returns the last desired state and who asked for it (""
+	// when none).
+	Desired(ctx context.Context, id string) (State, string, error)
 	// List returns replays, newest first, at most n.
 	List(ctx context.Context, n int) ([]Replay, error)
 }

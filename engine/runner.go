@@ -27,6 +27,8 @@ type run struct {
 	lastProgress time.Time
 	// frozenIDs are the previewed ids (built on first use).
 	frozenIDs map[string]bool
+	// actor is who caused the event being emitted, when a person did.
+	actor string
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -100,11 +102,15 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	if err := rn.ctl.err(); err != nil {
 		return rn.halt(parent, err)
 	}
+	if kind == EventResumed && rn.ctl.load() == StateRunning {
+		rn.actor = rn.ctl.actor()
+	}
 	rn.r.State, rn.r.Note = StateRunning, ""
 	if err := rn.put(ctx); err != nil {
 		return rn.r, err
 	}
 	rn.emit(ctx, kind, nil, fmt.Sprintf("replay %s of %d message(s) from %s %s", rn.r.ID, rn.r.Total, rn.r.DLQ, kind))
+	rn.actor = ""
 
 	for rn.plan.remaining() > 0 {
 		if err := rn.stopCause(ctx); err != nil {
@@ -162,14 +168,16 @@ func (rn *run) halt(parent context.Context, cause error) (Replay, error) {
 	case errors.Is(cause, ErrLeaseLost) || rn.hb.lost.Load():
 		return rn.r, fmt.Errorf("engine: run %s: %w", rn.r.ID, ErrLeaseLost)
 	case errors.Is(cause, ErrCancelRequested):
-		rn.r.State, rn.r.Note, rn.r.EndedAt = StateCancelled, "cancelled by an operator", rn.s.d.Clock.Now()
+		rn.actor = rn.ctl.actor()
+		rn.r.State, rn.r.Note, rn.r.EndedAt = StateCancelled, "cancelled by "+orOperator(rn.actor), rn.s.d.Clock.Now()
 		if err := rn.put(ctx); err != nil {
 			return rn.r, err
 		}
 		rn.emit(ctx, EventCancelled, nil, fmt.Sprintf("cancelled: %d sent, %d left in %s untouched", rn.r.Sent, rn.plan.remaining(), rn.r.DLQ))
 		return rn.r, nil
 	case errors.Is(cause, ErrPauseRequested):
-		rn.r.State, rn.r.Note = StatePaused, "paused by an operator"
+		rn.actor = rn.ctl.actor()
+		rn.r.State, rn.r.Note = StatePaused, "paused by "+orOperator(rn.actor)
 	case errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
 		rn.r.State, rn.r.Note = StatePaused, "paused: the process running it shut down; resume to continue"
 	default:
@@ -211,7 +219,7 @@ func (rn *run) emit(ctx context.Context, kind EventKind, step *StepResult, text 
 	}
 	r := rn.r
 	r.Failures = append([]Failure(nil), rn.r.Failures...)
-	rn.s.d.Notifier.Notify(ctx, Event{Kind: kind, Replay: r, Step: step, Text: text, At: rn.s.d.Clock.Now()})
+	rn.s.d.Notifier.Notify(ctx, Event{Kind: kind, Replay: r, Step: step, Text: text, At: rn.s.d.Clock.Now(), Actor: rn.actor})
 }
 
 func (rn *run) fail(f Failure) {
@@ -235,4 +243,12 @@ func (rn *run) noteDoubt(doubt []LedgerEntry) {
 				Detail: "in flight when an earlier run ended abruptly: it may have been delivered, so it is not sent again; its original stays in the DLQ"})
 		}
 	}
+}
+
+// orOperator names who acted, or "an operator" when unknown.
+func orOperator(by string) string {
+	if by == "" {
+		return "an operator"
+	}
+	return by
 }

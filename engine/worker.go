@@ -79,7 +79,7 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 
 // Resume asks for a paused or stopped replay to continue and hands it to a
 // worker.
-func (s *Service) Resume(ctx context.Context, id string, jobs Jobs) (Replay, error) {
+func (s *Service) Resume(ctx context.Context, id, by string, jobs Jobs) (Replay, error) {
 	r, err := s.d.Replays.Get(ctx, id)
 	if err != nil {
 		return r, fmt.Errorf("engine: resume %s: %w", id, err)
@@ -87,7 +87,7 @@ func (s *Service) Resume(ctx context.Context, id string, jobs Jobs) (Replay, err
 	if r.State != StatePaused && r.State != StateStopped && r.State != StateRunning {
 		return r, fmt.Errorf("engine: resume %s: %w: it is %s", id, ErrNotControllable, r.State)
 	}
-	if err := s.d.Replays.Desire(ctx, id, StateRunning); err != nil {
+	if err := s.d.Replays.Desire(ctx, id, StateRunning, by); err != nil {
 		return r, fmt.Errorf("engine: resume %s: %w", id, err)
 	}
 	if r.State == StateRunning {
@@ -103,15 +103,15 @@ func (s *Service) Resume(ctx context.Context, id string, jobs Jobs) (Replay, err
 var ErrNotControllable = errors.New("replay cannot be controlled")
 
 // Pause asks the owner of a running replay to pause (within 1s).
-func (s *Service) Pause(ctx context.Context, id string) (Replay, error) {
-	return s.desire(ctx, id, StatePaused, StateQueued, StateRunning)
+func (s *Service) Pause(ctx context.Context, id, by string) (Replay, error) {
+	return s.desire(ctx, id, by, StatePaused, StateQueued, StateRunning)
 }
 
 // Cancel asks for a replay to end; a paused, stopped or queued replay is
 // cancelled at once, a running one by its owner within 1s. Messages not yet
 // sent stay in the DLQ.
-func (s *Service) Cancel(ctx context.Context, id string) (Replay, error) {
-	r, err := s.desire(ctx, id, StateCancelled, StateQueued, StateRunning, StatePaused, StateStopped)
+func (s *Service) Cancel(ctx context.Context, id, by string) (Replay, error) {
+	r, err := s.desire(ctx, id, by, StateCancelled, StateQueued, StateRunning, StatePaused, StateStopped)
 	if err != nil || r.State == StateRunning {
 		return r, err
 	}
@@ -121,20 +121,28 @@ func (s *Service) Cancel(ctx context.Context, id string) (Replay, error) {
 	}
 	// If an owner holds the lease meanwhile, it acts on the desired state
 	// within a second; the update below is only for replays nobody runs.
+	cancelled := false
 	_ = up.UpdateUnowned(ctx, id, func(cur *Replay) error {
 		if cur.State == StateRunning || cur.State.Terminal() {
 			return ErrNoChange
 		}
-		cur.State, cur.Note, cur.EndedAt = StateCancelled, "cancelled by an operator", s.d.Clock.Now()
+		cur.State, cur.Note, cur.EndedAt = StateCancelled, "cancelled by "+orOperator(by), s.d.Clock.Now()
+		cancelled = true
 		return nil
 	})
-	return s.d.Replays.Get(ctx, id)
+	r, err = s.d.Replays.Get(ctx, id)
+	if err == nil && cancelled && s.d.Notifier != nil {
+		// Nobody runs it, so no owner reports the cancellation: report it here.
+		s.d.Notifier.Notify(ctx, Event{Kind: EventCancelled, Replay: r, Actor: by, At: s.d.Clock.Now(),
+			Text: fmt.Sprintf("cancelled by %s: %d sent, the rest left in %s untouched", orOperator(by), r.Sent, r.DLQ)})
+	}
+	return r, err
 }
 
 // ErrNoChange tells an Updater to leave the record as it is.
 var ErrNoChange = errors.New("no change")
 
-func (s *Service) desire(ctx context.Context, id string, want State, from ...State) (Replay, error) {
+func (s *Service) desire(ctx context.Context, id, by string, want State, from ...State) (Replay, error) {
 	r, err := s.d.Replays.Get(ctx, id)
 	if err != nil {
 		return r, fmt.Errorf("engine: %s %s: %w", want, id, err)
@@ -146,7 +154,7 @@ func (s *Service) desire(ctx context.Context, id string, want State, from ...Sta
 	if !ok {
 		return r, fmt.Errorf("engine: %s %s: %w: it is %s", want, id, ErrNotControllable, r.State)
 	}
-	if err := s.d.Replays.Desire(ctx, id, want); err != nil {
+	if err := s.d.Replays.Desire(ctx, id, want, by); err != nil {
 		return r, fmt.Errorf("engine: %s %s: %w", want, id, err)
 	}
 	return r, nil

@@ -176,7 +176,7 @@ func TestReplayDesireNudge(t *testing.T) {
 	if err := rs.Create(e.ctx, engine.Replay{ID: "r_d", State: engine.StateRunning}); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := rs.Desired(e.ctx, "r_d"); err != nil || s != "" {
+	if s, _, err := rs.Desired(e.ctx, "r_d"); err != nil || s != "" {
 		t.Errorf("desired before: %q %v", s, err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
@@ -184,7 +184,7 @@ func TestReplayDesireNudge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rs.Desire(e.ctx, "r_d", engine.StatePaused); err != nil {
+	if err := rs.Desire(e.ctx, "r_d", engine.StatePaused, "U1"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -195,16 +195,16 @@ func TestReplayDesireNudge(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("no nudge")
 	}
-	if s, err := rs.Desired(e.ctx, "r_d"); err != nil || s != engine.StatePaused {
+	if s, by, err := rs.Desired(e.ctx, "r_d"); err != nil || s != engine.StatePaused || by != "U1" {
 		t.Errorf("desired: %q %v", s, err)
 	}
-	if err := rs.Desire(e.ctx, "r_none", engine.StateCancelled); !errors.Is(err, engine.ErrReplayNotFound) {
+	if err := rs.Desire(e.ctx, "r_none", engine.StateCancelled, "U1"); !errors.Is(err, engine.ErrReplayNotFound) {
 		t.Errorf("desire unknown: %v", err)
 	}
-	if _, err := rs.Desired(e.ctx, "r_none"); !errors.Is(err, engine.ErrReplayNotFound) {
+	if _, _, err := rs.Desired(e.ctx, "r_none"); !errors.Is(err, engine.ErrReplayNotFound) {
 		t.Errorf("desired unknown: %v", err)
 	}
-	if err := rs.Desire(e.ctx, "r_d", "sideways"); err == nil {
+	if err := rs.Desire(e.ctx, "r_d", "sideways", "U1"); err == nil {
 		t.Error("unknown state accepted")
 	}
 	cancel()

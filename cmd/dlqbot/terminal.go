@@ -76,12 +76,16 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		printCheck(stdout, rep)
 		return nil
 	case commands.PauseCmd:
-		return a.control(ctx, out, "pause", c.ReplayID, a.svc.Pause)
+		return a.control(ctx, out, "pause", c.ReplayID, func(ctx context.Context, id string) (engine.Replay, error) {
+			return a.svc.Pause(ctx, id, requester())
+		})
 	case commands.CancelCmd:
-		return a.control(ctx, out, "cancel", c.ReplayID, a.svc.Cancel)
+		return a.control(ctx, out, "cancel", c.ReplayID, func(ctx context.Context, id string) (engine.Replay, error) {
+			return a.svc.Cancel(ctx, id, requester())
+		})
 	case commands.ResumeCmd:
 		return a.control(ctx, out, "resume", c.ReplayID, func(ctx context.Context, id string) (engine.Replay, error) {
-			return a.svc.Resume(ctx, id, a.store.Jobs())
+			return a.svc.Resume(ctx, id, requester(), a.store.Jobs())
 		})
 	default:
 		return out.fail(failed(fmt.Errorf("%s: %w", res.Cmd.Name(), errNotYet)))

@@ -94,6 +94,7 @@ func (s *Stub) answer(w http.ResponseWriter, c *Call, status int, body obj) {
 		c.Error, _ = body["error"].(string)
 	}
 	s.calls = append(s.calls, *c)
+	s.touch()
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(body)
@@ -132,7 +133,8 @@ func (s *Stub) method(c *Call, token string) obj {
 			return fail("user_not_in_channel")
 		}
 		s.ephemerals = append(s.ephemerals, Ephemeral{User: a.Get("user"), Channel: a.Get("channel"),
-			Text: a.Get("text"), Blocks: c.Blocks, Via: "chat.postEphemeral", At: c.At})
+			ThreadTS: a.Get("thread_ts"), Text: a.Get("text"), Blocks: c.Blocks,
+			RawBlocks: json.RawMessage(a.Get("blocks")), Via: "chat.postEphemeral", At: c.At})
 		return obj{"ok": true, "message_ts": s.ts()}
 	case "chat.delete":
 		m, ok := s.byTS[a.Get("channel")+"/"+a.Get("ts")]
@@ -166,14 +168,14 @@ func (s *Stub) method(c *Call, token string) obj {
 		id := fmt.Sprintf("F%08d", s.nextID())
 		s.files[id] = &File{ID: id, Name: a.Get("filename")}
 		s.fileOrder = append(s.fileOrder, id)
-		return obj{"ok": true, "upload_url": s.srv.URL + "/upload/" + id, "file_id": id}
+		return obj{"ok": true, "upload_url": s.base + "/upload/" + id, "file_id": id}
 	case "files.completeUploadExternal":
 		return s.completeUpload(c)
 	case "apps.connections.open":
 		if !strings.HasPrefix(token, "xapp-") {
 			return fail("invalid_auth")
 		}
-		return obj{"ok": true, "url": "ws" + strings.TrimPrefix(s.srv.URL, "http") + "/socket"}
+		return obj{"ok": true, "url": "ws" + strings.TrimPrefix(s.base, "http") + "/socket"}
 	}
 	return fail("unknown_method")
 }

@@ -91,9 +91,16 @@ func (m Message) Edits() int { return len(m.EditedAt) }
 type Ephemeral struct {
 	User    string
 	Channel string
-	Text    string
-	Blocks  []slack.Block
-	// Via is "chat.postEphemeral" or "response_url".
+	// ThreadTS is the thread the message was shown in ("" for the
+	// channel): a click's answer appears in the clicked message's thread.
+	ThreadTS string
+	Text     string
+	Blocks   []slack.Block
+	// RawBlocks are the blocks' JSON (nil when there are none).
+	RawBlocks json.RawMessage
+	// Via is "chat.postEphemeral", "response_url", or "ack" for a slash
+	// command's immediate answer (recorded when the page sent the
+	// command).
 	Via string
 	At  time.Time
 }

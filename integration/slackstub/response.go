@@ -13,6 +13,7 @@ import (
 // responseTarget is who a response_url answers.
 type responseTarget struct {
 	user, channel, messageTS string
+	threadTS                 string // the clicked message's thread, if it is a reply
 	posts                    int
 }
 
@@ -61,8 +62,14 @@ func (s *Stub) serveResponse(w http.ResponseWriter, r *http.Request) {
 			m.deleted = true
 		}
 	default:
-		s.ephemerals = append(s.ephemerals, Ephemeral{User: t.user, Channel: t.channel, Text: msg.Text, Blocks: bl, Via: "response_url", At: now})
+		var raw json.RawMessage
+		if len(bl) > 0 {
+			raw, _ = json.Marshal(bl)
+		}
+		s.ephemerals = append(s.ephemerals, Ephemeral{User: t.user, Channel: t.channel, ThreadTS: t.threadTS,
+			Text: msg.Text, Blocks: bl, RawBlocks: raw, Via: "response_url", At: now})
 	}
+	s.touch()
 	_, _ = w.Write([]byte("ok"))
 }
 
@@ -78,6 +85,10 @@ func (s *Stub) newResponseURL(user, channel, messageTS string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id := fmt.Sprintf("R%08d", s.nextID())
-	s.responses[id] = &responseTarget{user: user, channel: channel, messageTS: messageTS}
-	return s.srv.URL + "/response/" + id
+	t := &responseTarget{user: user, channel: channel, messageTS: messageTS}
+	if m, ok := s.byTS[channel+"/"+messageTS]; ok {
+		t.threadTS = m.ThreadTS
+	}
+	s.responses[id] = t
+	return s.base + "/response/" + id
 }

@@ -2,6 +2,7 @@ package slackstub
 
 import (
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,6 +34,7 @@ type fault struct {
 // Stub is the Slack stand-in.
 type Stub struct {
 	srv    *httptest.Server
+	base   string // the stand-in's base URL, as handed out in URLs
 	secret string
 	// Now tells the time used to sign requests (default time.Now); tests
 	// set it to make stale requests.
@@ -52,11 +54,45 @@ type Stub struct {
 	chanErrors  map[string]string
 	inChannelTS map[string]string // response posts made in_channel
 	sock        *socketHub
+	web         webState
+	// rev counts changes a reader of the page could see; changed is
+	// closed and replaced at each one (see touch).
+	rev     int64
+	changed chan struct{}
 }
 
-// New starts a stand-in whose requests to the bot are signed with
-// signingSecret.
+// New starts a stand-in on a random local port whose requests to the bot
+// are signed with signingSecret.
 func New(signingSecret string) *Stub {
+	s, mux := newStub(signingSecret)
+	s.srv = httptest.NewServer(mux)
+	s.base = s.srv.URL
+	return s
+}
+
+// Listen starts a stand-in on addr (such as "127.0.0.1:8088"; port 0
+// picks one) whose requests to the bot are signed with signingSecret. It
+// fails when addr cannot be listened on, for instance when the port is
+// taken. An unspecified host (":8088") is handed out as 127.0.0.1.
+func Listen(addr, signingSecret string) (*Stub, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	s, mux := newStub(signingSecret)
+	s.srv = httptest.NewUnstartedServer(mux)
+	_ = s.srv.Listener.Close()
+	s.srv.Listener = ln
+	s.srv.Start()
+	s.base = s.srv.URL
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && tcp.IP.IsUnspecified() {
+		s.base = fmt.Sprintf("http://127.0.0.1:%d", tcp.Port)
+	}
+	return s, nil
+}
+
+// newStub returns an unstarted stand-in and its routes.
+func newStub(signingSecret string) (*Stub, *http.ServeMux) {
 	s := &Stub{
 		secret:      signingSecret,
 		Now:         time.Now,
@@ -68,6 +104,7 @@ func New(signingSecret string) *Stub {
 		files:       map[string]*File{},
 		chanErrors:  map[string]string{},
 		inChannelTS: map[string]string{},
+		changed:     make(chan struct{}),
 	}
 	s.sock = newSocketHub(s)
 	mux := http.NewServeMux()
@@ -75,21 +112,29 @@ func New(signingSecret string) *Stub {
 	mux.HandleFunc("POST /response/{id}", s.serveResponse)
 	mux.HandleFunc("POST /upload/{id}", s.serveUpload)
 	mux.HandleFunc("GET /socket", s.sock.serve)
-	s.srv = httptest.NewServer(mux)
-	return s
+	s.routeWeb(mux)
+	return s, mux
 }
 
-// URL is the stand-in's base URL.
-func (s *Stub) URL() string { return s.srv.URL }
+// URL is the stand-in's base URL; GET on it serves the page.
+func (s *Stub) URL() string { return s.base }
 
 // APIURL is the Web API base URL to give the bot (SLACK_API_URL).
-func (s *Stub) APIURL() string { return s.srv.URL + "/api/" }
+func (s *Stub) APIURL() string { return s.base + "/api/" }
 
 // Close stops the server and any Socket Mode connection.
 func (s *Stub) Close() {
 	s.sock.close()
 	s.srv.CloseClientConnections()
 	s.srv.Close()
+}
+
+// touch records a change the page shows and wakes its readers (callers
+// hold mu).
+func (s *Stub) touch() {
+	s.rev++
+	close(s.changed)
+	s.changed = make(chan struct{})
 }
 
 // nextID returns a new sequence number (callers hold mu).

@@ -85,13 +85,19 @@ func TestReplayOnRedisCluster(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	var mu sync.Mutex
-	var events []engine.EventKind
+	var events []engine.EventKind // of the first replay
+	var first string
 	svc, err := engine.New(fast, engine.Deps{
 		Broker: b, Mover: b, Stats: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(),
 		Notifier: engine.NotifierFunc(func(_ context.Context, e engine.Event) {
 			mu.Lock()
-			events = append(events, e.Kind)
+			if first == "" {
+				first = e.Replay.ID
+			}
+			if e.Replay.ID == first {
+				events = append(events, e.Kind)
+			}
 			mu.Unlock()
 		}),
 	})
@@ -223,13 +229,13 @@ func TestReplayOnRedisCluster(t *testing.T) {
 	if err := ack(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Pause(ctx, ap3.Replay.ID); err != nil {
+	if _, err := svc.Pause(ctx, ap3.Replay.ID, "U_TEST"); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := st.Replays().Desired(ctx, ap3.Replay.ID); err != nil || d != engine.StatePaused {
+	if d, _, err := st.Replays().Desired(ctx, ap3.Replay.ID); err != nil || d != engine.StatePaused {
 		t.Fatalf("desired %q %v, want paused", d, err)
 	}
-	cancelled, err := svc.Cancel(ctx, ap3.Replay.ID)
+	cancelled, err := svc.Cancel(ctx, ap3.Replay.ID, "U_TEST")
 	if err != nil || cancelled.State != engine.StateCancelled {
 		t.Fatalf("cancel: %v, state %s", err, cancelled.State)
 	}
