@@ -48,7 +48,7 @@ func (e *effects) Resume(context.Context, string, string, engine.Jobs) (engine.R
 	return e.replay()
 }
 func (e *effects) Cancel(context.Context, string, string) (engine.Replay, error) { return e.replay() }
-func (e *effects) Status(context.Context, string) (engine.Replay, error) { return e.replay() }
+func (e *effects) Status(context.Context, string) (engine.Replay, error)         { return e.replay() }
 func (e *effects) replay() (engine.Replay, error) {
 	e.n.Add(1)
 	return engine.Replay{}, engine.ErrReplayNotFound
