@@ -143,6 +143,15 @@ type Deps struct {
 	Log    zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
+	// Observer, when set, is told about every Slack API call and retry
+	// (for metrics).
+	Observer Observer
+}
+
+// Observer is told about Slack API calls (the metrics package has one).
+type Observer interface {
+	SlackCall(method string, err error)
+	SlackRetry(method string)
 }
 
 // Bot is the Slack side of dlqbot. It is safe for concurrent use.

@@ -55,12 +55,18 @@ func retryWait(err error, attempt int) (time.Duration, bool) {
 func (b *Bot) retry(ctx context.Context, what string, attempts int, fn func(ctx context.Context) error) error {
 	for i := 0; ; i++ {
 		err := fn(ctx)
+		if o := b.d.Observer; o != nil {
+			o.SlackCall(what, err)
+		}
 		if err == nil {
 			return nil
 		}
 		wait, ok := retryWait(err, i)
 		if !ok || (attempts > 0 && i+1 >= attempts) || ctx.Err() != nil {
 			return err
+		}
+		if o := b.d.Observer; o != nil {
+			o.SlackRetry(what)
 		}
 		b.log.Warn().Err(err).Str("call", what).Dur("retry_in", wait).Int("attempt", i+1).Msg("slack call failed; retrying")
 		t := time.NewTimer(wait)
