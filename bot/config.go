@@ -130,6 +130,13 @@ type Tokens interface {
 	Discard(ctx context.Context, token string) error
 }
 
+// messageStore records where a preview was posted, for every replica (the
+// store's Tokens has it).
+type messageStore interface {
+	SetMessage(ctx context.Context, token, channel, ts string) error
+	Message(ctx context.Context, token string) (channel, ts string, err error)
+}
+
 // Deps are the bot's collaborators.
 type Deps struct {
 	Engine  Engine
