@@ -58,6 +58,10 @@ func progress(r engine.Replay, last *engine.StepResult, extra string) ([]slack.B
 			"*New failures*\n"+num(r.NewFailures)+" dead-lettered meanwhile, not by this replay",
 		),
 	}
+	if r.InDoubt > 0 || r.Duplicates > 0 {
+		out = append(out, section(fmt.Sprintf(":warning: *In doubt:* %s in flight when the broker connection was lost may or may not have been delivered, and %s could not be acked after their copies were confirmed (duplicates). Those originals stay in the DLQ, are never sent again by this replay, and are listed in its ledger.",
+			plural(r.InDoubt, "copy", "copies"), plural(r.Duplicates, "original", "originals"))))
+	}
 	if last != nil {
 		out = append(out, section(stepText(*last)))
 	}
@@ -81,7 +85,7 @@ func progress(r engine.Replay, last *engine.StepResult, extra string) ([]slack.B
 
 // remaining is how many copies the replay has neither sent nor given up on.
 func remaining(r engine.Replay) int {
-	return max(r.Total-r.Sent-r.Failed-r.Missing, 0)
+	return max(r.Total-r.Sent-r.Failed-r.Missing-r.InDoubt, 0)
 }
 
 // stateLabel is a replay state with its icon.

@@ -65,6 +65,10 @@ type Replay struct {
 	// be acked (a lost connection): those originals are back in the DLQ,
 	// and the ledger lists them as sent by this replay.
 	Duplicates int `json:"duplicates,omitempty"`
+	// InDoubt counts copies in flight when the connection was lost: the
+	// broker never confirmed them, so they may or may not have been
+	// delivered. Their originals stay in the DLQ and are never sent again.
+	InDoubt int `json:"in_doubt,omitempty"`
 	// NewFailures counts messages dead-lettered since the replay started
 	// that do not carry its id (failures that are not returns).
 	NewFailures int `json:"new_failures"`

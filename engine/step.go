@@ -82,9 +82,16 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	rn.r.Duplicates += len(mr.Unacked)
 	for _, f := range mr.Failed {
 		rn.plan.drop(f.ID, 1)
-		rn.r.Failed++
 		res.Failed++
-		rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: f.Kind, Detail: f.Detail})
+		kind := f.Kind
+		if kind == "lost" {
+			// No confirm: maybe delivered, maybe not. Not "not delivered".
+			kind = "in_doubt"
+			rn.r.InDoubt++
+		} else {
+			rn.r.Failed++
+		}
+		rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: kind, Detail: f.Detail})
 	}
 	if err := rn.abandon(ctx, mr); err != nil && moveErr == nil {
 		moveErr = err

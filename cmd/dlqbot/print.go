@@ -79,6 +79,9 @@ func printReplay(w io.Writer, r engine.Replay) {
 	fmt.Fprintf(w, "  from %s, approved by %s, requested by %s\n", r.DLQ, r.Approver, r.Requester)
 	fmt.Fprintf(w, "  step %d; sent %d of %d; left the target queue %d; came back %d; missing %d; not delivered %d; new failures meanwhile %d\n",
 		r.Step, r.Sent, r.Total, r.Settled, r.Returned, r.Missing, r.Failed, r.NewFailures)
+	if r.InDoubt > 0 || r.Duplicates > 0 {
+		fmt.Fprintf(w, "  in doubt %d (in flight when the connection was lost), duplicates %d (confirmed, original not acked): all listed in the ledger, never sent again\n", r.InDoubt, r.Duplicates)
+	}
 	if r.Note != "" {
 		fmt.Fprintf(w, "  %s\n", r.Note)
 	}
