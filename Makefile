@@ -41,7 +41,7 @@ clean:
 image:
 	docker build -t dlqbot:dev .
 
-## chaos: fault-injection runs and 1 minute of fuzzing per target (about 8
+## chaos: fault-injection runs and 1 minute of fuzzing per target (about 7
 ## minutes); figures in bin/chaos/figures.txt, quoted in docs/reliability.md.
 chaos:
 	./scripts/chaos/chaos.sh

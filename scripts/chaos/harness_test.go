@@ -455,11 +455,12 @@ type account struct {
 	// Pending is how many ledger entries stayed pending (intents never
 	// confirmed: published or not when the run ended abruptly).
 	Pending int
-	// DupPending counts duplicate deliveries that a pending ledger entry
-	// stands for (a copy in flight, in doubt); DupConfirmed those that a
-	// confirmed entry stands for (a copy confirmed and recorded whose
-	// original was not acked).
-	DupPending, DupConfirmed int
+	// Duplicates by what the ledgers say of their message: DupPending have
+	// a pending entry (a copy in flight when the run ended: in doubt),
+	// DupConfirmed only confirmed entries (a copy confirmed and recorded
+	// whose original could not be acked), DupUnrecorded too few entries to
+	// stand for every copy.
+	DupPending, DupConfirmed, DupUnrecorded int
 	// LedgerEntries is how many entries the replays' ledgers hold.
 	LedgerEntries int
 }
@@ -521,9 +522,18 @@ func (f *fixture) accountFor(t *testing.T, replays []string) account {
 		}
 	}
 	for mid, extra := range dups {
-		p := min(extra, pending[f.byMsgID[mid]])
-		a.DupPending += p
-		a.DupConfirmed += extra - p
+		fp, ok := f.byMsgID[mid]
+		listed, pend := entries[fp], pending[fp]
+		// Every delivery needs an entry, and so does every copy beyond one
+		// (an original left in the DLQ after its copy was sent counts).
+		switch d := got[mid]; {
+		case !ok || d > listed || d+inDLQ[mid] > listed+1:
+			a.DupUnrecorded += extra
+		case pend > 0:
+			a.DupPending += extra
+		default:
+			a.DupConfirmed += extra
+		}
 	}
 	for mid, c := range got {
 		listed := 0
@@ -538,8 +548,8 @@ func (f *fixture) accountFor(t *testing.T, replays []string) account {
 }
 
 func (a account) String() string {
-	return fmt.Sprintf("%d messages: %d lost, %d delivered, %d duplicates (%d of them a pending ledger entry, %d a confirmed one whose original was not acked) of %d messages, %d left in the DLQ; ledgers: %d entries (%d pending), %d deliveries without a ledger entry",
-		a.Messages, len(a.Lost), a.Deliveries, a.DupCopies, a.DupPending, a.DupConfirmed, a.DupMessages, a.InDLQ, a.LedgerEntries, a.Pending, a.Unaccounted)
+	return fmt.Sprintf("%d messages: %d lost, %d delivered, %d duplicate copies of %d messages (%d with a pending ledger entry, %d with a confirmed entry whose original was not acked, %d not in any ledger), %d left in the DLQ; ledgers: %d entries (%d pending), %d deliveries without a ledger entry",
+		a.Messages, len(a.Lost), a.Deliveries, a.DupCopies, a.DupMessages, a.DupPending, a.DupConfirmed, a.DupUnrecorded, a.InDLQ, a.LedgerEntries, a.Pending, a.Unaccounted)
 }
 
 // freeAddr returns a free loopback address for a server's HTTP listener.
