@@ -1,11 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/demo"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -16,13 +24,13 @@ import (
 func TestDemoTrafficFinishesOneSourceAndStopsTheOther(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
-	q := newDemoQueues(testkit.Name("demo"))
+	q := demo.NewQueues(testkit.Name("demo"))
 	for _, name := range []string{q.DLQ, q.Orders, q.Payments, q.DLQ + ".parking"} {
 		t.Cleanup(func() { testkit.DeleteQueue(name) })
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if _, err := startDemoTraffic(ctx, env["AMQP_URL"], q); err != nil {
+	if _, err := demo.StartTraffic(ctx, env["AMQP_URL"], q); err != nil {
 		t.Fatal(err)
 	}
 	r := testkit.Dial(t)
@@ -53,4 +61,127 @@ func TestDemoTrafficFinishesOneSourceAndStopsTheOther(t *testing.T) {
 	if code != 0 || c["returned"].(float64) == 0 || len(c["groups"].([]any)) != 1 {
 		t.Fatalf("check exit %d: %s", code, out)
 	}
+}
+
+// TestDemoCommandServesThePage runs `dlqbot demo` in-process: it prints
+// exactly one URL on stdout, serves the stand-in's page there, answers a
+// command typed on the page through the bot, and stops cleanly when its
+// context ends.
+func TestDemoCommandServesThePage(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	prefix := testkit.Name("demo")
+	q := demo.NewQueues(prefix)
+	for _, name := range []string{q.DLQ, q.Orders, q.Payments, q.DLQ + ".parking"} {
+		t.Cleanup(func() { testkit.DeleteQueue(name) })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"demo", "--addr", "127.0.0.1:0", "--queues", prefix}, &stdout, &stderr,
+			func(k string) string { return env[k] })
+	}()
+
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.HasSuffix(stdout.String(), "\n") {
+		select {
+		case err := <-done:
+			t.Fatalf("dlqbot demo ended early (%v):\n%s", err, stderr.String())
+		case <-time.After(20 * time.Millisecond): // polling interval
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no URL on stdout after 30s:\n%s", stderr.String())
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(stdout.String(), "\n"), "\n")
+	if len(lines) != 1 || !regexp.MustCompile(`^http://127\.0\.0\.1:\d+$`).MatchString(lines[0]) {
+		t.Fatalf("stdout %q, want one URL", stdout.String())
+	}
+	url := lines[0]
+	if body := httpGet(t, url+"/"); !strings.Contains(body, "<title>dlqbot") {
+		t.Fatalf("GET / served %.200q", body)
+	}
+	resp, err := http.Post(url+"/ui/command", "application/json",
+		strings.NewReader(`{"channel":"`+demo.Channel+`","text":"/dlq help"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	testkit.Eventually(t, 10*time.Second, "the bot's help on the page", func() bool {
+		return strings.Contains(httpGet(t, url+"/ui/state"), `"kind":"ephemeral"`) &&
+			strings.Contains(httpGet(t, url+"/ui/state"), "preview")
+	})
+
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("dlqbot demo stopped with %v:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("dlqbot demo did not stop within 30s of its context ending")
+	}
+	if got := stdout.String(); got != url+"\n" {
+		t.Fatalf("stdout %q, want only the URL", got)
+	}
+}
+
+// TestDemoCommandSaysWhatIsMissing checks that `dlqbot demo` exits 1 and
+// says what to start when RabbitMQ does not answer, and what to do when
+// the page's address is taken.
+func TestDemoCommandSaysWhatIsMissing(t *testing.T) {
+	t.Parallel()
+	env := testEnv(t)
+	env["AMQP_URL"] = "amqp://guest:guest@127.0.0.1:1/"
+	out, errOut, code := dlqbot(t, env, "demo", "--addr", "127.0.0.1:0", "--queues", testkit.Name("demo"))
+	if code != 1 || out != "" || !strings.Contains(errOut, "RabbitMQ is not reachable at amqp://…@127.0.0.1:1/") ||
+		!strings.Contains(errOut, "rabbitmq-server -detached") {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	env = testEnv(t)
+	out, errOut, code = dlqbot(t, env, "demo", "--addr", taken.Addr().String(), "--queues", testkit.Name("demo"))
+	if code != 1 || out != "" || !strings.Contains(errOut, "cannot serve the demo page on "+taken.Addr().String()) ||
+		!strings.Contains(errOut, "--addr") {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errOut)
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	return string(b)
+}
+
+// lockedBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -29,7 +28,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		case "serve":
 			return serve(ctx, cfg, stderr)
 		case "demo":
-			return demo(ctx, cfg, stdout, stderr)
+			return demoCommand(ctx, cfg, args[1:], stdout, stderr, getenv)
 		}
 	}
 	return terminal(ctx, cfg, args, stdout, stderr)
@@ -51,7 +50,3 @@ func exitCode(err error) int {
 func failed(err error) error { return &exitError{code: exitFailed, err: err} }
 
 var errNotYet = errors.New("not available in this build yet")
-
-func demo(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
-	return failed(fmt.Errorf("dlqbot demo: %w", errNotYet))
-}

@@ -22,39 +22,74 @@ import (
 // Slack endpoints when Slack is configured). Every replica runs the same
 // parts against one Redis.
 func serve(ctx context.Context, cfg config, stderr io.Writer) error {
-	a, err := newApp(cfg, stderr, nil)
+	err := func() error {
+		a, err := newApp(cfg, stderr, nil)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		r, err := a.newReplica()
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", cfg.HTTPAddr)
+		if err != nil {
+			return failed(fmt.Errorf("listen on %s (DLQBOT_HTTP_ADDR): %w", cfg.HTTPAddr, err))
+		}
+		return r.run(ctx, ln)
+	}()
 	if err != nil {
-		return err
+		fmt.Fprintln(stderr, "dlqbot serve:", err)
 	}
-	defer a.Close()
-	workerID := "w_" + engine.NewReplayID()[2:]
-	log := a.log.With().Str("worker", workerID).Logger()
-	a.log = log
+	return err
+}
+
+// replica is what one dlqbot process runs: a worker, the reaper, the
+// follow-up checks and an HTTP server with /healthz, /readyz and, when
+// Slack is configured, the bot's endpoints. serve and demo both run one.
+type replica struct {
+	a   *app
+	id  string // the worker's id
+	log zerolog.Logger
+	bot *bot.Bot // nil without Slack
+	mux *http.ServeMux
+}
+
+// newReplica builds the replica's parts from a.cfg: the Slack bot (see
+// newSlackBot) as the engine's notifier next to the log, and the HTTP
+// routes. It starts nothing.
+func (a *app) newReplica() (*replica, error) {
+	r := &replica{a: a, id: "w_" + engine.NewReplayID()[2:], mux: http.NewServeMux()}
+	r.log = a.log.With().Str("worker", r.id).Logger()
+	a.log = r.log
 	logEvents := engine.NotifierFunc(func(_ context.Context, e engine.Event) {
-		log.Info().Str("replay_id", e.Replay.ID).Str("event", string(e.Kind)).Str("state", string(e.Replay.State)).Msg(e.Text)
+		r.log.Info().Str("replay_id", e.Replay.ID).Str("event", string(e.Kind)).Str("state", string(e.Replay.State)).Msg(e.Text)
 	})
 	a.svc.SetNotifier(logEvents)
-	slackBot, err := newSlackBot(cfg, a, log)
+	b, err := newSlackBot(a.cfg, a, r.log)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if slackBot != nil {
-		a.svc.SetNotifier(engine.Notifiers{logEvents, slackBot})
+	r.bot = b
+	if b != nil {
+		a.svc.SetNotifier(engine.Notifiers{logEvents, b})
 	}
+	r.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	r.mux.HandleFunc("GET /readyz", a.readyz)
+	if b != nil && a.cfg.SlackSigningSecret != "" {
+		r.mux.Handle("/slack/", b.Handler())
+	}
+	return r, nil
+}
 
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /readyz", a.readyz)
-	if slackBot != nil && cfg.SlackSigningSecret != "" {
-		mux.Handle("/slack/", slackBot.Handler())
-	}
-	srv := &http.Server{Addr: cfg.HTTPAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return failed(fmt.Errorf("listen on %s (DLQBOT_HTTP_ADDR): %w", cfg.HTTPAddr, err))
-	}
+// run serves HTTP on ln and runs the worker, the reaper, the follow-ups
+// and Socket Mode (when configured) until ctx ends; then it finishes the
+// copies in flight, releases the leases and delivers the last events to
+// Slack.
+func (r *replica) run(ctx context.Context, ln net.Listener) error {
+	a, log := r.a, r.log
+	srv := &http.Server{Handler: r.mux, ReadHeaderTimeout: 5 * time.Second}
 	log.Info().Str("addr", ln.Addr().String()).Msg("dlqbot serving")
-
 	var wg sync.WaitGroup
 	wg.Add(4)
 	go func() {
@@ -65,11 +100,11 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	}()
 	go func() {
 		defer wg.Done()
-		_ = a.svc.Work(ctx, engine.WorkerConfig{ID: workerID}, a.store.Jobs(), a.store.Workers())
+		_ = a.svc.Work(ctx, engine.WorkerConfig{ID: r.id}, a.store.Jobs(), a.store.Workers())
 		// Withdraw so terminal replays stop handing work to this process.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		_ = a.store.Workers().Withdraw(wctx, workerID)
+		_ = a.store.Workers().Withdraw(wctx, r.id)
 	}()
 	go func() {
 		defer wg.Done()
@@ -79,11 +114,11 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 		defer wg.Done()
 		a.svc.FollowUps(ctx, 0)
 	}()
-	if slackBot != nil && cfg.SlackAppToken != "" {
+	if r.bot != nil && a.cfg.SlackAppToken != "" {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := slackBot.RunSocketMode(ctx); err != nil {
+			if err := r.bot.RunSocketMode(ctx); err != nil {
 				log.Error().Err(err).Msg("slack socket mode stopped")
 			}
 		}()
@@ -94,11 +129,11 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	defer cancel()
 	_ = srv.Shutdown(sctx)
 	wg.Wait()
-	if slackBot != nil {
+	if r.bot != nil {
 		// The workers have stopped: deliver their last events to Slack.
 		bctx, bcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 		defer bcancel()
-		if err := slackBot.Shutdown(bctx); err != nil {
+		if err := r.bot.Shutdown(bctx); err != nil {
 			log.Warn().Err(err).Msg("slack")
 		}
 	}

@@ -23,7 +23,15 @@
 //     slash-command forms and block_actions payloads;
 //   - runs a Socket Mode endpoint (apps.connections.open hands out a
 //     websocket URL) on which SocketCommand and SocketClick deliver the
-//     same payloads as envelopes and wait for the bot's ack.
+//     same payloads as envelopes and wait for the bot's ack;
+//   - serves a Slack-like page at its URL (SetWeb configures it; plain
+//     HTML, CSS and JavaScript embedded from static/): channels with their
+//     messages, threads and the user's ephemeral messages, Block Kit
+//     rendered, an input whose /dlq commands go to the bot as signed slash
+//     commands, and buttons whose clicks (after their confirm dialog) go as
+//     signed block_actions. The page reads GET /ui/state, which waits for
+//     the next change, so edits appear as they happen. Listen starts a
+//     stand-in on a chosen address, for `dlqbot demo`.
 //
 // Everything is kept in memory and is safe for concurrent use.
 package slackstub

@@ -124,6 +124,10 @@ func (s *Stub) APIURL() string { return s.base + "/api/" }
 
 // Close stops the server and any Socket Mode connection.
 func (s *Stub) Close() {
+	s.mu.Lock()
+	s.web.closed = true
+	s.touch() // wakes the page's pending reads
+	s.mu.Unlock()
 	s.sock.close()
 	s.srv.CloseClientConnections()
 	s.srv.Close()

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"context"
@@ -11,33 +11,33 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// demoQueues names the demo's queues: two services dead-letter into one DLQ.
-type demoQueues struct {
+// Queues names the demo's queues: two services dead-letter into one DLQ.
+type Queues struct {
 	DLQ, Orders, Payments string
 }
 
-// newDemoQueues names the queues under prefix ("demo" → demo.dlq, …).
-func newDemoQueues(prefix string) demoQueues {
-	return demoQueues{DLQ: prefix + ".dlq", Orders: prefix + ".orders", Payments: prefix + ".payments"}
+// NewQueues names the queues under prefix ("demo" → demo.dlq, …).
+func NewQueues(prefix string) Queues {
+	return Queues{DLQ: prefix + ".dlq", Orders: prefix + ".orders", Payments: prefix + ".payments"}
 }
 
-// demoTraffic declares the demo topology, seeds the DLQ with realistic
+// Traffic declares the demo topology, seeds the DLQ with realistic
 // failures from two source queues, and runs their consumers: orders is
 // healthy now (its bug was fixed), payments still rejects payments in one
 // currency — so replaying orders finishes and replaying payments stops.
-type demoTraffic struct {
+type Traffic struct {
 	conn *amqp.Connection
-	q    demoQueues
+	q    Queues
 }
 
-// startDemoTraffic connects, (re)declares and seeds the topology, and
+// StartTraffic connects, (re)declares and seeds the topology, and
 // starts the consumers; they stop when ctx ends.
-func startDemoTraffic(ctx context.Context, url string, q demoQueues) (*demoTraffic, error) {
+func StartTraffic(ctx context.Context, url string, q Queues) (*Traffic, error) {
 	conn, err := amqp.DialConfig(url, amqp.Config{Properties: amqp.Table{"connection_name": "dlqbot-demo-traffic"}})
 	if err != nil {
 		return nil, err
 	}
-	d := &demoTraffic{conn: conn, q: q}
+	d := &Traffic{conn: conn, q: q}
 	if err := d.declare(); err != nil {
 		conn.Close()
 		return nil, err
@@ -59,7 +59,7 @@ func startDemoTraffic(ctx context.Context, url string, q demoQueues) (*demoTraff
 	return d, nil
 }
 
-func (d *demoTraffic) declare() error {
+func (d *Traffic) declare() error {
 	ch, err := d.conn.Channel()
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (d *demoTraffic) declare() error {
 // seed dead-letters realistic failures: the broker rejects them from their
 // source queues (so x-death is real), and a few arrive the way Spring's
 // republishing recoverer sends them, with exception headers.
-func (d *demoTraffic) seed() error {
+func (d *Traffic) seed() error {
 	ch, err := d.conn.Channel()
 	if err != nil {
 		return err
@@ -171,7 +171,7 @@ func rejectAll(conn *amqp.Connection, queue string, n int) error {
 }
 
 // consume runs a demo consumer on queue: ok decides ack or reject.
-func (d *demoTraffic) consume(ctx context.Context, queue string, ok func(amqp.Delivery) bool) error {
+func (d *Traffic) consume(ctx context.Context, queue string, ok func(amqp.Delivery) bool) error {
 	ch, err := d.conn.Channel()
 	if err != nil {
 		return err

@@ -1,0 +1,50 @@
+// Package demo holds what `dlqbot demo` shows a newcomer, shared by the
+// command and its browser test: the demo's queues and traffic (a DLQ fed
+// by two services, one fixed and one still failing) and the workspace the
+// Slack stand-in's page presents (channels, user, hints).
+package demo
+
+import (
+	"fmt"
+
+	"github.com/stroma/dlqbot/integration/slackstub"
+)
+
+// The demo workspace's channels and user.
+const (
+	Channel         = "C0INCIDENTS"   // #incidents, where /dlq is typed
+	ActivityChannel = "C0DLQACTIVITY" // #dlq-activity, dlqbot's activity lines
+	User            = "U0DEMOUSER"    // whoever uses the page
+)
+
+// Web describes the stand-in's page for the demo: #incidents (channel)
+// and #dlq-activity (activity), the user, an explanation of the seeded
+// DLQ, and the commands to try. Commands and clicks go to the bot at
+// botURL.
+func Web(q Queues, botURL, channel, activity string) slackstub.WebConfig {
+	return slackstub.WebConfig{
+		Team:     "dlqbot demo",
+		BotURL:   botURL,
+		Command:  "/dlq",
+		User:     User,
+		UserName: "you",
+		Channels: []slackstub.WebChannel{
+			{ID: channel, Name: "incidents", Topic: "Dead letters piling up? Preview, approve, replay in canary steps.",
+				Intro: fmt.Sprintf("`%s` holds 80 dead letters from two services. *%s* (45 rejected by yesterday's bug, "+
+					"5 Spring timeouts): its consumer is fixed now. *%s* (30): its consumer still rejects currency `XTS`.\n"+
+					"Preview each source, approve, and watch the canary steps in the preview's thread — "+
+					"orders finish, payments stop by themselves. Then `/dlq check &lt;replay&gt;` shows what came back.",
+					q.DLQ, q.Orders, q.Payments)},
+			{ID: activity, Name: "dlq-activity", Topic: "One line per replay event from dlqbot",
+				Intro: "dlqbot posts one line here per replay event: started, paused, stopped, finished, follow-up checks."},
+		},
+		Notice: "*Local Slack stand-in* for `dlqbot demo`: the real bot runs against your RabbitMQ and Redis; " +
+			"nothing here reaches Slack.",
+		Suggestions: []string{
+			"/dlq help",
+			"/dlq preview " + q.DLQ + " source=" + q.Orders,
+			"/dlq preview " + q.DLQ + " source=" + q.Payments,
+			"/dlq list",
+		},
+	}
+}
