@@ -76,7 +76,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	p := &Preview{DLQ: dlq, Selection: sel.String(), Requester: requester, Problems: []Problem{}}
 	byID := map[string]int{} // id → index in p.Messages
 	selected := 0
-	_, err = s.d.Broker.Scan(ctx, sel.DLQ, func(m Message) error {
+	info, err := s.d.Broker.Scan(ctx, sel.DLQ, func(m Message) error {
 		p.Scanned++
 		meta := ParseMeta(sel.DLQ, m)
 		v := sel.Match(meta)
@@ -102,6 +102,9 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	})
 	if err != nil && !errors.Is(err, errStopScan) {
 		return nil, fmt.Errorf("engine: preview %s: scan: %w", sel.DLQ, err)
+	}
+	if s.onScan != nil {
+		s.onScan(info.Read, info.Duration)
 	}
 	if err := s.resolveTargets(ctx, sel, p); err != nil {
 		return nil, err

@@ -99,8 +99,9 @@ type Deps struct {
 
 // Service runs previews and replays.
 type Service struct {
-	cfg Config
-	d   Deps
+	cfg    Config
+	d      Deps
+	onScan func(messages int, d time.Duration)
 }
 
 // New validates cfg and deps and returns a Service. Broker, Tokens and
@@ -134,6 +135,10 @@ func excerpt(body []byte, n int) string {
 
 // errStopScan ends a scan early once a limit is reached.
 var errStopScan = fmt.Errorf("engine: scan limit reached")
+
+// SetScanObserver sets a function told about every completed preview scan
+// (messages read, duration), for metrics.
+func (s *Service) SetScanObserver(f func(messages int, d time.Duration)) { s.onScan = f }
 
 // SetNotifier replaces the notifier; call it before the service runs
 // replays (the bot wires itself in after the engine is built).

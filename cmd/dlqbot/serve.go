@@ -10,11 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/metrics"
 )
 
 // serve runs, until ctx ends: a replay worker, the reaper that reports
@@ -65,17 +68,23 @@ func (a *app) newReplica() (*replica, error) {
 	logEvents := engine.NotifierFunc(func(_ context.Context, e engine.Event) {
 		r.log.Info().Str("replay_id", e.Replay.ID).Str("event", string(e.Kind)).Str("state", string(e.Replay.State)).Msg(e.Text)
 	})
-	a.svc.SetNotifier(logEvents)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	a.metrics = metrics.New(reg)
+	a.svc.SetScanObserver(a.metrics.ScanObserved)
+	notifiers := engine.Notifiers{logEvents, a.metrics}
 	b, err := newSlackBot(a.cfg, a, r.log)
 	if err != nil {
 		return nil, err
 	}
 	r.bot = b
 	if b != nil {
-		a.svc.SetNotifier(engine.Notifiers{logEvents, b})
+		notifiers = append(notifiers, b)
 	}
+	a.svc.SetNotifier(notifiers)
 	r.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	r.mux.HandleFunc("GET /readyz", a.readyz)
+	r.mux.Handle("GET /metrics", a.metrics.Handler())
 	if b != nil && a.cfg.SlackSigningSecret != "" {
 		r.mux.Handle("/slack/", b.Handler())
 	}
@@ -188,6 +197,7 @@ func newSlackBot(cfg config, a *app, log zerolog.Logger) (*bot.Bot, error) {
 		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, Policy: policy,
 	}, bot.Deps{
 		Engine: a.svc, Jobs: a.store.Jobs(), Replays: a.store.Replays(), Tokens: a.store.Tokens(), Log: log,
+		Observer: a.metrics,
 	})
 	if err != nil {
 		return nil, usageError("slack: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/metrics"
 	"github.com/stroma/dlqbot/store"
 )
 
@@ -22,6 +23,8 @@ type app struct {
 	rdb    redis.UniversalClient
 	store  *store.Store
 	svc    *engine.Service
+	// metrics is set by newReplica (serve, demo); nil in the terminal.
+	metrics *metrics.Metrics
 }
 
 // newApp wires RabbitMQ, Redis and the engine. It dials nothing: the first
