@@ -74,7 +74,7 @@ func TestDemoPageInBrowser(t *testing.T) {
 
 	b.command("/dlq check " + id)
 	b.waitText("#messages", "Came back, by failure", 20*time.Second)
-	b.step("show the progress message", 5*time.Second, chromedp.Evaluate[chromedp.Void](
+	b.step("show the progress message", 15*time.Second, chromedp.Evaluate[chromedp.Void](
 		`[...document.querySelectorAll("#thread-body .msg")].find(m => m.innerText.includes("Stopped · step")).scrollIntoView()`))
 	path := b.shot("05-check")
 	if update {
@@ -251,7 +251,7 @@ func (b *browser) approve(ts, shotName string) {
 	b.t.Helper()
 	btn := `#messages .msg[data-ts="` + ts + `"] button[data-action-id="dlq.approve"]`
 	b.click("click Approve", btn, 10*time.Second)
-	b.step("wait for the confirm dialog", 5*time.Second, chromedp.WaitVisible(chromedp.CSS("#confirm-dialog")))
+	b.step("wait for the confirm dialog", 15*time.Second, chromedp.WaitVisible(chromedp.CSS("#confirm-dialog")))
 	if t := b.text("#confirm-title"); t != "Start the replay?" {
 		b.fail("the confirm dialog", fmt.Errorf("title %q", t))
 	}
@@ -259,7 +259,7 @@ func (b *browser) approve(ts, shotName string) {
 		b.shot(shotName)
 	}
 	b.click("confirm", "#confirm-ok", 10*time.Second)
-	b.step("wait for the dialog to close", 5*time.Second, chromedp.WaitNotVisible(chromedp.CSS("#confirm-dialog")))
+	b.step("wait for the dialog to close", 15*time.Second, chromedp.WaitNotVisible(chromedp.CSS("#confirm-dialog")))
 }
 
 // openThread waits for the replay's progress in the thread of ts and
@@ -268,6 +268,6 @@ func (b *browser) openThread(ts string) {
 	b.t.Helper()
 	link := `#messages .msg[data-ts="` + ts + `"] .replies-link`
 	b.click("open the thread", link, 30*time.Second)
-	b.step("wait for the thread", 5*time.Second, chromedp.WaitVisible(chromedp.CSS("#thread-body .msg")))
+	b.step("wait for the thread", 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#thread-body .msg")))
 	b.waitText("#thread-body", "Replay started", 30*time.Second)
 }

@@ -163,19 +163,24 @@ func (m *mover) ackRecorded(wait bool) error {
 			}
 			continue
 		}
+		hs := make([]held, len(rec.batch))
 		for i, f := range rec.batch {
-			if err := m.r.ack(f.h); err != nil {
-				// The copies are out and recorded; the originals come back
-				// when the broker notices the lost channel: duplicates, in
-				// the ledger.
-				for _, g := range rec.batch[i:] {
-					m.res.Unacked = append(m.res.Unacked, g.moved)
-				}
-				if wait {
-					continue
-				}
-				return err
+			hs[i] = f.h
+		}
+		if _, err := m.r.ackAll(hs); err != nil {
+			// The copies are out and recorded; the originals whose ack did
+			// not reach the broker come back when it notices the lost
+			// channel: duplicates, in the ledger. Which acks got through is
+			// unknown, so the whole batch is reported (an upper bound).
+			for _, f := range rec.batch {
+				m.res.Unacked = append(m.res.Unacked, f.moved)
 			}
+			if wait {
+				continue
+			}
+			return err
+		}
+		for _, f := range rec.batch {
 			m.res.Sent = append(m.res.Sent, f.moved)
 		}
 	}

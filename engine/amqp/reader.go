@@ -65,7 +65,11 @@ type heldChan struct {
 	drained    int      // deliveries that arrived after the read ended
 	acked      int      // deliveries acked individually
 	cancelled  bool     // consumer cancelled (by us, or by the broker)
-	ackedTags  []uint64 // delivery tags acked individually, for paced returns
+	ackedTags  []uint64 // delivery tags acked, for paced returns
+	// floor: every tag up to it is acked; above is tags acked above the
+	// floor (individually, because a held delivery below them is not).
+	floor uint64
+	above map[uint64]bool
 }
 
 // held is one delivery held by a holdReader.
@@ -225,7 +229,71 @@ func (r *holdReader) ack(h held) error {
 	}
 	h.c.acked++
 	h.c.ackedTags = append(h.c.ackedTags, h.d.DeliveryTag)
+	if h.c.above == nil {
+		h.c.above = map[uint64]bool{}
+	}
+	h.c.above[h.d.DeliveryTag] = true
 	return nil
+}
+
+// ackAll acks held deliveries whose copies are recorded, collapsing runs
+// of consecutive delivery tags on a channel into one multiple ack. A
+// multiple ack never covers a delivery that is not to be acked (not
+// picked, or its copy failed): from the channel's floor it extends only
+// over tags being acked now or acked before; tags above such a hole are
+// acked one by one, at once. It returns how many it acked.
+func (r *holdReader) ackAll(hs []held) (int, error) {
+	byChan := map[*heldChan]map[uint64]bool{}
+	var order []*heldChan
+	for _, h := range hs {
+		m := byChan[h.c]
+		if m == nil {
+			m = map[uint64]bool{}
+			byChan[h.c] = m
+			order = append(order, h.c)
+		}
+		m[h.d.DeliveryTag] = true
+	}
+	n := 0
+	for _, c := range order {
+		ready := byChan[c]
+		if c.above == nil {
+			c.above = map[uint64]bool{}
+		}
+		var top uint64
+		t := c.floor + 1
+		for ready[t] || c.above[t] {
+			if ready[t] {
+				top = t
+			}
+			t++
+		}
+		if top > 0 {
+			if err := c.ch.Ack(top, true); err != nil {
+				return n, r.b.classify(err)
+			}
+			for tag := c.floor + 1; tag < t; tag++ {
+				if ready[tag] {
+					delete(ready, tag)
+					c.acked++
+					c.ackedTags = append(c.ackedTags, tag)
+					n++
+				}
+				delete(c.above, tag)
+			}
+			c.floor = t - 1
+		}
+		for tag := range ready { // above a hole
+			if err := c.ch.Ack(tag, false); err != nil {
+				return n, r.b.classify(err)
+			}
+			c.acked++
+			c.ackedTags = append(c.ackedTags, tag)
+			c.above[tag] = true
+			n++
+		}
+	}
+	return n, nil
 }
 
 // randomID returns 8 random bytes in hex.
