@@ -32,27 +32,15 @@ func (p *parser) preview(args []token) Result {
 		return p.failTry("preview needs the dead-letter queue's name first", "preview orders.dlq reason=rejected")
 	}
 	try := func(key string) string { return "preview " + sel.DLQ + " " + examples[key] }
-	seen := map[string]token{}
-	for _, t := range args {
-		if !t.eq {
-			continue
-		}
-		if !slices.Contains(previewKeys, t.key) {
-			return p.badKey(t, "preview", previewKeys, "preview "+sel.DLQ+" <example>")
-		}
-		if prev, dup := seen[t.key]; dup {
-			return p.sameKey(prev, t, try(t.key))
-		}
-		seen[t.key] = t
-		if t.value == "" {
-			return p.failTry(fmt.Sprintf("`%s=` needs a value", t.key), try(t.key))
-		}
-		var msg string
+	seen, bad := p.keyValues(args, "preview", sel.DLQ, previewKeys, try, func(t token) (msg, example string) {
 		switch t.key {
 		case "ids":
 			sel.IDs, msg = parseIDs(t.value)
 		case "reason":
 			sel.Reason, msg = parseReason(t.value)
+			if msg != "" && reasonSuggestion(t.value) != "" {
+				example = "preview " + sel.DLQ + " reason=" + reasonSuggestion(t.value)
+			}
 		case "source":
 			sel.Source, msg = t.value, checkQueue("The source queue", t.value)
 		case "since":
@@ -72,13 +60,10 @@ func (p *parser) preview(args []token) Result {
 		case "to":
 			sel.To, msg = t.value, checkQueue("The target queue", t.value)
 		}
-		if msg != "" {
-			example := try(t.key)
-			if t.key == "reason" && reasonSuggestion(t.value) != "" {
-				example = "preview " + sel.DLQ + " reason=" + reasonSuggestion(t.value)
-			}
-			return p.failTry(msg, example)
-		}
+		return msg, example
+	})
+	if bad != nil {
+		return *bad
 	}
 	if msg := crossCheck(sel, seen, p.now); msg != "" {
 		return p.failTry(msg, "preview "+sel.DLQ+" since=2h")
@@ -138,22 +123,7 @@ func (p *parser) replay(args []token) Result {
 		return p.failTry("replay needs the token shown under a preview (run preview first)", "replay <token> step=5")
 	}
 	try := func(key string) string { return "replay " + c.Token + " " + examples[key] }
-	seen := map[string]token{}
-	for _, t := range args {
-		if !t.eq {
-			continue
-		}
-		if !slices.Contains(replayKeys, t.key) {
-			return p.badKey(t, "replay", replayKeys, "replay "+c.Token+" <example>")
-		}
-		if prev, dup := seen[t.key]; dup {
-			return p.sameKey(prev, t, try(t.key))
-		}
-		seen[t.key] = t
-		if t.value == "" {
-			return p.failTry(fmt.Sprintf("`%s=` needs a value", t.key), try(t.key))
-		}
-		var msg string
+	_, bad := p.keyValues(args, "replay", c.Token, replayKeys, try, func(t token) (msg, example string) {
 		switch t.key {
 		case "step":
 			c.Params.Step, msg = parseCount(t.key, t.value)
@@ -164,12 +134,49 @@ func (p *parser) replay(args []token) Result {
 		case "timeout":
 			c.Params.Timeout, msg = parseTimeout(t.value)
 		}
-		if msg != "" {
-			return p.failTry(msg, try(t.key))
-		}
+		return msg, ""
+	})
+	if bad != nil {
+		return *bad
 	}
 	if msg, fix := checkParams(c.Params); msg != "" {
 		return p.failTry(msg, "replay "+c.Token+" "+fix)
 	}
 	return ok(c)
+}
+
+// keyValues checks the key=value arguments of verb — each key allowed,
+// none repeated, each with a value — and hands each to set, which stores
+// it and returns a problem sentence ("" when fine) and, optionally, a
+// better example than try(key). subject follows verb in examples. It
+// returns the arguments by key, or the reply to the first mistake.
+func (p *parser) keyValues(args []token, verb, subject string, allowed []string, try func(key string) string,
+	set func(t token) (msg, example string)) (map[string]token, *Result) {
+	seen := map[string]token{}
+	for _, t := range args {
+		if !t.eq {
+			continue
+		}
+		if !slices.Contains(allowed, t.key) {
+			r := p.badKey(t, verb, allowed, verb+" "+subject+" <example>")
+			return nil, &r
+		}
+		if prev, dup := seen[t.key]; dup {
+			r := p.sameKey(prev, t, try(t.key))
+			return nil, &r
+		}
+		seen[t.key] = t
+		if t.value == "" {
+			r := p.failTry(fmt.Sprintf("`%s=` needs a value", t.key), try(t.key))
+			return nil, &r
+		}
+		if msg, example := set(t); msg != "" {
+			if example == "" {
+				example = try(t.key)
+			}
+			r := p.failTry(msg, example)
+			return nil, &r
+		}
+	}
+	return seen, nil
 }
