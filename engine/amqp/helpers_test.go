@@ -2,13 +2,14 @@ package amqp
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/internal/testkit"
 )
 
 // testEnv gives a test its own admin connection to the real broker, used to
@@ -66,42 +67,7 @@ func (e *testEnv) publish(queue string, msgs []amqp.Publishing) {
 }
 
 func publishConfirmed(conn *amqp.Connection, queue string, msgs []amqp.Publishing) error {
-	ch, err := conn.Channel()
-	if err != nil {
-		return err
-	}
-	defer ch.Close()
-	if err := ch.Confirm(false); err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	window := make([]*amqp.DeferredConfirmation, 0, 1000)
-	flush := func() error {
-		for _, dc := range window {
-			ok, err := dc.WaitContext(ctx)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return fmt.Errorf("publish nacked by the broker")
-			}
-		}
-		window = window[:0]
-		return nil
-	}
-	for _, m := range msgs {
-		dc, err := ch.PublishWithDeferredConfirmWithContext(ctx, "", queue, true, false, m)
-		if err != nil {
-			return err
-		}
-		if window = append(window, dc); len(window) == cap(window) {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-	}
-	return flush()
+	return testkit.PublishTo(conn, "", queue, msgs...)
 }
 
 // readAll empties queue (basic.get with auto-ack) and returns what it held.
