@@ -113,6 +113,8 @@ type Engine interface {
 	Resume(ctx context.Context, id, by string, jobs engine.Jobs) (engine.Replay, error)
 	Cancel(ctx context.Context, id, by string) (engine.Replay, error)
 	Status(ctx context.Context, id string) (engine.Replay, error)
+	Check(ctx context.Context, replayID, label string) (engine.CheckReport, error)
+	Park(ctx context.Context, replayID, by string) (engine.ParkResult, error)
 }
 
 // Replays reads and annotates replay records; the store's Replays

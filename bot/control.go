@@ -12,18 +12,6 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// checker is what `/dlq check` needs of the engine (*engine.Service has
-// it); with an engine without it, check answers "not available yet".
-type checker interface {
-	Check(ctx context.Context, replayID, label string) (engine.CheckReport, error)
-}
-
-// parker is what the Park button needs of the engine (*engine.Service has
-// it); with an engine without it, the button answers "not available yet".
-type parker interface {
-	Park(ctx context.Context, replayID, by string) (engine.ParkResult, error)
-}
-
 // control pauses, resumes or cancels a replay for a command or a click on
 // the progress message. The progress message shows the result when the
 // engine reports it; a click on success says nothing more.
@@ -176,13 +164,8 @@ func ago(d time.Duration) string {
 	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
-// check answers "did the replay work?" once the engine can tell.
+// check answers "did the replay work?".
 func (b *Bot) check(ctx context.Context, to replyTo, id string) {
-	c, ok := b.d.Engine.(checker)
-	if !ok {
-		b.refuse(ctx, to, "`check` is not available yet in this version of dlqbot; `"+b.cfg.CommandName+" status "+id+"` shows what the replay observed.")
-		return
-	}
 	r, err := b.d.Engine.Status(ctx, id)
 	if err != nil {
 		b.refuse(ctx, to, userMessage(err, id))
@@ -194,7 +177,7 @@ func (b *Bot) check(ctx context.Context, to replyTo, id string) {
 		b.refuse(ctx, to, userMessage(err, r.DLQ))
 		return
 	}
-	rep, err := c.Check(ctx, id, "")
+	rep, err := b.d.Engine.Check(ctx, id, "")
 	if err != nil {
 		b.refuse(ctx, to, userMessage(err, id))
 		return
@@ -207,11 +190,6 @@ func (b *Bot) check(ctx context.Context, to replyTo, id string) {
 // parking queue (a Park button on a check report). The engine posts the
 // outcome to the replay's thread and the activity channel.
 func (b *Bot) park(ctx context.Context, to replyTo, id string) {
-	p, ok := b.d.Engine.(parker)
-	if !ok {
-		b.refuse(ctx, to, "Parking is not available yet in this version of dlqbot; nothing was moved.")
-		return
-	}
 	r, err := b.d.Engine.Status(ctx, id)
 	if err != nil {
 		b.refuse(ctx, to, userMessage(err, id))
@@ -224,7 +202,7 @@ func (b *Bot) park(ctx context.Context, to replyTo, id string) {
 		b.refuse(ctx, to, userMessage(err, r.DLQ))
 		return
 	}
-	res, err := p.Park(ctx, id, to.user)
+	res, err := b.d.Engine.Park(ctx, id, to.user)
 	if err != nil {
 		b.refuse(ctx, to, userMessage(err, r.DLQ)+fmt.Sprintf(" (%d moved before it failed; the rest stay in the DLQ)", res.Parked))
 		return

@@ -63,6 +63,12 @@ func (f *fakeEngine) Resume(ctx context.Context, id, _ string, _ engine.Jobs) (e
 	return f.Status(ctx, id)
 }
 
+func (f *fakeEngine) Check(_ context.Context, id, label string) (engine.CheckReport, error) {
+	return engine.CheckReport{ReplayID: id, Label: label}, nil
+}
+func (f *fakeEngine) Park(_ context.Context, id, _ string) (engine.ParkResult, error) {
+	return engine.ParkResult{ReplayID: id}, nil
+}
 func (f *fakeEngine) Status(_ context.Context, id string) (engine.Replay, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -48,5 +48,3 @@ func exitCode(err error) int {
 
 // failed wraps err as a refused or failed action (exit 1).
 func failed(err error) error { return &exitError{code: exitFailed, err: err} }
-
-var errNotYet = errors.New("not available in this build yet")

@@ -88,7 +88,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 			return a.svc.Resume(ctx, id, requester(), a.store.Jobs())
 		})
 	default:
-		return out.fail(failed(fmt.Errorf("%s: %w", res.Cmd.Name(), errNotYet)))
+		return out.fail(usageError("%s is not a terminal command", res.Cmd.Name()))
 	}
 }
 

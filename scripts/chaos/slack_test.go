@@ -49,6 +49,14 @@ func (e *effects) Resume(context.Context, string, string, engine.Jobs) (engine.R
 }
 func (e *effects) Cancel(context.Context, string, string) (engine.Replay, error) { return e.replay() }
 func (e *effects) Status(context.Context, string) (engine.Replay, error)         { return e.replay() }
+func (e *effects) Check(context.Context, string, string) (engine.CheckReport, error) {
+	e.n.Add(1)
+	return engine.CheckReport{}, nil
+}
+func (e *effects) Park(context.Context, string, string) (engine.ParkResult, error) {
+	e.n.Add(1)
+	return engine.ParkResult{}, nil
+}
 func (e *effects) replay() (engine.Replay, error) {
 	e.n.Add(1)
 	return engine.Replay{}, engine.ErrReplayNotFound
