@@ -31,7 +31,10 @@ type app struct {
 // operation that needs a connection opens it and reports a clear error when
 // it cannot.
 func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) {
-	log := zerolog.New(logw).With().Timestamp().Logger()
+	log := zerolog.New(logw).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+	// go-redis logs connection trouble itself (a process-wide setting): as
+	// debug lines of ours, since each failure also comes back as an error.
+	redis.SetLogger(redisLog{log})
 	b, err := amqp.New(amqp.Config{URL: cfg.AMQPURL, ManagementURL: cfg.ManagementURL, ConnectionName: cfg.ConnectionName})
 	if err != nil {
 		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
@@ -74,6 +77,13 @@ func (a *app) ping(ctx context.Context) error {
 func (a *app) Close() {
 	_ = a.broker.Close()
 	_ = a.rdb.Close()
+}
+
+// redisLog passes go-redis's own messages to zerolog at debug level.
+type redisLog struct{ l zerolog.Logger }
+
+func (r redisLog) Printf(_ context.Context, format string, v ...any) {
+	r.l.Debug().Str("component", "go-redis").Msgf(format, v...)
 }
 
 // redactURL hides a URL's password for messages.
