@@ -20,6 +20,12 @@ type Registry interface {
 	List(ctx context.Context) ([]string, error)
 }
 
+// Active lists the replays not in a final state, so that the reaper need
+// not read every replay kept.
+type Active interface {
+	Active(ctx context.Context) ([]string, error)
+}
+
 // Owners tells who holds a replay's lease ("" when nobody does).
 type Owners interface {
 	Owner(ctx context.Context, replayID string) (string, error)

@@ -38,16 +38,26 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 	if !ok2 || !ok3 {
 		return nil, errors.New("engine: reap: the store cannot update replays or tell lease owners")
 	}
-	all, err := s.d.Replays.List(ctx, 0)
+	var ids []string
+	var err error
+	if act, ok := s.d.Replays.(Active); ok {
+		ids, err = act.Active(ctx)
+	} else {
+		var all []Replay
+		all, err = s.d.Replays.List(ctx, 0)
+		for _, r := range all {
+			ids = append(ids, r.ID)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("engine: reap: %w", err)
 	}
 	var out []Replay
-	for _, r := range all {
-		if r.State != StateRunning {
+	for _, id := range ids {
+		r, err := s.d.Replays.Get(ctx, id)
+		if err != nil || r.State != StateRunning {
 			continue
 		}
-		id := r.ID
 		if h, err := hold.Owner(ctx, id); err != nil || h != "" {
 			continue
 		}

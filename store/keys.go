@@ -41,6 +41,7 @@ func (k keys) lease(id string) string  { return k.p + "{" + id + "}:lease" }
 func (k keys) ledger(id string) string { return k.p + "{" + id + "}:ledger" }
 func (k keys) sent(dlq string) string  { return k.p + "sent:" + dlq }
 func (k keys) replays() string         { return k.p + "replays" }
+func (k keys) active() string          { return k.p + "active" }
 func (k keys) schedule() string        { return k.p + "schedule" }
 func (k keys) workers() string         { return k.p + "workers" }
 func (k keys) jobs() string            { return k.p + "jobs" }

@@ -95,7 +95,59 @@ func (rs *Replays) Create(ctx context.Context, r engine.Replay) error {
 	if err != nil {
 		return fail(err, "create replay %s: index", r.ID)
 	}
+	return rs.track(ctx, r.ID, r.State)
+}
+
+// track keeps the index of replays not in a final state, which the reaper
+// reads instead of every replay kept. It is another slot than the replay's
+// keys, so it is written after the replay (not atomically): it is an index
+// only, and its readers check each replay's state.
+var _ engine.Active = (*Replays)(nil)
+
+func (rs *Replays) track(ctx context.Context, id string, s engine.State) error {
+	var err error
+	if s.Terminal() {
+		err = rs.b.rdb.SRem(ctx, rs.b.k.active(), id).Err()
+	} else {
+		err = rs.b.rdb.SAdd(ctx, rs.b.k.active(), id).Err()
+	}
+	if err != nil {
+		return fail(err, "replay %s: active index", id)
+	}
 	return nil
+}
+
+// Active returns the ids of replays not in a final state (queued, running,
+// paused, stopped), dropping index entries whose record has expired.
+func (rs *Replays) Active(ctx context.Context) ([]string, error) {
+	ids, err := rs.b.rdb.SMembers(ctx, rs.b.k.active()).Result()
+	if err != nil {
+		return nil, fail(err, "active replays")
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pipe := rs.b.rdb.Pipeline()
+	exists := make([]*redis.IntCmd, len(ids))
+	for i, id := range ids {
+		exists[i] = pipe.Exists(ctx, rs.b.k.replay(id))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fail(err, "active replays")
+	}
+	live := ids[:0]
+	var gone []any
+	for i, id := range ids {
+		if exists[i].Val() > 0 {
+			live = append(live, id)
+		} else {
+			gone = append(gone, id)
+		}
+	}
+	if len(gone) > 0 {
+		_ = rs.b.rdb.SRem(ctx, rs.b.k.active(), gone...).Err()
+	}
+	return live, nil
 }
 
 // Get returns a replay; engine.ErrReplayNotFound when unknown.
@@ -139,7 +191,7 @@ func (rs *Replays) Put(ctx context.Context, r engine.Replay, owner string, epoch
 	}
 	switch n {
 	case 1:
-		return nil
+		return rs.track(ctx, r.ID, r.State)
 	case 0:
 		return fmt.Errorf("store: put replay %s: %w", r.ID, engine.ErrReplayNotFound)
 	default:
@@ -166,6 +218,7 @@ func (rs *Replays) UpdateUnowned(ctx context.Context, id string, fn func(*engine
 }
 
 func (rs *Replays) update(ctx context.Context, id string, unowned bool, fn func(*engine.Replay) error) error {
+	var written engine.State // the state the update stored
 	if checkTag("replay id", id) != nil {
 		return fmt.Errorf("store: update replay %q: %w", id, engine.ErrReplayNotFound)
 	}
@@ -206,6 +259,7 @@ func (rs *Replays) update(ctx context.Context, id string, unowned bool, fn func(
 		if data, err = json.Marshal(r); err != nil {
 			return err
 		}
+		written = r.State
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.HSet(ctx, rk, fieldData, data)
 			if ms := rs.b.cfg.retentionMs(); ms > 0 {
@@ -220,7 +274,7 @@ func (rs *Replays) update(ctx context.Context, id string, unowned bool, fn func(
 		err := rs.b.rdb.Watch(ctx, txf, rk, lk)
 		switch {
 		case err == nil:
-			return nil
+			return rs.track(ctx, id, written)
 		case errors.Is(err, redis.TxFailedErr):
 			continue
 		case fnErr == engine.ErrReplayNotFound || fnErr == ErrLeaseHeld:
