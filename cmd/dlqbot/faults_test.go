@@ -142,10 +142,10 @@ func TestSIGKILLOfTheReplayingProcessLosesNothing(t *testing.T) {
 		}
 		return n >= 200
 	})
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-p.done
+	<-p.Done
 	dups := f.accountFor(t, id)
 	t.Logf("SIGKILL mid-replay: 0 lost, %d duplicate(s), all in the ledger", len(dups))
 }
@@ -212,12 +212,12 @@ func ownerKilled(t testing.TB, lease string) (time.Duration, int, int) {
 		return n >= 100
 	})
 	victim, survivor := a, b
-	if b.logged("worker", owner) != nil {
+	if b.Logged("worker", owner) != nil {
 		victim, survivor = b, a
-	} else if a.logged("worker", owner) == nil {
+	} else if a.Logged("worker", owner) == nil {
 		t.Fatalf("neither server logged worker %s", owner)
 	}
-	if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := victim.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	killed := time.Now()
@@ -229,14 +229,14 @@ func ownerKilled(t testing.TB, lease string) (time.Duration, int, int) {
 	took := time.Since(killed)
 	var line map[string]any
 	testkit.Eventually(t, 10*time.Second, "the survivor's interruption report", func() bool {
-		line = survivor.logged("event", "interrupted")
+		line = survivor.Logged("event", "interrupted")
 		return line != nil
 	})
 	if msg, _ := line["message"].(string); !strings.Contains(msg, "sent") || rep.Sent == 0 {
 		t.Errorf("interruption report %q does not list what was sent (sent %d)", msg, rep.Sent)
 	}
-	<-follower.done
-	if code := follower.cmd.ProcessState.ExitCode(); code != 1 {
+	<-follower.Done
+	if code := follower.Cmd.ProcessState.ExitCode(); code != 1 {
 		t.Errorf("follower exit %d, want 1 for an interrupted replay", code)
 	}
 	dups := f.accountFor(t, id)
@@ -263,15 +263,15 @@ func TestSIGTERMPausesAndReleases(t *testing.T) {
 		}
 		return n >= 50
 	})
-	if err := srv.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := srv.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case <-srv.done:
+	case <-srv.Done:
 	case <-time.After(20 * time.Second):
 		t.Fatal("serve did not exit within 20s of SIGTERM")
 	}
-	if code := srv.cmd.ProcessState.ExitCode(); code != 0 {
+	if code := srv.Cmd.ProcessState.ExitCode(); code != 0 {
 		t.Errorf("serve exit %d after SIGTERM, want 0", code)
 	}
 	rep, err := f.st.Replays().Get(context.Background(), id)
@@ -284,7 +284,7 @@ func TestSIGTERMPausesAndReleases(t *testing.T) {
 	if owner, _ := f.st.Leases().Owner(context.Background(), id); owner != "" {
 		t.Fatalf("lease still held by %s after SIGTERM", owner)
 	}
-	<-follower.done
+	<-follower.Done
 	dups := f.accountFor(t, id)
 	if len(dups) != 0 {
 		t.Errorf("a clean shutdown duplicated %d message(s)", len(dups))

@@ -99,8 +99,8 @@ func TestChaosConnectionsClosed(t *testing.T) {
 	if a.Unaccounted > 0 || a.DupUnrecorded > 0 {
 		t.Errorf("%d deliveries and %d duplicates are not listed in the ledger", a.Unaccounted, a.DupUnrecorded)
 	}
-	if srv.exited() {
-		t.Errorf("the server exited:\n%s", srv.output())
+	if srv.Exited() {
+		t.Errorf("the server exited:\n%s", srv.Output())
 	}
 	var oc []string
 	for k, v := range outcomes {

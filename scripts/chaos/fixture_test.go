@@ -147,15 +147,15 @@ func (f *fixture) preview(t *testing.T, extra ...string) *engine.Preview {
 
 // replayOf waits for token to be consumed by a replay and returns its id;
 // "" when p exited first (its output is logged).
-func (f *fixture) replayOf(t *testing.T, token string, p *proc) string {
+func (f *fixture) replayOf(t *testing.T, token string, p *testkit.Proc) string {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
 		if id, _ := f.st.Tokens().UsedBy(context.Background(), token); id != "" {
 			return id
 		}
-		if p != nil && p.exited() {
-			t.Logf("dlqbot replay exited before approving %s:\n%s", token, p.output())
+		if p != nil && p.Exited() {
+			t.Logf("dlqbot replay exited before approving %s:\n%s", token, p.Output())
 			return ""
 		}
 		time.Sleep(10 * time.Millisecond) // polling interval

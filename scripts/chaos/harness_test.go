@@ -1,20 +1,18 @@
 package chaos
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stroma/dlqbot/internal/testkit"
 )
 
 // dlqbotBin is the dlqbot binary the runs start (DLQBOT_BIN, or built once
@@ -98,95 +96,11 @@ func figure(t *testing.T, name, format string, a ...any) {
 	}
 }
 
-// proc is a dlqbot process started by a run.
-type proc struct {
-	cmd    *exec.Cmd
-	mu     sync.Mutex
-	stdout bytes.Buffer
-	lines  []map[string]any // stderr lines, JSON when they parse
-	done   chan struct{}
-}
-
 // start runs dlqbot with args and env in the background; it is killed when
 // the test ends.
-func start(t testing.TB, env map[string]string, args ...string) *proc {
+func start(t testing.TB, env map[string]string, args ...string) *testkit.Proc {
 	t.Helper()
-	cmd := exec.Command(dlqbotBin, args...)
-	cmd.Env = os.Environ()
-	for k, v := range env {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	cmd.Stdout = writerFunc(func(b []byte) (int, error) {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		return p.stdout.Write(b)
-	})
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	logsDone := make(chan struct{})
-	go func() { defer close(logsDone); p.readLogs(stderr) }()
-	go func() { <-logsDone; _ = cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() { p.kill() })
-	return p
-}
-
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
-
-func (p *proc) readLogs(r io.Reader) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) != nil {
-			m = map[string]any{"text": sc.Text()}
-		}
-		p.mu.Lock()
-		p.lines = append(p.lines, m)
-		p.mu.Unlock()
-	}
-}
-
-// kill sends SIGKILL and waits for the process to exit.
-func (p *proc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
-
-// exited reports whether the process has ended.
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// output returns stdout and the stderr lines so far, for failure messages.
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var b strings.Builder
-	b.WriteString(p.stdout.String())
-	for _, l := range p.lines {
-		j, _ := json.Marshal(l)
-		b.Write(j)
-		b.WriteByte('\n')
-	}
-	return b.String()
+	return testkit.Start(t, dlqbotBin, env, args...)
 }
 
 // cli runs dlqbot to completion and returns stdout, stderr and the exit

@@ -40,16 +40,16 @@ func TestChaosSIGKILL(t *testing.T) {
 		target := max(points[done], f.total()+1)
 		reached := false
 		deadline := time.Now().Add(time.Minute)
-		for !reached && !pr.exited() && time.Now().Before(deadline) {
+		for !reached && !pr.Exited() && time.Now().Before(deadline) {
 			reached = f.total() >= target
 			if !reached {
 				time.Sleep(5 * time.Millisecond) // polling interval
 			}
 		}
 		if !reached {
-			t.Fatalf("replay %s never reached %d deliveries (at %d):\n%s", id, target, f.total(), pr.output())
+			t.Fatalf("replay %s never reached %d deliveries (at %d):\n%s", id, target, f.total(), pr.Output())
 		}
-		pr.kill()
+		pr.Kill()
 		done++
 		killedAt := f.total()
 		r := f.reap(t, id)

@@ -107,8 +107,8 @@ func redisRestart(t *testing.T, name string, redisArgs ...string) {
 	if !gone && (a.Unaccounted > 0 || a.DupUnrecorded > 0) {
 		t.Errorf("%d deliveries and %d duplicates are not listed in a ledger although Redis kept its data", a.Unaccounted, a.DupUnrecorded)
 	}
-	if srv.exited() {
-		t.Errorf("the server exited:\n%s", srv.output())
+	if srv.Exited() {
+		t.Errorf("the server exited:\n%s", srv.Output())
 	}
 	figure(t, name, "Redis (%v) SIGKILLed after %d deliveries, /readyz noticed in %s, down %s, %d deliveries while down; the replay %s; %d deliveries after the restart; then %d more replay(s) of the rest — %s",
 		redisArgs, atKill, noticed.Round(100*time.Millisecond), down.Round(100*time.Millisecond), atRestart-atKill, outcome, afterRestart, len(replays)-1, a)
