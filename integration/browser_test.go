@@ -268,6 +268,8 @@ func (b *browser) openThread(ts string) {
 	b.t.Helper()
 	link := `#messages .msg[data-ts="` + ts + `"] .replies-link`
 	b.click("open the thread", link, 30*time.Second)
-	b.step("wait for the thread", 30*time.Second, chromedp.WaitVisible(chromedp.CSS("#thread-body .msg")))
+	// The pane shows the thread's parent first: wait for this thread's, not
+	// for whatever thread was open before.
+	b.step("wait for the thread", 30*time.Second, chromedp.WaitVisible(chromedp.CSS(`#thread-body .msg[data-ts="`+ts+`"]`)))
 	b.waitText("#thread-body", "Replay started", 30*time.Second)
 }
