@@ -4,7 +4,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 10s
 BENCH_MESSAGES ?= 100000
 
-.PHONY: all build test test-unit fuzz bench demo vet image clean
+.PHONY: all build test test-unit fuzz bench demo vet image clean services services4 chaos
 
 all: build
 
@@ -14,8 +14,19 @@ build:
 vet:
 	$(GO) vet $(PKGS)
 
-## test: the whole suite against the local RabbitMQ and Redis, then brief fuzzing.
-test: vet
+## services: start (installing from Debian's packages if needed) Redis and
+## RabbitMQ 3.10 with the management plugin; changes nothing when they run.
+services:
+	./scripts/services.sh
+
+## services4: the same plus the RabbitMQ 4.0 broker the suite also tests
+## against (127.0.0.1:5673, management :15673).
+services4:
+	./scripts/services.sh rabbit4
+
+## test: the whole suite against the local RabbitMQ 3.10 and 4.0 and Redis,
+## then brief fuzzing.
+test: services4 vet
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
@@ -29,13 +40,12 @@ bench:
 	./scripts/bench.sh $(BENCH_MESSAGES)
 
 ## demo: the whole flow on this machine with a local Slack stand-in.
-demo: build
+demo: services build
 	./bin/dlqbot demo
 
 clean:
 	rm -rf bin
 
-.PHONY: chaos
 
 ## image: the container image dlqbot:dev (needs a Docker engine).
 image:
