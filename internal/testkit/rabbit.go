@@ -39,6 +39,7 @@ func Name(prefix string) string {
 type Rabbit struct {
 	t    testing.TB
 	Conn *amqp.Connection
+	url  string // the broker's AMQP URL, for cleanups on a fresh connection
 }
 
 // Dial connects to the test broker; the connection closes after the test.
@@ -49,7 +50,7 @@ func Dial(t testing.TB) *Rabbit {
 		t.Fatalf("testkit: dial %s: %v", AMQPURL, err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return &Rabbit{t: t, Conn: conn}
+	return &Rabbit{t: t, Conn: conn, url: AMQPURL}
 }
 
 // Channel opens a channel that closes after the test.
@@ -71,7 +72,7 @@ func (r *Rabbit) Queue(name string, args amqp.Table) string {
 	if _, err := ch.QueueDeclare(name, true, false, false, false, args); err != nil {
 		r.t.Fatalf("testkit: declare %s: %v", name, err)
 	}
-	r.t.Cleanup(func() { DeleteQueue(name) })
+	r.t.Cleanup(func() { deleteQueueAt(r.url, name) })
 	return name
 }
 
@@ -85,8 +86,10 @@ func Quorum(extra amqp.Table) amqp.Table {
 }
 
 // DeleteQueue deletes a queue if it exists, ignoring errors.
-func DeleteQueue(name string) {
-	conn, err := amqp.Dial(AMQPURL)
+func DeleteQueue(name string) { deleteQueueAt(AMQPURL, name) }
+
+func deleteQueueAt(amqpURL, name string) {
+	conn, err := amqp.Dial(amqpURL)
 	if err != nil {
 		return
 	}

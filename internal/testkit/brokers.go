@@ -1,0 +1,79 @@
+package testkit
+
+import (
+	"net"
+	"net/url"
+	"os"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+)
+
+// Broker is one RabbitMQ the suite runs against.
+type Broker struct {
+	// Name is "rabbit3" (3.10, Debian bookworm's package) or "rabbit4"
+	// (4.0, Debian trixie's package); it names the subtests.
+	Name          string
+	AMQPURL       string
+	ManagementURL string
+}
+
+// The two brokers scripts/services.sh starts. AMQP_URL and
+// RABBITMQ_MANAGEMENT_URL override the first; AMQP_URL_4 and
+// RABBITMQ_MANAGEMENT_URL_4 the second.
+var (
+	Rabbit3 = Broker{Name: "rabbit3", AMQPURL: AMQPURL, ManagementURL: ManagementURL}
+	Rabbit4 = Broker{
+		Name:          "rabbit4",
+		AMQPURL:       env("AMQP_URL_4", "amqp://guest:guest@127.0.0.1:5673/"),
+		ManagementURL: env("RABBITMQ_MANAGEMENT_URL_4", "http://guest:guest@127.0.0.1:15673"),
+	}
+)
+
+// Brokers returns the brokers a broker-dependent test runs on: both, unless
+// DLQBOT_RABBIT4=off leaves out RabbitMQ 4 (for a quick local run; make
+// test and CI never set it).
+func Brokers() []Broker {
+	if os.Getenv("DLQBOT_RABBIT4") == "off" {
+		return []Broker{Rabbit3}
+	}
+	return []Broker{Rabbit3, Rabbit4}
+}
+
+// EachBroker runs f as one subtest per broker ("rabbit3", "rabbit4"). A
+// broker that does not answer fails the test with how to start it: the
+// suite never skips RabbitMQ 4 silently.
+func EachBroker(t *testing.T, f func(t *testing.T, b Broker)) {
+	t.Helper()
+	for _, b := range Brokers() {
+		t.Run(b.Name, func(t *testing.T) {
+			b.require(t)
+			f(t, b)
+		})
+	}
+}
+
+func (b Broker) require(t testing.TB) {
+	t.Helper()
+	u, err := url.Parse(b.AMQPURL)
+	if err != nil {
+		t.Fatalf("testkit: %s: bad AMQP URL: %v", b.Name, err)
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 2*time.Second)
+	if err != nil {
+		t.Fatalf("testkit: %s (%s) does not answer: start it with scripts/services.sh rabbit4 (or set DLQBOT_RABBIT4=off for a quick local run): %v", b.Name, u.Host, err)
+	}
+	_ = c.Close()
+}
+
+// Dial connects to b; the connection closes after the test.
+func (b Broker) Dial(t testing.TB) *Rabbit {
+	t.Helper()
+	conn, err := amqp.Dial(b.AMQPURL)
+	if err != nil {
+		t.Fatalf("testkit: dial %s: %v", b.Name, err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return &Rabbit{t: t, Conn: conn, url: b.AMQPURL}
+}
