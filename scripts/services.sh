@@ -77,10 +77,14 @@ if [ -n "$want4" ]; then
     command -v debootstrap >/dev/null || apt_install debootstrap
     log "building a Debian trixie chroot for RabbitMQ 4 in $ROOT4 (a few minutes, once)"
     rm -rf "$ROOT4.tmp"; mkdir -p "$(dirname "$ROOT4")"
-    debootstrap --variant=minbase trixie "$ROOT4.tmp" http://deb.debian.org/debian >/dev/null
+    if ! debootstrap --variant=minbase trixie "$ROOT4.tmp" http://deb.debian.org/debian >"$ROOT4.log" 2>&1; then
+      tail -20 "$ROOT4.log" >&2; log "debootstrap failed (log: $ROOT4.log)"; exit 1
+    fi
     mount -t proc proc "$ROOT4.tmp/proc"
     trap 'umount "$ROOT4.tmp/proc" 2>/dev/null || true' EXIT
-    chroot "$ROOT4.tmp" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rabbitmq-server >/dev/null'
+    if ! chroot "$ROOT4.tmp" sh -c 'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends rabbitmq-server' >"$ROOT4.log" 2>&1; then
+      tail -20 "$ROOT4.log" >&2; log "installing rabbitmq-server in the chroot failed (log: $ROOT4.log)"; exit 1
+    fi
     mkdir -p "$ROOT4.tmp/etc/rabbitmq"
     cat >"$ROOT4.tmp/etc/rabbitmq/rabbitmq.conf" <<'CONF'
 listeners.tcp.default = 127.0.0.1:5673
