@@ -19,9 +19,9 @@ import (
 var drainSources = []string{"../cmd/dlqbot/serve.go", "../engine/*.go", "../engine/amqp/*.go"}
 
 var (
-	// outlives matches a wait that goes on after SIGTERM cancelled the
+	// outlives starts a wait that goes on after SIGTERM cancelled the
 	// context: context.WithTimeout(context.WithoutCancel(…), d).
-	outlives = regexp.MustCompile(`context\.WithTimeout\(context\.WithoutCancel\([^)]*\),\s*([^)]+)\)`)
+	outlives = regexp.MustCompile(`context\.WithTimeout\(context\.WithoutCancel\(`)
 	seconds  = regexp.MustCompile(`^(\d+)\s*\*\s*time\.Second$`)
 )
 
@@ -55,8 +55,11 @@ func drainBound() (time.Duration, []string, error) {
 			}
 		}
 		for f, src := range srcs {
-			for _, m := range outlives.FindAllStringSubmatch(src, -1) {
-				expr := strings.TrimSpace(m[1])
+			for _, m := range outlives.FindAllStringIndex(src, -1) {
+				expr, ok := timeoutArg(src[m[1]:])
+				if !ok {
+					return 0, nil, fmt.Errorf("%s: cannot read the arguments of %s…", f, src[m[0]:m[1]])
+				}
 				var d time.Duration
 				if s := seconds.FindStringSubmatch(expr); s != nil {
 					n, _ := strconv.Atoi(s[1])
@@ -78,6 +81,36 @@ func drainBound() (time.Duration, []string, error) {
 	return total, waits, nil
 }
 
+// timeoutArg reads, from just inside context.WithoutCancel(, the
+// timeout that follows it: in "ctx), 5*time.Second)" it is "5*time.Second".
+func timeoutArg(rest string) (string, bool) {
+	depth, i := 1, 0 // inside WithoutCancel(
+	for ; i < len(rest) && depth > 0; i++ {
+		switch rest[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		}
+	}
+	after, ok := strings.CutPrefix(strings.TrimSpace(rest[i:]), ",")
+	if !ok {
+		return "", false
+	}
+	depth = 1 // inside WithTimeout(
+	for j := 0; j < len(after); j++ {
+		switch after[j] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				return strings.TrimSpace(after[:j]), true
+			}
+		}
+	}
+	return "", false
+}
+
 // TestDrainBound checks that the bound is found and still fits the grace
 // periods chosen in compose.yaml and deploy/k8s (checked there against
 // this same bound).
@@ -91,5 +124,20 @@ func TestDrainBound(t *testing.T) {
 	// each; a bound below that means the patterns stopped matching.
 	if d < 20*time.Second {
 		t.Errorf("drain bound %s is implausibly small: the patterns no longer match the shutdown code", d)
+	}
+}
+
+func TestTimeoutArg(t *testing.T) {
+	for rest, want := range map[string]string{
+		"ctx), 5*time.Second)":                       "5*time.Second",
+		"r.Context()), 2 * time.Second)\n\tdefer":    "2 * time.Second",
+		"parent),\n\t\tconfirmWait)":                 "confirmWait",
+		"f(g(x), y)), time.Duration(n)*time.Second)": "time.Duration(n)*time.Second",
+		"ctx))": "",
+	} {
+		got, ok := timeoutArg(rest)
+		if got != want || ok != (want != "") {
+			t.Errorf("timeoutArg(%q) = %q, %v; want %q", rest, got, ok, want)
+		}
 	}
 }
