@@ -25,13 +25,6 @@ type Events struct{ b *base }
 // Events returns the replay event logs.
 func (s *Store) Events() *Events { return &Events{s.b} }
 
-// LoggedEvent is one event of a replay's log with its stream id, which
-// orders the log and serves to resume reading after it.
-type LoggedEvent struct {
-	ID    string
-	Event engine.Event
-}
-
 func (k keys) events(id string) string { return k.p + "{" + id + "}:events" }
 
 // Append adds e to its replay's log.
@@ -58,11 +51,12 @@ func (ev *Events) Append(ctx context.Context, e engine.Event) error {
 }
 
 // Read returns at most n events of replayID's log after the entry with id
-// after ("" for the start), oldest first. An unknown replay has an empty
-// log.
-func (ev *Events) Read(ctx context.Context, replayID, after string, n int) ([]LoggedEvent, error) {
+// after ("" for the start), oldest first, with their entry ids (which
+// order the log and serve to resume reading after them). An unknown replay
+// has an empty log.
+func (ev *Events) Read(ctx context.Context, replayID, after string, n int) ([]string, []engine.Event, error) {
 	if err := checkTag("replay id", replayID); err != nil {
-		return nil, fmt.Errorf("store: read events: %w", err)
+		return nil, nil, fmt.Errorf("store: read events: %w", err)
 	}
 	start := "-"
 	if after != "" {
@@ -73,16 +67,17 @@ func (ev *Events) Read(ctx context.Context, replayID, after string, n int) ([]Lo
 	}
 	msgs, err := ev.b.rdb.XRangeN(ctx, ev.b.k.events(replayID), start, "+", int64(n)).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fail(err, "read events %s", replayID)
+		return nil, nil, fail(err, "read events %s", replayID)
 	}
-	out := make([]LoggedEvent, 0, len(msgs))
+	ids := make([]string, 0, len(msgs))
+	out := make([]engine.Event, 0, len(msgs))
 	for _, m := range msgs {
 		raw, _ := m.Values["e"].(string)
 		var e engine.Event
 		if err := json.Unmarshal([]byte(raw), &e); err != nil {
-			return out, fmt.Errorf("store: read events %s: entry %s: %w", replayID, m.ID, err)
+			return ids, out, fmt.Errorf("store: read events %s: entry %s: %w", replayID, m.ID, err)
 		}
-		out = append(out, LoggedEvent{ID: m.ID, Event: e})
+		ids, out = append(ids, m.ID), append(out, e)
 	}
-	return out, nil
+	return ids, out, nil
 }

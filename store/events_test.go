@@ -11,7 +11,7 @@ func TestEventsAppendRead(t *testing.T) {
 	env := newEnv(t)
 	st, ctx := env.st, env.ctx
 	ev := st.Events()
-	if got, err := ev.Read(ctx, "r_none", "", 10); err != nil || len(got) != 0 {
+	if _, got, err := ev.Read(ctx, "r_none", "", 10); err != nil || len(got) != 0 {
 		t.Fatalf("unknown replay: %v, %v", got, err)
 	}
 	for i, k := range []engine.EventKind{engine.EventStarted, engine.EventStepPassed, engine.EventFinished} {
@@ -20,12 +20,12 @@ func TestEventsAppendRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	all, err := ev.Read(ctx, "r_ev", "", 10)
-	if err != nil || len(all) != 3 || all[0].Event.Kind != engine.EventStarted || all[2].Event.Replay.Sent != 2 {
+	ids, all, err := ev.Read(ctx, "r_ev", "", 10)
+	if err != nil || len(all) != 3 || len(ids) != 3 || all[0].Kind != engine.EventStarted || all[2].Replay.Sent != 2 {
 		t.Fatalf("read all = %+v, %v", all, err)
 	}
-	rest, err := ev.Read(ctx, "r_ev", all[0].ID, 1)
-	if err != nil || len(rest) != 1 || rest[0].Event.Kind != engine.EventStepPassed {
+	_, rest, err := ev.Read(ctx, "r_ev", ids[0], 1)
+	if err != nil || len(rest) != 1 || rest[0].Kind != engine.EventStepPassed {
 		t.Fatalf("read after the first = %+v, %v", rest, err)
 	}
 	if err := ev.Append(ctx, engine.Event{Kind: engine.EventStarted}); err == nil {
