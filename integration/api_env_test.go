@@ -7,9 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/api"
 	"github.com/stroma/dlqbot/commands"
@@ -67,8 +71,38 @@ roles:
 // the Slack endpoints.
 type apiEnv struct {
 	*env
-	api *api.Service
-	url string
+	api  *api.Service
+	url  string
+	logs *lockedBuffer // the API's and MCP's log lines
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// lines returns the logged JSON lines that contain every one of want.
+func (b *lockedBuffer) lines(want ...string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		ok := l != ""
+		for _, w := range want {
+			ok = ok && strings.Contains(l, w)
+		}
+		if ok {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func newAPIEnv(t *testing.T, o options, mc mcp.Config) *apiEnv {
@@ -85,19 +119,29 @@ func newAPIEnv(t *testing.T, o options, mc mcp.Config) *apiEnv {
 			t.Fatal(err)
 		}
 	}
+	logs := &lockedBuffer{}
+	log := zerolog.New(io.MultiWriter(logs, logWriter())).With().Timestamp().Logger()
 	svc, err := api.New(api.Config{Policy: policy, EventPoll: 50 * time.Millisecond}, api.Deps{
 		Engine: e.svc, Jobs: e.store.Jobs(), Replays: e.store.Replays(), Tokens: e.store.Tokens(),
-		Events: e.store.Events(), Slack: e.bot, Groups: e.bot.UserGroups(), Log: logger(),
+		Events: e.store.Events(), Slack: e.bot, Groups: e.bot.UserGroups(), Log: log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/api/", svc.Handler())
-	mux.Handle("/mcp", mcp.Handler(svc, mc, logger()))
+	mux.Handle("/mcp", mcp.Handler(svc, mc, log))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return &apiEnv{env: e, api: svc, url: srv.URL}
+	return &apiEnv{env: e, api: svc, url: srv.URL, logs: logs}
+}
+
+// logWriter is stderr with DLQBOT_TEST_LOG set, else nothing.
+func logWriter() io.Writer {
+	if os.Getenv("DLQBOT_TEST_LOG") != "" {
+		return os.Stderr
+	}
+	return io.Discard
 }
 
 // call makes an API call with bearer token tok ("" for none) and returns
@@ -155,12 +199,15 @@ type sseEvent struct {
 	data     json.RawMessage
 }
 
-// events reads replay id's event stream until it ends (or within passes)
-// and returns its events.
-func (a *apiEnv) events(tok, id string, within time.Duration) []sseEvent {
+// events reads replay id's event stream (after lastEventID, when set)
+// until it ends, within the given time, and returns its events.
+func (a *apiEnv) events(tok, id, lastEventID string, within time.Duration) []sseEvent {
 	a.t.Helper()
 	req, _ := http.NewRequest("GET", a.url+"/api/v1/replays/"+id+"/events", nil)
 	req.Header.Set("Authorization", "Bearer "+tok)
+	if lastEventID != "" {
+		req.Header.Set("Last-Event-ID", lastEventID)
+	}
 	client := &http.Client{Timeout: within}
 	resp, err := client.Do(req)
 	if err != nil {

@@ -33,7 +33,7 @@ func TestAPIPreviewApproveEventsCheck(t *testing.T) {
 	if r.Approver != "api:runbook" || r.Requester != "api:runbook" || r.Total != 25 || r.Params.Step != 5 {
 		t.Fatalf("approved replay %+v", r)
 	}
-	evs := e.events(tokRunbook, r.ID, 90*time.Second)
+	evs := e.events(tokRunbook, r.ID, "", 90*time.Second)
 	var kinds []string
 	for _, ev := range evs {
 		kinds = append(kinds, ev.kind)
@@ -42,8 +42,10 @@ func TestAPIPreviewApproveEventsCheck(t *testing.T) {
 		!slices.Contains(kinds, "step_passed") || kinds[len(kinds)-2] != "finished" {
 		t.Fatalf("event stream kinds %q", kinds)
 	}
-	if evs[1].id == "" {
-		t.Errorf("logged events carry no id to resume from")
+	// A follower that reconnects with Last-Event-ID gets only what followed.
+	resumed := e.events(tokRunbook, r.ID, evs[1].id, 30*time.Second)
+	if len(resumed) != len(evs)-1 || resumed[1].id != evs[2].id {
+		t.Errorf("resumed after %q: %d events, want %d", evs[1].id, len(resumed), len(evs)-1)
 	}
 	got := replayOf(t, e.mustCall(http.StatusOK, tokRunbook, "GET", "/api/v1/replays/"+r.ID, nil))
 	if got.State != engine.StateFinished || got.Sent != 25 {
@@ -67,6 +69,10 @@ func TestAPIPreviewApproveEventsCheck(t *testing.T) {
 	again := e.mustCall(http.StatusConflict, tokRunbook, "POST", "/api/v1/previews/"+token+"/approve", nil)
 	if again["code"] != "token_used" || again["error"] == "" {
 		t.Fatalf("second approval %v", again)
+	}
+	// Every call is logged with its principal.
+	if l := e.logs.lines(`"principal":"runbook"`, `"path":"/api/v1/previews/`+token+`/approve"`, `"status":201`); len(l) != 1 {
+		t.Errorf("approval logged %d times with its principal: %q", len(l), e.logs.lines("api call"))
 	}
 	// Slack shows it like any other, naming the principal: a thread in the
 	// API channel with the finished progress, and the activity lines.
@@ -144,6 +150,9 @@ func TestAPIRefusals(t *testing.T) {
 		if status != http.StatusUnauthorized || out["code"] != "unauthorized" || out["error"] == "" {
 			t.Errorf("token %q: %d %v", tok, status, out)
 		}
+	}
+	if l := e.logs.lines(`"code":"unauthorized"`, `"path":"/api/v1/previews"`); len(l) != 3 {
+		t.Errorf("refused calls logged %d times, want 3: %q", len(l), l)
 	}
 	token := e.preview(tokViewer, dlq) // read is enough to preview
 	out := e.mustCall(http.StatusForbidden, tokViewer, "POST", "/api/v1/previews/"+token+"/approve", nil)
