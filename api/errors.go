@@ -23,7 +23,6 @@ const (
 	CodeReplayNotFound  = "replay_not_found" // unknown replay id
 	CodeChanged         = "changed"          // the world changed since the preview: confirm
 	CodeNotControllable = "not_controllable" // the replay's state does not allow it
-	CodeNothingSelected = "nothing_selected" // the preview selected nothing: no token
 	CodeUnsupported     = "unsupported"      // something this bot cannot do (another vhost)
 	CodeUnavailable     = "unavailable"      // RabbitMQ or Redis cannot be reached
 	CodeTimeout         = "timeout"          // the work took too long and was abandoned

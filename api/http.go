@@ -28,21 +28,10 @@ type endpoint func(w http.ResponseWriter, r *http.Request, c Caller) (any, int, 
 // mux.Handle("/api/", s.Handler()).
 func (s *Service) Handler() http.Handler {
 	h := &handler{s: s, mux: http.NewServeMux()}
-	h.route("POST /api/v1/previews", h.createPreview)
-	h.route("POST /api/v1/previews/{token}/approve", h.approve)
-	h.route("GET /api/v1/replays", h.listReplays)
-	h.route("GET /api/v1/replays/{id}", h.getReplay)
-	h.route("POST /api/v1/replays/{id}/pause", h.control("pause"))
-	h.route("POST /api/v1/replays/{id}/resume", h.control("resume"))
-	h.route("POST /api/v1/replays/{id}/cancel", h.control("cancel"))
-	h.route("POST /api/v1/replays/{id}/check", h.check)
-	h.route("POST /api/v1/replays/{id}/park", h.park)
-	h.mux.HandleFunc("GET /api/v1/replays/{id}/events", func(w http.ResponseWriter, r *http.Request) {
-		h.serve(w, r, func(w http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
-			status, err := h.serveEvents(w, r, c)
-			return nil, status, err
-		})
-	})
+	for _, rt := range h.routes() {
+		fn := rt.fn
+		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn) })
+	}
 	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		h.serve(w, r, func(http.ResponseWriter, *http.Request, Caller) (any, int, *Error) {
 			return nil, 0, newError(http.StatusNotFound, CodeNotFound, "There is no %s %s in the API; see api/openapi.yaml.", r.Method, r.URL.Path)
@@ -51,8 +40,28 @@ func (s *Service) Handler() http.Handler {
 	return h.mux
 }
 
-func (h *handler) route(pattern string, fn endpoint) {
-	h.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn) })
+// route is one endpoint of the API (api/openapi.yaml documents each).
+type route struct {
+	method, path string
+	fn           endpoint
+}
+
+func (h *handler) routes() []route {
+	return []route{
+		{"POST", "/api/v1/previews", h.createPreview},
+		{"POST", "/api/v1/previews/{token}/approve", h.approve},
+		{"GET", "/api/v1/replays", h.listReplays},
+		{"GET", "/api/v1/replays/{id}", h.getReplay},
+		{"POST", "/api/v1/replays/{id}/pause", h.control("pause")},
+		{"POST", "/api/v1/replays/{id}/resume", h.control("resume")},
+		{"POST", "/api/v1/replays/{id}/cancel", h.control("cancel")},
+		{"POST", "/api/v1/replays/{id}/check", h.check},
+		{"POST", "/api/v1/replays/{id}/park", h.park},
+		{"GET", "/api/v1/replays/{id}/events", func(w http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
+			status, err := h.serveEvents(w, r, c)
+			return nil, status, err
+		}},
+	}
 }
 
 // Authenticate returns the caller a request's bearer token names. With no
