@@ -29,13 +29,13 @@ type endpoint func(w http.ResponseWriter, r *http.Request, c Caller) (any, int, 
 func (s *Service) Handler() http.Handler {
 	h := &handler{s: s, mux: http.NewServeMux()}
 	for _, rt := range h.routes() {
-		fn := rt.fn
-		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn) })
+		fn, stream := rt.fn, rt.stream
+		h.mux.HandleFunc(rt.method+" "+rt.path, func(w http.ResponseWriter, r *http.Request) { h.serve(w, r, fn, stream) })
 	}
 	h.mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		h.serve(w, r, func(http.ResponseWriter, *http.Request, Caller) (any, int, *Error) {
 			return nil, 0, newError(http.StatusNotFound, CodeNotFound, "There is no %s %s in the API; see api/openapi.yaml.", r.Method, r.URL.Path)
-		})
+		}, false)
 	})
 	return h.mux
 }
@@ -44,23 +44,26 @@ func (s *Service) Handler() http.Handler {
 type route struct {
 	method, path string
 	fn           endpoint
+	// stream marks a long-lived response (the event stream), which is not
+	// bounded by WorkTimeout.
+	stream bool
 }
 
 func (h *handler) routes() []route {
 	return []route{
-		{"POST", "/api/v1/previews", h.createPreview},
-		{"POST", "/api/v1/previews/{token}/approve", h.approve},
-		{"GET", "/api/v1/replays", h.listReplays},
-		{"GET", "/api/v1/replays/{id}", h.getReplay},
-		{"POST", "/api/v1/replays/{id}/pause", h.control("pause")},
-		{"POST", "/api/v1/replays/{id}/resume", h.control("resume")},
-		{"POST", "/api/v1/replays/{id}/cancel", h.control("cancel")},
-		{"POST", "/api/v1/replays/{id}/check", h.check},
-		{"POST", "/api/v1/replays/{id}/park", h.park},
+		{"POST", "/api/v1/previews", h.createPreview, false},
+		{"POST", "/api/v1/previews/{token}/approve", h.approve, false},
+		{"GET", "/api/v1/replays", h.listReplays, false},
+		{"GET", "/api/v1/replays/{id}", h.getReplay, false},
+		{"POST", "/api/v1/replays/{id}/pause", h.control("pause"), false},
+		{"POST", "/api/v1/replays/{id}/resume", h.control("resume"), false},
+		{"POST", "/api/v1/replays/{id}/cancel", h.control("cancel"), false},
+		{"POST", "/api/v1/replays/{id}/check", h.check, false},
+		{"POST", "/api/v1/replays/{id}/park", h.park, false},
 		{"GET", "/api/v1/replays/{id}/events", func(w http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
 			status, err := h.serveEvents(w, r, c)
 			return nil, status, err
-		}},
+		}, true},
 	}
 }
 
@@ -85,14 +88,19 @@ func (s *Service) Authenticate(r *http.Request, via string) (Caller, *Error) {
 	return CallerOf(p, via), nil
 }
 
-// serve authenticates, runs fn within WorkTimeout, writes its result or
-// error as JSON, and logs the call with its principal.
-func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint) {
+// serve authenticates, runs fn (within WorkTimeout unless it streams),
+// writes its result or error as JSON, and logs the call with its
+// principal.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint, stream bool) {
 	started := time.Now()
 	c, aerr := h.s.Authenticate(r, "api")
 	status := 0
 	if aerr == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), h.s.cfg.WorkTimeout)
+		if stream {
+			cancel()
+			ctx, cancel = context.WithCancel(r.Context())
+		}
 		defer cancel()
 		var body any
 		body, status, aerr = fn(w, r.WithContext(ctx), c)
