@@ -59,6 +59,14 @@ func (r *replica) mountAPI(b *bot.Bot) error {
 // terminal, as "mcp:<os user>" with access control off. Replays it
 // approves are run by the `dlqbot serve` workers.
 func mcpCommand(ctx context.Context, cfg config, args []string, stderr io.Writer) error {
+	err := mcpStdio(ctx, cfg, args, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "dlqbot mcp:", err)
+	}
+	return err
+}
+
+func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) error {
 	if len(args) > 0 {
 		return usageError("dlqbot mcp takes no arguments; it speaks MCP on stdin and stdout (set DLQBOT_MCP_TOKEN to act as a principal)")
 	}
