@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,31 +20,34 @@ import (
 	"github.com/stroma/dlqbot/mcp"
 )
 
-// bearer adds an Authorization header to every request.
+// bearer adds an Authorization header to every request; the token can be
+// swapped mid-session.
 type bearer struct {
-	token string
+	token atomic.Pointer[string]
 	next  http.RoundTripper
 }
 
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
+	r.Header.Set("Authorization", "Bearer "+*b.token.Load())
 	return b.next.RoundTrip(r)
 }
 
 // mcpClient connects an MCP client built on the same SDK to endpoint with
-// bearer token tok.
-func mcpClient(t *testing.T, endpoint, tok string) (*sdk.ClientSession, error) {
+// bearer token tok, and returns the session and its bearer.
+func mcpClient(t *testing.T, endpoint, tok string) (*sdk.ClientSession, *bearer, error) {
 	t.Helper()
 	c := sdk.NewClient(&sdk.Implementation{Name: "dlqbot-test", Version: "v0"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	b := &bearer{next: http.DefaultTransport}
+	b.token.Store(&tok)
 	s, err := c.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: bearer{tok, http.DefaultTransport}}}, nil)
+		HTTPClient: &http.Client{Transport: b}}, nil)
 	if err == nil {
 		t.Cleanup(func() { _ = s.Close() })
 	}
-	return s, err
+	return s, b, err
 }
 
 // callTool calls a tool and decodes its structured result into out; it
@@ -81,10 +85,10 @@ func TestMCPTools(t *testing.T) {
 	src, dlq := dlqWith(e.env, 14)
 	e.rabbit.Consume(src, func(amqp.Delivery) string { return "ack" })
 
-	if _, err := mcpClient(t, e.url+"/mcp", forged); err == nil {
+	if _, _, err := mcpClient(t, e.url+"/mcp", forged); err == nil {
 		t.Fatal("a forged bearer token connected")
 	}
-	s, err := mcpClient(t, e.url+"/mcp", tokAgent)
+	s, b, err := mcpClient(t, e.url+"/mcp", tokAgent)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +156,13 @@ func TestMCPTools(t *testing.T) {
 	}
 	if msg := callTool(t, s, "dlq_cancel", map[string]any{"replay_id": r.ID}, &struct{}{}); !strings.Contains(msg, "[not_controllable]") {
 		t.Errorf("cancelling a finished replay: %q", msg)
+	}
+	// The session belongs to the agent: another principal's token cannot
+	// use it.
+	other := tokOther
+	b.token.Store(&other)
+	if _, err := s.CallTool(context.Background(), &sdk.CallToolParams{Name: "dlq_status", Arguments: map[string]any{}}); err == nil {
+		t.Error("another principal's token used the agent's session")
 	}
 }
 

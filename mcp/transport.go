@@ -14,9 +14,13 @@ import (
 	"github.com/stroma/dlqbot/api"
 )
 
-// principalKey is where the verified principal's name travels in the
-// SDK's token info.
-const principalKey = "dlqbot.principal"
+// principalKey and identityKey are where the verified principal's name and
+// identity travel in the SDK's token info; its UserID ("principal:<name>")
+// binds each session to the principal that opened it.
+const (
+	principalKey = "dlqbot.principal"
+	identityKey  = "dlqbot.identity"
+)
 
 // Handler serves the MCP tools over streamable HTTP (mount it at /mcp).
 // Every request needs the bearer token of a principal in the permissions
@@ -31,7 +35,11 @@ func Handler(svc *api.Service, cfg Config, log zerolog.Logger) http.Handler {
 			return api.Caller{}, errors.New("no verified bearer token")
 		}
 		name, _ := ti.Extra[principalKey].(string)
-		return api.Caller{ID: ti.UserID, Principal: name, Via: "mcp"}, nil
+		id, _ := ti.Extra[identityKey].(string)
+		if name == "" || id == "" {
+			return api.Caller{}, errors.New("no verified principal")
+		}
+		return api.Caller{ID: id, Principal: name, Via: "mcp"}, nil
 	}
 	srv := NewServer(svc, cfg, caller, log)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute})
@@ -42,7 +50,7 @@ func Handler(svc *api.Service, cfg Config, log zerolog.Logger) http.Handler {
 			return nil, auth.ErrInvalidToken
 		}
 		c := api.CallerOf(p, "mcp")
-		return &auth.TokenInfo{UserID: c.ID, Extra: map[string]any{principalKey: c.Principal}}, nil
+		return &auth.TokenInfo{UserID: "principal:" + c.Principal, Extra: map[string]any{principalKey: c.Principal, identityKey: c.ID}}, nil
 	}
 	protected := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
