@@ -244,3 +244,46 @@ func TestAPIFourEyes(t *testing.T) {
 		t.Fatalf("%d left in the DLQ", n)
 	}
 }
+
+// TestAPIApproveWhatChanged: the API's approval re-confirms what changed
+// since the preview, like the Approve button: nothing is sent until the
+// client quotes the digest of exactly the changes it was shown.
+func TestAPIApproveWhatChanged(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, options{policy: apiPolicy(false)}, mcp.Config{})
+	src, dlq := dlqWith(e.env, 8)
+	e.rabbit.Consume(src, func(amqp.Delivery) string { return "ack" })
+	token := e.preview(tokRunbook, dlq)
+	ch := e.rabbit.Channel()
+	for range 2 { // two previewed messages leave the DLQ behind dlqbot's back
+		if _, ok, err := ch.Get(dlq, true); err != nil || !ok {
+			t.Fatalf("get: %v %v", ok, err)
+		}
+	}
+	path := "/api/v1/previews/" + token + "/approve"
+	out := e.mustCall(http.StatusConflict, tokRunbook, "POST", path, map[string]any{"rate": "max"})
+	changes, _ := out["changes"].([]any)
+	digest, _ := out["changes_digest"].(string)
+	if out["code"] != "changed" || len(changes) != 1 || digest == "" || !strings.Contains(out["error"].(string), "nothing was sent") {
+		t.Fatalf("first approval: %v", out)
+	}
+	if c := changes[0].(map[string]any); c["kind"] != "messages_gone" || c["messages"] != float64(2) {
+		t.Fatalf("change %v", c)
+	}
+	out = e.mustCall(http.StatusConflict, tokRunbook, "POST", path, map[string]any{"rate": "max", "confirm_changes": "0123456789abcdef"})
+	if out["code"] != "changed" || out["changes_digest"] != digest {
+		t.Fatalf("approval confirming other changes: %v", out)
+	}
+	if rs := e.replays(); len(rs) != 0 || e.rabbit.Count(dlq) != 6 {
+		t.Fatalf("unconfirmed approvals moved something: %d replays, DLQ %d", len(rs), e.rabbit.Count(dlq))
+	}
+	r := replayOf(t, e.mustCall(http.StatusCreated, tokRunbook, "POST", path, map[string]any{"rate": "max", "confirm_changes": digest}))
+	testkit.Eventually(t, 60*time.Second, "the confirmed replay to finish", func() bool {
+		got, err := e.store.Replays().Get(e.ctx, r.ID)
+		r = got
+		return err == nil && got.State == engine.StateFinished
+	})
+	if r.Sent != 6 || r.Missing != 2 || e.rabbit.Count(dlq) != 0 {
+		t.Fatalf("replay sent %d, missing %d; DLQ %d", r.Sent, r.Missing, e.rabbit.Count(dlq))
+	}
+}
