@@ -287,3 +287,42 @@ func TestAPIApproveWhatChanged(t *testing.T) {
 		t.Fatalf("replay sent %d, missing %d; DLQ %d", r.Sent, r.Missing, e.rabbit.Count(dlq))
 	}
 }
+
+// TestAPIPauseResumeCancel: the brake through the API — `read` may pause
+// and cancel, resuming needs what approving needs — and messages not sent
+// stay in the DLQ; the event stream ends with the cancellation.
+func TestAPIPauseResumeCancel(t *testing.T) {
+	t.Parallel()
+	e := newAPIEnv(t, options{policy: apiPolicy(false)}, mcp.Config{})
+	src, dlq := dlqWith(e.env, 40)
+	e.rabbit.Consume(src, func(amqp.Delivery) string { return "ack" })
+	token := e.preview(tokRunbook, dlq)
+	r := replayOf(t, e.mustCall(http.StatusCreated, tokRunbook, "POST", "/api/v1/previews/"+token+"/approve",
+		map[string]any{"step": 5, "rate": 5}))
+	base := "/api/v1/replays/" + r.ID
+	state := func() engine.Replay {
+		return replayOf(t, e.mustCall(http.StatusOK, tokViewer, "GET", base, nil))
+	}
+	testkit.Eventually(t, 30*time.Second, "the replay to run", func() bool { return state().State == engine.StateRunning })
+	e.mustCall(http.StatusAccepted, tokViewer, "POST", base+"/pause", nil)
+	testkit.Eventually(t, 30*time.Second, "the replay to pause", func() bool { return state().State == engine.StatePaused })
+	paused := state()
+	if out := e.mustCall(http.StatusForbidden, tokViewer, "POST", base+"/resume", nil); out["code"] != "forbidden" {
+		t.Fatalf("viewer resume: %v", out)
+	}
+	e.mustCall(http.StatusAccepted, tokRunbook, "POST", base+"/resume", nil)
+	testkit.Eventually(t, 30*time.Second, "the replay to run again", func() bool { return state().State == engine.StateRunning })
+	e.mustCall(http.StatusAccepted, tokViewer, "POST", base+"/cancel", nil)
+	evs := e.events(tokViewer, r.ID, "", 60*time.Second)
+	if last := evs[len(evs)-2]; last.kind != "cancelled" {
+		t.Fatalf("stream ended after %q", last.kind)
+	}
+	end := state()
+	if end.State != engine.StateCancelled || end.Sent >= 40 || end.Sent < paused.Sent {
+		t.Fatalf("cancelled replay %+v (paused at %d sent)", end, paused.Sent)
+	}
+	testkit.Eventually(t, 10*time.Second, "the unsent messages to be in the DLQ", func() bool { return e.rabbit.Count(dlq) == 40-end.Sent })
+	if out := e.mustCall(http.StatusConflict, tokRunbook, "POST", base+"/resume", nil); out["code"] != "not_controllable" {
+		t.Fatalf("resuming a cancelled replay: %v", out)
+	}
+}
