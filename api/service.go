@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -172,6 +173,4 @@ func (s *Service) permit(ctx context.Context, c Caller, check func(groups []stri
 	return check(groups)
 }
 
-func isPrincipalID(id string) bool {
-	return len(id) > len(commands.PrincipalPrefix) && id[:len(commands.PrincipalPrefix)] == commands.PrincipalPrefix
-}
+func isPrincipalID(id string) bool { return strings.HasPrefix(id, commands.PrincipalPrefix) }
