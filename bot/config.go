@@ -67,6 +67,11 @@ type Config struct {
 	// HTTPClient makes the Web API and response_url calls; default a
 	// client with a 30 s timeout.
 	HTTPClient *http.Client
+	// APIChannel is where previews and replays from the HTTP API and MCP
+	// are posted when they have no Slack preview to thread under
+	// (DLQBOT_API_CHANNEL); "" posts none (the activity channel still
+	// shows them).
+	APIChannel string
 }
 
 func (c Config) withDefaults() Config {

@@ -25,4 +25,10 @@
 // reply in the replay's thread, and each lifecycle event is one line in the
 // activity channel. Rate limits (HTTP 429, *slack.RateLimitedError) are
 // honoured by waiting Retry-After; other failures are retried with backoff.
+//
+// For the other front ends (package api: the HTTP API and the MCP tools),
+// ShowReplay threads a replay approved outside Slack under its preview (or
+// in Config.APIChannel) like one approved with the button, and
+// RequestApproval posts a preview made outside Slack for a person to
+// approve.
 package bot

@@ -16,6 +16,13 @@
 // the bot can show as it is. UserGroups is the port through which the bot
 // supplies a user's Slack user groups; CachedGroups adds a small TTL cache.
 //
+// The file also names the HTTP API's and MCP endpoint's principals by the
+// SHA-256 of their bearer token (Policy.Principal looks one up in constant
+// time). A principal acts as "api:<name>" — a role grants it actions by
+// listing it under principals — or, mapped to a Slack user with as_user, as
+// that very user (the same roles, the same person for the distinct-approver
+// rule).
+//
 // The package does not talk to Slack, RabbitMQ or Redis: it only imports
 // engine for the types a command carries (engine.Selection, engine.Params).
 package commands

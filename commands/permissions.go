@@ -44,6 +44,9 @@ func (e *ForbiddenError) Unwrap() error { return ErrForbidden }
 type Policy struct {
 	Roles    []Role
 	Approval Approval
+	// Principals are the HTTP API's and MCP endpoint's clients; without
+	// any, the API lets nobody in.
+	Principals []Principal
 }
 
 // Role binds Slack users and user groups to grants.
@@ -51,6 +54,9 @@ type Role struct {
 	Name       string
 	Users      []string // Slack member ids (U…, W…)
 	UserGroups []string // Slack user group ids (S…)
+	// Principals names API principals (not mapped to a Slack user) that
+	// have the role; they act as "api:<name>".
+	Principals []string
 	Grants     []Grant
 }
 
@@ -99,6 +105,9 @@ func (p *Policy) Allowed(user string, groups []string, action Action, queue stri
 
 func (r Role) has(user string, groups []string) bool {
 	if user != "" && slices.Contains(r.Users, user) {
+		return true
+	}
+	if name, ok := principalName(user); ok && name != "" && slices.Contains(r.Principals, name) {
 		return true
 	}
 	for _, g := range groups {

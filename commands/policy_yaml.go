@@ -56,9 +56,13 @@ func parsePolicy(data []byte) (*Policy, error) {
 		return nil, errors.New("the file is empty; list at least one role, or unset DLQBOT_PERMISSIONS to turn access control off")
 	}
 	p := &Policy{}
-	err := fields(doc.Content[0], "the top level", []string{"roles", "approval"}, func(key string, v *yaml.Node) error {
-		if key == "approval" {
+	roleNodes := map[string]*yaml.Node{}
+	err := fields(doc.Content[0], "the top level", []string{"roles", "approval", "principals"}, func(key string, v *yaml.Node) error {
+		switch key {
+		case "approval":
 			return parseApproval(v, &p.Approval)
+		case "principals":
+			return parsePrincipals(v, p)
 		}
 		return each(v, "roles", func(n *yaml.Node) error {
 			r, err := parseRole(n)
@@ -68,6 +72,7 @@ func parsePolicy(data []byte) (*Policy, error) {
 			if slices.ContainsFunc(p.Roles, func(o Role) bool { return o.Name == r.Name }) {
 				return errAt(n, "role %q is defined twice", r.Name)
 			}
+			roleNodes[r.Name] = n
 			p.Roles = append(p.Roles, r)
 			return nil
 		})
@@ -78,12 +83,15 @@ func parsePolicy(data []byte) (*Policy, error) {
 	if len(p.Roles) == 0 {
 		return nil, errAt(doc.Content[0], "no roles are defined, so nobody could do anything; list at least one under roles:")
 	}
+	if err := checkRolePrincipals(p, roleNodes); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
 func parseRole(n *yaml.Node) (Role, error) {
 	var r Role
-	err := fields(n, "a role", []string{"name", "users", "usergroups", "grants"}, func(key string, v *yaml.Node) error {
+	err := fields(n, "a role", []string{"name", "users", "usergroups", "principals", "grants"}, func(key string, v *yaml.Node) error {
 		var err error
 		switch key {
 		case "name":
@@ -92,6 +100,8 @@ func parseRole(n *yaml.Node) (Role, error) {
 			r.Users, err = idList(v, "user", userIDPattern, "a Slack member id (like U012ABCDEF; in Slack, open the profile and choose Copy member ID)")
 		case "usergroups":
 			r.UserGroups, err = idList(v, "usergroup", groupIDPattern, "a Slack user group id (like S0123ABCD), not its @handle")
+		case "principals":
+			r.Principals, err = idList(v, "principal", principalNamePattern, "a principal name (lower-case letters, digits, . _ -)")
 		case "grants":
 			err = each(v, "grants", func(g *yaml.Node) error {
 				grant, err := parseGrant(g)
@@ -106,8 +116,8 @@ func parseRole(n *yaml.Node) (Role, error) {
 		return r, err
 	case strings.TrimSpace(r.Name) == "":
 		return r, errAt(n, "a role has no name; give each role a name:")
-	case len(r.Users) == 0 && len(r.UserGroups) == 0:
-		return r, errAt(n, "role %q lists no users or usergroups, so it grants nothing to anyone", r.Name)
+	case len(r.Users) == 0 && len(r.UserGroups) == 0 && len(r.Principals) == 0:
+		return r, errAt(n, "role %q lists no users, usergroups or principals, so it grants nothing to anyone", r.Name)
 	case len(r.Grants) == 0:
 		return r, errAt(n, "role %q has no grants", r.Name)
 	}

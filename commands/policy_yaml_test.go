@@ -78,7 +78,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"typo action", grant(`["orders.*"]`, "[raed]"), []string{`did you mean "read"`}},
 		{"empty role name", "roles:\n  - name: \"\"\n    users: [U1]\n    grants:\n      - queues: [a]\n        actions: [read]\n", []string{"line 2", "no name"}},
 		{"missing role name", "roles:\n  - users: [U1]\n    grants:\n      - queues: [a]\n        actions: [read]\n", []string{"no name"}},
-		{"no members", "roles:\n  - name: sre\n    grants:\n      - queues: [a]\n        actions: [read]\n", []string{`"sre"`, "no users or usergroups"}},
+		{"no members", "roles:\n  - name: sre\n    grants:\n      - queues: [a]\n        actions: [read]\n", []string{`"sre"`, "no users, usergroups or principals"}},
 		{"no grants", role(""), []string{`"sre"`, "no grants"}},
 		{"no queues", grant("[]", "[read]"), []string{"no queues"}},
 		{"no actions", grant("[a]", "[]"), []string{"no actions"}},

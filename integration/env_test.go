@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/api"
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
@@ -39,6 +40,10 @@ var fast = engine.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * t
 type options struct {
 	policy   string // permissions YAML; "" = access control off
 	appToken string // enables Socket Mode
+	// apiChannel is the bot's DLQBOT_API_CHANNEL; events logs replay
+	// events for the HTTP API's event stream.
+	apiChannel string
+	events     bool
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -86,12 +91,15 @@ func newEnv(t testing.TB, o options) *env {
 		}
 	}
 	bt, err := bot.New(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
-		APIURL: stub.APIURL(), ActivityChannel: activity, Policy: policy},
+		APIURL: stub.APIURL(), ActivityChannel: activity, Policy: policy, APIChannel: o.apiChannel},
 		bot.Deps{Engine: svc, Jobs: st.Jobs(), Replays: st.Replays(), Tokens: st.Tokens(), Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	svc.SetNotifier(bt)
+	if o.events {
+		svc.SetNotifier(engine.Notifiers{bt, api.RecordEvents(st.Events(), logger())})
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/slack/", bt.Handler())
 	srv := httptest.NewServer(mux)

@@ -14,6 +14,8 @@ import (
 //	P{<replay>}:lease       string  lease owner; PX = lease TTL
 //	P{<replay>}:ledger      list    the replay's ledger log in send order: intent ("i") and
 //	                                confirm ("c") records as compact JSON
+//	P{<replay>}:events      stream  the replay's progress events (field "e": event JSON), for the
+//	                                HTTP API's event stream; capped, kept as long as the replay
 //	Pmsg:<message id>       hash    per message id, for each replay r that sent it:
 //	                                c:<r> = copies confirmed, t:<r> = unix ms of the last send
 //	Preplays                zset    replay ids scored by creation time (unix ms)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -23,6 +24,11 @@ type config struct {
 	// Tuning beyond SPEC §10 (documented in the README).
 	LeaseTTL       time.Duration // DLQBOT_LEASE_TTL (default 15s)
 	ConnectionName string        // DLQBOT_CONNECTION_NAME (default "dlqbot"), shown in the management UI
+
+	// HTTP API and MCP (README "HTTP API and MCP").
+	APIChannel      string // DLQBOT_API_CHANNEL: where API/MCP previews and replays show in Slack
+	MCPRequireHuman bool   // DLQBOT_MCP_REQUIRE_HUMAN: dlq_replay asks a person in Slack instead of starting
+	MCPToken        string // DLQBOT_MCP_TOKEN: the principal `dlqbot mcp` (stdio) acts as
 }
 
 // loadConfig reads the environment through getenv, applying the defaults.
@@ -47,6 +53,9 @@ func loadConfig(getenv func(string) string) config {
 		RedisPrefix:        get("DLQBOT_REDIS_PREFIX", "dlqbot:"),
 		ConnectionName:     get("DLQBOT_CONNECTION_NAME", "dlqbot"),
 	}
+	c.APIChannel = getenv("DLQBOT_API_CHANNEL")
+	c.MCPRequireHuman, _ = strconv.ParseBool(getenv("DLQBOT_MCP_REQUIRE_HUMAN"))
+	c.MCPToken = getenv("DLQBOT_MCP_TOKEN")
 	if d, err := time.ParseDuration(getenv("DLQBOT_LEASE_TTL")); err == nil && d > 0 {
 		c.LeaseTTL = d
 	}

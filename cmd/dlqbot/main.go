@@ -29,6 +29,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return serve(ctx, cfg, stderr)
 		case "demo":
 			return demoCommand(ctx, cfg, args[1:], stdout, stderr, getenv)
+		case "mcp":
+			return mcpCommand(ctx, cfg, args[1:], stderr)
 		}
 	}
 	return terminal(ctx, cfg, args, stdout, stderr)

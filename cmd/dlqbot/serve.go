@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/api"
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
@@ -72,7 +73,7 @@ func (a *app) newReplica() (*replica, error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.metrics = metrics.New(reg)
 	a.svc.SetScanObserver(a.metrics.ScanObserved)
-	notifiers := engine.Notifiers{logEvents, a.metrics}
+	notifiers := engine.Notifiers{logEvents, a.metrics, api.RecordEvents(a.store.Events(), r.log)}
 	b, err := newSlackBot(a.cfg, a, r.log)
 	if err != nil {
 		return nil, err
@@ -87,6 +88,9 @@ func (a *app) newReplica() (*replica, error) {
 	r.mux.Handle("GET /metrics", a.metrics.Handler())
 	if b != nil && a.cfg.SlackSigningSecret != "" {
 		r.mux.Handle("/slack/", b.Handler())
+	}
+	if err := r.mountAPI(b); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -194,7 +198,7 @@ func newSlackBot(cfg config, a *app, log zerolog.Logger) (*bot.Bot, error) {
 	}
 	b, err := bot.New(bot.Config{
 		SigningSecret: cfg.SlackSigningSecret, BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken,
-		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, Policy: policy,
+		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, Policy: policy, APIChannel: cfg.APIChannel,
 	}, bot.Deps{
 		Engine: a.svc, Jobs: a.store.Jobs(), Replays: a.store.Replays(), Tokens: a.store.Tokens(), Log: log,
 		Observer: a.metrics,

@@ -1,0 +1,89 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
+)
+
+// Codes of *Error: stable strings clients can switch on.
+const (
+	CodeAPIDisabled     = "api_disabled"     // no permissions file: the API is off
+	CodeUnauthorized    = "unauthorized"     // missing or unknown bearer token
+	CodeForbidden       = "forbidden"        // the principal lacks a permission
+	CodeBadRequest      = "bad_request"      // malformed body or parameters
+	CodeBadSelection    = "bad_selection"    // the selection does not parse
+	CodeQueueNotFound   = "queue_not_found"  // the DLQ does not exist
+	CodeTokenNotFound   = "token_not_found"  // unknown or expired preview token
+	CodeTokenUsed       = "token_used"       // the token already started a replay
+	CodeReplayNotFound  = "replay_not_found" // unknown replay id
+	CodeChanged         = "changed"          // the world changed since the preview: confirm
+	CodeNotControllable = "not_controllable" // the replay's state does not allow it
+	CodeUnsupported     = "unsupported"      // something this bot cannot do (another vhost)
+	CodeUnavailable     = "unavailable"      // RabbitMQ or Redis cannot be reached
+	CodeTimeout         = "timeout"          // the work took too long and was abandoned
+	CodeNotFound        = "not_found"        // no such endpoint
+	CodeInternal        = "internal"         // anything else
+)
+
+// Error is a refusal or failure: Status for HTTP, Code for programs,
+// Message (a sentence) for people. Changes and ChangesDigest are set with
+// CodeChanged.
+type Error struct {
+	Status        int             `json:"-"`
+	Code          string          `json:"code"`
+	Message       string          `json:"error"`
+	Changes       []engine.Change `json:"changes,omitempty"`
+	ChangesDigest string          `json:"changes_digest,omitempty"`
+	err           error
+}
+
+// Error returns the sentence.
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the underlying error, if any.
+func (e *Error) Unwrap() error { return e.err }
+
+func newError(status int, code, format string, a ...any) *Error {
+	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, a...)}
+}
+
+// asError words err for a client. subject names what the call was about
+// (a queue, a token, a replay id).
+func asError(err error, subject string) *Error {
+	var ae *Error
+	if errors.As(err, &ae) {
+		return ae
+	}
+	var fe *commands.ForbiddenError
+	e := &Error{err: err}
+	switch {
+	case errors.As(err, &fe):
+		e.Status, e.Code, e.Message = http.StatusForbidden, CodeForbidden, fe.Error()+" Nothing was done."
+	case errors.Is(err, engine.ErrQueueNotFound):
+		e.Status, e.Code, e.Message = http.StatusNotFound, CodeQueueNotFound, fmt.Sprintf("There is no queue %q on the broker; check the name (and vhost).", subject)
+	case errors.Is(err, engine.ErrTokenNotFound):
+		e.Status, e.Code, e.Message = http.StatusNotFound, CodeTokenNotFound, "That preview token is unknown or has expired (tokens last 24 hours): preview again to get a new one. Nothing was sent."
+	case errors.Is(err, engine.ErrTokenUsed):
+		e.Status, e.Code, e.Message = http.StatusConflict, CodeTokenUsed, "That preview was already approved: a token starts at most one replay. Nothing more was sent."
+	case errors.Is(err, engine.ErrReplayNotFound):
+		e.Status, e.Code, e.Message = http.StatusNotFound, CodeReplayNotFound, fmt.Sprintf("There is no replay %q.", subject)
+	case errors.Is(err, engine.ErrNotControllable):
+		e.Status, e.Code, e.Message = http.StatusConflict, CodeNotControllable, fmt.Sprintf("Replay %s cannot do that in its state (%v); nothing was changed.", subject, err)
+	case errors.Is(err, engine.ErrUnsupported):
+		e.Status, e.Code, e.Message = http.StatusBadRequest, CodeUnsupported, "dlqbot cannot do that: "+err.Error()+". Nothing was done."
+	case errors.Is(err, engine.ErrBrokerUnavailable):
+		e.Status, e.Code, e.Message = http.StatusServiceUnavailable, CodeUnavailable, "RabbitMQ cannot be reached right now, so nothing was done. Try again shortly."
+	case errors.Is(err, engine.ErrStoreUnavailable):
+		e.Status, e.Code, e.Message = http.StatusServiceUnavailable, CodeUnavailable, "dlqbot's Redis cannot be reached right now, so nothing was done. Try again shortly."
+	case errors.Is(err, context.DeadlineExceeded):
+		e.Status, e.Code, e.Message = http.StatusGatewayTimeout, CodeTimeout, "That took too long and was abandoned; nothing was changed. Try again, perhaps with a narrower selection."
+	default:
+		e.Status, e.Code, e.Message = http.StatusInternalServerError, CodeInternal, "That did not work: "+err.Error()
+	}
+	return e
+}

@@ -1,0 +1,118 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/blocks"
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
+)
+
+// UserGroups returns the bot's (cached) source of Slack user groups, so
+// that other front ends check a principal mapped to a Slack user with the
+// same groups.
+func (b *Bot) UserGroups() commands.UserGroups { return b.groups }
+
+// ShowReplay shows in Slack a replay approved outside Slack (the HTTP API,
+// an MCP client), like one approved with the button: its progress message
+// is posted in the preview's thread when the preview was posted in Slack,
+// else in a thread of its own in Config.APIChannel, and the replay record
+// remembers where, so that every replica's progress edits, step replies
+// and follow-ups go there. Without either there is no thread; the activity
+// channel still gets its lines. The approver is named as recorded
+// ("api:<name>" or a mapped Slack user).
+func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
+	var loc previewLoc
+	if pm, ok := b.previews.get(r.Token); ok {
+		loc = previewLoc{channel: pm.channel, ts: pm.ts, blocks: pm.blocks}
+	} else if ms, ok := b.d.Tokens.(messageStore); ok {
+		if ch, ts, err := ms.Message(ctx, r.Token); err == nil && ch != "" {
+			loc = previewLoc{channel: ch, ts: ts}
+		}
+	}
+	line := fmt.Sprintf("Preview of %s approved by %s outside Slack: replay %s started.", mrkdwnEscape(r.DLQ), mention(r.Approver), r.ID)
+	if loc.channel == "" {
+		if b.cfg.APIChannel == "" {
+			return nil
+		}
+		ts, err := b.post(ctx, requestAttempts, b.cfg.APIChannel, "", nil,
+			fmt.Sprintf(":robot_face: Replay %s of %d message(s) from %s approved by %s (requested by %s); its progress is in this thread.",
+				r.ID, r.Total, "`"+mrkdwnEscape(r.DLQ)+"`", mention(r.Approver), mention(r.Requester)))
+		if err != nil {
+			return fmt.Errorf("bot: show replay %s: %w", r.ID, err)
+		}
+		loc = previewLoc{channel: b.cfg.APIChannel, ts: ts}
+	}
+	pbl, ptext := blocks.Progress(r, nil)
+	pts, err := b.post(ctx, requestAttempts, loc.channel, loc.ts, pbl, ptext)
+	if err != nil {
+		b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("progress message could not be posted; it will be posted with the next event")
+	}
+	where := location{channel: loc.channel, thread: loc.ts, progress: pts}
+	b.feeds.remember(r.ID, where)
+	if err := b.d.Replays.Update(ctx, r.ID, func(cur *engine.Replay) error {
+		cur.Channel, cur.ThreadTS, cur.ProgressTS = where.channel, where.thread, where.progress
+		return nil
+	}); err != nil {
+		b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("could not record where the replay's progress is")
+	}
+	if loc.blocks != nil {
+		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Approved(loc.blocks, r.Approver, r.ID), line); err != nil {
+			b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("preview could not be edited")
+		}
+	}
+	return nil
+}
+
+// ErrNoAPIChannel means a preview made outside Slack cannot be posted for
+// a person to approve: no API channel is configured.
+var ErrNoAPIChannel = errors.New("no channel for API previews is configured (DLQBOT_API_CHANNEL)")
+
+// RequestApproval posts a preview made outside Slack in Config.APIChannel
+// with its Approve and Discard buttons, for a person to approve (the MCP
+// tools' human-approval mode), and records where, so that the replay is
+// threaded under it whichever replica takes the click. p is the whole
+// preview when known; else it is rendered from the frozen preview f.
+func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Preview) (channel, ts string, err error) {
+	if b.cfg.APIChannel == "" {
+		return "", "", fmt.Errorf("bot: request approval: %w", ErrNoAPIChannel)
+	}
+	if p == nil {
+		p = previewOf(f)
+	}
+	bl, text := blocks.Preview(p, b.now())
+	intro := fmt.Sprintf(":raising_hand: %s asks a person to approve this replay; dlqbot sends nothing until someone clicks *Approve replay*.", mention(f.Requester))
+	bl = append([]slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, intro, false, false), nil, nil)}, bl...)
+	ts, err = b.post(ctx, requestAttempts, b.cfg.APIChannel, "", bl, text)
+	if err != nil {
+		return "", "", fmt.Errorf("bot: request approval of %s: %w", f.Token, err)
+	}
+	b.previews.put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl})
+	if ms, ok := b.d.Tokens.(messageStore); ok {
+		if err := ms.SetMessage(ctx, f.Token, b.cfg.APIChannel, ts); err != nil {
+			b.log.Warn().Err(err).Str("token", f.Token).Msg("could not record where the preview was posted")
+		}
+	}
+	return b.cfg.APIChannel, ts, nil
+}
+
+// previewOf renders what a frozen preview knows as a preview: its DLQ,
+// selection, requester, counts and targets as they were.
+func previewOf(f engine.Frozen) *engine.Preview {
+	p := &engine.Preview{
+		Token: f.Token, DLQ: engine.QueueState{Name: f.DLQ, Exists: true}, Selection: f.Selection,
+		Requester: f.Requester, Selected: f.Total, Distinct: len(f.Items),
+	}
+	if !f.ExpiresAt.IsZero() {
+		p.ExpiresAt = f.ExpiresAt.UTC().Format(time.RFC3339)
+	}
+	for _, t := range f.Targets {
+		p.Targets = append(p.Targets, engine.TargetView{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages})
+	}
+	return p
+}

@@ -1,0 +1,92 @@
+package commands
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+const principalsPolicy = `
+principals:
+  - name: runbook
+    token_sha256: %s
+  - name: alice-cli
+    token_sha256: %s
+    as_user: U0ALICE001
+roles:
+  - name: automation
+    principals: [runbook]
+    grants:
+      - queues: ["orders.*"]
+        actions: [read, replay, publish]
+  - name: sre
+    users: [U0ALICE001]
+    grants:
+      - queues: ["*"]
+        actions: [read]
+approval:
+  require_distinct_approver: true
+`
+
+func policyWithTokens(t *testing.T, a, b string) *Policy {
+	t.Helper()
+	return mustPolicy(t, fmt.Sprintf(principalsPolicy, HashToken(a), HashToken(b)))
+}
+
+func TestPrincipalLookup(t *testing.T) {
+	p := policyWithTokens(t, "secret-runbook", "secret-alice")
+	pr, ok := p.Principal("secret-runbook")
+	if !ok || pr.Name != "runbook" || pr.ID() != "api:runbook" {
+		t.Fatalf("runbook = %+v, %v", pr, ok)
+	}
+	al, ok := p.Principal("secret-alice")
+	if !ok || al.ID() != "U0ALICE001" {
+		t.Fatalf("alice = %+v, %v", al, ok)
+	}
+	for _, bad := range []string{"", "secret-runbook ", "SECRET-RUNBOOK", HashToken("secret-runbook")} {
+		if _, ok := p.Principal(bad); ok {
+			t.Errorf("token %q accepted", bad)
+		}
+	}
+	var nilPolicy *Policy
+	if _, ok := nilPolicy.Principal("secret-runbook"); ok {
+		t.Error("a nil policy accepted a token")
+	}
+	// Roles: runbook by name, alice as her Slack user.
+	if !p.Allowed(pr.ID(), nil, ActionReplay, "orders.dlq") || p.Allowed(pr.ID(), nil, ActionRead, "payments.dlq") {
+		t.Error("runbook's grants are wrong")
+	}
+	if !p.Allowed(al.ID(), nil, ActionRead, "payments.dlq") || p.Allowed(al.ID(), nil, ActionReplay, "orders.dlq") {
+		t.Error("alice's token does not have exactly alice's grants")
+	}
+	// "api:runbook" is not a Slack user, and a Slack user named like a
+	// principal is not that principal.
+	if p.Allowed("runbook", nil, ActionRead, "orders.dlq") {
+		t.Error("a bare principal name was allowed")
+	}
+	// Four eyes: the principal cannot approve its own preview.
+	if err := p.CheckApprove(pr.ID(), nil, "orders.dlq", []string{"orders"}, pr.ID(), 5); err == nil {
+		t.Error("runbook approved its own preview")
+	}
+}
+
+func TestParsePrincipalErrors(t *testing.T) {
+	h := HashToken("x")
+	role := "roles:\n  - name: r\n    principals: [ci]\n    grants:\n      - queues: [a]\n        actions: [read]\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"short hash", "principals:\n  - name: ci\n    token_sha256: abc\n" + role, "64 hex characters"},
+		{"bad name", "principals:\n  - name: CI Bot\n    token_sha256: " + h + "\n" + role, "lower-case"},
+		{"no hash", "principals:\n  - name: ci\n" + role, "no token_sha256"},
+		{"twice", "principals:\n  - name: ci\n    token_sha256: " + h + "\n  - name: ci\n    token_sha256: " + HashToken("y") + "\n" + role, "defined twice"},
+		{"same hash", "principals:\n  - name: ci\n    token_sha256: " + h + "\n  - name: cd\n    token_sha256: " + h + "\n" + role, "same token_sha256"},
+		{"undefined", role, `principal "ci", which is not defined`},
+		{"mapped in role", "principals:\n  - name: ci\n    token_sha256: " + h + "\n    as_user: U0ALICE001\n" + role, "acts as Slack user"},
+		{"bad user", "principals:\n  - name: ci\n    token_sha256: " + h + "\n    as_user: alice\n" + role, "not a Slack member id"},
+		{"unknown key", "principals:\n  - name: ci\n    token: " + h + "\n" + role, `unknown key "token"`},
+	} {
+		_, err := ParsePolicy([]byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}

@@ -1,0 +1,159 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/stroma/dlqbot/api"
+)
+
+// Config configures the MCP tools.
+type Config struct {
+	// RequireHuman makes dlq_replay post the preview to Slack for a person
+	// to approve instead of starting the replay (DLQBOT_MCP_REQUIRE_HUMAN).
+	RequireHuman bool
+	// Version is reported to clients; default "dev".
+	Version string
+}
+
+// CallerFunc names who makes a tool call.
+type CallerFunc func(req *sdk.CallToolRequest) (api.Caller, error)
+
+// safety is the contract every description ends with.
+const safety = " Safety: a preview reads the dead-letter queue without changing it; a replay can only start from the token of a preview, sends exactly the messages that preview froze (never messages dead-lettered later), in canary steps (10, 20, 40…) that stop by themselves when copies come back, and never acks a DLQ message before RabbitMQ confirmed its copy. Permissions are those of your principal."
+
+// Tool inputs.
+type (
+	previewIn struct {
+		Selection string `json:"selection" jsonschema:"the DLQ name followed by optional filters, in the /dlq preview grammar: orders.dlq reason=rejected source=orders since=2h exception=Timeout limit=100 to=orders.retry"`
+	}
+	replayIn struct {
+		Token          string `json:"token" jsonschema:"the token returned by dlq_preview (p_…); a replay never takes a selection"`
+		Step           int    `json:"step,omitempty" jsonschema:"first canary step size (default 10)"`
+		Cap            int    `json:"cap,omitempty" jsonschema:"largest step (default 500)"`
+		Rate           string `json:"rate,omitempty" jsonschema:"messages per second (default 50), or max"`
+		Timeout        string `json:"timeout,omitempty" jsonschema:"step settle timeout in Go syntax (default 60s)"`
+		ConfirmChanges string `json:"confirm_changes,omitempty" jsonschema:"the changes_digest of an earlier refusal: approve despite exactly those changes since the preview"`
+	}
+	replayIDIn struct {
+		ReplayID string `json:"replay_id" jsonschema:"the replay id (r_…)"`
+	}
+	statusIn struct {
+		ReplayID string `json:"replay_id,omitempty" jsonschema:"the replay id (r_…); omit to list recent replays"`
+	}
+)
+
+// waiting is dlq_replay's answer in human-approval mode.
+type waiting struct {
+	Status  string `json:"status"` // "waiting_for_approval"
+	Token   string `json:"token"`
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+	Message string `json:"message"`
+}
+
+// NewServer returns an MCP server with dlqbot's tools, acting through svc
+// for the caller who names each call.
+func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logger) *sdk.Server {
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	log = log.With().Str("component", "mcp").Logger()
+	s := sdk.NewServer(&sdk.Implementation{Name: "dlqbot", Title: "dlqbot: safe RabbitMQ dead-letter replays", Version: cfg.Version},
+		&sdk.ServerOptions{Instructions: "Preview a dead-letter queue with dlq_preview (changes nothing), then replay the preview's token with dlq_replay; follow it with dlq_status, stop it with dlq_pause or dlq_cancel, and ask whether it worked with dlq_check."})
+	run := func(name string, req *sdk.CallToolRequest, fn func(c api.Caller) (any, error)) (*sdk.CallToolResult, any, error) {
+		c, err := caller(req)
+		if err == nil {
+			var out any
+			out, err = fn(c)
+			ev := log.Info()
+			if err != nil {
+				ev = log.Warn().Err(err)
+			}
+			ev.Str("principal", c.Principal).Str("as", c.ID).Str("tool", name).Msg("mcp call")
+			if err == nil {
+				return nil, out, nil
+			}
+		} else {
+			log.Warn().Err(err).Str("tool", name).Msg("mcp call refused: no principal")
+		}
+		return nil, nil, toolError(err)
+	}
+	no := false
+	yes := true
+	sdk.AddTool(s, &sdk.Tool{Name: "dlq_preview", Title: "Preview a DLQ replay",
+		Description: "Preview what replaying messages out of a RabbitMQ dead-letter queue would do: per target queue, whether it exists and has consumers, reasons, attempts, earlier replays, and what would go wrong first. Returns the whole preview with a token that freezes exactly the selected messages for 24 hours; pass that token to dlq_replay." + safety,
+		Annotations: &sdk.ToolAnnotations{Title: "Preview a DLQ replay", ReadOnlyHint: true, OpenWorldHint: &no}},
+		func(ctx context.Context, req *sdk.CallToolRequest, in previewIn) (*sdk.CallToolResult, any, error) {
+			return run("dlq_preview", req, func(c api.Caller) (any, error) { return svc.Preview(ctx, c, in.Selection) })
+		})
+	replayDesc := "Approve a preview's token and start its canary replay; returns the replay (replay_id, state). If the DLQ or its targets changed since the preview, nothing is sent and the error lists the changes with a changes_digest: call again with confirm_changes set to it to approve anyway, or preview again. The four-eyes rule may forbid approving your own preview."
+	if cfg.RequireHuman {
+		replayDesc = "Ask a person to approve a preview's token: the preview is posted to Slack with an Approve button, and nothing is sent until someone clicks it. Returns status waiting_for_approval; follow the replay with dlq_status once approved."
+	}
+	sdk.AddTool(s, &sdk.Tool{Name: "dlq_replay", Title: "Replay a previewed DLQ selection",
+		Description: replayDesc + " Takes a token from dlq_preview, never a selection." + safety,
+		Annotations: &sdk.ToolAnnotations{Title: "Replay a previewed DLQ selection", DestructiveHint: &yes, OpenWorldHint: &no}},
+		func(ctx context.Context, req *sdk.CallToolRequest, in replayIn) (*sdk.CallToolResult, any, error) {
+			return run("dlq_replay", req, func(c api.Caller) (any, error) {
+				if cfg.RequireHuman {
+					ch, ts, err := svc.RequestApproval(ctx, c, in.Token)
+					if err != nil {
+						return nil, err
+					}
+					return waiting{Status: "waiting_for_approval", Token: in.Token, Channel: ch, TS: ts,
+						Message: "The preview was posted to Slack for a person to approve; nothing is sent until someone clicks Approve. Follow it with dlq_status."}, nil
+				}
+				return svc.Approve(ctx, c, in.Token, api.Params{Step: in.Step, Cap: in.Cap, Rate: api.Rate(in.Rate), Timeout: in.Timeout}, in.ConfirmChanges)
+			})
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "dlq_status", Title: "Replay status",
+		Description: "Show a replay's state (queued, running, paused, stopped, cancelled, finished, interrupted) and counts: sent, left the target queue, came back, missing, not delivered. Without replay_id, list recent replays. Changes nothing." + safety,
+		Annotations: &sdk.ToolAnnotations{Title: "Replay status", ReadOnlyHint: true, OpenWorldHint: &no}},
+		func(ctx context.Context, req *sdk.CallToolRequest, in statusIn) (*sdk.CallToolResult, any, error) {
+			return run("dlq_status", req, func(c api.Caller) (any, error) {
+				if in.ReplayID == "" {
+					rs, hidden, err := svc.List(ctx, c, 0)
+					return map[string]any{"replays": rs, "hidden": hidden}, err
+				}
+				return svc.Replay(ctx, c, in.ReplayID)
+			})
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "dlq_pause", Title: "Pause a replay",
+		Description: "Pause a running replay within a second; messages not yet sent stay in the DLQ untouched. A person resumes it." + safety,
+		Annotations: &sdk.ToolAnnotations{Title: "Pause a replay", DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}},
+		func(ctx context.Context, req *sdk.CallToolRequest, in replayIDIn) (*sdk.CallToolResult, any, error) {
+			return run("dlq_pause", req, func(c api.Caller) (any, error) { return svc.Control(ctx, c, "pause", in.ReplayID) })
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "dlq_cancel", Title: "Cancel a replay",
+		Description: "Cancel a replay within a second; messages not yet sent stay in the DLQ untouched, and a cancelled replay cannot be resumed." + safety,
+		Annotations: &sdk.ToolAnnotations{Title: "Cancel a replay", DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}},
+		func(ctx context.Context, req *sdk.CallToolRequest, in replayIDIn) (*sdk.CallToolResult, any, error) {
+			return run("dlq_cancel", req, func(c api.Caller) (any, error) { return svc.Control(ctx, c, "cancel", in.ReplayID) })
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "dlq_check", Title: "Did the replay work?",
+		Description: "Check a replay: how many of its copies came back to the DLQ (with a new death), grouped by exception or reason, new failures meanwhile, and messages at the park limit. Messages not back are 'not seen in a dead-letter queue', never 'processed'. Reads the DLQ without changing it." + safety,
+		Annotations: &sdk.ToolAnnotations{Title: "Did the replay work?", ReadOnlyHint: true, OpenWorldHint: &no}},
+		func(ctx context.Context, req *sdk.CallToolRequest, in replayIDIn) (*sdk.CallToolResult, any, error) {
+			return run("dlq_check", req, func(c api.Caller) (any, error) { return svc.Check(ctx, c, in.ReplayID) })
+		})
+	return s
+}
+
+// toolError words an error for the agent: "[code] sentence", with the
+// changes and their digest when the world changed since the preview.
+func toolError(err error) error {
+	var ae *api.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	msg := fmt.Sprintf("[%s] %s", ae.Code, ae.Message)
+	if ae.ChangesDigest != "" {
+		msg += " changes_digest: " + ae.ChangesDigest
+	}
+	return errors.New(msg)
+}
