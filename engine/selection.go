@@ -3,8 +3,10 @@ package engine
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // DefaultParkAfter is how many replays leave a message parked (§3).
@@ -24,6 +26,11 @@ type Selection struct {
 	Since     time.Time `json:"since,omitzero"`
 	Until     time.Time `json:"until,omitzero"`
 	Exception string    `json:"exception,omitempty"` // case-insensitive substring
+	// Group keeps only one failure group: its exact text or its GroupID.
+	Group string `json:"group,omitempty"`
+	// ReplayedBy keeps only copies that came back from this replay: they
+	// carry its x-replay-id and a new death (what check counts).
+	ReplayedBy string `json:"replayed_by,omitempty"`
 	Limit     int       `json:"limit,omitempty"`     // at most this many messages, in DLQ order
 	// ParkAfter: messages with x-replay-count >= ParkAfter are left out
 	// unless IncludeParked (0 means DefaultParkAfter).
@@ -75,10 +82,27 @@ func (s Selection) Match(m Meta) Verdict {
 	if s.Exception != "" && !strings.Contains(strings.ToLower(m.ExceptionType+": "+m.Exception), strings.ToLower(s.Exception)) {
 		return Excluded
 	}
+	if s.Group != "" && m.FailureGroup != s.Group && GroupID(m.FailureGroup) != s.Group {
+		return Excluded
+	}
+	if s.ReplayedBy != "" && (m.ReplayID != s.ReplayedBy || !m.Returned) {
+		return Excluded
+	}
 	if !s.IncludeParked && m.ReplayCount >= s.ParkLimit() {
 		return Parked
 	}
 	return Selected
+}
+
+// quoteIfNeeded quotes a value (Go syntax, as the grammar reads it) when it
+// is empty or holds white space, quotes or backslashes.
+func quoteIfNeeded(v string) string {
+	if v == "" || strings.ContainsFunc(v, func(r rune) bool {
+		return unicode.IsSpace(r) || strings.ContainsRune("\"'\\“”‘’=", r)
+	}) {
+		return strconv.Quote(v)
+	}
+	return v
 }
 
 func contains(list []string, v string) bool {
@@ -116,6 +140,12 @@ func (s Selection) String() string {
 	}
 	if s.Exception != "" {
 		parts = append(parts, fmt.Sprintf("exception=%q", s.Exception))
+	}
+	if s.Group != "" {
+		parts = append(parts, "group="+quoteIfNeeded(s.Group))
+	}
+	if s.ReplayedBy != "" {
+		parts = append(parts, "replayed_by="+s.ReplayedBy)
 	}
 	if s.Limit > 0 {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))
