@@ -31,7 +31,7 @@ type Selection struct {
 	// ReplayedBy keeps only copies that came back from this replay: they
 	// carry its x-replay-id and a new death (what check counts).
 	ReplayedBy string `json:"replayed_by,omitempty"`
-	Limit     int       `json:"limit,omitempty"`     // at most this many messages, in DLQ order
+	Limit      int    `json:"limit,omitempty"` // at most this many messages, in DLQ order
 	// ParkAfter: messages with x-replay-count >= ParkAfter are left out
 	// unless IncludeParked (0 means DefaultParkAfter).
 	ParkAfter     int  `json:"park_after,omitempty"`
