@@ -26,18 +26,18 @@ type Selection struct {
 	Since     time.Time `json:"since,omitzero"`
 	Until     time.Time `json:"until,omitzero"`
 	Exception string    `json:"exception,omitempty"` // case-insensitive substring
-	// Group keeps only one failure group: its exact text or its GroupID.
-	Group string `json:"group,omitempty"`
-	// ReplayedBy keeps only copies that came back from this replay: they
-	// carry its x-replay-id and a new death (what check counts).
-	ReplayedBy string `json:"replayed_by,omitempty"`
-	Limit      int    `json:"limit,omitempty"` // at most this many messages, in DLQ order
+	Limit     int       `json:"limit,omitempty"`     // at most this many messages, in DLQ order
 	// ParkAfter: messages with x-replay-count >= ParkAfter are left out
 	// unless IncludeParked (0 means DefaultParkAfter).
 	ParkAfter     int  `json:"park_after,omitempty"`
 	IncludeParked bool `json:"include_parked,omitempty"`
 	// To replays every selected message to this queue instead of its source.
 	To string `json:"to,omitempty"`
+	// Group keeps only one failure group: its exact text or its GroupID.
+	Group string `json:"group,omitempty"`
+	// ReplayedBy keeps only copies that came back from this replay: they
+	// carry its x-replay-id and a new death (what check counts).
+	ReplayedBy string `json:"replayed_by,omitempty"`
 }
 
 // ParkLimit returns the effective park_after.
