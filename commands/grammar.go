@@ -38,7 +38,7 @@ type Flags struct {
 
 // The keys each subcommand takes, in canonical order.
 var (
-	previewKeys = []string{"ids", "reason", "source", "since", "until", "exception", "limit", "park_after", "include_parked", "vhost", "to"}
+	previewKeys = []string{"ids", "reason", "source", "since", "until", "exception", "limit", "park_after", "include_parked", "vhost", "to", "group", "replayed_by"}
 	replayKeys  = []string{"step", "cap", "rate", "timeout"}
 	verbs       = []string{"help", "list", "preview", "replay", "status", "pause", "resume", "cancel", "check"}
 )
@@ -67,6 +67,7 @@ var examples = map[string]string{
 	"park_after": "park_after=5", "include_parked": "include_parked=true",
 	"vhost": "vhost=prod", "to": "to=orders.scratch",
 	"step": "step=5", "cap": "cap=200", "rate": "rate=20", "timeout": "timeout=2m",
+	"group": "group=g3f2a9c1b7e4d", "replayed_by": "replayed_by=r_0123456789abcdef",
 }
 
 // Parse parses the text of a /dlq slash command (what follows the command

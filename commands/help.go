@@ -45,6 +45,9 @@ var filterHelp = []helpEntry{
 	{"include_parked", "include_parked=true", "include those messages anyway", examples["include_parked"], ""},
 	{"vhost", "vhost=<vhost>", "the DLQ's vhost (default: the bot's)", examples["vhost"], ""},
 	{"to", "to=<queue>", "replay every message to this queue instead of its source", examples["to"], ""},
+	{"group", "group=<group>", "only one failure group, exactly: its id as a preview lists it (g and 12 hex digits), or its whole normalised text, quoted", examples["group"],
+		"A failure group is the exception text with numbers, ids, timestamps, hex and UUIDs folded, or the dead-letter reason when there is no exception. A preview lists each group with its id and a button that previews just that group; unlike exception=, group= matches the whole group and nothing else."},
+	{"replayed_by", "replayed_by=<replay>", "only the copies that came back from this replay: they carry its id and a new death (what check counts)", examples["replayed_by"], ""},
 }
 
 var paramHelp = []helpEntry{
