@@ -34,6 +34,8 @@ type Flags struct {
 	JSON bool
 	// Help asks for help (--help or -h); the Result is then a HelpCmd.
 	Help bool
+	// Follow asks status to follow a replay until it ends (--follow or -f).
+	Follow bool
 }
 
 // The keys each subcommand takes, in canonical order.
@@ -92,9 +94,9 @@ func ParseAs(prefix, text string, now time.Time) Result {
 }
 
 // ParseArgs parses the terminal front end's arguments: os.Args[1:] (a
-// leading program name "dlqbot" is skipped too). --json and --help (or -h)
-// are taken out wherever they are and reported in Flags, even when the rest
-// is a mistake; "--" ends the options. The shell has already split and
+// leading program name "dlqbot" is skipped too). --json, --help (or -h)
+// and --follow (or -f) are taken out wherever they are and reported in
+// Flags, even when the rest is a mistake; "--" ends the options. The shell has already split and
 // unquoted the line, so a value with spaces is one argument.
 func ParseArgs(args []string, now time.Time) (Result, Flags) {
 	p := &parser{prefix: TerminalPrefix, now: now, fromArgs: true}
@@ -113,9 +115,11 @@ func ParseArgs(args []string, now time.Time) (Result, Flags) {
 			f.JSON = true
 		case options && (a == "--help" || a == "-help" || a == "-h"):
 			f.Help = true
+		case options && (a == "--follow" || a == "-follow" || a == "-f"):
+			f.Follow = true
 		case options && len(a) > 1 && a[0] == '-':
 			if problem == "" {
-				problem = fmt.Sprintf("Unknown option `%s`; %s accepts --json and --help (anywhere on the line).", a, TerminalPrefix)
+				problem = fmt.Sprintf("Unknown option `%s`; %s accepts --json, --help and --follow (anywhere on the line).", a, TerminalPrefix)
 			}
 		case !utf8.ValidString(a):
 			if problem == "" {
