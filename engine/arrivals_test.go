@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -225,5 +226,41 @@ func TestSelectionGroupAndReplayedBy(t *testing.T) {
 	}
 	if got := (Selection{DLQ: "d", Group: "gabc"}).String(); got != "d group=gabc" {
 		t.Errorf("String = %s", got)
+	}
+}
+
+// BenchmarkArrivalsAdd is the cost a preview's scan pays per selected
+// message for its arrivals (times spread over a week, in random order, 20
+// groups and 5 sources).
+func BenchmarkArrivalsAdd(b *testing.B) {
+	r := rand.New(rand.NewSource(3))
+	ms := make([]Meta, 4096)
+	for i := range ms {
+		ms[i] = deadAt(arrivalsNow.Add(-time.Duration(r.Int63n(int64(7*24*time.Hour)))), fmt.Sprintf("group %d", i%20), fmt.Sprintf("q%d", i%5))
+	}
+	a := newArrivals(arrivalsNow)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a.add(ms[i%len(ms)])
+	}
+}
+
+// BenchmarkMatchGroupID is the cost of group=<id> per scanned message (a
+// SHA-256 of its failure group).
+func BenchmarkMatchGroupID(b *testing.B) {
+	s := Selection{Group: GroupID("java.lang.IllegalStateException: order <n> not found")}
+	m := Meta{FailureGroup: "java.lang.IllegalArgumentException: currency <id> is not supported for merchant <n>"}
+	for i := 0; i < b.N; i++ {
+		s.Match(m)
+	}
+}
+
+// BenchmarkMatchNoGroup is Match without group=, the reference for
+// BenchmarkMatchGroupID.
+func BenchmarkMatchNoGroup(b *testing.B) {
+	s := Selection{}
+	m := Meta{FailureGroup: "java.lang.IllegalArgumentException: currency <id> is not supported for merchant <n>"}
+	for i := 0; i < b.N; i++ {
+		s.Match(m)
 	}
 }
