@@ -103,6 +103,23 @@ func GroupID(group string) string {
 	return "g" + hex.EncodeToString(sum[:6])
 }
 
+// inGroup reports whether failure group g is want: the same text, or
+// want is g's GroupID. It hashes g only when want has an id's form.
+func inGroup(g, want string) bool {
+	if g == want {
+		return true
+	}
+	if len(want) != 13 || want[0] != 'g' {
+		return false
+	}
+	var id [6]byte
+	if _, err := hex.Decode(id[:], []byte(want[1:])); err != nil {
+		return false
+	}
+	sum := sha256.Sum256([]byte(g))
+	return [6]byte(sum[:6]) == id
+}
+
 // arrivalCounter is one row while scanning.
 type arrivalCounter struct {
 	key         string

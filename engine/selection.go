@@ -82,7 +82,7 @@ func (s Selection) Match(m Meta) Verdict {
 	if s.Exception != "" && !strings.Contains(strings.ToLower(m.ExceptionType+": "+m.Exception), strings.ToLower(s.Exception)) {
 		return Excluded
 	}
-	if s.Group != "" && m.FailureGroup != s.Group && GroupID(m.FailureGroup) != s.Group {
+	if s.Group != "" && !inGroup(m.FailureGroup, s.Group) {
 		return Excluded
 	}
 	if s.ReplayedBy != "" && (m.ReplayID != s.ReplayedBy || !m.Returned) {
