@@ -156,7 +156,7 @@ func arrivalRowText(a *engine.Arrivals, r engine.ArrivalRow, byGroup bool) strin
 		b.WriteString(" · id " + code(r.GroupID, 20))
 	}
 	if r.Messages > r.Undated {
-		b.WriteString("\nlast " + ago(a.Now.Sub(r.Last)) + " · " + arrivingText(r, a))
+		b.WriteString("\nfirst " + date(r.First) + " · last " + ago(a.Now.Sub(r.Last)) + " · " + arrivingText(r, a))
 	}
 	if r.Undated > 0 {
 		fmt.Fprintf(&b, " · %s without a failure time", num(r.Undated))

@@ -62,7 +62,7 @@ func printArrivals(w io.Writer, p *engine.Preview) {
 			}
 			line := "-"
 			if r.Messages > r.Undated {
-				line = "last " + ago(a.Now.Sub(r.Last)) + ", " + arriving(r, a)
+				line = "first " + r.First.UTC().Format("Jan 2 15:04") + ", last " + ago(a.Now.Sub(r.Last)) + ", " + arriving(r, a)
 			}
 			if r.Undated > 0 {
 				line += fmt.Sprintf(", %d without a failure time", r.Undated)

@@ -38,7 +38,7 @@ func TestPrintArrivals(t *testing.T) {
 		"3 message(s) without a failure time",
 		"By failure group:",
 		engine.GroupID(g1) + "  order <n> not found",
-		"last 1h 26m ago, none in the last 5 min",
+		"first Mar 14 07:35, last 1h 26m ago, none in the last 5 min",
 		"last 1m ago, STILL ARRIVING: 3 in the last 5 min, 3 without a failure time",
 		"Preview one group: dlqbot preview orders.dlq reason=exception group=<id>",
 	} {
