@@ -92,6 +92,7 @@ func arrivalBlocks(p *engine.Preview) []slack.Block {
 	for _, r := range rows[len(shown):] {
 		more += r.Messages
 	}
+	buttons := 0
 	for _, r := range shown {
 		text := arrivalRowText(a, r, byGroup)
 		if !byGroup {
@@ -102,6 +103,7 @@ func arrivalBlocks(p *engine.Preview) []slack.Block {
 		s := section(text)
 		if utf8.RuneCountInString(value) <= MaxButtonValue {
 			s.Accessory = slack.NewAccessory(button(ActionPreviewGroup, value, "Preview this group", "", nil))
+			buttons++
 		}
 		out = append(out, s)
 	}
@@ -112,7 +114,7 @@ func arrivalBlocks(p *engine.Preview) []slack.Block {
 	if more > 0 {
 		out = append(out, contextBlock("", fmt.Sprintf("…and %s in other %s.", msgs(more), what)))
 	}
-	if byGroup {
+	if buttons > 0 {
 		out = append(out, contextBlock("", "*Preview this group* posts a preview of that failure group alone (`group=<id>`, exact), to approve just the part a fix covers."))
 	}
 	return out
