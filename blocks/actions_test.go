@@ -20,6 +20,10 @@ type btn struct {
 func buttons(bs []slack.Block) []btn {
 	var out []btn
 	for _, b := range bs {
+		if s, ok := b.(*slack.SectionBlock); ok && s.Accessory != nil && s.Accessory.ButtonElement != nil {
+			e := s.Accessory.ButtonElement
+			out = append(out, btn{e.ActionID, e.Value, e.Confirm != nil})
+		}
 		a, ok := b.(*slack.ActionBlock)
 		if !ok {
 			continue
@@ -38,6 +42,7 @@ func TestActionIDs(t *testing.T) {
 	for got, want := range map[string]string{
 		ActionApprove: "dlq.approve", ActionDiscard: "dlq.discard", ActionPause: "dlq.pause",
 		ActionResume: "dlq.resume", ActionCancel: "dlq.cancel", ActionPark: "dlq.park",
+		ActionPreviewGroup: "dlq.preview_group", ActionPreviewReturned: "dlq.preview_returned",
 	} {
 		if got != want {
 			t.Errorf("action id %q, want %q", got, want)
@@ -76,7 +81,16 @@ func TestButtons(t *testing.T) {
 		{"cancelled", progress(engine.StateCancelled), nil},
 		{"interrupted", progress(engine.StateInterrupted), nil},
 		{"changes", first(Changes(changes(), token)), []btn{{"dlq.approve", token + ":confirm", true}, discard}},
-		{"check with park", first(Check(checkWithGroups())), []btn{{"dlq.park", replayID, true}}},
+		{"check with park", first(Check(checkWithGroups())), []btn{
+			{"dlq.preview_group", "orders.dlq replayed_by=" + replayID + " group=" + engine.GroupID("order <n> not found"), false},
+			{"dlq.preview_group", "orders.dlq replayed_by=" + replayID + " group=" + engine.GroupID("rejected"), false},
+			{"dlq.preview_returned", "orders.dlq replayed_by=" + replayID, false},
+			{"dlq.park", replayID, true}}},
+		{"preview with arrivals", first(Preview(previewArrivals(), fixedNow())), []btn{
+			{"dlq.preview_group", "orders.dlq reason=rejected group=" + engine.GroupID("order <n> not found"), false},
+			{"dlq.preview_group", "orders.dlq reason=rejected group=" + engine.GroupID("java.lang.IllegalArgumentException: currency XTS not supported"), false},
+			approve, discard}},
+		{"preview with arrivals by source", first(Preview(previewArrivalsBySource(), fixedNow())), nil},
 		{"check, nothing back", first(Check(checkNothingBack())), nil},
 	}
 	for _, c := range cases {

@@ -3,6 +3,7 @@ package blocks
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/slack-go/slack"
 
@@ -40,21 +41,27 @@ func Check(c engine.CheckReport) ([]slack.Block, string) {
 	}
 	out := []slack.Block{section(head + "\n" + summary)}
 	if len(c.Groups) > 0 {
-		out = append(out, section(groupsText(c)))
+		out = append(out, checkGroupBlocks(c)...)
 	}
 	if c.NewFailures > 0 {
 		out = append(out, section(fmt.Sprintf(":information_source: *%s* dead-lettered in %s since the replay started without this replay's id — counted apart, not as messages that came back.",
 			plural(c.NewFailures, "new failure", "new failures"), code(c.DLQ, 300))))
 	}
+	var buttons []*slack.ButtonBlockElement
+	if c.Returned > 0 && c.ReplayID != "" && c.DLQ != "" {
+		buttons = append(buttons, button(ActionPreviewReturned, ReturnedSelection(c.DLQ, c.ReplayID, ""), "Preview the "+plural(c.Returned, "copy", "copies")+" back", "", nil))
+	}
 	if c.AtParkLimit > 0 {
 		out = append(out, section(parkText(c)))
 		if c.ReplayID != "" {
-			out = append(out, actions(BlockCheckActions,
-				button(ActionPark, c.ReplayID, "Park "+msgs(c.AtParkLimit), slack.StyleDanger,
-					confirm("Park these messages?",
-						fmt.Sprintf("Move %s that came back after %s to the parking queue? They leave the DLQ and are not replayed.", msgs(c.AtParkLimit), parkAfter(c)),
-						"Park", "Not yet", slack.StyleDanger))))
+			buttons = append(buttons, button(ActionPark, c.ReplayID, "Park "+msgs(c.AtParkLimit), slack.StyleDanger,
+				confirm("Park these messages?",
+					fmt.Sprintf("Move %s that came back after %s to the parking queue? They leave the DLQ and are not replayed.", msgs(c.AtParkLimit), parkAfter(c)),
+					"Park", "Not yet", slack.StyleDanger)))
 		}
+	}
+	if len(buttons) > 0 {
+		out = append(out, actions(BlockCheckActions, buttons...))
 	}
 	when := "on demand"
 	if !c.At.IsZero() {
@@ -66,30 +73,58 @@ func Check(c engine.CheckReport) ([]slack.Block, string) {
 	return out, fallback(text)
 }
 
-// groupsText lists the failure groups of the copies that came back.
-func groupsText(c engine.CheckReport) string {
-	lines := make([]string, 0, maxGroups)
-	for _, g := range c.Groups[:min(len(c.Groups), maxGroups)] {
-		l := fmt.Sprintf("• *%s* × %s", num(g.Count), code(g.Group, 300))
-		if g.ExampleID != "" {
-			l += " — e.g. " + code(g.ExampleID, 40)
-			if g.Reason != "" {
-				l += " (" + esc(oneLine(g.Reason), 30) + ")"
-			}
-		}
-		if g.Example != "" && g.Example != g.Group {
-			l += ": " + code(g.Example, 300)
-		}
-		lines = append(lines, l)
+// checkGroupBlocks lists the failure groups of the copies that came back:
+// the largest few one section each, with a button that previews the
+// group's returned copies (when the report names its replay and DLQ), then
+// the rest as one list.
+func checkGroupBlocks(c engine.CheckReport) []slack.Block {
+	if c.ReplayID == "" || c.DLQ == "" {
+		return []slack.Block{section(groupsText(c, c.Groups, "*Came back, by failure*"))}
 	}
-	head := "*Came back, by failure*"
-	return list(head, lines, len(c.Groups), MaxSectionText, func(hidden int) string {
+	shown := c.Groups[:min(len(c.Groups), maxArrivalRows)]
+	out := []slack.Block{section("*Came back, by failure*")}
+	for _, g := range shown {
+		s := section(groupLine(g))
+		value := ReturnedSelection(c.DLQ, c.ReplayID, engine.GroupID(g.Group))
+		if utf8.RuneCountInString(value) <= MaxButtonValue {
+			s.Accessory = slack.NewAccessory(button(ActionPreviewGroup, value, "Preview this group", "", nil))
+		}
+		out = append(out, s)
+	}
+	if rest := c.Groups[len(shown):]; len(rest) > 0 {
+		out = append(out, section(groupsText(c, rest, "*Other failures that came back*")))
+	}
+	return out
+}
+
+// groupsText lists failure groups of the copies that came back.
+func groupsText(c engine.CheckReport, groups []engine.CheckGroup, head string) string {
+	lines := make([]string, 0, maxGroups)
+	for _, g := range groups[:min(len(groups), maxGroups)] {
+		lines = append(lines, "• "+groupLine(g))
+	}
+	return list(head, lines, len(groups), MaxSectionText, func(hidden int) string {
 		n := 0
-		for _, g := range c.Groups[len(c.Groups)-hidden:] {
+		for _, g := range groups[len(groups)-hidden:] {
 			n += g.Count
 		}
 		return fmt.Sprintf("…and %s (%s)", plural(hidden, "more group", "more groups"), msgs(n))
 	})
+}
+
+// groupLine describes one failure group of returned copies.
+func groupLine(g engine.CheckGroup) string {
+	l := fmt.Sprintf("*%s* × %s", num(g.Count), code(g.Group, 300))
+	if g.ExampleID != "" {
+		l += " — e.g. " + code(g.ExampleID, 40)
+		if g.Reason != "" {
+			l += " (" + esc(oneLine(g.Reason), 30) + ")"
+		}
+	}
+	if g.Example != "" && g.Example != g.Group {
+		l += ": " + code(g.Example, 300)
+	}
+	return l
 }
 
 // parkText names the messages at the park limit.

@@ -96,6 +96,7 @@ func previewBody(p *engine.Preview) []slack.Block {
 	if p.Token == "" {
 		out = append(out, section(nothingText(p)))
 	}
+	out = append(out, arrivalBlocks(p)...)
 	rest := sampleBlocks(p)
 	if len(p.Targets) > 0 {
 		rest = append([]slack.Block{section(targetsText(p.Targets))}, rest...)
@@ -246,6 +247,7 @@ func previewText(p *engine.Preview) string {
 	} else {
 		s += fmt.Sprintf("%s would be replayed to %s", msgs(p.Selected), plural(len(p.Targets), "queue", "queues"))
 	}
+	s += arrivalsFallback(p.Arrivals)
 	if n := len(p.Problems); n > 0 {
 		s += fmt.Sprintf("; %s, first: %s", plural(n, "problem", "problems"), escape(oneLine(p.Problems[0].Detail)))
 	}

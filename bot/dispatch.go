@@ -192,6 +192,8 @@ func (b *Bot) runAction(ctx context.Context, to replyTo, cb slack.InteractionCal
 		b.control(ctx, to, "cancel", value, true)
 	case blocks.ActionPark:
 		b.park(ctx, to, value)
+	case blocks.ActionPreviewGroup, blocks.ActionPreviewReturned:
+		b.previewClick(ctx, to, value)
 	default:
 		b.log.Info().Str("action", act.ActionID).Msg("unknown action ignored")
 	}

@@ -50,6 +50,9 @@ func FuzzParse(f *testing.F) {
 		`"`,
 		"preview \x00",
 		"preview q to=q",
+		`preview q group="order <n> not found" replayed_by=r_0123456789abcdef`,
+		"preview q group=g3f2a9c1b7e4d",
+		`preview q group="a=b \"c\""`,
 	} {
 		f.Add(s)
 	}

@@ -34,11 +34,13 @@ type Flags struct {
 	JSON bool
 	// Help asks for help (--help or -h); the Result is then a HelpCmd.
 	Help bool
+	// Follow asks status to follow a replay until it ends (--follow or -f).
+	Follow bool
 }
 
 // The keys each subcommand takes, in canonical order.
 var (
-	previewKeys = []string{"ids", "reason", "source", "since", "until", "exception", "limit", "park_after", "include_parked", "vhost", "to"}
+	previewKeys = []string{"ids", "reason", "source", "since", "until", "exception", "limit", "park_after", "include_parked", "vhost", "to", "group", "replayed_by"}
 	replayKeys  = []string{"step", "cap", "rate", "timeout"}
 	verbs       = []string{"help", "list", "preview", "replay", "status", "pause", "resume", "cancel", "check"}
 )
@@ -67,6 +69,7 @@ var examples = map[string]string{
 	"park_after": "park_after=5", "include_parked": "include_parked=true",
 	"vhost": "vhost=prod", "to": "to=orders.scratch",
 	"step": "step=5", "cap": "cap=200", "rate": "rate=20", "timeout": "timeout=2m",
+	"group": "group=g3f2a9c1b7e4d", "replayed_by": "replayed_by=r_0123456789abcdef",
 }
 
 // Parse parses the text of a /dlq slash command (what follows the command
@@ -91,9 +94,9 @@ func ParseAs(prefix, text string, now time.Time) Result {
 }
 
 // ParseArgs parses the terminal front end's arguments: os.Args[1:] (a
-// leading program name "dlqbot" is skipped too). --json and --help (or -h)
-// are taken out wherever they are and reported in Flags, even when the rest
-// is a mistake; "--" ends the options. The shell has already split and
+// leading program name "dlqbot" is skipped too). --json, --help (or -h)
+// and --follow (or -f) are taken out wherever they are and reported in
+// Flags, even when the rest is a mistake; "--" ends the options. The shell has already split and
 // unquoted the line, so a value with spaces is one argument.
 func ParseArgs(args []string, now time.Time) (Result, Flags) {
 	p := &parser{prefix: TerminalPrefix, now: now, fromArgs: true}
@@ -112,9 +115,11 @@ func ParseArgs(args []string, now time.Time) (Result, Flags) {
 			f.JSON = true
 		case options && (a == "--help" || a == "-help" || a == "-h"):
 			f.Help = true
+		case options && (a == "--follow" || a == "-follow" || a == "-f"):
+			f.Follow = true
 		case options && len(a) > 1 && a[0] == '-':
 			if problem == "" {
-				problem = fmt.Sprintf("Unknown option `%s`; %s accepts --json and --help (anywhere on the line).", a, TerminalPrefix)
+				problem = fmt.Sprintf("Unknown option `%s`; %s accepts --json, --help and --follow (anywhere on the line).", a, TerminalPrefix)
 			}
 		case !utf8.ValidString(a):
 			if problem == "" {

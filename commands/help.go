@@ -25,7 +25,8 @@ var commandHelp = []helpEntry{
 		"start the replay a preview froze (the preview's Approve button does the same)",
 		"replay <token> step=5 rate=20",
 		"A replay sends exactly the previewed messages, in canary steps: the first step holds one message of every target and failure group, then steps double up to the cap. It stops by itself when a message comes back to a dead-letter queue or a step does not settle before the timeout."},
-	{"status", "status [<replay>]", "one replay's progress, or the active and recent replays", "status <replay>", ""},
+	{"status", "status [<replay>]", "one replay's progress, or the active and recent replays", "status <replay>",
+		"In the terminal, `dlqbot status <replay> --follow` follows the replay until it ends or stops, on one line redrawn in place."},
 	{"pause", "pause <replay>", "pause a replay within a second; unsent messages stay in the DLQ", "pause <replay>", ""},
 	{"resume", "resume <replay>", "resume a paused or stopped replay (a stopped one continues anyway)", "resume <replay>", ""},
 	{"cancel", "cancel <replay>", "cancel a replay; unsent messages stay in the DLQ", "cancel <replay>", ""},
@@ -45,6 +46,9 @@ var filterHelp = []helpEntry{
 	{"include_parked", "include_parked=true", "include those messages anyway", examples["include_parked"], ""},
 	{"vhost", "vhost=<vhost>", "the DLQ's vhost (default: the bot's)", examples["vhost"], ""},
 	{"to", "to=<queue>", "replay every message to this queue instead of its source", examples["to"], ""},
+	{"group", "group=<group>", "only one failure group, exactly: its id as a preview lists it (g and 12 hex digits), or its whole normalised text, quoted", examples["group"],
+		"A failure group is the exception text with numbers, ids, timestamps, hex and UUIDs folded, or the dead-letter reason when there is no exception. A preview lists each group with its id and a button that previews just that group; unlike exception=, group= matches the whole group and nothing else."},
+	{"replayed_by", "replayed_by=<replay>", "only the copies that came back from this replay: they carry its id and a new death (what check counts)", examples["replayed_by"], ""},
 }
 
 var paramHelp = []helpEntry{

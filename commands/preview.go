@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stroma/dlqbot/engine"
 )
@@ -59,6 +60,13 @@ func (p *parser) preview(args []token) Result {
 			sel.Vhost, msg = t.value, checkQueue("The vhost", t.value)
 		case "to":
 			sel.To, msg = t.value, checkQueue("The target queue", t.value)
+		case "group":
+			sel.Group = t.value
+			if utf8.RuneCountInString(t.value) > 200 {
+				msg = "A failure group is at most 200 characters long; use the group's id a preview lists (g and 12 hex digits)"
+			}
+		case "replayed_by":
+			sel.ReplayedBy, msg = t.value, checkOpaque("replay id", t.value)
 		}
 		return msg, example
 	})

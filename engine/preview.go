@@ -58,6 +58,8 @@ type Preview struct {
 	Problems  []Problem        `json:"problems"`
 	Targets   []TargetView     `json:"targets"`
 	Messages  []PreviewMessage `json:"messages"`
+	// Arrivals is when the selected messages were dead-lettered (see arrivals.go).
+	Arrivals *Arrivals `json:"arrivals,omitempty"`
 }
 
 // Preview scans sel.DLQ without changing it, works out what a replay would
@@ -76,6 +78,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	p := &Preview{DLQ: dlq, Selection: sel.String(), Requester: requester, Problems: []Problem{}}
 	byID := map[string]int{} // id → index in p.Messages
 	selected := 0
+	arr := newArrivals(s.d.Clock.Now())
 	info, err := s.d.Broker.Scan(ctx, sel.DLQ, func(m Message) error {
 		p.Scanned++
 		meta := ParseMeta(sel.DLQ, m)
@@ -85,6 +88,9 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		}
 		if v == Selected && sel.Limit > 0 && selected >= sel.Limit {
 			return errStopScan
+		}
+		if v == Selected {
+			arr.add(meta)
 		}
 		if i, ok := byID[meta.ID]; ok {
 			p.Messages[i].Count++
@@ -106,6 +112,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	if s.onScan != nil {
 		s.onScan(info.Read, info.Duration)
 	}
+	p.Arrivals = arr.view()
 	if err := s.resolveTargets(ctx, sel, p); err != nil {
 		return nil, err
 	}

@@ -3,8 +3,10 @@ package engine
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // DefaultParkAfter is how many replays leave a message parked (§3).
@@ -31,6 +33,11 @@ type Selection struct {
 	IncludeParked bool `json:"include_parked,omitempty"`
 	// To replays every selected message to this queue instead of its source.
 	To string `json:"to,omitempty"`
+	// Group keeps only one failure group: its exact text or its GroupID.
+	Group string `json:"group,omitempty"`
+	// ReplayedBy keeps only copies that came back from this replay: they
+	// carry its x-replay-id and a new death (what check counts).
+	ReplayedBy string `json:"replayed_by,omitempty"`
 }
 
 // ParkLimit returns the effective park_after.
@@ -75,10 +82,27 @@ func (s Selection) Match(m Meta) Verdict {
 	if s.Exception != "" && !strings.Contains(strings.ToLower(m.ExceptionType+": "+m.Exception), strings.ToLower(s.Exception)) {
 		return Excluded
 	}
+	if s.Group != "" && !inGroup(m.FailureGroup, s.Group) {
+		return Excluded
+	}
+	if s.ReplayedBy != "" && (m.ReplayID != s.ReplayedBy || !m.Returned) {
+		return Excluded
+	}
 	if !s.IncludeParked && m.ReplayCount >= s.ParkLimit() {
 		return Parked
 	}
 	return Selected
+}
+
+// quoteIfNeeded quotes a value (Go syntax, as the grammar reads it) when it
+// is empty or holds white space, quotes or backslashes.
+func quoteIfNeeded(v string) string {
+	if v == "" || strings.ContainsFunc(v, func(r rune) bool {
+		return unicode.IsSpace(r) || strings.ContainsRune("\"'\\“”‘’=", r)
+	}) {
+		return strconv.Quote(v)
+	}
+	return v
 }
 
 func contains(list []string, v string) bool {
@@ -116,6 +140,12 @@ func (s Selection) String() string {
 	}
 	if s.Exception != "" {
 		parts = append(parts, fmt.Sprintf("exception=%q", s.Exception))
+	}
+	if s.Group != "" {
+		parts = append(parts, "group="+quoteIfNeeded(s.Group))
+	}
+	if s.ReplayedBy != "" {
+		parts = append(parts, "replayed_by="+s.ReplayedBy)
 	}
 	if s.Limit > 0 {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))

@@ -15,13 +15,15 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/demo"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
 // TestDemoPageInBrowser runs the demo's flow in headless Chromium on the
 // stand-in's page, as a newcomer would: it types /dlq preview for each
-// source, clicks Approve and confirms in the dialog, opens the preview's
+// source, checks the payments' arrivals sparkline and previews one of its
+// failure groups with its button, clicks Approve and confirms in the dialog, opens the preview's
 // thread and waits for the replay to finish (orders) or to stop by itself
 // (payments), then types /dlq check and waits for the grouped returns.
 // Screenshots of each step go to DLQBOT_ARTIFACTS (default a temporary
@@ -62,6 +64,7 @@ func TestDemoPageInBrowser(t *testing.T) {
 	b.shot("03-orders-finished")
 
 	payments := b.preview("/dlq preview "+q.DLQ+" source="+q.Payments, orders)
+	b.checkArrivals(payments, q)
 	b.approve(payments, "")
 	b.openThread(payments)
 	b.waitText("#thread-body", "Stopped · step 1", 45*time.Second)
@@ -90,6 +93,33 @@ func TestDemoPageInBrowser(t *testing.T) {
 	b.click("open the activity channel", `.nav-channel[data-channel="`+activity+`"]`, 10*time.Second)
 	b.waitText("#messages", "stopped after step", 10*time.Second)
 	b.shot("06-activity")
+}
+
+// checkArrivals checks the payments' preview at ts: it shows when its
+// messages were dead-lettered as a sparkline, with the XTS failures still
+// arriving, and a Preview-this-group button per failure group; clicking
+// the EUR one (the group the broker rejected) posts a preview of just that
+// group, exactly its 20 messages.
+func (b *browser) checkArrivals(ts string, q demo.Queues) {
+	b.t.Helper()
+	msg := `#messages .msg[data-ts="` + ts + `"]`
+	b.waitText(msg, "When they were dead-lettered", 10*time.Second)
+	text := b.text(msg)
+	if !regexp.MustCompile(`[·▁▂▃▄▅▆▇█]{20,}`).MatchString(text) || !strings.Contains(text, "still arriving") ||
+		!strings.Contains(text, "Currency XTS is not supported") {
+		b.fail("the preview's arrivals", fmt.Errorf("no sparkline or no still-arriving group in %q", text))
+	}
+	b.step("show the arrivals", 10*time.Second, chromedp.ScrollIntoView(chromedp.CSS(msg)))
+	b.shot("preview-arrivals")
+	group := engine.GroupID("rejected")
+	b.click("click Preview this group", msg+` button[data-action-id="dlq.preview_group"][data-value$="group=`+group+`"]`, 10*time.Second)
+	sel := `#messages .msg[data-ts]:not([data-ts="` + ts + `"]):has(button[data-action-id="dlq.approve"])`
+	b.step("wait for the group's preview", 30*time.Second, chromedp.WaitVisible(chromedp.CSS(sel)))
+	b.waitText(sel, "group="+group, 10*time.Second)
+	if got := b.text(sel); !strings.Contains(got, "20 messages") || !strings.Contains(got, "source="+q.Payments) {
+		b.fail("the group's preview", fmt.Errorf("not the payments' 20 EUR messages: %q", got))
+	}
+	b.shot("group-preview")
 }
 
 // chromiumPath returns the browser to drive (DLQBOT_CHROMIUM, default

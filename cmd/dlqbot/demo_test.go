@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -19,8 +20,10 @@ import (
 
 // TestDemoTrafficFinishesOneSourceAndStopsTheOther runs the demo's seeded
 // DLQ and consumers through the terminal front end: replaying the orders
-// finishes, replaying the payments stops on the currency it still rejects,
-// and check groups what came back.
+// finishes; the whole DLQ's preview shows the deploy's burst and the XTS
+// failures still arriving; replaying the payments' EUR group alone
+// finishes; replaying the rest of the payments stops on the currency it
+// still rejects, and check groups what came back.
 func TestDemoTrafficFinishesOneSourceAndStopsTheOther(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
@@ -36,7 +39,30 @@ func TestDemoTrafficFinishesOneSourceAndStopsTheOther(t *testing.T) {
 	r := testkit.Dial(t)
 	r.WaitCount(q.DLQ, 80, 20*time.Second)
 
-	out, _, code := dlqbot(t, env, "preview", q.DLQ, "source="+q.Orders, "--json")
+	// When they failed: a burst after the deploy, XTS failures still
+	// arriving, Spring's without a failure time counted apart.
+	out, _, code := dlqbot(t, env, "preview", q.DLQ, "--json")
+	if code != 0 {
+		t.Fatalf("preview: %s", out)
+	}
+	var whole struct {
+		Arrivals engine.Arrivals `json:"arrivals"`
+	}
+	if err := json.Unmarshal([]byte(out), &whole); err != nil {
+		t.Fatal(err)
+	}
+	a := whole.Arrivals
+	groups := map[string]engine.ArrivalRow{}
+	for _, g := range a.Groups {
+		groups[g.Key] = g
+	}
+	xts, rejected := groups["System.NotSupportedException: Currency XTS is not supported"], groups["rejected"]
+	if a.Undated != 5 || !a.StillArriving() || !xts.StillArriving() || rejected.StillArriving() || rejected.Messages != 65 ||
+		a.Bucket != 5*time.Minute || a.First.After(time.Now().Add(-demo.DeployAgo+2*time.Minute)) {
+		t.Fatalf("arrivals of the demo DLQ: %+v", a)
+	}
+
+	out, _, code = dlqbot(t, env, "preview", q.DLQ, "source="+q.Orders, "--json")
 	if code != 0 {
 		t.Fatalf("preview orders: %s", out)
 	}
@@ -47,6 +73,22 @@ func TestDemoTrafficFinishesOneSourceAndStopsTheOther(t *testing.T) {
 	out, _, code = dlqbot(t, env, "replay", doc["token"].(string), "rate=max", "timeout=30s", "--json")
 	if code != 0 || oneJSON(t, out)["state"] != string(engine.StateFinished) {
 		t.Fatalf("orders replay exit %d: %s", code, out)
+	}
+
+	text, _, _ := dlqbot(t, env, "preview", q.DLQ, "source="+q.Payments)
+	t.Logf("the payments' preview:\n%s", text)
+	if !strings.Contains(text, "By failure group:") || !strings.Contains(text, rejected.GroupID) || !strings.Contains(text, "STILL ARRIVING") {
+		t.Fatalf("text preview without the groups' arrivals:\n%s", text)
+	}
+	// The EUR part the fix covers, alone: it finishes.
+	out, _, _ = dlqbot(t, env, "preview", q.DLQ, "source="+q.Payments, "group="+rejected.GroupID, "--json")
+	doc = oneJSON(t, out)
+	if doc["selected"].(float64) != 20 {
+		t.Fatalf("payments' rejected group: %v selected, want 20", doc["selected"])
+	}
+	out, _, code = dlqbot(t, env, "replay", doc["token"].(string), "rate=max", "timeout=30s", "--json")
+	if code != 0 || oneJSON(t, out)["state"] != string(engine.StateFinished) {
+		t.Fatalf("EUR replay exit %d: %s", code, out)
 	}
 
 	out, _, _ = dlqbot(t, env, "preview", q.DLQ, "source="+q.Payments, "--json")

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"os"
 	"os/user"
 	"time"
@@ -12,11 +10,12 @@ import (
 )
 
 // follow hands replay id to the running workers, or runs it here when none
-// announced itself, and reports progress on w until the replay ends or
+// announced itself, and reports progress on live until the replay ends or
 // pauses. Interrupting a follower detaches (the workers carry on);
 // interrupting the process that runs the replay releases its lease and
 // leaves the replay paused.
-func (a *app) follow(ctx context.Context, id string, out *output, progress io.Writer) (engine.Replay, error) {
+func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine) (engine.Replay, error) {
+	defer live.done()
 	workers, err := a.store.Workers().List(ctx)
 	if err != nil {
 		return engine.Replay{}, err
@@ -24,18 +23,17 @@ func (a *app) follow(ctx context.Context, id string, out *output, progress io.Wr
 	done := make(chan struct{})
 	var runErr error
 	if len(workers) > 0 {
-		fmt.Fprintf(progress, "replay %s handed to %d worker(s); Ctrl-C detaches without cancelling\n", id, len(workers))
+		live.note("replay %s handed to %d worker(s); Ctrl-C detaches without cancelling", id, len(workers))
 		if err := a.store.Jobs().Enqueue(ctx, id); err != nil {
 			return engine.Replay{}, err
 		}
 	} else {
-		fmt.Fprintf(progress, "no worker is running: running replay %s here; Ctrl-C pauses it\n", id)
+		live.note("no worker is running: running replay %s here; Ctrl-C pauses it", id)
 		go func() {
 			defer close(done)
 			_, runErr = a.svc.Run(ctx, id, "terminal-"+engine.NewReplayID()[2:])
 		}()
 	}
-	last := ""
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -46,10 +44,7 @@ func (a *app) follow(ctx context.Context, id string, out *output, progress io.Wr
 		if err != nil {
 			return r, err
 		}
-		if line := progressLine(r); line != last {
-			fmt.Fprintln(progress, line)
-			last = line
-		}
+		live.update(r)
 		ended := r.State.Terminal() || r.State == engine.StateStopped || r.State == engine.StatePaused
 		if len(workers) == 0 {
 			select {
@@ -78,14 +73,34 @@ func (a *app) follow(ctx context.Context, id string, out *output, progress io.Wr
 	}
 }
 
-func progressLine(r engine.Replay) string {
-	return fmt.Sprintf("%s %-11s step %d  sent %d/%d  settled %d  returned %d  missing %d  not delivered %d  %s",
-		r.ID, r.State, r.Step, r.Sent, r.Total, r.Settled, r.Returned, r.Missing, r.Failed, r.Note)
-}
-
 func currentUser() string {
 	if u, err := user.Current(); err == nil && u.Username != "" {
 		return u.Username
 	}
 	return os.Getenv("USER")
+}
+
+// watch follows a replay that someone else runs (status --follow) until it
+// ends — finished, cancelled, interrupted — or stops and waits for a
+// decision, showing its progress on live. Interrupting it only detaches.
+func (a *app) watch(ctx context.Context, id string, live *liveLine, every time.Duration) (engine.Replay, error) {
+	defer live.done()
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		r, err := a.svc.Status(rctx, id)
+		cancel()
+		if err != nil {
+			return r, err
+		}
+		live.update(r)
+		if r.State.Terminal() || r.State == engine.StateStopped || ctx.Err() != nil {
+			return r, nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+		}
+	}
 }

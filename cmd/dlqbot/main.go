@@ -33,7 +33,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return mcpCommand(ctx, cfg, args[1:], stderr)
 		}
 	}
-	return terminal(ctx, cfg, args, stdout, stderr)
+	return terminal(ctx, cfg, args, stdout, stderr, getenv)
 }
 
 // exitCode maps run's error to the exit status of SPEC §10.

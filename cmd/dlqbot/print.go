@@ -32,6 +32,7 @@ func printPreview(w io.Writer, p *engine.Preview) {
 		fmt.Fprintln(w, "Nothing looks wrong: every target exists and has consumers.")
 		fmt.Fprintln(w)
 	}
+	printArrivals(w, p)
 	if len(p.Targets) > 0 {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TARGET\tEXISTS\tCONSUMERS\tMESSAGES\tREASONS")
@@ -156,11 +157,12 @@ func printCheck(w io.Writer, c engine.CheckReport) {
 	fmt.Fprintln(w, ".")
 	if len(c.Groups) > 0 {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "COUNT\tFAILURE\tEXAMPLE")
+		fmt.Fprintln(tw, "COUNT\tGROUP ID\tFAILURE\tEXAMPLE")
 		for _, g := range c.Groups {
-			fmt.Fprintf(tw, "%d\t%s\t%s\n", g.Count, clip(g.Group, 80), g.ExampleID)
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", g.Count, engine.GroupID(g.Group), clip(g.Group, 80), g.ExampleID)
 		}
 		tw.Flush()
+		fmt.Fprintf(w, "Preview the copies back: dlqbot preview %s replayed_by=%s [group=<group id>]\n", c.DLQ, c.ReplayID)
 	}
 	fmt.Fprintf(w, "New failures meanwhile (without this replay's id): %d\n", c.NewFailures)
 	if c.AtParkLimit > 0 {

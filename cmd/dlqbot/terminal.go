@@ -15,9 +15,9 @@ import (
 // terminal runs one subcommand of the terminal front end (SPEC §10): the
 // slash command's grammar, a readable report, or with --json exactly one
 // JSON document on stdout.
-func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
+func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	res, flags := commands.ParseArgs(args, time.Now())
-	out := &output{w: stdout, json: flags.JSON}
+	out := &output{w: stdout, json: flags.JSON, tty: isTerminal(stdout), getenv: getenv}
 	if res.Cmd == nil {
 		return out.fail(usageError("%s", res.Reply))
 	}
@@ -28,6 +28,17 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		}
 		fmt.Fprintln(stdout, commands.HelpAs(commands.TerminalPrefix, h.Topic, access))
 		return nil
+	}
+	if flags.Follow {
+		switch c := res.Cmd.(type) {
+		case commands.ReplayCmd: // replay always follows
+		case commands.StatusCmd:
+			if c.ReplayID == "" {
+				return out.fail(usageError("status --follow needs a replay id: %s status <replay> --follow", commands.TerminalPrefix))
+			}
+		default:
+			return out.fail(usageError("--follow goes with %s status <replay> (replay always follows)", commands.TerminalPrefix))
+		}
 	}
 	a, err := newApp(cfg, stderr, nil)
 	if err != nil {
@@ -51,6 +62,9 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	case commands.ReplayCmd:
 		return a.replay(ctx, out, stderr, c)
 	case commands.StatusCmd:
+		if flags.Follow {
+			return a.followStatus(ctx, out, stderr, c.ReplayID)
+		}
 		if c.ReplayID == "" {
 			return a.list(ctx, out)
 		}
@@ -139,7 +153,7 @@ func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c comma
 		}
 		return out.fail(failed(err))
 	}
-	r, err := a.follow(ctx, ap.Replay.ID, out, stderr)
+	r, err := a.follow(ctx, ap.Replay.ID, out, out.progress(stderr))
 	if err != nil {
 		return out.fail(failed(err))
 	}
@@ -156,11 +170,56 @@ func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c comma
 	return nil
 }
 
+// followStatus is status --follow: it shows a replay's progress until it
+// ends or stops (one live line on a terminal, plain lines otherwise — on
+// stderr with --json), then its status. The exit status is 0 when it
+// finished or when the follower detached (Ctrl-C), 1 when it stopped, was
+// cancelled or was interrupted.
+func (a *app) followStatus(ctx context.Context, out *output, stderr io.Writer, id string) error {
+	plain := out.w
+	if out.json {
+		plain = stderr
+	}
+	r, err := a.watch(ctx, id, out.progress(plain), 250*time.Millisecond)
+	if err != nil {
+		return out.fail(failed(err))
+	}
+	if out.json {
+		if err := out.doc(r); err != nil {
+			return err
+		}
+	} else {
+		printReplay(out.w, r)
+	}
+	if (r.State.Terminal() && r.State != engine.StateFinished) || r.State == engine.StateStopped {
+		return &exitError{code: exitFailed, err: fmt.Errorf("replay %s %s", r.ID, r.State)}
+	}
+	return nil
+}
+
 // output writes the terminal's results: text, or exactly one JSON document.
 type output struct {
 	w    io.Writer
 	json bool
 	done bool
+	// tty is set when w is a terminal: progress is then one line redrawn
+	// in place on w (unless json); stderr takes plain progress lines
+	// otherwise.
+	tty    bool
+	getenv func(string) string
+}
+
+// progress returns where a followed replay's progress goes: one live line
+// on a terminal, else plain lines on plain (stderr for replay).
+func (o *output) progress(plain io.Writer) *liveLine {
+	getenv := o.getenv
+	if getenv == nil {
+		getenv = func(string) string { return "" }
+	}
+	if o.tty && !o.json {
+		return newLiveLine(o.w, true, getenv)
+	}
+	return newLiveLine(plain, false, getenv)
 }
 
 func (o *output) doc(v any) error {

@@ -30,10 +30,14 @@ func Web(q Queues, botURL, channel, activity string) slackstub.WebConfig {
 		UserName: "you",
 		Channels: []slackstub.WebChannel{
 			{ID: channel, Name: "incidents", Topic: "Dead letters piling up? Preview, approve, replay in canary steps.",
-				Intro: fmt.Sprintf("`%s` holds 80 dead letters from two services. *%s* (45 rejected by yesterday's bug, "+
-					"5 Spring timeouts): its consumer is fixed now. *%s* (30): its consumer still rejects currency `XTS`.\n"+
-					"Preview each source, approve, and watch the canary steps in the preview's thread — "+
-					"orders finish, payments stop by themselves. Then `/dlq check &lt;replay&gt;` shows what came back.",
+				Intro: fmt.Sprintf("`%s` holds 80 dead letters from two services, most of them from a burst right after "+
+					"a deploy two hours ago. *%s* (45 rejected after the deploy, 5 Spring timeouts without a failure time): "+
+					"its consumer is fixed now. *%s* (20 EUR rejected after the deploy, 10 currency `XTS` faults): its "+
+					"consumer is fixed for EUR but still rejects `XTS`, and new `XTS` failures keep arriving.\n"+
+					"Preview the whole DLQ to see when they failed, preview each source, approve, and watch the canary "+
+					"steps in the preview's thread — orders finish, payments stop by themselves. *Preview this group* "+
+					"on the payments' `rejected` group previews just the EUR part the fix covers. Then "+
+					"`/dlq check &lt;replay&gt;` shows what came back.",
 					q.DLQ, q.Orders, q.Payments)},
 			{ID: activity, Name: "dlq-activity", Topic: "One line per replay event from dlqbot",
 				Intro: "dlqbot posts one line here per replay event: started, paused, stopped, finished, follow-up checks."},
@@ -42,6 +46,7 @@ func Web(q Queues, botURL, channel, activity string) slackstub.WebConfig {
 			"nothing here reaches Slack.",
 		Suggestions: []string{
 			"/dlq help",
+			"/dlq preview " + q.DLQ,
 			"/dlq preview " + q.DLQ + " source=" + q.Orders,
 			"/dlq preview " + q.DLQ + " source=" + q.Payments,
 			"/dlq list",

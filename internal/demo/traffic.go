@@ -24,7 +24,9 @@ func NewQueues(prefix string) Queues {
 // Traffic declares the demo topology, seeds the DLQ with realistic
 // failures from two source queues, and runs their consumers: orders is
 // healthy now (its bug was fixed), payments still rejects payments in one
-// currency — so replaying orders finishes and replaying payments stops.
+// currency — so replaying orders finishes and replaying payments stops,
+// unless only its EUR failure group is replayed. Failures in that
+// currency keep arriving in the DLQ while the demo runs.
 type Traffic struct {
 	conn *amqp.Connection
 	q    Queues
@@ -52,6 +54,10 @@ func StartTraffic(ctx context.Context, url string, q Queues) (*Traffic, error) {
 	}
 	err = d.consume(ctx, d.q.Payments, func(m amqp.Delivery) bool { return !strings.Contains(string(m.Body), `"currency":"XTS"`) })
 	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	if err := d.arrive(ctx); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -83,9 +89,23 @@ func (d *Traffic) declare() error {
 	return nil
 }
 
-// seed dead-letters realistic failures: the broker rejects them from their
-// source queues (so x-death is real), and a few arrive the way Spring's
-// republishing recoverer sends them, with exception headers.
+// The demo's story in time: a deploy DeployAgo before the demo starts
+// broke orders and payments (a burst of rejections right after it); a fix
+// went out for both, except that payments still cannot handle currency
+// XTS: those failures keep arriving, one every ArrivalEvery while the demo
+// runs.
+const (
+	DeployAgo    = 2 * time.Hour
+	ArrivalEvery = 45 * time.Second
+)
+
+// seed dead-letters 80 realistic failures straight into the DLQ, dated
+// as they would be had they happened over the last two hours: 45 orders
+// and 20 EUR payments rejected in a burst after the deploy (RabbitMQ's own
+// x-death, backdated), 10 XTS payments moved there by the payments
+// service's MassTransit error handling over the whole span — the last two
+// minutes ago, so they are still arriving — and 5 Spring recoverer
+// timeouts from orders, which record no failure time.
 func (d *Traffic) seed() error {
 	ch, err := d.conn.Channel()
 	if err != nil {
@@ -96,11 +116,13 @@ func (d *Traffic) seed() error {
 		return err
 	}
 	rng := rand.New(rand.NewPCG(7, 7))
-	publish := func(queue string, body any, headers amqp.Table) error {
+	now := time.Now().UTC()
+	deploy := now.Add(-DeployAgo)
+	publish := func(body any, headers amqp.Table, at time.Time) error {
 		b, _ := json.Marshal(body)
-		dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", queue, false, false, amqp.Publishing{
+		dc, err := ch.PublishWithDeferredConfirmWithContext(context.Background(), "", d.q.DLQ, false, false, amqp.Publishing{
 			MessageId: fmt.Sprintf("msg-%08x", rng.Uint32()), ContentType: "application/json",
-			DeliveryMode: amqp.Persistent, Timestamp: time.Now(), Body: b, Headers: headers})
+			DeliveryMode: amqp.Persistent, Timestamp: at, Body: b, Headers: headers})
 		if err != nil {
 			return err
 		}
@@ -109,36 +131,90 @@ func (d *Traffic) seed() error {
 		}
 		return nil
 	}
-	// Orders rejected by yesterday's bug, and payments that failed.
+	// The burst: most failures in the first minutes after the deploy, then
+	// fewer, until the fix 35 minutes later.
+	burst := func(i, n int) time.Time {
+		f := float64(i) / float64(n)
+		return deploy.Add(time.Minute + time.Duration(f*f*float64(34*time.Minute)) + time.Duration(rng.IntN(30))*time.Second)
+	}
 	for i := 0; i < 45; i++ {
-		if err := publish(d.q.Orders, map[string]any{"order": 4100 + i, "sku": fmt.Sprintf("SKU-%03d", rng.IntN(300)), "qty": 1 + rng.IntN(4)}, nil); err != nil {
+		at := burst(i, 45)
+		if err := publish(map[string]any{"order": 4100 + i, "sku": fmt.Sprintf("SKU-%03d", rng.IntN(300)), "qty": 1 + rng.IntN(4)},
+			rejected(d.q.Orders, at), at); err != nil {
 			return err
 		}
 	}
-	for i := 0; i < 30; i++ {
-		cur := "EUR"
-		if i%3 == 0 {
-			cur = "XTS" // the payments service still cannot handle this one
-		}
-		if err := publish(d.q.Payments, map[string]any{"payment": 9000 + i, "amount": 10 + rng.IntN(500), "currency": cur}, nil); err != nil {
+	for i := 0; i < 20; i++ {
+		at := burst(i, 20)
+		if err := publish(map[string]any{"payment": 9000 + i, "amount": 10 + rng.IntN(500), "currency": "EUR"}, rejected(d.q.Payments, at), at); err != nil {
 			return err
 		}
 	}
-	if err := rejectAll(d.conn, d.q.Orders, 45); err != nil {
-		return err
+	for i := 0; i < 10; i++ {
+		at := deploy.Add(time.Duration(i+1) * (DeployAgo - 2*time.Minute) / 10)
+		if err := publish(xtsPayment(9100+i, 10+rng.IntN(500)), d.xtsFault(at), at); err != nil {
+			return err
+		}
 	}
-	if err := rejectAll(d.conn, d.q.Payments, 30); err != nil {
-		return err
-	}
-	// Spring-style failures straight into the DLQ.
 	for i := 0; i < 5; i++ {
 		h := amqp.Table{"x-original-exchange": "", "x-original-routingKey": d.q.Orders,
 			"x-exception-message":    fmt.Sprintf("Inventory service timed out after 3000ms for order %d", 4200+i),
 			"x-exception-stacktrace": "java.util.concurrent.TimeoutException: Inventory service timed out\n\tat com.shop.Inventory.reserve(Inventory.java:88)"}
-		if err := publish(d.q.DLQ, map[string]any{"order": 4200 + i, "sku": "SKU-777", "qty": 2}, h); err != nil {
+		if err := publish(map[string]any{"order": 4200 + i, "sku": "SKU-777", "qty": 2}, h, now); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// rejected is what RabbitMQ writes on a message it dead-letters from
+// queue at the given time.
+func rejected(queue string, at time.Time) amqp.Table {
+	return amqp.Table{
+		"x-death": []any{amqp.Table{"queue": queue, "reason": "rejected", "count": int64(1), "time": at,
+			"exchange": "", "routing-keys": []any{queue}}},
+		"x-first-death-queue": queue, "x-first-death-reason": "rejected", "x-first-death-exchange": "",
+	}
+}
+
+func xtsPayment(n, amount int) map[string]any {
+	return map[string]any{"payment": n, "amount": amount, "currency": "XTS"}
+}
+
+// xtsFault is what the payments service's MassTransit error handling puts
+// on a payment it could not handle at the given time.
+func (d *Traffic) xtsFault(at time.Time) amqp.Table {
+	return amqp.Table{
+		"MT-Fault-ExceptionType": "System.NotSupportedException", "MT-Fault-Message": "Currency XTS is not supported",
+		"MT-Fault-Timestamp": at.Format(time.RFC3339), "MT-Fault-InputAddress": "rabbitmq://localhost/" + d.q.Payments,
+		"MT-Reason": "fault", "MT-Fault-RetryCount": int32(0),
+	}
+}
+
+// arrive keeps XTS payment failures arriving in the DLQ, one every
+// ArrivalEvery, until ctx ends.
+func (d *Traffic) arrive(ctx context.Context) error {
+	ch, err := d.conn.Channel()
+	if err != nil {
+		return err
+	}
+	go func() {
+		defer ch.Close()
+		tick := time.NewTicker(ArrivalEvery)
+		defer tick.Stop()
+		for n := 0; ; n++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			at := time.Now().UTC()
+			b, _ := json.Marshal(xtsPayment(9200+n, 10+n%400))
+			_ = ch.PublishWithContext(ctx, "", d.q.DLQ, false, false, amqp.Publishing{
+				MessageId: fmt.Sprintf("msg-xts-%d-%d", at.Unix(), n), ContentType: "application/json",
+				DeliveryMode: amqp.Persistent, Timestamp: at, Body: b, Headers: d.xtsFault(at)})
+		}
+	}()
 	return nil
 }
 
