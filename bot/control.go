@@ -212,5 +212,11 @@ func (b *Bot) park(ctx context.Context, to replyTo, id string) {
 	if res.Failed > 0 {
 		msg += fmt.Sprintf(" %d could not be moved and stay in the DLQ.", res.Failed)
 	}
+	if res.Duplicates > 0 {
+		msg += fmt.Sprintf(" %d of those are also still in the DLQ (their originals could not be acked).", res.Duplicates)
+	}
+	if res.InDoubt > 0 {
+		msg += fmt.Sprintf(" %d were in flight when the connection was lost: they may be in both queues (originals kept).", res.InDoubt)
+	}
 	b.say(ctx, to, msg)
 }
