@@ -147,3 +147,23 @@ func (p Params) withDefaults() Params {
 	}
 	return p
 }
+
+// retryKinds are the failures of copies that were certainly not sent: the
+// ledger does not name them, so a resumed replay tries them again.
+var retryKinds = map[string]bool{"missing": true, "unroutable": true, "nacked": true, "refused": true, "target_missing": true}
+
+// forgetRetried withdraws, when a replay is resumed, what earlier runs
+// counted as missing or not delivered: those copies are planned again (the
+// ledger does not name them), and this run counts each one once, by what
+// happens to it now. So missing + not delivered never count a copy twice
+// and never exceed what is left to send.
+func forgetRetried(r *Replay) {
+	r.Missing, r.Failed = 0, 0
+	kept := r.Failures[:0]
+	for _, f := range r.Failures {
+		if !retryKinds[f.Kind] {
+			kept = append(kept, f)
+		}
+	}
+	r.Failures = kept
+}

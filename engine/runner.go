@@ -84,6 +84,9 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 			doubt = append(doubt, e)
 		}
 	}
+	if r.State == StatePaused || r.State == StateStopped {
+		forgetRetried(&r)
+	}
 	rn := &run{
 		s: s, r: r, f: f, owner: owner, epoch: epoch, plan: newPlan(f.Items, sent),
 		hb:           &heartbeat{leases: s.d.Leases, id: id, owner: owner, ttl: s.cfg.LeaseTTL},
