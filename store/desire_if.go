@@ -25,8 +25,8 @@ var (
 //
 // It returns {code, state, desired before, lease held (0/1)}: code 1 when
 // recorded, 0 when the replay does not exist, 2 when its state is not one
-// of ARGV[3..], 3 when a cancel is pending (only a cancel may follow one),
-// 4 when it is running but nobody holds its lease (its owner is gone).
+// of ARGV[3..], 4 when it is running but nobody holds its lease (its owner
+// is gone), 3 when a cancel is pending (only a cancel may follow one).
 var desireIfScript = redis.NewScript(`
 local data = redis.call('HGET', KEYS[1], 'data')
 if not data then return {0, '', '', 0} end
@@ -39,8 +39,8 @@ for i = 3, #ARGV do
   if st == ARGV[i] then ok = true end
 end
 if not ok then return {2, st, cur, owned} end
-if cur == 'cancelled' and ARGV[1] ~= 'cancelled' then return {3, st, cur, owned} end
 if st == 'running' and owned == 0 then return {4, st, cur, owned} end
+if cur == 'cancelled' and ARGV[1] ~= 'cancelled' then return {3, st, cur, owned} end
 redis.call('HSET', KEYS[1], 'desired', ARGV[1], 'desired_by', ARGV[2])
 return {1, st, cur, owned}
 `)
