@@ -75,9 +75,9 @@ func (s *Service) desire(ctx context.Context, id, by string, want State, from ..
 	case "":
 		return r, res, nil
 	case RefusedCancelling:
-		return r, res, fmt.Errorf("engine: %s %s: %w: it is being cancelled", verbOf(want), id, ErrNotControllable)
+		return r, res, fmt.Errorf("engine: %s %s: %w: a cancel is pending", verbOf(want), id, ErrNotControllable)
 	case RefusedOwnerGone:
-		return r, res, fmt.Errorf("engine: %s %s: %w: it was running but its process is gone (it will be reported interrupted)", verbOf(want), id, ErrNotControllable)
+		return r, res, fmt.Errorf("engine: %s %s: %w: its process is gone (it was running; it will be reported interrupted)", verbOf(want), id, ErrNotControllable)
 	default:
 		return r, res, fmt.Errorf("engine: %s %s: %w: it is %s", verbOf(want), id, ErrNotControllable, res.State)
 	}

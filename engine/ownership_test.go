@@ -255,8 +255,8 @@ func TestResumeAfterCancelIsRefused(t *testing.T) {
 	if _, err := e.svc.Cancel(ctx, id, "U_CANCEL"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER", e.store.Jobs()); !errors.Is(err, engine.ErrNotControllable) || !strings.Contains(err.Error(), "cancelled") {
-		t.Fatalf("resume after cancel: %v, want refused (being cancelled)", err)
+	if _, err := e.svc.Resume(ctx, id, "U_RESUMER", e.store.Jobs()); !errors.Is(err, engine.ErrNotControllable) || !strings.Contains(err.Error(), "cancel is pending") {
+		t.Fatalf("resume after cancel: %v, want refused (a cancel is pending)", err)
 	}
 	if want, _, _ := e.store.Replays().Desired(ctx, id); want != engine.StateCancelled {
 		t.Fatalf("desired %q after the refused resume, want cancelled", want)

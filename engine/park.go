@@ -84,7 +84,7 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (ParkResult, er
 func (res ParkResult) faults() string {
 	s := ""
 	if res.Duplicates > 0 {
-		s += fmt.Sprintf("; %d of them are also still in %s (their originals could not be acked)", res.Duplicates, "the DLQ")
+		s += fmt.Sprintf("; %d of them are also still in the DLQ (their originals could not be acked)", res.Duplicates)
 	}
 	if res.InDoubt > 0 {
 		s += fmt.Sprintf("; %d more were in flight when the connection was lost (they may be in both queues; originals kept)", res.InDoubt)
