@@ -61,9 +61,11 @@ type Replay struct {
 	Returned int `json:"returned"` // copies dead-lettered again
 	Missing  int `json:"missing"`  // previewed messages no longer in the DLQ
 	Failed   int `json:"failed"`   // copies the broker did not take (unroutable, nacked); originals kept
-	// Duplicates counts copies sent and recorded whose originals could not
-	// be acked (a lost connection): those originals are back in the DLQ,
-	// and the ledger lists them as sent by this replay.
+	// Duplicates counts copies sent whose originals could not be acked (a
+	// lost connection), or whose send the ledger could not record after the
+	// broker confirmed it: those originals are back in the DLQ, and the
+	// ledger lists them (confirmed, or pending when unrecorded), so they are
+	// never sent again.
 	Duplicates int `json:"duplicates,omitempty"`
 	// InDoubt counts copies in flight when the connection was lost: the
 	// broker never confirmed them, so they may or may not have been
