@@ -71,7 +71,9 @@ func TestDuplicateJobDoesNotResumeAStoppedReplay(t *testing.T) {
 		entries := ledgerCount(t, e, id)
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- e.svc.Work(wctx, engine.WorkerConfig{ID: "w1", Block: 50 * time.Millisecond}, e.store.Jobs(), nil) }()
+		go func() {
+			done <- e.svc.Work(wctx, engine.WorkerConfig{ID: "w1", Block: 50 * time.Millisecond}, e.store.Jobs(), nil)
+		}()
 		for i := 0; i < 2; i++ { // the same job twice
 			if err := e.store.Jobs().Enqueue(ctx, id); err != nil {
 				t.Fatal(err)
