@@ -271,3 +271,51 @@ func TestResumeAfterCancelIsRefused(t *testing.T) {
 		t.Fatalf("pause of an ownerless running replay: %v, want refused", err)
 	}
 }
+
+// A replay left paused by a shutdown is resumed by a person, not by a job
+// that happens to be handed out again.
+func TestDuplicateJobDoesNotResumeAReplayPausedByShutdown(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast)
+	r := e.rabbit
+	src, dlq := r.DeadLettered(60, 50)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	var delivered atomic.Int64
+	r.Consume(src, func(amqp.Delivery) string { delivered.Add(1); return "ack" })
+	ctx := context.Background()
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 60, Cap: 60, Rate: 30, Timeout: 20 * time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ap.Replay.ID
+	rctx, shutdown := context.WithCancel(ctx)
+	done := make(chan engine.Replay, 1)
+	go func() { rep, _ := e.svc.Run(rctx, id, "w1"); done <- rep }()
+	testkit.Eventually(t, 10*time.Second, "some sent", func() bool { return delivered.Load() > 0 })
+	shutdown()
+	rep := <-done
+	if rep.State != engine.StatePaused || rep.Sent == 0 || rep.Sent == 60 {
+		t.Fatalf("after the shutdown: %s with %d sent, want paused midway", rep.State, rep.Sent)
+	}
+	wctx, stop := context.WithCancel(ctx)
+	werr := make(chan error, 1)
+	go func() {
+		werr <- e.svc.Work(wctx, engine.WorkerConfig{ID: "w2", Block: 50 * time.Millisecond}, e.store.Jobs(), nil)
+	}()
+	if err := e.store.Jobs().Enqueue(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the worker to take the job", func() bool {
+		n, err := e.store.Jobs().Pending(ctx)
+		return err == nil && n == 0
+	})
+	stop()
+	<-werr
+	cur, err := e.svc.Status(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cur.State != engine.StatePaused || cur.Sent != rep.Sent || ledgerCount(t, e, id) != rep.Sent {
+		t.Fatalf("a stray job ran the replay paused by a shutdown: %s with %d sent (was %d)", cur.State, cur.Sent, rep.Sent)
+	}
+}
