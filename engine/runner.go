@@ -208,6 +208,10 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 			// pause was never written; act on the new desire.
 			rn.r.State, rn.r.Note, rn.actor = StateRunning, "", ""
 			rn.ctl.refresh(ctx)
+			if rn.ctl.load() == StatePaused {
+				// The refresh failed; the store said the pause is gone.
+				rn.ctl.desired.Store(StateRunning)
+			}
 			if rn.ctl.load() == StateCancelled {
 				return rn.halt(parent, ErrCancelRequested)
 			}
