@@ -118,3 +118,49 @@ func TestConfirmedButUnrecordedCopiesAreNotCountedUndelivered(t *testing.T) {
 		t.Fatalf("DLQ holds %d, want %d (unsent + originals of unrecorded copies)", n, 20-rep.Sent+rep.Duplicates)
 	}
 }
+
+// The same for refused copies: a target deleted since the preview refuses
+// its copies in every run; a resumed replay counts each of them once.
+func TestResumedReplayCountsRefusedOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast)
+	r := e.rabbit
+	a, b, dlq := testkit.Name("a"), testkit.Name("b"), testkit.Name("dlq")
+	r.Topology(a, dlq, nil)
+	r.Queue(b, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+	r.Reject(a, testkit.Msgs(10, 50)...)
+	var bs []amqp.Publishing
+	for i, m := range testkit.Msgs(4, 50) {
+		m.MessageId = "b-" + string(rune('0'+i))
+		bs = append(bs, m)
+	}
+	r.Reject(b, bs...)
+	r.WaitCount(dlq, 14, 20*time.Second)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	testkit.DeleteQueue(b) // b's copies are now unroutable
+	ctx := context.Background()
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 20, Rate: -1, Timeout: time.Second}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ap.Replay.ID
+	rep, err := e.svc.Run(ctx, id, "w1") // a has no consumer: the step stops unsettled
+	if err != nil || rep.State != engine.StateStopped || rep.Failed == 0 {
+		t.Fatalf("first run: %v, %s, %d not delivered: want stopped with some refused", err, rep.State, rep.Failed)
+	}
+	if _, err := e.svc.Resume(ctx, id, "U_RESUMER", nil); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = e.svc.Run(ctx, id, "w1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("resumed: %s, sent %d, not delivered %d, missing %d", rep.State, rep.Sent, rep.Failed, rep.Missing)
+	if rep.Failed != 4 || rep.Sent != 10 || rep.Sent+rep.Failed+rep.Missing > rep.Total {
+		t.Fatalf("resumed replay: %d sent, %d not delivered, %d missing of %d: want 10 sent and b's 4 refused, counted once",
+			rep.Sent, rep.Failed, rep.Missing, rep.Total)
+	}
+	if n := r.Count(dlq); n != 4 {
+		t.Fatalf("DLQ holds %d, want b's 4 originals", n)
+	}
+}
