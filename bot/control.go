@@ -44,7 +44,16 @@ func (b *Bot) control(ctx context.Context, to replyTo, verb, id string, click bo
 		after, err = b.d.Engine.Cancel(ctx, id, to.user)
 	}
 	if errors.Is(err, engine.ErrNotControllable) {
-		b.refuse(ctx, to, fmt.Sprintf("Replay `%s` is %s, so it cannot be %s.", id, r.State, pastTense(verb)))
+		// The engine's record is the state that decided the refusal.
+		now := r.State
+		if after.State != "" {
+			now = after.State
+		}
+		msg := fmt.Sprintf("Replay `%s` is %s, so it cannot be %s.", id, now, pastTense(verb))
+		if _, why, ok := strings.Cut(err.Error(), engine.ErrNotControllable.Error()+": "); ok && !strings.HasPrefix(why, "it is ") {
+			msg = fmt.Sprintf("Replay `%s` cannot be %s: %s.", id, pastTense(verb), why)
+		}
+		b.refuse(ctx, to, msg)
 		return
 	}
 	if err != nil {
@@ -53,8 +62,8 @@ func (b *Bot) control(ctx context.Context, to replyTo, verb, id string, click bo
 	}
 	b.log.Info().Str("replay_id", id).Str("user", to.user).Str("verb", verb).Str("state", string(after.State)).Msg("control requested")
 	if !click {
-		b.say(ctx, to, fmt.Sprintf("%s requested for replay `%s` (it was %s); it takes effect within a second and the progress message will show it.",
-			upperFirst(verb), id, r.State))
+		b.say(ctx, to, fmt.Sprintf("%s requested for replay `%s` (it is %s now); it takes effect within a second and the progress message will show it.",
+			upperFirst(verb), id, after.State))
 	}
 }
 
@@ -211,6 +220,12 @@ func (b *Bot) park(ctx context.Context, to replyTo, id string) {
 	msg := fmt.Sprintf(":parking: Moved %d message(s) of replay `%s` to `%s`.", res.Parked, id, mrkdwnEscape(res.Queue))
 	if res.Failed > 0 {
 		msg += fmt.Sprintf(" %d could not be moved and stay in the DLQ.", res.Failed)
+	}
+	if res.Duplicates > 0 {
+		msg += fmt.Sprintf(" %d of those are also still in the DLQ (their originals could not be acked).", res.Duplicates)
+	}
+	if res.InDoubt > 0 {
+		msg += fmt.Sprintf(" %d were in flight when the connection was lost: they may be in both queues (originals kept).", res.InDoubt)
 	}
 	b.say(ctx, to, msg)
 }

@@ -131,16 +131,54 @@ func (s *Service) Approve(ctx context.Context, token, approver string, p Params,
 		State: StateQueued, Params: p.withDefaults(), Total: f.Total, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := s.d.Replays.Create(ctx, r); err != nil {
-		return Approval{Changes: changes}, fmt.Errorf("engine: approve %s: create replay: %w", token, err)
+		err = fmt.Errorf("engine: approve %s: create replay: %w", token, err)
+		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, false, err)
 	}
 	if rt, ok := s.d.Tokens.(Retainer); ok {
 		// The replay reads its frozen preview until it ends, however long
 		// it stays paused: keep it as long as replay records are kept.
 		if err := rt.Retain(ctx, token, 30*24*time.Hour); err != nil {
-			return Approval{Replay: r, Changes: changes}, fmt.Errorf("engine: approve %s: %w", token, err)
+			err = fmt.Errorf("engine: approve %s: keep the preview: %w", token, err)
+			return Approval{Changes: changes}, s.undoApproval(ctx, token, id, true, err)
 		}
 	}
 	return Approval{Replay: r, Changes: changes}, nil
+}
+
+// ErrApprovalFailed means an approval could not be completed after the
+// token was consumed; nothing was sent and the token was released, so the
+// preview can be approved again.
+var ErrApprovalFailed = errors.New("the approval could not be completed; nothing was sent")
+
+// undoApproval rolls back an approval that failed after the token was
+// consumed: the replay it created (if created) is withdrawn — cancelled
+// before anything ran, so no stray job can start it — and the token is
+// released so the approver can approve again. The error says whether the
+// rollback worked.
+func (s *Service) undoApproval(ctx context.Context, token, id string, created bool, cause error) error {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if created {
+		up, ok := s.d.Replays.(Updater)
+		if !ok {
+			return fmt.Errorf("%w: %w (replay %s could not be withdrawn; the preview stays used)", ErrApprovalFailed, cause, id)
+		}
+		err := up.UpdateUnowned(rctx, id, func(cur *Replay) error {
+			if cur.State != StateQueued {
+				return ErrNoChange
+			}
+			cur.State, cur.EndedAt = StateCancelled, s.d.Clock.Now()
+			cur.Note = "withdrawn: the approval could not be completed (" + cause.Error() + "); nothing was sent"
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %w (replay %s could not be withdrawn: %v; the preview stays used)", ErrApprovalFailed, cause, id, err)
+		}
+	}
+	if err := s.d.Tokens.Release(rctx, token, id); err != nil {
+		return fmt.Errorf("%w: %w (the preview could not be released: %v)", ErrApprovalFailed, cause, err)
+	}
+	return fmt.Errorf("%w: %w; approve the preview again", ErrApprovalFailed, cause)
 }
 
 // NewReplayID returns a new replay id: "r_" and 16 random hex characters.

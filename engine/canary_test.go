@@ -275,8 +275,13 @@ func TestOwnerThatLostItsLeaseStopsSending(t *testing.T) {
 	runDone := make(chan error, 1)
 	go func() { _, err := e.svc.Run(ctx, ap.Replay.ID, "zombie"); runDone <- err }()
 	testkit.Eventually(t, 10*time.Second, "some sent", func() bool { mu.Lock(); defer mu.Unlock(); return !last.IsZero() })
-	// Another process takes the lease (simulated: release it under the owner).
-	if err := e.store.Leases().Release(ctx, ap.Replay.ID, "zombie"); err != nil {
+	// Another process takes the lease (simulated: release it under the
+	// owner, whose lease value is its run's token).
+	held, err := e.store.Leases().Owner(ctx, ap.Replay.ID)
+	if err != nil || !strings.HasPrefix(held, "zombie/") {
+		t.Fatalf("lease held by %q (%v), want the zombie's run", held, err)
+	}
+	if err := e.store.Leases().Release(ctx, ap.Replay.ID, held); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := e.store.Leases().Acquire(ctx, ap.Replay.ID, "usurper", time.Minute); err != nil || !ok {

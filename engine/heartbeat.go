@@ -16,6 +16,9 @@ type heartbeat struct {
 	owner  string
 	ttl    time.Duration
 	lost   atomic.Bool
+	// yielded is set once the run released the lease itself (its last
+	// write): the heartbeat then stops without reporting a loss.
+	yielded atomic.Bool
 }
 
 // run extends the lease every ttl/3 until ctx ends; cancel is called once
@@ -28,6 +31,9 @@ func (h *heartbeat) run(ctx context.Context, cancel context.CancelFunc) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+		if h.yielded.Load() {
+			return
 		}
 		err := h.leases.Extend(ctx, h.id, h.owner, h.ttl)
 		if errors.Is(err, ErrLeaseLost) {

@@ -61,9 +61,11 @@ type Replay struct {
 	Returned int `json:"returned"` // copies dead-lettered again
 	Missing  int `json:"missing"`  // previewed messages no longer in the DLQ
 	Failed   int `json:"failed"`   // copies the broker did not take (unroutable, nacked); originals kept
-	// Duplicates counts copies sent and recorded whose originals could not
-	// be acked (a lost connection): those originals are back in the DLQ,
-	// and the ledger lists them as sent by this replay.
+	// Duplicates counts copies sent whose originals could not be acked (a
+	// lost connection), or whose send the ledger could not record after the
+	// broker confirmed it: those originals are back in the DLQ, and the
+	// ledger lists them (confirmed, or pending when unrecorded), so they are
+	// never sent again.
 	Duplicates int `json:"duplicates,omitempty"`
 	// InDoubt counts copies in flight when the connection was lost: the
 	// broker never confirmed them, so they may or may not have been
@@ -146,4 +148,24 @@ func (p Params) withDefaults() Params {
 		p.Timeout = DefaultTimeout
 	}
 	return p
+}
+
+// retryKinds are the failures of copies that were certainly not sent: the
+// ledger does not name them, so a resumed replay tries them again.
+var retryKinds = map[string]bool{"missing": true, "unroutable": true, "nacked": true, "refused": true, "target_missing": true}
+
+// forgetRetried withdraws, when a replay is resumed, what earlier runs
+// counted as missing or not delivered: those copies are planned again (the
+// ledger does not name them), and this run counts each one once, by what
+// happens to it now. So missing + not delivered never count a copy twice
+// and never exceed what is left to send.
+func forgetRetried(r *Replay) {
+	r.Missing, r.Failed = 0, 0
+	kept := r.Failures[:0]
+	for _, f := range r.Failures {
+		if !retryKinds[f.Kind] {
+			kept = append(kept, f)
+		}
+	}
+	r.Failures = kept
 }

@@ -39,6 +39,10 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	if s.d.Replays == nil || s.d.Leases == nil || s.d.Mover == nil {
 		return Replay{}, errors.New("engine: run: replays, leases and mover are required")
 	}
+	// The lease is held by this run, not by the worker: another run of the
+	// same replay in the same process (a stray job) never passes for this
+	// one's owner, in the heartbeat, the fence or the release.
+	owner = runToken(owner)
 	epoch, ok, err := s.d.Leases.Acquire(ctx, id, owner, s.cfg.LeaseTTL)
 	if err != nil {
 		return Replay{}, fmt.Errorf("engine: run %s: acquire lease: %w", id, err)
@@ -58,6 +62,9 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	if r.State.Terminal() {
 		return r, nil
 	}
+	if err := s.runnable(ctx, r); err != nil {
+		return r, err
+	}
 	f, err := s.d.Tokens.Load(ctx, r.Token)
 	if err != nil {
 		return r, fmt.Errorf("engine: run %s: load preview: %w", id, err)
@@ -76,6 +83,9 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 		if e.Pending {
 			doubt = append(doubt, e)
 		}
+	}
+	if r.State == StatePaused || r.State == StateStopped {
+		forgetRetried(&r)
 	}
 	rn := &run{
 		s: s, r: r, f: f, owner: owner, epoch: epoch, plan: newPlan(f.Items, sent),
@@ -100,7 +110,9 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		kind = EventResumed
 	}
 	if err := rn.ctl.err(); err != nil {
-		return rn.halt(parent, err)
+		if r, again, err := rn.halt(parent, err); !again {
+			return r, err
+		}
 	}
 	if kind == EventResumed && rn.ctl.load() == StateRunning {
 		rn.actor = rn.ctl.actor()
@@ -114,20 +126,30 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 
 	for rn.plan.remaining() > 0 {
 		if err := rn.stopCause(ctx); err != nil {
-			return rn.halt(parent, err)
+			if r, again, err := rn.halt(parent, err); !again {
+				return r, err
+			}
+			continue
 		}
 		res, stopErr, err := rn.step(ctx)
-		if err != nil {
-			return rn.halt(parent, err)
+		if err == nil {
+			err = stopErr
 		}
-		if stopErr != nil {
-			return rn.halt(parent, stopErr)
+		if err != nil {
+			if r, again, err := rn.halt(parent, err); !again {
+				return r, err
+			}
+			continue
 		}
 		if res.Returned > 0 || (res.Sent > 0 && res.Settled == 0) {
 			rn.r.State = StateStopped
 			rn.r.Note = res.Observation
 			rn.r.EndedAt = rn.s.d.Clock.Now()
-			if err := rn.put(ctx); err != nil {
+			if err := rn.yield(ctx, StateStopped, StateCancelled); errors.Is(err, ErrDesireChanged) {
+				rn.ctl.refresh(ctx) // cancelled while the step settled
+				r, _, err := rn.halt(parent, ErrCancelRequested)
+				return r, err
+			} else if err != nil {
 				return rn.r, err
 			}
 			rn.emit(ctx, EventStopped, &res, "stopped after step "+fmt.Sprint(res.Step)+": "+res.Observation)
@@ -161,39 +183,92 @@ func (rn *run) stopCause(ctx context.Context) error {
 // halt records why the run ended early. Pause and shutdown leave the replay
 // paused (resumable); cancel ends it; a lost lease writes nothing — the
 // fencing would refuse it, and the reaper reports the replay interrupted.
-func (rn *run) halt(parent context.Context, cause error) (Replay, error) {
+// again is true when the run must carry on instead: an operator resumed it
+// after the owner decided to pause, before the pause was written.
+func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, err error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 	defer cancel()
 	switch {
 	case errors.Is(cause, ErrLeaseLost) || rn.hb.lost.Load():
-		return rn.r, fmt.Errorf("engine: run %s: %w", rn.r.ID, ErrLeaseLost)
+		return rn.r, false, fmt.Errorf("engine: run %s: %w", rn.r.ID, ErrLeaseLost)
 	case errors.Is(cause, ErrCancelRequested):
 		rn.actor = rn.ctl.actor()
 		rn.r.State, rn.r.Note, rn.r.EndedAt = StateCancelled, "cancelled by "+orOperator(rn.actor), rn.s.d.Clock.Now()
 		if err := rn.put(ctx); err != nil {
-			return rn.r, err
+			return rn.r, false, err
 		}
 		rn.emit(ctx, EventCancelled, nil, fmt.Sprintf("cancelled: %d sent, %d left in %s untouched", rn.r.Sent, rn.plan.remaining(), rn.r.DLQ))
-		return rn.r, nil
+		return rn.r, false, nil
 	case errors.Is(cause, ErrPauseRequested):
 		rn.actor = rn.ctl.actor()
 		rn.r.State, rn.r.Note = StatePaused, "paused by "+orOperator(rn.actor)
+		err := rn.yield(ctx, StatePaused, StateRunning, StateCancelled)
+		if errors.Is(err, ErrDesireChanged) {
+			// Resumed or cancelled since the owner saw the pause: the
+			// pause was never written; act on the new desire.
+			rn.r.State, rn.r.Note, rn.actor = StateRunning, "", ""
+			rn.ctl.refresh(ctx)
+			if rn.ctl.load() == StatePaused {
+				// The refresh failed; the store said the pause is gone.
+				rn.ctl.desired.Store(StateRunning)
+			}
+			if rn.ctl.load() == StateCancelled {
+				return rn.halt(parent, ErrCancelRequested)
+			}
+			if parent.Err() != nil {
+				return rn.halt(parent, parent.Err())
+			}
+			return rn.r, true, nil
+		}
+		if err != nil {
+			return rn.r, false, err
+		}
 	case errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
 		rn.r.State, rn.r.Note = StatePaused, "paused: the process running it shut down; resume to continue"
+		if err := rn.yield(ctx, StatePaused, StateCancelled); errors.Is(err, ErrDesireChanged) {
+			rn.ctl.refresh(ctx)
+			return rn.halt(parent, ErrCancelRequested)
+		} else if err != nil {
+			return rn.r, false, err
+		}
 	default:
 		rn.r.State, rn.r.Note = StateStopped, "stopped: "+cause.Error()
 		rn.r.EndedAt = rn.s.d.Clock.Now()
-		if err := rn.put(ctx); err != nil {
-			return rn.r, err
+		if err := rn.yield(ctx, StateStopped, StateCancelled); errors.Is(err, ErrDesireChanged) {
+			rn.ctl.refresh(ctx)
+			return rn.halt(parent, ErrCancelRequested)
+		} else if err != nil {
+			return rn.r, false, err
 		}
 		rn.emit(ctx, EventStopped, nil, rn.r.Note)
-		return rn.r, cause
-	}
-	if err := rn.put(ctx); err != nil {
-		return rn.r, err
+		return rn.r, false, cause
 	}
 	rn.emit(ctx, EventPaused, nil, fmt.Sprintf("paused: %d sent, %d left in %s untouched", rn.r.Sent, rn.plan.remaining(), rn.r.DLQ))
-	return rn.r, nil
+	return rn.r, false, nil
+}
+
+// yield is the run's last write when it leaves the replay resumable
+// (paused, stopped): the record, the desired state (so that only a new
+// resume makes a worker run it again) and the lease's release in one
+// step, refused with ErrDesireChanged when an operator asked since for
+// one of the states unless.
+func (rn *run) yield(ctx context.Context, desired State, unless ...State) error {
+	y, ok := rn.s.d.Replays.(Yielder)
+	if !ok {
+		return rn.put(ctx)
+	}
+	rn.r.UpdatedAt = rn.s.d.Clock.Now()
+	if err := y.Yield(ctx, rn.r, rn.owner, rn.epoch, desired, unless...); err != nil {
+		if errors.Is(err, ErrLeaseLost) {
+			rn.hb.lost.Store(true)
+		}
+		if errors.Is(err, ErrDesireChanged) {
+			return err
+		}
+		return fmt.Errorf("engine: run %s: save: %w", rn.r.ID, err)
+	}
+	rn.hb.yielded.Store(true)
+	return nil
 }
 
 // put writes the record, fenced by the lease.
@@ -251,4 +326,36 @@ func orOperator(by string) string {
 		return "an operator"
 	}
 	return by
+}
+
+// runToken names one run of a replay: the worker's id and random bits, so
+// that two runs of one replay in one process are different owners.
+func runToken(worker string) string {
+	return worker + "/" + NewReplayID()[2:]
+}
+
+// runnable says whether a worker may run r now: an approved (queued)
+// replay, or a paused or stopped one whose desired state is running (a
+// resume asked for it). A duplicate or stale job finds neither and is
+// dropped with ErrNotRunnable; a running replay without an owner is the
+// reaper's to report, never re-run.
+func (s *Service) runnable(ctx context.Context, r Replay) error {
+	if r.State == StateQueued {
+		return nil // a pause or cancel asked for meanwhile is acted on at once
+	}
+	want, _, err := s.d.Replays.Desired(ctx, r.ID)
+	if err != nil {
+		return fmt.Errorf("engine: run %s: desired state: %w", r.ID, err)
+	}
+	if r.State != StateRunning && want == StateRunning {
+		return nil
+	}
+	why := "nobody asked to resume it"
+	switch {
+	case r.State == StateRunning:
+		why = "its owner is gone (it will be reported interrupted)"
+	case want != "":
+		why = "the last request was " + verbOf(want)
+	}
+	return fmt.Errorf("engine: run %s: %w: it is %s and %s", r.ID, ErrNotRunnable, r.State, why)
 }

@@ -82,6 +82,17 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	rn.r.Duplicates += len(mr.Unacked)
 	for _, f := range mr.Failed {
 		rn.plan.drop(f.ID, 1)
+		if f.Kind == "unrecorded" {
+			// Confirmed by the broker, so delivered: its original stays in
+			// the DLQ and its ledger intent stays pending (never sent
+			// again). A duplicate, never "not delivered".
+			res.Sent++
+			rn.r.Sent++
+			rn.r.Duplicates++
+			sentPer[f.Target]++
+			rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: f.Kind, Detail: f.Detail})
+			continue
+		}
 		res.Failed++
 		kind := f.Kind
 		if kind == "lost" {

@@ -62,14 +62,23 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 			continue
 		}
 		if ack != nil {
-			_ = ack()
+			if err := ack(); err != nil {
+				// The job may be handed out again: harmless, since a worker
+				// runs a replay only when its desired state is running,
+				// but worth knowing.
+				s.logf("worker %s: replay %s: acknowledge job: %v", cfg.ID, id, err)
+			}
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
 			_, err := s.Run(ctx, id, cfg.ID)
-			if err != nil && !errors.Is(err, ErrReplayBusy) {
+			switch {
+			case err == nil, errors.Is(err, ErrReplayBusy):
+			case errors.Is(err, ErrNotRunnable):
+				s.logf("worker %s: replay %s: job dropped: %v", cfg.ID, id, err)
+			default:
 				s.logf("worker %s: replay %s: %v", cfg.ID, id, err)
 			}
 		}()
@@ -77,24 +86,26 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 	return nil
 }
 
-// Resume asks for a paused or stopped replay to continue and hands it to a
-// worker.
+// Resume asks for a paused or stopped replay to continue and, when jobs
+// is set, hands it to a worker (with jobs nil the caller runs it itself, as
+// the terminal does when no worker is running). The request is recorded
+// atomically with the check of the replay's state: a resume racing a pause
+// either reaches the owner before it paused (it carries on) or finds the
+// replay paused (and hands it out). A running replay with a pending pause
+// just carries on. The returned record is the replay as it stands.
 func (s *Service) Resume(ctx context.Context, id, by string, jobs Jobs) (Replay, error) {
-	r, err := s.d.Replays.Get(ctx, id)
+	r, res, err := s.desire(ctx, id, by, StateRunning, StatePaused, StateStopped, StateRunning)
 	if err != nil {
-		return r, fmt.Errorf("engine: resume %s: %w", id, err)
+		return r, err
 	}
-	if r.State != StatePaused && r.State != StateStopped && r.State != StateRunning {
-		return r, fmt.Errorf("engine: resume %s: %w: it is %s", id, ErrNotControllable, r.State)
+	if res.State == StateRunning {
+		return r, nil // its owner sees the desire: a pending pause is withdrawn
 	}
-	if err := s.d.Replays.Desire(ctx, id, StateRunning, by); err != nil {
-		return r, fmt.Errorf("engine: resume %s: %w", id, err)
-	}
-	if r.State == StateRunning {
-		return r, nil // an owner runs it: clearing a pending pause is all
+	if jobs == nil {
+		return r, nil
 	}
 	if err := jobs.Enqueue(ctx, id); err != nil {
-		return r, fmt.Errorf("engine: resume %s: %w", id, err)
+		return r, fmt.Errorf("engine: resume %s: the resume is recorded but no worker could be told (resume again): %w", id, err)
 	}
 	return r, nil
 }
@@ -104,14 +115,15 @@ var ErrNotControllable = errors.New("replay cannot be controlled")
 
 // Pause asks the owner of a running replay to pause (within 1s).
 func (s *Service) Pause(ctx context.Context, id, by string) (Replay, error) {
-	return s.desire(ctx, id, by, StatePaused, StateQueued, StateRunning)
+	r, _, err := s.desire(ctx, id, by, StatePaused, StateQueued, StateRunning)
+	return r, err
 }
 
 // Cancel asks for a replay to end; a paused, stopped or queued replay is
 // cancelled at once, a running one by its owner within 1s. Messages not yet
 // sent stay in the DLQ.
 func (s *Service) Cancel(ctx context.Context, id, by string) (Replay, error) {
-	r, err := s.desire(ctx, id, by, StateCancelled, StateQueued, StateRunning, StatePaused, StateStopped)
+	r, _, err := s.desire(ctx, id, by, StateCancelled, StateQueued, StateRunning, StatePaused, StateStopped)
 	if err != nil || r.State == StateRunning {
 		return r, err
 	}
@@ -141,24 +153,6 @@ func (s *Service) Cancel(ctx context.Context, id, by string) (Replay, error) {
 
 // ErrNoChange tells an Updater to leave the record as it is.
 var ErrNoChange = errors.New("no change")
-
-func (s *Service) desire(ctx context.Context, id, by string, want State, from ...State) (Replay, error) {
-	r, err := s.d.Replays.Get(ctx, id)
-	if err != nil {
-		return r, fmt.Errorf("engine: %s %s: %w", want, id, err)
-	}
-	ok := false
-	for _, f := range from {
-		ok = ok || r.State == f
-	}
-	if !ok {
-		return r, fmt.Errorf("engine: %s %s: %w: it is %s", want, id, ErrNotControllable, r.State)
-	}
-	if err := s.d.Replays.Desire(ctx, id, want, by); err != nil {
-		return r, fmt.Errorf("engine: %s %s: %w", want, id, err)
-	}
-	return r, nil
-}
 
 func (s *Service) logf(format string, a ...any) {
 	if s.cfg.Logf != nil {

@@ -10,8 +10,9 @@ import (
 //	P{<token>}:token        string  the frozen preview: JSON, gzip-compressed when large; TTL = token TTL
 //	P{<token>}:used         string  id of the replay that consumed the token; same TTL as the token
 //	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch of the last Acquire),
-//	                                desired (state an operator asked for)
-//	P{<replay>}:lease       string  lease owner; PX = lease TTL
+//	                                desired (state an operator asked for; an owner's last write
+//	                                sets it to what the run became: paused, stopped)
+//	P{<replay>}:lease       string  lease owner: worker id "/" random run token; PX = lease TTL
 //	P{<replay>}:ledger      list    the replay's ledger log in send order: intent ("i") and
 //	                                confirm ("c") records as compact JSON
 //	P{<replay>}:events      stream  the replay's progress events (field "e": event JSON), for the

@@ -20,12 +20,19 @@ func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine
 	if err != nil {
 		return engine.Replay{}, err
 	}
+	first, err := a.svc.Status(ctx, id)
+	if err != nil {
+		return first, err
+	}
 	done := make(chan struct{})
 	var runErr error
 	if len(workers) > 0 {
 		live.note("replay %s handed to %d worker(s); Ctrl-C detaches without cancelling", id, len(workers))
-		if err := a.store.Jobs().Enqueue(ctx, id); err != nil {
-			return engine.Replay{}, err
+		// A running replay has an owner already: follow it only.
+		if first.State != engine.StateRunning {
+			if err := a.store.Jobs().Enqueue(ctx, id); err != nil {
+				return engine.Replay{}, err
+			}
 		}
 	} else {
 		live.note("no worker is running: running replay %s here; Ctrl-C pauses it", id)
@@ -45,7 +52,10 @@ func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine
 			return r, err
 		}
 		live.update(r)
-		ended := r.State.Terminal() || r.State == engine.StateStopped || r.State == engine.StatePaused
+		// A resumed replay starts paused or stopped: that is its end only
+		// once a worker has written to it since.
+		moved := r.State != first.State || !r.UpdatedAt.Equal(first.UpdatedAt)
+		ended := r.State.Terminal() || (moved && (r.State == engine.StateStopped || r.State == engine.StatePaused))
 		if len(workers) == 0 {
 			select {
 			case <-done:

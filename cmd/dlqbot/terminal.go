@@ -98,9 +98,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 			return a.svc.Cancel(ctx, id, requester())
 		})
 	case commands.ResumeCmd:
-		return a.control(ctx, out, "resume", c.ReplayID, func(ctx context.Context, id string) (engine.Replay, error) {
-			return a.svc.Resume(ctx, id, requester(), a.store.Jobs())
-		})
+		return a.resume(ctx, out, stderr, c.ReplayID)
 	default:
 		return out.fail(usageError("%s is not a terminal command", res.Cmd.Name()))
 	}
@@ -157,6 +155,26 @@ func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c comma
 	if err != nil {
 		return out.fail(failed(err))
 	}
+	return a.ended(out, r)
+}
+
+// resume asks for a paused or stopped replay to continue and follows it as
+// replay does: handed to the running workers, or run here when none is
+// running (SPEC §10), so that a resume never just waits for nobody.
+func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id string) error {
+	// Record the wish only: follow hands the replay out or runs it here.
+	if _, err := a.svc.Resume(ctx, id, requester(), nil); err != nil {
+		return out.fail(failed(err))
+	}
+	r, err := a.follow(ctx, id, out, out.progress(stderr))
+	if err != nil {
+		return out.fail(failed(err))
+	}
+	return a.ended(out, r)
+}
+
+// ended reports a followed replay's end; any end but finished is exit 1.
+func (a *app) ended(out *output, r engine.Replay) error {
 	if out.json {
 		if err := out.doc(r); err != nil {
 			return err

@@ -1,0 +1,94 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	broker "github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+// cutAfterConfirm is the real mover whose first confirmed batch is
+// followed by the loss of every connection named conn, before the
+// originals can be acked.
+type cutAfterConfirm struct {
+	engine.Mover
+	t    *testing.T
+	conn string
+	once sync.Once
+}
+
+func (c *cutAfterConfirm) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
+	next := req.Confirmed
+	req.Confirmed = func(ctx context.Context, batch []engine.Moved) error {
+		if next != nil {
+			if err := next(ctx, batch); err != nil {
+				return err
+			}
+		}
+		c.once.Do(func() {
+			testkit.CloseConnections(c.t, c.conn)
+			// The broker drops a connection once the client answered its
+			// close: by then the client knows its channels are gone.
+			testkit.Eventually(c.t, 20*time.Second, "the connection to close", func() bool { return testkit.CountConnections(c.t, c.conn) == 0 })
+		})
+		return nil
+	}
+	return c.Mover.Move(ctx, req)
+}
+
+// Copies the broker confirmed into the parking queue were moved, even when
+// their originals could not be acked (the connection was lost): Park
+// counts them as parked (and as duplicates), not "could not be moved".
+func TestParkCountsConfirmedCopiesAsMoved(t *testing.T) {
+	t.Parallel()
+	conn := testkit.Name("conn")
+	b, err := broker.New(broker.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, ConnectionName: conn})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	e := newEnvWith(t, fast, func(d *engine.Deps) {
+		d.Broker, d.Stats = b, b
+		d.Mover = &cutAfterConfirm{Mover: b, t: t, conn: conn}
+	})
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	ctx := context.Background()
+	id := engine.NewReplayID()
+	if err := e.store.Replays().Create(ctx, engine.Replay{ID: id, DLQ: dlq, State: engine.StateStopped}); err != nil {
+		t.Fatal(err)
+	}
+	// Ten copies of this replay that came back for the third time.
+	var msgs []amqp.Publishing
+	for _, m := range testkit.Msgs(10, 50) {
+		m.Headers = amqp.Table{"x-replay-id": id, "x-replay-count": int32(3)}
+		msgs = append(msgs, m)
+	}
+	r.Reject(src, msgs...)
+	r.WaitCount(dlq, 10, 20*time.Second)
+	parking := engine.ParkingQueue(dlq)
+	defer testkit.DeleteQueue(parking)
+	testkit.Eventually(t, 20*time.Second, "the engine's connection in the management API", func() bool {
+		_, _ = b.Inspect(ctx, dlq)
+		return testkit.CountConnections(t, conn) > 0
+	})
+
+	res, err := e.svc.Park(ctx, id, "U_PARK")
+	t.Logf("park: %+v, %v", res, err)
+	testkit.Eventually(t, 20*time.Second, "the originals back in the DLQ", func() bool { return r.Count(dlq) == 10 })
+	inParking := r.Count(parking)
+	if inParking != 10 {
+		t.Fatalf("parking queue holds %d, want the 10 confirmed copies", inParking)
+	}
+	if res.Failed != 0 || res.Parked != inParking || res.Duplicates != 10 {
+		t.Fatalf("park reported %d parked, %d duplicates, %d could not be moved: the broker holds %d in %s and the 10 originals in the DLQ",
+			res.Parked, res.Duplicates, res.Failed, inParking, parking)
+	}
+}
