@@ -315,7 +315,7 @@ func FuzzParseMeta(f *testing.F) {
 
 		rh := ReplayHeaders(h, meta.ID, meta.Source)
 		for k := range rh {
-			if IsDeathHeader(k) {
+			if IsRemovedHeader(k) {
 				t.Fatalf("replayed copy keeps %q", k)
 			}
 		}
@@ -323,7 +323,7 @@ func FuzzParseMeta(f *testing.F) {
 			t.Fatalf("replay headers %v %v", rh[HeaderReplayCount], rh[HeaderReplayID])
 		}
 		for k := range h {
-			if _, kept := rh[k]; !kept && !IsDeathHeader(k) {
+			if _, kept := rh[k]; !kept && !IsRemovedHeader(k) {
 				t.Fatalf("header %q lost", k)
 			}
 		}

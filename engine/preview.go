@@ -78,7 +78,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	selected := 0
 	info, err := s.d.Broker.Scan(ctx, sel.DLQ, func(m Message) error {
 		p.Scanned++
-		meta := ParseMeta(sel.DLQ, m)
+		meta := s.ParseMeta(sel.DLQ, m)
 		v := sel.Match(meta)
 		if v == Excluded {
 			return nil
