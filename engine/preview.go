@@ -16,6 +16,10 @@ const (
 	ProblemParked          = "parked"           // left out: replayed park_after times
 	ProblemDeliveryLimit   = "delivery_limit"   // quorum DLQ: a scan can use up delivery attempts
 	ProblemUnreadable      = "unreadable"       // headers that could not be read
+	// ProblemRetryState: a framework marker on the messages makes their
+	// consumer refuse a replayed copy (rascal's immediateNack); the replay
+	// resets it (Meta.Refusal).
+	ProblemRetryState = "consumer_would_refuse"
 )
 
 // Problem is one thing that would go wrong, with how many messages it hits.
