@@ -92,11 +92,12 @@ func (e *env) checkUntil(t *testing.T, id string, want int) engine.CheckReport {
 }
 
 // peek reads every message of queue without removing it: a consumer reads
-// n deliveries, then returns them all with nack(multiple, requeue).
+// the first n deliveries (prefetch n), then returns every one with
+// nack(multiple, requeue).
 func (e *env) peek(t *testing.T, queue string, n int) []amqp.Delivery {
 	t.Helper()
 	ch := e.rabbit.Channel()
-	if err := ch.Qos(n+1, 0, false); err != nil {
+	if err := ch.Qos(n, 0, false); err != nil {
 		t.Fatal(err)
 	}
 	tag := testkit.Name("peek")
@@ -116,7 +117,8 @@ func (e *env) peek(t *testing.T, queue string, n int) []amqp.Delivery {
 	if err := ch.Cancel(tag, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := ch.Nack(out[len(out)-1].DeliveryTag, true, true); err != nil {
+	// Tag 0 with multiple: every delivery outstanding on the channel.
+	if err := ch.Nack(0, true, true); err != nil {
 		t.Fatal(err)
 	}
 	return out
