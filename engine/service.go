@@ -110,11 +110,11 @@ type Service struct {
 // New validates cfg and deps and returns a Service. Broker, Tokens and
 // Ledger are required; Clock defaults to the system clock.
 func New(cfg Config, d Deps) (*Service, error) {
-	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil {
-		return nil, errors.New("engine: new: broker, tokens and ledger are required")
-	}
 	if err := cfg.Dialect.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: new: %w", err)
+	}
+	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil {
+		return nil, errors.New("engine: new: broker, tokens and ledger are required")
 	}
 	if d.Clock == nil {
 		d.Clock = SystemClock{}

@@ -23,6 +23,7 @@ type config struct {
 	// Tuning beyond SPEC §10 (documented in the README).
 	LeaseTTL       time.Duration // DLQBOT_LEASE_TTL (default 15s)
 	ConnectionName string        // DLQBOT_CONNECTION_NAME (default "dlqbot"), shown in the management UI
+	DialectHeaders string        // DLQBOT_DIALECT_HEADERS: an in-house dialect (engine.ParseHeaderDialect)
 }
 
 // loadConfig reads the environment through getenv, applying the defaults.
@@ -46,6 +47,7 @@ func loadConfig(getenv func(string) string) config {
 		RedisURL:           get("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		RedisPrefix:        get("DLQBOT_REDIS_PREFIX", "dlqbot:"),
 		ConnectionName:     get("DLQBOT_CONNECTION_NAME", "dlqbot"),
+		DialectHeaders:     getenv("DLQBOT_DIALECT_HEADERS"),
 	}
 	if d, err := time.ParseDuration(getenv("DLQBOT_LEASE_TTL")); err == nil && d > 0 {
 		c.LeaseTTL = d
