@@ -19,15 +19,15 @@ func TestParseHeaderDialect(t *testing.T) {
 		t.Errorf("empty: %+v %v", d, err)
 	}
 	for in, says := range map[string]string{
-		"exception=x-app-error":                      "source=<header> is required",
-		"source=x-app-source,source=x-other":         "given twice",
-		"source=x-app-source,stack=x-app-stack":      `unknown key "stack"`,
-		"source":                                     "is not key=header",
-		"source=":                                    "is not key=header",
-		"source=x-app-source,,exception=e":           "empty entry",
-		"source=x-a,exception=x-a":                   "name the same header",
-		"source=x-death":                             "RabbitMQ or dlqbot itself writes",
-		"source=x-a,attempts=x-replay-count":         "RabbitMQ or dlqbot itself writes",
+		"exception=x-app-error":                       "source=<header> is required",
+		"source=x-app-source,source=x-other":          "given twice",
+		"source=x-app-source,stack=x-app-stack":       `unknown key "stack"`,
+		"source":                                      "is not key=header",
+		"source=":                                     "is not key=header",
+		"source=x-app-source,,exception=e":            "empty entry",
+		"source=x-a,exception=x-a":                    "name the same header",
+		"source=x-death":                              "RabbitMQ or dlqbot itself writes",
+		"source=x-a,attempts=x-replay-count":          "RabbitMQ or dlqbot itself writes",
 		"source=" + strings.Repeat("h", maxNameLen+1): "longer than",
 	} {
 		_, err := ParseHeaderDialect(in)
