@@ -1,7 +1,7 @@
 // A consumer on a real Node.js RabbitMQ library, driven by dlqbot's interop
 // tests (integration/interop). It takes one JSON argument:
 //
-//   { "url": "amqp://guest:guest@127.0.0.1:5672", "lib": "rascal" | "amqplib",
+//   { "url": "amqp://guest:guest@127.0.0.1:5672", "lib": "rascal" | "amqplib" | "inhouse",
 //     "queue": "<source queue>", "dlq": "<dead-letter queue>",
 //     "strategy": "forward" | "republish" | "immediateNack" (rascal only),
 //     "fail": true | false }
@@ -10,7 +10,11 @@
 // ({"event": "handled", ...}); "ready" is written once it consumes. When
 // fail is set the handler fails every message: rascal recovers it with the
 // named strategy, amqplib nacks it without requeue (the broker dead-letters
-// it). Otherwise the handler acks. SIGTERM closes the connection and exits.
+// it), and "inhouse" — a small in-house retry framework on amqplib —
+// republishes it to its queue with x-app-attempts until 3 attempts, then
+// publishes it to the DLQ itself with its own failure headers (x-app-source,
+// x-app-error, x-app-attempts) and acks. Otherwise the handler acks.
+// SIGTERM closes the connection and exits.
 'use strict';
 
 const crypto = require('crypto');
@@ -114,8 +118,44 @@ async function runAmqplib() {
   return () => conn.close();
 }
 
+// runInHouse is a team's own retry framework: it records its failures in
+// headers of its own choosing, the kind DLQBOT_DIALECT_HEADERS describes.
+async function runInHouse() {
+  const amqp = require('amqplib');
+  const conn = await amqp.connect(cfg.url);
+  const ch = await conn.createConfirmChannel();
+  await ch.prefetch(5);
+  await ch.checkQueue(cfg.queue);
+  await ch.checkQueue(cfg.dlq);
+  await ch.consume(cfg.queue, (message) => {
+    if (!message) return;
+    const err = cfg.fail ? failure(message) : null;
+    log(describe(message, err));
+    if (!err) {
+      ch.ack(message);
+      return;
+    }
+    const h = { ...(message.properties.headers || {}) };
+    const attempts = (Number(h['x-app-attempts']) || 0) + 1;
+    h['x-app-attempts'] = attempts;
+    let queue = cfg.queue;
+    if (attempts >= 3) {
+      queue = cfg.dlq;
+      h['x-app-source'] = cfg.queue;
+      h['x-app-error'] = `${err.code}: ${err.message}`;
+    }
+    ch.sendToQueue(queue, message.content, { ...message.properties, headers: h }, (perr) => {
+      if (perr) ch.nack(message, false, true);
+      else ch.ack(message);
+    });
+  });
+  log({ event: 'ready' });
+  return () => conn.close();
+}
+
 async function main() {
-  const close = cfg.lib === 'rascal' ? await runRascal() : await runAmqplib();
+  const runners = { rascal: runRascal, amqplib: runAmqplib, inhouse: runInHouse };
+  const close = await runners[cfg.lib]();
   process.once('SIGTERM', async () => {
     try {
       await close();
