@@ -15,6 +15,7 @@ import (
 // consumer (it receives every copy, byte for byte) are compared with what
 // the consumers saw, on both brokers.
 func TestInteropBrokerDeadLetters(t *testing.T) {
+	t.Parallel()
 	requireSetup(t)
 	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
 		for _, lib := range []string{"amqplib", "pika"} {

@@ -35,6 +35,7 @@ const rascalGroup = "E_DECLINED: payment <n> declined: card expired"
 // subscription with each recovery strategy, on both brokers, and compares
 // dlqbot's preview, replay and check with what the rascal handler saw.
 func TestInteropRascal(t *testing.T) {
+	t.Parallel()
 	requireSetup(t)
 	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
 		for _, rc := range rascalCases {
