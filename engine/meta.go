@@ -70,6 +70,11 @@ func ParseMetaDialect(dlq string, m Message, d HeaderDialect) (meta Meta) {
 		p.identity = []string{string(DialectUnknown), unixString(m.Timestamp)}
 	}
 
+	if meta.FirstDeath.IsZero() && meta.LastDeath.IsZero() {
+		// No failure time to tell a later identical failure from this
+		// one: the whole copy identifies it.
+		p.identity = append(p.identity, "copy", copyDigest(m))
+	}
 	p.replay()
 	meta.Returned = meta.ReplayID != "" && (p.died || diedAgain(m.Headers))
 	meta.FailureGroup = failureGroup(meta.ExceptionType, meta.Exception, meta.Reason)

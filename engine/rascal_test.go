@@ -179,3 +179,42 @@ func TestRascalMalformed(t *testing.T) {
 		t.Errorf("problems %q", m.Problems)
 	}
 }
+
+// TestFingerprintTimelessCopies: a Spring copy records no failure time, so
+// its id covers the whole copy: a later failure of the same message that
+// differs in anything (stack trace, timestamp property, any header) is a
+// different message, while rescans of one copy (whose delivery counters
+// change) keep its id.
+func TestFingerprintTimelessCopies(t *testing.T) {
+	spring := func() map[string]any {
+		return map[string]any{"x-exception-message": "declined", "x-original-exchange": "", "x-original-routingKey": "orders",
+			"x-exception-stacktrace": "com.acme.DeclinedException: declined\n\tat com.acme.Pay.run(Pay.java:42)\n\tat java.lang.Thread.run(Thread.java:1583)",
+			"nested": amqpTable{"b": int8(1), "a": []any{"x", tRascal}}}
+	}
+	base := ParseMeta("orders.errors", dlqMsg(spring())).ID
+	rescan := spring()
+	rescan["x-delivery-count"] = int64(3)
+	wantEq(t, ParseMeta("orders.errors", dlqMsg(rescan)).ID, base)
+
+	later := dlqMsg(spring())
+	later.Timestamp = later.Timestamp.Add(time.Second)
+	otherTrace := spring()
+	otherTrace["x-exception-stacktrace"] = "com.acme.DeclinedException: declined\n\tat com.acme.Pay.run(Pay.java:43)"
+	otherNested := spring()
+	otherNested["nested"] = amqpTable{"b": int16(1), "a": []any{"x", tRascal}}
+	for name, m := range map[string]Message{"timestamp": later, "stack trace": dlqMsg(otherTrace), "nested header type": dlqMsg(otherNested)} {
+		if ParseMeta("orders.errors", m).ID == base {
+			t.Errorf("a copy differing in its %s shares the id", name)
+		}
+	}
+	// Rascal's forward has no failure time either; republish then nack has
+	// the broker's, so its id does not depend on the other headers.
+	f1, f2 := rascalForward(), rascalForward()
+	f2["tenant"] = "other"
+	if ParseMeta("q.dlq", dlqMsg(f1)).ID == ParseMeta("q.dlq", dlqMsg(f2)).ID {
+		t.Error("rascal forward copies differing in a header share the id")
+	}
+	r1, r2 := rascalRepublished(), rascalRepublished()
+	r2["tenant"] = "other"
+	wantEq(t, ParseMeta("q.dlq", dlqMsg(r1)).ID, ParseMeta("q.dlq", dlqMsg(r2)).ID)
+}
