@@ -189,7 +189,7 @@ func TestFingerprintTimelessCopies(t *testing.T) {
 	spring := func() map[string]any {
 		return map[string]any{"x-exception-message": "declined", "x-original-exchange": "", "x-original-routingKey": "orders",
 			"x-exception-stacktrace": "com.acme.DeclinedException: declined\n\tat com.acme.Pay.run(Pay.java:42)\n\tat java.lang.Thread.run(Thread.java:1583)",
-			"nested": amqpTable{"b": int8(1), "a": []any{"x", tRascal}}}
+			"nested":                 amqpTable{"b": int8(1), "a": []any{"x", tRascal}}}
 	}
 	base := ParseMeta("orders.errors", dlqMsg(spring())).ID
 	rescan := spring()
