@@ -94,3 +94,27 @@ func TestServiceRefusesBadDialect(t *testing.T) {
 		t.Fatalf("New with a dialect without a source: %v", err)
 	}
 }
+
+// TestNServiceBusAttempts: NServiceBus records its delayed retries
+// (NServiceBus.Retries, a string header) and, in older versions, immediate
+// ones (NServiceBus.FLRetries); attempts count them, and are unknown (0)
+// when neither is there.
+func TestNServiceBusAttempts(t *testing.T) {
+	base := func() map[string]any {
+		return map[string]any{"NServiceBus.FailedQ": "Sales@MACHINE-01", "NServiceBus.ExceptionInfo.Message": "boom"}
+	}
+	for want, extra := range map[int]map[string]any{
+		0: {},
+		3: {"NServiceBus.Retries": "2"},
+		6: {"NServiceBus.Retries": "2", "NServiceBus.FLRetries": "3"},
+	} {
+		h := base()
+		for k, v := range extra {
+			h[k] = v
+		}
+		m := ParseMeta("error", dlqMsg(h))
+		if m.Attempts != want || m.Source != "Sales" || len(m.Problems) > 0 {
+			t.Errorf("%v: attempts %d, source %q, problems %q", extra, m.Attempts, m.Source, m.Problems)
+		}
+	}
+}
