@@ -154,8 +154,13 @@ func (d digester) value(v any, depth int) {
 		return
 	}
 	if isGoIntegerValue(v) {
-		n, _ := hdrInt64(v)
-		d.str(reflect.TypeOf(v).Kind().String(), strconv.FormatInt(n, 10)+"/"+strconv.FormatUint(reflect.ValueOf(v).Convert(reflect.TypeOf(uint64(0))).Uint(), 10))
+		rv := reflect.ValueOf(v)
+		switch rv.Kind() {
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			d.str(rv.Kind().String(), strconv.FormatInt(rv.Int(), 10))
+		default:
+			d.str(rv.Kind().String(), strconv.FormatUint(rv.Uint(), 10))
+		}
 		return
 	}
 	if t, ok := asTable(v); ok {
