@@ -13,7 +13,7 @@ import (
 func BenchmarkParseMeta(b *testing.B) {
 	spring := map[string]any{"x-original-exchange": "", "x-original-routingKey": "orders", "x-exception-message": "order 17 declined",
 		"x-exception-stacktrace": "com.acme.Declined: order 17 declined\n" + strings.Repeat("\tat com.acme.Pay.run(Pay.java:42)\n", 120),
-		"tenant": "acme", "__TypeId__": "com.acme.Order"}
+		"tenant":                 "acme", "__TypeId__": "com.acme.Order"}
 	for _, c := range []struct {
 		name string
 		h    map[string]any
