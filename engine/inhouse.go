@@ -99,6 +99,20 @@ func (d HeaderDialect) Validate() error {
 	return nil
 }
 
+// ResetHeaders lists the headers a replayed copy loses (ReplayHeaders'
+// reset): the framework's record of the failure — exception, attempts and
+// time — so that it retries a failing copy afresh, as a replay does for the
+// broker's death headers and rascal's state. The source header stays.
+func (d HeaderDialect) ResetHeaders() []string {
+	var out []string
+	for _, h := range []string{d.Exception, d.Attempts, d.Time} {
+		if h != "" {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // Enabled reports whether d recognises any message.
 func (d HeaderDialect) Enabled() bool { return d.Source != "" }
 

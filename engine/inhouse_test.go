@@ -70,11 +70,23 @@ func TestInHouseDialect(t *testing.T) {
 	wantEq(t, m.Attempts, 2+4) // x-death: 3 rejected + 1 expired from orders
 	wantEq(t, m.FailureGroup, "boom")
 
-	// A replayed copy back in the DLQ with the framework's exception header
-	// is a return; the replay keeps the framework's headers.
-	back := ReplayHeaders(own, "r_1", "billing")
-	wantEq(t, back["x-app-error"], own["x-app-error"])
-	if m := ParseMetaDialect("billing.dlq", dlqMsg(back), appDialect); !m.Returned {
+	// A replayed copy starts fresh for the framework: its exception,
+	// attempts and time headers are gone (the source stays), so it is no
+	// return while it waits; back in the DLQ with a fresh exception header
+	// and the replay's id it is one.
+	sent := ReplayHeaders(own, "r_1", "billing", appDialect.ResetHeaders()...)
+	for _, k := range []string{"x-app-error", "x-app-attempts", "x-app-failed-at"} {
+		if _, ok := sent[k]; ok {
+			t.Errorf("the copy keeps %s", k)
+		}
+	}
+	wantEq(t, sent["x-app-source"], any("billing"))
+	wantEq(t, sent["tenant"], any("acme"))
+	if m := ParseMetaDialect("billing.dlq", dlqMsg(sent), appDialect); m.Returned || m.Attempts != 0 {
+		t.Errorf("copy as sent: %+v", m)
+	}
+	sent["x-app-error"], sent["x-app-attempts"] = "invoice 881 locked", int8(3)
+	if m := ParseMetaDialect("billing.dlq", dlqMsg(sent), appDialect); !m.Returned || m.ReplayID != "r_1" {
 		t.Errorf("returned copy: %+v", m)
 	}
 	// Bad values are reported, never fatal.

@@ -84,16 +84,23 @@ func IsRemovedHeader(name string) bool {
 // rascal.error are removed from the copy's rascal table (its other entries
 // are kept), so rascal treats the copy as a first delivery.
 //
+// reset names further top-level headers to remove: the in-house dialect's
+// retry state (HeaderDialect.ResetHeaders), so that framework too treats
+// the copy as a first delivery.
+//
 // Every other header keeps its exact Go value. h is not modified; nested
 // tables and arrays are shared with it, not copied (except the rascal table
 // when it changes), and must not be changed by the caller while the copy is
 // in use.
-func ReplayHeaders(h map[string]any, replayID, source string) map[string]any {
+func ReplayHeaders(h map[string]any, replayID, source string, reset ...string) map[string]any {
 	out := make(map[string]any, len(h)+3)
 	for k, v := range h {
 		if !IsRemovedHeader(k) {
 			out[k] = v
 		}
+	}
+	for _, k := range reset {
+		delete(out, k)
 	}
 	if v, ok := h[hRascal]; ok {
 		out[hRascal] = resetRascal(v)

@@ -49,7 +49,7 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 		},
 		Satisfied: func() bool { return left == 0 },
 		Rewrite: func(h map[string]any, p Pick) map[string]any {
-			return ReplayHeaders(h, rn.r.ID, p.Source)
+			return ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
 		},
 		Window:   rn.s.cfg.Window,
 		Rate:     rate,

@@ -66,8 +66,9 @@ func terminal(t *testing.T, env []string, args ...string) (map[string]any, int) 
 // records its failures in its own headers and publishes them to the DLQ
 // itself. With DLQBOT_DIALECT_HEADERS naming those headers, the dlqbot
 // binary's preview, replay and check say what the framework did: source,
-// attempts, error group, returns without x-death, and a finished replay to
-// the fixed handler.
+// attempts, error group, returns without x-death (each copy retried afresh:
+// the replay resets the framework's attempts), and a finished replay to the
+// fixed handler.
 func TestInteropInHouseDialect(t *testing.T) {
 	t.Parallel()
 	requireSetup(t)
@@ -115,8 +116,16 @@ func TestInteropInHouseDialect(t *testing.T) {
 		}
 		e.rabbit.WaitCount(dlq, n, 60*time.Second)
 		c.stop()
+		// The copies started fresh for the framework (the replay removed its
+		// attempts and error headers): each was retried as often as at first.
 		if got := perMessage(c.handled(func(ev event) bool { return ev.ReplayID == id })); len(got) != n {
 			t.Errorf("the handler saw %d of %d replayed copies", len(got), n)
+		} else {
+			for mid, k := range got {
+				if k != tries[mid] {
+					t.Errorf("replayed %s: handled %d times, %d the first time", mid, k, tries[mid])
+				}
+			}
 		}
 		testkit.Eventually(t, 60*time.Second, "check to count every return", func() bool {
 			doc, code = terminal(t, env, "check", id)
