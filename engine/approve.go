@@ -57,7 +57,7 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 	}
 	found := make(map[string]int, len(want))
 	if _, err := s.d.Broker.Scan(ctx, f.DLQ, func(m Message) error {
-		id := ParseMeta(f.DLQ, m).ID
+		id := s.ParseMeta(f.DLQ, m).ID
 		if found[id] < want[id] {
 			found[id]++
 		}

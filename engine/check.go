@@ -42,7 +42,7 @@ func (s *Service) Check(ctx context.Context, replayID, label string) (CheckRepor
 	groups := map[string]*CheckGroup{}
 	parked := map[string]bool{}
 	_, err = s.d.Broker.Scan(ctx, r.DLQ, func(m Message) error {
-		meta := ParseMeta(r.DLQ, m)
+		meta := s.ParseMeta(r.DLQ, m)
 		switch {
 		case meta.ReplayID == r.ID && meta.Returned:
 			c.Returned++

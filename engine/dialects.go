@@ -37,6 +37,8 @@ const (
 	hNSBExcPrefix     = "NServiceBus.ExceptionInfo."
 	hNSBExcType       = "NServiceBus.ExceptionInfo.ExceptionType"
 	hNSBExcMessage    = "NServiceBus.ExceptionInfo.Message"
+	hNSBRetries       = "NServiceBus.Retries"   // delayed retries performed
+	hNSBFLRetries     = "NServiceBus.FLRetries" // immediate retries performed (older versions)
 )
 
 // deathEntry is one readable x-death entry.
@@ -339,6 +341,14 @@ func (p *metaParser) nServiceBus() {
 	m.Exception, _ = r.str(h, hNSBExcMessage, hNSBExcMessage, maxExceptionLen)
 	if ts, ok := r.timestamp(h, hNSBTimeOfFailure, hNSBTimeOfFailure, false); ok {
 		m.FirstDeath, m.LastDeath = ts, ts
+	}
+	// Attempts: the rounds NServiceBus recorded (one plus its delayed
+	// retries) plus the immediate retries where it recorded them; 0
+	// (unknown) when it recorded neither.
+	delayed, hasDelayed := r.integer(h, hNSBRetries, hNSBRetries, false)
+	immediate, hasImmediate := r.integer(h, hNSBFLRetries, hNSBFLRetries, false)
+	if hasDelayed || hasImmediate {
+		m.Attempts = addClampedInt(addClampedInt(1, delayed), immediate)
 	}
 	failedQ, _ := r.str(h, hNSBFailedQ, hNSBFailedQ, maxFieldLen)
 	q, _, _ := strings.Cut(strings.TrimSpace(failedQ), "@")

@@ -262,8 +262,17 @@ func fuzzSeeds() []fuzzSeed {
 		{"error", map[string]any{"NServiceBus.FailedQ": "Sales@M1", "NServiceBus.TimeOfFailure": "2024-03-01 10:00:00:123456 Z",
 			"NServiceBus.ExceptionInfo.ExceptionType": "System.Exception", "NServiceBus.ExceptionInfo.Message": "x 1"}},
 		{"orders.dlq", map[string]any{"app": "x", "x-replay-count": "2"}},
+		{"payments.dlq", map[string]any{"CC": []any{"payments.payments"}, "rascal": map[string]any{
+			"originalQueue": "payments", "error": map[string]any{"message": "payment 1 declined", "code": "E_DECLINED"},
+			"recovery": map[string]any{"payments": map[string]any{"forwarded": int8(1), "immediateNack": int8(1),
+				"xDeath": map[string]any{"count": int8(0)}}}}}},
+		{"billing.dlq", map[string]any{"x-app-source": "billing", "x-app-error": "invoice 7 locked", "x-app-attempts": int8(3),
+			"x-app-failed-at": "2026-11-30T12:00:00Z"}},
 	}
 }
+
+// fuzzDialect is the in-house dialect FuzzParseMeta reads headers with.
+var fuzzDialect = HeaderDialect{Source: "x-app-source", Exception: "x-app-error", Attempts: "x-app-attempts", Time: "x-app-failed-at"}
 
 // TestFuzzEncodingRoundTrip checks that the seeds decode to the headers
 // they were made from, so the corpus really covers each dialect.
@@ -287,7 +296,7 @@ func FuzzParseMeta(f *testing.F) {
 		d := &fuzzDecoder{b: enc}
 		h := d.table(0)
 		m := Message{Seq: 1, Headers: h, MessageID: messageID, Body: body, Timestamp: time.Unix(1700000000, 0)}
-		meta := ParseMeta(dlq, m)
+		meta := ParseMetaDialect(dlq, m, fuzzDialect)
 		if !metaIDRE.MatchString(meta.ID) {
 			t.Fatalf("ID %q", meta.ID)
 		}
@@ -296,7 +305,7 @@ func FuzzParseMeta(f *testing.F) {
 				t.Fatalf("ParseMeta panicked: %s", p)
 			}
 		}
-		if again := ParseMeta(dlq, m); !reflect.DeepEqual(meta, again) {
+		if again := ParseMetaDialect(dlq, m, fuzzDialect); !reflect.DeepEqual(meta, again) {
 			t.Fatalf("not deterministic:\n%+v\n%+v", meta, again)
 		}
 		if len(meta.Problems) > maxProblems+1 || len(meta.Exception) > maxExceptionLen ||
@@ -315,7 +324,7 @@ func FuzzParseMeta(f *testing.F) {
 
 		rh := ReplayHeaders(h, meta.ID, meta.Source)
 		for k := range rh {
-			if IsDeathHeader(k) {
+			if IsRemovedHeader(k) {
 				t.Fatalf("replayed copy keeps %q", k)
 			}
 		}
@@ -323,11 +332,11 @@ func FuzzParseMeta(f *testing.F) {
 			t.Fatalf("replay headers %v %v", rh[HeaderReplayCount], rh[HeaderReplayID])
 		}
 		for k := range h {
-			if _, kept := rh[k]; !kept && !IsDeathHeader(k) {
+			if _, kept := rh[k]; !kept && !IsRemovedHeader(k) {
 				t.Fatalf("header %q lost", k)
 			}
 		}
-		back := ParseMeta(dlq, Message{Headers: rh, MessageID: messageID, Body: body, Timestamp: m.Timestamp})
+		back := ParseMetaDialect(dlq, Message{Headers: rh, MessageID: messageID, Body: body, Timestamp: m.Timestamp}, fuzzDialect)
 		if back.ReplayCount != int(rh[HeaderReplayCount].(int32)) || back.ReplayID != meta.ID {
 			t.Fatalf("replayed copy reads count %d id %q", back.ReplayCount, back.ReplayID)
 		}

@@ -31,6 +31,8 @@ const (
 	DialectSpring      Dialect = "spring"      // Spring AMQP RepublishMessageRecoverer
 	DialectMassTransit Dialect = "masstransit" // MassTransit <queue>_error / _skipped
 	DialectNServiceBus Dialect = "nservicebus" // NServiceBus error queue
+	DialectRascal      Dialect = "rascal"      // rascal (Node.js): headers.rascal
+	DialectInHouse     Dialect = "inhouse"     // the configured in-house headers (HeaderDialect)
 	DialectUnknown     Dialect = "unknown"     // no convention recognised
 )
 
@@ -68,8 +70,10 @@ type Meta struct {
 	// then be resolved through the exchange's bindings (Broker.Route).
 	NeedsRoute bool   `json:"needs_route,omitempty"`
 	Reason     Reason `json:"reason"`
-	// Attempts is how many times the message was dead-lettered from its
-	// source (x-death count, MT-Fault-RetryCount+1, …); 0 when unknown.
+	// Attempts is how many times the message was tried in its source: what
+	// the framework recorded plus the broker's x-death count for that queue
+	// (MT-Fault-RetryCount+1, rascal's republished + forwarded + x-death,
+	// the in-house attempts header + x-death, …); 0 when unknown.
 	Attempts   int       `json:"attempts"`
 	FirstDeath time.Time `json:"first_death,omitzero"`
 	LastDeath  time.Time `json:"last_death,omitzero"`
@@ -93,6 +97,10 @@ type Meta struct {
 	// Excerpt is a short printable prefix of the body (filled by the caller
 	// for the first few messages only).
 	Excerpt string `json:"excerpt,omitempty"`
+	// Refusal is set when the message carries a framework marker that makes
+	// its consumer refuse a replayed copy (rascal's immediateNack): it says
+	// what the consumer would do and what the replay does about it.
+	Refusal string `json:"refusal,omitempty"`
 	// Problems lists headers that could not be read (wrong types, missing
 	// fields); the rest of Meta holds what could be.
 	Problems []string `json:"problems,omitempty"`

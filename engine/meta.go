@@ -13,7 +13,8 @@ import (
 //
 // ParseMeta recognises RabbitMQ's own dead-lettering (x-death,
 // x-first-death-*, x-last-death-*), Spring AMQP's RepublishMessageRecoverer,
-// MassTransit and NServiceBus. A message whose origin cannot be derived gets
+// MassTransit, NServiceBus and rascal; ParseMetaDialect also an in-house
+// dialect. A message whose origin cannot be derived gets
 // DialectUnknown and an empty Source, with SourceNote saying why; a source
 // is never guessed.
 //
@@ -22,7 +23,14 @@ import (
 // what could be read. Work per message is bounded (at most 64 x-death
 // entries are examined, exception texts are cut at 2,000 bytes).
 // ParseMeta fills every field except Excerpt, which is the caller's.
-func ParseMeta(dlq string, m Message) (meta Meta) {
+func ParseMeta(dlq string, m Message) Meta {
+	return ParseMetaDialect(dlq, m, HeaderDialect{})
+}
+
+// ParseMetaDialect is ParseMeta that also recognises the in-house dialect
+// d (the zero HeaderDialect recognises none). An in-house dialect's headers
+// win over every other convention: the operator named them.
+func ParseMetaDialect(dlq string, m Message, d HeaderDialect) (meta Meta) {
 	var probs problemList
 	defer func() {
 		// A safety net only: every reader above is written not to panic, and
@@ -41,8 +49,14 @@ func ParseMeta(dlq string, m Message) (meta Meta) {
 	meta = Meta{Seq: m.Seq, MessageID: m.MessageID, Size: len(m.Body), Reason: ReasonUnknown}
 	p := &metaParser{dlq: dlq, h: hdrTable{plain: m.Headers}, raw: m.Headers, r: hdrReader{p: &probs}, meta: &meta}
 
-	meta.Dialect = p.detectDialect()
+	hasDeath := hasDeathHeaders(m.Headers)
+	var rascal hdrTable
+	meta.Dialect, rascal = p.detectDialect(d, hasDeath)
 	switch meta.Dialect {
+	case DialectInHouse:
+		p.inHouse(d, hasDeath)
+	case DialectRascal:
+		p.rascal(rascal, hasDeath)
 	case DialectRabbitMQ:
 		p.rabbit()
 	case DialectSpring:
@@ -52,12 +66,17 @@ func ParseMeta(dlq string, m Message) (meta Meta) {
 	case DialectNServiceBus:
 		p.nServiceBus()
 	default:
-		meta.SourceNote = "no dead-letter headers (x-death, x-first-death-*, Spring, MassTransit or NServiceBus) found: the source queue cannot be derived"
+		meta.SourceNote = "no dead-letter headers (x-death, x-first-death-*, Spring, MassTransit, NServiceBus, rascal" + inHouseNote(d) + ") found: the source queue cannot be derived"
 		p.identity = []string{string(DialectUnknown), unixString(m.Timestamp)}
 	}
 
+	if meta.FirstDeath.IsZero() && meta.LastDeath.IsZero() {
+		// No failure time to tell a later identical failure from this
+		// one: the whole copy identifies it.
+		p.identity = append(p.identity, "copy", copyDigest(m))
+	}
 	p.replay()
-	meta.Returned = meta.ReplayID != "" && diedAgain(m.Headers)
+	meta.Returned = meta.ReplayID != "" && (p.died || diedAgain(m.Headers))
 	meta.FailureGroup = failureGroup(meta.ExceptionType, meta.Exception, meta.Reason)
 	meta.ID = Fingerprint(m.MessageID, m.Body, p.identity...)
 	meta.Problems = probs.result()
@@ -73,29 +92,57 @@ type metaParser struct {
 	r        hdrReader
 	meta     *Meta
 	identity []string
+	// died is set by a dialect whose own failure headers are on the
+	// message (rascal.error, the in-house exception header): a replay
+	// removes or they mark a new failure, so with a replay id they mean
+	// the copy came back.
+	died bool
+}
+
+// inHouseNote names the in-house dialect's source header for a note.
+func inHouseNote(d HeaderDialect) string {
+	if !d.Enabled() {
+		return ""
+	}
+	return " or " + d.Source
+}
+
+// hasDeathHeaders reports whether the broker dead-lettered the message.
+func hasDeathHeaders(h map[string]any) bool {
+	_, ok := h[hXDeath]
+	return ok || hasPrefixKey(h, "x-first-death-", "x-last-death-")
 }
 
 // detectDialect picks the convention that dead-lettered the message.
 // Framework headers win over x-death: a framework writes them at the failure
 // that put the message here, while x-death may be left from an earlier
 // broker retry loop.
-func (p *metaParser) detectDialect() Dialect {
+//
+// The in-house dialect, when configured and its headers are present, comes
+// first; rascal comes after the others and before x-death (its republish
+// then nack strategy leaves both). For rascal the table is returned too.
+func (p *metaParser) detectDialect(d HeaderDialect, hasDeath bool) (Dialect, hdrTable) {
 	has := func(k string) bool { _, ok := p.raw[k]; return ok }
-	hasDeath := has(hXDeath) || hasPrefixKey(p.raw, "x-first-death-", "x-last-death-")
+	if d.matches(p.raw) {
+		return DialectInHouse, hdrTable{}
+	}
+	rascal, isRascal := p.rascalTable(hasDeath)
 	switch {
 	case has(hNSBFailedQ) || hasPrefixKey(p.raw, hNSBExcPrefix):
-		return DialectNServiceBus
+		return DialectNServiceBus, hdrTable{}
 	case hasPrefixKey(p.raw, hMTFaultPrefix),
 		has(hMTReason) && !hasDeath,
 		mtQueueSuffix(p.dlq) != "" && !hasDeath && hasPrefixKey(p.raw, "MT-"):
-		return DialectMassTransit
+		return DialectMassTransit, hdrTable{}
 	case has(hSpringMessage) || has(hSpringStack) || has(hSpringType) ||
 		has(hSpringExchange) || has(hSpringRoutingKey):
-		return DialectSpring
+		return DialectSpring, hdrTable{}
+	case isRascal:
+		return DialectRascal, rascal
 	case hasDeath:
-		return DialectRabbitMQ
+		return DialectRabbitMQ, hdrTable{}
 	}
-	return DialectUnknown
+	return DialectUnknown, hdrTable{}
 }
 
 // replay reads x-replay-id and x-replay-count and adds them to the identity,

@@ -136,13 +136,13 @@ func TestParseMetaDialects(t *testing.T) {
 		}, Meta{Dialect: DialectNServiceBus, Source: "Billing", Reason: ReasonException, FirstDeath: tDeath1,
 			LastDeath: tDeath1, Exception: "x", FailureGroup: "x"}},
 		{"unknown", "orders.dlq", map[string]any{"app": "checkout"}, Meta{Dialect: DialectUnknown,
-			SourceNote: "no dead-letter headers (x-death, x-first-death-*, Spring, MassTransit or NServiceBus) found: the source queue cannot be derived",
+			SourceNote: "no dead-letter headers (x-death, x-first-death-*, Spring, MassTransit, NServiceBus, rascal) found: the source queue cannot be derived",
 			Reason:     ReasonUnknown, FailureGroup: "unknown"}},
 		{"unknown, no headers", "orders.dlq", nil, Meta{Dialect: DialectUnknown,
-			SourceNote: "no dead-letter headers (x-death, x-first-death-*, Spring, MassTransit or NServiceBus) found: the source queue cannot be derived",
+			SourceNote: "no dead-letter headers (x-death, x-first-death-*, Spring, MassTransit, NServiceBus, rascal) found: the source queue cannot be derived",
 			Reason:     ReasonUnknown, FailureGroup: "unknown"}},
 		{"unknown, _error without MassTransit headers", "orders_error", map[string]any{"app": "x"}, Meta{Dialect: DialectUnknown,
-			SourceNote: "no dead-letter headers (x-death, x-first-death-*, Spring, MassTransit or NServiceBus) found: the source queue cannot be derived",
+			SourceNote: "no dead-letter headers (x-death, x-first-death-*, Spring, MassTransit, NServiceBus, rascal) found: the source queue cannot be derived",
 			Reason:     ReasonUnknown, FailureGroup: "unknown"}},
 	}
 	for _, tt := range tests {

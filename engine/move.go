@@ -6,6 +6,9 @@ import "context"
 type Pick struct {
 	ID     string
 	Target string
+	// Source is the queue the message failed in ("" when it cannot be
+	// derived): the copy's stroma.dlq.replayed_from.
+	Source string
 }
 
 // Moved is one copy handed to the broker by a move.

@@ -47,7 +47,7 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (ParkResult, er
 	mr, err := s.d.Mover.Move(ctx, MoveRequest{
 		Queue: r.DLQ,
 		Pick: func(m Message) (Pick, bool) {
-			meta := ParseMeta(r.DLQ, m)
+			meta := s.ParseMeta(r.DLQ, m)
 			if meta.ReplayID != r.ID || !meta.Returned || meta.ReplayCount < limit {
 				return Pick{}, false
 			}

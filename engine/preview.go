@@ -16,6 +16,10 @@ const (
 	ProblemParked          = "parked"           // left out: replayed park_after times
 	ProblemDeliveryLimit   = "delivery_limit"   // quorum DLQ: a scan can use up delivery attempts
 	ProblemUnreadable      = "unreadable"       // headers that could not be read
+	// ProblemRetryState: a framework marker on the messages makes their
+	// consumer refuse a replayed copy (rascal's immediateNack); the replay
+	// resets it (Meta.Refusal).
+	ProblemRetryState = "consumer_would_refuse"
 )
 
 // Problem is one thing that would go wrong, with how many messages it hits.
@@ -81,7 +85,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	arr := newArrivals(s.d.Clock.Now())
 	info, err := s.d.Broker.Scan(ctx, sel.DLQ, func(m Message) error {
 		p.Scanned++
-		meta := ParseMeta(sel.DLQ, m)
+		meta := s.ParseMeta(sel.DLQ, m)
 		v := sel.Match(meta)
 		if v == Excluded {
 			return nil

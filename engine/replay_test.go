@@ -189,7 +189,7 @@ func TestReplayToScratchKeepsMessagesByteForByte(t *testing.T) {
 		}
 		wantH["x-replay-id"] = rep.ID
 		wantH["x-replay-count"] = int32(1)
-		wantH["stroma.dlq.replayed_from"] = dlq
+		wantH["stroma.dlq.replayed_from"] = src // the source, not the DLQ (§5)
 		if !reflect.DeepEqual(got.Headers, wantH) {
 			t.Fatalf("copy %d headers:\n got  %#v\n want %#v", i, got.Headers, wantH)
 		}

@@ -247,3 +247,26 @@ func deepCopyValue(v any) any {
 	}
 	return v
 }
+
+// TestRewriteRoutingHeadersAndSource: CC and BCC (sender-selected
+// distribution) never reach the copy, and stroma.dlq.replayed_from is the
+// source queue, not the DLQ; an unknown source keeps an earlier replay's.
+func TestRewriteRoutingHeadersAndSource(t *testing.T) {
+	h := map[string]any{"CC": []any{"audit"}, "BCC": []any{"spy"}, "cc": "kept: names are case-sensitive",
+		HeaderReplayedFrom: "orders"}
+	got := ReplayHeaders(h, "r", "payments")
+	for _, k := range []string{"CC", "BCC"} {
+		if _, ok := got[k]; ok {
+			t.Errorf("copy keeps %s", k)
+		}
+	}
+	wantEq(t, got["cc"], any("kept: names are case-sensitive"))
+	wantEq(t, got[HeaderReplayedFrom], any("payments"))
+	wantEq(t, ReplayHeaders(h, "r", "")[HeaderReplayedFrom], any("orders"))
+	if _, ok := ReplayHeaders(map[string]any{}, "r", "")[HeaderReplayedFrom]; ok {
+		t.Error("an unknown source wrote stroma.dlq.replayed_from")
+	}
+	for name, want := range map[string]bool{"CC": true, "BCC": true, "x-death": true, "Cc": false, "x-replay-id": false} {
+		wantEq(t, IsRemovedHeader(name), want)
+	}
+}

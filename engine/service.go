@@ -38,6 +38,9 @@ type Config struct {
 	// FollowUps are when a finished or stopped replay is checked again
 	// (default DefaultFollowUps: +5m, +2h, +24h).
 	FollowUps []time.Duration
+	// Dialect names the headers of an in-house framework's dead letters
+	// (default: none; see HeaderDialect).
+	Dialect HeaderDialect
 	// Logf, when set, receives background errors (worker, reaper).
 	Logf func(format string, a ...any)
 }
@@ -107,6 +110,9 @@ type Service struct {
 // New validates cfg and deps and returns a Service. Broker, Tokens and
 // Ledger are required; Clock defaults to the system clock.
 func New(cfg Config, d Deps) (*Service, error) {
+	if err := cfg.Dialect.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: new: %w", err)
+	}
 	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil {
 		return nil, errors.New("engine: new: broker, tokens and ledger are required")
 	}
@@ -114,6 +120,12 @@ func New(cfg Config, d Deps) (*Service, error) {
 		d.Clock = SystemClock{}
 	}
 	return &Service{cfg: cfg.withDefaults(), d: d}, nil
+}
+
+// ParseMeta derives a message's metadata with the configured in-house
+// dialect (ParseMetaDialect).
+func (s *Service) ParseMeta(dlq string, m Message) Meta {
+	return ParseMetaDialect(dlq, m, s.cfg.Dialect)
 }
 
 // Config returns the effective configuration.

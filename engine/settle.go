@@ -155,7 +155,7 @@ func (rn *run) scanReturns(ctx context.Context) {
 	seen := map[string]int{}
 	returned, fresh := 0, 0
 	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
-		meta := ParseMeta(rn.r.DLQ, m)
+		meta := rn.s.ParseMeta(rn.r.DLQ, m)
 		switch {
 		case meta.ReplayID == rn.r.ID && meta.Returned:
 			returned++

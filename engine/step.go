@@ -38,17 +38,18 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 			if left == 0 {
 				return Pick{}, false
 			}
-			id := ParseMeta(rn.r.DLQ, m).ID
+			meta := rn.s.ParseMeta(rn.r.DLQ, m)
+			id := meta.ID
 			if pick[id] == 0 {
 				return Pick{}, false
 			}
 			pick[id]--
 			left--
-			return Pick{ID: id, Target: rn.target[id]}, true
+			return Pick{ID: id, Target: rn.target[id], Source: meta.Source}, true
 		},
 		Satisfied: func() bool { return left == 0 },
-		Rewrite: func(h map[string]any, _ Pick) map[string]any {
-			return ReplayHeaders(h, rn.r.ID, rn.r.DLQ)
+		Rewrite: func(h map[string]any, p Pick) map[string]any {
+			return ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
 		},
 		Window:   rn.s.cfg.Window,
 		Rate:     rate,

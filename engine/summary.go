@@ -10,7 +10,8 @@ import (
 // first: missing targets, messages without a target, targets without
 // consumers, messages already replayed, parked messages, then warnings.
 func (s *Service) summarise(p *Preview) {
-	var noTarget, replayed, parked, unreadable int
+	var noTarget, replayed, parked, unreadable, refused int
+	refusal := ""
 	for _, m := range p.Messages {
 		switch {
 		case m.Parked:
@@ -27,6 +28,10 @@ func (s *Service) summarise(p *Preview) {
 		}
 		if len(m.Problems) > 0 {
 			unreadable += m.Count
+		}
+		if m.Refusal != "" {
+			refused += m.Count
+			refusal = m.Refusal
 		}
 	}
 	p.Parked = parked
@@ -45,6 +50,10 @@ func (s *Service) summarise(p *Preview) {
 			p.Problems = append(p.Problems, Problem{Kind: ProblemNoConsumers, Queue: t.Queue, Messages: t.Messages,
 				Detail: fmt.Sprintf("target queue %s has no consumers now: its %d message(s) would wait there unprocessed", t.Queue, t.Messages)})
 		}
+	}
+	if refused > 0 {
+		p.Problems = append(p.Problems, Problem{Kind: ProblemRetryState, Messages: refused,
+			Detail: fmt.Sprintf("%d message(s) carry a marker that makes their consumer refuse a replayed copy before its handler runs; the replay resets it. For example: %s", refused, refusal)})
 	}
 	if replayed > 0 {
 		p.Problems = append(p.Problems, Problem{Kind: ProblemAlreadyReplayed, Messages: replayed,

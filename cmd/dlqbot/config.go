@@ -29,6 +29,7 @@ type config struct {
 	APIChannel      string // DLQBOT_API_CHANNEL: where API/MCP previews and replays show in Slack
 	MCPRequireHuman bool   // DLQBOT_MCP_REQUIRE_HUMAN: dlq_replay asks a person in Slack instead of starting
 	MCPToken        string // DLQBOT_MCP_TOKEN: the principal `dlqbot mcp` (stdio) acts as
+	DialectHeaders  string // DLQBOT_DIALECT_HEADERS: an in-house dialect (engine.ParseHeaderDialect)
 }
 
 // loadConfig reads the environment through getenv, applying the defaults.
@@ -52,6 +53,7 @@ func loadConfig(getenv func(string) string) config {
 		RedisURL:           get("REDIS_URL", "redis://127.0.0.1:6379/0"),
 		RedisPrefix:        get("DLQBOT_REDIS_PREFIX", "dlqbot:"),
 		ConnectionName:     get("DLQBOT_CONNECTION_NAME", "dlqbot"),
+		DialectHeaders:     getenv("DLQBOT_DIALECT_HEADERS"),
 	}
 	c.APIChannel = getenv("DLQBOT_API_CHANNEL")
 	c.MCPRequireHuman, _ = strconv.ParseBool(getenv("DLQBOT_MCP_REQUIRE_HUMAN"))

@@ -35,6 +35,10 @@ func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) 
 	// go-redis logs connection trouble itself (a process-wide setting): as
 	// debug lines of ours, since each failure also comes back as an error.
 	redis.SetLogger(redisLog{log})
+	dialect, err := engine.ParseHeaderDialect(cfg.DialectHeaders)
+	if err != nil {
+		return nil, usageError("DLQBOT_DIALECT_HEADERS: %w", err)
+	}
 	b, err := amqp.New(amqp.Config{URL: cfg.AMQPURL, ManagementURL: cfg.ManagementURL, ConnectionName: cfg.ConnectionName})
 	if err != nil {
 		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
@@ -51,6 +55,7 @@ func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) 
 	svc, err := engine.New(engine.Config{
 		Vhost:    b.Vhost(),
 		LeaseTTL: cfg.LeaseTTL,
+		Dialect:  dialect,
 		Logf:     func(f string, a ...any) { log.Warn().Msgf(f, a...) },
 	}, engine.Deps{
 		Broker: b, Mover: b, Stats: b,
