@@ -68,9 +68,11 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	// Like Scan: a quorum queue with a delivery limit scrambles a large
 	// one-shot return, so what the move leaves is returned in paced chunks.
 	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
+	unacked := -1
 	if q, _ := b.mgmt.queue(tctx, req.Queue, false); q != nil {
 		r.paced = q.queueType() == "quorum" && q.deliveryLimit() > 0
 		r.classic = q.queueType() == "classic"
+		unacked = int(q.MessagesUnacked)
 	}
 	cancel()
 	m := &mover{b: b, req: req, r: r, user: b.uri.Username}
@@ -78,6 +80,7 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	err = m.run(ctx)
 	// Whatever happened, settle what was published and return the rest.
 	m.finish(ctx)
+	m.res.Coverage = r.coverage(unacked)
 	if _, relErr := r.release(); relErr != nil && err == nil && !m.connLost() {
 		err = relErr
 	}

@@ -43,6 +43,7 @@ func (r *holdReader) release() (int, error) {
 		r.timer.Stop()
 	}
 	closeQuietly(r.spare)
+	closeQuietly(r.probe)
 	var errs []error
 	for _, c := range r.chans {
 		if c.cancelled || c.ch.IsClosed() {

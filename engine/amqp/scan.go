@@ -52,9 +52,10 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 		return info, fmt.Errorf("amqp: scan %s: %w", queue, err)
 	}
 	qinfo := <-typed
-	limit := 0
+	limit, unacked := 0, -1
 	if qinfo != nil {
 		info.QueueType, limit = qinfo.queueType(), qinfo.deliveryLimit()
+		unacked = int(qinfo.MessagesUnacked)
 	}
 	if info.QueueType == "stream" {
 		_, _ = r.release()
@@ -90,6 +91,11 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 			}
 		}
 	}
+	if visitErr != nil {
+		r.cut = true
+	}
+	info.Coverage = r.coverage(unacked)
+	info.Coverage.Read = info.Read
 	_, relErr := r.release()
 	info.Duration = time.Since(start)
 
