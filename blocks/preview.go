@@ -193,6 +193,8 @@ func problemLine(prs []engine.Problem) string {
 		return fmt.Sprintf(":parking: *Parked* — %s %s replayed park_after times or more and %s left out (%s includes them).", msgs(total), wasWere(total), isAre(total), code("include_parked=true", 30))
 	case engine.ProblemDeliveryLimit:
 		return ":hourglass_flowing_sand: *Quorum DLQ delivery limit* — " + esc(oneLine(pr.Detail), 600)
+	case engine.ProblemPartialRead:
+		return ":eyes: *Partial read* — " + esc(oneLine(pr.Detail), 600)
 	case engine.ProblemUnreadable:
 		return fmt.Sprintf(":grey_question: *Unreadable headers* — %s %s headers that could not be fully read; they are shown with what could be.", msgs(total), hasHave(total))
 	}

@@ -79,6 +79,10 @@ func (a *app) follow(ctx context.Context, id string, out *output, progress io.Wr
 }
 
 func progressLine(r engine.Replay) string {
+	if r.Missing > 0 {
+		return fmt.Sprintf("%s %-11s step %d  sent %d/%d  !! %d DISAPPEARED (neither sent by dlqbot nor in the DLQ)  settled %d  returned %d  not delivered %d  %s",
+			r.ID, r.State, r.Step, r.Sent, r.Total, r.Missing, r.Settled, r.Returned, r.Failed, r.Note)
+	}
 	return fmt.Sprintf("%s %-11s step %d  sent %d/%d  settled %d  returned %d  missing %d  not delivered %d  %s",
 		r.ID, r.State, r.Step, r.Sent, r.Total, r.Settled, r.Returned, r.Missing, r.Failed, r.Note)
 }
