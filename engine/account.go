@@ -98,9 +98,14 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res *StepResult, sentPer map[string]int, mr MoveResult) (MoveResult, error) {
 	deadline := time.Now().Add(rn.s.cfg.HeldWait)
 	passEnd := time.Now()
-	quietBefore := false // a quiet moment was seen right before the last pass
+	// provenBefore: the broker reported no unacknowledged message on the
+	// DLQ after the previous pass and before the last one began.
+	provenBefore := false
 	for *left > 0 {
-		quiet, err := rn.awaitQuiet(ctx, passEnd, deadline)
+		// After a whole read, only the broker's unacked count can tell a
+		// message held by a client without a consumer from a message gone.
+		strict := mr.Coverage.Whole()
+		quiet, err := rn.awaitQuiet(ctx, passEnd, deadline, strict)
 		if err != nil {
 			return mr, err
 		}
@@ -114,12 +119,12 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		if !quiet {
 			break
 		}
-		if quietBefore && mr.Coverage.Whole() {
+		if strict && provenBefore {
 			// A whole read between two quiet moments did not find them.
 			rn.missing(pick, left, res)
 			return mr, nil
 		}
-		quietBefore = true
+		provenBefore = strict
 		var moveErr error
 		if mr, moveErr = rn.pass(ctx, pick, left, res, sentPer); moveErr != nil || mr.Stopped != nil {
 			return mr, moveErr
@@ -160,12 +165,12 @@ func (rn *run) missing(pick map[string]int, left *int, res *StepResult) {
 }
 
 // awaitQuiet polls until no other client holds messages of the DLQ, as
-// the broker reports it: no consumer (passive declare, exact), and no
-// unacknowledged message in a management sample that reflects a moment
-// after since (its statistics lag by Config.StatsLag). It returns false
-// when deadline passes first. Without management statistics only the
-// consumer count is known.
-func (rn *run) awaitQuiet(ctx context.Context, since, deadline time.Time) (bool, error) {
+// the broker reports it: no consumer (passive declare, exact) and, when
+// strict, no unacknowledged message in a management sample that reflects
+// a moment after since (its statistics lag by Config.StatsLag). It
+// returns false when deadline passes first. Without management statistics
+// only the consumer count is known.
+func (rn *run) awaitQuiet(ctx context.Context, since, deadline time.Time, strict bool) (bool, error) {
 	tick := time.NewTicker(rn.s.cfg.SettlePoll)
 	defer tick.Stop()
 	for {
@@ -180,7 +185,7 @@ func (rn *run) awaitQuiet(ctx context.Context, since, deadline time.Time) (bool,
 			return false, fmt.Errorf("%s: %w", rn.r.DLQ, ErrQueueNotFound)
 		}
 		if st.Consumers == 0 {
-			if rn.s.d.Stats == nil {
+			if !strict || rn.s.d.Stats == nil {
 				return true, nil
 			}
 			if cs, err := rn.s.d.Stats.Counters(ctx, rn.r.DLQ); err == nil &&
