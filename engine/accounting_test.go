@@ -115,8 +115,18 @@ func TestWholeDLQReplayOf100k(t *testing.T) {
 	}
 	t.Logf("preview of %d in %v", n, time.Since(start).Round(time.Millisecond))
 	start = time.Now()
-	rep := approveRun(t, e, p.Token, engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 60 * time.Second}, false)
-	t.Logf("approval and replay of %d in %v", n, time.Since(start).Round(time.Millisecond))
+	ctx := context.Background()
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 60 * time.Second}, false)
+	if err != nil {
+		t.Fatalf("approve: %v: %+v", err, ap.Changes)
+	}
+	t.Logf("approval of %d in %v", n, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	t.Logf("replay of %d in %v", n, time.Since(start).Round(time.Millisecond))
 	expectExact(t, r, rep, n, dlq, got)
 }
 
