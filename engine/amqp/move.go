@@ -79,7 +79,6 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	unacked := -1
 	if q, _ := b.mgmt.queue(tctx, req.Queue, false); q != nil {
 		r.paced = q.queueType() == "quorum" && q.deliveryLimit() > 0
-		r.classic = q.queueType() == "classic"
 		unacked = int(q.MessagesUnacked)
 	}
 	cancel()

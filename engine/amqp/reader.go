@@ -55,9 +55,6 @@ type holdReader struct {
 	short bool
 	// cut is set when the read was ended early by its caller or an error.
 	cut bool
-	// classic is set for a classic queue, whose returns apply at once (no
-	// pending returns to wait for at the next read).
-	classic bool
 	// paced makes release return messages in small ordered steps (see
 	// returns.go); the caller sets it for quorum queues with a delivery
 	// limit, which would otherwise scramble a large return.

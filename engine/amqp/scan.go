@@ -69,7 +69,6 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 	// With a delivery limit a quorum queue puts returns near the head, but
 	// scrambles a large multi-message return: return in paced chunks.
 	r.paced = info.QueueType == "quorum" && limit > 0
-	r.classic = info.QueueType == "classic"
 
 	var visitErr, readErr error
 	for {
