@@ -105,7 +105,7 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		// After a whole read, only the broker's unacked count can tell a
 		// message held by a client without a consumer from a message gone.
 		strict := mr.Coverage.Whole()
-		quiet, err := rn.awaitQuiet(ctx, passEnd, deadline, strict)
+		quiet, err := rn.s.awaitQuiet(ctx, rn.r.DLQ, passEnd, deadline, strict, func() error { return rn.stopCause(ctx) })
 		if err != nil {
 			return mr, err
 		}
@@ -164,32 +164,32 @@ func (rn *run) missing(pick map[string]int, left *int, res *StepResult) {
 	*left = 0
 }
 
-// awaitQuiet polls until no other client holds messages of the DLQ, as
-// the broker reports it: no consumer (passive declare, exact) and, when
+// awaitQuiet polls until no other client holds messages of dlq, as the
+// broker reports it: no consumer (passive declare, exact) and, when
 // strict, no unacknowledged message in a management sample that reflects
 // a moment after since (its statistics lag by Config.StatsLag). It
-// returns false when deadline passes first. Without management statistics
-// only the consumer count is known.
-func (rn *run) awaitQuiet(ctx context.Context, since, deadline time.Time, strict bool) (bool, error) {
-	tick := time.NewTicker(rn.s.cfg.SettlePoll)
+// returns false when deadline passes first, or when stop (if set) says to
+// stop. Without management statistics only the consumer count is known.
+func (s *Service) awaitQuiet(ctx context.Context, dlq string, since, deadline time.Time, strict bool, stop func() error) (bool, error) {
+	tick := time.NewTicker(s.cfg.SettlePoll)
 	defer tick.Stop()
 	for {
-		if rn.stopCause(ctx) != nil {
-			return false, nil // findRest stops on it
+		if stop != nil && stop() != nil {
+			return false, nil
 		}
-		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+		st, err := s.d.Broker.Inspect(ctx, dlq)
 		if err != nil {
 			return false, err
 		}
 		if !st.Exists {
-			return false, fmt.Errorf("%s: %w", rn.r.DLQ, ErrQueueNotFound)
+			return false, fmt.Errorf("%s: %w", dlq, ErrQueueNotFound)
 		}
 		if st.Consumers == 0 {
-			if !strict || rn.s.d.Stats == nil {
+			if !strict || s.d.Stats == nil {
 				return true, nil
 			}
-			if cs, err := rn.s.d.Stats.Counters(ctx, rn.r.DLQ); err == nil &&
-				!cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(rn.s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
+			if cs, err := s.d.Stats.Counters(ctx, dlq); err == nil &&
+				!cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
 				return true, nil
 			}
 		}
