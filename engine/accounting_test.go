@@ -87,7 +87,9 @@ func TestWholeDLQReplayOf100k(t *testing.T) {
 	}
 	t.Parallel()
 	const n = 100000
-	e := newEnv(t, fast)
+	cfg := fast
+	cfg.LeaseTTL = 15 * time.Second // the default: a long step on a loaded machine
+	e := newEnv(t, cfg)
 	r := e.rabbit
 	src, dlq, target := testkit.Name("src"), testkit.Name("dlq"), testkit.Name("tgt")
 	r.Queue(dlq, nil)

@@ -48,7 +48,7 @@ func TestUnpacedReplayConnectionLostEnds(t *testing.T) {
 	r.Consume(src, rec.handle)
 
 	ctx := context.Background()
-	ap, err := svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, false)
+	ap, err := svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
