@@ -286,3 +286,57 @@ func TestMessagesGoneAreMissingAndTheReplayDoesNotFinish(t *testing.T) {
 		t.Fatalf("%d left in the DLQ", c)
 	}
 }
+
+// TestHeldElsewhereStaysPlanned: another client holds 5 of the planned
+// messages unacked for longer than HeldWait. They are not called missing
+// and not dropped: the replay stops saying they are held elsewhere, and a
+// resume once the holder let go sends them (before: "finished", 5
+// missing, though all 5 were back in the DLQ).
+func TestHeldElsewhereStaysPlanned(t *testing.T) {
+	t.Parallel()
+	cfg := fast
+	cfg.HeldWait = 2 * time.Second
+	e := newEnv(t, cfg)
+	r := e.rabbit
+	src, dlq := r.DeadLettered(20, 100)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	ch, err := r.Conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Qos(5, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	holder := testkit.Name("holder")
+	held, err := ch.Consume(dlq, holder, false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		<-held
+	}
+	got := &counter{}
+	r.Consume(src, got.handle)
+	ctx := context.Background()
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.State != engine.StateStopped || rep.Sent != 15 || rep.Missing != 0 || !strings.Contains(rep.Note, "held unacked by another client") {
+		t.Fatalf("replay: state %s, sent %d, missing %d: %s; want stopped with 15 sent and 5 held elsewhere", rep.State, rep.Sent, rep.Missing, rep.Note)
+	}
+	_ = ch.Close() // the holder lets go: its 5 go back to the DLQ
+	r.WaitCount(dlq, 5, 20*time.Second)
+	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", e.store.Jobs()); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectExact(t, r, rep, 20, dlq, got)
+}
