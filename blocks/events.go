@@ -51,7 +51,29 @@ func StepReply(e engine.Event) string {
 	default:
 		return ""
 	}
+	if d := disappeared(r); d != "" && e.Kind != engine.EventStepStarted && e.Kind != engine.EventStepPassed {
+		s = d + " " + s
+	}
 	return clip(oneLine(s), maxLine)
+}
+
+// disappeared is the loud lead for a replay some of whose messages are
+// gone: neither sent by dlqbot nor in the DLQ any more. It is "" when none
+// are.
+func disappeared(r engine.Replay) string {
+	if r.Missing == 0 {
+		return ""
+	}
+	return fmt.Sprintf(":rotating_light: *%s DISAPPEARED* — neither sent by dlqbot nor in %s any more: dlqbot did not send %s; something else took %s from the DLQ.",
+		msgs(r.Missing), code(r.DLQ, 120), itThem(r.Missing), itThem(r.Missing))
+}
+
+// itThem is "it" for one, "them" otherwise.
+func itThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 // stepLine describes a finished step on one line, after lead ("Step 3
@@ -118,6 +140,9 @@ func Activity(e engine.Event) string {
 		return ""
 	}
 	s += " · approved by " + who(r.Approver)
+	if d := disappeared(r); d != "" && e.Kind != engine.EventStarted {
+		s = d + " " + s
+	}
 	return clip(oneLine(s), maxLine)
 }
 

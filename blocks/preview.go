@@ -196,6 +196,8 @@ func problemLine(prs []engine.Problem) string {
 		return ":hourglass_flowing_sand: *Quorum DLQ delivery limit* — " + esc(oneLine(pr.Detail), 600)
 	case engine.ProblemRetryState:
 		return fmt.Sprintf(":no_entry_sign: *Consumer would refuse replayed copies* — %s %s a framework marker (rascal's immediateNack) that makes the consumer nack a redelivered copy before its handler runs; the replay resets it, so the handler sees each copy.", msgs(total), hasHave(total))
+	case engine.ProblemPartialRead:
+		return ":eyes: *Partial read* — " + esc(oneLine(pr.Detail), 600)
 	case engine.ProblemUnreadable:
 		return fmt.Sprintf(":grey_question: *Unreadable headers* — %s %s headers that could not be fully read; they are shown with what could be.", msgs(total), hasHave(total))
 	}

@@ -58,6 +58,9 @@ func progress(r engine.Replay, last *engine.StepResult, extra string) ([]slack.B
 			"*New failures*\n"+num(r.NewFailures)+" dead-lettered meanwhile, not by this replay",
 		),
 	}
+	if d := disappeared(r); d != "" {
+		out = append(out[:1], append([]slack.Block{section(d)}, out[1:]...)...)
+	}
 	if r.InDoubt > 0 || r.Duplicates > 0 {
 		out = append(out, section(fmt.Sprintf(":warning: *In doubt:* %s in flight when the broker connection was lost may or may not have been delivered, and %s could not be acked after their copies were confirmed (duplicates). Those originals stay in the DLQ, are never sent again by this replay, and are listed in its ledger.",
 			plural(r.InDoubt, "copy", "copies"), plural(r.Duplicates, "original", "originals"))))
@@ -80,6 +83,9 @@ func progress(r engine.Replay, last *engine.StepResult, extra string) ([]slack.B
 	}
 	text := fmt.Sprintf("Replay %s of %s: %s — %s of %s sent, %s came back.",
 		escape(r.ID), escape(r.DLQ), escape(string(r.State)), num(r.Sent), num(r.Total), num(r.Returned))
+	if r.Missing > 0 {
+		text = fmt.Sprintf("%s DISAPPEARED (dlqbot did not send them). ", msgs(r.Missing)) + text
+	}
 	return out, fallback(text)
 }
 

@@ -55,14 +55,8 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 	for _, it := range f.Items {
 		want[it.ID] = it.Count
 	}
-	found := make(map[string]int, len(want))
-	if _, err := s.d.Broker.Scan(ctx, f.DLQ, func(m Message) error {
-		id := s.ParseMeta(f.DLQ, m).ID
-		if found[id] < want[id] {
-			found[id]++
-		}
-		return nil
-	}); err != nil {
+	found, cov, err := s.findPreviewed(ctx, f.DLQ, want)
+	if err != nil {
 		return f, nil, fmt.Errorf("engine: compare %s: scan %s: %w", token, f.DLQ, err)
 	}
 	gone := 0
@@ -70,8 +64,11 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 		gone += n - found[id]
 	}
 	if gone > 0 {
-		changes = append(changes, Change{Kind: "messages_gone", Queue: f.DLQ, Messages: gone,
-			Detail: fmt.Sprintf("%d previewed message(s) are no longer in %s (consumed, moved or replayed since); they would be reported missing", gone, f.DLQ)})
+		d := fmt.Sprintf("%d previewed message(s) are no longer in %s (consumed, moved or replayed since); they would be reported missing", gone, f.DLQ)
+		if !cov.Whole() {
+			d = fmt.Sprintf("%d previewed message(s) were not found in %s, which another client was reading (%d of %d read); the replay will wait for them and never call them missing unless a whole read does not find them", gone, f.DLQ, cov.Read, max(cov.Queued, cov.Read))
+		}
+		changes = append(changes, Change{Kind: "messages_gone", Queue: f.DLQ, Messages: gone, Detail: d})
 	}
 	ids := make([]string, 0, len(want))
 	for id := range want {
@@ -96,6 +93,43 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 	}
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Kind < changes[j].Kind })
 	return f, changes, nil
+}
+
+// findPreviewed scans dlq for the previewed ids (want: id → copies) and
+// counts those found. When some are not found, the scan proves nothing
+// until the broker reports no other client holding messages of the DLQ:
+// it waits for that (bounded by twice Config.StatsLag) and scans once
+// more, so messages another reader held or just gave back are not
+// reported gone.
+func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string]int) (map[string]int, Coverage, error) {
+	var found map[string]int
+	var cov Coverage
+	for try := 0; try < 2; try++ {
+		found = make(map[string]int, len(want))
+		info, err := s.d.Broker.Scan(ctx, dlq, func(m Message) error {
+			id := s.ParseMeta(dlq, m).ID
+			if found[id] < want[id] {
+				found[id]++
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, cov, err
+		}
+		cov = info.Coverage
+		gone := 0
+		for id, n := range want {
+			gone += n - found[id]
+		}
+		if gone == 0 || try == 1 {
+			break
+		}
+		end := time.Now()
+		if _, err := s.awaitQuiet(ctx, dlq, end, end.Add(2*s.cfg.StatsLag+5*time.Second), true, ctx.Err); err != nil {
+			return nil, cov, err
+		}
+	}
+	return found, cov, nil
 }
 
 // Approve turns a preview token into a queued replay. Unless confirmed is

@@ -34,6 +34,12 @@ type StepResult struct {
 	Settled  int `json:"settled"`  // observed to have left the target queue
 	Returned int `json:"returned"` // came back to the DLQ with this replay's id
 	Failed   int `json:"failed"`   // unroutable / nacked / missing
+	// Missing counts planned messages a whole read of the DLQ (no other
+	// client holding any) did not find: they left the DLQ some other way.
+	Missing int `json:"missing,omitempty"`
+	// HeldElsewhere counts planned messages not found while another
+	// client held messages of the DLQ: not sent, still planned.
+	HeldElsewhere int `json:"held_elsewhere,omitempty"`
 	// Observation says, in words that claim no more than was seen, how
 	// settling was judged ("left the target queue", "none left the target
 	// queue within 60s", …).

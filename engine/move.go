@@ -70,6 +70,9 @@ type MoveResult struct {
 	Unsent  []Moved
 	Failed  []MoveFailure // picked but not delivered; original left in place
 	Stopped error         // why publishing stopped early (Continue/Intend), if it did
+	// Coverage is how much of the DLQ the pass read. A pass that ended
+	// once every picked message was found is Cut, not Whole.
+	Coverage Coverage
 }
 
 // Mover performs confirm-then-ack passes over a DLQ.

@@ -64,6 +64,42 @@ type ScanInfo struct {
 	QueueType string
 	// Duration is how long the scan took, requeue included.
 	Duration time.Duration
+	// Coverage is how much of the queue the scan saw.
+	Coverage Coverage
+}
+
+// Coverage says how much of a queue one read saw, by the broker's counts
+// (never by a pause in deliveries).
+type Coverage struct {
+	// Queued is how many messages the queue held when the read began: the
+	// ready count, plus what other clients held unacknowledged when the
+	// broker reported any.
+	Queued int `json:"queued"`
+	// Ready is the queue's ready count when the read began: what the read
+	// set out to see.
+	Ready int `json:"ready"`
+	// Read is how many messages the read saw.
+	Read int `json:"read"`
+	// HeldElsewhere is how many messages other clients held or took (an
+	// estimate from the broker's counts; 0 when none are known).
+	HeldElsewhere int `json:"held_elsewhere,omitempty"`
+	// OtherConsumers is how many other consumers the queue had when the
+	// read began (after waiting briefly for them to let go).
+	OtherConsumers int `json:"other_consumers,omitempty"`
+	// Short is set when the broker had no more messages for the read
+	// before it saw all it set out to: another client holds or took them.
+	Short bool `json:"short,omitempty"`
+	// Cut is set when the read ended before the end of the queue for
+	// another reason: its caller stopped it (a limit, a satisfied move,
+	// cancellation) or an error broke it.
+	Cut bool `json:"cut,omitempty"`
+}
+
+// Whole reports whether the read saw every message of the queue, with no
+// other client holding any: only such a read can say a message is not
+// there.
+func (c Coverage) Whole() bool {
+	return !c.Short && !c.Cut && c.OtherConsumers == 0 && c.HeldElsewhere == 0 && c.Read >= c.Ready
 }
 
 // Broker is what the engine needs from RabbitMQ.

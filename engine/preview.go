@@ -20,6 +20,9 @@ const (
 	// consumer refuse a replayed copy (rascal's immediateNack); the replay
 	// resets it (Meta.Refusal).
 	ProblemRetryState = "consumer_would_refuse"
+	// ProblemPartialRead: the scan could not see the whole DLQ (another
+	// client held or took messages); always listed first.
+	ProblemPartialRead = "partial_read"
 )
 
 // Problem is one thing that would go wrong, with how many messages it hits.
@@ -50,18 +53,22 @@ type PreviewMessage struct {
 
 // Preview is what a replay of a selection would do. Making one changes nothing.
 type Preview struct {
-	Token     string           `json:"token,omitempty"`
-	ExpiresAt string           `json:"expires_at,omitempty"`
-	DLQ       QueueState       `json:"dlq"`
-	Selection string           `json:"selection"`
-	Requester string           `json:"requester"`
-	Scanned   int              `json:"scanned"`
-	Selected  int              `json:"selected"` // copies in the token
-	Distinct  int              `json:"distinct"` // distinct ids in the token
-	Parked    int              `json:"parked"`
-	Problems  []Problem        `json:"problems"`
-	Targets   []TargetView     `json:"targets"`
-	Messages  []PreviewMessage `json:"messages"`
+	Token     string     `json:"token,omitempty"`
+	ExpiresAt string     `json:"expires_at,omitempty"`
+	DLQ       QueueState `json:"dlq"`
+	Selection string     `json:"selection"`
+	Requester string     `json:"requester"`
+	Scanned   int        `json:"scanned"`
+	// Coverage is how much of the DLQ the scan saw; a scan that could not
+	// see all of it leads the problems with ProblemPartialRead, and the
+	// token covers only what was read.
+	Coverage Coverage         `json:"coverage"`
+	Selected int              `json:"selected"` // copies in the token
+	Distinct int              `json:"distinct"` // distinct ids in the token
+	Parked   int              `json:"parked"`
+	Problems []Problem        `json:"problems"`
+	Targets  []TargetView     `json:"targets"`
+	Messages []PreviewMessage `json:"messages"`
 	// Arrivals is when the selected messages were dead-lettered (see arrivals.go).
 	Arrivals *Arrivals `json:"arrivals,omitempty"`
 }
@@ -117,6 +124,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		s.onScan(info.Read, info.Duration)
 	}
 	p.Arrivals = arr.view()
+	p.Coverage = info.Coverage
 	if err := s.resolveTargets(ctx, sel, p); err != nil {
 		return nil, err
 	}
@@ -127,6 +135,9 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		return nil, err
 	}
 	s.summarise(p)
+	if pr, ok := partialRead(p); ok {
+		p.Problems = append([]Problem{pr}, p.Problems...)
+	}
 	if p.Selected > 0 {
 		if err := s.freeze(ctx, sel, p); err != nil {
 			return nil, err
@@ -215,4 +226,26 @@ func (s *Service) inspectTargets(ctx context.Context, p *Preview) error {
 	}
 	sort.Slice(p.Targets, func(i, j int) bool { return p.Targets[i].Queue < p.Targets[j].Queue })
 	return nil
+}
+
+// partialRead is the problem a preview leads with when its scan could not
+// see the whole DLQ: how much it read out of how many, and that the token
+// covers only what it read. A scan ended by limit= is not partial.
+func partialRead(p *Preview) (Problem, bool) {
+	c := p.Coverage
+	if !c.Short && c.OtherConsumers == 0 && c.HeldElsewhere == 0 {
+		return Problem{}, false
+	}
+	total := max(c.Queued, c.Read+c.HeldElsewhere)
+	d := fmt.Sprintf("only %d of the %d message(s) in %s could be read", c.Read, total, p.DLQ.Name)
+	switch {
+	case c.HeldElsewhere > 0 && c.OtherConsumers > 0:
+		d += fmt.Sprintf(": %d other consumer(s) held about %d of them unacknowledged", c.OtherConsumers, c.HeldElsewhere)
+	case c.HeldElsewhere > 0:
+		d += fmt.Sprintf(": another client held or took %d of them", c.HeldElsewhere)
+	default:
+		d += fmt.Sprintf(": %d other consumer(s) were reading it, and may hold messages this preview did not see", c.OtherConsumers)
+	}
+	d += ". This preview and its token cover only what was read; preview again once the other reader has let go"
+	return Problem{Kind: ProblemPartialRead, Queue: p.DLQ.Name, Messages: c.HeldElsewhere, Detail: d}, true
 }

@@ -190,6 +190,11 @@ func TestReplayToScratchKeepsMessagesByteForByte(t *testing.T) {
 		wantH["x-replay-id"] = rep.ID
 		wantH["x-replay-count"] = int32(1)
 		wantH["stroma.dlq.replayed_from"] = src // the source, not the DLQ (§5)
+		if tag, ok := got.Headers["x-dlqbot-copy"].(string); ok && tag != "" {
+			wantH["x-dlqbot-copy"] = tag // a per-copy id, for matching returns exactly
+		} else {
+			t.Errorf("copy %d has no x-dlqbot-copy header", i)
+		}
 		if !reflect.DeepEqual(got.Headers, wantH) {
 			t.Fatalf("copy %d headers:\n got  %#v\n want %#v", i, got.Headers, wantH)
 		}

@@ -141,9 +141,20 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 			}
 			continue
 		}
-		if res.Returned > 0 || (res.Sent > 0 && res.Settled == 0) {
+		note := ""
+		switch {
+		case res.Returned > 0 || (res.Sent > 0 && res.Settled == 0):
+			note = res.Observation
+		case res.HeldElsewhere > 0:
+			note = fmt.Sprintf("%d planned message(s) were held unacked by another client of %s for longer than %s: not sent, still planned; resume when it lets go",
+				res.HeldElsewhere, rn.r.DLQ, rn.s.cfg.HeldWait)
+			if res.Sent > 0 {
+				note += " (step: " + res.Observation + ")"
+			}
+		}
+		if note != "" {
 			rn.r.State = StateStopped
-			rn.r.Note = res.Observation
+			rn.r.Note = note
 			rn.r.EndedAt = rn.s.d.Clock.Now()
 			if err := rn.yield(ctx, StateStopped, StateCancelled); errors.Is(err, ErrDesireChanged) {
 				rn.ctl.refresh(ctx) // cancelled while the step settled
@@ -152,21 +163,61 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 			} else if err != nil {
 				return rn.r, err
 			}
-			rn.emit(ctx, EventStopped, &res, "stopped after step "+fmt.Sprint(res.Step)+": "+res.Observation)
+			rn.emit(ctx, EventStopped, &res, "stopped after step "+fmt.Sprint(res.Step)+": "+note)
 			rn.s.scheduleFollowUps(ctx, rn.r)
 			return rn.r, nil
 		}
 		rn.emit(ctx, EventStepPassed, &res, fmt.Sprintf("step %d passed: %s", res.Step, res.Observation))
 	}
-	rn.r.State = StateFinished
+	return rn.end(ctx)
+}
+
+// end closes a run whose plan is exhausted. Only a replay that sent every
+// message of its preview (and lost none) is finished; any other ends
+// stopped, saying loudly what did not happen — above all how many
+// messages disappeared, neither sent by dlqbot nor in the DLQ.
+func (rn *run) end(ctx context.Context) (Replay, error) {
 	rn.r.EndedAt = rn.s.d.Clock.Now()
-	rn.r.Note = fmt.Sprintf("%d sent, %d settled, %d came back, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.r.Returned, rn.r.Missing, rn.r.Failed)
+	kind := EventFinished
+	if rn.r.Sent >= rn.r.Total && rn.r.Missing == 0 {
+		rn.r.State = StateFinished
+		rn.r.Note = fmt.Sprintf("%d sent, %d settled, %d came back, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.r.Returned, rn.r.Missing, rn.r.Failed)
+	} else {
+		rn.r.State = StateStopped
+		rn.r.Note = Shortfall(rn.r)
+		kind = EventStopped
+	}
 	if err := rn.put(ctx); err != nil {
 		return rn.r, err
 	}
-	rn.emit(ctx, EventFinished, nil, "finished: "+rn.r.Note)
+	if kind == EventFinished {
+		rn.emit(ctx, kind, nil, "finished: "+rn.r.Note)
+	} else {
+		rn.emit(ctx, kind, nil, "stopped: "+rn.r.Note)
+	}
 	rn.s.scheduleFollowUps(ctx, rn.r)
 	return rn.r, nil
+}
+
+// Shortfall words why a replay whose plan is exhausted did not finish:
+// how many of its messages disappeared (neither sent by dlqbot nor still in
+// the DLQ) first, then those not delivered (still in the DLQ) and those in
+// doubt. It is "" for a replay that sent everything.
+func Shortfall(r Replay) string {
+	if r.Sent >= r.Total && r.Missing == 0 {
+		return ""
+	}
+	s := fmt.Sprintf("not finished: %d of %d sent", r.Sent, r.Total)
+	if r.Missing > 0 {
+		s += fmt.Sprintf("; %d DISAPPEARED — neither sent by dlqbot nor in %s any more (dlqbot did not send them; something else took them from the DLQ)", r.Missing, r.DLQ)
+	}
+	if r.Failed > 0 {
+		s += fmt.Sprintf("; %d not delivered (the broker refused them; their originals stay in %s)", r.Failed, r.DLQ)
+	}
+	if r.InDoubt > 0 {
+		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; originals stay in %s, not sent again)", r.InDoubt, r.DLQ)
+	}
+	return s
 }
 
 // stopCause says why sending must stop now, if it must.

@@ -35,6 +35,10 @@ type Config struct {
 	// be taken before its counters serve as a baseline: the broker's
 	// statistics interval plus a margin (default 6s, for RabbitMQ's 5s).
 	StatsLag time.Duration
+	// HeldWait bounds how long a step waits for another client holding
+	// messages of the DLQ to let go before it reports the planned messages
+	// it could not find as held elsewhere (default 60s).
+	HeldWait time.Duration
 	// FollowUps are when a finished or stopped replay is checked again
 	// (default DefaultFollowUps: +5m, +2h, +24h).
 	FollowUps []time.Duration
@@ -75,6 +79,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.FollowUps) == 0 {
 		c.FollowUps = DefaultFollowUps
+	}
+	if c.HeldWait <= 0 {
+		c.HeldWait = 60 * time.Second
 	}
 	if c.StatsLag <= 0 {
 		c.StatsLag = 6 * time.Second

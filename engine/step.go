@@ -26,99 +26,12 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	rn.emit(ctx, EventStepStarted, &res, fmt.Sprintf("step %d: sending %d message(s)", k, left))
 
 	baseline := rn.sampleTargets(ctx, pick)
-	sentBefore := rn.r.Sent
-	rn.lastProgress = time.Time{}
-	rate := rn.r.Params.Rate
-	if rate < 0 {
-		rate = 0
-	}
-	mr, moveErr := rn.s.d.Mover.Move(ctx, MoveRequest{
-		Queue: rn.r.DLQ,
-		Pick: func(m Message) (Pick, bool) {
-			if left == 0 {
-				return Pick{}, false
-			}
-			meta := rn.s.ParseMeta(rn.r.DLQ, m)
-			id := meta.ID
-			if pick[id] == 0 {
-				return Pick{}, false
-			}
-			pick[id]--
-			left--
-			return Pick{ID: id, Target: rn.target[id], Source: meta.Source}, true
-		},
-		Satisfied: func() bool { return left == 0 },
-		Rewrite: func(h map[string]any, p Pick) map[string]any {
-			return ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
-		},
-		Window:   rn.s.cfg.Window,
-		Rate:     rate,
-		Continue: func() error { return rn.stopCause(ctx) },
-		Intend: func(ctx context.Context, batch []Moved) error {
-			if err := rn.hb.check(ctx); err != nil {
-				return err
-			}
-			return rn.s.d.Ledger.Intend(ctx, rn.entries(batch, true))
-		},
-		Confirmed: func(ctx context.Context, batch []Moved) error {
-			if err := rn.s.d.Ledger.Confirm(ctx, rn.entries(batch, false)); err != nil {
-				return err
-			}
-			rn.progress(ctx, len(batch))
-			return nil
-		},
-	})
-	rn.r.Sent = sentBefore
 	sentPer := map[string]int{}
-	for _, m := range mr.Sent {
-		rn.plan.drop(m.ID, 1)
-		sentPer[m.Target]++
-	}
-	for _, m := range mr.Unacked {
-		rn.plan.drop(m.ID, 1)
-		sentPer[m.Target]++
-	}
-	res.Sent = len(mr.Sent) + len(mr.Unacked)
-	rn.r.Sent += res.Sent
-	rn.r.Duplicates += len(mr.Unacked)
-	for _, f := range mr.Failed {
-		rn.plan.drop(f.ID, 1)
-		if f.Kind == "unrecorded" {
-			// Confirmed by the broker, so delivered: its original stays in
-			// the DLQ and its ledger intent stays pending (never sent
-			// again). A duplicate, never "not delivered".
-			res.Sent++
-			rn.r.Sent++
-			rn.r.Duplicates++
-			sentPer[f.Target]++
-			rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: f.Kind, Detail: f.Detail})
-			continue
-		}
-		res.Failed++
-		kind := f.Kind
-		if kind == "lost" {
-			// No confirm: maybe delivered, maybe not. Not "not delivered".
-			kind = "in_doubt"
-			rn.r.InDoubt++
-		} else {
-			rn.r.Failed++
-		}
-		rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: kind, Detail: f.Detail})
-	}
-	if err := rn.abandon(ctx, mr); err != nil && moveErr == nil {
-		moveErr = err
-	}
+	mr, moveErr := rn.pass(ctx, pick, &left, &res, sentPer)
 	if moveErr == nil && mr.Stopped == nil && left > 0 {
-		// The whole DLQ was read and these copies were not in it.
-		for id, n := range pick {
-			if n == 0 {
-				continue
-			}
-			rn.plan.drop(id, n)
-			rn.r.Missing += n
-			res.Failed += n
-			rn.fail(Failure{ID: id, Target: rn.target[id], Kind: "missing", Detail: fmt.Sprintf("%d copy(ies) no longer in %s", n, rn.r.DLQ)})
-		}
+		// Not every picked message was found: account for each of them
+		// before anything is called missing (see account.go).
+		mr, moveErr = rn.findRest(ctx, pick, &left, &res, sentPer, mr)
 	}
 	if err := rn.put(ctx); err != nil {
 		return res, nil, err

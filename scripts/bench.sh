@@ -20,6 +20,7 @@ run() { # run <package> <regexp> <benchtime>
 }
 
 run ./engine/amqp 'BenchmarkScan' 1x
+run ./engine 'BenchmarkPreview' 1x
 run ./engine/amqp 'BenchmarkMove' 1x
 run ./engine 'BenchmarkPacing|BenchmarkStopLatency' 1x
 run ./cmd/dlqbot 'BenchmarkInterruptReport' 1x
@@ -42,6 +43,7 @@ rows = [
   ("Preview scan, classic DLQ, 100k × 1 KB", "≥ 50% of a minimal reader", f"{g('BenchmarkScan/classic','msgs/s')} msg/s vs {g('BenchmarkScan/classic','ref-msgs/s')} msg/s", g('BenchmarkScan/classic','ratio','{:.2f}×')),
   ("Preview scan, quorum DLQ, 100k × 1 KB", "≥ 50% of a minimal reader", f"{g('BenchmarkScan/quorum','msgs/s')} msg/s vs {g('BenchmarkScan/quorum','ref-msgs/s')} msg/s", g('BenchmarkScan/quorum','ratio','{:.2f}×')),
   ("Preview scan peak Go heap (classic / quorum)", "< 150 MB", f"{g('BenchmarkScan/classic','peak-MB','{:.1f}')} / {g('BenchmarkScan/quorum','peak-MB','{:.1f}')} MB", "reference " + g('BenchmarkScan/classic','ref-peak-MB','{:.1f}') + " / " + g('BenchmarkScan/quorum','ref-peak-MB','{:.1f}') + " MB"),
+  ("Whole preview (scan, fingerprints, token), classic DLQ, DLQBOT_BENCH_MESSAGES × 1 KB", "peak RSS ≤ 300 MB at 1M; reads all", f"{g('BenchmarkPreview','msgs/s')} msg/s, peak RSS {g('BenchmarkPreview','peak-RSS-MB')} MB, peak heap {g('BenchmarkPreview','peak-heap-MB')} MB, read {g('BenchmarkPreview','read')}", "compare with the scan's reference reader above"),
   ("Unpaced replay send path, 10k × 1 KB persistent", "≥ 80% of a minimal confirm-then-ack mover", f"{g('BenchmarkMove','dlqbot-msgs/s')} msg/s vs {g('BenchmarkMove','minimal-mover-msgs/s')} msg/s (shovel {g('BenchmarkMove','shovel-msgs/s')}, get/publish/ack loop {g('BenchmarkMove','get-publish-ack-loop-msgs/s')})", g('BenchmarkMove','ratio-dlqbot/minimal','{:.2f}×') + " (median of per-round ratios)"),
   ("… against the same mover writing the three replay headers", "(like for like)", f"{g('BenchmarkMove','dlqbot-msgs/s')} msg/s vs {g('BenchmarkMove','minimal-mover+replay-headers-msgs/s')} msg/s", g('BenchmarkMove','ratio-dlqbot/minimal+headers','{:.2f}×')),
   ("Pacing, rate=100 over 30 s", "within 5%", f"{g('BenchmarkPacing','achieved-msgs/s','{:.2f}')} msg/s", g('BenchmarkPacing','error-%','{:+.3f}%')),

@@ -95,7 +95,7 @@ func progressLine(r engine.Replay, now time.Time, withID bool) string {
 	}
 	fmt.Fprintf(&b, "%s · step %d · sent %d/%d · settled %d · came back %d", r.State, r.Step, r.Sent, r.Total, r.Settled, r.Returned)
 	if r.Missing > 0 {
-		fmt.Fprintf(&b, " · missing %d", r.Missing)
+		fmt.Fprintf(&b, " · !! %d DISAPPEARED (neither sent by dlqbot nor in the DLQ)", r.Missing)
 	}
 	if r.Failed > 0 {
 		fmt.Fprintf(&b, " · not delivered %d", r.Failed)

@@ -20,6 +20,9 @@ func printPreview(w io.Writer, p *engine.Preview) {
 		typ = "queue"
 	}
 	fmt.Fprintf(w, "Preview of %s (%s, %d ready, %d consumer(s))\n", p.DLQ.Name, typ, p.DLQ.Ready, p.DLQ.Consumers)
+	if len(p.Problems) > 0 && p.Problems[0].Kind == engine.ProblemPartialRead {
+		fmt.Fprintf(w, "!! PARTIAL READ: %s\n", p.Problems[0].Detail)
+	}
 	fmt.Fprintf(w, "Selection: %s\n", p.Selection)
 	fmt.Fprintf(w, "Scanned %d message(s): %d selected (%d distinct), %d parked. Nothing was changed.\n\n", p.Scanned, p.Selected, p.Distinct, p.Parked)
 	if len(p.Problems) > 0 {
@@ -77,6 +80,9 @@ func printPreview(w io.Writer, p *engine.Preview) {
 
 func printReplay(w io.Writer, r engine.Replay) {
 	fmt.Fprintf(w, "Replay %s: %s\n", r.ID, r.State)
+	if r.Missing > 0 {
+		fmt.Fprintf(w, "  !! %d message(s) DISAPPEARED: neither sent by dlqbot nor in %s any more (dlqbot did not send them)\n", r.Missing, r.DLQ)
+	}
 	fmt.Fprintf(w, "  from %s, approved by %s, requested by %s\n", r.DLQ, r.Approver, r.Requester)
 	fmt.Fprintf(w, "  step %d; sent %d of %d; left the target queue %d; came back %d; missing %d; not delivered %d; new failures meanwhile %d\n",
 		r.Step, r.Sent, r.Total, r.Settled, r.Returned, r.Missing, r.Failed, r.NewFailures)

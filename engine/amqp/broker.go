@@ -16,7 +16,9 @@ const (
 	DefaultURL           = "amqp://guest:guest@127.0.0.1:5672/"
 	DefaultManagementURL = "http://guest:guest@127.0.0.1:15672"
 	DefaultPrefetch      = 10000
-	DefaultIdleTimeout   = 3 * time.Second
+	DefaultIdleTimeout   = 500 * time.Millisecond
+	DefaultStallTimeout  = 2 * time.Minute
+	DefaultQuietWait     = 3 * time.Second
 	DefaultHTTPTimeout   = 10 * time.Second
 	DefaultDialTimeout   = 5 * time.Second
 	DefaultSettleTimeout = 30 * time.Second
@@ -39,10 +41,24 @@ type Config struct {
 	// channels but more deliveries buffered in memory when the caller is
 	// slower than the broker.
 	Prefetch int
-	// IdleTimeout ends a read that has waited this long for the next
-	// delivery, so a queue whose messages are partly held by another
-	// consumer cannot hang a scan. Default DefaultIdleTimeout.
+	// IdleTimeout is how long a read waits for the next delivery before it
+	// asks the broker whether any message is still ready for it. A read
+	// never ends on a pause alone: it ends when it has read every message
+	// ready at its start, or when the broker reports none left for it
+	// (another consumer holds or took them; the read is then short).
+	// Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
+	// StallTimeout ends a read that has had no delivery for this long
+	// although the broker reports messages ready (a single-active-consumer
+	// queue served to another client, say); the read is then short.
+	// Default DefaultStallTimeout.
+	StallTimeout time.Duration
+	// QuietWait is how long a read waits, before it starts, for other
+	// consumers of the queue to let go (another reader, or a quorum
+	// queue's returns from another process not yet applied); while the
+	// ready count rises it waits up to SettleTimeout. Default
+	// DefaultQuietWait.
+	QuietWait time.Duration
 	// HTTPTimeout bounds each management API request. Default
 	// DefaultHTTPTimeout.
 	HTTPTimeout time.Duration
@@ -70,6 +86,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.StallTimeout <= 0 {
+		c.StallTimeout = DefaultStallTimeout
+	}
+	if c.QuietWait <= 0 {
+		c.QuietWait = DefaultQuietWait
 	}
 	if c.HTTPTimeout <= 0 {
 		c.HTTPTimeout = DefaultHTTPTimeout

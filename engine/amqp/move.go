@@ -20,12 +20,18 @@ const confirmWait = 30 * time.Second
 // flushEvery is how many confirmed copies are recorded and acked together.
 const flushEvery = 200
 
+// copyHeader names each copy a Move publishes ("<move>-<n>"), so a
+// mandatory return is matched to exactly the copy it is (identical copies
+// of one message share their message id, routing key and body).
+const copyHeader = "x-dlqbot-copy"
+
 // inflight is a copy published and not yet confirmed.
 type inflight struct {
 	h        held
 	moved    engine.Moved
 	dc       *amqp.DeferredConfirmation
 	key      string
+	tag      string // its copyHeader value
 	returned *amqp.Return
 }
 
@@ -37,6 +43,8 @@ type mover struct {
 	pub     *amqp.Channel
 	returns chan amqp.Return
 	flight  []*inflight // publish order
+	byCopy  map[string]*inflight
+	copies  int         // copies published, for copyHeader
 	done    []*inflight // confirmed, not yet recorded and acked
 	// doneSince is when the oldest of done was confirmed.
 	doneSince time.Time
@@ -68,9 +76,10 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	// Like Scan: a quorum queue with a delivery limit scrambles a large
 	// one-shot return, so what the move leaves is returned in paced chunks.
 	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
+	unacked := -1
 	if q, _ := b.mgmt.queue(tctx, req.Queue, false); q != nil {
 		r.paced = q.queueType() == "quorum" && q.deliveryLimit() > 0
-		r.classic = q.queueType() == "classic"
+		unacked = int(q.MessagesUnacked)
 	}
 	cancel()
 	m := &mover{b: b, req: req, r: r, user: b.uri.Username}
@@ -78,6 +87,7 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	err = m.run(ctx)
 	// Whatever happened, settle what was published and return the rest.
 	m.finish(ctx)
+	m.res.Coverage = r.coverage(unacked)
 	if _, relErr := r.release(); relErr != nil && err == nil && !m.connLost() {
 		err = relErr
 	}
@@ -225,6 +235,9 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 		if m.req.Rewrite != nil {
 			headers = amqp.Table(m.req.Rewrite(map[string]any(d.Headers), pp.p))
 		}
+		m.copies++
+		tag := fmt.Sprintf("%s-%d", m.r.id, m.copies)
+		headers = withHeader(headers, copyHeader, tag)
 		msg := amqp.Publishing{
 			Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
 			DeliveryMode: d.DeliveryMode, Priority: d.Priority, CorrelationId: d.CorrelationId,
@@ -240,7 +253,12 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: "lost", Detail: "the publish failed: " + err.Error()})
 			return m.b.classify(err)
 		}
-		m.flight = append(m.flight, &inflight{h: pp.h, moved: mv, dc: dc, key: pp.p.Target})
+		f := &inflight{h: pp.h, moved: mv, dc: dc, key: pp.p.Target, tag: tag}
+		m.flight = append(m.flight, f)
+		if m.byCopy == nil {
+			m.byCopy = map[string]*inflight{}
+		}
+		m.byCopy[tag] = f
 		if err := m.collect(ctx, len(m.flight) >= m.req.Window); err != nil {
 			for _, rest := range in.batch[i+1:] {
 				m.res.Unsent = append(m.res.Unsent, moved(rest))
@@ -249,6 +267,17 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 		}
 	}
 	return nil
+}
+
+// withHeader returns a copy of h with k set to v (h itself may be the
+// delivery's own table, which must not change).
+func withHeader(h amqp.Table, k string, v any) amqp.Table {
+	out := make(amqp.Table, len(h)+1)
+	for hk, hv := range h {
+		out[hk] = hv
+	}
+	out[k] = v
+	return out
 }
 
 // cont asks the caller whether to go on; a refusal is recorded as Stopped.

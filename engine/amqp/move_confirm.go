@@ -38,6 +38,7 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 		// its ack, so its return is already buffered.
 		m.matchReturns()
 		m.flight = m.flight[1:]
+		delete(m.byCopy, f.tag)
 		switch {
 		case f.returned != nil:
 			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "unroutable",
@@ -47,6 +48,13 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 				m.doneSince = time.Now()
 			}
 			m.done = append(m.done, f)
+		case m.pub.IsClosed():
+			// amqp091-go resolves every pending confirm as a nack when the
+			// channel closes (it marks the channel closed first): no
+			// answer came from the broker, so the copy may have been
+			// delivered. In doubt, never "nacked" (which would be retried).
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "lost",
+				Detail: "the channel closed before the broker confirmed the copy; the original stays in the DLQ (the copy may have been delivered: see the ledger's pending entries)"})
 		default:
 			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "nacked", Detail: "the broker nacked the copy"})
 		}
@@ -54,20 +62,23 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 	return m.maybeFlush(ctx, true)
 }
 
-// matchReturns pairs each buffered mandatory return with the earliest copy
-// in flight that it can be (same target, message id and body length):
-// returns arrive in publish order.
+// matchReturns pairs each buffered mandatory return with its copy by the
+// copy's own header (copyHeader), exactly: identical copies of one message
+// are told apart. A closed return channel (the channel or connection was
+// lost) ends the matching for good; the copies' confirms then say what
+// happened.
 func (m *mover) matchReturns() {
-	for {
+	for m.returns != nil {
 		select {
-		case ret := <-m.returns:
-			for _, f := range m.flight {
-				d := f.h.d
-				if f.returned == nil && f.key == ret.RoutingKey && d.MessageId == ret.MessageId && len(d.Body) == len(ret.Body) {
-					r := ret
-					f.returned = &r
-					break
-				}
+		case ret, ok := <-m.returns:
+			if !ok {
+				m.returns = nil
+				return
+			}
+			tag, _ := ret.Headers[copyHeader].(string)
+			if f := m.byCopy[tag]; f != nil && f.returned == nil {
+				r := ret
+				f.returned = &r
 			}
 		default:
 			return

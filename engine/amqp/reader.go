@@ -12,8 +12,8 @@ import (
 )
 
 // errReadDone ends a read: every message present when it began has been
-// delivered, or the queue stayed quiet for the idle timeout (another client
-// holds the rest).
+// delivered, or the broker says none is left for this read (another client
+// holds or took the rest: the read is short).
 var errReadDone = errors.New("read done")
 
 // drainTimeout bounds the wait for a cancelled consumer's last deliveries.
@@ -37,16 +37,24 @@ type holdReader struct {
 	id     string        // consumer tag prefix
 	want   int           // ready count when the read began
 	window int           // prefetch per channel
-	idle   time.Duration // end of read after this long without a delivery
+	idle   time.Duration // ask the broker after this long without a delivery
+	stall  time.Duration // give up after this long without a delivery while the broker says messages are ready
 	spare  *amqp.Channel // the probe channel, reused for the first window
+	probe  *amqp.Channel // passive declares while the read waits
 	chans  []*heldChan
 	seq    int
 	done   bool // errReadDone was returned
 	timer  *time.Timer
 	closed bool
-	// classic is set for a classic queue, whose returns apply at once (no
-	// pending returns to wait for at the next read).
-	classic bool
+	// others is how many consumers the queue had, besides this read, when
+	// the read began (after waiting for them to let go, see awaitQuiet).
+	others int
+	// short is set when the read ended before it saw every message ready at
+	// its start: the broker had none left for it (another client holds or
+	// took them), or it stopped delivering for the stall timeout.
+	short bool
+	// cut is set when the read was ended early by its caller or an error.
+	cut bool
 	// paced makes release return messages in small ordered steps (see
 	// returns.go); the caller sets it for quorum queues with a delivery
 	// limit, which would otherwise scramble a large return.
@@ -92,13 +100,16 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 	if n := b.pending.take(queue); err == nil && n > q.Messages {
 		q, err = b.awaitReturns(ctx, ch, queue, n, q)
 	}
+	if err == nil && q.Consumers > 0 {
+		q, err = b.awaitQuiet(ctx, ch, queue, q)
+	}
 	if err != nil {
 		closeQuietly(ch)
 		return nil, b.classify(err)
 	}
 	r := &holdReader{
-		b: b, conn: conn, queue: queue, id: randomID(),
-		want: q.Messages, window: b.cfg.Prefetch, idle: b.cfg.IdleTimeout, spare: ch,
+		b: b, conn: conn, queue: queue, id: randomID(), others: q.Consumers,
+		want: q.Messages, window: b.cfg.Prefetch, idle: b.cfg.IdleTimeout, stall: b.cfg.StallTimeout, spare: ch,
 	}
 	// Leave half of the connection's channels to other operations; widen
 	// the window when the queue would need more than that.
@@ -117,8 +128,8 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 }
 
 // next returns the next delivery in queue order, errReadDone once the
-// messages present at the start have all been read (or none came for the
-// idle timeout), or the error that broke the read.
+// messages present at the start have all been read (or the broker has none
+// left for this read: see wait), or the error that broke the read.
 func (r *holdReader) next(ctx context.Context) (held, error) {
 	if r.done || r.seq >= r.want {
 		r.done = true
@@ -148,20 +159,9 @@ func (r *holdReader) next(ctx context.Context) (held, error) {
 	select {
 	case d, ok = <-c.deliveries:
 	default:
-		if r.timer == nil {
-			r.timer = time.NewTimer(r.idle)
-		} else {
-			r.timer.Reset(r.idle)
-		}
-		select {
-		case d, ok = <-c.deliveries:
-			r.timer.Stop()
-		case <-ctx.Done():
-			r.timer.Stop()
-			return held{}, ctx.Err()
-		case <-r.timer.C:
-			r.done = true
-			return held{}, errReadDone
+		var err error
+		if d, ok, err = r.wait(ctx, c); err != nil {
+			return held{}, err
 		}
 	}
 	if !ok {

@@ -52,9 +52,10 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 		return info, fmt.Errorf("amqp: scan %s: %w", queue, err)
 	}
 	qinfo := <-typed
-	limit := 0
+	limit, unacked := 0, -1
 	if qinfo != nil {
 		info.QueueType, limit = qinfo.queueType(), qinfo.deliveryLimit()
+		unacked = int(qinfo.MessagesUnacked)
 	}
 	if info.QueueType == "stream" {
 		_, _ = r.release()
@@ -68,7 +69,6 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 	// With a delivery limit a quorum queue puts returns near the head, but
 	// scrambles a large multi-message return: return in paced chunks.
 	r.paced = info.QueueType == "quorum" && limit > 0
-	r.classic = info.QueueType == "classic"
 
 	var visitErr, readErr error
 	for {
@@ -90,6 +90,11 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 			}
 		}
 	}
+	if visitErr != nil {
+		r.cut = true
+	}
+	info.Coverage = r.coverage(unacked)
+	info.Coverage.Read = info.Read
 	_, relErr := r.release()
 	info.Duration = time.Since(start)
 

@@ -156,9 +156,10 @@ func TestScanEmptyAndMissing(t *testing.T) {
 	}
 }
 
-// TestReaderIdleTimeout: messages counted at the start but taken by another
-// consumer end the read after the idle timeout instead of hanging it.
-func TestReaderIdleTimeout(t *testing.T) {
+// TestReaderEndsShortWhenOthersTakeMessages: messages counted at the start
+// but taken by another consumer end the read once the broker has none left
+// for it (instead of hanging it), and the read says it was short.
+func TestReaderEndsShortWhenOthersTakeMessages(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	q := e.queue("t-idle", nil)
@@ -200,8 +201,11 @@ func TestReaderIdleTimeout(t *testing.T) {
 	if n != 15 {
 		t.Errorf("read %d messages, want 15", n)
 	}
-	if d := time.Since(start); d > 3*time.Second {
+	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("read took %v despite a 300ms idle timeout", d)
+	}
+	if cv := r.coverage(-1); !cv.Short || cv.Whole() || cv.Read != 15 || cv.HeldElsewhere != 5 {
+		t.Errorf("coverage %+v, want short: 15 read, 5 held elsewhere", cv)
 	}
 	returned, err := r.release()
 	if err != nil || returned != 15 {

@@ -1,0 +1,217 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// A step accounts for every message it planned. A pass over the DLQ that
+// did not find some of them proves nothing by itself: another client may
+// hold them unacked (a preview, another replica's read whose returns a
+// quorum queue has not applied yet), or the read may have been cut short.
+// So a message is called missing only when a pass that saw the whole DLQ
+// (Coverage.Whole), with the broker reporting no unacknowledged message on
+// it before and after that pass, did not find it. Until then the step
+// waits for the other holder to let go and reads again, up to
+// Config.HeldWait; what is still unaccounted for then is reported as held
+// elsewhere and stays in the plan (the replay stops, resumable).
+
+// pass runs one Move over the DLQ for what is still to find in pick and
+// books its outcome into res, sentPer and the plan.
+func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *StepResult, sentPer map[string]int) (MoveResult, error) {
+	sentBefore := rn.r.Sent
+	rn.lastProgress = time.Time{}
+	rate := rn.r.Params.Rate
+	if rate < 0 {
+		rate = 0
+	}
+	mr, moveErr := rn.s.d.Mover.Move(ctx, MoveRequest{
+		Queue: rn.r.DLQ,
+		Pick: func(m Message) (Pick, bool) {
+			if *left == 0 {
+				return Pick{}, false
+			}
+			meta := rn.s.ParseMeta(rn.r.DLQ, m)
+			id := meta.ID
+			if pick[id] == 0 {
+				return Pick{}, false
+			}
+			pick[id]--
+			*left--
+			return Pick{ID: id, Target: rn.target[id], Source: meta.Source}, true
+		},
+		Satisfied: func() bool { return *left == 0 },
+		Rewrite: func(h map[string]any, p Pick) map[string]any {
+			return ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
+		},
+		Window:   rn.s.cfg.Window,
+		Rate:     rate,
+		Continue: func() error { return rn.stopCause(ctx) },
+		Intend: func(ctx context.Context, batch []Moved) error {
+			if err := rn.hb.check(ctx); err != nil {
+				return err
+			}
+			return rn.s.d.Ledger.Intend(ctx, rn.entries(batch, true))
+		},
+		Confirmed: func(ctx context.Context, batch []Moved) error {
+			if err := rn.s.d.Ledger.Confirm(ctx, rn.entries(batch, false)); err != nil {
+				return err
+			}
+			rn.progress(ctx, len(batch))
+			return nil
+		},
+	})
+	rn.r.Sent = sentBefore
+	sent := 0
+	for _, m := range append(append([]Moved(nil), mr.Sent...), mr.Unacked...) {
+		rn.plan.drop(m.ID, 1)
+		sentPer[m.Target]++
+		sent++
+	}
+	res.Sent += sent
+	rn.r.Sent += sent
+	rn.r.Duplicates += len(mr.Unacked)
+	for _, f := range mr.Failed {
+		rn.plan.drop(f.ID, 1)
+		if f.Kind == "unrecorded" {
+			// Confirmed by the broker, so delivered: its original stays in
+			// the DLQ and its ledger intent stays pending (never sent
+			// again). A duplicate, never "not delivered".
+			res.Sent++
+			rn.r.Sent++
+			rn.r.Duplicates++
+			sentPer[f.Target]++
+			rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: f.Kind, Detail: f.Detail})
+			continue
+		}
+		res.Failed++
+		kind := f.Kind
+		if kind == "lost" {
+			// No confirm: maybe delivered, maybe not. Not "not delivered".
+			kind = "in_doubt"
+			rn.r.InDoubt++
+		} else {
+			rn.r.Failed++
+		}
+		rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: kind, Detail: f.Detail})
+	}
+	if err := rn.abandon(ctx, mr); err != nil && moveErr == nil {
+		moveErr = err
+	}
+	return mr, moveErr
+}
+
+// findRest accounts for the picked messages the first pass did not find:
+// it reads again once no other client holds messages of the DLQ, and calls
+// missing only what a whole read between two quiet moments did not find.
+// What it cannot account for within Config.HeldWait is held elsewhere:
+// counted in res.HeldElsewhere and left in the plan.
+func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res *StepResult, sentPer map[string]int, mr MoveResult) (MoveResult, error) {
+	deadline := time.Now().Add(rn.s.cfg.HeldWait)
+	passEnd := time.Now()
+	// provenBefore: the broker reported no unacknowledged message on the
+	// DLQ after the previous pass and before the last one began.
+	provenBefore := false
+	for *left > 0 {
+		// After a whole read, only the broker's unacked count can tell a
+		// message held by a client without a consumer from a message gone.
+		strict := mr.Coverage.Whole()
+		quiet, err := rn.s.awaitQuiet(ctx, rn.r.DLQ, passEnd, deadline, strict, func() error { return rn.stopCause(ctx) })
+		if err != nil {
+			return mr, err
+		}
+		if stop := rn.stopCause(ctx); stop != nil {
+			// Paused, cancelled or shut down while waiting: what is left
+			// stays planned.
+			*left = 0
+			mr.Stopped = stop
+			return mr, nil
+		}
+		if !quiet {
+			break
+		}
+		if strict && provenBefore {
+			// A whole read between two quiet moments did not find them.
+			rn.missing(pick, left, res)
+			return mr, nil
+		}
+		provenBefore = strict
+		var moveErr error
+		if mr, moveErr = rn.pass(ctx, pick, left, res, sentPer); moveErr != nil || mr.Stopped != nil {
+			return mr, moveErr
+		}
+		passEnd = time.Now()
+	}
+	if *left > 0 {
+		res.HeldElsewhere = *left
+		held := *left
+		*left = 0
+		for id, n := range pick {
+			if n > 0 {
+				rn.fail(Failure{ID: id, Target: rn.target[id], Kind: "held_elsewhere",
+					Detail: fmt.Sprintf("%d copy(ies) not found in %s while another client held messages of it; still planned", n, rn.r.DLQ)})
+			}
+		}
+		res.Observation = fmt.Sprintf("%d planned message(s) could not be found in %s within %s because another client held messages of it unacked; they were not sent and stay planned",
+			held, rn.r.DLQ, rn.s.cfg.HeldWait)
+	}
+	return mr, nil
+}
+
+// missing books what is left of pick as missing: gone from the DLQ.
+func (rn *run) missing(pick map[string]int, left *int, res *StepResult) {
+	for id, n := range pick {
+		if n == 0 {
+			continue
+		}
+		rn.plan.drop(id, n)
+		rn.r.Missing += n
+		res.Failed += n
+		res.Missing += n
+		rn.fail(Failure{ID: id, Target: rn.target[id], Kind: "missing",
+			Detail: fmt.Sprintf("%d copy(ies) no longer in %s: a whole read of it, with no other client holding any message, did not find them", n, rn.r.DLQ)})
+		pick[id] = 0
+	}
+	*left = 0
+}
+
+// awaitQuiet polls until no other client holds messages of dlq, as the
+// broker reports it: no consumer (passive declare, exact) and, when
+// strict, no unacknowledged message in a management sample that reflects
+// a moment after since (its statistics lag by Config.StatsLag). It
+// returns false when deadline passes first, or when stop (if set) says to
+// stop. Without management statistics only the consumer count is known.
+func (s *Service) awaitQuiet(ctx context.Context, dlq string, since, deadline time.Time, strict bool, stop func() error) (bool, error) {
+	tick := time.NewTicker(s.cfg.SettlePoll)
+	defer tick.Stop()
+	for {
+		if stop != nil && stop() != nil {
+			return false, nil
+		}
+		st, err := s.d.Broker.Inspect(ctx, dlq)
+		if err != nil {
+			return false, err
+		}
+		if !st.Exists {
+			return false, fmt.Errorf("%s: %w", dlq, ErrQueueNotFound)
+		}
+		if st.Consumers == 0 {
+			if !strict || s.d.Stats == nil {
+				return true, nil
+			}
+			if cs, err := s.d.Stats.Counters(ctx, dlq); err == nil &&
+				!cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
+				return true, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,342 @@
+package engine_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	broker "github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/store"
+)
+
+// newEnvAt is newEnv on broker tb, with the store st (nil: a new one), so
+// that two engines can share one Redis like two replicas.
+func newEnvAt(t testing.TB, cfg engine.Config, tb testkit.Broker, st *store.Store) *env {
+	t.Helper()
+	b, err := broker.New(broker.Config{URL: tb.AMQPURL, ManagementURL: tb.ManagementURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if st == nil {
+		rdb, prefix := testkit.Redis(t)
+		if st, err = store.New(store.Config{Prefix: prefix}, rdb, engine.SystemClock{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{rabbit: tb.Dial(t), broker: b, store: st, svc: svc}
+}
+
+// counter is a target consumer that acks and counts message ids.
+type counter struct {
+	mu  sync.Mutex
+	ids map[string]int
+	n   atomic.Int64
+}
+
+func (c *counter) handle(d amqp.Delivery) string {
+	c.mu.Lock()
+	if c.ids == nil {
+		c.ids = map[string]int{}
+	}
+	c.ids[d.MessageId]++
+	c.mu.Unlock()
+	c.n.Add(1)
+	return "ack"
+}
+
+// expectExact checks that a replay of the n messages msgs finished exactly:
+// finished, sent == total, nothing missing, the DLQ empty and the target
+// consumer given each message once.
+func expectExact(t *testing.T, r *testkit.Rabbit, rep engine.Replay, n int, dlq string, got *counter) {
+	t.Helper()
+	if rep.State != engine.StateFinished || rep.Sent != n || rep.Total != n || rep.Missing != 0 || rep.Failed != 0 {
+		t.Fatalf("replay %s: state %s, sent %d of %d, missing %d, failed %d: %s; want finished with all %d sent",
+			rep.ID, rep.State, rep.Sent, rep.Total, rep.Missing, rep.Failed, rep.Note, n)
+	}
+	testkit.Eventually(t, 60*time.Second, "the target consumer to get every copy", func() bool { return got.n.Load() >= int64(n) })
+	if c := r.Count(dlq); c != 0 {
+		t.Fatalf("%d message(s) still in the DLQ after a finished replay", c)
+	}
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	if len(got.ids) != n {
+		t.Fatalf("target got %d distinct messages, want %d", len(got.ids), n)
+	}
+}
+
+// TestWholeDLQReplayOf100k replays a classic DLQ of 100,000 dead letters in
+// one unpaced step: every message is found and sent, none is called
+// missing (before: a read ended at the first 3 s pause in deliveries and
+// the rest were reported missing though still in the DLQ). Under the race
+// detector (make test) it replays 20,000, to stay within the suite's time.
+func TestWholeDLQReplayOf100k(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100,000 messages")
+	}
+	t.Parallel()
+	n := 100000
+	if raceOn {
+		n = 20000
+	}
+	cfg := fast
+	cfg.LeaseTTL = 15 * time.Second // the default: a long step on a loaded machine
+	e := newEnv(t, cfg)
+	r := e.rabbit
+	src, dlq, target := testkit.Name("src"), testkit.Name("dlq"), testkit.Name("tgt")
+	r.Queue(dlq, nil)
+	r.Queue(target, nil)
+	// Dead letters as the broker makes them (x-death from src), published
+	// straight into the DLQ: far quicker than dead-lettering 100,000.
+	start := time.Now()
+	died := time.Now().Add(-time.Hour).Truncate(time.Second)
+	for i := 0; i < n; i += 10000 {
+		msgs := make([]amqp.Publishing, min(10000, n-i))
+		for j := range msgs {
+			h := amqp.Table{
+				"x-death": []any{amqp.Table{"queue": src, "reason": "rejected", "count": int64(1), "time": died,
+					"exchange": "", "routing-keys": []any{src}}},
+				"x-first-death-queue": src, "x-first-death-reason": "rejected", "x-first-death-exchange": "",
+			}
+			msgs[j] = testkit.Msg("m-"+strconv.Itoa(i+j), testkit.Body(i+j, 1024), h)
+		}
+		r.Publish(dlq, msgs...)
+	}
+	r.WaitCount(dlq, n, 120*time.Second)
+	t.Logf("dead letters: %d in %v", n, time.Since(start).Round(time.Millisecond))
+
+	got := &counter{}
+	r.Consume(target, got.handle)
+	start = time.Now()
+	p := preview(t, e, engine.Selection{DLQ: dlq, To: target})
+	if p.Selected != n || p.Coverage.Read != n || !p.Coverage.Whole() {
+		t.Fatalf("preview selected %d, coverage %+v; want all %d read", p.Selected, p.Coverage, n)
+	}
+	t.Logf("preview of %d in %v", n, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	ctx := context.Background()
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 60 * time.Second}, false)
+	if err != nil {
+		t.Fatalf("approve: %v: %+v", err, ap.Changes)
+	}
+	t.Logf("approval of %d in %v", n, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
+	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	t.Logf("replay of %d in %v", n, time.Since(start).Round(time.Millisecond))
+	expectExact(t, r, rep, n, dlq, got)
+}
+
+// TestPreviewsDuringReplayLoseNothing runs previews of the DLQ (another
+// engine, another connection: another replica) all through a replay's
+// steps. Messages a preview holds while a step reads are waited for, never
+// called missing: the replay finishes with every message sent.
+func TestPreviewsDuringReplayLoseNothing(t *testing.T) {
+	t.Parallel()
+	const n = 300
+	e := newEnv(t, fast)
+	other := newEnvAt(t, fast, testkit.Rabbit3, e.store)
+	r := e.rabbit
+	src, dlq := r.DeadLettered(n, 200)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	got := &counter{}
+	r.Consume(src, got.handle)
+
+	ctx, stop := context.WithCancel(context.Background())
+	var scans atomic.Int64
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for ctx.Err() == nil {
+			if _, err := other.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_OTHER"); err == nil {
+				scans.Add(1)
+			}
+			select { // a person previewing again and again
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	rep := approveRun(t, e, p.Token, engine.Params{Step: 20, Cap: 80, Rate: -1, Timeout: 20 * time.Second}, true)
+	stop()
+	wg.Wait()
+	t.Logf("%d previews ran during the replay", scans.Load())
+	if scans.Load() < 2 {
+		t.Fatalf("only %d previews ran during the replay: the test proves nothing", scans.Load())
+	}
+	expectExact(t, r, rep, n, dlq, got)
+}
+
+// TestCompareOnOneReplicaMoveOnAnother approves on one engine (its compare
+// reads the quorum DLQ and gives every message back) and runs the replay
+// at once on another engine with its own connection, on both brokers. The
+// second must wait for the returns by the broker's counts, not by what its
+// own process remembers.
+func TestCompareOnOneReplicaMoveOnAnother(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, tb testkit.Broker) {
+		t.Parallel()
+		const n = 2000
+		a := newEnvAt(t, fast, tb, nil)
+		b := newEnvAt(t, fast, tb, a.store)
+		r := a.rabbit
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		r.Topology(src, dlq, testkit.Quorum(nil))
+		r.Reject(src, testkit.Msgs(n, 200)...)
+		r.WaitCount(dlq, n, 60*time.Second)
+		p := preview(t, a, engine.Selection{DLQ: dlq})
+		r.WaitCount(dlq, n, 60*time.Second) // the preview's returns applied
+		got := &counter{}
+		r.Consume(src, got.handle)
+
+		ctx := context.Background()
+		ap, err := a.svc.Approve(ctx, p.Token, "U_APP", oneStep, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := b.svc.Run(ctx, ap.Replay.ID, "replica-b")
+		if err != nil {
+			t.Fatalf("run on the other replica: %v", err)
+		}
+		expectExact(t, r, rep, n, dlq, got)
+	})
+}
+
+// TestPreviewSaysFirstThatItReadPart holds some of a DLQ's messages with
+// another consumer: the preview says first that it read only part of the
+// queue, how much of how many, and its token covers only what it read.
+func TestPreviewSaysFirstThatItReadPart(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast)
+	r := e.rabbit
+	_, dlq := r.DeadLettered(50, 100)
+	ch := r.Channel()
+	if err := ch.Qos(10, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	held, err := ch.Consume(dlq, testkit.Name("holder"), false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		<-held
+	}
+	testkit.Eventually(t, 30*time.Second, "the management API to count the 10 held", func() bool {
+		st, err := e.broker.QueueStats(context.Background(), dlq)
+		return err == nil && st.Unacked == 10
+	})
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	if len(p.Problems) == 0 || p.Problems[0].Kind != engine.ProblemPartialRead {
+		t.Fatalf("problems %+v, want %s first", p.Problems, engine.ProblemPartialRead)
+	}
+	if !strings.Contains(p.Problems[0].Detail, "40 of the 50") {
+		t.Errorf("partial read says %q, want it to name 40 of the 50", p.Problems[0].Detail)
+	}
+	if p.Scanned != 40 || p.Selected != 40 || p.Coverage.Whole() {
+		t.Fatalf("scanned %d, selected %d, coverage %+v; want 40 read, not whole", p.Scanned, p.Selected, p.Coverage)
+	}
+	f, err := e.store.Tokens().Load(context.Background(), p.Token)
+	if err != nil || f.Total != 40 {
+		t.Fatalf("token covers %d (%v), want the 40 read", f.Total, err)
+	}
+}
+
+// TestMessagesGoneAreMissingAndTheReplayDoesNotFinish consumes some
+// previewed messages from the DLQ before the replay: those are missing
+// (a whole read with nobody holding any did not find them), the rest are
+// sent, and the replay ends stopped, saying how many disappeared.
+func TestMessagesGoneAreMissingAndTheReplayDoesNotFinish(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, fast)
+	r := e.rabbit
+	src, dlq := r.DeadLettered(30, 100)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	ch := r.Channel()
+	for range 5 { // another client consumes 5 previewed messages
+		if _, ok, err := ch.Get(dlq, true); !ok || err != nil {
+			t.Fatalf("get from the DLQ: %v, %v", ok, err)
+		}
+	}
+	got := &counter{}
+	r.Consume(src, got.handle)
+	rep := approveRun(t, e, p.Token, oneStep, true)
+	t.Logf("failures %+v", rep.Failures)
+	if rep.State != engine.StateStopped || rep.Sent != 25 || rep.Missing != 5 {
+		t.Fatalf("replay: state %s, sent %d, missing %d: %s; want stopped, 25 sent, 5 missing", rep.State, rep.Sent, rep.Missing, rep.Note)
+	}
+	if !strings.Contains(rep.Note, "5 DISAPPEARED") {
+		t.Errorf("note %q does not say loudly that 5 disappeared", rep.Note)
+	}
+	if c := r.Count(dlq); c != 0 {
+		t.Fatalf("%d left in the DLQ", c)
+	}
+}
+
+// TestHeldElsewhereStaysPlanned: another client holds 5 of the planned
+// messages unacked for longer than HeldWait. They are not called missing
+// and not dropped: the replay stops saying they are held elsewhere, and a
+// resume once the holder let go sends them (before: "finished", 5
+// missing, though all 5 were back in the DLQ).
+func TestHeldElsewhereStaysPlanned(t *testing.T) {
+	t.Parallel()
+	cfg := fast
+	cfg.HeldWait = 2 * time.Second
+	e := newEnv(t, cfg)
+	r := e.rabbit
+	src, dlq := r.DeadLettered(20, 100)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	ch, err := r.Conn.Channel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Qos(5, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	holder := testkit.Name("holder")
+	held, err := ch.Consume(dlq, holder, false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		<-held
+	}
+	got := &counter{}
+	r.Consume(src, got.handle)
+	ctx := context.Background()
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.State != engine.StateStopped || rep.Sent != 15 || rep.Missing != 0 || !strings.Contains(rep.Note, "held unacked by another client") {
+		t.Fatalf("replay: state %s, sent %d, missing %d: %s; want stopped with 15 sent and 5 held elsewhere", rep.State, rep.Sent, rep.Missing, rep.Note)
+	}
+	_ = ch.Close() // the holder lets go: its 5 go back to the DLQ
+	r.WaitCount(dlq, 5, 20*time.Second)
+	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", e.store.Jobs()); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectExact(t, r, rep, 20, dlq, got)
+}

@@ -1,0 +1,143 @@
+package amqp
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// A read knows it has seen the whole queue by counting, never by a pause:
+// it reads the messages ready when it began (want), however long the
+// broker takes to deliver them (a classic queue paging a million messages
+// in from disk pauses for seconds). Only when the broker itself says that
+// nothing is ready any more — twice, with no delivery in between — does a
+// read end before want: another client holds or took the rest, and the
+// read is short.
+
+// emptyProbes is how many passive declares in a row must find the queue
+// without ready messages (and no delivery arrive in between) before a read
+// ends short: a delivery can still be on the wire when the first answers.
+const emptyProbes = 2
+
+// wait blocks for c's next delivery. Every r.idle without one it asks the
+// broker for the queue's ready count: while messages are ready (the broker
+// is slow, not done) it waits on, up to r.stall in all; when none are, the
+// read ends short with errReadDone. ctx ends the wait with its error.
+func (r *holdReader) wait(ctx context.Context, c *heldChan) (amqp.Delivery, bool, error) {
+	start := time.Now()
+	empty := 0
+	for {
+		if r.timer == nil {
+			r.timer = time.NewTimer(r.idle)
+		} else {
+			r.timer.Reset(r.idle)
+		}
+		select {
+		case d, ok := <-c.deliveries:
+			r.timer.Stop()
+			return d, ok, nil
+		case <-ctx.Done():
+			r.timer.Stop()
+			r.cut = true
+			return amqp.Delivery{}, false, ctx.Err()
+		case <-r.timer.C:
+		}
+		ready, err := r.readyNow()
+		if err != nil {
+			r.cut = true
+			return amqp.Delivery{}, false, err
+		}
+		if ready > 0 {
+			empty = 0
+			if time.Since(start) < r.stall {
+				continue
+			}
+		} else if empty++; empty < emptyProbes {
+			continue
+		}
+		// Nothing left for this read (or the broker stopped delivering
+		// what it says is ready): it saw less than the queue held.
+		r.short, r.done = true, true
+		return amqp.Delivery{}, false, errReadDone
+	}
+}
+
+// readyNow is the queue's ready count from a passive declare on the
+// reader's probe channel (opened on first use).
+func (r *holdReader) readyNow() (int, error) {
+	if r.probe == nil || r.probe.IsClosed() {
+		ch, err := r.conn.Channel()
+		if err != nil {
+			return 0, r.b.classify(err)
+		}
+		r.probe = ch
+	}
+	q, err := r.probe.QueueDeclarePassive(r.queue, false, false, false, false, nil)
+	if err != nil {
+		return 0, r.b.classify(err)
+	}
+	return q.Messages, nil
+}
+
+// coverage says how much of the queue the read saw. heldUnacked is the
+// management API's unacknowledged count for the queue before the read
+// (−1 when unknown); it lags by a statistics interval, so it is believed
+// only when the broker's exact counts already show another holder.
+func (r *holdReader) coverage(heldUnacked int) engine.Coverage {
+	cv := engine.Coverage{Read: r.seq, Ready: r.want, OtherConsumers: r.others, Short: r.short, Cut: r.cut}
+	if !r.done && r.seq < r.want {
+		cv.Cut = true // ended by its caller (a limit, a satisfied move)
+	}
+	if r.short {
+		cv.HeldElsewhere = r.want - r.seq
+	}
+	if r.others > 0 && heldUnacked > 0 {
+		// Held by others before the read began: not in its ready count.
+		cv.HeldElsewhere += heldUnacked
+		cv.Queued = r.want + heldUnacked
+	} else {
+		cv.Queued = r.want
+	}
+	return cv
+}
+
+// awaitQuiet repeats the passive declare of queue on ch while the broker
+// counts consumers on it, before a read: another reader holding messages
+// (a preview, another replica's move), or — on a quorum queue — a
+// cancelled consumer whose returns the queue has not applied yet (another
+// process's read a moment ago). Those messages would be invisible to the
+// read. It waits while the ready count rises (returns landing), up to
+// SettleTimeout, and otherwise QuietWait; a consumer that stays (one that
+// lives on the queue) only delays the read by QuietWait, which then
+// reports the other consumer in its coverage.
+func (b *Broker) awaitQuiet(ctx context.Context, ch *amqp.Channel, queue string, q amqp.Queue) (amqp.Queue, error) {
+	start := time.Now()
+	pause := 5 * time.Millisecond
+	last, rose := q.Messages, start
+	for q.Consumers > 0 {
+		waited := time.Since(start)
+		if q.Messages > last {
+			last, rose = q.Messages, time.Now()
+		}
+		if waited > b.cfg.SettleTimeout || (waited > b.cfg.QuietWait && time.Since(rose) > returnStall) {
+			break
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return q, ctx.Err()
+		case <-t.C:
+		}
+		pause = min(2*pause, 100*time.Millisecond)
+		var err error
+		if q, err = ch.QueueDeclarePassive(queue, false, false, false, false, nil); err != nil {
+			return q, fmt.Errorf("wait for other readers: %w", err)
+		}
+	}
+	return q, nil
+}
