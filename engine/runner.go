@@ -29,6 +29,12 @@ type run struct {
 	frozenIDs map[string]bool
 	// actor is who caused the event being emitted, when a person did.
 	actor string
+	// budgeted is set when reads of the DLQ cost delivery attempts: a step
+	// then looks for returns once, when it settled (see budget.go).
+	budgeted bool
+	// budgetErr is a look for returns the read budget refused: the step's
+	// returns are unknown, so the replay stops.
+	budgetErr error
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -116,6 +122,9 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		if err := rn.stopCause(ctx); err != nil {
 			return rn.halt(parent, err)
 		}
+		if err := rn.stepBudget(ctx); err != nil {
+			return rn.halt(parent, err)
+		}
 		res, stopErr, err := rn.step(ctx)
 		if err != nil {
 			return rn.halt(parent, err)
@@ -133,6 +142,9 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 			rn.emit(ctx, EventStopped, &res, "stopped after step "+fmt.Sprint(res.Step)+": "+res.Observation)
 			rn.s.scheduleFollowUps(ctx, rn.r)
 			return rn.r, nil
+		}
+		if rn.budgetErr != nil {
+			return rn.halt(parent, rn.budgetErr)
 		}
 		rn.emit(ctx, EventStepPassed, &res, fmt.Sprintf("step %d passed: %s", res.Step, res.Observation))
 	}
@@ -178,6 +190,21 @@ func (rn *run) halt(parent context.Context, cause error) (Replay, error) {
 	case errors.Is(cause, ErrPauseRequested):
 		rn.actor = rn.ctl.actor()
 		rn.r.State, rn.r.Note = StatePaused, "paused by "+orOperator(rn.actor)
+	case errors.Is(cause, ErrReadBudget):
+		// Not a fault: the replay stopped before a read that could drop
+		// messages, and resumes once the limit is raised.
+		var rbe *ReadBudgetError
+		if errors.As(cause, &rbe) {
+			cause = rbe
+		}
+		rn.r.State, rn.r.Note = StateStopped, "stopped before reading the DLQ again: "+cause.Error()+" (then resume)"
+		rn.r.EndedAt = rn.s.d.Clock.Now()
+		if err := rn.put(ctx); err != nil {
+			return rn.r, err
+		}
+		// No follow-up checks: each would read the DLQ too.
+		rn.emit(ctx, EventStopped, nil, rn.r.Note)
+		return rn.r, nil
 	case errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
 		rn.r.State, rn.r.Note = StatePaused, "paused: the process running it shut down; resume to continue"
 	default:
