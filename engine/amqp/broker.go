@@ -95,6 +95,7 @@ type Broker struct {
 	mgmt    *mgmtClient
 	conns   connHolder
 	pending pendingReturns
+	marks   marks // what the last reads left (read budget)
 }
 
 var _ engine.Broker = (*Broker)(nil)

@@ -81,6 +81,7 @@ func (r *holdReader) release() (int, error) {
 	if !r.classic { // classic queues apply returns at once
 		r.b.pending.add(r.queue, unsettled)
 	}
+	_ = r.budget.done(r.seq >= r.want) // a store failure leaves the mark in this process's memory
 	return returned, errors.Join(errs...)
 }
 

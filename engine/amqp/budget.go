@@ -1,0 +1,321 @@
+package amqp
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// The read budget (see engine/budget.go): every read of a quorum queue
+// gives back what it does not move with Nack(requeue), which RabbitMQ
+// before 4.3 counts against the queue's delivery limit. A read starts only
+// when no message can reach its limit by it, stops at a delivery whose
+// count says otherwise, and leaves a mark (the highest count it saw, plus
+// the give-back) for the next read, on any replica.
+
+// defaultQuorumLimit is RabbitMQ 4.0+'s delivery limit for a quorum queue
+// that sets none.
+const defaultQuorumLimit = 20
+
+// versionTTL is how long the broker's version is cached.
+const versionTTL = time.Minute
+
+// limitInfo is a queue's effective delivery limit.
+type limitInfo struct {
+	has   bool   // a limit applies
+	limit int    // the limit (count > limit drops a message)
+	from  string // "argument", "policy" (or operator policy) or "default"
+}
+
+// version is a parsed "major.minor".
+type version struct{ major, minor int }
+
+func parseVersion(s string) (version, bool) {
+	parts := strings.SplitN(s, ".", 3)
+	if len(parts) < 2 {
+		return version{}, false
+	}
+	maj, err1 := strconv.Atoi(parts[0])
+	min, err2 := strconv.Atoi(strings.TrimLeft(parts[1], "v"))
+	if err1 != nil || err2 != nil {
+		return version{}, false
+	}
+	return version{maj, min}, true
+}
+
+// limit works out q's effective delivery limit on a broker of version v
+// ("" when unknown, taken to be 4.0+, whose default is the stricter
+// assumption). It follows rabbit_quorum_queue: argument and policy, the
+// smaller wins (on 4.0+ a negative one means unlimited and loses to a
+// non-negative one); neither set is no limit before 4.0 and 20 from 4.0 on.
+func (q *queueJSON) limit(v string) limitInfo {
+	if q.queueType() != "quorum" {
+		return limitInfo{}
+	}
+	ver, known := parseVersion(v)
+	v4 := !known || ver.major >= 4
+	arg, hasArg := intValue(q.Arguments["x-delivery-limit"])
+	pol, hasPol := q.policyLimit()
+	var l limitInfo
+	switch {
+	case !hasArg && !hasPol:
+		if v4 {
+			l = limitInfo{has: true, limit: defaultQuorumLimit, from: "default"}
+		}
+	case hasArg && !hasPol:
+		l = limitInfo{has: true, limit: arg, from: "argument"}
+	case hasPol && !hasArg:
+		l = limitInfo{has: true, limit: pol, from: "policy"}
+	case v4 && (arg < 0 || pol < 0):
+		l = limitInfo{has: true, limit: max(arg, pol), from: "argument"}
+		if pol > arg {
+			l.from = "policy"
+		}
+	default:
+		l = limitInfo{has: true, limit: min(arg, pol), from: "argument"}
+		if pol < arg {
+			l.from = "policy"
+		}
+	}
+	if l.has && l.limit < 0 {
+		if v4 {
+			return limitInfo{} // unlimited
+		}
+		l.limit = 0 // before 4.0 a negative limit drops at the first give-back
+	}
+	// 4.0+ reports the limit it applies; it wins over the arithmetic.
+	if len(q.Limit) > 0 {
+		var n int
+		var s string
+		switch {
+		case json.Unmarshal(q.Limit, &n) == nil:
+			if !l.has || l.limit != n {
+				l = limitInfo{has: true, limit: n, from: l.from}
+				if l.from == "" {
+					l.from = "default"
+				}
+			}
+		case json.Unmarshal(q.Limit, &s) == nil && s == "unlimited":
+			return limitInfo{}
+		}
+	}
+	return l
+}
+
+// returnsCount reports whether a give-back counts against the delivery
+// limit on broker version v: before 4.3 (or when the version is unknown).
+func returnsCount(v string) bool {
+	ver, ok := parseVersion(v)
+	return !ok || ver.major < 4 || (ver.major == 4 && ver.minor < 3)
+}
+
+// brokerVersion is RabbitMQ's version from the management API, cached;
+// "" when it cannot be read.
+func (m *mgmtClient) brokerVersion(ctx context.Context) string {
+	m.ver.mu.Lock()
+	defer m.ver.mu.Unlock()
+	if m.ver.v != "" && time.Since(m.ver.at) < versionTTL {
+		return m.ver.v
+	}
+	if v, err := m.overview(ctx); err == nil && v != "" {
+		m.ver.v, m.ver.at = v, time.Now()
+	}
+	return m.ver.v
+}
+
+// versionCache holds the broker's version.
+type versionCache struct {
+	mu sync.Mutex
+	v  string
+	at time.Time
+}
+
+// SetReadMarks makes reads remember their marks in m (Redis, shared by
+// every replica) besides this process's memory. Call it before use.
+func (b *Broker) SetReadMarks(m engine.ReadMarks) { b.marks.shared = m }
+
+// marks keeps read marks in memory and, when set, in a shared store.
+type marks struct {
+	shared engine.ReadMarks
+	mu     sync.Mutex
+	local  map[string]engine.ReadMark
+}
+
+// last is the highest count known for queue: the larger of this process's
+// mark and the shared one.
+func (m *marks) last(ctx context.Context, vhost, queue string) (engine.ReadMark, error) {
+	m.mu.Lock()
+	mk := m.local[queue]
+	m.mu.Unlock()
+	if m.shared != nil {
+		s, ok, err := m.shared.LastRead(ctx, vhost, queue)
+		if err != nil {
+			return mk, err
+		}
+		if ok && s.Count >= mk.Count {
+			mk = s
+		}
+	}
+	return mk, nil
+}
+
+// record stores a read's mark in memory and in the shared store.
+func (m *marks) record(vhost, queue string, mk engine.ReadMark, whole bool) error {
+	m.mu.Lock()
+	if m.local == nil {
+		m.local = map[string]engine.ReadMark{}
+	}
+	if old := m.local[queue]; whole || mk.Count > old.Count {
+		mk.Reads += old.Reads
+		m.local[queue] = mk
+	}
+	m.mu.Unlock()
+	if m.shared == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return m.shared.RecordRead(ctx, vhost, queue, mk, whole)
+}
+
+// readCounts fills the budget part of a queue's state: limit, where it
+// comes from, the policy to raise it in and the mark of the last read.
+func (b *Broker) readCounts(ctx context.Context, q *queueJSON) (int, engine.ReadCounts, error) {
+	var rc engine.ReadCounts
+	rc.BrokerVersion = q.version
+	l := q.limit(rc.BrokerVersion)
+	if !l.has {
+		return 0, rc, nil
+	}
+	rc.ReturnsCount = returnsCount(rc.BrokerVersion)
+	rc.LimitFrom = l.from
+	rc.OperatorPolicy = q.OperatorPolicy
+	if q.Policy != "" {
+		if p, err := b.mgmt.policy(ctx, q.Policy); err == nil {
+			rc.Policy = &engine.Policy{Name: p.Name, Pattern: p.Pattern, ApplyTo: p.ApplyTo, Priority: p.Priority, Definition: p.Definition}
+			if pl, ok := intValue(p.Definition["delivery-limit"]); l.from == "policy" && (!ok || pl != l.limit) {
+				rc.LimitFrom = "operator policy"
+			}
+		}
+	} else if l.from == "policy" && q.OperatorPolicy != "" {
+		rc.LimitFrom = "operator policy"
+	}
+	mk, err := b.marks.last(ctx, b.vhost, q.Name)
+	if err != nil {
+		return l.limit, rc, err
+	}
+	rc.DeliveryCount = mk.Count
+	return l.limit, rc, nil
+}
+
+// readBudget is one read's budget.
+type readBudget struct {
+	b      *Broker
+	queue  string
+	quorum bool
+	state  engine.QueueState // limit and counts when the read began
+	seen   int               // highest delivery count seen; -1 none
+}
+
+// startRead checks, before a read of queue, that it can bring no message to
+// its delivery limit. When the management API cannot be reached the read
+// goes on unbudgeted, as before this check existed.
+func (b *Broker) startRead(ctx context.Context, queue string) (*readBudget, error) {
+	rb := &readBudget{b: b, queue: queue, seen: -1}
+	q, err := b.mgmt.queue(ctx, queue, false)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return rb, nil
+	}
+	rb.quorum = q.queueType() == "quorum"
+	rb.state.Name = queue
+	limit, rc, err := b.readCounts(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	rb.state.DeliveryLimit, rb.state.ReadCounts = limit, rc
+	if left := rb.state.ReadsLeft(); left == 0 {
+		return nil, &engine.ReadBudgetError{Queue: queue, Limit: limit, LimitFrom: rc.LimitFrom,
+			Count: rc.DeliveryCount, Need: 1, Left: 0, Version: rc.BrokerVersion}
+	}
+	return rb, nil
+}
+
+// see checks one delivery: a message whose give-back would bring it to its
+// limit stops the read.
+func (rb *readBudget) see(d amqp.Delivery) error {
+	if rb == nil || !rb.quorum {
+		return nil
+	}
+	n := deliveryCount(d.Headers)
+	rb.seen = max(rb.seen, n)
+	st := rb.state
+	if st.ReturnsCount && n+1 >= st.DeliveryLimit {
+		return &engine.ReadBudgetError{Queue: rb.queue, Limit: st.DeliveryLimit, LimitFrom: st.LimitFrom,
+			Count: n, Midway: true, Version: st.BrokerVersion}
+	}
+	return nil
+}
+
+// done records what the read left: every message it gave back was
+// delivered with at most seen and now has one more. A whole read (it saw
+// every message ready at its start) replaces the mark.
+func (rb *readBudget) done(whole bool) error {
+	if rb == nil || !rb.quorum {
+		return nil
+	}
+	mk := engine.ReadMark{Count: rb.seen + 1, At: time.Now(), Reads: 1}
+	if rb.seen < 0 {
+		if !whole {
+			return nil // nothing read, nothing given back
+		}
+		mk.Count = 0
+	}
+	return rb.b.marks.record(rb.b.vhost, rb.queue, mk, whole)
+}
+
+// deliveryCount is the count RabbitMQ before 4.3 compares with the limit,
+// as shown on delivery: x-delivery-count (3.x: delivery_count; 4.0–4.2:
+// acquired_count), or x-acquired-count where a broker sends it; 0 when
+// absent.
+func deliveryCount(h amqp.Table) int {
+	return max(headerInt(h["x-delivery-count"]), headerInt(h["x-acquired-count"]))
+}
+
+func headerInt(v any) int {
+	switch x := v.(type) {
+	case int64:
+		return int(x)
+	case int32:
+		return int(x)
+	case int16:
+		return int(x)
+	case int8:
+		return int(x)
+	case int:
+		return x
+	case uint8:
+		return int(x)
+	case uint16:
+		return int(x)
+	case uint32:
+		return int(x)
+	case uint64:
+		return int(x)
+	case float64:
+		return int(x)
+	case string:
+		n, _ := strconv.Atoi(x)
+		return n
+	}
+	return 0
+}
