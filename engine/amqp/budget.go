@@ -189,11 +189,11 @@ func (m *marks) record(vhost, queue string, mk engine.ReadMark, whole bool) erro
 // comes from, the policy to raise it in and the mark of the last read.
 func (b *Broker) readCounts(ctx context.Context, q *queueJSON) (int, engine.ReadCounts, error) {
 	var rc engine.ReadCounts
-	rc.BrokerVersion = q.version
-	l := q.limit(rc.BrokerVersion)
+	l := q.limit(q.version)
 	if !l.has {
 		return 0, rc, nil
 	}
+	rc.BrokerVersion = q.version
 	rc.ReturnsCount = returnsCount(rc.BrokerVersion)
 	rc.LimitFrom = l.from
 	rc.OperatorPolicy = q.OperatorPolicy
