@@ -90,20 +90,16 @@ func (q *queueJSON) limit(v string) limitInfo {
 		}
 		l.limit = 0 // before 4.0 a negative limit drops at the first give-back
 	}
-	// 4.0+ reports the limit it applies; it wins over the arithmetic.
-	if len(q.Limit) > 0 {
-		var n int
-		var s string
+	// 4.0+ reports the limit its queue applies, once its statistics are
+	// in; a policy just changed may not show there yet. Either may be the
+	// newer, so the smaller counts.
+	var n int
+	if len(q.Limit) > 0 && json.Unmarshal(q.Limit, &n) == nil {
 		switch {
-		case json.Unmarshal(q.Limit, &n) == nil:
-			if !l.has || l.limit != n {
-				l = limitInfo{has: true, limit: n, from: l.from}
-				if l.from == "" {
-					l.from = "default"
-				}
-			}
-		case json.Unmarshal(q.Limit, &s) == nil && s == "unlimited":
-			return limitInfo{}
+		case !l.has:
+			l = limitInfo{has: true, limit: n, from: "default"}
+		case n < l.limit:
+			l.limit = n
 		}
 	}
 	return l
