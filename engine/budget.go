@@ -189,7 +189,7 @@ func RaiseLimit(vhost string, q QueueState, limit int) string {
 		cmd = fmt.Sprintf("rabbitmqctl set_policy -p %s --priority %d --apply-to %s %s %s %s",
 			shellQuote(vhost), p.Priority, applyTo, shellQuote(p.Name), shellQuote(p.Pattern), shellQuote(string(js)))
 	} else {
-		cmd = fmt.Sprintf("rabbitmqctl set_policy -p %s --apply-to quorum_queues %s %s %s",
+		cmd = fmt.Sprintf("rabbitmqctl set_policy -p %s --apply-to queues %s %s %s",
 			shellQuote(vhost), shellQuote("dlqbot-limit-"+q.Name), shellQuote("^"+regexp.QuoteMeta(q.Name)+"$"),
 			shellQuote(fmt.Sprintf(`{"delivery-limit":%d}`, limit)))
 	}
