@@ -1,13 +1,9 @@
 package engine_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -100,8 +96,7 @@ func TestReadBudgetStopsAndResumesOnceRaised(t *testing.T) {
 		src, dlq := testkit.Name("src"), testkit.Name("dlq")
 		r.Topology(src, dlq, testkit.Quorum(nil))
 		policy := testkit.Name("limit")
-		setPolicy(t, on, policy, dlq, 6)
-		t.Cleanup(func() { deletePolicy(on, policy) })
+		on.SetPolicy(t, policy, "^"+dlq+"$", map[string]any{"delivery-limit": 6})
 		waitLimit(t, e, dlq, 6)
 
 		const total = 16
@@ -166,7 +161,7 @@ func TestReadBudgetStopsAndResumesOnceRaised(t *testing.T) {
 			t.Fatalf("DLQ holds %d after the refused preview, want %d", n, total-2)
 		}
 
-		setPolicy(t, on, policy, dlq, 100)
+		on.SetPolicy(t, policy, "^"+dlq+"$", map[string]any{"delivery-limit": 100})
 		waitLimit(t, e, dlq, 100)
 		if _, err := e.svc.Resume(ctx, rep.ID, "U_RES", e.store.Jobs()); err != nil {
 			t.Fatal(err)
@@ -202,49 +197,4 @@ func waitLimit(t *testing.T, e *env, dlq string, limit int) {
 		st, err := e.broker.Inspect(context.Background(), dlq)
 		return err == nil && st.DeliveryLimit == limit
 	})
-}
-
-// setPolicy applies a policy with delivery-limit to queue alone, through
-// the management API.
-func setPolicy(t *testing.T, on testkit.Broker, name, queue string, limit int) {
-	t.Helper()
-	body, _ := json.Marshal(map[string]any{
-		"pattern": "^" + queue + "$", "apply-to": "queues", "priority": 10,
-		"definition": map[string]any{"delivery-limit": limit},
-	})
-	resp, err := mgmtDo(on, http.MethodPut, "/api/policies/%2F/"+url.PathEscape(name), body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("PUT policy %s: %s", name, resp.Status)
-	}
-}
-
-func deletePolicy(on testkit.Broker, name string) {
-	_, _ = mgmtDo(on, http.MethodDelete, "/api/policies/%2F/"+url.PathEscape(name), nil)
-}
-
-func mgmtDo(on testkit.Broker, method, path string, body []byte) (*http.Response, error) {
-	u, err := url.Parse(on.ManagementURL)
-	if err != nil {
-		return nil, err
-	}
-	user := u.User
-	u.User = nil
-	req, err := http.NewRequest(method, strings.TrimRight(u.String(), "/")+path, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	if user != nil {
-		pw, _ := user.Password()
-		req.SetBasicAuth(user.Username(), pw)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	_ = resp.Body.Close()
-	return resp, nil
 }
