@@ -39,6 +39,8 @@ var fast = engine.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * t
 type options struct {
 	policy   string // permissions YAML; "" = access control off
 	appToken string // enables Socket Mode
+	// on is the broker (testkit.EachBroker); zero means RabbitMQ 3.10.
+	on testkit.Broker
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -62,7 +64,10 @@ func logger() zerolog.Logger {
 
 func newEnv(t testing.TB, o options) *env {
 	t.Helper()
-	b, err := amqp.New(amqp.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL})
+	if o.on.Name == "" {
+		o.on = testkit.Rabbit3
+	}
+	b, err := amqp.New(amqp.Config{URL: o.on.AMQPURL, ManagementURL: o.on.ManagementURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,6 +77,7 @@ func newEnv(t testing.TB, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.SetReadMarks(st.ReadMarks())
 	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases()})
 	if err != nil {
@@ -120,7 +126,7 @@ func newEnv(t testing.TB, o options) *env {
 		_ = bt.Shutdown(sctx)
 		srv.Close()
 	})
-	return &env{t: t, rabbit: testkit.Dial(t), store: st, svc: svc, stub: stub, bot: bt, srv: srv, ctx: ctx}
+	return &env{t: t, rabbit: o.on.Dial(t), store: st, svc: svc, stub: stub, bot: bt, srv: srv, ctx: ctx}
 }
 
 // command sends a signed slash command and returns its ack body.
