@@ -197,7 +197,7 @@ func (rn *run) halt(parent context.Context, cause error) (Replay, error) {
 		if errors.As(cause, &rbe) {
 			cause = rbe
 		}
-		rn.r.State, rn.r.Note = StateStopped, "stopped before reading the DLQ again: "+cause.Error()+" (then resume)"
+		rn.r.State, rn.r.Note = StateStopped, "stopped by the "+cause.Error()+", then resume"
 		rn.r.EndedAt = rn.s.d.Clock.Now()
 		if err := rn.put(ctx); err != nil {
 			return rn.r, err
