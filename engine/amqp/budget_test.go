@@ -19,7 +19,7 @@ import (
 func TestEffectiveLimitArithmetic(t *testing.T) {
 	cases := []struct {
 		name, version, json string
-		want               limitInfo
+		want                limitInfo
 	}{
 		{"classic with a policy", "4.0.5", `{"type":"classic","effective_policy_definition":{"delivery-limit":5}}`, limitInfo{}},
 		{"3.x none", "3.10.8", `{"type":"quorum"}`, limitInfo{}},
