@@ -133,6 +133,43 @@ type versionCache struct {
 	at time.Time
 }
 
+// infoTTL is how long a queue's management answer (type, arguments,
+// policies) serves Inspect and the read budget: a step's Inspect and its
+// read right after cost one request, not two.
+const infoTTL = time.Second
+
+// infoCache holds recent management answers by queue.
+type infoCache struct {
+	mu sync.Mutex
+	m  map[string]cachedInfo
+}
+
+type cachedInfo struct {
+	q  *queueJSON
+	at time.Time
+}
+
+// queueInfo is the management API's answer for queue, at most infoTTL old.
+func (b *Broker) queueInfo(ctx context.Context, queue string) (*queueJSON, error) {
+	b.info.mu.Lock()
+	c, ok := b.info.m[queue]
+	b.info.mu.Unlock()
+	if ok && time.Since(c.at) < infoTTL {
+		return c.q, nil
+	}
+	q, err := b.mgmt.queue(ctx, queue, false)
+	if err != nil {
+		return nil, err
+	}
+	b.info.mu.Lock()
+	defer b.info.mu.Unlock()
+	if b.info.m == nil || len(b.info.m) > 1000 {
+		b.info.m = map[string]cachedInfo{}
+	}
+	b.info.m[queue] = cachedInfo{q: q, at: time.Now()}
+	return q, nil
+}
+
 // SetReadMarks makes reads remember their marks in m (Redis, shared by
 // every replica) besides this process's memory. Call it before use.
 func (b *Broker) SetReadMarks(m engine.ReadMarks) { b.marks.shared = m }
@@ -225,7 +262,7 @@ type readBudget struct {
 // goes on unbudgeted, as before this check existed.
 func (b *Broker) startRead(ctx context.Context, queue string) (*readBudget, error) {
 	rb := &readBudget{b: b, queue: queue, seen: -1}
-	q, err := b.mgmt.queue(ctx, queue, false)
+	q, err := b.queueInfo(ctx, queue)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

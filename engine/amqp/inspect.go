@@ -24,7 +24,7 @@ func (b *Broker) Inspect(ctx context.Context, queue string) (engine.QueueState, 
 		return st, nil
 	}
 	st.Exists, st.Ready, st.Consumers = true, q.Messages, q.Consumers
-	if info, err := b.mgmt.queue(ctx, queue, false); err == nil {
+	if info, err := b.queueInfo(ctx, queue); err == nil {
 		st.Type = info.queueType()
 		// The read budget: the effective limit, where it comes from and
 		// what the last read left. A store that cannot be read is an error:
