@@ -192,7 +192,7 @@ func problemLine(prs []engine.Problem) string {
 	case engine.ProblemParked:
 		return fmt.Sprintf(":parking: *Parked* — %s %s replayed park_after times or more and %s left out (%s includes them).", msgs(total), wasWere(total), isAre(total), code("include_parked=true", 30))
 	case engine.ProblemDeliveryLimit:
-		return ":hourglass_flowing_sand: *Quorum DLQ delivery limit* — " + esc(oneLine(pr.Detail), 600)
+		return ":hourglass_flowing_sand: *Quorum DLQ delivery limit* — " + esc(oneLine(pr.Detail), 1500) // the read budget, with the command that raises the limit
 	case engine.ProblemUnreadable:
 		return fmt.Sprintf(":grey_question: *Unreadable headers* — %s %s headers that could not be fully read; they are shown with what could be.", msgs(total), hasHave(total))
 	}

@@ -146,6 +146,7 @@ type infoCache struct {
 
 type cachedInfo struct {
 	q  *queueJSON
+	p  *policyJSON
 	at time.Time
 }
 
@@ -168,6 +169,29 @@ func (b *Broker) queueInfo(ctx context.Context, queue string) (*queueJSON, error
 	}
 	b.info.m[queue] = cachedInfo{q: q, at: time.Now()}
 	return q, nil
+}
+
+// policyInfo is the management API's answer for policy name, at most
+// infoTTL old.
+func (b *Broker) policyInfo(ctx context.Context, name string) (*policyJSON, error) {
+	key := "\x00policy:" + name // queue names cannot hold NUL
+	b.info.mu.Lock()
+	c, ok := b.info.m[key]
+	b.info.mu.Unlock()
+	if ok && time.Since(c.at) < infoTTL {
+		return c.p, nil
+	}
+	p, err := b.mgmt.policy(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	b.info.mu.Lock()
+	defer b.info.mu.Unlock()
+	if b.info.m == nil || len(b.info.m) > 1000 {
+		b.info.m = map[string]cachedInfo{}
+	}
+	b.info.m[key] = cachedInfo{p: p, at: time.Now()}
+	return p, nil
 }
 
 // SetReadMarks makes reads remember their marks in m (Redis, shared by
@@ -231,7 +255,7 @@ func (b *Broker) readCounts(ctx context.Context, q *queueJSON) (int, engine.Read
 	rc.LimitFrom = l.from
 	rc.OperatorPolicy = q.OperatorPolicy
 	if q.Policy != "" {
-		if p, err := b.mgmt.policy(ctx, q.Policy); err == nil {
+		if p, err := b.policyInfo(ctx, q.Policy); err == nil {
 			rc.Policy = &engine.Policy{Name: p.Name, Pattern: p.Pattern, ApplyTo: p.ApplyTo, Priority: p.Priority, Definition: p.Definition}
 			if pl, ok := intValue(p.Definition["delivery-limit"]); l.from == "policy" && (!ok || pl != l.limit) {
 				rc.LimitFrom = "operator policy"
