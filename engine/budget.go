@@ -248,8 +248,8 @@ func budgetDetail(dlq QueueState, v *BudgetView, selected int) string {
 	if from == "default" {
 		from = "RabbitMQ 4's default for quorum queues"
 	}
-	d := fmt.Sprintf("every read of %s gives each message back with nack(requeue), which %s counts against its delivery limit of %d (%s); ", dlq.Name, counts, v.Limit, from)
-	d += fmt.Sprintf("a replay of these %d message(s) needs %d reads (the approval's check, then per step one to move and one to look for returns; %d steps at the default 10, 20, 40… up to %d) and the limit leaves %d",
+	d := fmt.Sprintf("read budget: every read of %s gives each message back with nack(requeue), which %s counts against its delivery limit of %d (%s); ", dlq.Name, counts, v.Limit, from)
+	d += fmt.Sprintf("a replay of these %d message(s) needs %d reads (the approval's check, then per step one to move and one to look for returns; %d step(s) at the default 10, 20, 40… up to %d) and the limit leaves %d",
 		selected, v.ReadsNeeded, v.Steps, DefaultCap, v.ReadsLeft)
 	if v.ReadsLeft < v.ReadsNeeded {
 		d += " — the replay would stop by itself when the limit is near (nothing is dropped; it resumes once the limit is raised)"
