@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +89,20 @@ func TestInspectReadBudget(t *testing.T) {
 		}
 		if cst, err := b.Inspect(ctx, classic); err != nil || cst.DeliveryLimit != 0 || cst.ReturnsCount {
 			t.Fatalf("classic queue with a delivery-limit policy: %+v, %v; want no limit", cst, err)
+		}
+
+		op := e.queue("t-budget-op", amqp.Table{"x-queue-type": "quorum"})
+		opName := testkit.Name("op")
+		on.SetOperatorPolicy(t, opName, "^"+op+"$", map[string]any{"delivery-limit": 4})
+		testkit.Eventually(t, 20*time.Second, "the operator policy applied", func() bool {
+			st, err = b.Inspect(ctx, op)
+			return err == nil && st.DeliveryLimit == 4
+		})
+		if !st.ReturnsCount || st.LimitFrom != "operator policy" || st.OperatorPolicy != opName || st.Policy != nil {
+			t.Fatalf("quorum queue with an operator policy: %+v", st)
+		}
+		if raise := engine.RaiseLimit("/", st, 30); !strings.Contains(raise, "operator policy "+opName) {
+			t.Fatalf("raising the limit does not name the operator policy: %s", raise)
 		}
 	})
 }

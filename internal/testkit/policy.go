@@ -24,6 +24,18 @@ func (b Broker) SetPolicy(t testing.TB, name, pattern string, definition map[str
 	t.Cleanup(func() { _ = b.mgmt(http.MethodDelete, "/api/policies/%2F/"+url.PathEscape(name), nil) })
 }
 
+// SetOperatorPolicy is SetPolicy for an operator policy.
+func (b Broker) SetOperatorPolicy(t testing.TB, name, pattern string, definition map[string]any) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{
+		"pattern": pattern, "apply-to": "queues", "priority": 10, "definition": definition,
+	})
+	if err := b.mgmt(http.MethodPut, "/api/operator-policies/%2F/"+url.PathEscape(name), body); err != nil {
+		t.Fatalf("testkit: set operator policy %s on %s: %v", name, b.Name, err)
+	}
+	t.Cleanup(func() { _ = b.mgmt(http.MethodDelete, "/api/operator-policies/%2F/"+url.PathEscape(name), nil) })
+}
+
 // mgmt sends one management API request to b.
 func (b Broker) mgmt(method, path string, body []byte) error {
 	u, err := url.Parse(b.ManagementURL)
