@@ -105,6 +105,8 @@ type ReadBudgetError struct {
 	Midway bool
 	// Version is RabbitMQ's version, "" when unknown.
 	Version string
+	// Raise says how to raise the limit (see RaiseLimit); "" when unknown.
+	Raise string
 }
 
 func (e *ReadBudgetError) Error() string {
@@ -116,30 +118,37 @@ func (e *ReadBudgetError) Error() string {
 	if e.LimitFrom != "" {
 		from = " (" + e.LimitFrom + ")"
 	}
+	raise := "Raise the limit to read it again"
+	switch {
+	case strings.HasPrefix(e.Raise, "rabbitmqctl"):
+		raise += ": " + e.Raise
+	case e.Raise != "":
+		raise += " (" + e.Raise + ")"
+	}
 	if e.Midway {
-		return fmt.Sprintf("read budget: a message of %s arrived with delivery count %d and its delivery limit is %d%s, so dlqbot stopped reading it: the messages it held were given back and none was dropped; %s. Raise the limit to read it again",
-			e.Queue, e.Count, e.Limit, from, counts)
+		return fmt.Sprintf("read budget: a message of %s arrived with delivery count %d and its delivery limit is %d%s, so dlqbot stopped reading it: the messages it held were given back and none was dropped; %s. %s",
+			e.Queue, e.Count, e.Limit, from, counts, raise)
 	}
 	need := "a read needs 1"
 	if e.Need > 1 {
 		need = fmt.Sprintf("this needs %d reads", e.Need)
 	}
-	return fmt.Sprintf("read budget: %s has a delivery limit of %d%s and earlier reads gave a message back %d time(s); %s and the limit leaves %d (one give-back is kept in reserve), so nothing was read; %s. Raise the limit to read it again",
-		e.Queue, e.Limit, from, e.Count, need, e.Left, counts)
+	return fmt.Sprintf("read budget: %s has a delivery limit of %d%s and earlier reads gave a message back %d time(s); %s and the limit leaves %d (one give-back is kept in reserve), so nothing was read; %s. %s",
+		e.Queue, e.Limit, from, e.Count, need, e.Left, counts, raise)
 }
 
 // Unwrap makes a ReadBudgetError match ErrReadBudget.
 func (e *ReadBudgetError) Unwrap() error { return ErrReadBudget }
 
 // budgetError is the error for reading q need more times, nil when the
-// budget allows it.
-func budgetError(q QueueState, need int) error {
+// budget allows it; raise says how to raise the limit.
+func budgetError(q QueueState, need int, raise string) error {
 	left := q.ReadsLeft()
 	if left < 0 || left >= need {
 		return nil
 	}
 	return &ReadBudgetError{Queue: q.Name, Limit: q.DeliveryLimit, LimitFrom: q.LimitFrom,
-		Count: q.DeliveryCount, Need: need, Left: left, Version: q.BrokerVersion}
+		Count: q.DeliveryCount, Need: need, Left: left, Version: q.BrokerVersion, Raise: raise}
 }
 
 // RereadsPerStep is how many reads of the DLQ a step makes to look for
@@ -159,9 +168,10 @@ func ReadsNeeded(total int, p Params, rereads int) (reads, steps int) {
 }
 
 // SuggestedLimit is a delivery limit that leaves room for need more reads
-// of q (with the reserve), rounded up to a multiple of 10.
+// of q (with the reserve and a margin), at least twice the current one,
+// rounded up to a multiple of 10.
 func SuggestedLimit(q QueueState, need int) int {
-	n := q.DeliveryCount + need + 1 + 5
+	n := max(q.DeliveryCount+need+1+5, 2*q.DeliveryLimit)
 	return (n + 9) / 10 * 10
 }
 
@@ -249,7 +259,7 @@ func budgetDetail(dlq QueueState, v *BudgetView, selected int) string {
 		from = "RabbitMQ 4's default for quorum queues"
 	}
 	d := fmt.Sprintf("read budget: every read of %s gives each message back with nack(requeue), which %s counts against its delivery limit of %d (%s); ", dlq.Name, counts, v.Limit, from)
-	d += fmt.Sprintf("a replay of these %d message(s) needs %d reads (the approval's check, then per step one to move and one to look for returns; %d step(s) at the default 10, 20, 40… up to %d) and the limit leaves %d",
+	d += fmt.Sprintf("a replay of these %d message(s) needs %d reads (the approval's check, then per step one to move and one to look for returns; %d step(s) at the default 10, 20, 40… up to %d — smaller steps need more) and the limit leaves %d",
 		selected, v.ReadsNeeded, v.Steps, DefaultCap, v.ReadsLeft)
 	if v.ReadsLeft < v.ReadsNeeded {
 		d += " — the replay would stop by itself when the limit is near (nothing is dropped; it resumes once the limit is raised)"
@@ -286,5 +296,6 @@ func (rn *run) stepBudget(ctx context.Context) error {
 		return nil // the move itself reports a missing or unreachable DLQ
 	}
 	rn.budgeted = st.ReturnsCount
-	return budgetError(st, 1+RereadsPerStep)
+	rest, _ := ReadsNeeded(rn.plan.remaining(), rn.r.Params, RereadsPerStep)
+	return budgetError(st, 1+RereadsPerStep, RaiseLimit(rn.s.cfg.Vhost, st, SuggestedLimit(st, rest-1)))
 }

@@ -33,15 +33,15 @@ func TestReadsLeftAndBudgetError(t *testing.T) {
 	if got := q.ReadsLeft(); got != 2 {
 		t.Fatalf("ReadsLeft = %d, want 20 − 1 reserve − 17 = 2", got)
 	}
-	if err := budgetError(q, 2); err != nil {
+	if err := budgetError(q, 2, ""); err != nil {
 		t.Fatalf("2 reads of 2 left refused: %v", err)
 	}
-	err := budgetError(q, 3)
+	err := budgetError(q, 3, "rabbitmqctl set_policy x")
 	var rbe *ReadBudgetError
 	if !errors.Is(err, ErrReadBudget) || !errors.As(err, &rbe) || rbe.Left != 2 || rbe.Need != 3 {
 		t.Fatalf("budgetError = %v, want ErrReadBudget with 3 needed, 2 left", err)
 	}
-	for _, w := range []string{"orders.dlq has a delivery limit of 20 (default)", "17 time(s)", "needs 3 reads", "leaves 2", "nothing was read", "RabbitMQ 4.0.5"} {
+	for _, w := range []string{"orders.dlq has a delivery limit of 20 (default)", "17 time(s)", "needs 3 reads", "leaves 2", "nothing was read", "RabbitMQ 4.0.5", "read it again: rabbitmqctl set_policy x"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q lacks %q", err, w)
 		}
@@ -71,7 +71,10 @@ func TestRaiseLimit(t *testing.T) {
 	if got := RaiseLimit("/", q, 60); strings.HasPrefix(got, "rabbitmqctl") || !strings.Contains(got, "x-delivery-limit argument") {
 		t.Errorf("a limit set by the argument: %s", got)
 	}
-	if got := SuggestedLimit(QueueState{ReadCounts: ReadCounts{DeliveryCount: 17}}, 13); got != 40 {
+	if got := SuggestedLimit(QueueState{DeliveryLimit: 20, ReadCounts: ReadCounts{DeliveryCount: 17}}, 13); got != 40 {
 		t.Errorf("SuggestedLimit = %d, want 40 (17 + 13 + 1 + 5, rounded up)", got)
+	}
+	if got := SuggestedLimit(QueueState{DeliveryLimit: 20, ReadCounts: ReadCounts{DeliveryCount: 1}}, 13); got != 40 {
+		t.Errorf("SuggestedLimit = %d, want 40 (twice the limit of 20)", got)
 	}
 }

@@ -126,9 +126,14 @@ func (b *Broker) startRead(ctx context.Context, queue string) (*readBudget, erro
 	rb.state.DeliveryLimit, rb.state.ReadCounts = limit, rc
 	if left := rb.state.ReadsLeft(); left == 0 {
 		return nil, &engine.ReadBudgetError{Queue: queue, Limit: limit, LimitFrom: rc.LimitFrom,
-			Count: rc.DeliveryCount, Need: 1, Left: 0, Version: rc.BrokerVersion}
+			Count: rc.DeliveryCount, Need: 1, Left: 0, Version: rc.BrokerVersion, Raise: rb.raise()}
 	}
 	return rb, nil
+}
+
+// raise says how to raise the queue's limit.
+func (rb *readBudget) raise() string {
+	return engine.RaiseLimit(rb.b.vhost, rb.state, engine.SuggestedLimit(rb.state, 1))
 }
 
 // see checks one delivery: a message whose give-back would bring it to its
@@ -142,7 +147,7 @@ func (rb *readBudget) see(d amqp.Delivery) error {
 	st := rb.state
 	if st.ReturnsCount && n+1 >= st.DeliveryLimit {
 		return &engine.ReadBudgetError{Queue: rb.queue, Limit: st.DeliveryLimit, LimitFrom: st.LimitFrom,
-			Count: n, Midway: true, Version: st.BrokerVersion}
+			Count: n, Midway: true, Version: st.BrokerVersion, Raise: rb.raise()}
 	}
 	return nil
 }
