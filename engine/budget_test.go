@@ -157,8 +157,13 @@ func TestReadBudgetStopsAndResumesOnceRaised(t *testing.T) {
 		if !errors.Is(err, engine.ErrReadBudget) || !strings.Contains(err.Error(), "nothing was read") {
 			t.Fatalf("preview with the budget spent: %v, want a refusal by the read budget", err)
 		}
+		// check reads this DLQ too (dead letters reach it through the default
+		// exchange, so no tap can see them): refused the same way.
+		if _, err := e.svc.Check(ctx, rep.ID, ""); !errors.Is(err, engine.ErrReadBudget) {
+			t.Fatalf("check with the budget spent: %v, want a refusal by the read budget", err)
+		}
 		if n := r.Count(dlq); n != total-2 {
-			t.Fatalf("DLQ holds %d after the refused preview, want %d", n, total-2)
+			t.Fatalf("DLQ holds %d after the refused preview and check, want %d", n, total-2)
 		}
 
 		on.SetPolicy(t, policy, "^"+dlq+"$", map[string]any{"delivery-limit": 100})
