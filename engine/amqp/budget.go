@@ -19,7 +19,8 @@ import (
 // the give-back) for the next read, on any replica.
 
 // SetReadMarks makes reads remember their marks in m (Redis, shared by
-// every replica) besides this process's memory. Call it before use.
+// every replica) rather than in this process's memory alone. Call it
+// before use.
 func (b *Broker) SetReadMarks(m engine.ReadMarks) { b.marks.shared = m }
 
 // marks keeps read marks in memory and, when set, in a shared store.
@@ -29,22 +30,17 @@ type marks struct {
 	local  map[string]engine.ReadMark
 }
 
-// last is the highest count known for queue: the larger of this process's
-// mark and the shared one.
+// last is what the last reads of queue left: the shared store's mark when
+// there is one (every replica writes it; a whole read there may have
+// lowered it), else this process's own.
 func (m *marks) last(ctx context.Context, vhost, queue string) (engine.ReadMark, error) {
-	m.mu.Lock()
-	mk := m.local[queue]
-	m.mu.Unlock()
 	if m.shared != nil {
-		s, ok, err := m.shared.LastRead(ctx, vhost, queue)
-		if err != nil {
-			return mk, err
-		}
-		if ok && s.Count >= mk.Count {
-			mk = s
-		}
+		s, _, err := m.shared.LastRead(ctx, vhost, queue)
+		return s, err
 	}
-	return mk, nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.local[queue], nil
 }
 
 // record stores a read's mark in memory and in the shared store.
