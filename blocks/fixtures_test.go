@@ -37,7 +37,7 @@ func previewWithProblems() *engine.Preview {
 			{Kind: engine.ProblemNoConsumers, Queue: "billing.retry", Messages: 3, Detail: "target queue billing.retry has no consumers now"},
 			{Kind: engine.ProblemAlreadyReplayed, Messages: 4, Detail: "4 message(s) were already replayed before and failed again"},
 			{Kind: engine.ProblemParked, Messages: 3, Detail: "3 message(s) were replayed park_after times or more"},
-			{Kind: engine.ProblemDeliveryLimit, Queue: "orders.dlq", Messages: 57, Detail: "the DLQ is a quorum queue: each scan returns every message with nack(requeue), which RabbitMQ before 4.3 counts as a delivery; its delivery limit is 20, so repeated previews can drop or dead-letter messages"},
+			{Kind: engine.ProblemDeliveryLimit, Queue: "orders.dlq", Messages: 57, Detail: "read budget: every read of orders.dlq gives each message back with nack(requeue), which RabbitMQ 4.0.5 counts against its delivery limit of 20 (RabbitMQ 4's default for quorum queues); a replay of these 48 message(s) needs 7 reads (the approval's check, then per step one to move and one to look for returns; 3 step(s) at the default 10, 20, 40… up to 500 — smaller steps need more) and the limit leaves 18. To raise the limit: rabbitmqctl set_policy -p / --apply-to queues dlqbot-limit-orders.dlq '^orders\\.dlq$' '{\"delivery-limit\":40}'"},
 			{Kind: engine.ProblemUnreadable, Messages: 1, Detail: "1 message(s) have headers that could not be fully read"},
 		},
 		Targets: []engine.TargetView{

@@ -193,7 +193,7 @@ func problemLine(prs []engine.Problem) string {
 	case engine.ProblemParked:
 		return fmt.Sprintf(":parking: *Parked* — %s %s replayed park_after times or more and %s left out (%s includes them).", msgs(total), wasWere(total), isAre(total), code("include_parked=true", 30))
 	case engine.ProblemDeliveryLimit:
-		return ":hourglass_flowing_sand: *Quorum DLQ delivery limit* — " + esc(oneLine(pr.Detail), 600)
+		return ":hourglass_flowing_sand: *Quorum DLQ delivery limit* — " + esc(oneLine(pr.Detail), 1500) // the read budget, with the command that raises the limit
 	case engine.ProblemRetryState:
 		return fmt.Sprintf(":no_entry_sign: *Consumer would refuse replayed copies* — %s %s a framework marker (rascal's immediateNack) that makes the consumer nack a redelivered copy before its handler runs; the replay resets it, so the handler sees each copy.", msgs(total), hasHave(total))
 	case engine.ProblemPartialRead:

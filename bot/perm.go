@@ -52,6 +52,11 @@ func userMessage(err error, subject string) string {
 		return "That preview was already approved: a token starts at most one replay, and its replay is in the preview's thread. Nothing more was sent."
 	case errors.Is(err, engine.ErrReplayNotFound):
 		return fmt.Sprintf("There is no replay `%s`; `list` shows recent replays.", mrkdwnEscape(subject))
+	case errors.Is(err, engine.ErrReadBudget):
+		var rbe *engine.ReadBudgetError
+		if errors.As(err, &rbe) {
+			return "Not done, to keep the broker from dropping messages: " + mrkdwnEscape(rbe.Error()) + "."
+		}
 	case errors.Is(err, engine.ErrBrokerUnavailable):
 		return "RabbitMQ cannot be reached right now, so nothing was done. Try again shortly."
 	case errors.Is(err, engine.ErrStoreUnavailable):

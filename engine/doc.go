@@ -6,4 +6,9 @@
 // declared in ports.go. The RabbitMQ adapter lives in engine/amqp and the
 // Redis implementations in store/; engine imports neither go-redis nor
 // slack-go, so every rule here can be read without knowing the transports.
+//
+// Reads of a quorum DLQ cost delivery attempts on RabbitMQ before 4.3;
+// budget.go holds the read budget's rules: how many reads the delivery limit
+// leaves, how many a replay needs, and the error that stops a read before it
+// could bring a message to its limit (ErrReadBudget).
 package engine

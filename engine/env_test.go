@@ -22,7 +22,13 @@ func newEnvB(b *testing.B) *env { return newEnv(b, engine.Config{}) }
 
 func newEnv(t testing.TB, cfg engine.Config) *env {
 	t.Helper()
-	b, err := amqp.New(amqp.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL})
+	return newEnvOn(t, cfg, testkit.Rabbit3)
+}
+
+// newEnvOn is newEnv on one broker of the matrix (testkit.EachBroker).
+func newEnvOn(t testing.TB, cfg engine.Config, on testkit.Broker) *env {
+	t.Helper()
+	b, err := amqp.New(amqp.Config{URL: on.AMQPURL, ManagementURL: on.ManagementURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,6 +38,7 @@ func newEnv(t testing.TB, cfg engine.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.SetReadMarks(st.ReadMarks())
 	deps := engine.Deps{Broker: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()}
 	if m, ok := any(b).(engine.Mover); ok {
 		deps.Mover = m
@@ -43,5 +50,5 @@ func newEnv(t testing.TB, cfg engine.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &env{rabbit: testkit.Dial(t), broker: b, store: st, svc: svc}
+	return &env{rabbit: on.Dial(t), broker: b, store: st, svc: svc}
 }

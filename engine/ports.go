@@ -28,6 +28,8 @@ var (
 	ErrUnsupported = errors.New("not supported")
 	// ErrReplayBusy means another process holds the replay's lease.
 	ErrReplayBusy = errors.New("replay is owned by another process")
+	// ErrReadBudget means a read of a queue could bring a message to its delivery limit.
+	ErrReadBudget = errors.New("read budget exhausted")
 )
 
 // Clock tells the time; injected so leases and timeouts are tested without sleeping.
@@ -51,9 +53,12 @@ type QueueState struct {
 	Consumers int `json:"consumers"`
 	// Type is "classic", "quorum" or "stream" ("" when unknown).
 	Type string `json:"type,omitempty"`
-	// DeliveryLimit is the quorum queue's delivery limit (x-delivery-limit
-	// argument or policy); 0 when none is known.
+	// DeliveryLimit is the quorum queue's effective delivery limit: the
+	// x-delivery-limit argument, the policy or operator policy, or RabbitMQ
+	// 4.0+'s default of 20; 0 when none is known (a classic queue has none).
 	DeliveryLimit int `json:"delivery_limit,omitempty"`
+	// The fields below describe the queue's read budget (see budget.go).
+	ReadCounts
 }
 
 // ScanInfo describes a completed scan.

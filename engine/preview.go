@@ -14,7 +14,7 @@ const (
 	ProblemNoConsumers     = "no_consumers"     // the target has no live consumer
 	ProblemAlreadyReplayed = "already_replayed" // a replay already sent this message
 	ProblemParked          = "parked"           // left out: replayed park_after times
-	ProblemDeliveryLimit   = "delivery_limit"   // quorum DLQ: a scan can use up delivery attempts
+	ProblemDeliveryLimit   = "delivery_limit"   // quorum DLQ: reads use up delivery attempts (the read budget)
 	ProblemUnreadable      = "unreadable"       // headers that could not be read
 	// ProblemRetryState: a framework marker on the messages makes their
 	// consumer refuse a replayed copy (rascal's immediateNack); the replay
@@ -71,6 +71,9 @@ type Preview struct {
 	Messages []PreviewMessage `json:"messages"`
 	// Arrivals is when the selected messages were dead-lettered (see arrivals.go).
 	Arrivals *Arrivals `json:"arrivals,omitempty"`
+	// Budget is the DLQ's read budget; nil when reads cost no delivery
+	// attempts (classic queues, no limit, RabbitMQ 4.3+).
+	Budget *BudgetView `json:"read_budget,omitempty"`
 }
 
 // Preview scans sel.DLQ without changing it, works out what a replay would
@@ -117,6 +120,10 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		}
 		return nil
 	})
+	var rbe *ReadBudgetError
+	if errors.As(err, &rbe) {
+		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, rbe)
+	}
 	if err != nil && !errors.Is(err, errStopScan) {
 		return nil, fmt.Errorf("engine: preview %s: scan: %w", sel.DLQ, err)
 	}
@@ -125,6 +132,9 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	}
 	p.Arrivals = arr.view()
 	p.Coverage = info.Coverage
+	if err := s.previewBudget(ctx, p); err != nil {
+		return nil, err
+	}
 	if err := s.resolveTargets(ctx, sel, p); err != nil {
 		return nil, err
 	}

@@ -64,10 +64,12 @@ func sameQueue(t *testing.T, r *testkit.Rabbit, q string, want []amqp.Delivery) 
 }
 
 func TestPreviewReportsProblemsAndChangesNothing(t *testing.T) {
-	for _, kind := range []string{"classic", "quorum"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, c := range testkit.Matrix("classic", "quorum") {
+		t.Run(c.Name(), func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, engine.Config{})
+			c.Broker.Require(t)
+			kind := c.Kind
+			e := newEnvOn(t, engine.Config{}, c.Broker)
 			r := e.rabbit
 			dlq := testkit.Name("dlq")
 			var dlqArgs amqp.Table
@@ -87,7 +89,7 @@ func TestPreviewReportsProblemsAndChangesNothing(t *testing.T) {
 			r.Reject(ok, testkit.Msg("again", testkit.Body(30, 300), amqp.Table{"x-replay-id": "r_0123456789abcdef", "x-replay-count": int32(1)}))
 			r.Reject(ok, testkit.Msg("parked", testkit.Body(31, 300), amqp.Table{"x-replay-id": "r_0123456789abcdef", "x-replay-count": int32(3)}))
 			r.WaitCount(dlq, 12, 20*time.Second)
-			testkit.DeleteQueue(gone)
+			r.DeleteQueue(gone)
 			r.Consume(ok, func(amqp.Delivery) string { return "ack" })
 
 			before := snapshot(t, r, dlq, 12)

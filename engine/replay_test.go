@@ -75,20 +75,21 @@ func ids(ds []amqp.Delivery) map[string]int {
 }
 
 func TestReplayAppliesExactlyThePreview(t *testing.T) {
-	for _, kind := range []string{"classic", "quorum-with-limit"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, c := range testkit.Matrix("classic", "quorum-with-limit") {
+		t.Run(c.Name(), func(t *testing.T) {
 			t.Parallel()
+			c.Broker.Require(t)
 			var args amqp.Table
-			if kind != "classic" {
+			if c.Kind != "classic" {
 				args = testkit.Quorum(amqp.Table{"x-delivery-limit": 20})
 			}
-			replayExactly(t, args)
+			replayExactly(t, c.Broker, args)
 		})
 	}
 }
 
-func replayExactly(t *testing.T, dlqArgs amqp.Table) {
-	e := newEnv(t, fast)
+func replayExactly(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+	e := newEnvOn(t, fast, on)
 	r := e.rabbit
 	src, dlq := testkit.Name("src"), testkit.Name("dlq")
 	r.Topology(src, dlq, dlqArgs)

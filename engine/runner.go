@@ -29,6 +29,12 @@ type run struct {
 	frozenIDs map[string]bool
 	// actor is who caused the event being emitted, when a person did.
 	actor string
+	// budgeted is set when reads of the DLQ cost delivery attempts: a step
+	// then looks for returns once, when it settled (see budget.go).
+	budgeted bool
+	// budgetErr is a look for returns the read budget refused: the step's
+	// returns are unknown, so the replay stops.
+	budgetErr error
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -131,6 +137,12 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 			}
 			continue
 		}
+		if err := rn.stepBudget(ctx); err != nil {
+			if r, again, err := rn.halt(parent, err); !again {
+				return r, err
+			}
+			continue
+		}
 		res, stopErr, err := rn.step(ctx)
 		if err == nil {
 			err = stopErr
@@ -166,6 +178,12 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 			rn.emit(ctx, EventStopped, &res, "stopped after step "+fmt.Sprint(res.Step)+": "+note)
 			rn.s.scheduleFollowUps(ctx, rn.r)
 			return rn.r, nil
+		}
+		if rn.budgetErr != nil {
+			if r, again, err := rn.halt(parent, rn.budgetErr); !again {
+				return r, err
+			}
+			continue
 		}
 		rn.emit(ctx, EventStepPassed, &res, fmt.Sprintf("step %d passed: %s", res.Step, res.Observation))
 	}
@@ -274,6 +292,24 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 		if err != nil {
 			return rn.r, false, err
 		}
+	case errors.Is(cause, ErrReadBudget):
+		// Not a fault: the replay stopped before a read that could drop
+		// messages, and resumes once the limit is raised.
+		var rbe *ReadBudgetError
+		if errors.As(cause, &rbe) {
+			cause = rbe
+		}
+		rn.r.State, rn.r.Note = StateStopped, "stopped by the "+cause.Error()+", then resume"
+		rn.r.EndedAt = rn.s.d.Clock.Now()
+		if err := rn.yield(ctx, StateStopped, StateCancelled); errors.Is(err, ErrDesireChanged) {
+			rn.ctl.refresh(ctx)
+			return rn.halt(parent, ErrCancelRequested)
+		} else if err != nil {
+			return rn.r, false, err
+		}
+		// No follow-up checks: each would read the DLQ too.
+		rn.emit(ctx, EventStopped, nil, rn.r.Note)
+		return rn.r, false, nil
 	case errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
 		rn.r.State, rn.r.Note = StatePaused, "paused: the process running it shut down; resume to continue"
 		if err := rn.yield(ctx, StatePaused, StateCancelled); errors.Is(err, ErrDesireChanged) {

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -78,7 +79,9 @@ func (rn *run) settle(ctx context.Context, res *StepResult, sentPer map[string]i
 			all = all && w.delivered == w.sent
 		}
 		now := clock.Now()
-		if st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil && (st.Ready != lastDLQ || now.Sub(lastScan) > 5*time.Second) {
+		// A budgeted DLQ is looked at once, when the step settled (each
+		// read costs every message a delivery attempt).
+		if st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil && !rn.budgeted && (st.Ready != lastDLQ || now.Sub(lastScan) > 5*time.Second) {
 			if now.Sub(lastScan) >= time.Second || lastDLQ < 0 {
 				lastDLQ, lastScan = st.Ready, now
 				rn.scanReturns(ctx)
@@ -170,6 +173,9 @@ func (rn *run) scanReturns(ctx context.Context) {
 		return nil
 	})
 	if err != nil {
+		if errors.Is(err, ErrReadBudget) {
+			rn.budgetErr = err
+		}
 		return
 	}
 	if returned > rn.r.Returned {

@@ -63,14 +63,9 @@ func (s *Service) summarise(p *Preview) {
 		p.Problems = append(p.Problems, Problem{Kind: ProblemParked, Messages: parked,
 			Detail: fmt.Sprintf("%d message(s) were replayed park_after times or more and are left out (include_parked=true to include them)", parked)})
 	}
-	if p.DLQ.Type == "quorum" {
-		d := "the DLQ is a quorum queue: each scan returns every message with nack(requeue), which RabbitMQ before 4.3 counts as a delivery"
-		if p.DLQ.DeliveryLimit > 0 {
-			d += fmt.Sprintf("; its delivery limit is %d, so repeated previews can drop or dead-letter messages", p.DLQ.DeliveryLimit)
-		} else {
-			d += "; RabbitMQ 4.0+ applies a default delivery limit of 20"
-		}
-		p.Problems = append(p.Problems, Problem{Kind: ProblemDeliveryLimit, Queue: p.DLQ.Name, Messages: p.Scanned, Detail: d})
+	p.Budget = s.budgetView(p.DLQ, p.Selected)
+	if p.Budget != nil {
+		p.Problems = append(p.Problems, Problem{Kind: ProblemDeliveryLimit, Queue: p.DLQ.Name, Messages: p.Scanned, Detail: budgetDetail(p.DLQ, p.Budget, p.Selected)})
 	}
 	if unreadable > 0 {
 		p.Problems = append(p.Problems, Problem{Kind: ProblemUnreadable, Messages: unreadable,

@@ -44,6 +44,8 @@ type options struct {
 	// events for the HTTP API's event stream.
 	apiChannel string
 	events     bool
+	// on is the broker (testkit.EachBroker); zero means RabbitMQ 3.10.
+	on testkit.Broker
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -67,7 +69,10 @@ func logger() zerolog.Logger {
 
 func newEnv(t testing.TB, o options) *env {
 	t.Helper()
-	b, err := amqp.New(amqp.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL})
+	if o.on.Name == "" {
+		o.on = testkit.Rabbit3
+	}
+	b, err := amqp.New(amqp.Config{URL: o.on.AMQPURL, ManagementURL: o.on.ManagementURL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +82,7 @@ func newEnv(t testing.TB, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b.SetReadMarks(st.ReadMarks())
 	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases()})
 	if err != nil {
@@ -128,7 +134,7 @@ func newEnv(t testing.TB, o options) *env {
 		_ = bt.Shutdown(sctx)
 		srv.Close()
 	})
-	return &env{t: t, rabbit: testkit.Dial(t), store: st, svc: svc, stub: stub, bot: bt, srv: srv, ctx: ctx}
+	return &env{t: t, rabbit: o.on.Dial(t), store: st, svc: svc, stub: stub, bot: bt, srv: srv, ctx: ctx}
 }
 
 // command sends a signed slash command and returns its ack body.

@@ -52,6 +52,7 @@ func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) 
 		_ = rdb.Close()
 		return nil, usageError("DLQBOT_REDIS_PREFIX: %w", err)
 	}
+	b.SetReadMarks(st.ReadMarks()) // every replica budgets reads of a quorum DLQ alike
 	svc, err := engine.New(engine.Config{
 		Vhost:    b.Vhost(),
 		LeaseTTL: cfg.LeaseTTL,

@@ -117,6 +117,8 @@ type Broker struct {
 	mgmt    *mgmtClient
 	conns   connHolder
 	pending pendingReturns
+	marks   marks     // what the last reads left (read budget)
+	info    infoCache // recent management answers (read budget)
 }
 
 var _ engine.Broker = (*Broker)(nil)

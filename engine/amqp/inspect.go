@@ -10,9 +10,9 @@ import (
 )
 
 // Inspect reports whether queue exists, its ready count and consumers (a
-// passive declare: exact and current), and its type and delivery limit
-// (from the management API; left empty when the API cannot be reached,
-// which is not an error). A missing queue is Exists=false and a nil error;
+// passive declare: exact and current), and its type, effective delivery
+// limit and read budget (from the management API and the read marks; left
+// empty when the API cannot be reached, which is not an error). A missing queue is Exists=false and a nil error;
 // an unreachable broker is engine.ErrBrokerUnavailable.
 func (b *Broker) Inspect(ctx context.Context, queue string) (engine.QueueState, error) {
 	st := engine.QueueState{Name: queue}
@@ -24,8 +24,14 @@ func (b *Broker) Inspect(ctx context.Context, queue string) (engine.QueueState, 
 		return st, nil
 	}
 	st.Exists, st.Ready, st.Consumers = true, q.Messages, q.Consumers
-	if info, err := b.mgmt.queue(ctx, queue, false); err == nil {
-		st.Type, st.DeliveryLimit = info.queueType(), info.deliveryLimit()
+	if info, err := b.queueInfo(ctx, queue); err == nil {
+		st.Type = info.queueType()
+		// The read budget: the effective limit, where it comes from and
+		// what the last read left. A store that cannot be read is an error:
+		// the budget would be unknown.
+		if st.DeliveryLimit, st.ReadCounts, err = b.readCounts(ctx, info); err != nil {
+			return st, fmt.Errorf("amqp: inspect %s: read marks: %w", queue, err)
+		}
 	}
 	return st, nil
 }

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
 )
 
 func TestInspect(t *testing.T) {
@@ -65,16 +66,18 @@ func TestInspect(t *testing.T) {
 
 	t.Run("quorum-delivery-limit", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		q := e.queue("t-inspect", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(5)})
-		b := testBroker(t, Config{})
-		st, err := b.Inspect(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.Exists || st.Type != "quorum" || st.DeliveryLimit != 5 {
-			t.Fatalf("Inspect = %+v, want an existing quorum queue with delivery limit 5", st)
-		}
+		testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+			e := newEnvOn(t, on)
+			q := e.queue("t-inspect", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(5)})
+			b := testBroker(t, onBroker(on, Config{}))
+			st, err := b.Inspect(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !st.Exists || st.Type != "quorum" || st.DeliveryLimit != 5 || !st.ReturnsCount || st.LimitFrom != "argument" {
+				t.Fatalf("Inspect = %+v, want an existing quorum queue with delivery limit 5 from its argument", st)
+			}
+		})
 	})
 
 	t.Run("no-management", func(t *testing.T) {
@@ -147,32 +150,35 @@ func TestUnavailable(t *testing.T) {
 // show (the statistics lag by one interval or two).
 func TestQueueStats(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	q := e.queue("t-stats", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(7)})
-	e.publish(q, testMessages(10))
-	b := testBroker(t, Config{})
-	ctx := context.Background()
-	var s Stats
-	deadline := time.Now().Add(30 * time.Second)
-	for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
-		var err error
-		if s, err = b.QueueStats(ctx, q); err != nil {
-			t.Fatalf("QueueStats: %v", err)
+	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		e := newEnvOn(t, on)
+		q := e.queue("t-stats", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(7)})
+		e.publish(q, testMessages(10))
+		b := testBroker(t, onBroker(on, Config{}))
+		ctx := context.Background()
+		var s Stats
+		deadline := time.Now().Add(30 * time.Second)
+		for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
+			var err error
+			if s, err = b.QueueStats(ctx, q); err != nil {
+				t.Fatalf("QueueStats: %v", err)
+			}
+			if s.Sampled && s.Ready == 10 && s.Publish >= 10 {
+				tick.Stop()
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("statistics did not show 10 published messages within 30s: last %+v", s)
+			}
 		}
-		if s.Sampled && s.Ready == 10 && s.Publish >= 10 {
-			tick.Stop()
-			break
+		if s.Type != "quorum" || s.DeliveryLimit != 7 || s.Unacked != 0 || s.Consumers != 0 || s.SampledAt.IsZero() {
+			t.Fatalf("QueueStats = %+v", s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("statistics did not show 10 published messages within 30s: last %+v", s)
+		if _, err := b.QueueStats(ctx, q+"-missing"); !errors.Is(err, engine.ErrQueueNotFound) {
+			t.Fatalf("QueueStats of a missing queue: %v", err)
 		}
-	}
-	if s.Type != "quorum" || s.DeliveryLimit != 7 || s.Unacked != 0 || s.Consumers != 0 || s.SampledAt.IsZero() {
-		t.Fatalf("QueueStats = %+v", s)
-	}
-	if _, err := b.QueueStats(ctx, q+"-missing"); !errors.Is(err, engine.ErrQueueNotFound) {
-		t.Fatalf("QueueStats of a missing queue: %v", err)
-	}
+	})
 }
 
 func TestNew(t *testing.T) {

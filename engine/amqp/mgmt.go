@@ -29,6 +29,7 @@ type mgmtClient struct {
 	auth     bool
 	vhost    string
 	http     *http.Client
+	ver      versionCache
 }
 
 func newMgmtClient(raw, vhost string, timeout time.Duration) (*mgmtClient, error) {
@@ -94,9 +95,18 @@ type queueJSON struct {
 	Type            string          `json:"type"`
 	Arguments       map[string]any  `json:"arguments"`
 	EffectivePolicy json.RawMessage `json:"effective_policy_definition"`
-	MessagesReady   *int64          `json:"messages_ready"`
-	MessagesUnacked int64           `json:"messages_unacknowledged"`
-	Consumers       int64           `json:"consumers"`
+	// Policy and OperatorPolicy name the policies applied (null: none).
+	Policy         string `json:"policy"`
+	OperatorPolicy string `json:"operator_policy"`
+	// Limit is the quorum queue's effective delivery limit as RabbitMQ 4.0+
+	// reports it once its statistics are in: a number or "unlimited".
+	Limit json.RawMessage `json:"delivery_limit"`
+	// version is the broker's version ("" when unknown), set by queue.
+	version string
+
+	MessagesReady   *int64 `json:"messages_ready"`
+	MessagesUnacked int64  `json:"messages_unacknowledged"`
+	Consumers       int64  `json:"consumers"`
 	MessageStats    struct {
 		Publish    int64 `json:"publish"`
 		DeliverGet int64 `json:"deliver_get"`
@@ -122,24 +132,29 @@ func (q *queueJSON) queueType() string {
 	return "classic"
 }
 
-// deliveryLimit is the effective delivery limit: the smaller of the
-// x-delivery-limit argument and the policy's delivery-limit (the broker
-// applies the smaller one); 0 when neither is set.
+// deliveryLimit is the effective delivery limit on the broker that
+// answered (see limit); 0 when none applies.
 func (q *queueJSON) deliveryLimit() int {
-	limit := positiveInt(q.Arguments["x-delivery-limit"])
+	l := q.limit(q.version)
+	if !l.has {
+		return 0
+	}
+	return l.limit
+}
+
+// policyLimit is the delivery-limit of the effective policy definition
+// (policy and operator policy merged by the broker).
+func (q *queueJSON) policyLimit() (int, bool) {
 	var policy map[string]any
 	// An empty definition is [] on older brokers: ignore what is not an object.
 	if len(q.EffectivePolicy) > 0 && json.Unmarshal(q.EffectivePolicy, &policy) == nil {
-		if p := positiveInt(policy["delivery-limit"]); p > 0 && (limit == 0 || p < limit) {
-			limit = p
-		}
+		return intValue(policy["delivery-limit"])
 	}
-	return limit
+	return 0, false
 }
 
-// positiveInt reads a JSON number (or numeric string) as a positive int;
-// anything else is 0.
-func positiveInt(v any) int {
+// intValue reads a JSON number (or numeric string) as an int of any sign.
+func intValue(v any) (int, bool) {
 	var f float64
 	switch x := v.(type) {
 	case float64:
@@ -147,16 +162,16 @@ func positiveInt(v any) int {
 	case string:
 		n, err := strconv.ParseFloat(x, 64)
 		if err != nil {
-			return 0
+			return 0, false
 		}
 		f = n
 	default:
-		return 0
+		return 0, false
 	}
-	if f <= 0 || f > math.MaxInt32 {
-		return 0
+	if f < math.MinInt32 || f > math.MaxInt32 {
+		return 0, false
 	}
-	return int(f)
+	return int(f), true
 }
 
 // queue reads one queue; with samples it asks for the length history too,
@@ -170,7 +185,36 @@ func (m *mgmtClient) queue(ctx context.Context, name string, samples bool) (*que
 	if err := m.get(ctx, path, &q); err != nil {
 		return nil, err
 	}
+	q.version = m.brokerVersion(ctx)
 	return &q, nil
+}
+
+// overview reads the broker's version from GET /api/overview.
+func (m *mgmtClient) overview(ctx context.Context) (string, error) {
+	var o struct {
+		Version string `json:"rabbitmq_version"`
+	}
+	if err := m.get(ctx, "/api/overview", &o); err != nil {
+		return "", err
+	}
+	return o.Version, nil
+}
+
+// policyJSON is GET /api/policies/{vhost}/{name}.
+type policyJSON struct {
+	Name       string         `json:"name"`
+	Pattern    string         `json:"pattern"`
+	ApplyTo    string         `json:"apply-to"`
+	Priority   int            `json:"priority"`
+	Definition map[string]any `json:"definition"`
+}
+
+func (m *mgmtClient) policy(ctx context.Context, name string) (*policyJSON, error) {
+	var p policyJSON
+	if err := m.get(ctx, "/api/policies/"+url.PathEscape(m.vhost)+"/"+url.PathEscape(name), &p); err != nil {
+		return nil, err
+	}
+	return &p, nil
 }
 
 // exchangeJSON is the part of GET /api/exchanges/{vhost}/{name} the adapter reads.

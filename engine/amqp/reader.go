@@ -59,6 +59,8 @@ type holdReader struct {
 	// returns.go); the caller sets it for quorum queues with a delivery
 	// limit, which would otherwise scramble a large return.
 	paced bool
+	// budget is the read budget of a quorum queue (see budget.go).
+	budget *readBudget
 }
 
 // heldChan is one channel of a holdReader and the deliveries it holds.
@@ -92,6 +94,10 @@ type held struct {
 // earlier returns to the queue to show (see pendingReturns). A missing
 // queue is engine.ErrQueueNotFound.
 func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, error) {
+	rb, err := b.startRead(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
 	conn, ch, err := b.conns.channel(ctx)
 	if err != nil {
 		return nil, err
@@ -124,6 +130,7 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 		closeQuietly(ch)
 		return nil, fmt.Errorf("%d messages need %d channels of %d, more than the %d available", r.want, chans, r.window, budget)
 	}
+	r.budget = rb
 	return r, nil
 }
 
@@ -168,6 +175,10 @@ func (r *holdReader) next(ctx context.Context) (held, error) {
 		return held{}, r.lost(c)
 	}
 	c.got++
+	if err := r.budget.see(d); err != nil {
+		r.done = true // held, and given back by release
+		return held{}, err
+	}
 	h := held{seq: r.seq, d: d, c: c}
 	r.seq++
 	return h, nil

@@ -84,6 +84,7 @@ func (r *holdReader) release() (int, error) {
 	// for it (measured: a scan right after a 30,000-message scan counted
 	// 10,000 under load), so every queue type's returns are remembered.
 	r.b.pending.add(r.queue, unsettled)
+	_ = r.budget.done(r.seq >= r.want) // a store failure leaves the mark in this process's memory
 	return returned, errors.Join(errs...)
 }
 

@@ -41,15 +41,15 @@ func TestScanLeavesQueueUnchanged(t *testing.T) {
 		{"one-window", 200, 0},
 		{"many-windows", 300, 50},
 	}
-	for _, qt := range scanQueueTypes {
+	for _, qt := range onBrokers(scanQueueTypes) {
 		for _, tc := range cases {
-			t.Run(qt.name+"/"+tc.name, func(t *testing.T) {
+			t.Run(qt.name+"/"+qt.on.Name+"/"+tc.name, func(t *testing.T) {
 				t.Parallel()
-				e := newEnv(t)
+				e := newEnvOn(t, qt.on)
 				q := e.queue("t-scan", qt.args)
 				pubs := testMessages(tc.n)
 				e.publish(q, pubs)
-				b := testBroker(t, Config{Prefetch: tc.prefetch})
+				b := testBroker(t, onBroker(qt.on, Config{Prefetch: tc.prefetch}))
 
 				var seen []record
 				info, err := b.Scan(context.Background(), q, func(m engine.Message) error {
@@ -80,14 +80,14 @@ func TestScanLeavesQueueUnchanged(t *testing.T) {
 func TestScanVisitErrorMidway(t *testing.T) {
 	t.Parallel()
 	errStop := errors.New("enough")
-	for _, qt := range scanQueueTypes {
-		t.Run(qt.name, func(t *testing.T) {
+	for _, qt := range onBrokers(scanQueueTypes) {
+		t.Run(qt.name+"/"+qt.on.Name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			e := newEnvOn(t, qt.on)
 			q := e.queue("t-scanerr", qt.args)
 			pubs := testMessages(300)
 			e.publish(q, pubs)
-			b := testBroker(t, Config{Prefetch: 50})
+			b := testBroker(t, onBroker(qt.on, Config{Prefetch: 50}))
 
 			var seen []record
 			info, err := b.Scan(context.Background(), q, func(m engine.Message) error {
@@ -224,14 +224,14 @@ func TestReaderEndsShortWhenOthersTakeMessages(t *testing.T) {
 // deliveries leave the queue, the rest are returned in order.
 func TestReaderAckThenRelease(t *testing.T) {
 	t.Parallel()
-	for _, qt := range scanQueueTypes {
-		t.Run(qt.name, func(t *testing.T) {
+	for _, qt := range onBrokers(scanQueueTypes) {
+		t.Run(qt.name+"/"+qt.on.Name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			e := newEnvOn(t, qt.on)
 			q := e.queue("t-ack", qt.args)
 			pubs := testMessages(120)
 			e.publish(q, pubs)
-			b := testBroker(t, Config{Prefetch: 25})
+			b := testBroker(t, onBroker(qt.on, Config{Prefetch: 25}))
 			ctx := context.Background()
 			r, err := b.openReader(ctx, q)
 			if err != nil {

@@ -77,3 +77,35 @@ func (b Broker) Dial(t testing.TB) *Rabbit {
 	t.Cleanup(func() { _ = conn.Close() })
 	return &Rabbit{t: t, Conn: conn, url: b.AMQPURL}
 }
+
+// Case is one subtest of a queue-type matrix: a kind of queue on a broker.
+type Case struct {
+	Kind   string
+	Broker Broker
+}
+
+// Name names the subtest: "<kind>-<broker>".
+func (c Case) Name() string { return c.Kind + "-" + c.Broker.Name }
+
+// Matrix returns the cases for kinds of queue: a kind starting with
+// "quorum" runs on every broker (Brokers), any other on RabbitMQ 3.10 only.
+// Call Require on the case's broker first thing in its subtest.
+func Matrix(kinds ...string) []Case {
+	var out []Case
+	for _, k := range kinds {
+		if len(k) >= 6 && k[:6] == "quorum" {
+			for _, b := range Brokers() {
+				out = append(out, Case{Kind: k, Broker: b})
+			}
+			continue
+		}
+		out = append(out, Case{Kind: k, Broker: Rabbit3})
+	}
+	return out
+}
+
+// Require fails t, saying how to start it, when b does not answer.
+func (b Broker) Require(t testing.TB) {
+	t.Helper()
+	b.require(t)
+}

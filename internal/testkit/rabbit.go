@@ -225,3 +225,6 @@ func Body(i, n int) []byte {
 
 // SafeName reports whether s looks like a testkit name (for cleanup asserts).
 func SafeName(s string) bool { return strings.HasPrefix(s, "t-") }
+
+// DeleteQueue deletes name on r's broker (on a fresh connection).
+func (r *Rabbit) DeleteQueue(name string) { deleteQueueAt(r.url, name) }

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+// TestTerminalQuorumReadBudget: on a quorum DLQ with x-delivery-limit=6,
+// the terminal preview states the read budget and that a policy cannot
+// raise an argument's limit; the replay stops by the budget (exit 1) with
+// nothing lost; a preview is then refused with the reason, reading nothing.
+func TestTerminalQuorumReadBudget(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		env := testEnv(t)
+		env["AMQP_URL"], env["RABBITMQ_MANAGEMENT_URL"] = on.AMQPURL, on.ManagementURL
+		r := on.Dial(t)
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		r.Topology(src, dlq, testkit.Quorum(amqp.Table{"x-delivery-limit": 6}))
+		r.Reject(src, testkit.Msgs(10, 100)...)
+		r.WaitCount(dlq, 10, 20*time.Second)
+		consumer := r.Consume(src, func(amqp.Delivery) string { return "ack" })
+
+		text, _, code := dlqbot(t, env, "preview", dlq)
+		for _, w := range []string{"needs 3 reads", "leaves 4", "x-delivery-limit argument, which a policy cannot raise"} {
+			if code != 0 || !strings.Contains(text, w) {
+				t.Fatalf("preview (exit %d) lacks %q:\n%s", code, w, text)
+			}
+		}
+		t.Logf("preview:\n%s", text)
+		out, _, code := dlqbot(t, env, "preview", dlq, "--json")
+		doc := oneJSON(t, out)
+		token, _ := doc["token"].(string)
+		if code != 0 || token == "" || doc["read_budget"] == nil {
+			t.Fatalf("preview --json (exit %d): %s", code, out)
+		}
+
+		out, _, code = dlqbot(t, env, "--json", "replay", token, "step=2", "cap=2", "rate=max", "timeout=20s")
+		doc = oneJSON(t, out)
+		note, _ := doc["note"].(string)
+		if code != 1 || doc["state"] != "stopped" || !strings.Contains(note, "read budget") {
+			t.Fatalf("replay (exit %d): %s", code, out)
+		}
+		// Two previews and the approval's check (count 3), step 1 (5), then
+		// 6 − 1 − 5 < 2: stopped after 2 sent.
+		sent := int(doc["sent"].(float64))
+		if sent != 2 {
+			t.Fatalf("replay sent %d, want 2 (one step): %s", sent, out)
+		}
+		testkit.Eventually(t, 20*time.Second, "sent copies consumed", func() bool { a, _ := consumer.Counts(); return a == sent })
+		testkit.Eventually(t, 30*time.Second, "nothing lost", func() bool { return r.Count(dlq)+sent == 10 })
+
+		out, _, code = dlqbot(t, env, "preview", dlq, "--json")
+		if msg, _ := oneJSON(t, out)["error"].(string); code != 1 || !strings.Contains(msg, "read budget") || !strings.Contains(msg, "nothing was read") {
+			t.Fatalf("preview with the budget spent (exit %d): %s", code, out)
+		}
+		if n := r.Count(dlq); n+sent != 10 {
+			t.Fatalf("DLQ holds %d after the refused preview, %d sent: want 10 in all", n, sent)
+		}
+	})
+}

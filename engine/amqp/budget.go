@@ -1,0 +1,203 @@
+package amqp
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// The read budget (see engine/budget.go): every read of a quorum queue
+// gives back what it does not move with Nack(requeue), which RabbitMQ
+// before 4.3 counts against the queue's delivery limit. A read starts only
+// when no message can reach its limit by it, stops at a delivery whose
+// count says otherwise, and leaves a mark (the highest count it saw, plus
+// the give-back) for the next read, on any replica.
+
+// SetReadMarks makes reads remember their marks in m (Redis, shared by
+// every replica) rather than in this process's memory alone. Call it
+// before use.
+func (b *Broker) SetReadMarks(m engine.ReadMarks) { b.marks.shared = m }
+
+// marks keeps read marks in memory and, when set, in a shared store.
+type marks struct {
+	shared engine.ReadMarks
+	mu     sync.Mutex
+	local  map[string]engine.ReadMark
+}
+
+// last is what the last reads of queue left: the shared store's mark when
+// there is one (every replica writes it; a whole read there may have
+// lowered it), else this process's own.
+func (m *marks) last(ctx context.Context, vhost, queue string) (engine.ReadMark, error) {
+	if m.shared != nil {
+		s, _, err := m.shared.LastRead(ctx, vhost, queue)
+		return s, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.local[queue], nil
+}
+
+// record stores a read's mark in memory and in the shared store.
+func (m *marks) record(vhost, queue string, mk engine.ReadMark, whole bool) error {
+	m.mu.Lock()
+	if m.local == nil {
+		m.local = map[string]engine.ReadMark{}
+	}
+	if old := m.local[queue]; whole || mk.Count > old.Count {
+		mk.Reads += old.Reads
+		m.local[queue] = mk
+	}
+	m.mu.Unlock()
+	if m.shared == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return m.shared.RecordRead(ctx, vhost, queue, mk, whole)
+}
+
+// readCounts fills the budget part of a queue's state: limit, where it
+// comes from, the policy to raise it in and the mark of the last read.
+func (b *Broker) readCounts(ctx context.Context, q *queueJSON) (int, engine.ReadCounts, error) {
+	var rc engine.ReadCounts
+	l := q.limit(q.version)
+	if !l.has {
+		return 0, rc, nil
+	}
+	rc.BrokerVersion = q.version
+	rc.ReturnsCount = returnsCount(rc.BrokerVersion)
+	rc.LimitFrom = l.from
+	rc.OperatorPolicy = q.OperatorPolicy
+	if q.Policy != "" {
+		if p, err := b.policyInfo(ctx, q.Policy); err == nil {
+			rc.Policy = &engine.Policy{Name: p.Name, Pattern: p.Pattern, ApplyTo: p.ApplyTo, Priority: p.Priority, Definition: p.Definition}
+			if pl, ok := intValue(p.Definition["delivery-limit"]); l.from == "policy" && (!ok || pl != l.limit) {
+				rc.LimitFrom = "operator policy"
+			}
+		}
+	} else if l.from == "policy" && q.OperatorPolicy != "" {
+		rc.LimitFrom = "operator policy"
+	}
+	mk, err := b.marks.last(ctx, b.vhost, q.Name)
+	if err != nil {
+		return l.limit, rc, err
+	}
+	rc.DeliveryCount = mk.Count
+	return l.limit, rc, nil
+}
+
+// readBudget is one read's budget.
+type readBudget struct {
+	b      *Broker
+	queue  string
+	quorum bool
+	state  engine.QueueState // limit and counts when the read began
+	seen   int               // highest delivery count seen; -1 none
+}
+
+// startRead checks, before a read of queue, that it can bring no message to
+// its delivery limit. When the management API cannot be reached the read
+// goes on unbudgeted, as before this check existed.
+func (b *Broker) startRead(ctx context.Context, queue string) (*readBudget, error) {
+	rb := &readBudget{b: b, queue: queue, seen: -1}
+	q, err := b.queueInfo(ctx, queue)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return rb, nil
+	}
+	rb.quorum = q.queueType() == "quorum"
+	rb.state.Name = queue
+	limit, rc, err := b.readCounts(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	rb.state.DeliveryLimit, rb.state.ReadCounts = limit, rc
+	if left := rb.state.ReadsLeft(); left == 0 {
+		return nil, &engine.ReadBudgetError{Queue: queue, Limit: limit, LimitFrom: rc.LimitFrom,
+			Count: rc.DeliveryCount, Need: 1, Left: 0, Version: rc.BrokerVersion, Raise: rb.raise()}
+	}
+	return rb, nil
+}
+
+// raise says how to raise the queue's limit.
+func (rb *readBudget) raise() string {
+	return engine.RaiseLimit(rb.b.vhost, rb.state, engine.SuggestedLimit(rb.state, 1))
+}
+
+// see checks one delivery: a message whose give-back would bring it to its
+// limit stops the read.
+func (rb *readBudget) see(d amqp.Delivery) error {
+	if rb == nil || !rb.quorum {
+		return nil
+	}
+	n := deliveryCount(d.Headers)
+	rb.seen = max(rb.seen, n)
+	st := rb.state
+	if st.ReturnsCount && n+1 >= st.DeliveryLimit {
+		return &engine.ReadBudgetError{Queue: rb.queue, Limit: st.DeliveryLimit, LimitFrom: st.LimitFrom,
+			Count: n, Midway: true, Version: st.BrokerVersion, Raise: rb.raise()}
+	}
+	return nil
+}
+
+// done records what the read left: every message it gave back was
+// delivered with at most seen and now has one more. A whole read (it saw
+// every message ready at its start) replaces the mark.
+func (rb *readBudget) done(whole bool) error {
+	if rb == nil || !rb.quorum {
+		return nil
+	}
+	mk := engine.ReadMark{Count: rb.seen + 1, At: time.Now(), Reads: 1}
+	if rb.seen < 0 {
+		if !whole {
+			return nil // nothing read, nothing given back
+		}
+		mk.Count = 0
+	}
+	return rb.b.marks.record(rb.b.vhost, rb.queue, mk, whole)
+}
+
+// deliveryCount is the count RabbitMQ before 4.3 compares with the limit,
+// as shown on delivery: x-delivery-count (3.x: delivery_count; 4.0–4.2:
+// acquired_count), or x-acquired-count where a broker sends it; 0 when
+// absent.
+func deliveryCount(h amqp.Table) int {
+	return max(headerInt(h["x-delivery-count"]), headerInt(h["x-acquired-count"]))
+}
+
+func headerInt(v any) int {
+	switch x := v.(type) {
+	case int64:
+		return int(x)
+	case int32:
+		return int(x)
+	case int16:
+		return int(x)
+	case int8:
+		return int(x)
+	case int:
+		return x
+	case uint8:
+		return int(x)
+	case uint16:
+		return int(x)
+	case uint32:
+		return int(x)
+	case uint64:
+		return int(x)
+	case float64:
+		return int(x)
+	case string:
+		n, _ := strconv.Atoi(x)
+		return n
+	}
+	return 0
+}
