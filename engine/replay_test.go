@@ -51,12 +51,18 @@ func approveRun(t *testing.T, e *env, token string, prm engine.Params, confirmed
 type recorder struct {
 	mu sync.Mutex
 	ds []amqp.Delivery
+	// verdict is what the consumer does with each delivery: "ack" when
+	// empty, or a testkit.Handler verdict such as "reject".
+	verdict string
 }
 
 func (rc *recorder) handle(d amqp.Delivery) string {
 	rc.mu.Lock()
 	rc.ds = append(rc.ds, d)
 	rc.mu.Unlock()
+	if rc.verdict != "" {
+		return rc.verdict
+	}
 	return "ack"
 }
 
