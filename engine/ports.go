@@ -28,6 +28,8 @@ var (
 	ErrUnsupported = errors.New("not supported")
 	// ErrReplayBusy means another process holds the replay's lease.
 	ErrReplayBusy = errors.New("replay is owned by another process")
+	// ErrReadBudget means a read of a queue could bring a message to its delivery limit.
+	ErrReadBudget = errors.New("read budget exhausted")
 )
 
 // Clock tells the time; injected so leases and timeouts are tested without sleeping.
