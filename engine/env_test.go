@@ -32,7 +32,8 @@ func newEnv(t testing.TB, cfg engine.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deps := engine.Deps{Broker: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()}
+	deps := engine.Deps{Broker: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+		Taps: b, Returns: st.Returns()}
 	if m, ok := any(b).(engine.Mover); ok {
 		deps.Mover = m
 	}

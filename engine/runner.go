@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -29,6 +30,13 @@ type run struct {
 	frozenIDs map[string]bool
 	// actor is who caused the event being emitted, when a person did.
 	actor string
+	// mode is how this run finds returns, and modeNote why it re-reads.
+	mode     ReturnsMode
+	modeNote string
+	// tapTotal is the replay's returns recorded by the tap at the last
+	// look; listed is how many returned events are in r.Failures.
+	tapTotal int
+	listed   int
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -105,11 +113,19 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	if kind == EventResumed && rn.ctl.load() == StateRunning {
 		rn.actor = rn.ctl.actor()
 	}
+	// The tap goes in place before anything is published.
+	if err := rn.startReturns(ctx); err != nil {
+		return rn.halt(parent, err)
+	}
 	rn.r.State, rn.r.Note = StateRunning, ""
 	if err := rn.put(ctx); err != nil {
 		return rn.r, err
 	}
-	rn.emit(ctx, kind, nil, fmt.Sprintf("replay %s of %d message(s) from %s %s", rn.r.ID, rn.r.Total, rn.r.DLQ, kind))
+	text := fmt.Sprintf("replay %s of %d message(s) from %s %s", rn.r.ID, rn.r.Total, rn.r.DLQ, kind)
+	if rn.mode == ReturnsReread {
+		text += "; returns will be found by re-reading the DLQ once per step (" + rn.modeNote + ")"
+	}
+	rn.emit(ctx, kind, nil, text)
 	rn.actor = ""
 
 	for rn.plan.remaining() > 0 {
@@ -123,7 +139,12 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		if stopErr != nil {
 			return rn.halt(parent, stopErr)
 		}
-		if res.Returned > 0 || (res.Sent > 0 && res.Settled == 0) {
+		if res.Sent == 0 {
+			// Nothing of the step reached a target: the replay did not
+			// make progress, and "passed" would claim that it did.
+			res.Observation = rn.nothingSent(res)
+		}
+		if res.Returned > 0 || res.Sent == 0 || res.Settled == 0 {
 			rn.r.State = StateStopped
 			rn.r.Note = res.Observation
 			rn.r.EndedAt = rn.s.d.Clock.Now()
@@ -145,6 +166,25 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	rn.emit(ctx, EventFinished, nil, "finished: "+rn.r.Note)
 	rn.s.scheduleFollowUps(ctx, rn.r)
 	return rn.r, nil
+}
+
+// nothingSent words a step none of whose copies was sent.
+func (rn *run) nothingSent(res StepResult) string {
+	kinds := map[string]int{}
+	for _, f := range rn.r.Failures {
+		kinds[f.Kind]++
+	}
+	s := fmt.Sprintf("none of the %d message(s) of step %d was sent", res.Planned, res.Step)
+	var why []string
+	for _, k := range []string{"target_missing", "unroutable", "nacked", "refused", "missing", "in_doubt"} {
+		if kinds[k] > 0 {
+			why = append(why, fmt.Sprintf("%d %s", kinds[k], strings.ReplaceAll(k, "_", " ")))
+		}
+	}
+	if len(why) > 0 {
+		s += " (so far in this replay: " + strings.Join(why, ", ") + ")"
+	}
+	return s + "; the originals that could be kept are still in " + rn.r.DLQ
 }
 
 // stopCause says why sending must stop now, if it must.

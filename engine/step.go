@@ -118,7 +118,12 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 		return res, mr.Stopped, nil
 	}
 	if res.Sent > 0 {
-		rn.settle(ctx, &res, sentPer, baseline)
+		stop, err := rn.settle(ctx, &res, sentPer, baseline)
+		if stop != nil || err != nil {
+			// Sent, not judged: halt records the state asked for.
+			res.Duration = time.Since(start)
+			return res, stop, err
+		}
 	} else {
 		res.Observation = "nothing was sent in this step"
 	}

@@ -38,6 +38,10 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 	slots := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// Every worker records the DLQs' taps, so returns are recorded even
+	// while no replay of that DLQ is settling (for check and follow-ups).
+	wg.Add(1)
+	go func() { defer wg.Done(); s.DrainTaps(ctx, 0) }()
 	lastAnnounce := time.Time{}
 	for ctx.Err() == nil {
 		if reg != nil && time.Since(lastAnnounce) > s.cfg.LeaseTTL/3 {
@@ -86,6 +90,10 @@ func (s *Service) Resume(ctx context.Context, id, by string, jobs Jobs) (Replay,
 	}
 	if r.State != StatePaused && r.State != StateStopped && r.State != StateRunning {
 		return r, fmt.Errorf("engine: resume %s: %w: it is %s", id, ErrNotControllable, r.State)
+	}
+	if want, _, err := s.d.Replays.Desired(ctx, id); err == nil && want == StateCancelled {
+		// A cancel is final: a later resume does not take it back.
+		return r, fmt.Errorf("engine: resume %s: %w: it is being cancelled", id, ErrNotControllable)
 	}
 	if err := s.d.Replays.Desire(ctx, id, StateRunning, by); err != nil {
 		return r, fmt.Errorf("engine: resume %s: %w", id, err)

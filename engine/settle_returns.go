@@ -1,0 +1,134 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// returnsLook is one step's state of looking for returns.
+type returnsLook struct {
+	lastLook time.Time // when the DLQ was last re-read (zero: not yet)
+}
+
+// startReturns prepares a run's way of finding returns before anything is
+// published: the tap when the DLQ has one (see prepareTap), else counted
+// re-reads of the DLQ. A resumed run starts from what is recorded, so
+// copies that came back while nobody ran the replay are counted once and
+// nothing counted before is counted again.
+func (rn *run) startReturns(ctx context.Context) error {
+	rn.mode, rn.modeNote = rn.prepareTap(ctx)
+	rn.r.ReturnsMode = rn.mode
+	for _, f := range rn.r.Failures {
+		if f.Kind == "returned" {
+			rn.listed++
+		}
+	}
+	if rn.mode == ReturnsTap {
+		rec, err := rn.s.d.Returns.Returned(ctx, rn.r.ID, -1)
+		if err != nil {
+			return fmt.Errorf("engine: run %s: read returns: %w", rn.r.ID, err)
+		}
+		rn.tapTotal = rec.Total
+		rn.r.Returned = max(rn.r.Returned, rec.Total)
+		return nil
+	}
+	if rn.r.Step == 0 {
+		return nil
+	}
+	// Re-reads count returns as copies seen in the DLQ beyond those seen
+	// before: a resumed run first notes what is there already.
+	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
+		meta := ParseMeta(rn.r.DLQ, m)
+		if meta.ReplayID == rn.r.ID && meta.Returned {
+			rn.returnedSeen[meta.ID]++
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("engine: run %s: read %s for earlier returns: %w", rn.r.ID, rn.r.DLQ, err)
+	}
+	return nil
+}
+
+// lookForReturns updates the run's returned and new-failure counts. With a
+// tap it reads the tap's record (cheap, every poll); with re-reads it reads
+// the DLQ once per step, when the step has settled (final). A failed look
+// while the step settles is retried at the next poll; a failed final look
+// is an error, since "none came back" would then be a claim nobody checked.
+func (rn *run) lookForReturns(ctx context.Context, look *returnsLook, now time.Time, final bool) error {
+	if rn.mode == ReturnsTap {
+		err := rn.tapReturns(ctx)
+		if err != nil && final {
+			return fmt.Errorf("engine: run %s: look for returns in the tap of %s: %w", rn.r.ID, rn.r.DLQ, err)
+		}
+		return nil
+	}
+	if !final {
+		return nil
+	}
+	look.lastLook = now
+	return rn.rereadReturns(ctx)
+}
+
+// tapReturns drains the DLQ's tap into the store and reads the replay's
+// record: the returned count grows by the events recorded since the last
+// look (counted, never a maximum), and new events are listed as failures.
+func (rn *run) tapReturns(ctx context.Context) error {
+	if _, err := rn.s.recordTap(ctx, rn.r.DLQ); err != nil {
+		return err
+	}
+	rec, err := rn.s.d.Returns.Returned(ctx, rn.r.ID, rn.listed)
+	if err != nil {
+		return err
+	}
+	arrived, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
+	if err != nil {
+		return err
+	}
+	if rec.Total > rn.tapTotal {
+		rn.r.Returned += rec.Total - rn.tapTotal
+		rn.tapTotal = rec.Total
+	}
+	for _, ev := range rec.Events {
+		rn.fail(Failure{ID: ev.ID, Target: ev.Source, Kind: "returned", Reason: ev.Reason, Detail: ev.Exception})
+	}
+	rn.listed += len(rec.Events)
+	rn.r.NewFailures = max(0, int(arrived-rec.Baseline)-rec.Total)
+	return nil
+}
+
+// rereadReturns reads the DLQ without changing it: a copy carrying this
+// replay's id and a new death beyond the copies of its id seen before is a
+// new return (so returns are counted as they arrive, and copies that left
+// the DLQ meanwhile — parked, replayed elsewhere — take nothing away);
+// messages that died since the replay started without its id are new
+// failures.
+func (rn *run) rereadReturns(ctx context.Context) error {
+	seen := map[string]int{}
+	fresh := 0
+	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
+		meta := ParseMeta(rn.r.DLQ, m)
+		switch {
+		case meta.ReplayID == rn.r.ID && meta.Returned:
+			seen[meta.ID]++
+			if seen[meta.ID] > rn.returnedSeen[meta.ID] {
+				rn.returnedSeen[meta.ID] = seen[meta.ID]
+				rn.r.Returned++
+				rn.fail(Failure{ID: meta.ID, Target: meta.Source, Kind: "returned", Reason: string(meta.Reason), Detail: meta.Exception})
+			}
+		case meta.ReplayID != rn.r.ID && rn.isNew(meta):
+			fresh++
+		}
+		return nil
+	})
+	if err != nil {
+		if errors.Is(err, ErrReadBudget) {
+			return fmt.Errorf("engine: run %s: re-reading %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
+		}
+		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
+	}
+	rn.r.NewFailures = fresh
+	return nil
+}
