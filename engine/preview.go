@@ -58,6 +58,8 @@ type Preview struct {
 	Problems  []Problem        `json:"problems"`
 	Targets   []TargetView     `json:"targets"`
 	Messages  []PreviewMessage `json:"messages"`
+	// Returns says how a replay would find the copies that come back.
+	Returns ReturnsView `json:"returns"`
 }
 
 // Preview scans sel.DLQ without changing it, works out what a replay would
@@ -116,6 +118,9 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		return nil, err
 	}
 	s.summarise(p)
+	if p.Selected > 0 {
+		p.Returns = s.returnsView(ctx, p)
+	}
 	if p.Selected > 0 {
 		if err := s.freeze(ctx, sel, p); err != nil {
 			return nil, err
