@@ -1,0 +1,77 @@
+package engine_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+func TestDefaultExchangeDLQFallsBackToCountedRereads(t *testing.T) {
+	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
+		for _, kind := range []string{"classic", "quorum"} {
+			t.Run(kind, func(t *testing.T) {
+				t.Parallel()
+				var args amqp.Table
+				if kind == "quorum" {
+					args = testkit.Quorum(nil)
+				}
+				e := newTapEnv(t, b, fast, nil)
+				r := e.rabbit
+				src, dlq := testkit.Name("src"), testkit.Name("dlq")
+				r.Topology(src, dlq, args) // dead letters go through the default exchange only
+				r.Reject(src, testkit.Msgs(20, 50)...)
+				r.WaitCount(dlq, 20, 20*time.Second)
+				p := preview(t, &e.env, engine.Selection{DLQ: dlq})
+				if p.Returns.Mode != engine.ReturnsReread || p.Returns.Reads != 2 || !strings.Contains(p.Returns.Detail, "re-reading the DLQ: 2 read(s)") {
+					t.Fatalf("preview returns %+v: want re-reads, 2 of them (steps of 10 and 20)", p.Returns)
+				}
+				r.Consume(src, func(amqp.Delivery) string { return "reject" })
+				ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", engine.Params{Rate: -1, Timeout: 20 * time.Second}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				scans0, _ := e.reads.of(dlq)
+				rep, err := e.svc.Run(t.Context(), ap.Replay.ID, "owner")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.State != engine.StateStopped || rep.Sent != 10 || rep.Returned == 0 || rep.ReturnsMode != engine.ReturnsReread {
+					t.Fatalf("replay %s sent %d returned %d mode %q: want stopped after 10 with returns found by re-reading", rep.State, rep.Sent, rep.Returned, rep.ReturnsMode)
+				}
+				if scans, _ := e.reads.of(dlq); scans != scans0+1 {
+					t.Fatalf("the run read the DLQ %d time(s), want 1 (one re-read for its one step)", scans-scans0)
+				}
+				r.WaitCount(dlq, 20, 20*time.Second)
+				c, err := e.svc.Check(t.Context(), rep.ID, "")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.Returned != 10 || len(c.Groups) != 1 || c.Groups[0].Group != "rejected" {
+					t.Fatalf("check %+v: want 10 back, all rejected", c)
+				}
+			})
+		}
+	})
+}
+
+func TestAQueueDeadLetteringStraightIntoTheDLQRulesOutTheTap(t *testing.T) {
+	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
+		t.Parallel()
+		e := newTapEnv(t, b, fast, nil)
+		r := e.rabbit
+		src, direct, dlq := testkit.Name("src"), testkit.Name("direct"), testkit.Name("dlq")
+		r.DLXTopology(src, dlq, nil)
+		r.Queue(direct, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+		r.Reject(src, testkit.Msgs(3, 50)...)
+		r.WaitCount(dlq, 3, 20*time.Second)
+		p := preview(t, &e.env, engine.Selection{DLQ: dlq})
+		if p.Returns.Mode != engine.ReturnsReread || !strings.Contains(p.Returns.Detail, direct) {
+			t.Fatalf("preview returns %+v: want re-reads, naming %s (it dead-letters through the default exchange)", p.Returns, direct)
+		}
+	})
+}
