@@ -49,7 +49,7 @@ type tapEnv struct {
 	reads *reads
 }
 
-func newTapEnv(t *testing.T, b testkit.Broker, cfg engine.Config, extra func(*engine.Deps)) *tapEnv {
+func newTapEnv(t testing.TB, b testkit.Broker, cfg engine.Config, extra func(*engine.Deps)) *tapEnv {
 	t.Helper()
 	br, err := amqp.New(amqp.Config{URL: b.AMQPURL, ManagementURL: b.ManagementURL})
 	if err != nil {
