@@ -56,7 +56,7 @@ func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[strin
 // cancel, lost lease or shutdown, returning that cause as stop (the copies
 // were sent; what became of them is left to the next step or a check); err
 // is a failure to look for returns (a read refused by the read budget).
-func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[string]int, publish0 map[string]int64) (stop, err error) {
+func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) (stop, err error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	go rn.cancelOnStop(ctx, cancel)
@@ -73,7 +73,6 @@ func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[strin
 		watches = append(watches, w)
 	}
 	before := rn.r.Returned
-	look := &returnsLook{}
 	var graceFrom time.Time
 	tick := time.NewTicker(rn.s.cfg.SettlePoll)
 	defer tick.Stop()
@@ -104,6 +103,7 @@ func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[strin
 		case <-tick.C:
 		}
 	}
+	mode := rn.mode
 	if err := rn.lookForReturns(ctx, look, clock.Now(), true); err != nil {
 		if stop := rn.stopCause(parent); stop != nil {
 			return stop, nil
@@ -115,6 +115,9 @@ func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[strin
 	}
 	res.Returned = rn.r.Returned - before
 	res.Observation = rn.describe(res, clock.Now().Sub(start))
+	if mode != rn.mode {
+		res.Observation += "; from now on returns are found by re-reading the DLQ: " + rn.modeNote
+	}
 	return nil, nil
 }
 

@@ -10,6 +10,37 @@ import (
 // returnsLook is one step's state of looking for returns.
 type returnsLook struct {
 	lastLook time.Time // when the DLQ was last re-read (zero: not yet)
+	// ready0 and arrived0 are the DLQ's ready count and its tap's
+	// recorded arrivals before the step published (ready0 −1: unknown),
+	// and removed the originals the step took out of the DLQ: the DLQ
+	// cannot grow by more than its tap received unless something bypasses
+	// its bindings.
+	ready0   int
+	arrived0 int64
+	removed  int
+}
+
+// newLook starts a step's look for returns, before the step publishes.
+func (rn *run) newLook(ctx context.Context) *returnsLook {
+	look := &returnsLook{ready0: -1}
+	if rn.mode != ReturnsTap {
+		return look
+	}
+	if _, err := rn.s.recordTap(ctx, rn.r.DLQ); err != nil {
+		return look
+	}
+	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+	if err != nil || st.Type != "classic" {
+		// A quorum queue applies the messages a read gave back some time
+		// after the read: its ready count is no measure of new arrivals.
+		return look
+	}
+	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
+	if err != nil {
+		return look
+	}
+	look.ready0, look.arrived0 = st.Ready, a
+	return look
 }
 
 // startReturns prepares a run's way of finding returns before anything is
@@ -62,6 +93,9 @@ func (rn *run) lookForReturns(ctx context.Context, look *returnsLook, now time.T
 		err := rn.tapReturns(ctx)
 		if err != nil && final {
 			return fmt.Errorf("engine: run %s: look for returns in the tap of %s: %w", rn.r.ID, rn.r.DLQ, err)
+		}
+		if err == nil && final {
+			return rn.checkBypass(ctx, look)
 		}
 		return nil
 	}
@@ -130,5 +164,52 @@ func (rn *run) rereadReturns(ctx context.Context) error {
 		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
 	}
 	rn.r.NewFailures = fresh
+	return nil
+}
+
+// checkBypass compares, at the end of a step, how much the DLQ grew with
+// how many dead letters its tap recorded meanwhile. More growth means
+// something puts messages into the DLQ without its bindings (a framework
+// publishing straight to it through the default exchange), which no tap
+// can see: the run then re-reads the DLQ for this step and every later
+// one, and says so. Returns counted from the tap are not counted again.
+func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
+	if look.ready0 < 0 {
+		return nil
+	}
+	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+	if err != nil {
+		return nil
+	}
+	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
+	if err != nil {
+		return nil
+	}
+	bypassed := (st.Ready - (look.ready0 - look.removed)) - int(a-look.arrived0)
+	if bypassed <= 0 {
+		return nil
+	}
+	rn.mode, rn.r.ReturnsMode = ReturnsReread, ReturnsReread
+	rn.modeNote = fmt.Sprintf("%d dead letter(s) reached %s without passing its bindings (published straight to it?), so the tap cannot see every return", bypassed, rn.r.DLQ)
+	// Count only the copies in the DLQ beyond those the tap counted.
+	inDLQ := 0
+	_, err = rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
+		meta := ParseMeta(rn.r.DLQ, m)
+		if meta.ReplayID == rn.r.ID && meta.Returned {
+			rn.returnedSeen[meta.ID]++
+			inDLQ++
+			if inDLQ > rn.tapTotal {
+				rn.fail(Failure{ID: meta.ID, Target: meta.Source, Kind: "returned", Reason: string(meta.Reason), Detail: meta.Exception})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
+	}
+	if inDLQ > rn.tapTotal {
+		rn.r.Returned += inDLQ - rn.tapTotal
+	}
+	rn.s.logf("replay %s: %s; re-reading it from now on", rn.r.ID, rn.modeNote)
 	return nil
 }

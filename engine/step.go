@@ -26,6 +26,7 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	rn.emit(ctx, EventStepStarted, &res, fmt.Sprintf("step %d: sending %d message(s)", k, left))
 
 	baseline := rn.sampleTargets(ctx, pick)
+	look := rn.newLook(ctx) // before the publishes: the DLQ's size and its tap's arrivals
 	sentBefore := rn.r.Sent
 	rn.lastProgress = time.Time{}
 	rate := rn.r.Params.Rate
@@ -118,7 +119,8 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 		return res, mr.Stopped, nil
 	}
 	if res.Sent > 0 {
-		stop, err := rn.settle(ctx, &res, sentPer, baseline)
+		look.removed = len(mr.Sent)
+		stop, err := rn.settle(ctx, &res, sentPer, baseline, look)
 		if stop != nil || err != nil {
 			// Sent, not judged: halt records the state asked for.
 			res.Duration = time.Since(start)

@@ -75,3 +75,46 @@ func TestAQueueDeadLetteringStraightIntoTheDLQRulesOutTheTap(t *testing.T) {
 		}
 	})
 }
+
+func TestDeadLettersBypassingTheTapSwitchTheRunToRereads(t *testing.T) {
+	t.Parallel()
+	e := newTapEnv(t, testkit.Rabbit3, fast, nil)
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.DLXTopology(src, dlq, nil)
+	const n = 30
+	r.Reject(src, testkit.Msgs(n, 100)...)
+	r.WaitCount(dlq, n, 20*time.Second)
+	p := preview(t, &e.env, engine.Selection{DLQ: dlq})
+	if p.Returns.Mode != engine.ReturnsTap {
+		t.Fatalf("preview returns %+v, want the tap", p.Returns)
+	}
+	// Spring's recoverer here publishes failures straight to the DLQ
+	// through the default exchange, past its bindings and the tap; the
+	// broker's own rejections go through the exchange.
+	springLike(t, r, src, dlq)
+	rep := approveRun(t, &e.env, p.Token, oneStep, false)
+	wantEx, wantRej := 0, 0
+	for i := 0; i < n; i++ {
+		switch {
+		case i%3 == 0:
+			wantEx++
+		case i%5 == 1:
+			wantRej++
+		}
+	}
+	if rep.State != engine.StateStopped || rep.ReturnsMode != engine.ReturnsReread || !strings.Contains(rep.Note, "without passing its bindings") {
+		t.Fatalf("replay %s mode %q note %q: want stopped, switched to re-reads, saying why", rep.State, rep.ReturnsMode, rep.Note)
+	}
+	if rep.Returned <= wantRej {
+		t.Fatalf("returned %d: the %d published past the tap were not counted (%d rejected)", rep.Returned, wantEx, wantRej)
+	}
+	r.WaitCount(dlq, wantEx+wantRej, 20*time.Second)
+	c, err := e.svc.Check(t.Context(), rep.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Returned != wantEx+wantRej {
+		t.Fatalf("check: %d back, want %d", c.Returned, wantEx+wantRej)
+	}
+}
