@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -25,7 +26,8 @@ func (s *Service) checkFromTap(ctx context.Context, r Replay, c *CheckReport) (d
 	if !rec.Tapped {
 		return false, nil
 	}
-	if _, err := s.recordTap(ctx, r.DLQ); err != nil {
+	// A tap gone since (x-expires) has nothing more to record.
+	if _, err := s.recordTap(ctx, r.DLQ); err != nil && !errors.Is(err, ErrQueueNotFound) {
 		return true, fmt.Errorf("engine: check %s: %w", r.ID, err)
 	}
 	if rec, err = s.d.Returns.Returned(ctx, r.ID, -1); err != nil {

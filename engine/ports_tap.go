@@ -47,7 +47,7 @@ type Taps interface {
 	// batches, acknowledging a batch only once record returned nil (an
 	// error gives the batch back). It returns when the tap is empty (as
 	// far as its ready count tells), with how many messages it recorded.
-	// A missing tap is 0 and no error.
+	// A missing tap is ErrQueueNotFound.
 	DrainTap(ctx context.Context, dlq string, record func([]Message) error) (int, error)
 }
 

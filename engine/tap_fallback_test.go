@@ -1,7 +1,11 @@
 package engine_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,4 +121,53 @@ func TestDeadLettersBypassingTheTapSwitchTheRunToRereads(t *testing.T) {
 	if c.Returned != wantEx+wantRej {
 		t.Fatalf("check: %d back, want %d", c.Returned, wantEx+wantRej)
 	}
+}
+
+// budgeted is a broker whose reads are refused by the read budget once
+// refuse is set.
+type budgeted struct {
+	engine.Broker
+	refuse atomic.Bool
+}
+
+func (b *budgeted) Scan(ctx context.Context, q string, visit func(engine.Message) error) (engine.ScanInfo, error) {
+	if b.refuse.Load() {
+		return engine.ScanInfo{}, fmt.Errorf("scan %s: %w", q, engine.ErrReadBudget)
+	}
+	return b.Broker.Scan(ctx, q, visit)
+}
+
+func TestARereadRefusedByTheReadBudgetStopsTheReplayWithTheReason(t *testing.T) {
+	t.Parallel()
+	bb := &budgeted{}
+	e := newTapEnv(t, testkit.Rabbit3, fast, func(d *engine.Deps) { bb.Broker = d.Broker; d.Broker = bb })
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil) // re-reads: no tap can see this DLQ
+	r.Reject(src, testkit.Msgs(20, 50)...)
+	r.WaitCount(dlq, 20, 20*time.Second)
+	p := preview(t, &e.env, engine.Selection{DLQ: dlq})
+	r.Consume(src, func(amqp.Delivery) string { return "ack" })
+	ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", engine.Params{Rate: -1, Timeout: 20 * time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb.refuse.Store(true)
+	done := make(chan engine.Replay, 1)
+	var runErr error
+	go func() {
+		var rep engine.Replay
+		rep, runErr = e.svc.Run(t.Context(), ap.Replay.ID, "owner")
+		done <- rep
+	}()
+	var rep engine.Replay
+	select {
+	case rep = <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the run hangs on a refused read")
+	}
+	if !errors.Is(runErr, engine.ErrReadBudget) || rep.State != engine.StateStopped || !strings.Contains(rep.Note, "read budget exhausted") || rep.Settled != 0 {
+		t.Fatalf("run: %v; %s %q settled %d: want stopped with the read budget's reason, nothing claimed settled", runErr, rep.State, rep.Note, rep.Settled)
+	}
+	r.WaitCount(dlq, 10, 10*time.Second) // the 10 not sent stay
 }

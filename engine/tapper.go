@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -66,7 +67,9 @@ func (s *Service) DrainTaps(ctx context.Context, poll time.Duration) {
 				if ctx.Err() != nil {
 					return
 				}
-				if _, err := s.recordTap(ctx, q); err != nil && ctx.Err() == nil {
+				// A tap the broker deleted (x-expires) comes back with the
+				// next replay of its DLQ.
+				if _, err := s.recordTap(ctx, q); err != nil && ctx.Err() == nil && !errors.Is(err, ErrQueueNotFound) {
 					s.logf("tap of %s: %v", q, err)
 				}
 			}

@@ -186,7 +186,7 @@ func fromJSON(v any) any {
 // batches of up to 500, acknowledging each batch (one multiple ack) once
 // record returned nil; an error from record gives the batch and every
 // later delivery back. It returns when the tap's ready count is zero after
-// a quiet moment with no delivery. Other workers draining the same tap
+// a quiet moment with no delivery. A missing tap is engine.ErrQueueNotFound. Other workers draining the same tap
 // compete for its messages; each is recorded by one of them.
 func (b *Broker) DrainTap(ctx context.Context, dlq string, record func([]engine.Message) error) (int, error) {
 	tap := TapName(dlq)
@@ -197,7 +197,7 @@ func (b *Broker) DrainTap(ctx context.Context, dlq string, record func([]engine.
 	defer closeQuietly(ch)
 	q, err := ch.QueueDeclarePassive(tap, true, false, false, false, nil)
 	if isNotFound(err) {
-		return 0, nil
+		return 0, fmt.Errorf("amqp: drain tap %s: %w", tap, engine.ErrQueueNotFound)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("amqp: drain tap %s: %w", tap, b.classify(err))
