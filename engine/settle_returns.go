@@ -29,18 +29,46 @@ func (rn *run) newLook(ctx context.Context) *returnsLook {
 	if _, err := rn.s.recordTap(ctx, rn.r.DLQ); err != nil {
 		return look
 	}
-	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
-	if err != nil || st.Type != "classic" {
-		// A quorum queue applies the messages a read gave back some time
-		// after the read: its ready count is no measure of new arrivals.
+	ready, ok := rn.stableReady(ctx)
+	if !ok {
 		return look
 	}
 	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
 	if err != nil {
 		return look
 	}
-	look.ready0, look.arrived0 = st.Ready, a
+	look.ready0, look.arrived0 = ready, a
 	return look
+}
+
+// stableReady is the classic DLQ's ready count once it holds still (two
+// readings 100 ms apart agree, within 2 s): messages a read gave back
+// take a moment to reappear. ok is false for a quorum DLQ (it applies
+// give-backs asynchronously, for longer: its count is no measure of new
+// arrivals) or when the count would not settle.
+func (rn *run) stableReady(ctx context.Context) (int, bool) {
+	last := -1
+	deadline := time.Now().Add(2 * time.Second)
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+		if err != nil || st.Type != "classic" {
+			return 0, false
+		}
+		if st.Ready == last {
+			return st.Ready, true
+		}
+		last = st.Ready
+		if time.Now().After(deadline) {
+			return 0, false
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-t.C:
+		}
+	}
 }
 
 // startReturns prepares a run's way of finding returns before anything is
@@ -177,29 +205,34 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	if look.ready0 < 0 {
 		return nil
 	}
-	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
-	if err != nil {
+	ready, ok := rn.stableReady(ctx)
+	if !ok {
+		return nil
+	}
+	if _, err := rn.s.recordTap(ctx, rn.r.DLQ); err != nil {
 		return nil
 	}
 	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
 	if err != nil {
 		return nil
 	}
-	bypassed := (st.Ready - (look.ready0 - look.removed)) - int(a-look.arrived0)
+	bypassed := (ready - (look.ready0 - look.removed)) - int(a-look.arrived0)
 	if bypassed <= 0 {
 		return nil
 	}
-	rn.mode, rn.r.ReturnsMode = ReturnsReread, ReturnsReread
-	rn.modeNote = fmt.Sprintf("%d dead letter(s) reached %s without passing its bindings (published straight to it?), so the tap cannot see every return", bypassed, rn.r.DLQ)
-	// Count only the copies in the DLQ beyond those the tap counted.
+	// The counts suggest a bypass (or another reader's give-backs): read
+	// the DLQ once (a classic DLQ: no delivery counts) and switch only if
+	// it holds returns the tap did not see.
+	seen := map[string]int{}
 	inDLQ := 0
+	var extra []Failure
 	_, err = rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
 		meta := ParseMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
-			rn.returnedSeen[meta.ID]++
+			seen[meta.ID]++
 			inDLQ++
 			if inDLQ > rn.tapTotal {
-				rn.fail(Failure{ID: meta.ID, Target: meta.Source, Kind: "returned", Reason: string(meta.Reason), Detail: meta.Exception})
+				extra = append(extra, Failure{ID: meta.ID, Target: meta.Source, Kind: "returned", Reason: string(meta.Reason), Detail: meta.Exception})
 			}
 		}
 		return nil
@@ -207,8 +240,16 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	if err != nil {
 		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
 	}
-	if inDLQ > rn.tapTotal {
-		rn.r.Returned += inDLQ - rn.tapTotal
+	if inDLQ <= rn.tapTotal {
+		rn.s.logf("replay %s: %s grew by %d more than its tap recorded, but holds no return the tap missed", rn.r.ID, rn.r.DLQ, bypassed)
+		return nil
+	}
+	rn.mode, rn.r.ReturnsMode = ReturnsReread, ReturnsReread
+	rn.modeNote = fmt.Sprintf("%d return(s) reached %s without passing its bindings (published straight to it?), so the tap cannot see every return", inDLQ-rn.tapTotal, rn.r.DLQ)
+	rn.returnedSeen = seen
+	rn.r.Returned += inDLQ - rn.tapTotal
+	for _, f := range extra {
+		rn.fail(f)
 	}
 	rn.s.logf("replay %s: %s; re-reading it from now on", rn.r.ID, rn.modeNote)
 	return nil
