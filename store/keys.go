@@ -43,22 +43,22 @@ func (k keys) tokenUsed(tok string) string { return k.p + "{" + tok + "}:used" }
 func (k keys) tokenMessage(tok string) string {
 	return k.p + "{" + tok + "}:msg"
 }
-func (k keys) replay(id string) string    { return k.p + "{" + id + "}:replay" }
-func (k keys) lease(id string) string     { return k.p + "{" + id + "}:lease" }
-func (k keys) ledger(id string) string    { return k.p + "{" + id + "}:ledger" }
-func (k keys) sent(dlq string) string     { return k.p + "sent:" + dlq }
-func (k keys) replays() string            { return k.p + "replays" }
-func (k keys) active() string             { return k.p + "active" }
-func (k keys) schedule() string           { return k.p + "schedule" }
-func (k keys) workers() string            { return k.p + "workers" }
-func (k keys) jobs() string               { return k.p + "jobs" }
-func (k keys) nudge() string              { return k.p + "nudge" }
-func (k keys) returns(id string) string   { return k.p + "{" + id + "}:returns" }
-func (k keys) returnLog(id string) string { return k.p + "{" + id + "}:returnlog" }
-func (k keys) tapArrived(dlq string) string {
-	return k.p + "tap:" + dlq
-}
-func (k keys) taps() string { return k.p + "taps" }
+func (k keys) replay(id string) string { return k.p + "{" + id + "}:replay" }
+func (k keys) lease(id string) string  { return k.p + "{" + id + "}:lease" }
+func (k keys) ledger(id string) string { return k.p + "{" + id + "}:ledger" }
+func (k keys) sent(dlq string) string  { return k.p + "sent:" + dlq }
+func (k keys) replays() string         { return k.p + "replays" }
+func (k keys) active() string          { return k.p + "active" }
+func (k keys) schedule() string        { return k.p + "schedule" }
+func (k keys) workers() string         { return k.p + "workers" }
+func (k keys) jobs() string            { return k.p + "jobs" }
+func (k keys) nudge() string           { return k.p + "nudge" }
+
+// Keys of the taps' record (store/returns.go).
+func (k keys) returns(id string) string     { return k.p + "{" + id + "}:returns" }
+func (k keys) returnLog(id string) string   { return k.p + "{" + id + "}:returnlog" }
+func (k keys) tapArrived(dlq string) string { return k.p + "tap:" + dlq }
+func (k keys) taps() string                 { return k.p + "taps" }
 
 // maxIDLen bounds replay ids and tokens used inside hash tags.
 const maxIDLen = 200
