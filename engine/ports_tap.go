@@ -113,4 +113,6 @@ type Returns interface {
 	// Tapped lists the registered DLQs.
 	AddTap(ctx context.Context, dlq string) error
 	Tapped(ctx context.Context) ([]string, error)
+	// RemoveTap unregisters dlq (its tap is gone).
+	RemoveTap(ctx context.Context, dlq string) error
 }

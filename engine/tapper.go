@@ -67,9 +67,13 @@ func (s *Service) DrainTaps(ctx context.Context, poll time.Duration) {
 				if ctx.Err() != nil {
 					return
 				}
-				// A tap the broker deleted (x-expires) comes back with the
-				// next replay of its DLQ.
-				if _, err := s.recordTap(ctx, q); err != nil && ctx.Err() == nil && !errors.Is(err, ErrQueueNotFound) {
+				// A tap the broker deleted (x-expires) is unregistered; the
+				// next replay of its DLQ declares and registers it again.
+				_, err := s.recordTap(ctx, q)
+				switch {
+				case errors.Is(err, ErrQueueNotFound):
+					_ = s.d.Returns.RemoveTap(ctx, q)
+				case err != nil && ctx.Err() == nil:
 					s.logf("tap of %s: %v", q, err)
 				}
 			}

@@ -40,6 +40,14 @@ func TestWorkersRecordEveryRegisteredTap(t *testing.T) {
 		if r.Count(dlq) != 700 {
 			t.Fatalf("DLQ holds %d, want 700 (the tap takes nothing from it)", r.Count(dlq))
 		}
+		// A tap the broker deleted (x-expires) is unregistered.
+		if _, err := r.Channel().QueueDelete("dlqbot.tap."+dlq, false, false, false); err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 10*time.Second, "the deleted tap unregistered", func() bool {
+			qs, _ := e.store.Returns().Tapped(ctx)
+			return len(qs) == 0
+		})
 		stop()
 		<-done
 		<-done

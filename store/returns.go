@@ -214,6 +214,14 @@ func (r *Returns) AddTap(ctx context.Context, dlq string) error {
 	return nil
 }
 
+// RemoveTap unregisters dlq.
+func (r *Returns) RemoveTap(ctx context.Context, dlq string) error {
+	if err := r.b.rdb.HDel(ctx, r.b.k.taps(), dlq).Err(); err != nil {
+		return fail(err, "unregister tap of %s", dlq)
+	}
+	return nil
+}
+
 // Tapped lists the DLQs registered as tapped.
 func (r *Returns) Tapped(ctx context.Context) ([]string, error) {
 	qs, err := r.b.rdb.HKeys(ctx, r.b.k.taps()).Result()

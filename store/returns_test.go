@@ -74,6 +74,12 @@ func TestReturnsCountEventsGroupsAndSkipsRedeliveredDuplicates(t *testing.T) {
 	if qs, err := rs.Tapped(e.ctx); err != nil || len(qs) != 1 || qs[0] != "q.dlq" {
 		t.Fatalf("tapped %v %v", qs, err)
 	}
+	if err := rs.RemoveTap(e.ctx, "q.dlq"); err != nil {
+		t.Fatal(err)
+	}
+	if qs, err := rs.Tapped(e.ctx); err != nil || len(qs) != 0 {
+		t.Fatalf("tapped after removal %v %v", qs, err)
+	}
 	if err := rs.Record(e.ctx, "q.dlq", []engine.ReturnEvent{ev("bad{id", "a", "g", 1, false)}, 1); err == nil {
 		t.Fatal("a replay id with a brace was accepted")
 	}
