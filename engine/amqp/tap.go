@@ -216,9 +216,10 @@ func (b *Broker) DrainTap(ctx context.Context, dlq string, record func([]engine.
 	total := 0
 	var batch []amqp.Delivery
 	giveBack := func() {
-		_ = ch.Cancel(tag, false)
-		for d := range ds { // drain what was in flight; the nack below returns it
-			batch = append(batch, d)
+		if ch.Cancel(tag, false) == nil {
+			for d := range ds { // drain what was in flight; the nack below returns it
+				batch = append(batch, d)
+			}
 		}
 		if len(batch) > 0 {
 			_ = batch[len(batch)-1].Nack(true, true)
@@ -272,7 +273,16 @@ func (b *Broker) DrainTap(ctx context.Context, dlq string, record func([]engine.
 				return total, fmt.Errorf("amqp: drain tap %s: %w", tap, b.classify(err))
 			}
 			if q.Messages == 0 {
-				giveBack()
+				// Deliveries already on their way to this consumer are
+				// not in the ready count: record them too.
+				_ = ch.Cancel(tag, false)
+				for d := range ds {
+					batch = append(batch, d)
+				}
+				if err := flush(); err != nil {
+					giveBack()
+					return total, fmt.Errorf("amqp: drain tap %s: %w", tap, err)
+				}
 				return total, nil
 			}
 			quiet.Reset(tapQuiet)
