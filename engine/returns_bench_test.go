@@ -60,12 +60,25 @@ func (s scanTimer) Scan(ctx context.Context, q string, visit func(engine.Message
 	return s.Broker.Scan(ctx, q, visit)
 }
 
+// moveTimer times the step's move (not a look for returns).
+type moveTimer struct {
+	engine.Mover
+	spent *time.Duration
+}
+
+func (m moveTimer) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
+	start := time.Now()
+	defer func() { *m.spent += time.Since(start) }()
+	return m.Mover.Move(ctx, req)
+}
+
 // BenchmarkReturnsLookup measures the cost of looking for returns during
 // one 10-message step whose 10 copies all come back, on a DLQ of 1,000
 // and of DLQBOT_BENCH_RETURNS_LARGE (default 100,000) messages, with the
 // tap and with re-reads (a DLQ fed through the default exchange). It
-// reports the whole run (step-ms: move, settle with its 3 s grace, looks)
-// and the time spent looking for returns (look-ms) and how often.
+// reports the whole run (step-ms: move, settle with its 3 s grace, looks),
+// the move alone (move-ms), and the time spent looking for returns
+// (look-ms) and how often.
 func BenchmarkReturnsLookup(b *testing.B) {
 	large := 100000
 	if v, err := strconv.Atoi(os.Getenv("DLQBOT_BENCH_RETURNS_LARGE")); err == nil && v > 0 {
@@ -86,7 +99,9 @@ func returnsLookupOnce(b *testing.B, mode engine.ReturnsMode, size int) {
 	b.StopTimer()
 	ctx := context.Background()
 	lt := &lookTimer{}
+	var moving time.Duration
 	e := newTapEnv(b, testkit.Rabbit3, engine.Config{}, func(d *engine.Deps) {
+		d.Mover = moveTimer{Mover: d.Mover, spent: &moving}
 		lt.Taps, lt.Returns = d.Taps, d.Returns
 		d.Taps, d.Returns = lt, lt
 		d.Broker = scanTimer{Broker: d.Broker, l: lt}
@@ -141,6 +156,7 @@ func returnsLookupOnce(b *testing.B, mode engine.ReturnsMode, size int) {
 	lt.mu.Lock()
 	defer lt.mu.Unlock()
 	b.ReportMetric(float64(took.Milliseconds()), "step-ms")
+	b.ReportMetric(float64(moving.Milliseconds()), "move-ms")
 	b.ReportMetric(float64(lt.spent.Microseconds())/1000, "look-ms")
 	b.ReportMetric(float64(lt.calls), "look-calls")
 	b.ReportMetric(float64(rep.Returned), "returned")
