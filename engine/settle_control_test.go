@@ -103,7 +103,7 @@ func TestContinueAnywayStopsOnNewReturnsAfterEarlierOnesLeftTheDLQ(t *testing.T)
 		t.Run(string(mode), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			e := newTapEnv(t, testkit.Rabbit3, fast, nil)
+			e := newTapEnv(t, testkit.Rabbit3, graceful, nil)
 			r := e.rabbit
 			src, dlq := testkit.Name("src"), testkit.Name("dlq")
 			if mode == engine.ReturnsTap {

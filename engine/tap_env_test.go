@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
@@ -42,6 +43,11 @@ func (r *reads) of(q string) (scans, moves int) {
 	defer r.mu.Unlock()
 	return r.scans[q], r.moves[q]
 }
+
+// graceful is fast with a grace period long enough for returns to arrive
+// on a loaded machine, for tests that need every return of a step seen
+// by the step itself.
+var graceful = func() engine.Config { c := fast; c.SettleGrace = 2 * time.Second; return c }()
 
 // tapEnv is one test's engine on broker b, with taps, counting reads.
 type tapEnv struct {

@@ -24,7 +24,7 @@ func TestDefaultExchangeDLQFallsBackToCountedRereads(t *testing.T) {
 				if kind == "quorum" {
 					args = testkit.Quorum(nil)
 				}
-				e := newTapEnv(t, b, fast, nil)
+				e := newTapEnv(t, b, graceful, nil)
 				r := e.rabbit
 				src, dlq := testkit.Name("src"), testkit.Name("dlq")
 				r.Topology(src, dlq, args) // dead letters go through the default exchange only
@@ -82,7 +82,7 @@ func TestAQueueDeadLetteringStraightIntoTheDLQRulesOutTheTap(t *testing.T) {
 
 func TestDeadLettersBypassingTheTapSwitchTheRunToRereads(t *testing.T) {
 	t.Parallel()
-	e := newTapEnv(t, testkit.Rabbit3, fast, nil)
+	e := newTapEnv(t, testkit.Rabbit3, graceful, nil)
 	r := e.rabbit
 	src, dlq := testkit.Name("src"), testkit.Name("dlq")
 	r.DLXTopology(src, dlq, nil)
