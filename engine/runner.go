@@ -113,8 +113,16 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	if kind == EventResumed && rn.ctl.load() == StateRunning {
 		rn.actor = rn.ctl.actor()
 	}
-	// The tap goes in place before anything is published.
-	if err := rn.startReturns(ctx); err != nil {
+	// The tap goes in place before anything is published (a pause or
+	// cancel meanwhile still acts within a second).
+	sctx, scancel := context.WithCancel(ctx)
+	go rn.cancelOnStop(sctx, scancel)
+	err := rn.startReturns(sctx)
+	scancel()
+	if cause := rn.stopCause(ctx); cause != nil {
+		return rn.halt(parent, cause)
+	}
+	if err != nil {
 		return rn.halt(parent, err)
 	}
 	rn.r.State, rn.r.Note = StateRunning, ""
