@@ -60,8 +60,8 @@ func (rn *run) stableReady(ctx context.Context) (int, bool) {
 			return st.Ready, true
 		}
 		last = st.Ready
-		if time.Now().After(deadline) {
-			return 0, false
+		if time.Now().After(deadline) || rn.ctl.err() != nil {
+			return 0, false // not worth holding up a pause or cancel
 		}
 		select {
 		case <-ctx.Done():
