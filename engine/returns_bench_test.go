@@ -49,10 +49,19 @@ func (l *lookTimer) Arrived(ctx context.Context, dlq string) (int64, error) {
 	return l.Returns.Arrived(ctx, dlq)
 }
 
-// scanTimer is a broker whose scans are timed by l while it is on.
+// scanTimer is a broker whose scans, and inspections of the DLQ (the
+// tap's bypass check), are timed by l while it is on.
 type scanTimer struct {
 	engine.Broker
-	l *lookTimer
+	l   *lookTimer
+	dlq *string
+}
+
+func (s scanTimer) Inspect(ctx context.Context, q string) (engine.QueueState, error) {
+	if q == *s.dlq {
+		defer s.l.time(time.Now())
+	}
+	return s.Broker.Inspect(ctx, q)
 }
 
 func (s scanTimer) Scan(ctx context.Context, q string, visit func(engine.Message) error) (engine.ScanInfo, error) {
@@ -100,14 +109,14 @@ func returnsLookupOnce(b *testing.B, mode engine.ReturnsMode, size int) {
 	ctx := context.Background()
 	lt := &lookTimer{}
 	var moving time.Duration
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
 	e := newTapEnv(b, testkit.Rabbit3, engine.Config{}, func(d *engine.Deps) {
 		d.Mover = moveTimer{Mover: d.Mover, spent: &moving}
 		lt.Taps, lt.Returns = d.Taps, d.Returns
 		d.Taps, d.Returns = lt, lt
-		d.Broker = scanTimer{Broker: d.Broker, l: lt}
+		d.Broker = scanTimer{Broker: d.Broker, l: lt, dlq: &dlq}
 	})
 	r := e.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
 	exchange := ""
 	if mode == engine.ReturnsTap {
 		exchange = r.DLXTopology(src, dlq, nil)

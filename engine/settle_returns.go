@@ -42,13 +42,13 @@ func (rn *run) newLook(ctx context.Context) *returnsLook {
 }
 
 // stableReady is the classic DLQ's ready count once it holds still (two
-// readings 100 ms apart agree, within 2 s): messages a read gave back
+// readings 100 ms apart agree, within 1 s): messages a read gave back
 // take a moment to reappear. ok is false for a quorum DLQ (it applies
 // give-backs asynchronously, for longer: its count is no measure of new
 // arrivals) or when the count would not settle.
 func (rn *run) stableReady(ctx context.Context) (int, bool) {
 	last := -1
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(time.Second)
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
