@@ -27,6 +27,8 @@ const (
 	BlockPreviewExpiry = "dlq.preview.expiry"
 	// BlockPreviewOutcome holds who approved or discarded a preview.
 	BlockPreviewOutcome = "dlq.preview.outcome"
+	// BlockPreviewReturns says how a replay would find returns.
+	BlockPreviewReturns = "dlq.preview.returns"
 	// BlockChangesActions holds the approve-anyway and Discard buttons.
 	BlockChangesActions = "dlq.changes.actions"
 	// BlockProgressControls holds a replay's Pause/Resume/Cancel buttons.

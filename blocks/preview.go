@@ -93,6 +93,9 @@ func previewBody(p *engine.Preview) []slack.Block {
 	if s := problemsText(p); s != "" {
 		out = append(out, section(s))
 	}
+	if p.Returns.Detail != "" {
+		out = append(out, contextBlock(BlockPreviewReturns, returnsLine(p.Returns)))
+	}
 	if p.Token == "" {
 		out = append(out, section(nothingText(p)))
 	}
@@ -256,4 +259,13 @@ func previewText(p *engine.Preview) string {
 		s += fmt.Sprintf("; %s, first: %s", plural(n, "problem", "problems"), escape(oneLine(p.Problems[0].Detail)))
 	}
 	return fallback(s + ".")
+}
+
+// returnsLine says how a replay would find the copies that come back:
+// through a tap, or (a warning) by re-reading the DLQ.
+func returnsLine(v engine.ReturnsView) string {
+	if v.Mode == engine.ReturnsReread {
+		return ":warning: " + esc(v.Detail, 1500)
+	}
+	return ":mag: " + esc(v.Detail, 1500)
 }

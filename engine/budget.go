@@ -237,11 +237,13 @@ type BudgetView struct {
 
 // budgetView works out the preview's budget from the DLQ's state after the
 // preview's own read; nil when no budget applies.
-func (s *Service) budgetView(dlq QueueState, selected int) *BudgetView {
+// rereads is how many looks for returns a step makes besides its move:
+// RereadsPerStep, or 0 when a tap finds the returns.
+func (s *Service) budgetView(dlq QueueState, selected, rereads int) *BudgetView {
 	if !dlq.ReturnsCount {
 		return nil
 	}
-	need, steps := ReadsNeeded(selected, Params{}, RereadsPerStep)
+	need, steps := ReadsNeeded(selected, Params{}, rereads)
 	v := &BudgetView{Limit: dlq.DeliveryLimit, LimitFrom: dlq.LimitFrom, DeliveryCount: dlq.DeliveryCount,
 		ReadsLeft: dlq.ReadsLeft(), ReadsNeeded: need, Steps: steps}
 	v.Raise = RaiseLimit(s.cfg.Vhost, dlq, SuggestedLimit(dlq, need))
@@ -249,7 +251,7 @@ func (s *Service) budgetView(dlq QueueState, selected int) *BudgetView {
 }
 
 // budgetDetail words the budget for the preview's problem list.
-func budgetDetail(dlq QueueState, v *BudgetView, selected int) string {
+func budgetDetail(dlq QueueState, v *BudgetView, selected, rereads int) string {
 	counts := "RabbitMQ before 4.3"
 	if dlq.BrokerVersion != "" {
 		counts = "RabbitMQ " + dlq.BrokerVersion
@@ -259,8 +261,12 @@ func budgetDetail(dlq QueueState, v *BudgetView, selected int) string {
 		from = "RabbitMQ 4's default for quorum queues"
 	}
 	d := fmt.Sprintf("read budget: every read of %s gives each message back with nack(requeue), which %s counts against its delivery limit of %d (%s); ", dlq.Name, counts, v.Limit, from)
-	d += fmt.Sprintf("a replay of these %d message(s) needs %d reads (the approval's check, then per step one to move and one to look for returns; %d step(s) at the default 10, 20, 40… up to %d — smaller steps need more) and the limit leaves %d",
-		selected, v.ReadsNeeded, v.Steps, DefaultCap, v.ReadsLeft)
+	perStep := "one to move and one to look for returns"
+	if rereads == 0 {
+		perStep = "one to move; returns are found through the tap"
+	}
+	d += fmt.Sprintf("a replay of these %d message(s) needs %d reads (the approval's check, then per step %s; %d step(s) at the default 10, 20, 40… up to %d — smaller steps need more) and the limit leaves %d",
+		selected, v.ReadsNeeded, perStep, v.Steps, DefaultCap, v.ReadsLeft)
 	if v.ReadsLeft < v.ReadsNeeded {
 		d += " — the replay would stop by itself when the limit is near (nothing is dropped; it resumes once the limit is raised)"
 	}
@@ -295,7 +301,10 @@ func (rn *run) stepBudget(ctx context.Context) error {
 	if err != nil || !st.Exists {
 		return nil // the move itself reports a missing or unreachable DLQ
 	}
-	rn.budgeted = st.ReturnsCount
-	rest, _ := ReadsNeeded(rn.plan.remaining(), rn.r.Params, RereadsPerStep)
-	return budgetError(st, 1+RereadsPerStep, RaiseLimit(rn.s.cfg.Vhost, st, SuggestedLimit(st, rest-1)))
+	rereads := RereadsPerStep
+	if rn.mode == ReturnsTap {
+		rereads = 0
+	}
+	rest, _ := ReadsNeeded(rn.plan.remaining(), rn.r.Params, rereads)
+	return budgetError(st, 1+rereads, RaiseLimit(rn.s.cfg.Vhost, st, SuggestedLimit(st, rest-1)))
 }

@@ -9,8 +9,9 @@ import (
 // maxParkIDs caps the ids a check report lists for parking.
 const maxParkIDs = 1000
 
-// Check answers "did the replay work?" (§8): it reads the replay's DLQ
-// without changing it and reports how many of the copies the replay sent
+// Check answers "did the replay work?" (§8): it reads the record of the
+// DLQ's tap (or, for a replay that had none, the DLQ itself, without
+// changing it) and reports how many of the copies the replay sent
 // came back (a copy carrying its x-replay-id and a new death), grouped by
 // failure, which of those are at the park limit, and — kept apart — how
 // many other messages were dead-lettered since the replay started. label
@@ -38,6 +39,9 @@ func (s *Service) Check(ctx context.Context, replayID, label string) (CheckRepor
 		if !e.Pending {
 			c.Replayed++
 		}
+	}
+	if done, err := s.checkFromTap(ctx, r, &c); done || err != nil {
+		return c, err
 	}
 	groups := map[string]*CheckGroup{}
 	parked := map[string]bool{}

@@ -39,7 +39,8 @@ func newEnvOn(t testing.TB, cfg engine.Config, on testkit.Broker) *env {
 		t.Fatal(err)
 	}
 	b.SetReadMarks(st.ReadMarks())
-	deps := engine.Deps{Broker: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()}
+	deps := engine.Deps{Broker: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+		Taps: b, Returns: st.Returns()}
 	if m, ok := any(b).(engine.Mover); ok {
 		deps.Mover = m
 	}

@@ -20,6 +20,9 @@ type Message struct {
 	// Body is the payload. It is only valid during the visit that received
 	// it: keep an excerpt, never the slice.
 	Body []byte
+	// Redelivered is the delivery's redelivered flag (set by tap reads: the
+	// message may have been handled before).
+	Redelivered bool
 }
 
 // Dialect names the convention that dead-lettered a message.

@@ -74,6 +74,8 @@ type Preview struct {
 	// Budget is the DLQ's read budget; nil when reads cost no delivery
 	// attempts (classic queues, no limit, RabbitMQ 4.3+).
 	Budget *BudgetView `json:"read_budget,omitempty"`
+	// Returns says how a replay would find the copies that come back.
+	Returns ReturnsView `json:"returns"`
 }
 
 // Preview scans sel.DLQ without changing it, works out what a replay would
@@ -147,6 +149,18 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	s.summarise(p)
 	if pr, ok := partialRead(p); ok {
 		p.Problems = append([]Problem{pr}, p.Problems...)
+	}
+	if p.Selected > 0 {
+		p.Returns = s.returnsView(ctx, p)
+		if p.Budget != nil && p.Returns.Mode == ReturnsTap {
+			// A tap finds the returns: a step reads the DLQ once, to move.
+			p.Budget = s.budgetView(p.DLQ, p.Selected, 0)
+			for i := range p.Problems {
+				if p.Problems[i].Kind == ProblemDeliveryLimit {
+					p.Problems[i].Detail = budgetDetail(p.DLQ, p.Budget, p.Selected, 0)
+				}
+			}
+		}
 	}
 	if p.Selected > 0 {
 		if err := s.freeze(ctx, sel, p); err != nil {

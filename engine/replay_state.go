@@ -75,6 +75,8 @@ type Replay struct {
 	// that do not carry its id (failures that are not returns).
 	NewFailures int `json:"new_failures"`
 	Step        int `json:"step"` // current step number, from 1
+	// ReturnsMode is how the last run found returns: "tap" or "reread".
+	ReturnsMode ReturnsMode `json:"returns_mode,omitempty"`
 
 	Failures []Failure `json:"failures,omitempty"`
 	// Note is the last human-readable reason for the state (why it stopped,

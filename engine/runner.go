@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -29,12 +30,13 @@ type run struct {
 	frozenIDs map[string]bool
 	// actor is who caused the event being emitted, when a person did.
 	actor string
-	// budgeted is set when reads of the DLQ cost delivery attempts: a step
-	// then looks for returns once, when it settled (see budget.go).
-	budgeted bool
-	// budgetErr is a look for returns the read budget refused: the step's
-	// returns are unknown, so the replay stops.
-	budgetErr error
+	// mode is how this run finds returns, and modeNote why it re-reads.
+	mode     ReturnsMode
+	modeNote string
+	// tapTotal is the replay's returns recorded by the tap at the last
+	// look; listed is how many returned events are in r.Failures.
+	tapTotal int
+	listed   int
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -123,11 +125,29 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	if kind == EventResumed && rn.ctl.load() == StateRunning {
 		rn.actor = rn.ctl.actor()
 	}
+	// The tap goes in place before anything is published (a pause or
+	// cancel meanwhile still acts within a second).
+	sctx, scancel := context.WithCancel(ctx)
+	go rn.cancelOnStop(sctx, scancel)
+	err := rn.startReturns(sctx)
+	scancel()
+	if cause := rn.stopCause(ctx); cause != nil {
+		if r, again, err := rn.halt(parent, cause); !again {
+			return r, err
+		}
+	} else if err != nil {
+		r, _, err := rn.halt(parent, err)
+		return r, err
+	}
 	rn.r.State, rn.r.Note = StateRunning, ""
 	if err := rn.put(ctx); err != nil {
 		return rn.r, err
 	}
-	rn.emit(ctx, kind, nil, fmt.Sprintf("replay %s of %d message(s) from %s %s", rn.r.ID, rn.r.Total, rn.r.DLQ, kind))
+	text := fmt.Sprintf("replay %s of %d message(s) from %s %s", rn.r.ID, rn.r.Total, rn.r.DLQ, kind)
+	if rn.mode == ReturnsReread {
+		text += "; returns will be found by re-reading the DLQ once per step (" + rn.modeNote + ")"
+	}
+	rn.emit(ctx, kind, nil, text)
 	rn.actor = ""
 
 	for rn.plan.remaining() > 0 {
@@ -164,6 +184,12 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 				note += " (step: " + res.Observation + ")"
 			}
 		}
+		if note == "" && res.Sent == 0 {
+			// Nothing of the step reached a target: the replay did not
+			// make progress, and "passed" would claim that it did.
+			note = rn.nothingSent(res)
+			res.Observation = note
+		}
 		if note != "" {
 			rn.r.State = StateStopped
 			rn.r.Note = note
@@ -178,12 +204,6 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 			rn.emit(ctx, EventStopped, &res, "stopped after step "+fmt.Sprint(res.Step)+": "+note)
 			rn.s.scheduleFollowUps(ctx, rn.r)
 			return rn.r, nil
-		}
-		if rn.budgetErr != nil {
-			if r, again, err := rn.halt(parent, rn.budgetErr); !again {
-				return r, err
-			}
-			continue
 		}
 		rn.emit(ctx, EventStepPassed, &res, fmt.Sprintf("step %d passed: %s", res.Step, res.Observation))
 	}
@@ -236,6 +256,25 @@ func Shortfall(r Replay) string {
 		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; originals stay in %s, not sent again)", r.InDoubt, r.DLQ)
 	}
 	return s
+}
+
+// nothingSent words a step none of whose copies was sent.
+func (rn *run) nothingSent(res StepResult) string {
+	kinds := map[string]int{}
+	for _, f := range rn.r.Failures {
+		kinds[f.Kind]++
+	}
+	s := fmt.Sprintf("none of the %d message(s) of step %d was sent", res.Planned, res.Step)
+	var why []string
+	for _, k := range []string{"target_missing", "unroutable", "nacked", "refused", "missing", "in_doubt"} {
+		if kinds[k] > 0 {
+			why = append(why, fmt.Sprintf("%d %s", kinds[k], strings.ReplaceAll(k, "_", " ")))
+		}
+	}
+	if len(why) > 0 {
+		s += " (so far in this replay: " + strings.Join(why, ", ") + ")"
+	}
+	return s + "; the originals that could be kept are still in " + rn.r.DLQ
 }
 
 // stopCause says why sending must stop now, if it must.

@@ -105,6 +105,10 @@ type Deps struct {
 	Notifier Notifier
 	// Schedule holds follow-up checks; optional (no follow-ups without it).
 	Schedule Schedule
+	// Taps and Returns find returns through a tap queue per DLQ instead of
+	// re-reading it; optional (both are needed; without them, re-reads).
+	Taps    Taps
+	Returns Returns
 }
 
 // Service runs previews and replays.

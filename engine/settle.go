@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 )
@@ -53,8 +52,14 @@ func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[strin
 
 // settle waits until every copy of the step was delivered from its target
 // and a grace period passed with no return, or the step timeout passes, and
-// fills res with what was observed.
-func (rn *run) settle(ctx context.Context, res *StepResult, sentPer map[string]int, publish0 map[string]int64) {
+// fills res with what was observed. It ends within a second of a pause,
+// cancel, lost lease or shutdown, returning that cause as stop (the copies
+// were sent; what became of them is left to the next step or a check); err
+// is a failure to look for returns (a read refused by the read budget).
+func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) (stop, err error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	go rn.cancelOnStop(ctx, cancel)
 	clock := rn.s.d.Clock
 	start := clock.Now()
 	deadline := start.Add(rn.r.Params.Timeout)
@@ -68,29 +73,29 @@ func (rn *run) settle(ctx context.Context, res *StepResult, sentPer map[string]i
 		watches = append(watches, w)
 	}
 	before := rn.r.Returned
-	lastDLQ, lastScan := -1, time.Time{}
 	var graceFrom time.Time
 	tick := time.NewTicker(rn.s.cfg.SettlePoll)
 	defer tick.Stop()
 	for {
+		if stop := rn.stopCause(parent); stop != nil {
+			return stop, nil
+		}
 		all := true
 		for _, w := range watches {
 			rn.observe(ctx, w)
 			all = all && w.delivered == w.sent
 		}
 		now := clock.Now()
-		// A budgeted DLQ is looked at once, when the step settled (each
-		// read costs every message a delivery attempt).
-		if st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil && !rn.budgeted && (st.Ready != lastDLQ || now.Sub(lastScan) > 5*time.Second) {
-			if now.Sub(lastScan) >= time.Second || lastDLQ < 0 {
-				lastDLQ, lastScan = st.Ready, now
-				rn.scanReturns(ctx)
+		if err := rn.lookForReturns(ctx, look, now, false); err != nil {
+			if stop := rn.stopCause(parent); stop != nil {
+				return stop, nil
 			}
+			return nil, err
 		}
 		if all && graceFrom.IsZero() {
 			graceFrom = now
 		}
-		if (all && now.Sub(graceFrom) >= rn.s.cfg.SettleGrace) || !now.Before(deadline) || ctx.Err() != nil || rn.ctl.err() == ErrCancelRequested {
+		if (all && now.Sub(graceFrom) >= rn.s.cfg.SettleGrace) || !now.Before(deadline) {
 			break
 		}
 		select {
@@ -98,12 +103,41 @@ func (rn *run) settle(ctx context.Context, res *StepResult, sentPer map[string]i
 		case <-tick.C:
 		}
 	}
-	rn.scanReturns(ctx)
+	mode := rn.mode
+	if err := rn.lookForReturns(ctx, look, clock.Now(), true); err != nil {
+		if stop := rn.stopCause(parent); stop != nil {
+			return stop, nil
+		}
+		return nil, err
+	}
 	for _, w := range watches {
 		res.Settled += w.delivered
 	}
 	res.Returned = rn.r.Returned - before
 	res.Observation = rn.describe(res, clock.Now().Sub(start))
+	if mode != rn.mode {
+		res.Observation += "; from now on returns are found by re-reading the DLQ: " + rn.modeNote
+	}
+	return nil, nil
+}
+
+// cancelOnStop cancels a settling step's context as soon as sending must
+// stop (pause, cancel, lost lease), so a slow read or management call in
+// progress cannot hold the step past the 1 s promise.
+func (rn *run) cancelOnStop(ctx context.Context, cancel context.CancelFunc) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if rn.ctl.err() != nil || rn.hb.lost.Load() {
+				cancel()
+				return
+			}
+		}
+	}
 }
 
 // observe updates w from the queue's ready count and counters.
@@ -149,39 +183,6 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 	if int(got) > w.delivered {
 		w.delivered = int(got)
 	}
-}
-
-// scanReturns reads the DLQ without changing it and counts copies that
-// carry this replay's id and a new death (returns), and messages that died
-// since the replay started without its id (new failures).
-func (rn *run) scanReturns(ctx context.Context) {
-	seen := map[string]int{}
-	returned, fresh := 0, 0
-	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
-		meta := rn.s.ParseMeta(rn.r.DLQ, m)
-		switch {
-		case meta.ReplayID == rn.r.ID && meta.Returned:
-			returned++
-			seen[meta.ID]++
-			if seen[meta.ID] > rn.returnedSeen[meta.ID] {
-				rn.returnedSeen[meta.ID] = seen[meta.ID]
-				rn.fail(Failure{ID: meta.ID, Target: meta.Source, Kind: "returned", Reason: string(meta.Reason), Detail: meta.Exception})
-			}
-		case meta.ReplayID != rn.r.ID && rn.isNew(meta):
-			fresh++
-		}
-		return nil
-	})
-	if err != nil {
-		if errors.Is(err, ErrReadBudget) {
-			rn.budgetErr = err
-		}
-		return
-	}
-	if returned > rn.r.Returned {
-		rn.r.Returned = returned
-	}
-	rn.r.NewFailures = fresh
 }
 
 func latestDeath(m Meta) time.Time {

@@ -26,6 +26,7 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	rn.emit(ctx, EventStepStarted, &res, fmt.Sprintf("step %d: sending %d message(s)", k, left))
 
 	baseline := rn.sampleTargets(ctx, pick)
+	look := rn.newLook(ctx) // before the publishes: the DLQ's size and its tap's arrivals
 	sentPer := map[string]int{}
 	mr, moveErr := rn.pass(ctx, pick, &left, &res, sentPer)
 	if moveErr == nil && mr.Stopped == nil && left > 0 {
@@ -43,7 +44,13 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 		return res, mr.Stopped, nil
 	}
 	if res.Sent > 0 {
-		rn.settle(ctx, &res, sentPer, baseline)
+		look.removed = len(mr.Sent)
+		stop, err := rn.settle(ctx, &res, sentPer, baseline, look)
+		if stop != nil || err != nil {
+			// Sent, not judged: halt records the state asked for.
+			res.Duration = time.Since(start)
+			return res, stop, err
+		}
 	} else {
 		res.Observation = "nothing was sent in this step"
 	}

@@ -63,9 +63,9 @@ func (s *Service) summarise(p *Preview) {
 		p.Problems = append(p.Problems, Problem{Kind: ProblemParked, Messages: parked,
 			Detail: fmt.Sprintf("%d message(s) were replayed park_after times or more and are left out (include_parked=true to include them)", parked)})
 	}
-	p.Budget = s.budgetView(p.DLQ, p.Selected)
+	p.Budget = s.budgetView(p.DLQ, p.Selected, RereadsPerStep)
 	if p.Budget != nil {
-		p.Problems = append(p.Problems, Problem{Kind: ProblemDeliveryLimit, Queue: p.DLQ.Name, Messages: p.Scanned, Detail: budgetDetail(p.DLQ, p.Budget, p.Selected)})
+		p.Problems = append(p.Problems, Problem{Kind: ProblemDeliveryLimit, Queue: p.DLQ.Name, Messages: p.Scanned, Detail: budgetDetail(p.DLQ, p.Budget, p.Selected, RereadsPerStep)})
 	}
 	if unreadable > 0 {
 		p.Problems = append(p.Problems, Problem{Kind: ProblemUnreadable, Messages: unreadable,

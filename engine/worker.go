@@ -38,6 +38,10 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 	slots := make(chan struct{}, cfg.Concurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	// Every worker records the DLQs' taps, so returns are recorded even
+	// while no replay of that DLQ is settling (for check and follow-ups).
+	wg.Add(1)
+	go func() { defer wg.Done(); s.DrainTaps(ctx, 0) }()
 	lastAnnounce := time.Time{}
 	for ctx.Err() == nil {
 		if reg != nil && time.Since(lastAnnounce) > s.cfg.LeaseTTL/3 {

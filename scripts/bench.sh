@@ -25,6 +25,7 @@ run ./engine/amqp 'BenchmarkMove' 1x
 run ./engine 'BenchmarkPacing|BenchmarkStopLatency' 1x
 run ./cmd/dlqbot 'BenchmarkInterruptReport' 1x
 run ./integration 'BenchmarkSlashCommandAck' 500x
+run ./engine 'BenchmarkReturnsLookup' 1x
 
 summary=$(python3 - "$lines" <<'PY'
 import re, sys

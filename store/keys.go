@@ -24,6 +24,13 @@ import (
 //	Pworkers                zset    worker ids scored by announcement expiry (Redis time, unix ms)
 //	Pjobs                   stream  replay jobs (field "replay"), consumer group "dlqbot"
 //	Pnudge                  channel pub/sub: a replay id whose desired state changed
+//	P{<replay>}:returns     hash    copies of the replay that came back, recorded from the DLQ's tap:
+//	                                n (events), base (tap arrivals when recording began), g:<group> and
+//	                                r:<x-replay-count> counts, x:<group> an example event (JSON),
+//	                                i:<id> the highest x-replay-count seen for that id
+//	P{<replay>}:returnlog   list    the first returned events (JSON), for the failures a run lists
+//	Ptap:<dlq>              string  how many messages the DLQ's tap has recorded in all
+//	Ptaps                   hash    DLQs with a tap → unix ms of the last EnsureTap
 //
 // Keys of one replay share the hash tag {<replay>} and keys of one token share
 // {<token>}, so each Lua script and MULTI touches one Cluster slot. The global
@@ -49,6 +56,12 @@ func (k keys) schedule() string        { return k.p + "schedule" }
 func (k keys) workers() string         { return k.p + "workers" }
 func (k keys) jobs() string            { return k.p + "jobs" }
 func (k keys) nudge() string           { return k.p + "nudge" }
+
+// Keys of the taps' record (store/returns.go).
+func (k keys) returns(id string) string     { return k.p + "{" + id + "}:returns" }
+func (k keys) returnLog(id string) string   { return k.p + "{" + id + "}:returnlog" }
+func (k keys) tapArrived(dlq string) string { return k.p + "tap:" + dlq }
+func (k keys) taps() string                 { return k.p + "taps" }
 
 // maxIDLen bounds replay ids and tokens used inside hash tags.
 const maxIDLen = 200

@@ -36,6 +36,13 @@ func printPreview(w io.Writer, p *engine.Preview) {
 		fmt.Fprintln(w)
 	}
 	printArrivals(w, p)
+	if p.Returns.Detail != "" {
+		mark := "  "
+		if p.Returns.Mode == engine.ReturnsReread {
+			mark = "  ! "
+		}
+		fmt.Fprintf(w, "Finding returns:\n%s%s\n\n", mark, p.Returns.Detail)
+	}
 	if len(p.Targets) > 0 {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TARGET\tEXISTS\tCONSUMERS\tMESSAGES\tREASONS")

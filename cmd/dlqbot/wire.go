@@ -62,6 +62,7 @@ func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) 
 		Broker: b, Mover: b, Stats: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
 		Notifier: notifier, Schedule: st.Schedule(),
+		Taps: b, Returns: st.Returns(),
 	})
 	if err != nil {
 		return nil, err

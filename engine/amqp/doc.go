@@ -34,7 +34,12 @@
 //   - Route, which resolves an exchange and routing key to queues through
 //     the exchange's bindings as listed by the management API;
 //   - QueueStats, the management API's counters for a queue, which the
-//     step-settle check uses.
+//     step-settle check uses;
+//   - the tap (tap.go): a bounded classic queue "dlqbot.tap.<dlq>" bound
+//     exactly like a DLQ (bindings read from the management API), so every
+//     dead letter routed to the DLQ reaches it too; DrainTap hands its
+//     messages to the engine, which records returns without reading the
+//     DLQ. A DLQ fed only through the default exchange cannot be tapped.
 //
 // The reader behind Scan (holdReader) yields deliveries in queue order and
 // can acknowledge individual ones before returning the rest, so the

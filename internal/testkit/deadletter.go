@@ -150,3 +150,38 @@ func (r *Rabbit) DeadLettered(n, size int) (src, dlq string) {
 	r.WaitCount(dlq, n, 30*time.Second)
 	return src, dlq
 }
+
+// DLXTopology declares a DLQ bound to a named direct exchange (a DLX) and a
+// source queue that dead-letters through that exchange, as most
+// applications do; the exchange, both queues and any dlqbot tap of the DLQ
+// ("dlqbot.tap.<dlq>") are deleted after the test. It returns the
+// exchange's name. Use PublishTo(r.Conn, exchange, dlq, …) to put a
+// message into the DLQ through the exchange, as a framework's recoverer
+// does.
+func (r *Rabbit) DLXTopology(source, dlq string, dlqArgs amqp.Table) (exchange string) {
+	r.t.Helper()
+	exchange = Name("dlx")
+	ch := r.Channel()
+	if err := ch.ExchangeDeclare(exchange, "direct", true, false, false, false, nil); err != nil {
+		r.t.Fatalf("testkit: declare exchange %s: %v", exchange, err)
+	}
+	r.t.Cleanup(func() { deleteExchangeAt(r.url, exchange) })
+	r.Queue(dlq, dlqArgs)
+	r.t.Cleanup(func() { deleteQueueAt(r.url, "dlqbot.tap."+dlq) })
+	if err := ch.QueueBind(dlq, dlq, exchange, false, nil); err != nil {
+		r.t.Fatalf("testkit: bind %s: %v", dlq, err)
+	}
+	r.Queue(source, amqp.Table{"x-dead-letter-exchange": exchange, "x-dead-letter-routing-key": dlq})
+	return exchange
+}
+
+func deleteExchangeAt(amqpURL, name string) {
+	conn, err := amqp.Dial(amqpURL)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	if ch, err := conn.Channel(); err == nil {
+		_ = ch.ExchangeDelete(name, false, false)
+	}
+}
