@@ -7,6 +7,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -22,13 +23,17 @@ func main() {
 
 // run dispatches to serve, demo or the terminal front end.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	cfg := loadConfig(getenv)
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		fmt.Fprintln(stderr, "dlqbot:", err)
+		return err
+	}
 	if len(args) > 0 {
 		switch args[0] {
 		case "serve":
 			return serve(ctx, cfg, stderr)
 		case "demo":
-			return demoCommand(ctx, cfg, args[1:], stdout, stderr, getenv)
+			return demoCommand(ctx, cfg, args[1:], stdout, stderr)
 		case "mcp":
 			return mcpCommand(ctx, cfg, args[1:], stderr)
 		}
