@@ -102,7 +102,7 @@ type Replays interface {
 	// ErrLeaseLost otherwise.
 	Put(ctx context.Context, r Replay, owner string, epoch int64) error
 	// Desire records the state an operator asked for (paused, running,
-	// cancelled) and nudges the owner.
+	// cancelled); the owner polls Desired.
 	Desire(ctx context.Context, id string, s State, by string) error
 	// Desired returns the last desired state and who asked for it (""
 	// when none).
