@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +72,28 @@ func TestConfigDefaultsAndValues(t *testing.T) {
 	}
 	if c.LeaseTTL != 30*time.Second || !c.MCPRequireHuman || c.HTTPAddr != "127.0.0.1:9000" || !c.httpAddrSet || !c.redisPrefixSet {
 		t.Errorf("values: %+v", c)
+	}
+}
+
+// TestConfigBadValueTerminalJSON: the terminal front end reports a bad
+// setting as its one JSON document on stdout, exit 2.
+func TestConfigBadValueTerminalJSON(t *testing.T) {
+	var stdout strings.Builder
+	getenv := func(k string) string {
+		if k == "DLQBOT_LEASE_TTL" {
+			return "abc"
+		}
+		return ""
+	}
+	err := run(context.Background(), []string{"preview", "x.dlq", "--json"}, &stdout, &strings.Builder{}, getenv)
+	if got := exitCode(err); got != exitUsage {
+		t.Errorf("exit status %d, want %d", got, exitUsage)
+	}
+	var doc map[string]any
+	if jerr := json.Unmarshal([]byte(stdout.String()), &doc); jerr != nil {
+		t.Fatalf("stdout is not one JSON document: %q", stdout.String())
+	}
+	if msg, _ := doc["error"].(string); !strings.Contains(msg, "DLQBOT_LEASE_TTL") {
+		t.Errorf("error %q does not name DLQBOT_LEASE_TTL", msg)
 	}
 }

@@ -11,7 +11,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
+	"time"
+
+	"github.com/stroma/dlqbot/commands"
 )
 
 func main() {
@@ -25,8 +29,7 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	cfg, err := loadConfig(getenv)
 	if err != nil {
-		fmt.Fprintln(stderr, "dlqbot:", err)
-		return err
+		return configFailed(args, stdout, stderr, err)
 	}
 	if len(args) > 0 {
 		switch args[0] {
@@ -39,6 +42,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		}
 	}
 	return terminal(ctx, cfg, args, stdout, stderr, getenv)
+}
+
+// configFailed reports a bad setting where the subcommand reports its
+// errors: serve, demo and mcp on stderr, the terminal front end on stdout
+// (one JSON document with --json).
+func configFailed(args []string, stdout, stderr io.Writer, err error) error {
+	if len(args) > 0 && slices.Contains([]string{"serve", "demo", "mcp"}, args[0]) {
+		fmt.Fprintln(stderr, "dlqbot:", err)
+		return err
+	}
+	_, flags := commands.ParseArgs(args, time.Now())
+	return (&output{w: stdout, json: flags.JSON}).fail(err)
 }
 
 // exitCode maps run's error to the exit status of SPEC §10.
