@@ -35,14 +35,14 @@ func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 			loc = previewLoc{channel: ch, ts: ts}
 		}
 	}
-	line := fmt.Sprintf("Preview of %s approved by %s outside Slack: replay %s started.", mrkdwnEscape(r.DLQ), mention(r.Approver), r.ID)
+	line := fmt.Sprintf("Preview of %s approved by %s outside Slack: replay %s started.", blocks.EscapeKeepCode(r.DLQ), blocks.Who(r.Approver), r.ID)
 	if loc.channel == "" {
 		if b.cfg.APIChannel == "" {
 			return nil
 		}
 		ts, err := b.post(ctx, requestAttempts, b.cfg.APIChannel, "", nil,
 			fmt.Sprintf(":robot_face: Replay %s of %d message(s) from %s approved by %s (requested by %s); its progress is in this thread.",
-				r.ID, r.Total, "`"+mrkdwnEscape(r.DLQ)+"`", mention(r.Approver), mention(r.Requester)))
+				r.ID, r.Total, "`"+blocks.EscapeKeepCode(r.DLQ)+"`", blocks.Who(r.Approver), blocks.Who(r.Requester)))
 		if err != nil {
 			return fmt.Errorf("bot: show replay %s: %w", r.ID, err)
 		}
@@ -86,7 +86,7 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 		p = previewOf(f)
 	}
 	bl, text := blocks.Preview(p, b.now())
-	intro := fmt.Sprintf(":raising_hand: %s asks a person to approve this replay; dlqbot sends nothing until someone clicks *Approve replay*.", mention(f.Requester))
+	intro := fmt.Sprintf(":raising_hand: %s asks a person to approve this replay; dlqbot sends nothing until someone clicks *Approve replay*.", blocks.Who(f.Requester))
 	bl = append([]slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, intro, false, false), nil, nil)}, bl...)
 	ts, err = b.post(ctx, requestAttempts, b.cfg.APIChannel, "", bl, text)
 	if err != nil {

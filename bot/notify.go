@@ -155,9 +155,9 @@ func eventPosts(e engine.Event, activity bool) ([]outPost, bool) {
 		}
 		return out, false
 	case engine.EventParked:
-		line := ":parking: " + mrkdwnEscape(e.Text)
+		line := ":parking: " + blocks.EscapeKeepCode(e.Text)
 		if e.Actor != "" {
-			line += " — by " + mention(e.Actor)
+			line += " — by " + blocks.Who(e.Actor)
 		}
 		out = append(out, outPost{text: line})
 		if activity {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 )
@@ -41,17 +42,17 @@ func userMessage(err error, subject string) string {
 	case errors.As(err, &fe):
 		return err.Error()
 	case errors.Is(err, engine.ErrQueueNotFound):
-		return fmt.Sprintf("There is no queue `%s` on the broker; check the name (and vhost).", mrkdwnEscape(subject))
+		return fmt.Sprintf("There is no queue `%s` on the broker; check the name (and vhost).", blocks.EscapeKeepCode(subject))
 	case errors.Is(err, engine.ErrTokenNotFound):
 		return "That preview token is unknown or has expired (tokens last 24 hours): preview again to get a new one. Nothing was sent."
 	case errors.Is(err, engine.ErrTokenUsed):
 		return "That preview was already approved: a token starts at most one replay, and its replay is in the preview's thread. Nothing more was sent."
 	case errors.Is(err, engine.ErrReplayNotFound):
-		return fmt.Sprintf("There is no replay `%s`; `list` shows recent replays.", mrkdwnEscape(subject))
+		return fmt.Sprintf("There is no replay `%s`; `list` shows recent replays.", blocks.EscapeKeepCode(subject))
 	case errors.Is(err, engine.ErrReadBudget):
 		var rbe *engine.ReadBudgetError
 		if errors.As(err, &rbe) {
-			return "Not done, to keep the broker from dropping messages: " + mrkdwnEscape(rbe.Error()) + "."
+			return "Not done, to keep the broker from dropping messages: " + blocks.EscapeKeepCode(rbe.Error()) + "."
 		}
 	case errors.Is(err, engine.ErrBrokerUnavailable):
 		return "RabbitMQ cannot be reached right now, so nothing was done. Try again shortly."
