@@ -14,7 +14,10 @@ const maxLine = 1500
 // event (SPEC.md §6): one line of mrkdwn for a start, a step's result, a
 // stop, pause, resume, cancellation, finish or interruption. It returns ""
 // for events that deserve no reply of their own (a step starting).
-func StepReply(e engine.Event) string {
+func StepReply(e engine.Event) string { return StepReplyAs(DefaultCommand, e) }
+
+// StepReplyAs is StepReply naming the slash command command in its hints.
+func StepReplyAs(command string, e engine.Event) string {
 	r, p := e.Replay, e.Replay.Params
 	rest, dlq := remaining(r), code(r.DLQ, 120)
 	var s string
@@ -45,7 +48,7 @@ func StepReply(e engine.Event) string {
 			msgs(r.Sent), num(r.Settled), num(r.Returned), num(r.Missing), num(r.Failed))
 	case engine.EventInterrupted:
 		s = fmt.Sprintf(":zap: Interrupted: the process running it stopped. %s sent; the remaining %s are still in %s.", msgs(r.Sent), msgs(rest), dlq)
-		if cmd := firstOf(previewCommand(e.Text), previewCommand(r.Note)); cmd != "" {
+		if cmd := restCommand(command, r); cmd != "" {
 			s += " Preview the rest: " + code(cmd, 600)
 		}
 	default:

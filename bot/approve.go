@@ -141,7 +141,7 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 	if channel == "" {
 		channel = a.to.channel
 	}
-	pbl, ptext := blocks.Progress(r, nil)
+	pbl, ptext := blocks.ProgressAs(b.cfg.CommandName, r, nil)
 	pts, err := b.post(ctx, requestAttempts, channel, thread, pbl, ptext)
 	if err != nil {
 		log.Warn().Err(err).Msg("progress message could not be posted; it will be posted with the next event")

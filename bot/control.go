@@ -98,7 +98,7 @@ func (b *Bot) status(ctx context.Context, to replyTo, id string) {
 		b.refuse(ctx, to, userMessage(err, r.DLQ))
 		return
 	}
-	bl, text := blocks.Progress(r, nil)
+	bl, text := blocks.ProgressAs(b.cfg.CommandName, r, nil)
 	b.ephemeral(ctx, to, bl, text)
 }
 

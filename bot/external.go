@@ -48,7 +48,7 @@ func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 		}
 		loc = previewLoc{channel: b.cfg.APIChannel, ts: ts}
 	}
-	pbl, ptext := blocks.Progress(r, nil)
+	pbl, ptext := blocks.ProgressAs(b.cfg.CommandName, r, nil)
 	pts, err := b.post(ctx, requestAttempts, loc.channel, loc.ts, pbl, ptext)
 	if err != nil {
 		b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("progress message could not be posted; it will be posted with the next event")

@@ -80,6 +80,11 @@ type Replay struct {
 	// Note is the last human-readable reason for the state (why it stopped,
 	// what was interrupted).
 	Note string `json:"note,omitempty"`
+	// RestSelection is, for an interrupted replay, the selection of the
+	// preview it came from, in the command grammar without the command
+	// name ("orders.dlq reason=rejected"): previewing it again shows what
+	// is left. Renderers add their own command name. Empty when unknown.
+	RestSelection string `json:"rest_selection,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
