@@ -11,7 +11,7 @@ import (
 const maxLine = 1500
 
 // StepReply returns the short reply posted in the replay's thread for an
-// event (SPEC.md §6): one line of mrkdwn for a start, a step's result, a
+// event: one line of mrkdwn for a start, a step's result, a
 // stop, pause, resume, cancellation, finish or interruption. It returns ""
 // for events that deserve no reply of their own (a step starting).
 func StepReply(e engine.Event) string { return StepReplyAs(DefaultCommand, e) }
@@ -106,7 +106,7 @@ func firstOf(ss ...string) string {
 	return ""
 }
 
-// Activity returns the activity-channel line for an event (SPEC.md §6):
+// Activity returns the activity-channel line for an event:
 // which replay, of which DLQ, approved by whom, and its counts, for a
 // start, resume, pause, cancellation, stop, finish or interruption. It
 // returns "" for step events, which stay in the thread.
@@ -150,7 +150,7 @@ func Activity(e engine.Event) string {
 }
 
 // ActivityCheck returns the activity-channel line for a check report
-// (SPEC.md §8): how many of the replayed came back, how many were not seen
+// : how many of the replayed came back, how many were not seen
 // in a dead-letter queue, new failures and those at the park limit.
 func ActivityCheck(c engine.CheckReport) string {
 	s := fmt.Sprintf(":mag: Check of replay %s of %s", code(c.ReplayID, 60), code(c.DLQ, 120))

@@ -16,7 +16,7 @@ const (
 	barWidth       = 10
 )
 
-// Progress renders a replay's progress message (SPEC.md §5, §6), edited at
+// Progress renders a replay's progress message, edited at
 // each step: its state, a progress bar, what was sent, left the target
 // queue, came back, remains, went missing or was not delivered, the last
 // step's observation, and the controls that still apply — Pause and Cancel

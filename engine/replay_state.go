@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// State is a replay's lifecycle state (§10: these exact words).
+// State is a replay's lifecycle state (these exact words appear in the API, the JSON output and the
+// terminal: keep them).
 type State string
 
 // Replay states.
@@ -25,7 +26,7 @@ func (s State) Terminal() bool {
 	return s == StateCancelled || s == StateFinished || s == StateInterrupted
 }
 
-// Params are a replay's tunables (§5); zero values mean the defaults.
+// Params are a replay's tunables (README "Replaying: confirm, record, then ack"); zero values mean the defaults.
 type Params struct {
 	Step    int           `json:"step"`    // first step size (default 10)
 	Cap     int           `json:"cap"`     // largest step (default 500)
@@ -116,7 +117,8 @@ type Replays interface {
 	List(ctx context.Context, n int) ([]Replay, error)
 }
 
-// Leases hold replay ownership (§5, §9).
+// Leases hold replay ownership (README "Workers, leases and what survives a
+// crash").
 type Leases interface {
 	// Acquire takes replayID's lease for owner if free and returns the new
 	// epoch (a fencing token that only grows).
@@ -127,7 +129,7 @@ type Leases interface {
 	Release(ctx context.Context, replayID, owner string) error
 }
 
-// Defaults for Params (§5).
+// Defaults for Params.
 const (
 	DefaultStep    = 10
 	DefaultCap     = 500

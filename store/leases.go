@@ -54,7 +54,7 @@ end
 return 0
 `)
 
-// Leases hold replay ownership (§5, §9): a lease key (P{<replay>}:lease,
+// Leases hold replay ownership: a lease key (P{<replay>}:lease,
 // SET NX PX) names the owner, and each Acquire bumps the replay's epoch, the
 // fencing token Replays.Put checks. It implements engine.Leases.
 type Leases struct{ b *base }

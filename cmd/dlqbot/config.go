@@ -12,8 +12,9 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// config is everything dlqbot reads from its environment (SPEC §10). The
-// names are relied on by other tools: keep them exactly.
+// config is everything dlqbot reads from its environment (README
+// "Configuration"). The names are relied on by deployments and other
+// tools: keep them exactly.
 type config struct {
 	SlackBotToken      string // SLACK_BOT_TOKEN
 	SlackSigningSecret string // SLACK_SIGNING_SECRET
@@ -27,7 +28,7 @@ type config struct {
 	RedisURL           string // REDIS_URL
 	RedisPrefix        string // DLQBOT_REDIS_PREFIX
 
-	// Tuning beyond SPEC §10 (documented in the README).
+	// Tuning (documented in the README).
 	LeaseTTL       time.Duration // DLQBOT_LEASE_TTL (default 15s)
 	ConnectionName string        // DLQBOT_CONNECTION_NAME (default "dlqbot"), shown in the management UI
 
@@ -149,7 +150,7 @@ func checkURL(name, v string, schemes []string) error {
 	return nil
 }
 
-// Exit statuses (SPEC §10).
+// Exit statuses; scripts rely on them: keep them exactly.
 const (
 	exitOK     = 0 // success (a replay that finished)
 	exitFailed = 1 // a refused or failed action

@@ -56,7 +56,9 @@ func configFailed(args []string, stdout, stderr io.Writer, err error) error {
 	return (&output{w: stdout, json: flags.JSON}).fail(err)
 }
 
-// exitCode maps run's error to the exit status of SPEC §10.
+// exitCode maps run's error to its exit status: 0 success, 1 a refused or
+// failed action, 2 bad usage or configuration (README "Using it from a
+// terminal").
 func exitCode(err error) int {
 	if err == nil {
 		return exitOK
