@@ -149,9 +149,9 @@ func Activity(e engine.Event) string {
 	return clip(oneLine(s), maxLine)
 }
 
-// ActivityCheck returns the activity-channel line for a check report
-// : how many of the replayed came back, how many were not seen
-// in a dead-letter queue, new failures and those at the park limit.
+// ActivityCheck returns the activity-channel line for a check report: how
+// many of the replayed came back, how many were not seen in a dead-letter
+// queue, new failures and those at the park limit.
 func ActivityCheck(c engine.CheckReport) string {
 	s := fmt.Sprintf(":mag: Check of replay %s of %s", code(c.ReplayID, 60), code(c.DLQ, 120))
 	if c.Label != "" {
