@@ -123,22 +123,6 @@ func (l *Leases) Owner(ctx context.Context, replayID string) (string, error) {
 	return owner, nil
 }
 
-// Epoch returns replayID's current fencing epoch (0 before the first
-// Acquire).
-func (l *Leases) Epoch(ctx context.Context, replayID string) (int64, error) {
-	if err := checkTag("replay id", replayID); err != nil {
-		return 0, fmt.Errorf("store: lease epoch of %q: %w", replayID, err)
-	}
-	epoch, err := l.b.rdb.HGet(ctx, l.b.k.replay(replayID), fieldEpoch).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fail(err, "lease epoch of %s", replayID)
-	}
-	return epoch, nil
-}
-
 func checkLease(replayID, owner string, ttl time.Duration) error {
 	if err := checkTag("replay id", replayID); err != nil {
 		return err
