@@ -312,7 +312,7 @@ func pastTense(verb string) string {
 	return "cancelled"
 }
 
-// Check reports whether a replay's messages came back (§8); it reads the
+// Check reports whether a replay's messages came back; it reads the
 // DLQ without changing it and needs `read` on it.
 func (s *Service) Check(ctx context.Context, c Caller, id string) (engine.CheckReport, error) {
 	if _, err := s.Replay(ctx, c, id); err != nil {

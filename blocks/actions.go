@@ -7,7 +7,8 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// Block Kit action ids (SPEC.md §10). Approve and Discard carry the preview
+// Block Kit action ids (other tools and old messages rely on them: keep
+// them). Approve and Discard carry the preview
 // token (Approve possibly marked confirmed, see ApproveValue); Pause,
 // Resume, Cancel and Park carry the replay id.
 const (

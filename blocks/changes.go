@@ -11,7 +11,7 @@ import (
 // maxChanges caps the changes listed one by one.
 const maxChanges = 10
 
-// Changes renders "what changed since the preview" (SPEC.md §4), shown when
+// Changes renders "what changed since the preview", shown when
 // an approval found the DLQ or its targets changed: nothing has been sent.
 // Its "Approve anyway" button (dlq.approve, value ApproveValue(token, true))
 // approves again knowing the changes; Discard (dlq.discard) drops the

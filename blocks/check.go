@@ -17,7 +17,7 @@ const (
 	maxErrorMsg = 2900
 )
 
-// Check renders the answer to "did the replay work?" (SPEC.md §8): how many
+// Check renders the answer to "did the replay work?": how many
 // of the replayed messages came back, grouped by failure with an example
 // each; new failures, counted apart; and those at the park limit, with a
 // Park button (dlq.park, value the replay id) when there are any. Copies not

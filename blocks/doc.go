@@ -2,7 +2,7 @@
 // previews with their Approve and Discard buttons, the replay progress
 // message with its Pause, Resume and Cancel buttons, "what changed since the
 // preview", the follow-up check report with its Park button, and the one-line
-// thread replies and activity-channel entries (SPEC.md §4–§6, §8, §10).
+// thread replies and activity-channel entries.
 //
 // Every renderer is a pure function: it reads only its arguments (the
 // current time is passed in where it matters), performs no I/O and returns

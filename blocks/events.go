@@ -11,10 +11,13 @@ import (
 const maxLine = 1500
 
 // StepReply returns the short reply posted in the replay's thread for an
-// event (SPEC.md §6): one line of mrkdwn for a start, a step's result, a
+// event: one line of mrkdwn for a start, a step's result, a
 // stop, pause, resume, cancellation, finish or interruption. It returns ""
 // for events that deserve no reply of their own (a step starting).
-func StepReply(e engine.Event) string {
+func StepReply(e engine.Event) string { return StepReplyAs(DefaultCommand, e) }
+
+// StepReplyAs is StepReply naming the slash command command in its hints.
+func StepReplyAs(command string, e engine.Event) string {
 	r, p := e.Replay, e.Replay.Params
 	rest, dlq := remaining(r), code(r.DLQ, 120)
 	var s string
@@ -45,7 +48,7 @@ func StepReply(e engine.Event) string {
 			msgs(r.Sent), num(r.Settled), num(r.Returned), num(r.Missing), num(r.Failed))
 	case engine.EventInterrupted:
 		s = fmt.Sprintf(":zap: Interrupted: the process running it stopped. %s sent; the remaining %s are still in %s.", msgs(r.Sent), msgs(rest), dlq)
-		if cmd := firstOf(previewCommand(e.Text), previewCommand(r.Note)); cmd != "" {
+		if cmd := restCommand(command, r); cmd != "" {
 			s += " Preview the rest: " + code(cmd, 600)
 		}
 	default:
@@ -103,7 +106,7 @@ func firstOf(ss ...string) string {
 	return ""
 }
 
-// Activity returns the activity-channel line for an event (SPEC.md §6):
+// Activity returns the activity-channel line for an event:
 // which replay, of which DLQ, approved by whom, and its counts, for a
 // start, resume, pause, cancellation, stop, finish or interruption. It
 // returns "" for step events, which stay in the thread.
@@ -146,9 +149,9 @@ func Activity(e engine.Event) string {
 	return clip(oneLine(s), maxLine)
 }
 
-// ActivityCheck returns the activity-channel line for a check report
-// (SPEC.md §8): how many of the replayed came back, how many were not seen
-// in a dead-letter queue, new failures and those at the park limit.
+// ActivityCheck returns the activity-channel line for a check report: how
+// many of the replayed came back, how many were not seen in a dead-letter
+// queue, new failures and those at the park limit.
 func ActivityCheck(c engine.CheckReport) string {
 	s := fmt.Sprintf(":mag: Check of replay %s of %s", code(c.ReplayID, 60), code(c.DLQ, 120))
 	if c.Label != "" {

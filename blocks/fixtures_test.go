@@ -131,9 +131,10 @@ func interruptedEvent() engine.Event {
 	r := replay(engine.StateInterrupted)
 	r.EndedAt = fixedNow()
 	r.Note = "the process running it stopped without releasing it; 30 message(s) had been sent, the rest are still in orders.dlq"
+	r.RestSelection = "orders.dlq reason=rejected"
 	return engine.Event{
 		Kind: engine.EventInterrupted, Replay: r, At: fixedNow(),
-		Text: "replay r_0123456789abcdef was interrupted: 30 sent (a1b2c3d4e5f60718, 0f1e2d3c4b5a6978, … 28 more); 2 copy(ies) were in flight and may have been sent as well (pending in the ledger). Preview the rest: /dlq preview orders.dlq reason=rejected",
+		Text: "replay r_0123456789abcdef was interrupted: 30 sent (a1b2c3d4e5f60718, 0f1e2d3c4b5a6978, … 28 more); 2 copy(ies) were in flight and may have been sent as well (pending in the ledger).",
 	}
 }
 

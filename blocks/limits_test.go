@@ -103,13 +103,14 @@ func TestLimitsProgress(t *testing.T) {
 		}
 		r.Failures = append(r.Failures, engine.Failure{ID: long, Target: longName(i), Kind: kind, Reason: long, Detail: long})
 	}
+	r.RestSelection = long
 	step := &engine.StepResult{Step: 1 << 30, Planned: 1 << 30, Sent: 1, Observation: long, Duration: time.Hour}
 	for _, s := range []engine.State{engine.StateQueued, engine.StateRunning, engine.StatePaused, engine.StateStopped,
 		engine.StateCancelled, engine.StateFinished, engine.StateInterrupted, engine.State(long)} {
 		r.State = s
 		b, text := Progress(r, step)
 		mustValidate(t, "progress "+string(s)[:min(len(s), 20)], b, text)
-		b, text = ProgressEvent(engine.Event{Kind: engine.EventInterrupted, Replay: r, Step: step, Text: long + " Preview the rest: /dlq preview " + long})
+		b, text = ProgressEvent(engine.Event{Kind: engine.EventInterrupted, Replay: r, Step: step, Text: long})
 		mustValidate(t, "progress event "+string(s)[:min(len(s), 20)], b, text)
 		for _, k := range []engine.EventKind{engine.EventStarted, engine.EventStepStarted, engine.EventStepPassed, engine.EventStopped,
 			engine.EventPaused, engine.EventResumed, engine.EventCancelled, engine.EventFinished, engine.EventInterrupted} {

@@ -16,7 +16,7 @@ const (
 	barWidth       = 10
 )
 
-// Progress renders a replay's progress message (SPEC.md §5, §6), edited at
+// Progress renders a replay's progress message, edited at
 // each step: its state, a progress bar, what was sent, left the target
 // queue, came back, remains, went missing or was not delivered, the last
 // step's observation, and the controls that still apply — Pause and Cancel
@@ -24,22 +24,38 @@ const (
 // and Cancel while paused or stopped, none once finished, cancelled or
 // interrupted. last may be nil.
 func Progress(r engine.Replay, last *engine.StepResult) ([]slack.Block, string) {
-	return progress(r, last, "")
+	return ProgressAs(DefaultCommand, r, last)
 }
+
+// ProgressAs is Progress for a bot installed under the slash command
+// command ("/dlq"): an interrupted replay's hint to preview the rest names
+// it.
+func ProgressAs(command string, r engine.Replay, last *engine.StepResult) ([]slack.Block, string) {
+	return progress(r, last, "", command)
+}
+
+// DefaultCommand is the slash command Progress, ProgressEvent and
+// StepReply name in their hints.
+const DefaultCommand = "/dlq"
 
 // ProgressEvent renders the progress message as of an event. It is
 // Progress(e.Replay, e.Step), except that for an interrupted replay it also
-// shows the event's text, which lists the messages sent so far and the
-// preview command for the rest.
+// shows the event's text, which lists the messages sent so far.
 func ProgressEvent(e engine.Event) ([]slack.Block, string) {
+	return ProgressEventAs(DefaultCommand, e)
+}
+
+// ProgressEventAs is ProgressEvent naming the slash command command in its
+// hints.
+func ProgressEventAs(command string, e engine.Event) ([]slack.Block, string) {
 	extra := ""
 	if e.Kind == engine.EventInterrupted {
 		extra = e.Text
 	}
-	return progress(e.Replay, e.Step, extra)
+	return progress(e.Replay, e.Step, extra, command)
 }
 
-func progress(r engine.Replay, last *engine.StepResult, extra string) ([]slack.Block, string) {
+func progress(r engine.Replay, last *engine.StepResult, extra, command string) ([]slack.Block, string) {
 	rest := remaining(r)
 	head := fmt.Sprintf("*Replay* %s of %s · %s", code(r.ID, 60), code(r.DLQ, 300), stateLabel(r.State))
 	if r.Step > 0 {
@@ -68,7 +84,7 @@ func progress(r engine.Replay, last *engine.StepResult, extra string) ([]slack.B
 	if last != nil {
 		out = append(out, section(stepText(*last)))
 	}
-	if s := stateText(r, rest, extra); s != "" {
+	if s := stateText(r, rest, extra, command); s != "" {
 		out = append(out, section(s))
 	}
 	if s := returnedText(r); s != "" {
@@ -136,7 +152,7 @@ func stepText(s engine.StepResult) string {
 }
 
 // stateText explains a state that needs explaining, with the record's note.
-func stateText(r engine.Replay, rest int, extra string) string {
+func stateText(r engine.Replay, rest int, extra, command string) string {
 	dlq := code(r.DLQ, 300)
 	note := ""
 	if r.Note != "" {
@@ -154,23 +170,23 @@ func stateText(r engine.Replay, rest int, extra string) string {
 	case engine.StateFinished:
 		return fmt.Sprintf(":checkered_flag: *Finished*: %s sent, %s left the target queue, %s came back. Follow-up checks will report whether any are dead-lettered later.", msgs(r.Sent), num(r.Settled), num(r.Returned))
 	case engine.StateInterrupted:
-		return interruptedText(r, rest, extra)
+		return interruptedText(r, rest, extra, command)
 	}
 	return ""
 }
 
 // interruptedText says what an interrupted replay sent, that the rest is
-// still in the DLQ, and how to preview the rest.
-func interruptedText(r engine.Replay, rest int, extra string) string {
+// still in the DLQ, and how to preview the rest (with command, the slash
+// command's name).
+func interruptedText(r engine.Replay, rest int, extra, command string) string {
 	s := fmt.Sprintf(":zap: *Interrupted*: the process running this replay stopped without handing it over. %s %s sent; the remaining %s are still in %s, untouched. Nothing resumes it automatically.",
 		msgs(r.Sent), wasWere(r.Sent), msgs(rest), code(r.DLQ, 300))
-	cmd := firstOf(previewCommand(extra), previewCommand(r.Note))
-	if d := detailBefore(extra, "Preview the rest:"); d != "" {
+	if d := strings.TrimSpace(extra); d != "" {
 		s += "\n" + esc(oneLine(d), 1500)
-	} else if d := detailBefore(r.Note, "Preview the rest:"); d != "" {
+	} else if d := strings.TrimSpace(r.Note); d != "" {
 		s += "\n" + esc(oneLine(d), 1000)
 	}
-	if cmd != "" {
+	if cmd := restCommand(command, r); cmd != "" {
 		s += "\nTo replay the rest, preview it again: " + code(cmd, 600)
 	} else {
 		s += fmt.Sprintf("\nTo replay the rest, preview %s again with the original selection.", code(r.DLQ, 300))
@@ -178,25 +194,14 @@ func interruptedText(r engine.Replay, rest int, extra string) string {
 	return s
 }
 
-// previewCommand finds the "/dlq preview …" command the engine suggests at
-// the end of an interruption's text.
-func previewCommand(text string) string {
-	i := strings.Index(text, "/dlq preview ")
-	if i < 0 {
+// restCommand is the command that previews the rest of an interrupted
+// replay ("/dlq preview orders.dlq reason=rejected"), "" when its
+// selection is unknown.
+func restCommand(command string, r engine.Replay) string {
+	if r.RestSelection == "" {
 		return ""
 	}
-	cmd, _, _ := strings.Cut(text[i:], "\n")
-	return strings.TrimRight(strings.TrimSpace(cmd), ".")
-}
-
-// detailBefore returns text up to the preview command (and the words
-// introducing it), trimmed.
-func detailBefore(text, intro string) string {
-	if i := strings.Index(text, "/dlq preview "); i >= 0 {
-		text = text[:i]
-	}
-	text = strings.TrimSpace(text)
-	return strings.TrimSpace(strings.TrimSuffix(text, intro))
+	return command + " preview " + oneLine(r.RestSelection)
 }
 
 // returnedText lists the messages that came back and why.

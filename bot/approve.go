@@ -141,7 +141,7 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 	if channel == "" {
 		channel = a.to.channel
 	}
-	pbl, ptext := blocks.Progress(r, nil)
+	pbl, ptext := blocks.ProgressAs(b.cfg.CommandName, r, nil)
 	pts, err := b.post(ctx, requestAttempts, channel, thread, pbl, ptext)
 	if err != nil {
 		log.Warn().Err(err).Msg("progress message could not be posted; it will be posted with the next event")
@@ -164,7 +164,7 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 		return
 	}
 	log.Info().Str("dlq", r.DLQ).Int("total", r.Total).Msg("replay approved and queued")
-	line := fmt.Sprintf("Preview of %s approved by %s: replay %s started.", mrkdwnEscape(r.DLQ), mention(user), r.ID)
+	line := fmt.Sprintf("Preview of %s approved by %s: replay %s started.", blocks.EscapeKeepCode(r.DLQ), blocks.Who(user), r.ID)
 	if loc.blocks != nil {
 		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Approved(loc.blocks, user, r.ID), line); err != nil {
 			log.Warn().Err(err).Msg("preview could not be edited")
@@ -177,7 +177,7 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 	}
 	if a.fromCommand {
 		b.say(ctx, a.to, fmt.Sprintf(":arrow_forward: Replay `%s` of %d message(s) from `%s` is starting in canary steps; its progress is in the thread of the preview.",
-			r.ID, r.Total, mrkdwnEscape(r.DLQ)))
+			r.ID, r.Total, blocks.EscapeKeepCode(r.DLQ)))
 	}
 }
 
@@ -226,7 +226,7 @@ func (b *Bot) discard(ctx context.Context, to replyTo, token string, cb slack.In
 		return
 	}
 	b.log.Info().Str("token", token).Str("user", to.user).Str("dlq", f.DLQ).Msg("preview discarded")
-	line := fmt.Sprintf("Preview of %s discarded by %s; nothing was replayed.", mrkdwnEscape(f.DLQ), mention(to.user))
+	line := fmt.Sprintf("Preview of %s discarded by %s; nothing was replayed.", blocks.EscapeKeepCode(f.DLQ), blocks.Who(to.user))
 	pm, known := b.previews.get(token)
 	loc := locate(approval{click: &cb}, pm, known)
 	if loc.blocks != nil {

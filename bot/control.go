@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
@@ -99,7 +98,7 @@ func (b *Bot) status(ctx context.Context, to replyTo, id string) {
 		b.refuse(ctx, to, userMessage(err, r.DLQ))
 		return
 	}
-	bl, text := blocks.Progress(r, nil)
+	bl, text := blocks.ProgressAs(b.cfg.CommandName, r, nil)
 	b.ephemeral(ctx, to, bl, text)
 }
 
@@ -124,7 +123,7 @@ func (b *Bot) list(ctx context.Context, to replyTo) {
 			hidden++
 			continue
 		}
-		lines = append(lines, listLine(r, b.now()))
+		lines = append(lines, blocks.ReplayLine(r, b.now()))
 	}
 	text := "*Recent replays*, newest first:\n" + strings.Join(lines, "\n")
 	if len(lines) == 0 {
@@ -134,43 +133,6 @@ func (b *Bot) list(ctx context.Context, to replyTo) {
 		text += fmt.Sprintf("\n_%d more you have no `read` permission for are not shown._", hidden)
 	}
 	b.say(ctx, to, text)
-}
-
-// listLine describes a replay in one line.
-func listLine(r engine.Replay, now time.Time) string {
-	s := fmt.Sprintf("• `%s` · `%s` · *%s* · %d of %d sent, %d came back", r.ID, mrkdwnEscape(r.DLQ), r.State, r.Sent, r.Total, r.Returned)
-	if r.Approver != "" {
-		s += " · approved by " + mention(r.Approver)
-	}
-	if !r.CreatedAt.IsZero() {
-		s += " · " + ago(now.Sub(r.CreatedAt))
-	}
-	return s
-}
-
-// mention renders a Slack user id as a mention, anything else (a terminal
-// user) escaped, like the blocks renderers do.
-func mention(user string) string {
-	ok := len(user) >= 9 && len(user) <= 20 && (user[0] == 'U' || user[0] == 'W')
-	for _, c := range user {
-		ok = ok && (c >= 'A' && c <= 'Z' || c >= '0' && c <= '9')
-	}
-	if ok {
-		return "<@" + user + ">"
-	}
-	return mrkdwnEscape(user)
-}
-
-func ago(d time.Duration) string {
-	switch {
-	case d < time.Minute:
-		return "just now"
-	case d < time.Hour:
-		return fmt.Sprintf("%dm ago", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh ago", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd ago", int(d.Hours()/24))
 }
 
 // check answers "did the replay work?".
@@ -217,7 +179,7 @@ func (b *Bot) park(ctx context.Context, to replyTo, id string) {
 		return
 	}
 	b.log.Info().Str("replay_id", id).Str("user", to.user).Int("parked", res.Parked).Int("failed", res.Failed).Msg("parked")
-	msg := fmt.Sprintf(":parking: Moved %d message(s) of replay `%s` to `%s`.", res.Parked, id, mrkdwnEscape(res.Queue))
+	msg := fmt.Sprintf(":parking: Moved %d message(s) of replay `%s` to `%s`.", res.Parked, id, blocks.EscapeKeepCode(res.Queue))
 	if res.Failed > 0 {
 		msg += fmt.Sprintf(" %d could not be moved and stay in the DLQ.", res.Failed)
 	}

@@ -104,7 +104,7 @@ func (b *Bot) dispatchCommand(req request) *ackReply {
 		return ephemeralAck(blocks.Ephemeral("dlqbot is busy with other requests right now; nothing was done. Try again in a minute."))
 	}
 	if p, ok := res.Cmd.(commands.PreviewCmd); ok {
-		return ephemeralAck(fmt.Sprintf(":mag: Previewing `%s` — reading the DLQ changes nothing. The preview will be posted in this channel.", mrkdwnEscape(p.Selection.DLQ)))
+		return ephemeralAck(fmt.Sprintf(":mag: Previewing `%s` — reading the DLQ changes nothing. The preview will be posted in this channel.", blocks.EscapeKeepCode(p.Selection.DLQ)))
 	}
 	return nil
 }
@@ -206,9 +206,4 @@ func firstNonEmpty(ss ...string) string {
 		}
 	}
 	return ""
-}
-
-// mrkdwnEscape escapes the three characters mrkdwn treats as markup.
-func mrkdwnEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }

@@ -1,4 +1,4 @@
-// Package bot is dlqbot's Slack transport (SPEC §6): the signed HTTP
+// Package bot is dlqbot's Slack transport: the signed HTTP
 // endpoints POST /slack/commands and POST /slack/interactions, Socket Mode,
 // and the Web API calls that post previews, edit them once approved, and
 // keep each replay's progress message and thread up to date.

@@ -35,20 +35,20 @@ func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 			loc = previewLoc{channel: ch, ts: ts}
 		}
 	}
-	line := fmt.Sprintf("Preview of %s approved by %s outside Slack: replay %s started.", mrkdwnEscape(r.DLQ), mention(r.Approver), r.ID)
+	line := fmt.Sprintf("Preview of %s approved by %s outside Slack: replay %s started.", blocks.EscapeKeepCode(r.DLQ), blocks.Who(r.Approver), r.ID)
 	if loc.channel == "" {
 		if b.cfg.APIChannel == "" {
 			return nil
 		}
 		ts, err := b.post(ctx, requestAttempts, b.cfg.APIChannel, "", nil,
 			fmt.Sprintf(":robot_face: Replay %s of %d message(s) from %s approved by %s (requested by %s); its progress is in this thread.",
-				r.ID, r.Total, "`"+mrkdwnEscape(r.DLQ)+"`", mention(r.Approver), mention(r.Requester)))
+				r.ID, r.Total, "`"+blocks.EscapeKeepCode(r.DLQ)+"`", blocks.Who(r.Approver), blocks.Who(r.Requester)))
 		if err != nil {
 			return fmt.Errorf("bot: show replay %s: %w", r.ID, err)
 		}
 		loc = previewLoc{channel: b.cfg.APIChannel, ts: ts}
 	}
-	pbl, ptext := blocks.Progress(r, nil)
+	pbl, ptext := blocks.ProgressAs(b.cfg.CommandName, r, nil)
 	pts, err := b.post(ctx, requestAttempts, loc.channel, loc.ts, pbl, ptext)
 	if err != nil {
 		b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("progress message could not be posted; it will be posted with the next event")
@@ -86,7 +86,7 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 		p = previewOf(f)
 	}
 	bl, text := blocks.Preview(p, b.now())
-	intro := fmt.Sprintf(":raising_hand: %s asks a person to approve this replay; dlqbot sends nothing until someone clicks *Approve replay*.", mention(f.Requester))
+	intro := fmt.Sprintf(":raising_hand: %s asks a person to approve this replay; dlqbot sends nothing until someone clicks *Approve replay*.", blocks.Who(f.Requester))
 	bl = append([]slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, intro, false, false), nil, nil)}, bl...)
 	ts, err = b.post(ctx, requestAttempts, b.cfg.APIChannel, "", bl, text)
 	if err != nil {

@@ -116,7 +116,7 @@ func (fs *feeds) remember(id string, loc location) {
 
 func (fs *feeds) push(e engine.Event) {
 	b := fs.b
-	posts, state := eventPosts(e, b.cfg.ActivityChannel != "")
+	posts, state := eventPosts(e, b.cfg.ActivityChannel != "", b.cfg.CommandName)
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	f := fs.get(e.Replay.ID)
@@ -141,7 +141,7 @@ func (fs *feeds) push(e engine.Event) {
 // eventPosts returns what an event posts in the thread and the activity
 // channel, and whether it changes what the progress message shows
 // (follow-up checks and parking do not).
-func eventPosts(e engine.Event, activity bool) ([]outPost, bool) {
+func eventPosts(e engine.Event, activity bool, command string) ([]outPost, bool) {
 	var out []outPost
 	switch e.Kind {
 	case engine.EventFollowUp:
@@ -155,9 +155,9 @@ func eventPosts(e engine.Event, activity bool) ([]outPost, bool) {
 		}
 		return out, false
 	case engine.EventParked:
-		line := ":parking: " + mrkdwnEscape(e.Text)
+		line := ":parking: " + blocks.EscapeKeepCode(e.Text)
 		if e.Actor != "" {
-			line += " — by " + mention(e.Actor)
+			line += " — by " + blocks.Who(e.Actor)
 		}
 		out = append(out, outPost{text: line})
 		if activity {
@@ -165,7 +165,7 @@ func eventPosts(e engine.Event, activity bool) ([]outPost, bool) {
 		}
 		return out, false
 	}
-	if s := blocks.StepReply(e); s != "" {
+	if s := blocks.StepReplyAs(command, e); s != "" {
 		out = append(out, outPost{text: s})
 	}
 	if activity {
@@ -257,7 +257,7 @@ func (fs *feeds) edit(ctx context.Context, f *feed) {
 		if loc.channel == "" {
 			return // nowhere to show it: a replay started outside Slack
 		}
-		bl, text := blocks.ProgressEvent(ev)
+		bl, text := blocks.ProgressEventAs(b.cfg.CommandName, ev)
 		var err error
 		if loc.progress == "" {
 			err = fs.postProgress(ctx, f, loc, bl, text)

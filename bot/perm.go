@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
-	"time"
 
-	"github.com/slack-go/slack"
-
+	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 )
@@ -45,17 +42,17 @@ func userMessage(err error, subject string) string {
 	case errors.As(err, &fe):
 		return err.Error()
 	case errors.Is(err, engine.ErrQueueNotFound):
-		return fmt.Sprintf("There is no queue `%s` on the broker; check the name (and vhost).", mrkdwnEscape(subject))
+		return fmt.Sprintf("There is no queue `%s` on the broker; check the name (and vhost).", blocks.EscapeKeepCode(subject))
 	case errors.Is(err, engine.ErrTokenNotFound):
 		return "That preview token is unknown or has expired (tokens last 24 hours): preview again to get a new one. Nothing was sent."
 	case errors.Is(err, engine.ErrTokenUsed):
 		return "That preview was already approved: a token starts at most one replay, and its replay is in the preview's thread. Nothing more was sent."
 	case errors.Is(err, engine.ErrReplayNotFound):
-		return fmt.Sprintf("There is no replay `%s`; `list` shows recent replays.", mrkdwnEscape(subject))
+		return fmt.Sprintf("There is no replay `%s`; `list` shows recent replays.", blocks.EscapeKeepCode(subject))
 	case errors.Is(err, engine.ErrReadBudget):
 		var rbe *engine.ReadBudgetError
 		if errors.As(err, &rbe) {
-			return "Not done, to keep the broker from dropping messages: " + mrkdwnEscape(rbe.Error()) + "."
+			return "Not done, to keep the broker from dropping messages: " + blocks.EscapeKeepCode(rbe.Error()) + "."
 		}
 	case errors.Is(err, engine.ErrBrokerUnavailable):
 		return "RabbitMQ cannot be reached right now, so nothing was done. Try again shortly."
@@ -65,38 +62,6 @@ func userMessage(err error, subject string) string {
 		return "That took too long and was abandoned; nothing was changed. Try again, perhaps with a narrower selection."
 	}
 	return "That did not work: " + err.Error()
-}
-
-// slackGroups reads user groups from Slack: one usergroups.list call
-// (with members) serves every user for ttl.
-type slackGroups struct {
-	api *slack.Client
-	ttl time.Duration
-	now func() time.Time
-
-	mu     sync.Mutex
-	byUser map[string][]string
-	at     time.Time
-}
-
-// GroupsOf returns the ids of the user groups user belongs to.
-func (g *slackGroups) GroupsOf(ctx context.Context, user string) ([]string, error) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.byUser == nil || g.now().Sub(g.at) >= g.ttl {
-		list, err := g.api.GetUserGroupsContext(ctx, slack.GetUserGroupsOptionIncludeUsers(true))
-		if err != nil {
-			return nil, fmt.Errorf("bot: usergroups.list: %w", err)
-		}
-		by := map[string][]string{}
-		for _, ug := range list {
-			for _, u := range ug.Users {
-				by[u] = append(by[u], ug.ID)
-			}
-		}
-		g.byUser, g.at = by, g.now()
-	}
-	return slices.Clone(g.byUser[user]), nil
 }
 
 // frozenTargets lists the target queues of a frozen preview.

@@ -62,7 +62,7 @@ type CancelCmd struct {
 	ReplayID string
 }
 
-// CheckCmd reports whether a replay's messages came back (§8).
+// CheckCmd reports whether a replay's messages came back.
 type CheckCmd struct {
 	ReplayID string
 }

@@ -1,6 +1,7 @@
 // Package commands owns the words people type at dlqbot: the /dlq grammar
-// shared by the Slack slash command and the terminal front end (SPEC §6,
-// §10), the help text, and the permission model (§7).
+// shared by the Slack slash command and the terminal front end, the help
+// text, and the permission model (README "Configuration" shows a
+// permissions file).
 //
 // Parse and ParseArgs turn a line into a Command (one type per subcommand)
 // or into a Reply: a sentence for the user that names the mistake and shows

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Action is what a grant allows on a queue (§7).
+// Action is what a grant allows on a queue.
 type Action string
 
 // The actions.

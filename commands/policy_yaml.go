@@ -18,7 +18,7 @@ var (
 	groupIDPattern = regexp.MustCompile(`^S[A-Z0-9_-]+$`)
 )
 
-// LoadPolicy reads the permissions file at path (§7). An empty path means
+// LoadPolicy reads the permissions file at path. An empty path means
 // there is no file: access control is off, and LoadPolicy returns nil, nil.
 // Errors name the line and the field at fault.
 func LoadPolicy(path string) (*Policy, error) {

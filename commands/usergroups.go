@@ -77,15 +77,3 @@ func (c *CachedGroups) GroupsOf(ctx context.Context, user string) ([]string, err
 	c.entries[user] = cachedEntry{groups: slices.Clone(groups), expires: now.Add(c.ttl)}
 	return groups, nil
 }
-
-// Forget drops user's cached groups (or everyone's when user is ""), for
-// example when Slack reports a subteam change.
-func (c *CachedGroups) Forget(user string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if user == "" {
-		clear(c.entries)
-		return
-	}
-	delete(c.entries, user)
-}

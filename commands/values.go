@@ -14,7 +14,7 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// Defaults of a replay's parameters (§5), as the help text states them.
+// Defaults of a replay's parameters, as the help text states them.
 const (
 	DefaultStep    = engine.DefaultStep
 	DefaultCap     = engine.DefaultCap

@@ -216,12 +216,16 @@ func (s *Service) undoApproval(ctx context.Context, token, id string, created bo
 }
 
 // NewReplayID returns a new replay id: "r_" and 16 random hex characters.
-func NewReplayID() string {
+func NewReplayID() string { return NewID("r_") }
+
+// NewID returns prefix and 16 random hex characters: the shape of replay
+// ids ("r_"), worker ids ("w_") and per-run owner ids.
+func NewID(prefix string) string {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
-	return "r_" + hex.EncodeToString(b[:])
+	return prefix + hex.EncodeToString(b[:])
 }
 
 // Retainer keeps a consumed token's preview beyond its TTL.

@@ -16,7 +16,7 @@ type CheckGroup struct {
 	Example string `json:"example,omitempty"`
 }
 
-// CheckReport answers "did the replay work?" (§8): of the copies a replay
+// CheckReport answers "did the replay work?" (README "Did it work? Check, follow-ups, parking"): of the copies a replay
 // sent, how many came back to the DLQ (a copy with its replay id and a new
 // death), grouped by failure. Copies not seen back are "not seen in a
 // dead-letter queue" — never "processed".

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Header names read by the dialect parsers (§2, FACTS.md).
+// Header names read by the dialect parsers (README "Dead-letter dialects").
 const (
 	hXDeath             = "x-death"
 	hFirstDeathQueue    = "x-first-death-queue"

@@ -1,9 +1,23 @@
 // Package engine owns what dlqbot knows about dead letters and what it does
-// with them: the metadata derived from each message (§2), selections (§3),
-// previews (§4) and replays (§5).
+// with them: the metadata derived from each message (README "Dead-letter
+// dialects"), selections and previews (README "Reading a DLQ without
+// changing it") and replays (README "Replaying: confirm, record, then ack").
 //
-// The engine talks to the outside world only through the small interfaces
-// declared in ports.go. The RabbitMQ adapter lives in engine/amqp and the
+// The engine talks to the outside world only through small interfaces, each
+// declared beside the code that needs it:
+//
+//	ports.go          Clock, Broker, Stats, Declarer (RabbitMQ)
+//	ports_work.go     Jobs, Registry, Active, Owners, Updater (work hand-off)
+//	replay_state.go   Replays, Leases (replay records and ownership)
+//	frozen.go         Tokens, Ledger (preview tokens, what was sent)
+//	desire.go         Desirer, Yielder (pause, resume, cancel)
+//	approve.go        Retainer (keeping a consumed token's preview)
+//	budget.go         ReadMarks (the read budget of quorum DLQs)
+//	move.go           Mover (parking messages)
+//	scheduler.go      Schedule (follow-up checks)
+//	events.go         Notifier (progress events)
+//
+// The RabbitMQ adapter lives in engine/amqp and the
 // Redis implementations in store/; engine imports neither go-redis nor
 // slack-go, so every rule here can be read without knowing the transports.
 //

@@ -20,7 +20,7 @@ const (
 	EventCancelled   EventKind = "cancelled"
 	EventFinished    EventKind = "finished"
 	EventInterrupted EventKind = "interrupted"
-	// EventFollowUp carries a scheduled "did it work?" check (§8).
+	// EventFollowUp carries a scheduled "did it work?" check.
 	EventFollowUp EventKind = "follow_up"
 	// EventParked reports messages moved to the parking queue.
 	EventParked EventKind = "parked"

@@ -7,7 +7,7 @@ import (
 )
 
 // HeaderDialect names the headers an in-house framework writes on the
-// messages it dead-letters (§2), so that dlqbot derives the same metadata
+// messages it dead-letters, so that dlqbot derives the same metadata
 // for them as for the known frameworks: source queue, exception text and
 // attempt count, and optionally the failure time. The zero value recognises
 // no in-house dialect.

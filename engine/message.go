@@ -28,7 +28,7 @@ type Message struct {
 // Dialect names the convention that dead-lettered a message.
 type Dialect string
 
-// The dialects of §2.
+// The dialects dlqbot reads (README "Dead-letter dialects").
 const (
 	DialectRabbitMQ    Dialect = "rabbitmq"    // broker dead-lettering: x-death, x-first-death-*
 	DialectSpring      Dialect = "spring"      // Spring AMQP RepublishMessageRecoverer
@@ -53,7 +53,7 @@ const (
 	ReasonUnknown       Reason = "unknown"
 )
 
-// Meta is what the engine derives from one dead-lettered message (§2).
+// Meta is what the engine derives from one dead-lettered message.
 type Meta struct {
 	// ID is a stable fingerprint of the copy: the same on every scan,
 	// shared by identical copies (16 lowercase hex characters).

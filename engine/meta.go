@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// ParseMeta derives a dead-lettered message's metadata (§2). dlq is the
+// ParseMeta derives a dead-lettered message's metadata (README "Dead-letter dialects"). dlq is the
 // queue the message was read from: MassTransit's source falls back to it
 // without its _error / _skipped suffix.
 //

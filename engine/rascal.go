@@ -6,7 +6,7 @@ import (
 )
 
 // Header names of rascal (the Node.js library): everything it records about
-// a failure is in one nested table, headers.rascal (§2).
+// a failure is in one nested table, headers.rascal.
 const (
 	hRascal              = "rascal"
 	hRascalOriginalQueue = "originalQueue" // the queue the subscription read

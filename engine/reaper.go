@@ -74,9 +74,9 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 				sent++
 			}
 		}
-		preview := ""
+		rest := ""
 		if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
-			preview = " Preview the rest: /dlq preview " + f.Selection
+			rest = f.Selection
 		}
 		marked := false
 		err = up.UpdateUnowned(ctx, id, func(cur *Replay) error {
@@ -90,7 +90,8 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 			if pending > 0 {
 				cur.Note += fmt.Sprintf(" and %d more were in flight (they may have been delivered and are not sent again)", pending)
 			}
-			cur.Note += fmt.Sprintf("; the rest are still in %s.%s", cur.DLQ, preview)
+			cur.Note += fmt.Sprintf("; the rest are still in %s.", cur.DLQ)
+			cur.RestSelection = rest
 			marked = true
 			return nil
 		})
@@ -107,8 +108,8 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 }
 
 // announceInterrupted emits the interrupted event with the messages sent so
-// far (from the ledger, which also lists in-flight copies as pending) and a
-// preview command for the rest.
+// far (from the ledger, which also lists in-flight copies as pending); the
+// selection to preview the rest is the replay's RestSelection.
 func (s *Service) announceInterrupted(ctx context.Context, r Replay) {
 	if s.d.Notifier == nil {
 		return
@@ -135,8 +136,6 @@ func (s *Service) announceInterrupted(ctx context.Context, r Replay) {
 			fmt.Fprintf(&b, "; %d copy(ies) were in flight and may have been sent as well (pending in the ledger)", pending)
 		}
 	}
-	if i := strings.Index(r.Note, "Preview the rest:"); i >= 0 {
-		b.WriteString(". " + r.Note[i:])
-	}
+	b.WriteString(".")
 	s.d.Notifier.Notify(ctx, Event{Kind: EventInterrupted, Replay: r, Text: b.String(), At: s.d.Clock.Now()})
 }

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// State is a replay's lifecycle state (§10: these exact words).
+// State is a replay's lifecycle state (these exact words appear in the API, the JSON output and the
+// terminal: keep them).
 type State string
 
 // Replay states.
@@ -25,7 +26,7 @@ func (s State) Terminal() bool {
 	return s == StateCancelled || s == StateFinished || s == StateInterrupted
 }
 
-// Params are a replay's tunables (§5); zero values mean the defaults.
+// Params are a replay's tunables (README "Replaying: confirm, record, then ack"); zero values mean the defaults.
 type Params struct {
 	Step    int           `json:"step"`    // first step size (default 10)
 	Cap     int           `json:"cap"`     // largest step (default 500)
@@ -82,6 +83,11 @@ type Replay struct {
 	// Note is the last human-readable reason for the state (why it stopped,
 	// what was interrupted).
 	Note string `json:"note,omitempty"`
+	// RestSelection is, for an interrupted replay, the selection of the
+	// preview it came from, in the command grammar without the command
+	// name ("orders.dlq reason=rejected"): previewing it again shows what
+	// is left. Renderers add their own command name. Empty when unknown.
+	RestSelection string `json:"rest_selection,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
@@ -104,7 +110,7 @@ type Replays interface {
 	// ErrLeaseLost otherwise.
 	Put(ctx context.Context, r Replay, owner string, epoch int64) error
 	// Desire records the state an operator asked for (paused, running,
-	// cancelled) and nudges the owner.
+	// cancelled); the owner polls Desired.
 	Desire(ctx context.Context, id string, s State, by string) error
 	// Desired returns the last desired state and who asked for it (""
 	// when none).
@@ -113,7 +119,8 @@ type Replays interface {
 	List(ctx context.Context, n int) ([]Replay, error)
 }
 
-// Leases hold replay ownership (§5, §9).
+// Leases hold replay ownership (README "Workers, leases and what survives a
+// crash").
 type Leases interface {
 	// Acquire takes replayID's lease for owner if free and returns the new
 	// epoch (a fencing token that only grows).
@@ -124,7 +131,7 @@ type Leases interface {
 	Release(ctx context.Context, replayID, owner string) error
 }
 
-// Defaults for Params (§5).
+// Defaults for Params.
 const (
 	DefaultStep    = 10
 	DefaultCap     = 500

@@ -6,7 +6,8 @@ import (
 	"strings"
 )
 
-// Headers a replay sets on every copy it sends (§5, §10).
+// Headers a replay sets on every copy it sends; consumers and dlqbot itself
+// read them by these exact names.
 const (
 	// HeaderReplayID is the id of the replay that sent the copy (a string).
 	HeaderReplayID = "x-replay-id"
@@ -28,7 +29,7 @@ var (
 	routingHeaderNames = []string{"CC", "BCC"}
 )
 
-// DeathHeaders lists the headers ReplayHeaders removes (§5): the exact
+// DeathHeaders lists the headers ReplayHeaders removes: the exact
 // names x-death, x-delivery-count and x-acquired-count, and every header
 // starting with x-first-death- or x-last-death- (written with a trailing
 // "*"). Names are matched case-sensitively, as AMQP does. The result is a

@@ -14,7 +14,7 @@ type Schedule interface {
 	ClaimDue(ctx context.Context, now time.Time, n int) ([]string, error)
 }
 
-// DefaultFollowUps are when a finished or stopped replay is checked again (§8).
+// DefaultFollowUps are when a finished or stopped replay is checked again.
 var DefaultFollowUps = []time.Duration{5 * time.Minute, 2 * time.Hour, 24 * time.Hour}
 
 // followUpRetry is how long a follow-up that could not run waits to be retried.

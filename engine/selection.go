@@ -9,10 +9,10 @@ import (
 	"unicode"
 )
 
-// DefaultParkAfter is how many replays leave a message parked (§3).
+// DefaultParkAfter is how many replays leave a message parked.
 const DefaultParkAfter = 3
 
-// Selection names one DLQ and the filters that pick messages from it (§3).
+// Selection names one DLQ and the filters that pick messages from it.
 // Filters combine with AND; zero values mean "no filter".
 type Selection struct {
 	DLQ   string `json:"dlq"`

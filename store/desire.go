@@ -22,9 +22,8 @@ return 1
 `)
 
 // Desire records the state an operator asked for (paused, running,
-// cancelled, …) in the replay's hash and publishes the replay id on the nudge
-// channel so that its owner reacts at once. Pub/sub can drop messages: owners
-// must also poll Desired.
+// cancelled, …) in the replay's hash; the replay's owner reads it with
+// Desired between publishes.
 func (rs *Replays) Desire(ctx context.Context, id string, s engine.State, by string) error {
 	if checkTag("replay id", id) != nil {
 		return fmt.Errorf("store: desire replay %q: %w", id, engine.ErrReplayNotFound)
@@ -38,9 +37,6 @@ func (rs *Replays) Desire(ctx context.Context, id string, s engine.State, by str
 	}
 	if n == 0 {
 		return fmt.Errorf("store: desire replay %s: %w", id, engine.ErrReplayNotFound)
-	}
-	if err := rs.b.rdb.Publish(ctx, rs.b.k.nudge(), id).Err(); err != nil {
-		return fail(err, "desire replay %s: nudge", id)
 	}
 	return nil
 }
@@ -65,40 +61,6 @@ func (rs *Replays) Desired(ctx context.Context, id string) (engine.State, string
 	s, _ := v[0].(string)
 	by, _ := v[1].(string)
 	return engine.State(s), by, nil
-}
-
-// Nudges subscribes to the nudge channel and returns the ids of replays
-// whose desired state changed, until ctx ends (the channel is then closed).
-// It returns once the subscription is active, so a Desire made after it
-// returns is delivered unless pub/sub drops it.
-func (rs *Replays) Nudges(ctx context.Context) (<-chan string, error) {
-	ps := rs.b.rdb.Subscribe(ctx, rs.b.k.nudge())
-	if _, err := ps.Receive(ctx); err != nil {
-		_ = ps.Close()
-		return nil, fail(err, "subscribe to nudges")
-	}
-	in := ps.Channel()
-	out := make(chan string, 16)
-	go func() {
-		defer close(out)
-		defer ps.Close()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case m, ok := <-in:
-				if !ok {
-					return
-				}
-				select {
-				case out <- m.Payload:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	return out, nil
 }
 
 // knownState reports whether s is one of the engine's replay states.

@@ -87,11 +87,6 @@ func (rs *Replays) DesireIf(ctx context.Context, id string, want engine.State, b
 	default:
 		res.Refused = engine.RefusedOwnerGone
 	}
-	if res.Recorded {
-		// The owner polls the desired state as well: the nudge only makes
-		// it react sooner, so a failed publish changes nothing.
-		_ = rs.b.rdb.Publish(ctx, rs.b.k.nudge(), id).Err()
-	}
 	return res, nil
 }
 

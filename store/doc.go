@@ -9,8 +9,26 @@
 // "dlqbot:"). Keys that belong to one replay carry the hash tag
 // "{<replay id>}" and keys that belong to one preview token carry
 // "{<token>}", so that Redis Cluster keeps them in one slot; every Lua script
-// and MULTI/EXEC in this package touches the keys of a single slot only. The
-// full key layout is documented in keys.go.
+// and MULTI/EXEC in this package touches the keys of a single slot only.
+//
+// Key layout (P is the prefix; the key functions are in keys.go, events.go
+// and readmarks.go):
+//
+//	P{<token>}:token        string  the frozen preview (JSON, gzip-compressed when large); TTL = token TTL
+//	P{<token>}:used         string  id of the replay that consumed the token; same TTL
+//	P{<token>}:msg          hash    channel, ts of the Slack message the preview was posted as; same TTL
+//	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch), desired, desired_by
+//	P{<replay>}:lease       string  lease owner: worker id "/" run token; PX = lease TTL
+//	P{<replay>}:ledger      list    intent ("i") and confirm ("c") records in send order
+//	P{<replay>}:events      stream  progress events (field "e"), for the HTTP API's event stream
+//	Psent:<dlq>             hash    per message id, the latest replays that sent it:
+//	                                "<replay>:<unix ms>:<copies>,…", newest first, at most five
+//	Preads:<vhost>/<queue>  hash    the queue's read mark (count, at, reads)
+//	Preplays                zset    replay ids scored by creation time (unix ms)
+//	Pactive                 set     ids of replays not in a final state (read by the reaper)
+//	Pschedule               zset    timed work scored by due time (unix ms)
+//	Pworkers                zset    worker ids scored by announcement expiry (unix ms)
+//	Pjobs                   stream  replay jobs (field "replay"), consumer group "dlqbot"
 //
 // The package works with any redis.UniversalClient: a single node, Sentinel
 // or Cluster (see Open for the REDIS_URL forms). Errors caused by an

@@ -54,7 +54,7 @@ end
 return 0
 `)
 
-// Leases hold replay ownership (§5, §9): a lease key (P{<replay>}:lease,
+// Leases hold replay ownership: a lease key (P{<replay>}:lease,
 // SET NX PX) names the owner, and each Acquire bumps the replay's epoch, the
 // fencing token Replays.Put checks. It implements engine.Leases.
 type Leases struct{ b *base }
@@ -121,22 +121,6 @@ func (l *Leases) Owner(ctx context.Context, replayID string) (string, error) {
 		return "", fail(err, "lease owner of %s", replayID)
 	}
 	return owner, nil
-}
-
-// Epoch returns replayID's current fencing epoch (0 before the first
-// Acquire).
-func (l *Leases) Epoch(ctx context.Context, replayID string) (int64, error) {
-	if err := checkTag("replay id", replayID); err != nil {
-		return 0, fmt.Errorf("store: lease epoch of %q: %w", replayID, err)
-	}
-	epoch, err := l.b.rdb.HGet(ctx, l.b.k.replay(replayID), fieldEpoch).Int64()
-	if errors.Is(err, redis.Nil) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fail(err, "lease epoch of %s", replayID)
-	}
-	return epoch, nil
 }
 
 func checkLease(replayID, owner string, ttl time.Duration) error {

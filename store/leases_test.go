@@ -1,9 +1,13 @@
 package store
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/stroma/dlqbot/engine"
 )
@@ -46,7 +50,7 @@ func TestLeases(t *testing.T) {
 	if err != nil || !ok || epoch2 <= epoch {
 		t.Errorf("re-acquire: epoch %d after %d, %v %v", epoch2, epoch, ok, err)
 	}
-	if got, _ := ls.Epoch(e.ctx, "r_l"); got != epoch2 {
+	if got, _ := ls.epoch(e.ctx, "r_l"); got != epoch2 {
 		t.Errorf("epoch %d, want %d", got, epoch2)
 	}
 	if _, _, err := ls.Acquire(e.ctx, "r_l", "w3", 0); err == nil {
@@ -87,4 +91,20 @@ func TestLeaseConcurrentAcquire(t *testing.T) {
 	if winners != 1 {
 		t.Errorf("%d winners", winners)
 	}
+}
+
+// epoch returns replayID's current fencing epoch (0 before the first
+// Acquire).
+func (l *Leases) epoch(ctx context.Context, replayID string) (int64, error) {
+	if err := checkTag("replay id", replayID); err != nil {
+		return 0, fmt.Errorf("store: lease epoch of %q: %w", replayID, err)
+	}
+	epoch, err := l.b.rdb.HGet(ctx, l.b.k.replay(replayID), fieldEpoch).Int64()
+	if errors.Is(err, redis.Nil) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fail(err, "lease epoch of %s", replayID)
+	}
+	return epoch, nil
 }

@@ -19,7 +19,7 @@ var _ engine.Ledger = (*Ledger)(nil)
 // historyChunk is how many ids one HMGET of History asks for.
 const historyChunk = 10000
 
-// Ledger records what replays sent (§5) and answers "was this replayed?". It
+// Ledger records what replays sent and answers "was this replayed?". It
 // implements engine.Ledger.
 //
 // Each replay has a log (P{<replay>}:ledger, a list) with one record per

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -169,7 +168,7 @@ func TestReplayUpdate(t *testing.T) {
 	}
 }
 
-func TestReplayDesireNudge(t *testing.T) {
+func TestReplayDesire(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	rs := e.st.Replays()
@@ -179,21 +178,8 @@ func TestReplayDesireNudge(t *testing.T) {
 	if s, _, err := rs.Desired(e.ctx, "r_d"); err != nil || s != "" {
 		t.Errorf("desired before: %q %v", s, err)
 	}
-	ctx, cancel := context.WithCancel(e.ctx)
-	nudges, err := rs.Nudges(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if err := rs.Desire(e.ctx, "r_d", engine.StatePaused, "U1"); err != nil {
 		t.Fatal(err)
-	}
-	select {
-	case id := <-nudges:
-		if id != "r_d" {
-			t.Errorf("nudge for %q", id)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("no nudge")
 	}
 	if s, by, err := rs.Desired(e.ctx, "r_d"); err != nil || s != engine.StatePaused || by != "U1" {
 		t.Errorf("desired: %q %v", s, err)
@@ -206,8 +192,5 @@ func TestReplayDesireNudge(t *testing.T) {
 	}
 	if err := rs.Desire(e.ctx, "r_d", "sideways", "U1"); err == nil {
 		t.Error("unknown state accepted")
-	}
-	cancel()
-	for range nudges { // closes once ctx ends
 	}
 }

@@ -43,26 +43,6 @@ func (s *Schedule) Add(ctx context.Context, member string, due time.Time) error 
 	return nil
 }
 
-// Remove unschedules member; removing an unknown member is not an error.
-func (s *Schedule) Remove(ctx context.Context, member string) error {
-	if err := s.b.rdb.ZRem(ctx, s.b.k.schedule(), member).Err(); err != nil {
-		return fail(err, "unschedule %s", member)
-	}
-	return nil
-}
-
-// Due returns when member is due; ok is false when it is not scheduled.
-func (s *Schedule) Due(ctx context.Context, member string) (time.Time, bool, error) {
-	score, err := s.b.rdb.ZScore(ctx, s.b.k.schedule(), member).Result()
-	if errors.Is(err, redis.Nil) {
-		return time.Time{}, false, nil
-	}
-	if err != nil {
-		return time.Time{}, false, fail(err, "schedule of %s", member)
-	}
-	return time.UnixMilli(int64(score)).UTC(), true, nil
-}
-
 // ClaimDue atomically removes and returns up to n members due at or before
 // now (at most 1000 per call), earliest first: with any number of concurrent
 // pollers, each member is returned to exactly one of them. A caller that

@@ -1,10 +1,14 @@
 package store
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 func TestScheduleClaimOnce(t *testing.T) {
@@ -62,7 +66,7 @@ func TestScheduleClaimOnce(t *testing.T) {
 	if n, _ := s.Len(e.ctx); n != later {
 		t.Errorf("%d left, want %d", n, later)
 	}
-	when, ok, err := s.Due(e.ctx, "r_3:24h")
+	when, ok, err := s.due(e.ctx, "r_3:24h")
 	if err != nil || !ok || !when.Equal(now.Add(time.Hour)) {
 		t.Errorf("due: %v %v %v", when, ok, err)
 	}
@@ -70,10 +74,30 @@ func TestScheduleClaimOnce(t *testing.T) {
 	if err != nil || len(got) != 3 {
 		t.Errorf("claim later ones: %v %v", got, err)
 	}
-	if err := s.Remove(e.ctx, "r_9:24h"); err != nil {
+	if err := s.remove(e.ctx, "r_9:24h"); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, _ := s.Due(e.ctx, "r_9:24h"); ok {
+	if _, ok, _ := s.due(e.ctx, "r_9:24h"); ok {
 		t.Error("removed member still scheduled")
 	}
+}
+
+// remove unschedules member; removing an unknown member is not an error.
+func (s *Schedule) remove(ctx context.Context, member string) error {
+	if err := s.b.rdb.ZRem(ctx, s.b.k.schedule(), member).Err(); err != nil {
+		return fail(err, "unschedule %s", member)
+	}
+	return nil
+}
+
+// due returns when member is due; ok is false when it is not scheduled.
+func (s *Schedule) due(ctx context.Context, member string) (time.Time, bool, error) {
+	score, err := s.b.rdb.ZScore(ctx, s.b.k.schedule(), member).Result()
+	if errors.Is(err, redis.Nil) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, fail(err, "schedule of %s", member)
+	}
+	return time.UnixMilli(int64(score)).UTC(), true, nil
 }

@@ -41,7 +41,7 @@ return redis.call('ZRANGE', KEYS[1], '(' .. now, '+inf', 'BYSCORE')
 `)
 
 // Workers is the registry where worker processes announce themselves
-// (§10: "dlqbot replay <token>" hands the replay to running workers, or acts
+// ("dlqbot replay <token>" hands the replay to running workers, or acts
 // as the worker when there are none). It is one sorted set (Pworkers) scored
 // by each announcement's expiry, measured by Redis's clock so that processes
 // with skewed clocks agree.

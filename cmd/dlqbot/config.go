@@ -2,12 +2,19 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/url"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
-// config is everything dlqbot reads from its environment (SPEC §10). The
-// names are relied on by other tools: keep them exactly.
+// config is everything dlqbot reads from its environment (README
+// "Configuration"). The names are relied on by deployments and other
+// tools: keep them exactly.
 type config struct {
 	SlackBotToken      string // SLACK_BOT_TOKEN
 	SlackSigningSecret string // SLACK_SIGNING_SECRET
@@ -21,7 +28,7 @@ type config struct {
 	RedisURL           string // REDIS_URL
 	RedisPrefix        string // DLQBOT_REDIS_PREFIX
 
-	// Tuning beyond SPEC §10 (documented in the README).
+	// Tuning (documented in the README).
 	LeaseTTL       time.Duration // DLQBOT_LEASE_TTL (default 15s)
 	ConnectionName string        // DLQBOT_CONNECTION_NAME (default "dlqbot"), shown in the management UI
 
@@ -30,10 +37,18 @@ type config struct {
 	MCPRequireHuman bool   // DLQBOT_MCP_REQUIRE_HUMAN: dlq_replay asks a person in Slack instead of starting
 	MCPToken        string // DLQBOT_MCP_TOKEN: the principal `dlqbot mcp` (stdio) acts as
 	DialectHeaders  string // DLQBOT_DIALECT_HEADERS: an in-house dialect (engine.ParseHeaderDialect)
+
+	// Whether DLQBOT_HTTP_ADDR and DLQBOT_REDIS_PREFIX were set (the demo
+	// uses its own defaults otherwise).
+	httpAddrSet, redisPrefixSet bool
 }
 
 // loadConfig reads the environment through getenv, applying the defaults.
-func loadConfig(getenv func(string) string) config {
+// Every setting dlqbot reads is parsed here, once: a value that does not
+// parse (DLQBOT_LEASE_TTL=abc, DLQBOT_MCP_REQUIRE_HUMAN=maybe, AMQP_URL=foo)
+// is a usage error (exit 2) whose sentence names the variable, never a
+// silent default.
+func loadConfig(getenv func(string) string) (config, error) {
 	get := func(name, def string) string {
 		if v := getenv(name); v != "" {
 			return v
@@ -54,17 +69,88 @@ func loadConfig(getenv func(string) string) config {
 		RedisPrefix:        get("DLQBOT_REDIS_PREFIX", "dlqbot:"),
 		ConnectionName:     get("DLQBOT_CONNECTION_NAME", "dlqbot"),
 		DialectHeaders:     getenv("DLQBOT_DIALECT_HEADERS"),
+		APIChannel:         getenv("DLQBOT_API_CHANNEL"),
+		MCPToken:           getenv("DLQBOT_MCP_TOKEN"),
+		httpAddrSet:        getenv("DLQBOT_HTTP_ADDR") != "",
+		redisPrefixSet:     getenv("DLQBOT_REDIS_PREFIX") != "",
 	}
-	c.APIChannel = getenv("DLQBOT_API_CHANNEL")
-	c.MCPRequireHuman, _ = strconv.ParseBool(getenv("DLQBOT_MCP_REQUIRE_HUMAN"))
-	c.MCPToken = getenv("DLQBOT_MCP_TOKEN")
-	if d, err := time.ParseDuration(getenv("DLQBOT_LEASE_TTL")); err == nil && d > 0 {
-		c.LeaseTTL = d
+	var err error
+	if c.MCPRequireHuman, err = envBool(getenv, "DLQBOT_MCP_REQUIRE_HUMAN"); err != nil {
+		return c, err
 	}
-	return c
+	if c.LeaseTTL, err = envDuration(getenv, "DLQBOT_LEASE_TTL"); err != nil {
+		return c, err
+	}
+	for _, u := range []struct {
+		name, value string
+		schemes     []string
+	}{
+		{"SLACK_API_URL", c.SlackAPIURL, []string{"http", "https"}},
+		{"AMQP_URL", c.AMQPURL, []string{"amqp", "amqps"}},
+		{"RABBITMQ_MANAGEMENT_URL", c.ManagementURL, []string{"http", "https"}},
+		{"REDIS_URL", c.RedisURL, []string{"redis", "rediss", "unix"}},
+	} {
+		if err := checkURL(u.name, u.value, u.schemes); err != nil {
+			return c, err
+		}
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		return c, usageError("DLQBOT_HTTP_ADDR=%q is not a host:port address (like :8080): %v", c.HTTPAddr, err)
+	}
+	if _, err := engine.ParseHeaderDialect(c.DialectHeaders); err != nil {
+		return c, usageError("DLQBOT_DIALECT_HEADERS is not a header dialect: %v", err)
+	}
+	return c, nil
 }
 
-// Exit statuses (SPEC §10).
+// envBool parses a boolean setting; unset means false.
+func envBool(getenv func(string) string, name string) (bool, error) {
+	v := getenv(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, usageError("%s=%q is not a boolean (use true or false)", name, v)
+	}
+	return b, nil
+}
+
+// envDuration parses a positive duration setting; unset means zero (the
+// consumer's documented default).
+func envDuration(getenv func(string) string, name string) (time.Duration, error) {
+	v := getenv(name)
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, usageError("%s=%q is not a duration (like 15s or 1m)", name, v)
+	}
+	if d <= 0 {
+		return 0, usageError("%s=%q must be a positive duration (like 15s)", name, v)
+	}
+	return d, nil
+}
+
+// checkURL refuses a URL setting that does not parse or has a scheme other
+// than schemes.
+func checkURL(name, v string, schemes []string) error {
+	u, err := url.Parse(v)
+	if err != nil {
+		// url.Error repeats the URL, password included: say only which.
+		return usageError("%s is not a URL (like %s://host)", name, schemes[0])
+	}
+	if !slices.Contains(schemes, u.Scheme) {
+		return usageError("%s must be a %s URL, not %q", name, strings.Join(schemes, " or "), redactURL(v))
+	}
+	if u.Scheme != "unix" && u.Host == "" {
+		return usageError("%s has no host: %q", name, redactURL(v))
+	}
+	return nil
+}
+
+// Exit statuses; scripts rely on them: keep them exactly.
 const (
 	exitOK     = 0 // success (a replay that finished)
 	exitFailed = 1 // a refused or failed action

@@ -35,10 +35,10 @@ const (
 // them, and demo traffic (a seeded DLQ and two consumers). It checks
 // RabbitMQ and Redis first and says how to start whichever is missing. It
 // runs until ctx ends.
-func demoCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+func demoCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("dlqbot demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	addr := fs.String("addr", firstSet(getenv("DLQBOT_HTTP_ADDR"), demoAddr), "address of the demo page (DLQBOT_HTTP_ADDR)")
+	addr := fs.String("addr", demoAddrFrom(cfg), "address of the demo page (DLQBOT_HTTP_ADDR)")
 	prefix := fs.String("queues", "demo", "prefix of the demo's queues: <prefix>.dlq, <prefix>.orders, <prefix>.payments (they are reset)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: dlqbot demo [--addr host:port] [--queues prefix]\n\n"+
@@ -55,7 +55,7 @@ func demoCommand(ctx context.Context, cfg config, args []string, stdout, stderr 
 		fs.Usage()
 		return usageError("dlqbot demo: unexpected argument %q", fs.Arg(0))
 	}
-	ownPrefix := getenv("DLQBOT_REDIS_PREFIX") == ""
+	ownPrefix := !cfg.redisPrefixSet
 	if ownPrefix {
 		cfg.RedisPrefix = demoRedisPrefix
 	}
@@ -196,11 +196,11 @@ func demoLog(w io.Writer) io.Writer {
 	return zerolog.ConsoleWriter{Out: w, NoColor: !tty, TimeFormat: "15:04:05"}
 }
 
-func firstSet(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
+// demoAddrFrom is the demo page's address: DLQBOT_HTTP_ADDR when set, else
+// the demo's own default (not serve's :8080).
+func demoAddrFrom(cfg config) string {
+	if cfg.httpAddrSet {
+		return cfg.HTTPAddr
 	}
-	return ""
+	return demoAddr
 }

@@ -228,6 +228,9 @@ func ownerKilled(t testing.TB, lease string) (time.Duration, int, int) {
 		return rep.State == engine.StateInterrupted
 	})
 	took := time.Since(killed)
+	if !strings.Contains(rep.RestSelection, f.dlq) || strings.Contains(rep.Note, "/dlq") {
+		t.Errorf("interrupted replay: rest selection %q (want the preview's, naming %s), note %q (want no slash command)", rep.RestSelection, f.dlq, rep.Note)
+	}
 	var line map[string]any
 	testkit.Eventually(t, 10*time.Second, "the survivor's interruption report", func() bool {
 		line = survivor.Logged("event", "interrupted")

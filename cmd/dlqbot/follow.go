@@ -38,7 +38,7 @@ func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine
 		live.note("no worker is running: running replay %s here; Ctrl-C pauses it", id)
 		go func() {
 			defer close(done)
-			_, runErr = a.svc.Run(ctx, id, "terminal-"+engine.NewReplayID()[2:])
+			_, runErr = a.svc.Run(ctx, id, engine.NewID("terminal-"))
 		}()
 	}
 	tick := time.NewTicker(250 * time.Millisecond)

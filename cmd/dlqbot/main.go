@@ -7,10 +7,15 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
+	"time"
+
+	"github.com/stroma/dlqbot/commands"
 )
 
 func main() {
@@ -22,13 +27,16 @@ func main() {
 
 // run dispatches to serve, demo or the terminal front end.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
-	cfg := loadConfig(getenv)
+	cfg, err := loadConfig(getenv)
+	if err != nil {
+		return configFailed(args, stdout, stderr, err)
+	}
 	if len(args) > 0 {
 		switch args[0] {
 		case "serve":
 			return serve(ctx, cfg, stderr)
 		case "demo":
-			return demoCommand(ctx, cfg, args[1:], stdout, stderr, getenv)
+			return demoCommand(ctx, cfg, args[1:], stdout, stderr)
 		case "mcp":
 			return mcpCommand(ctx, cfg, args[1:], stderr)
 		}
@@ -36,7 +44,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	return terminal(ctx, cfg, args, stdout, stderr, getenv)
 }
 
-// exitCode maps run's error to the exit status of SPEC §10.
+// configFailed reports a bad setting where the subcommand reports its
+// errors: serve, demo and mcp on stderr, the terminal front end on stdout
+// (one JSON document with --json).
+func configFailed(args []string, stdout, stderr io.Writer, err error) error {
+	if len(args) > 0 && slices.Contains([]string{"serve", "demo", "mcp"}, args[0]) {
+		fmt.Fprintln(stderr, "dlqbot:", err)
+		return err
+	}
+	_, flags := commands.ParseArgs(args, time.Now())
+	return (&output{w: stdout, json: flags.JSON}).fail(err)
+}
+
+// exitCode maps run's error to its exit status: 0 success, 1 a refused or
+// failed action, 2 bad usage or configuration (README "Using it from a
+// terminal").
 func exitCode(err error) int {
 	if err == nil {
 		return exitOK

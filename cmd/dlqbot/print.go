@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -98,6 +99,9 @@ func printReplay(w io.Writer, r engine.Replay) {
 	}
 	if r.Note != "" {
 		fmt.Fprintf(w, "  %s\n", r.Note)
+	}
+	if r.State == engine.StateInterrupted && r.RestSelection != "" {
+		fmt.Fprintf(w, "  To replay the rest, preview it again: %s preview %s\n", commands.TerminalPrefix, r.RestSelection)
 	}
 	for i, f := range r.Failures {
 		if i == maxRows {

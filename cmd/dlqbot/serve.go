@@ -63,7 +63,7 @@ type replica struct {
 // newSlackBot) as the engine's notifier next to the log, and the HTTP
 // routes. It starts nothing.
 func (a *app) newReplica() (*replica, error) {
-	r := &replica{a: a, id: "w_" + engine.NewReplayID()[2:], mux: http.NewServeMux()}
+	r := &replica{a: a, id: engine.NewID("w_"), mux: http.NewServeMux()}
 	r.log = a.log.With().Str("worker", r.id).Logger()
 	a.log = r.log
 	logEvents := engine.NotifierFunc(func(_ context.Context, e engine.Event) {

@@ -12,7 +12,8 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// terminal runs one subcommand of the terminal front end (SPEC §10): the
+// terminal runs one subcommand of the terminal front end (README "Using it
+// from a terminal"): the
 // slash command's grammar, a readable report, or with --json exactly one
 // JSON document on stdout.
 func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
@@ -134,7 +135,8 @@ func (a *app) control(ctx context.Context, out *output, verb, id string, fn func
 	return nil
 }
 
-// replay approves a token and follows the replay to its end (see replay.go).
+// replay approves a token and follows the replay to its end (follow.go:
+// handed to the running workers, or run in this process when none is).
 func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c commands.ReplayCmd) error {
 	ap, err := a.svc.Approve(ctx, c.Token, requester(), c.Params, false)
 	if err != nil {
@@ -160,7 +162,7 @@ func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c comma
 
 // resume asks for a paused or stopped replay to continue and follows it as
 // replay does: handed to the running workers, or run here when none is
-// running (SPEC §10), so that a resume never just waits for nobody.
+// running, so that a resume never just waits for nobody.
 func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id string) error {
 	// Record the wish only: follow hands the replay out or runs it here.
 	if _, err := a.svc.Resume(ctx, id, requester(), nil); err != nil {

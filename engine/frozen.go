@@ -24,7 +24,7 @@ type TargetSnapshot struct {
 	Messages  int    `json:"messages"` // selected messages bound for it
 }
 
-// Frozen is what a preview token freezes (§4): the exact multiset of ids,
+// Frozen is what a preview token freezes: the exact multiset of ids,
 // the DLQ, the targets and who asked.
 type Frozen struct {
 	Token     string           `json:"token"`
@@ -82,7 +82,7 @@ type Sent struct {
 	Approver string    `json:"approver,omitempty"`
 }
 
-// Ledger records every confirmed send (§5) and answers "was this replayed?".
+// Ledger records every confirmed send and answers "was this replayed?".
 type Ledger interface {
 	// Intend records entries as pending before they are published.
 	Intend(ctx context.Context, entries []LedgerEntry) error

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConfigRefusesBadValues: each setting that does not parse stops dlqbot
+// before it touches anything, with exit status 2 and a sentence naming the
+// variable (DLQBOT_LEASE_TTL=abc used to be ignored silently).
+func TestConfigRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct{ name, value string }{
+		{"DLQBOT_LEASE_TTL", "abc"},
+		{"DLQBOT_LEASE_TTL", "-5s"},
+		{"DLQBOT_LEASE_TTL", "0s"},
+		{"DLQBOT_MCP_REQUIRE_HUMAN", "maybe"},
+		{"AMQP_URL", "http://127.0.0.1:5672/"},
+		{"AMQP_URL", "127.0.0.1:5672"},
+		{"RABBITMQ_MANAGEMENT_URL", "amqp://127.0.0.1:15672"},
+		{"RABBITMQ_MANAGEMENT_URL", "http://%zz"},
+		{"REDIS_URL", "localhost:6379"},
+		{"SLACK_API_URL", "slack.com/api"},
+		{"DLQBOT_HTTP_ADDR", "8080"},
+		{"DLQBOT_DIALECT_HEADERS", "nonsense"},
+	} {
+		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
+			getenv := func(k string) string {
+				if k == tc.name {
+					return tc.value
+				}
+				return ""
+			}
+			_, err := loadConfig(getenv)
+			if err == nil {
+				t.Fatalf("loadConfig accepted %s=%q", tc.name, tc.value)
+			}
+			if !strings.Contains(err.Error(), tc.name) {
+				t.Errorf("error %q does not name %s", err, tc.name)
+			}
+			var stderr strings.Builder
+			// run must stop before any subcommand: "serve" would dial the
+			// broker and listen if the bad value got through.
+			err = run(context.Background(), []string{"serve"}, &strings.Builder{}, &stderr, getenv)
+			if got := exitCode(err); got != exitUsage {
+				t.Errorf("exit status %d, want %d (err %v)", got, exitUsage, err)
+			}
+			if !strings.Contains(stderr.String(), tc.name) {
+				t.Errorf("stderr %q does not name %s", stderr.String(), tc.name)
+			}
+		})
+	}
+}
+
+// TestConfigDefaultsAndValues: unset settings take their documented
+// defaults and good values are read.
+func TestConfigDefaultsAndValues(t *testing.T) {
+	c, err := loadConfig(func(string) string { return "" })
+	if err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+	if c.LeaseTTL != 0 || c.MCPRequireHuman || c.HTTPAddr != ":8080" || c.httpAddrSet || c.redisPrefixSet {
+		t.Errorf("defaults: %+v", c)
+	}
+	env := map[string]string{"DLQBOT_LEASE_TTL": "30s", "DLQBOT_MCP_REQUIRE_HUMAN": "true",
+		"REDIS_URL": "rediss://h:6380/1", "DLQBOT_HTTP_ADDR": "127.0.0.1:9000", "DLQBOT_REDIS_PREFIX": "x:"}
+	c, err = loadConfig(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("good values refused: %v", err)
+	}
+	if c.LeaseTTL != 30*time.Second || !c.MCPRequireHuman || c.HTTPAddr != "127.0.0.1:9000" || !c.httpAddrSet || !c.redisPrefixSet {
+		t.Errorf("values: %+v", c)
+	}
+}
+
+// TestConfigBadValueTerminalJSON: the terminal front end reports a bad
+// setting as its one JSON document on stdout, exit 2.
+func TestConfigBadValueTerminalJSON(t *testing.T) {
+	var stdout strings.Builder
+	getenv := func(k string) string {
+		if k == "DLQBOT_LEASE_TTL" {
+			return "abc"
+		}
+		return ""
+	}
+	err := run(context.Background(), []string{"preview", "x.dlq", "--json"}, &stdout, &strings.Builder{}, getenv)
+	if got := exitCode(err); got != exitUsage {
+		t.Errorf("exit status %d, want %d", got, exitUsage)
+	}
+	var doc map[string]any
+	if jerr := json.Unmarshal([]byte(stdout.String()), &doc); jerr != nil {
+		t.Fatalf("stdout is not one JSON document: %q", stdout.String())
+	}
+	if msg, _ := doc["error"].(string); !strings.Contains(msg, "DLQBOT_LEASE_TTL") {
+		t.Errorf("error %q does not name DLQBOT_LEASE_TTL", msg)
+	}
+}
