@@ -457,7 +457,7 @@ func orOperator(by string) string {
 // runToken names one run of a replay: the worker's id and random bits, so
 // that two runs of one replay in one process are different owners.
 func runToken(worker string) string {
-	return worker + "/" + NewReplayID()[2:]
+	return NewID(worker + "/")
 }
 
 // runnable says whether a worker may run r now: an approved (queued)

@@ -27,7 +27,7 @@ type WorkerConfig struct {
 // lease before Work returns.
 func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Registry) error {
 	if cfg.ID == "" {
-		cfg.ID = "w_" + NewReplayID()[2:]
+		cfg.ID = NewID("w_")
 	}
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4

@@ -17,13 +17,14 @@ import (
 //	                                confirm ("c") records as compact JSON
 //	P{<replay>}:events      stream  the replay's progress events (field "e": event JSON), for the
 //	                                HTTP API's event stream; capped, kept as long as the replay
-//	Pmsg:<message id>       hash    per message id, for each replay r that sent it:
-//	                                c:<r> = copies confirmed, t:<r> = unix ms of the last send
+//	P{<token>}:msg          hash    where the preview was posted (channel, ts), for threading
+//	Psent:<dlq>             hash    per DLQ, message id → the latest replays that sent it
+//	                                ("<replay>:<unix ms>:<copies>", newest first; see ledger.go)
+//	Pactive                 set     ids of replays not in a final state (the reaper's index)
 //	Preplays                zset    replay ids scored by creation time (unix ms)
 //	Pschedule               zset    timed work: deterministic members scored by due time (unix ms)
 //	Pworkers                zset    worker ids scored by announcement expiry (Redis time, unix ms)
 //	Pjobs                   stream  replay jobs (field "replay"), consumer group "dlqbot"
-//	Pnudge                  channel pub/sub: a replay id whose desired state changed
 //	P{<replay>}:returns     hash    copies of the replay that came back, recorded from the DLQ's tap:
 //	                                n (events), base (tap arrivals when recording began), g:<group> and
 //	                                r:<x-replay-count> counts, x:<group> an example event (JSON),
@@ -35,7 +36,7 @@ import (
 // Keys of one replay share the hash tag {<replay>} and keys of one token share
 // {<token>}, so each Lua script and MULTI touches one Cluster slot. The global
 // keys are single keys, used by single-key commands and scripts only. The
-// per-message hashes are written and read with pipelines of single-key
+// per-DLQ hashes are written and read with pipelines of single-key
 // commands, which Cluster splits by node.
 type keys struct {
 	p string
@@ -55,7 +56,6 @@ func (k keys) active() string          { return k.p + "active" }
 func (k keys) schedule() string        { return k.p + "schedule" }
 func (k keys) workers() string         { return k.p + "workers" }
 func (k keys) jobs() string            { return k.p + "jobs" }
-func (k keys) nudge() string           { return k.p + "nudge" }
 
 // Keys of the taps' record (store/returns.go).
 func (k keys) returns(id string) string     { return k.p + "{" + id + "}:returns" }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/stroma/dlqbot/internal/redact"
 	"net"
 	"net/url"
 	"slices"
@@ -142,10 +143,10 @@ func checkURL(name, v string, schemes []string) error {
 		return usageError("%s is not a URL (like %s://host)", name, schemes[0])
 	}
 	if !slices.Contains(schemes, u.Scheme) {
-		return usageError("%s must be a %s URL, not %q", name, strings.Join(schemes, " or "), redactURL(v))
+		return usageError("%s must be a %s URL, not %q", name, strings.Join(schemes, " or "), redact.URL(v))
 	}
 	if u.Scheme != "unix" && u.Host == "" {
-		return usageError("%s has no host: %q", name, redactURL(v))
+		return usageError("%s has no host: %q", name, redact.URL(v))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/stroma/dlqbot/internal/redact"
 	"io"
 	"net"
 	"net/http"
@@ -123,15 +124,15 @@ func (a *app) checkServices(ctx context.Context) error {
 	defer cancel()
 	if err := a.broker.Ping(ctx); err != nil {
 		return fmt.Errorf("RabbitMQ is not reachable at %s (AMQP_URL): %v\n"+
-			"  start it with: rabbitmq-server -detached && rabbitmq-plugins enable rabbitmq_management", redactURL(a.cfg.AMQPURL), err)
+			"  start it with: rabbitmq-server -detached && rabbitmq-plugins enable rabbitmq_management", redact.URL(a.cfg.AMQPURL), err)
 	}
 	if err := managementUp(ctx, a.cfg.ManagementURL); err != nil {
 		return fmt.Errorf("the RabbitMQ management API is not reachable at %s (RABBITMQ_MANAGEMENT_URL): %v\n"+
-			"  enable it with: rabbitmq-plugins enable rabbitmq_management", redactURL(a.cfg.ManagementURL), err)
+			"  enable it with: rabbitmq-plugins enable rabbitmq_management", redact.URL(a.cfg.ManagementURL), err)
 	}
 	if err := a.store.Ping(ctx); err != nil {
 		return fmt.Errorf("Redis is not reachable at %s (REDIS_URL): %v\n"+
-			"  start it with: redis-server --daemonize yes", redactURL(a.cfg.RedisURL), err)
+			"  start it with: redis-server --daemonize yes", redact.URL(a.cfg.RedisURL), err)
 	}
 	return nil
 }

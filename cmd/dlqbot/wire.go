@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/stroma/dlqbot/internal/redact"
 	"io"
 	"time"
 
@@ -76,7 +77,7 @@ func (a *app) ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := a.store.Ping(ctx); err != nil {
-		return fmt.Errorf("redis at %s: %w", redactURL(a.cfg.RedisURL), err)
+		return fmt.Errorf("redis at %s: %w", redact.URL(a.cfg.RedisURL), err)
 	}
 	return nil
 }
@@ -91,24 +92,4 @@ type redisLog struct{ l zerolog.Logger }
 
 func (r redisLog) Printf(_ context.Context, format string, v ...any) {
 	r.l.Debug().Str("component", "go-redis").Msgf(format, v...)
-}
-
-// redactURL hides a URL's password for messages.
-func redactURL(s string) string {
-	for i := 0; i+3 < len(s); i++ {
-		if s[i:i+3] == "://" {
-			rest := s[i+3:]
-			at := -1
-			for j := 0; j < len(rest) && rest[j] != '/'; j++ {
-				if rest[j] == '@' {
-					at = j
-				}
-			}
-			if at >= 0 {
-				return s[:i+3] + "…@" + rest[at+1:]
-			}
-			return s
-		}
-	}
-	return s
 }

@@ -3,7 +3,7 @@ package amqp
 import (
 	"errors"
 	"fmt"
-	"net/url"
+	"github.com/stroma/dlqbot/internal/redact"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -135,7 +135,7 @@ func New(cfg Config) (*Broker, error) {
 	}
 	uri, err := amqp.ParseURI(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("amqp: invalid AMQP URL %q: %w", redact(cfg.URL), err)
+		return nil, fmt.Errorf("amqp: invalid AMQP URL %q: %w", redact.URL(cfg.URL), err)
 	}
 	mgmt, err := newMgmtClient(cfg.ManagementURL, uri.Vhost, cfg.HTTPTimeout)
 	if err != nil {
@@ -180,7 +180,7 @@ func (b *Broker) classify(err error) error {
 	}
 	var ae *amqp.Error
 	if errors.Is(err, amqp.ErrClosed) || (errors.As(err, &ae) && isConnectionCode(ae.Code)) {
-		return unavailable(redact(b.cfg.URL), err)
+		return unavailable(redact.URL(b.cfg.URL), err)
 	}
 	return err
 }
@@ -195,13 +195,4 @@ func isConnectionCode(code int) bool {
 		return true
 	}
 	return false
-}
-
-// redact hides the password of a URL for error messages.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	return u.Redacted()
 }

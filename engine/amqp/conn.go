@@ -3,6 +3,7 @@ package amqp
 import (
 	"context"
 	"errors"
+	"github.com/stroma/dlqbot/internal/redact"
 	"net"
 	"sync"
 	"time"
@@ -76,7 +77,7 @@ func (h *connHolder) dial(ctx context.Context) (*amqp.Connection, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, unavailable("cannot connect to "+redact(cfg.URL), err)
+		return nil, unavailable("cannot connect to "+redact.URL(cfg.URL), err)
 	}
 	return conn, nil
 }

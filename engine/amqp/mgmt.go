@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/stroma/dlqbot/internal/redact"
 	"io"
 	"math"
 	"net/http"
@@ -35,10 +36,10 @@ type mgmtClient struct {
 func newMgmtClient(raw, vhost string, timeout time.Duration) (*mgmtClient, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, fmt.Errorf("amqp: invalid management URL %q: %w", redact(raw), err)
+		return nil, fmt.Errorf("amqp: invalid management URL %q: %w", redact.URL(raw), err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("amqp: invalid management URL %q: want http(s)://[user:password@]host:port", redact(raw))
+		return nil, fmt.Errorf("amqp: invalid management URL %q: want http(s)://[user:password@]host:port", redact.URL(raw))
 	}
 	m := &mgmtClient{vhost: vhost, http: &http.Client{Timeout: timeout}}
 	if u.User != nil {

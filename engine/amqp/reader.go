@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/stroma/dlqbot/internal/redact"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -227,7 +228,7 @@ func (r *holdReader) lost(c *heldChan) error {
 	default:
 	}
 	if r.conn.IsClosed() {
-		return unavailable(redact(r.b.cfg.URL), amqp.ErrClosed)
+		return unavailable(redact.URL(r.b.cfg.URL), amqp.ErrClosed)
 	}
 	c.cancelled = true
 	return fmt.Errorf("the broker cancelled the consumer (queue deleted?)")

@@ -1,0 +1,16 @@
+// Package redact hides secrets in what dlqbot prints: one rule for every
+// URL it names in a message or a log line.
+package redact
+
+import "net/url"
+
+// URL returns raw with its password replaced by "xxxxx" (url.URL.Redacted),
+// or "(unparsable URL)" when raw is not a URL, so that an error message
+// never carries a credential.
+func URL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	return u.Redacted()
+}
