@@ -77,9 +77,9 @@ func TestUnpacedReplayConnectionLostEnds(t *testing.T) {
 	check := func(stage string) map[string]int {
 		t.Helper()
 		testkit.Eventually(t, 30*time.Second, stage+": DLQ + target to account for every message", func() bool {
-			return len(rec.got())+r.Count(dlq) >= n
+			return len(rec.got())+r.Count(dlq) >= n && r.Count(src) == 0
 		})
-		left := r.Drain(dlq, 0, time.Second)
+		left := r.Drain(dlq, r.Count(dlq), 10*time.Second) // by count: a pause is no end
 		originals := make([]string, n)
 		for i := range originals {
 			originals[i] = fmt.Sprintf("m-%d", i)

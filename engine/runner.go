@@ -334,11 +334,12 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 	case errors.Is(cause, ErrReadBudget):
 		// Not a fault: the replay stopped before a read that could drop
 		// messages, and resumes once the limit is raised.
+		note := "stopped by the read budget (" + cause.Error() + "); raise the delivery limit, then resume"
 		var rbe *ReadBudgetError
 		if errors.As(cause, &rbe) {
-			cause = rbe
+			note = "stopped by the " + rbe.Error() + ", then resume"
 		}
-		rn.r.State, rn.r.Note = StateStopped, "stopped by the "+cause.Error()+", then resume"
+		rn.r.State, rn.r.Note = StateStopped, note
 		rn.r.EndedAt = rn.s.d.Clock.Now()
 		if err := rn.yield(ctx, StateStopped, StateCancelled); errors.Is(err, ErrDesireChanged) {
 			rn.ctl.refresh(ctx)

@@ -128,6 +128,9 @@ func TestContinueAnywayStopsOnNewReturnsAfterEarlierOnesLeftTheDLQ(t *testing.T)
 			takeReturned(t, r, dlq, 10)
 			first := rep.Returned
 			// Continue anyway: the next step of 10 comes back too, and must stop the replay.
+			if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", nil); err != nil {
+				t.Fatal(err)
+			}
 			rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner")
 			if err != nil {
 				t.Fatal(err)

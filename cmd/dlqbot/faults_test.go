@@ -101,7 +101,7 @@ func (f *fixture) accountFor(t testing.TB, replayID string) map[string]int {
 		return n + f.rabbit.Count(f.dlq)
 	}
 	testkit.Eventually(t, 30*time.Second, "every message in the DLQ or delivered", func() bool { return total() >= len(f.msgs) })
-	left := f.rabbit.Drain(f.dlq, 0, time.Second)
+	left := f.rabbit.Drain(f.dlq, f.rabbit.Count(f.dlq), 10*time.Second) // by count: a pause is no end
 	originals := make([]string, len(f.msgs))
 	for i, m := range f.msgs {
 		originals[i] = m.MessageId

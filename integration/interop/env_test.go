@@ -196,7 +196,15 @@ func sameCopy(t *testing.T, orig, copy amqp.Delivery, replayID, source string) {
 	if propsOf(orig) != propsOf(copy) {
 		t.Errorf("message %s: properties changed:\n orig %+v\n copy %+v", orig.MessageId, propsOf(orig), propsOf(copy))
 	}
-	if want := wantCopyHeaders(orig.Headers, replayID, source); !reflect.DeepEqual(want, copy.Headers) {
+	want := wantCopyHeaders(orig.Headers, replayID, source)
+	// x-dlqbot-copy is each copy's own id (README "Headers"): present, and
+	// new for this copy.
+	if tag, ok := copy.Headers["x-dlqbot-copy"].(string); ok && tag != "" && tag != orig.Headers["x-dlqbot-copy"] {
+		want["x-dlqbot-copy"] = tag
+	} else {
+		t.Errorf("message %s: copy has no x-dlqbot-copy of its own: %v", orig.MessageId, copy.Headers["x-dlqbot-copy"])
+	}
+	if !reflect.DeepEqual(want, copy.Headers) {
 		t.Errorf("message %s: headers:\n got %#v\nwant %#v", orig.MessageId, copy.Headers, want)
 	}
 }

@@ -271,7 +271,7 @@ func (f *fixture) accountFor(t *testing.T, replays []string) account {
 	testkit.Eventually(t, time.Minute, "every message in the DLQ or delivered", func() bool {
 		return len(f.delivered())+f.rabbit.Count(f.dlq) >= n
 	})
-	left := f.rabbit.Drain(f.dlq, 0, time.Second)
+	left := f.rabbit.Drain(f.dlq, f.rabbit.Count(f.dlq), 10*time.Second) // by count: a pause is no end
 	inDLQ := map[string]int{}
 	for _, d := range left {
 		inDLQ[d.MessageId]++
