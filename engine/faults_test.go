@@ -48,7 +48,7 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 	r.Consume(src, rec.handle)
 
 	ctx := context.Background()
-	ap, err := svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 1000, Cap: 1000, Rate: 500, Timeout: 20 * time.Second}, false)
+	ap, err := svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 1000, Cap: 1000, Rate: 100, Timeout: 20 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
