@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -117,7 +116,7 @@ func (s *Service) Approve(ctx context.Context, c Caller, token string, p Params,
 		return engine.Replay{}, asError(err, token)
 	}
 	if err := s.permit(ctx, c, func(g []string) error {
-		return s.cfg.Policy.CheckApprove(c.ID, g, f.DLQ, frozenTargets(f), f.Requester, f.Total)
+		return s.cfg.Policy.CheckApprove(c.ID, g, f.DLQ, f.TargetQueues(), f.Requester, f.Total)
 	}); err != nil {
 		return engine.Replay{}, asError(err, f.DLQ)
 	}
@@ -146,7 +145,7 @@ func (s *Service) Approve(ctx context.Context, c Caller, token string, p Params,
 			log.Warn().Err(err).Msg("replay could not be shown in Slack")
 		}
 	}
-	if err := s.enqueue(ctx, r.ID); err != nil {
+	if err := engine.EnqueueRetry(ctx, s.d.Jobs, r.ID); err != nil {
 		log.Error().Err(err).Msg("replay approved but not handed to a worker")
 		return r, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, err: err,
 			Message: fmt.Sprintf("Replay %s was approved but could not be handed to a worker (%v). Nothing was sent: cancel it and approve a new preview.", r.ID, err)}
@@ -169,24 +168,6 @@ func changedError(changes []engine.Change, again bool) *Error {
 	}
 	msg += " Changes: " + strings.Join(lines, "; ") + ". To approve anyway, approve again with confirm_changes set to changes_digest; or preview again."
 	return &Error{Status: http.StatusConflict, Code: CodeChanged, Message: msg, Changes: changes, ChangesDigest: ChangesDigest(changes)}
-}
-
-// enqueue hands a replay to the workers, trying a few times.
-func (s *Service) enqueue(ctx context.Context, id string) error {
-	var err error
-	for i := range 3 {
-		if err = s.d.Jobs.Enqueue(ctx, id); err == nil {
-			return nil
-		}
-		t := time.NewTimer(time.Duration(i+1) * 500 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
-	return err
 }
 
 // RequestApproval posts the preview token's preview to Slack for a person
@@ -272,7 +253,7 @@ func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engin
 	}
 	var targets []string
 	if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
-		targets = frozenTargets(f)
+		targets = f.TargetQueues()
 	} else if verb == "resume" {
 		return engine.Replay{}, newError(http.StatusConflict, CodeNotControllable, "Replay %s cannot be resumed: its preview can no longer be read (%v).", id, err)
 	}
@@ -345,21 +326,4 @@ func (s *Service) Park(ctx context.Context, c Caller, id string) (engine.ParkRes
 	}
 	s.log.Info().Str("replay_id", id).Str("principal", c.Principal).Str("via", c.Via).Int("parked", res.Parked).Msg("parked")
 	return res, nil
-}
-
-// frozenTargets lists the target queues of a frozen preview.
-func frozenTargets(f engine.Frozen) []string {
-	var out []string
-	for _, t := range f.Targets {
-		if !slices.Contains(out, t.Queue) {
-			out = append(out, t.Queue)
-		}
-	}
-	for _, it := range f.Items {
-		if it.Target != "" && !slices.Contains(out, it.Target) {
-			out = append(out, it.Target)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/slack-go/slack"
 
@@ -50,7 +49,7 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 		b.refuse(ctx, to, userMessage(err, a.token))
 		return
 	}
-	targets := frozenTargets(f)
+	targets := f.TargetQueues()
 	if err := b.permit(ctx, to.user, func(g []string) error {
 		return b.cfg.Policy.CheckApprove(to.user, g, f.DLQ, targets, f.Requester, f.Total)
 	}); err != nil {
@@ -157,7 +156,7 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 	}); err != nil {
 		log.Warn().Err(err).Msg("could not record where the replay's progress is")
 	}
-	if err := b.enqueue(ctx, r.ID); err != nil {
+	if err := engine.EnqueueRetry(ctx, b.d.Jobs, r.ID); err != nil {
 		log.Error().Err(err).Msg("replay approved but not handed to a worker")
 		b.refuse(ctx, a.to, fmt.Sprintf("Replay `%s` was approved but could not be handed to a worker (%v). Nothing was sent: cancel it with `%s cancel %s` and approve a new preview.",
 			r.ID, err, b.cfg.CommandName, r.ID))
@@ -179,24 +178,6 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 		b.say(ctx, a.to, fmt.Sprintf(":arrow_forward: Replay `%s` of %d message(s) from `%s` is starting in canary steps; its progress is in the thread of the preview.",
 			r.ID, r.Total, blocks.EscapeKeepCode(r.DLQ)))
 	}
-}
-
-// enqueue hands a replay to the workers, trying a few times.
-func (b *Bot) enqueue(ctx context.Context, id string) error {
-	var err error
-	for i := range 3 {
-		if err = b.d.Jobs.Enqueue(ctx, id); err == nil {
-			return nil
-		}
-		t := time.NewTimer(time.Duration(i+1) * 500 * time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return err
-		case <-t.C:
-		}
-	}
-	return err
 }
 
 // discard drops an unused preview token and edits the clicked message to

@@ -22,7 +22,7 @@ func (b *Bot) control(ctx context.Context, to replyTo, verb, id string, click bo
 	}
 	var targets []string
 	if f, err := b.d.Tokens.Load(ctx, r.Token); err == nil {
-		targets = frozenTargets(f)
+		targets = f.TargetQueues()
 	} else if verb == "resume" {
 		b.refuse(ctx, to, fmt.Sprintf("Replay `%s` cannot be resumed: its preview can no longer be read (%v).", id, err))
 		return

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
@@ -62,21 +61,4 @@ func userMessage(err error, subject string) string {
 		return "That took too long and was abandoned; nothing was changed. Try again, perhaps with a narrower selection."
 	}
 	return "That did not work: " + err.Error()
-}
-
-// frozenTargets lists the target queues of a frozen preview.
-func frozenTargets(f engine.Frozen) []string {
-	var out []string
-	for _, t := range f.Targets {
-		if !slices.Contains(out, t.Queue) {
-			out = append(out, t.Queue)
-		}
-	}
-	for _, it := range f.Items {
-		if it.Target != "" && !slices.Contains(out, it.Target) {
-			out = append(out, it.Target)
-		}
-	}
-	slices.Sort(out)
-	return out
 }

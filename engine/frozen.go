@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 	"time"
 )
 
@@ -97,4 +98,23 @@ type Ledger interface {
 	History(ctx context.Context, dlq string, ids []string) (map[string][]Sent, error)
 	// Entries returns everything replayID recorded, in send order.
 	Entries(ctx context.Context, replayID string) ([]LedgerEntry, error)
+}
+
+// TargetQueues lists the target queues of a frozen preview, sorted, each
+// once: the queues a replay of it publishes to (what approving it needs
+// `publish` on).
+func (f Frozen) TargetQueues() []string {
+	var out []string
+	for _, t := range f.Targets {
+		if !slices.Contains(out, t.Queue) {
+			out = append(out, t.Queue)
+		}
+	}
+	for _, it := range f.Items {
+		if it.Target != "" && !slices.Contains(out, it.Target) {
+			out = append(out, it.Target)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
