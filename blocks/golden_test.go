@@ -156,7 +156,7 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// TestCheckNeverSaysProcessed holds §8's wording: copies not back are "not
+// TestCheckNeverSaysProcessed holds the check's wording: copies not back are "not
 // seen in a dead-letter queue", never "processed".
 func TestCheckNeverSaysProcessed(t *testing.T) {
 	for _, c := range []engine.CheckReport{checkWithGroups(), checkNothingBack(), {ReplayID: replayID}} {

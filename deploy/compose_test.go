@@ -18,7 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// configEnv are the environment variables dlqbot reads: SPEC §10's names
+// configEnv are the environment variables dlqbot reads: the fixed names of the README's configuration table
 // and the two tuning settings the README documents. A deployment file that
 // sets any other name has a typo.
 var configEnv = []string{

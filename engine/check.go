@@ -9,7 +9,7 @@ import (
 // maxParkIDs caps the ids a check report lists for parking.
 const maxParkIDs = 1000
 
-// Check answers "did the replay work?" (§8): it reads the record of the
+// Check answers "did the replay work?": it reads the record of the
 // DLQ's tap (or, for a replay that had none, the DLQ itself, without
 // changing it) and reports how many of the copies the replay sent
 // came back (a copy carrying its x-replay-id and a new death), grouped by

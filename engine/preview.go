@@ -7,7 +7,7 @@ import (
 	"sort"
 )
 
-// Problem kinds a preview leads with, most serious first (§4).
+// Problem kinds a preview leads with, most serious first.
 const (
 	ProblemTargetMissing   = "target_missing"   // the target queue does not exist
 	ProblemNoTarget        = "no_target"        // the source cannot be derived; needs to=

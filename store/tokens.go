@@ -57,7 +57,7 @@ if redis.call('DEL', KEYS[1]) == 1 then return 1 end
 return -1
 `)
 
-// Tokens stores previews under unguessable tokens (§4). It implements
+// Tokens stores previews under unguessable tokens. It implements
 // engine.Tokens.
 type Tokens struct{ b *base }
 

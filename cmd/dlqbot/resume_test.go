@@ -14,7 +14,7 @@ import (
 )
 
 // With no worker running, `dlqbot resume` runs the replay itself, as
-// `dlqbot replay` does (SPEC §10), and exits with the replay's outcome; it
+// `dlqbot replay` does, and exits with the replay's outcome; it
 // used to enqueue a job nobody ran and exit 0.
 func TestTerminalResumeRunsTheReplayWithoutWorkers(t *testing.T) {
 	t.Parallel()

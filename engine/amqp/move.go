@@ -57,7 +57,7 @@ type mover struct {
 	next      time.Time // pacing: earliest time of the next publish
 }
 
-// Move makes one confirm-then-ack pass over req.Queue (SPEC §5): it reads
+// Move makes one confirm-then-ack pass over req.Queue (README "Replaying"): it reads
 // the DLQ in order, publishes a copy of each message req.Pick chooses —
 // through the default exchange to the target's name, mandatory, with
 // publisher confirms, at most req.Window unconfirmed — and acks the

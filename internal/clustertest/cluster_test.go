@@ -181,7 +181,7 @@ func TestReplayOnRedisCluster(t *testing.T) {
 		}
 	}
 
-	// Check (§8) and the follow-ups it scheduled (single-key Lua claim).
+	// Check and the follow-ups it scheduled (single-key Lua claim).
 	c, err := svc.Check(ctx, rep.ID, "")
 	if err != nil {
 		t.Fatal(err)
