@@ -18,7 +18,7 @@ const (
 	excerptChars     = 900
 )
 
-// Preview renders a preview : what would go wrong first,
+// Preview renders a preview: what would go wrong first,
 // then the per-target summary, a few sample messages, the token's expiry
 // (relative to now) and the Approve and Discard buttons. A preview without
 // a token (nothing selected) says that nothing would be replayed and has no
