@@ -1,0 +1,121 @@
+package chaos
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+// TestChaosUnpacedConnectionClosed runs an unpaced replay (rate=max) of
+// 5,000 dead letters on a `dlqbot serve` worker and closes every broker
+// connection of that server as soon as deliveries start, in up to 3 rounds
+// (resuming the replay after each). An unpaced replay waits for confirms
+// on a path the paced runs never take (issue 12: it hung at full CPU): each
+// close must end the replay (stopped, paused or finished) within 60 s, and
+// at the end nothing may be lost and every duplicate must be in a ledger.
+func TestChaosUnpacedConnectionClosed(t *testing.T) {
+	gate(t)
+	const n, rounds, limit = 5000, 3, 60 * time.Second
+	name := testkit.Name("chaos-unpaced")
+	f := newFixture(t, n, "", map[string]string{"DLQBOT_CONNECTION_NAME": name})
+	srv := start(t, f.with("DLQBOT_HTTP_ADDR", freeAddr(t)), "serve")
+	f.workers(t, 1)
+	// The server's connection must be listed before the replay starts: an
+	// unpaced replay may be over before a new connection shows.
+	testkit.Eventually(t, time.Minute, "the server's connection listed", func() bool { return testkit.CountConnections(t, name) > 0 })
+	p := f.preview(t)
+	follower := start(t, f.env, "replay", p.Token, "step=5000", "cap=5000", "rate=max", "timeout=20s", "--json")
+	id := f.replayOf(t, p.Token, follower)
+	if id == "" {
+		t.Fatal("the replay was not approved")
+	}
+	began := time.Now()
+	var outcomes, ends []string
+	for i := 0; i < rounds; i++ {
+		// Close as soon as deliveries start again (poll the target's count).
+		base := f.total()
+		testkit.Eventually(t, time.Minute, fmt.Sprintf("round %d: deliveries", i+1), func() bool {
+			return f.total() > base || f.state(id).State != engine.StateRunning
+		})
+		if s := f.state(id).State; s != engine.StateRunning {
+			outcomes = append(outcomes, fmt.Sprintf("round %d: already %s before the close", i+1, s))
+			break
+		}
+		atClose, sentAt := f.total(), f.state(id).Sent
+		closed := testkit.CloseConnections(t, name)
+		closedAt := time.Now()
+		if closed == 0 {
+			// The connection was replaced and is not listed yet: retry.
+			testkit.Eventually(t, 15*time.Second, "a connection to close", func() bool {
+				closed = testkit.CloseConnections(t, name)
+				return closed > 0 || f.state(id).State != engine.StateRunning
+			})
+			closedAt = time.Now()
+		}
+		var r engine.Replay
+		ended := false
+		for time.Since(closedAt) < limit {
+			r = f.state(id)
+			if r.State != engine.StateRunning {
+				ended = true
+				break
+			}
+			time.Sleep(50 * time.Millisecond) // polling interval
+		}
+		took := time.Since(closedAt).Round(100 * time.Millisecond)
+		if !ended {
+			t.Errorf("round %d: the replay still runs %s after its connection was closed (sent %d, delivered %d); server output:\n%s", i+1, limit, r.Sent, f.total(), tail(srv.Output(), 3000))
+			break
+		}
+		outcomes = append(outcomes, fmt.Sprintf("round %d (closed %d at %d delivered, %d sent): %s after %s", i+1, closed, atClose, sentAt, r.State, took))
+		ends = append(ends, took.String())
+		t.Logf("round %d: closed %d connections at %d deliveries; %s after %s: sent %d, failed %d, duplicates %d, in doubt %d: %s", i+1, closed, atClose, r.State, took, r.Sent, r.Failed, r.Duplicates, r.InDoubt, r.Note)
+		switch r.State {
+		case engine.StateStopped, engine.StatePaused:
+			f.settled(t)
+			if out, errOut, code := cli(t, f.env, "resume", id, "--json"); code != 0 {
+				t.Fatalf("resume after round %d: exit %d\n%s\n%s", i+1, code, out, errOut)
+			}
+		case engine.StateFinished:
+			i = rounds
+		default:
+			t.Errorf("round %d left the replay %s: %s", i+1, r.State, r.Note)
+			i = rounds
+		}
+	}
+	var r engine.Replay
+	testkit.Eventually(t, 3*time.Minute, "the replay to end", func() bool {
+		r = f.state(id)
+		if r.State == engine.StateStopped || r.State == engine.StatePaused {
+			_, _, _ = cli(t, f.env, "resume", id)
+		}
+		return r.State.Terminal()
+	})
+	ids := []string{id}
+	if r.State != engine.StateFinished {
+		t.Logf("the replay ended %s (%s): replaying the rest", r.State, r.Note)
+	}
+	ids = append(ids, f.finish(t)...)
+	took := time.Since(began).Round(time.Second)
+	a := f.accountFor(t, ids)
+	if len(a.Lost) > 0 {
+		t.Errorf("lost %d: %v", len(a.Lost), a.Lost)
+	}
+	if a.Unaccounted > 0 || a.DupUnrecorded > 0 {
+		t.Errorf("%d deliveries and %d duplicates are not listed in the ledger", a.Unaccounted, a.DupUnrecorded)
+	}
+	figure(t, "unpaced_connections", "unpaced replay (rate=max) of %d, all the server's broker connections closed as soon as deliveries started, %d rounds: %s; replay ended %s with %d sent, %d not delivered, %d duplicates, %d in doubt, in %s — %s",
+		n, len(ends), strings.Join(outcomes, "; "), r.State, r.Sent, r.Failed, r.Duplicates, r.InDoubt, took, a)
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}
