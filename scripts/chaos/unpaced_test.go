@@ -11,7 +11,7 @@ import (
 )
 
 // TestChaosUnpacedConnectionClosed runs an unpaced replay (rate=max) of
-// 5,000 dead letters on a `dlqbot serve` worker and closes every broker
+// 4,990 dead letters (after a first replay of 10) on a `dlqbot serve` worker and closes every broker
 // connection of that server as soon as deliveries start, in up to 3 rounds
 // (resuming the replay after each). An unpaced replay waits for confirms
 // on a path the paced runs never take (issue 12: it hung at full CPU): each
@@ -24,9 +24,18 @@ func TestChaosUnpacedConnectionClosed(t *testing.T) {
 	f := newFixture(t, n, "", map[string]string{"DLQBOT_CONNECTION_NAME": name})
 	srv := start(t, f.with("DLQBOT_HTTP_ADDR", freeAddr(t)), "serve")
 	f.workers(t, 1)
-	// The server's connection must be listed before the replay starts: an
-	// unpaced replay may be over before a new connection shows.
+	// The server dials on first use and keeps its connection: a first
+	// replay of 10 opens it, so that it is listed before the unpaced replay
+	// starts (which may be over before a new connection shows).
+	warm := f.preview(t, "limit=10")
+	warmer := start(t, f.env, "replay", warm.Token, "step=10", "rate=max", "timeout=20s", "--json")
+	warmID := f.replayOf(t, warm.Token, warmer)
+	if warmID == "" {
+		t.Fatal("the first replay was not approved")
+	}
+	testkit.Eventually(t, time.Minute, "the first replay to finish", func() bool { return f.state(warmID).State == engine.StateFinished })
 	testkit.Eventually(t, time.Minute, "the server's connection listed", func() bool { return testkit.CountConnections(t, name) > 0 })
+	f.settled(t)
 	p := f.preview(t)
 	follower := start(t, f.env, "replay", p.Token, "step=5000", "cap=5000", "rate=max", "timeout=20s", "--json")
 	id := f.replayOf(t, p.Token, follower)
@@ -95,7 +104,7 @@ func TestChaosUnpacedConnectionClosed(t *testing.T) {
 		}
 		return r.State.Terminal()
 	})
-	ids := []string{id}
+	ids := []string{warmID, id}
 	if r.State != engine.StateFinished {
 		t.Logf("the replay ended %s (%s): replaying the rest", r.State, r.Note)
 	}
