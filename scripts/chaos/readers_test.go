@@ -14,7 +14,12 @@ import (
 // readerTally counts the runs of one command of the reader loop.
 type readerTally struct {
 	runs, failed int
-	lastErr      string
+	// failedAfterOK counts failures after a run of the same command had
+	// succeeded (the replay existed then); firstErr is the first of them.
+	failedAfterOK int
+	ok            bool
+	lastErr       string
+	firstErr      string
 }
 
 // TestChaosReadersDuringReplay runs a canary replay of 1,000 dead letters
@@ -54,8 +59,15 @@ func TestChaosReadersDuringReplay(t *testing.T) {
 			tl.runs++
 			if !ok {
 				tl.failed++
-				tl.lastErr = fmt.Sprintf("exit %d: %s %s", code, tail(out, 300), tail(errOut, 300))
+				tl.lastErr = fmt.Sprintf("after %s: exit %d: %s %s", time.Since(began).Round(100*time.Millisecond), code, tail(out, 300), tail(errOut, 300))
+				if tl.ok {
+					tl.failedAfterOK++
+					if tl.firstErr == "" {
+						tl.firstErr = tl.lastErr
+					}
+				}
 			}
+			tl.ok = tl.ok || ok
 			mu.Unlock()
 		}
 	}
@@ -74,6 +86,9 @@ func TestChaosReadersDuringReplay(t *testing.T) {
 	for verb, tl := range tallies {
 		if tl.failed > 0 {
 			t.Logf("%s: %d of %d runs failed, last: %s", verb, tl.failed, tl.runs, tl.lastErr)
+		}
+		if tl.failedAfterOK > 0 {
+			t.Errorf("%s: %d runs failed after one had succeeded; the first: %s", verb, tl.failedAfterOK, tl.firstErr)
 		}
 	}
 	inDLQ := f.rabbit.Count(f.dlq)
@@ -98,6 +113,6 @@ func TestChaosReadersDuringReplay(t *testing.T) {
 		t.Errorf("%d deliveries and %d duplicates are not listed in the ledger", a.Unaccounted, a.DupUnrecorded)
 	}
 	pv, ck := tallies["preview"], tallies["check"]
-	figure(t, "readers", "replay of %d (steps from 10, rate 50/s) with %d previews (%d failed) and %d checks (%d failed) of the same DLQ and replay running back to back: replay %s in %s, %d sent of %d, %d missing, %d not delivered, %d duplicates, DLQ then %d — %s",
-		n, pv.runs, pv.failed, ck.runs, ck.failed, r.State, took, r.Sent, r.Total, r.Missing, r.Failed, r.Duplicates, inDLQ, a)
+	figure(t, "readers", "replay of %d (steps from 10, rate 50/s) with %d previews (%d failed, %d after one had succeeded) and %d checks (%d failed, %d after one had succeeded) of the same DLQ and replay running back to back: replay %s in %s, %d sent of %d, %d missing, %d not delivered, %d duplicates, DLQ then %d — %s",
+		n, pv.runs, pv.failed, pv.failedAfterOK, ck.runs, ck.failed, ck.failedAfterOK, r.State, took, r.Sent, r.Total, r.Missing, r.Failed, r.Duplicates, inDLQ, a)
 }
