@@ -44,13 +44,14 @@ func TestChaosUnpacedConnectionClosed(t *testing.T) {
 	}
 	began := time.Now()
 	var outcomes, ends []string
+	unread := 0 // polls of the record that found none (reported)
 	for i := 0; i < rounds; i++ {
 		// Close as soon as deliveries start again (poll the target's count).
 		base := f.total()
 		testkit.Eventually(t, time.Minute, fmt.Sprintf("round %d: deliveries", i+1), func() bool {
-			return f.total() > base || f.state(id).State != engine.StateRunning
+			return f.total() > base || ended(f.state(id).State)
 		})
-		if s := f.state(id).State; s != engine.StateRunning {
+		if s := f.state(id).State; ended(s) {
 			outcomes = append(outcomes, fmt.Sprintf("round %d: already %s before the close", i+1, s))
 			break
 		}
@@ -61,22 +62,25 @@ func TestChaosUnpacedConnectionClosed(t *testing.T) {
 			// The connection was replaced and is not listed yet: retry.
 			testkit.Eventually(t, 15*time.Second, "a connection to close", func() bool {
 				closed = testkit.CloseConnections(t, name)
-				return closed > 0 || f.state(id).State != engine.StateRunning
+				return closed > 0 || ended(f.state(id).State)
 			})
 			closedAt = time.Now()
 		}
 		var r engine.Replay
-		ended := false
+		done := false
 		for time.Since(closedAt) < limit {
 			r = f.state(id)
-			if r.State != engine.StateRunning {
-				ended = true
+			if r.State == "" {
+				unread++ // the record could not be read this time
+			}
+			if ended(r.State) {
+				done = true
 				break
 			}
 			time.Sleep(50 * time.Millisecond) // polling interval
 		}
 		took := time.Since(closedAt).Round(100 * time.Millisecond)
-		if !ended {
+		if !done {
 			t.Errorf("round %d: the replay still runs %s after its connection was closed (sent %d, delivered %d); server output:\n%s", i+1, limit, r.Sent, f.total(), tail(srv.Output(), 3000))
 			break
 		}
@@ -117,6 +121,9 @@ func TestChaosUnpacedConnectionClosed(t *testing.T) {
 	if a.Unaccounted > 0 || a.DupUnrecorded > 0 {
 		t.Errorf("%d deliveries and %d duplicates are not listed in the ledger", a.Unaccounted, a.DupUnrecorded)
 	}
+	if unread > 0 {
+		t.Logf("%d polls of replay %s's record found none while it existed", unread, id)
+	}
 	figure(t, "unpaced_connections", "unpaced replay (rate=max) of %d, all the server's broker connections closed as soon as deliveries started, %d rounds: %s; replay ended %s with %d sent, %d not delivered, %d duplicates, %d in doubt, in %s — %s",
 		n, len(ends), strings.Join(outcomes, "; "), r.State, r.Sent, r.Failed, r.Duplicates, r.InDoubt, took, a)
 }
@@ -127,4 +134,10 @@ func tail(s string, n int) string {
 		return s
 	}
 	return s[len(s)-n:]
+}
+
+// ended reports whether a replay in state s no longer sends: stopped,
+// paused, or a final state ("" is an unreadable record, not an end).
+func ended(s engine.State) bool {
+	return s == engine.StateStopped || s == engine.StatePaused || s.Terminal()
 }
