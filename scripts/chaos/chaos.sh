@@ -35,7 +35,8 @@ run() { # run <command…>: run it, keep its output in the log, show the verdict
   return 0
 }
 
-for t in TestChaosSIGKILL TestChaosConnectionsClosed TestChaosRedisRestart TestChaosSlackRequests; do
+for t in TestChaosSIGKILL TestChaosConnectionsClosed TestChaosRedisRestart TestChaosSlackRequests \
+  TestChaosUnpacedConnectionClosed TestChaosReadersDuringReplay TestChaosControlEveryPhase; do
   run go test -count=1 -v -timeout 15m -run "^$t\$" ./scripts/chaos
 done
 

@@ -15,6 +15,14 @@
 //     the replay did.
 //   - TestChaosSlackRequests sends 10,000 forged, stale and malformed
 //     requests to the bot's HTTP handler.
+//   - TestChaosUnpacedConnectionClosed closes the server's broker
+//     connections as soon as an unpaced replay (rate=max) delivers, in up to
+//     3 rounds: each close must end the replay within 60 s (issue 12).
+//   - TestChaosReadersDuringReplay runs `dlqbot preview` and `dlqbot check`
+//     in loops while a replay runs (issue 12).
+//   - TestChaosControlEveryPhase pauses and cancels replays while they
+//     send, settle, and between steps: each request must act within 1 s
+//     (issue 12).
 //
 // Each run prints its figures as "FIGURE <name>: …" lines and, when
 // DLQBOT_CHAOS_OUT names a file, appends them there; docs/reliability.md
