@@ -76,5 +76,11 @@ func TestPreviewListsFirstRowsButCountsAll(t *testing.T) {
 	if len(fb.Items) != 5 || !reflect.DeepEqual(fa.Items, fb.Items) || fa.Total != 6 || fb.Total != 6 {
 		t.Fatalf("token items differ:\n full  %+v\n short %+v", fa.Items, fb.Items)
 	}
+	for i, it := range fb.Items {
+		m := a.Messages[i]
+		if it.ID != m.ID || it.Count != m.Count || it.Target != src || it.Group != m.FailureGroup || it.Seq != m.Seq {
+			t.Errorf("token item %d is %+v, the message is %s ×%d seq %d group %q", i, it, m.ID, m.Count, m.Seq, m.FailureGroup)
+		}
+	}
 	r.WaitCount(dlq, 6, 20*time.Second)
 }

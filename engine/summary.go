@@ -80,13 +80,16 @@ func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview, r *prev
 		DLQ: sel.DLQ, Vhost: s.cfg.Vhost, Selection: p.Selection, To: sel.To,
 		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected, ParkAfter: sel.ParkLimit(),
 	}
-	f.Items = make([]Item, 0, p.Distinct)
-	for i, row := range r.rows {
-		q := r.targetOf(i)
-		if q == "" {
-			continue
+	f.Each = func(yield func(Item) bool) {
+		for i, row := range r.rows {
+			q := r.targetOf(i)
+			if q == "" {
+				continue
+			}
+			if !yield(Item{ID: r.id(i), Count: int(row.count), Target: q, Group: r.classes[row.class].group, Seq: row.seq}) {
+				return
+			}
 		}
-		f.Items = append(f.Items, Item{ID: r.id(i), Count: int(row.count), Target: q, Group: r.classes[row.class].group, Seq: row.seq})
 	}
 	for _, t := range p.Targets {
 		f.Targets = append(f.Targets, TargetSnapshot{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages})

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 
 	"github.com/stroma/dlqbot/engine"
@@ -25,7 +26,7 @@ const streamItemsOver = 256
 // bytes (JSON never starts with gzip's magic bytes, so decoding can tell).
 // The JSON is the same whichever way it is written.
 func encodeFrozen(f engine.Frozen) ([]byte, error) {
-	if len(f.Items) > streamItemsOver {
+	if f.Each != nil || len(f.Items) > streamItemsOver {
 		return streamFrozen(f)
 	}
 	raw, err := json.Marshal(f)
@@ -49,11 +50,14 @@ func encodeFrozen(f engine.Frozen) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// streamFrozen writes f's JSON into a gzip stream with its items encoded
-// one at a time.
+// streamFrozen writes f's JSON into a gzip stream with its items (f.Each's
+// when set, else f.Items) encoded one at a time.
 func streamFrozen(f engine.Frozen) ([]byte, error) {
-	items := f.Items
-	f.Items = nil
+	items := f.Each
+	if items == nil {
+		items = slices.Values(f.Items)
+	}
+	f.Items, f.Each = nil, nil
 	head, err := json.Marshal(f)
 	if err != nil {
 		return nil, err
@@ -72,10 +76,12 @@ func streamFrozen(f engine.Frozen) ([]byte, error) {
 	w := &itemWriter{quoted: map[string][]byte{}}
 	w.b = append(w.b, head[:at]...)
 	w.b = append(w.b, `"items":[`...)
-	for i, it := range items {
-		if i > 0 {
+	first := true
+	for it := range items {
+		if !first {
 			w.b = append(w.b, ',')
 		}
+		first = false
 		if err := w.item(it); err != nil {
 			return nil, err
 		}
