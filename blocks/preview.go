@@ -133,7 +133,7 @@ func nothingText(p *engine.Preview) string {
 	switch {
 	case p.Scanned == 0:
 		why = "the DLQ is empty"
-	case len(p.Messages) == 0:
+	case distinctRows(p) == 0:
 		why = fmt.Sprintf("none of the %s scanned matches the selection", msgs(p.Scanned))
 	case p.Selected == 0:
 		why = fmt.Sprintf("of the %s that match, none can be replayed (see above)", msgs(matching(p)))
@@ -141,13 +141,20 @@ func nothingText(p *engine.Preview) string {
 	return ":information_source: *Nothing would be replayed* — " + why + ". The DLQ is unchanged."
 }
 
-// matching counts the copies behind p.Messages.
+// matching counts the copies that match the selection (p.Matched; a
+// preview built by hand may list them in p.Messages only).
 func matching(p *engine.Preview) int {
 	n := 0
 	for _, m := range p.Messages {
 		n += m.Count
 	}
-	return n
+	return max(n, p.Matched)
+}
+
+// distinctRows counts the distinct messages that match the selection;
+// p.Messages lists only the first of them.
+func distinctRows(p *engine.Preview) int {
+	return max(len(p.Messages), p.Rows)
 }
 
 // problemsText lists what would go wrong, most serious first, one line per

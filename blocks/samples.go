@@ -26,7 +26,7 @@ func sampleBlocks(p *engine.Preview) []slack.Block {
 		return nil
 	}
 	out := []slack.Block{section(fmt.Sprintf("*Sample messages* — %s of %s distinct",
-		num(len(samples)), num(len(p.Messages))))}
+		num(len(samples)), num(distinctRows(p))))}
 	for _, m := range samples {
 		out = append(out, section(sampleText(m)))
 	}

@@ -59,7 +59,7 @@ func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 			}
 		}
 	}
-	if len(p.Messages) > previewShows {
+	if max(p.Rows, len(p.Messages)) > previewShows {
 		b.attachList(ctx, to.channel, ts, p)
 	}
 }
@@ -82,8 +82,9 @@ func (b *Bot) attachList(ctx context.Context, channel, ts string, p *engine.Prev
 	for _, m := range p.Messages {
 		copies += m.Count
 	}
-	comment := fmt.Sprintf("Every message of this preview: %d distinct (%d copies), one row each.", len(p.Messages), copies)
-	if rows < len(p.Messages) {
+	copies, distinct := max(copies, p.Matched), max(len(p.Messages), p.Rows)
+	comment := fmt.Sprintf("Every message of this preview: %d distinct (%d copies), one row each.", distinct, copies)
+	if rows < distinct {
 		comment += fmt.Sprintf(" The first %d are listed; narrow the selection to see the rest.", rows)
 	}
 	name := "dlq-preview-" + fileSafe(p.DLQ.Name) + ".csv"

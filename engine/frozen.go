@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"time"
 )
@@ -42,6 +43,10 @@ type Frozen struct {
 	// ParkAfter is the selection's park limit (replays after which a
 	// message is parked rather than replayed).
 	ParkAfter int `json:"park_after"`
+	// Each, when set, yields the items in place of Items when the token
+	// is saved (it may be called more than once): a large preview never
+	// holds all its items at once. A loaded Frozen has Items, never Each.
+	Each iter.Seq[Item] `json:"-"`
 }
 
 // Tokens stores previews under unguessable tokens.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 )
 
 // Problem kinds a preview leads with, most serious first.
@@ -62,13 +61,18 @@ type Preview struct {
 	// Coverage is how much of the DLQ the scan saw; a scan that could not
 	// see all of it leads the problems with ProblemPartialRead, and the
 	// token covers only what was read.
-	Coverage Coverage         `json:"coverage"`
-	Selected int              `json:"selected"` // copies in the token
-	Distinct int              `json:"distinct"` // distinct ids in the token
-	Parked   int              `json:"parked"`
-	Problems []Problem        `json:"problems"`
-	Targets  []TargetView     `json:"targets"`
+	Coverage Coverage     `json:"coverage"`
+	Selected int          `json:"selected"` // copies in the token
+	Distinct int          `json:"distinct"` // distinct ids in the token
+	Parked   int          `json:"parked"`
+	Problems []Problem    `json:"problems"`
+	Targets  []TargetView `json:"targets"`
+	// Messages lists the first Config.ListRows distinct matching messages
+	// (selected, parked or without a target) in DLQ order; Rows and
+	// Matched count all of them, and their copies.
 	Messages []PreviewMessage `json:"messages"`
+	Rows     int              `json:"rows"`
+	Matched  int              `json:"matched"`
 	// Arrivals is when the selected messages were dead-lettered (see arrivals.go).
 	Arrivals *Arrivals `json:"arrivals,omitempty"`
 	// Budget is the DLQ's read budget; nil when reads cost no delivery
@@ -92,7 +96,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, ErrQueueNotFound)
 	}
 	p := &Preview{DLQ: dlq, Selection: sel.String(), Requester: requester, Problems: []Problem{}}
-	byID := map[string]int{} // id → index in p.Messages
+	rows := newPreviewRows()
 	selected := 0
 	arr := newArrivals(s.d.Clock.Now())
 	info, err := s.d.Broker.Scan(ctx, sel.DLQ, func(m Message) error {
@@ -108,20 +112,23 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		if v == Selected {
 			arr.add(meta)
 		}
-		if i, ok := byID[meta.ID]; ok {
-			p.Messages[i].Count++
-		} else {
+		p.Matched++
+		if _, fresh := rows.add(meta, v == Parked); fresh && len(p.Messages) < s.cfg.ListRows {
 			if len(p.Messages) < s.cfg.Samples {
 				meta.Excerpt = excerpt(m.Body, s.cfg.ExcerptBytes)
 			}
-			byID[meta.ID] = len(p.Messages)
-			p.Messages = append(p.Messages, PreviewMessage{Meta: meta, Count: 1, Parked: v == Parked})
+			p.Messages = append(p.Messages, PreviewMessage{Meta: meta, Parked: v == Parked})
 		}
 		if v == Selected {
 			selected++
 		}
 		return nil
 	})
+	rows.scanned()
+	p.Rows = len(rows.rows)
+	for i := range p.Messages {
+		p.Messages[i].Count = int(rows.rows[i].count)
+	}
 	var rbe *ReadBudgetError
 	if errors.As(err, &rbe) {
 		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, rbe)
@@ -137,16 +144,16 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	if err := s.previewBudget(ctx, p); err != nil {
 		return nil, err
 	}
-	if err := s.resolveTargets(ctx, sel, p); err != nil {
+	if err := s.resolveTargets(ctx, sel, p, rows); err != nil {
 		return nil, err
 	}
-	if err := s.addHistory(ctx, p); err != nil {
+	if err := s.addHistory(ctx, p, rows); err != nil {
 		return nil, err
 	}
-	if err := s.inspectTargets(ctx, p); err != nil {
+	if err := s.inspectTargets(ctx, p, rows); err != nil {
 		return nil, err
 	}
-	s.summarise(p)
+	s.summarise(p, rows)
 	if pr, ok := partialRead(p); ok {
 		p.Problems = append([]Problem{pr}, p.Problems...)
 	}
@@ -163,93 +170,11 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		}
 	}
 	if p.Selected > 0 {
-		if err := s.freeze(ctx, sel, p); err != nil {
+		if err := s.freeze(ctx, sel, p, rows); err != nil {
 			return nil, err
 		}
 	}
 	return p, nil
-}
-
-// resolveTargets sets each message's target: to=, else its source, else
-// the one queue its original exchange routes it to.
-func (s *Service) resolveTargets(ctx context.Context, sel Selection, p *Preview) error {
-	routes := map[string][]string{}
-	for i := range p.Messages {
-		m := &p.Messages[i]
-		switch {
-		case sel.To != "":
-			m.Target = sel.To
-		case m.Source != "":
-			m.Target = m.Source
-		case m.NeedsRoute && len(m.RoutingKeys) > 0:
-			key := m.Exchange + "\x00" + m.RoutingKeys[0]
-			qs, ok := routes[key]
-			if !ok {
-				var err error
-				qs, err = s.d.Broker.Route(ctx, m.Exchange, m.RoutingKeys[0])
-				if err != nil && !errors.Is(err, ErrQueueNotFound) {
-					if errors.Is(err, ErrBrokerUnavailable) {
-						return fmt.Errorf("engine: preview: route %s: %w", m.Exchange, err)
-					}
-					m.SourceNote = fmt.Sprintf("exchange %q cannot be resolved: %v", m.Exchange, err)
-				}
-				routes[key] = qs
-			}
-			switch len(qs) {
-			case 1:
-				m.Target = qs[0]
-			case 0:
-				m.SourceNote = fmt.Sprintf("exchange %q routes %q to no queue; replay it with to=<queue>", m.Exchange, m.RoutingKeys[0])
-			default:
-				m.SourceNote = fmt.Sprintf("exchange %q routes %q to %d queues; replay it with to=<queue>", m.Exchange, m.RoutingKeys[0], len(qs))
-			}
-		}
-	}
-	return nil
-}
-
-func (s *Service) addHistory(ctx context.Context, p *Preview) error {
-	if len(p.Messages) == 0 {
-		return nil
-	}
-	ids := make([]string, len(p.Messages))
-	for i, m := range p.Messages {
-		ids[i] = m.ID
-	}
-	hist, err := s.d.Ledger.History(ctx, p.DLQ.Name, ids)
-	if err != nil {
-		return fmt.Errorf("engine: preview: replay history: %w", err)
-	}
-	for i := range p.Messages {
-		p.Messages[i].Replayed = hist[p.Messages[i].ID]
-	}
-	return nil
-}
-
-func (s *Service) inspectTargets(ctx context.Context, p *Preview) error {
-	byQueue := map[string]*TargetView{}
-	for _, m := range p.Messages {
-		if m.Parked || m.Target == "" {
-			continue
-		}
-		t := byQueue[m.Target]
-		if t == nil {
-			t = &TargetView{Queue: m.Target, Reasons: map[Reason]int{}}
-			byQueue[m.Target] = t
-		}
-		t.Messages += m.Count
-		t.Reasons[m.Reason] += m.Count
-	}
-	for q, t := range byQueue {
-		st, err := s.d.Broker.Inspect(ctx, q)
-		if err != nil {
-			return fmt.Errorf("engine: preview: inspect target %s: %w", q, err)
-		}
-		t.Exists, t.Consumers = st.Exists, st.Consumers
-		p.Targets = append(p.Targets, *t)
-	}
-	sort.Slice(p.Targets, func(i, j int) bool { return p.Targets[i].Queue < p.Targets[j].Queue })
-	return nil
 }
 
 // partialRead is the problem a preview leads with when its scan could not

@@ -15,6 +15,10 @@ type Config struct {
 	Samples int
 	// ExcerptBytes is the longest payload excerpt (default 200 bytes).
 	ExcerptBytes int
+	// ListRows is how many distinct messages a preview lists in full
+	// (Preview.Messages, default 20,000, the bot's attached list); the rest
+	// are only counted, so a preview of a million messages stays small.
+	ListRows int
 	// Vhost is the broker vhost the engine works in (default "/").
 	Vhost string
 	// LeaseTTL is how long a replay's lease lasts without a heartbeat
@@ -58,6 +62,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ExcerptBytes <= 0 {
 		c.ExcerptBytes = 200
+	}
+	if c.ListRows <= 0 {
+		c.ListRows = 20000
 	}
 	if c.Vhost == "" {
 		c.Vhost = "/"

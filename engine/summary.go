@@ -9,29 +9,30 @@ import (
 // summarise counts the preview and lists what would go wrong, most serious
 // first: missing targets, messages without a target, targets without
 // consumers, messages already replayed, parked messages, then warnings.
-func (s *Service) summarise(p *Preview) {
+func (s *Service) summarise(p *Preview, r *previewRows) {
 	var noTarget, replayed, parked, unreadable, refused int
 	refusal := ""
-	for _, m := range p.Messages {
+	for i, row := range r.rows {
+		n, c := int(row.count), r.classes[row.class]
 		switch {
-		case m.Parked:
-			parked += m.Count
+		case c.parked:
+			parked += n
 			continue
-		case m.Target == "":
-			noTarget += m.Count
+		case r.targetOf(i) == "":
+			noTarget += n
 			continue
 		}
-		p.Selected += m.Count
+		p.Selected += n
 		p.Distinct++
-		if m.ReplayCount > 0 || len(m.Replayed) > 0 {
-			replayed += m.Count
+		if c.again || row.replayed {
+			replayed += n
 		}
-		if len(m.Problems) > 0 {
-			unreadable += m.Count
+		if c.unreadable {
+			unreadable += n
 		}
-		if m.Refusal != "" {
-			refused += m.Count
-			refusal = m.Refusal
+		if c.refusal != "" {
+			refused += n
+			refusal = c.refusal
 		}
 	}
 	p.Parked = parked
@@ -74,16 +75,21 @@ func (s *Service) summarise(p *Preview) {
 }
 
 // freeze stores the replayable part of p under a new token.
-func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview) error {
+func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview, r *previewRows) error {
 	f := Frozen{
 		DLQ: sel.DLQ, Vhost: s.cfg.Vhost, Selection: p.Selection, To: sel.To,
 		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected, ParkAfter: sel.ParkLimit(),
 	}
-	for _, m := range p.Messages {
-		if m.Parked || m.Target == "" {
-			continue
+	f.Each = func(yield func(Item) bool) {
+		for i, row := range r.rows {
+			q := r.targetOf(i)
+			if q == "" {
+				continue
+			}
+			if !yield(Item{ID: r.id(i), Count: int(row.count), Target: q, Group: r.classes[row.class].group, Seq: row.seq}) {
+				return
+			}
 		}
-		f.Items = append(f.Items, Item{ID: m.ID, Count: m.Count, Target: m.Target, Group: m.FailureGroup, Seq: m.Seq})
 	}
 	for _, t := range p.Targets {
 		f.Targets = append(f.Targets, TargetSnapshot{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages})

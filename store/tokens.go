@@ -1,15 +1,11 @@
 package store
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,9 +17,6 @@ var _ engine.Tokens = (*Tokens)(nil)
 
 // tokenPrefix starts every preview token.
 const tokenPrefix = "p_"
-
-// gzipOver is the encoded size above which a frozen preview is compressed.
-const gzipOver = 4 << 10
 
 // consumeScript marks a token used by one replay, once.
 //
@@ -190,46 +183,4 @@ func (t *Tokens) Discard(ctx context.Context, token string) error {
 	default:
 		return fmt.Errorf("store: discard preview %s: %w", token, engine.ErrTokenNotFound)
 	}
-}
-
-// encodeFrozen returns f as JSON, gzip-compressed when larger than gzipOver
-// bytes (JSON never starts with gzip's magic bytes, so decoding can tell).
-func encodeFrozen(f engine.Frozen) ([]byte, error) {
-	raw, err := json.Marshal(f)
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) <= gzipOver {
-		return raw, nil
-	}
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(raw); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// decodeFrozen reverses encodeFrozen.
-func decodeFrozen(val []byte) (engine.Frozen, error) {
-	var f engine.Frozen
-	if len(val) >= 2 && val[0] == 0x1f && val[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(val))
-		if err != nil {
-			return f, fmt.Errorf("gunzip: %w", err)
-		}
-		if val, err = io.ReadAll(zr); err != nil {
-			return f, fmt.Errorf("gunzip: %w", err)
-		}
-	}
-	if err := json.Unmarshal(val, &f); err != nil {
-		return f, fmt.Errorf("decode: %w", err)
-	}
-	return f, nil
 }

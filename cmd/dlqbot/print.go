@@ -58,7 +58,11 @@ func printPreview(w io.Writer, p *engine.Preview) {
 		fmt.Fprintln(tw, "ID\tCOPIES\tTARGET\tREASON\tATTEMPTS\tLAST DEATH\tREPLAYED\tFAILURE")
 		for i, m := range p.Messages {
 			if i == maxRows {
-				fmt.Fprintf(tw, "… %d more (use --json for all)\n", len(p.Messages)-maxRows)
+				hint := "use --json for all"
+				if p.Rows > len(p.Messages) {
+					hint = fmt.Sprintf("--json lists the first %d", len(p.Messages))
+				}
+				fmt.Fprintf(tw, "… %d more (%s)\n", max(p.Rows, len(p.Messages))-maxRows, hint)
 				break
 			}
 			target := m.Target

@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+)
+
+// historyBatch is how many ids a preview asks the ledger about at once.
+const historyBatch = 20000
+
+// resolveTargets sets each class's target: to=, else its source, else the
+// one queue its original exchange routes it to; then the listed messages'.
+func (s *Service) resolveTargets(ctx context.Context, sel Selection, p *Preview, r *previewRows) error {
+	routes := map[string][]string{}
+	r.target, r.note = make([]string, len(r.classes)), make([]string, len(r.classes))
+	for ci, c := range r.classes {
+		switch {
+		case sel.To != "":
+			r.target[ci] = sel.To
+		case c.source != "":
+			r.target[ci] = c.source
+		case c.needsRoute && c.routingKey != "":
+			key := c.exchange + "\x00" + c.routingKey
+			qs, ok := routes[key]
+			if !ok {
+				var err error
+				qs, err = s.d.Broker.Route(ctx, c.exchange, c.routingKey)
+				if err != nil && !errors.Is(err, ErrQueueNotFound) {
+					if errors.Is(err, ErrBrokerUnavailable) {
+						return fmt.Errorf("engine: preview: route %s: %w", c.exchange, err)
+					}
+					r.note[ci] = fmt.Sprintf("exchange %q cannot be resolved: %v", c.exchange, err)
+				}
+				routes[key] = qs
+			}
+			switch len(qs) {
+			case 1:
+				r.target[ci] = qs[0]
+			case 0:
+				r.note[ci] = fmt.Sprintf("exchange %q routes %q to no queue; replay it with to=<queue>", c.exchange, c.routingKey)
+			default:
+				r.note[ci] = fmt.Sprintf("exchange %q routes %q to %d queues; replay it with to=<queue>", c.exchange, c.routingKey, len(qs))
+			}
+		}
+	}
+	for i := range p.Messages {
+		c := r.rows[i].class
+		p.Messages[i].Target = r.target[c]
+		if r.note[c] != "" {
+			p.Messages[i].SourceNote = r.note[c]
+		}
+	}
+	return nil
+}
+
+// addHistory marks the rows a replay already sent, asking the ledger in
+// batches, and lists the sends on the listed messages.
+func (s *Service) addHistory(ctx context.Context, p *Preview, r *previewRows) error {
+	for start := 0; start < len(r.rows); start += historyBatch {
+		end := min(start+historyBatch, len(r.rows))
+		ids := make([]string, 0, end-start)
+		for i := start; i < end; i++ {
+			ids = append(ids, r.id(i))
+		}
+		hist, err := s.d.Ledger.History(ctx, p.DLQ.Name, ids)
+		if err != nil {
+			return fmt.Errorf("engine: preview: replay history: %w", err)
+		}
+		if len(hist) == 0 {
+			continue
+		}
+		for i := start; i < end; i++ {
+			sent := hist[ids[i-start]]
+			if len(sent) == 0 {
+				continue
+			}
+			r.rows[i].replayed = true
+			if i < len(p.Messages) {
+				p.Messages[i].Replayed = sent
+			}
+		}
+	}
+	return nil
+}
+
+// inspectTargets counts the selected copies per target, by reason, and
+// looks at each target queue.
+func (s *Service) inspectTargets(ctx context.Context, p *Preview, r *previewRows) error {
+	byQueue := map[string]*TargetView{}
+	for i, row := range r.rows {
+		q := r.targetOf(i)
+		if q == "" {
+			continue
+		}
+		t := byQueue[q]
+		if t == nil {
+			t = &TargetView{Queue: q, Reasons: map[Reason]int{}}
+			byQueue[q] = t
+		}
+		t.Messages += int(row.count)
+		t.Reasons[r.classes[row.class].reason] += int(row.count)
+	}
+	for q, t := range byQueue {
+		st, err := s.d.Broker.Inspect(ctx, q)
+		if err != nil {
+			return fmt.Errorf("engine: preview: inspect target %s: %w", q, err)
+		}
+		t.Exists, t.Consumers = st.Exists, st.Consumers
+		p.Targets = append(p.Targets, *t)
+	}
+	sort.Slice(p.Targets, func(i, j int) bool { return p.Targets[i].Queue < p.Targets[j].Queue })
+	return nil
+}
