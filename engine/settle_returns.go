@@ -102,7 +102,7 @@ func (rn *run) startReturns(ctx context.Context) error {
 	// Re-reads count returns as copies seen in the DLQ beyond those seen
 	// before: a resumed run first notes what is there already.
 	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
-		meta := ParseMeta(rn.r.DLQ, m)
+		meta := rn.s.ParseMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			rn.returnedSeen[meta.ID]++
 		}
@@ -174,7 +174,7 @@ func (rn *run) rereadReturns(ctx context.Context) error {
 	seen := map[string]int{}
 	fresh := 0
 	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
-		meta := ParseMeta(rn.r.DLQ, m)
+		meta := rn.s.ParseMeta(rn.r.DLQ, m)
 		switch {
 		case meta.ReplayID == rn.r.ID && meta.Returned:
 			seen[meta.ID]++
@@ -230,7 +230,7 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	inDLQ := 0
 	var extra []Failure
 	_, err = rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
-		meta := ParseMeta(rn.r.DLQ, m)
+		meta := rn.s.ParseMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			seen[meta.ID]++
 			inDLQ++

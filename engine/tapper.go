@@ -25,7 +25,7 @@ func (s *Service) recordTap(ctx context.Context, dlq string) (int, error) {
 		var evs []ReturnEvent
 		now := s.d.Clock.Now()
 		for _, m := range ms {
-			meta := ParseMeta(dlq, m)
+			meta := s.ParseMeta(dlq, m)
 			if meta.ReplayID == "" || !meta.Returned {
 				continue
 			}
