@@ -60,6 +60,11 @@ for r in rows:
 PY
 )
 
+# Hand-run sections (larger sizes, runs on a quiet machine) follow the marker
+# line and are kept as they are.
+marker='<!-- hand-run sections below: kept by scripts/bench.sh -->'
+kept=$(mktemp)
+if grep -qF "$marker" "$out" 2>/dev/null; then sed -n "/^$marker\$/,\$p" "$out" >"$kept"; else echo "$marker" >"$kept"; fi
 {
   echo "# Benchmarks"
   echo
@@ -84,5 +89,8 @@ PY
   echo "## Raw output, one block per command"
   echo
   cat "$raw"
+  echo
+  cat "$kept"
 } >"$out"
+rm -f "$kept"
 echo "wrote $out" >&2
