@@ -64,7 +64,7 @@ PY
 # line and are kept as they are.
 marker='<!-- hand-run sections below: kept by scripts/bench.sh -->'
 kept=$(mktemp)
-if grep -qF "$marker" "$out" 2>/dev/null; then sed -n "/^$marker\$/,\$p" "$out" >"$kept"; else echo "$marker" >"$kept"; fi
+if grep -qxF "$marker" "$out" 2>/dev/null; then awk -v m="$marker" 'f || $0 == m { f = 1; print }' "$out" >"$kept"; else echo "$marker" >"$kept"; fi
 {
   echo "# Benchmarks"
   echo
