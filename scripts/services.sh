@@ -59,7 +59,9 @@ fi
 plugins="rabbitmq_management rabbitmq_shovel rabbitmq_shovel_management"
 if ! command -v rabbitmq-server >/dev/null; then apt_install rabbitmq-server; fi
 if ! port_open 5672; then
+  before=$(cat /etc/rabbitmq/enabled_plugins 2>/dev/null || true)
   rabbitmq-plugins enable --offline $plugins >/dev/null 2>&1 || true
+  [ "$before" = "$(cat /etc/rabbitmq/enabled_plugins 2>/dev/null || true)" ] || did+=("enabled $plugins")
   rabbitmq-server -detached
   did+=("started rabbitmq")
 fi
