@@ -18,22 +18,8 @@ import (
 // the ledger. Resuming then sends the rest without re-sending recorded ones.
 func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 	t.Parallel()
-	connName := testkit.Name("conn")
-	b, err := broker.New(broker.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, ConnectionName: connName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	rdb, prefix := testkit.Redis(t)
-	st, err := store.New(store.Config{Prefix: prefix}, rdb, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{rabbit: testkit.Dial(t), broker: b, store: st, svc: svc}
+	e, connName := newFaultEnv(t)
+	st, svc := e.store, e.svc
 	r := e.rabbit
 	src, dlq := testkit.Name("src"), testkit.Name("dlq")
 	r.Topology(src, dlq, nil)
@@ -134,4 +120,27 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 	if len(after) != len(dups) {
 		t.Errorf("%d duplicates after resuming, %d before", len(after), len(dups))
 	}
+}
+
+// newFaultEnv is an engine whose broker connection has a name of its own,
+// so that a test can close exactly that connection (testkit.CloseConnections).
+func newFaultEnv(t *testing.T) (*env, string) {
+	t.Helper()
+	connName := testkit.Name("conn")
+	b, err := broker.New(broker.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, ConnectionName: connName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	rdb, prefix := testkit.Redis(t)
+	st, err := store.New(store.Config{Prefix: prefix}, rdb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{rabbit: testkit.Dial(t), broker: b, store: st, svc: svc}
+	return e, connName
 }

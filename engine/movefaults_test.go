@@ -7,9 +7,7 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
-	broker "github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/internal/testkit"
-	"github.com/stroma/dlqbot/store"
 )
 
 // TestUnpacedReplayConnectionLostEnds closes the replaying engine's broker
@@ -22,22 +20,8 @@ import (
 func TestUnpacedReplayConnectionLostEnds(t *testing.T) {
 	t.Parallel()
 	const n = 5000
-	connName := testkit.Name("conn")
-	b, err := broker.New(broker.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, ConnectionName: connName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	rdb, prefix := testkit.Redis(t)
-	st, err := store.New(store.Config{Prefix: prefix}, rdb, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{rabbit: testkit.Dial(t), broker: b, store: st, svc: svc}
+	e, connName := newFaultEnv(t)
+	st, svc := e.store, e.svc
 	r := e.rabbit
 	src, dlq := r.DeadLettered(n, 200)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
