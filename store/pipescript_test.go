@@ -63,7 +63,7 @@ func TestScriptPipeLoadsOnceAndSurvivesFlush(t *testing.T) {
 	var salt [8]byte
 	_, _ = rand.Read(salt[:])
 	s := redis.NewScript("-- " + hex.EncodeToString(salt[:]) + "\nreturn redis.call('INCRBY', KEYS[1], ARGV[1])")
-	p := e.st.Config().Prefix
+	p := e.st.b.cfg.Prefix
 	run := func(round int64) {
 		t.Helper()
 		sp := e.st.b.pipeline()
