@@ -6,8 +6,8 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// Slack's Block Kit limits (FACTS.md "Slack"; Block Kit reference). Lengths
-// are in characters, counted as Unicode code points after escaping.
+// Slack's Block Kit limits, from Slack's Block Kit reference. Lengths are
+// in characters, counted as Unicode code points after escaping.
 const (
 	MaxBlocks          = 50   // blocks per message
 	MaxSectionText     = 3000 // a section's text
