@@ -4,7 +4,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 10s
 BENCH_MESSAGES ?= 100000
 
-.PHONY: all build test test-unit fuzz bench demo vet image clean services services4 chaos
+.PHONY: all build test fuzz bench demo vet image clean services services4 chaos
 
 all: build
 
@@ -45,7 +45,6 @@ demo: services build
 
 clean:
 	rm -rf bin
-
 
 ## image: the container image dlqbot:dev (needs a Docker engine).
 image:

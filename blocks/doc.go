@@ -14,6 +14,7 @@
 // Slack does not enforce its Block Kit limits on the client side, and
 // neither does slack-go: a message over a limit is rejected as a whole. The
 // renderers therefore cap every list ("and N more") and truncate every text
-// ("…") so that any input, however large, yields a valid message, and
-// Validate checks the limits on any rendered message.
+// ("…") so that any input, however large, yields a valid message; the
+// tests check every rendering against the limits (limits.go lists them,
+// validate_test.go checks them) with inputs far beyond any real DLQ.
 package blocks

@@ -10,13 +10,11 @@ import (
 // maxLine caps a thread reply or an activity line.
 const maxLine = 1500
 
-// StepReply returns the short reply posted in the replay's thread for an
-// event: one line of mrkdwn for a start, a step's result, a
-// stop, pause, resume, cancellation, finish or interruption. It returns ""
-// for events that deserve no reply of their own (a step starting).
-func StepReply(e engine.Event) string { return StepReplyAs(DefaultCommand, e) }
-
-// StepReplyAs is StepReply naming the slash command command in its hints.
+// StepReplyAs returns the short reply posted in the replay's thread for an
+// event: one line of mrkdwn for a start, a step's result, a stop, pause,
+// resume, cancellation, finish or interruption, naming the slash command
+// command ("/dlq") in its hints. It returns "" for events that deserve no
+// reply of their own (a step starting).
 func StepReplyAs(command string, e engine.Event) string {
 	r, p := e.Replay, e.Replay.Params
 	rest, dlq := remaining(r), code(r.DLQ, 120)

@@ -41,27 +41,6 @@ func Preview(p *engine.Preview, now time.Time) ([]slack.Block, string) {
 	return out, previewText(p)
 }
 
-// PreviewApproved renders the preview as edited once approved: the same
-// summary, without buttons, saying who approved it and which replay
-// started.
-func PreviewApproved(p *engine.Preview, approver, replayID string) ([]slack.Block, string) {
-	if p == nil {
-		return Error("There is no preview to show.")
-	}
-	out := append(previewBody(p), contextBlock(BlockPreviewOutcome, approvedLine(approver, replayID)))
-	return out, fallback(fmt.Sprintf("Preview of %s approved by %s: replay %s started.", escape(p.DLQ.Name), who(approver), escape(replayID)))
-}
-
-// PreviewDiscarded renders the preview as edited once discarded: without
-// buttons, saying who discarded it.
-func PreviewDiscarded(p *engine.Preview, by string) ([]slack.Block, string) {
-	if p == nil {
-		return Error("There is no preview to show.")
-	}
-	out := append(previewBody(p), contextBlock(BlockPreviewOutcome, discardedLine(by)))
-	return out, fallback(fmt.Sprintf("Preview of %s discarded by %s; nothing was replayed.", escape(p.DLQ.Name), who(by)))
-}
-
 // Approved edits an already rendered preview message (for example the
 // blocks of an interaction payload's message) to show who approved it:
 // the buttons and the expiry line are removed and an outcome line added.

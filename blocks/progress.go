@@ -16,37 +16,22 @@ const (
 	barWidth       = 10
 )
 
-// Progress renders a replay's progress message, edited at
-// each step: its state, a progress bar, what was sent, left the target
-// queue, came back, remains, went missing or was not delivered, the last
-// step's observation, and the controls that still apply — Pause and Cancel
-// while queued or running, Resume (for a stopped replay "Continue anyway")
-// and Cancel while paused or stopped, none once finished, cancelled or
-// interrupted. last may be nil.
-func Progress(r engine.Replay, last *engine.StepResult) ([]slack.Block, string) {
-	return ProgressAs(DefaultCommand, r, last)
-}
-
-// ProgressAs is Progress for a bot installed under the slash command
-// command ("/dlq"): an interrupted replay's hint to preview the rest names
-// it.
+// ProgressAs renders a replay's progress message, edited at each step: its
+// state, a progress bar, what was sent, left the target queue, came back,
+// remains, went missing or was not delivered, the last step's observation,
+// and the controls that still apply — Pause and Cancel while queued or
+// running, Resume (for a stopped replay "Continue anyway") and Cancel while
+// paused or stopped, none once finished, cancelled or interrupted. last may
+// be nil. An interrupted replay's hint to preview the rest names the slash
+// command command ("/dlq").
 func ProgressAs(command string, r engine.Replay, last *engine.StepResult) ([]slack.Block, string) {
 	return progress(r, last, "", command)
 }
 
-// DefaultCommand is the slash command Progress, ProgressEvent and
-// StepReply name in their hints.
-const DefaultCommand = "/dlq"
-
-// ProgressEvent renders the progress message as of an event. It is
-// Progress(e.Replay, e.Step), except that for an interrupted replay it also
-// shows the event's text, which lists the messages sent so far.
-func ProgressEvent(e engine.Event) ([]slack.Block, string) {
-	return ProgressEventAs(DefaultCommand, e)
-}
-
-// ProgressEventAs is ProgressEvent naming the slash command command in its
-// hints.
+// ProgressEventAs renders the progress message as of an event, as
+// ProgressAs(command, e.Replay, e.Step) does, except that for an
+// interrupted replay it also shows the event's text, which lists the
+// messages sent so far.
 func ProgressEventAs(command string, e engine.Event) ([]slack.Block, string) {
 	extra := ""
 	if e.Kind == engine.EventInterrupted {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/integration/slackstub"
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 )
 
 const secret = "test-signing-secret"

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/blocks"
-	"github.com/stroma/dlqbot/integration/slackstub"
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 

@@ -9,7 +9,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/stroma/dlqbot/bot"
-	"github.com/stroma/dlqbot/integration/slackstub"
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 )
 
 // TestManifestMatchesTheBot checks that the app manifest creates what the

@@ -9,7 +9,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/integration/slackstub"
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 

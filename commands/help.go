@@ -96,15 +96,12 @@ func helpTopic(word string) (string, bool) {
 	return w, slices.Contains(helpTopics(), w)
 }
 
-// Help renders help for the /dlq slash command: the full help when command
-// is "" (or not a topic), else the short help on one subcommand, filter or
-// replay parameter. accessControl says whether a permissions file is loaded.
-func Help(command string, accessControl bool) string {
-	return HelpAs(DefaultPrefix, command, accessControl)
-}
-
-// HelpAs is Help with another command prefix. With TerminalPrefix it also
-// leaves out Slack's markup (bold headings, backticks) and mentions --json.
+// HelpAs renders help for the command prefix (DefaultPrefix for Slack's
+// slash command): the full help when command is "" (or not a topic), else
+// the short help on one subcommand, filter or replay parameter.
+// accessControl says whether a permissions file is loaded. With
+// TerminalPrefix it also leaves out Slack's markup (bold headings,
+// backticks) and mentions --json.
 func HelpAs(prefix, command string, accessControl bool) string {
 	var b strings.Builder
 	topic, found := helpTopic(command)

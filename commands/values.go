@@ -16,10 +16,8 @@ import (
 
 // Defaults of a replay's parameters, as the help text states them.
 const (
-	DefaultStep    = engine.DefaultStep
-	DefaultCap     = engine.DefaultCap
-	DefaultRate    = engine.DefaultRate
-	DefaultTimeout = engine.DefaultTimeout
+	DefaultStep = engine.DefaultStep
+	DefaultCap  = engine.DefaultCap
 )
 
 // Bounds on values, so a typo cannot ask for something absurd.

@@ -3,11 +3,13 @@
 // dialects"), selections and previews (README "Reading a DLQ without
 // changing it") and replays (README "Replaying: confirm, record, then ack").
 //
-// The engine talks to the outside world only through small interfaces, each
-// declared beside the code that needs it:
+// The engine talks to the outside world only through small interfaces: the
+// ports*.go files hold those shared by several parts, and the others are
+// declared beside the code that needs them. Every interface, by file:
 //
 //	ports.go          Clock, Broker, Stats, Declarer (RabbitMQ)
 //	ports_work.go     Jobs, Registry, Active, Owners, Updater (work hand-off)
+//	ports_tap.go      Taps, Returns (the DLQs' taps and the copies that came back)
 //	replay_state.go   Replays, Leases (replay records and ownership)
 //	frozen.go         Tokens, Ledger (preview tokens, what was sent)
 //	desire.go         Desirer, Yielder (pause, resume, cancel)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/integration/slackstub"
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 

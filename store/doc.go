@@ -11,24 +11,43 @@
 // "{<token>}", so that Redis Cluster keeps them in one slot; every Lua script
 // and MULTI/EXEC in this package touches the keys of a single slot only.
 //
-// Key layout (P is the prefix; the key functions are in keys.go, events.go
-// and readmarks.go):
+// Key layout (P is the prefix; every key function is in keys.go, and
+// TestDocListsEveryKey checks this table against them):
 //
 //	P{<token>}:token        string  the frozen preview (JSON, gzip-compressed when large); TTL = token TTL
 //	P{<token>}:used         string  id of the replay that consumed the token; same TTL
-//	P{<token>}:msg          hash    channel, ts of the Slack message the preview was posted as; same TTL
-//	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch), desired, desired_by
-//	P{<replay>}:lease       string  lease owner: worker id "/" run token; PX = lease TTL
-//	P{<replay>}:ledger      list    intent ("i") and confirm ("c") records in send order
-//	P{<replay>}:events      stream  progress events (field "e"), for the HTTP API's event stream
+//	P{<token>}:msg          hash    where the preview was posted (channel, ts), for threading; same TTL
+//	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch of the last Acquire),
+//	                                desired and desired_by (the state an operator asked for, and who;
+//	                                an owner's last write sets it to what the run became)
+//	P{<replay>}:lease       string  lease owner: worker id "/" random run token; PX = lease TTL
+//	P{<replay>}:ledger      list    the replay's ledger log in send order: intent ("i"), confirm
+//	                                ("c") and abandon ("a") records as compact JSON
+//	P{<replay>}:events      stream  progress events (field "e": event JSON), for the HTTP API's
+//	                                event stream; capped near DefaultEventsMaxLen
+//	P{<replay>}:returns     hash    copies of the replay that came back, recorded from the DLQ's
+//	                                tap: n (events), base (tap arrivals when recording began),
+//	                                g:<group> and r:<x-replay-count> counts, x:<group> an example
+//	                                event (JSON), i:<id> the highest x-replay-count seen for that id
+//	P{<replay>}:returnlog   list    the first returned events (JSON), for the failures a run lists
 //	Psent:<dlq>             hash    per message id, the latest replays that sent it:
 //	                                "<replay>:<unix ms>:<copies>,…", newest first, at most five
-//	Preads:<vhost>/<queue>  hash    the queue's read mark (count, at, reads)
+//	Preads:<vhost>/<queue>  hash    the queue's read mark: count (highest delivery count the last
+//	                                reads left), at (unix ms), reads (since the last whole read)
+//	Ptap:<dlq>              string  how many messages the DLQ's tap has recorded in all
+//	Ptaps                   hash    DLQs with a tap → unix ms of the last AddTap
 //	Preplays                zset    replay ids scored by creation time (unix ms)
-//	Pactive                 set     ids of replays not in a final state (read by the reaper)
-//	Pschedule               zset    timed work scored by due time (unix ms)
-//	Pworkers                zset    worker ids scored by announcement expiry (unix ms)
+//	Pactive                 set     ids of replays not in a final state (the reaper's index)
+//	Pschedule               zset    timed work: deterministic members scored by due time (unix ms)
+//	Pworkers                zset    worker ids scored by announcement expiry (Redis time, unix ms)
 //	Pjobs                   stream  replay jobs (field "replay"), consumer group "dlqbot"
+//
+// Replay records, ledgers, event logs, returns, read marks and the tap
+// counters expire after the retention (Config.Retention) from their last
+// write. The global keys are single keys, used by single-key commands and
+// scripts only; the per-DLQ keys are written and read with pipelines of
+// single-key commands, which Cluster splits by node. Lua scripts run inside
+// pipelines are called by SHA (see scriptPipe).
 //
 // The package works with any redis.UniversalClient: a single node, Sentinel
 // or Cluster (see Open for the REDIS_URL forms). Errors caused by an

@@ -25,8 +25,6 @@ type Events struct{ b *base }
 // Events returns the replay event logs.
 func (s *Store) Events() *Events { return &Events{s.b} }
 
-func (k keys) events(id string) string { return k.p + "{" + id + "}:events" }
-
 // Append adds e to its replay's log.
 func (ev *Events) Append(ctx context.Context, e engine.Event) error {
 	if err := checkTag("replay id", e.Replay.ID); err != nil {

@@ -31,7 +31,7 @@ func TestEventsAppendRead(t *testing.T) {
 	if err := ev.Append(ctx, engine.Event{Kind: engine.EventStarted}); err == nil {
 		t.Error("an event without a replay id was logged")
 	}
-	if ttl := st.Client().PTTL(ctx, st.b.k.events("r_ev")).Val(); ttl <= 0 {
+	if ttl := st.b.rdb.PTTL(ctx, st.b.k.events("r_ev")).Val(); ttl <= 0 {
 		t.Errorf("event log has no expiry: %s", ttl)
 	}
 }

@@ -1,6 +1,10 @@
 package store
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
 	"strings"
 	"testing"
 )
@@ -37,6 +41,47 @@ func TestKeysShareSlots(t *testing.T) {
 	for _, bad := range []string{"", "a{b", "a}b", "a b", strings.Repeat("x", maxIDLen+1)} {
 		if checkTag("id", bad) == nil {
 			t.Errorf("checkTag accepted %q", bad)
+		}
+	}
+}
+
+// TestDocListsEveryKey renders each key function of keys.go with the
+// placeholders doc.go uses and checks doc.go's layout table lists it, so
+// the documented layout cannot drift from the code again.
+func TestDocListsEveryKey(t *testing.T) {
+	t.Parallel()
+	k := keys{p: "P"}
+	rendered := map[string]string{
+		"token": k.token("<token>"), "tokenUsed": k.tokenUsed("<token>"), "tokenMessage": k.tokenMessage("<token>"),
+		"replay": k.replay("<replay>"), "lease": k.lease("<replay>"), "ledger": k.ledger("<replay>"),
+		"events": k.events("<replay>"), "returns": k.returns("<replay>"), "returnLog": k.returnLog("<replay>"),
+		"sent": k.sent("<dlq>"), "readMark": k.readMark("<vhost>", "<queue>"), "tapArrived": k.tapArrived("<dlq>"),
+		"taps": k.taps(), "replays": k.replays(), "active": k.active(), "schedule": k.schedule(),
+		"workers": k.workers(), "jobs": k.jobs(),
+	}
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "keys.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv == nil {
+			continue
+		}
+		if id, ok := fn.Recv.List[0].Type.(*ast.Ident); ok && id.Name == "keys" {
+			if _, ok := rendered[fn.Name.Name]; !ok {
+				t.Errorf("keys.%s is new: add it to doc.go's layout and to this test", fn.Name.Name)
+			}
+		}
+	}
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, key := range rendered {
+		if !strings.Contains(string(doc), "//\t"+key+" ") {
+			t.Errorf("doc.go's key layout does not list %s (keys.%s)", key, name)
 		}
 	}
 }

@@ -26,7 +26,7 @@ const historyChunk = 10000
 // batch of intents, confirms or abandons, in the order they were written.
 // Each DLQ has an index (Psent:<dlq>, a hash) from message id to the latest
 // replays that sent it ("<replay>:<unix ms>:<copies>", newest first, at most
-// five), updated by one Lua script per confirmed batch. A write is one
+// five), updated by one Lua script per confirmed batch, called by SHA. A write is one
 // pipelined round trip of a few commands whatever the batch size — the
 // ledger must cost per batch, not per message, or it would slow a replay.
 // A pipeline is not a transaction: a call that fails midway may have
@@ -144,7 +144,8 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 		g.copies[e.ID]++
 	}
 	keep := l.b.cfg.retentionMs()
-	pipe := l.b.rdb.Pipeline()
+	sp := l.b.pipeline()
+	pipe := sp.pipe
 	for _, g := range groups {
 		rec, err := json.Marshal(logRec{Kind: kind, At: g.at, DLQ: g.dlq, Entries: g.recs})
 		if err != nil {
@@ -163,10 +164,9 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 		for _, id := range g.order {
 			args = append(args, id, g.copies[id])
 		}
-		indexScript.Eval(ctx, pipe, []string{l.b.k.sent(g.dlq)}, args...)
+		sp.Script(ctx, indexScript, []string{l.b.k.sent(g.dlq)}, args...)
 	}
-	_, err := pipe.Exec(ctx)
-	return err
+	return sp.Exec(ctx)
 }
 
 // History returns, per message id of dlq, the replays that sent it (the

@@ -10,16 +10,6 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// readMark is the key of a queue's read mark (P is the prefix):
-//
-//	Preads:<vhost>/<queue>  hash  count (highest delivery count the last
-//	                              reads left), at (unix ms), reads (reads
-//	                              since the queue was last read whole);
-//	                              expires after the retention
-func (k keys) readMark(vhost, queue string) string {
-	return k.p + "reads:" + vhost + "/" + queue
-}
-
 var _ engine.ReadMarks = (*ReadMarks)(nil)
 
 // ReadMarks remembers, per queue, what the last reads left on its messages

@@ -65,9 +65,9 @@ return n
 `)
 
 // Record stores one batch drained from dlq's tap. It is one pipelined
-// round trip: one script per replay in the batch plus the DLQ's arrival
-// counter. A pipeline is not a transaction: a failed call may have
-// recorded part of the batch (the tap gives the batch back, and redelivered
+// round trip: one script per replay in the batch, called by SHA, plus the
+// DLQ's arrival counter. A pipeline is not a transaction: a failed call may
+// have recorded part of the batch (the tap gives the batch back, and redelivered
 // events already recorded are not counted again).
 func (r *Returns) Record(ctx context.Context, dlq string, returns []engine.ReturnEvent, arrived int) error {
 	if dlq == "" {
@@ -96,10 +96,11 @@ func (r *Returns) Record(ctx context.Context, dlq string, returns []engine.Retur
 		byReplay[e.ReplayID] = append(byReplay[e.ReplayID], e.ID, e.Group, e.ReplayCount, redel, ev)
 	}
 	keep := r.b.cfg.retentionMs()
-	pipe := r.b.rdb.Pipeline()
+	sp := r.b.pipeline()
+	pipe := sp.pipe
 	for _, rid := range order {
 		args := append([]any{keep, maxReturnLog}, byReplay[rid]...)
-		recordScript.Eval(ctx, pipe, []string{r.b.k.returns(rid), r.b.k.returnLog(rid)}, args...)
+		sp.Script(ctx, recordScript, []string{r.b.k.returns(rid), r.b.k.returnLog(rid)}, args...)
 	}
 	if arrived > 0 {
 		key := r.b.k.tapArrived(dlq)
@@ -108,7 +109,7 @@ func (r *Returns) Record(ctx context.Context, dlq string, returns []engine.Retur
 			pipe.PExpire(ctx, key, time.Duration(keep)*time.Millisecond)
 		}
 	}
-	if err := execPipe(ctx, pipe); err != nil {
+	if err := sp.Exec(ctx); err != nil {
 		return fail(err, "record returns from %s", dlq)
 	}
 	return nil

@@ -125,12 +125,6 @@ func New(cfg Config, rdb redis.UniversalClient, clock engine.Clock) (*Store, err
 	}, nil
 }
 
-// Config returns the effective configuration, defaults filled in.
-func (s *Store) Config() Config { return s.b.cfg }
-
-// Client returns the Redis client the store uses.
-func (s *Store) Client() redis.UniversalClient { return s.b.rdb }
-
 // Tokens returns the preview token store (engine.Tokens).
 func (s *Store) Tokens() *Tokens { return s.tokens }
 

@@ -154,7 +154,7 @@ func TestNewValidates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := st.Config()
+	cfg := st.b.cfg
 	if cfg.Prefix != "dlqbot:" || cfg.TokenTTL != 24*time.Hour {
 		t.Errorf("defaults: %+v", cfg)
 	}

@@ -19,8 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
-	"github.com/stroma/dlqbot/integration/slackstub"
 	"github.com/stroma/dlqbot/internal/demo"
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 )
 
 // Demo defaults: the page's address and the Redis prefix, kept apart from

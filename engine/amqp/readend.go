@@ -2,7 +2,6 @@ package amqp
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -115,29 +114,10 @@ func (r *holdReader) coverage(heldUnacked int) engine.Coverage {
 // lives on the queue) only delays the read by QuietWait, which then
 // reports the other consumer in its coverage.
 func (b *Broker) awaitQuiet(ctx context.Context, ch *amqp.Channel, queue string, q amqp.Queue) (amqp.Queue, error) {
-	start := time.Now()
-	pause := 5 * time.Millisecond
-	last, rose := q.Messages, start
-	for q.Consumers > 0 {
-		waited := time.Since(start)
-		if q.Messages > last {
-			last, rose = q.Messages, time.Now()
-		}
-		if waited > b.cfg.SettleTimeout || (waited > b.cfg.QuietWait && time.Since(rose) > returnStall) {
-			break
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return q, ctx.Err()
-		case <-t.C:
-		}
-		pause = min(2*pause, 100*time.Millisecond)
-		var err error
-		if q, err = ch.QueueDeclarePassive(queue, false, false, false, false, nil); err != nil {
-			return q, fmt.Errorf("wait for other readers: %w", err)
-		}
-	}
-	return q, nil
+	return countPoll{
+		first: 5 * time.Millisecond, most: 100 * time.Millisecond, what: "wait for other readers",
+		stop: func(q amqp.Queue, waited, flat time.Duration) bool {
+			return q.Consumers == 0 || waited > b.cfg.SettleTimeout || (waited > b.cfg.QuietWait && flat > returnStall)
+		},
+	}.run(ctx, ch, queue, q)
 }

@@ -216,10 +216,6 @@ func (p *pendingReturns) take(queue string) int {
 	return n
 }
 
-// returnStall is how long awaitReturns waits for a ready count that
-// stopped rising.
-const returnStall = time.Second
-
 // consumerGrace is how long awaitReturns keeps waiting while the queue
 // reports consumers: a quorum queue counts a cancelled consumer until its
 // returns are applied, but a live consumer may take the returned messages,
@@ -231,32 +227,14 @@ const consumerGrace = 2 * time.Second
 // consumerGrace while the queue has consumers) or ctx ends. It returns the
 // last answer; the read then proceeds with whatever is there.
 func (b *Broker) awaitReturns(ctx context.Context, ch *amqp.Channel, queue string, n int, q amqp.Queue) (amqp.Queue, error) {
-	start := time.Now()
-	pause := 2 * time.Millisecond
-	last, rose := q.Messages, start
-	for q.Messages < n {
-		waited := time.Since(start)
-		if q.Messages > last {
-			last, rose = q.Messages, time.Now()
-		}
+	return countPoll{
+		first: 2 * time.Millisecond, most: 50 * time.Millisecond,
 		// Returns landing raise the count steadily; a count that stopped
 		// rising means some of those messages left meanwhile (consumed,
 		// moved): waiting longer would only stall the read.
-		if waited > b.cfg.SettleTimeout || (q.Consumers > 0 && waited > consumerGrace) || time.Since(rose) > returnStall {
-			break
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return q, ctx.Err()
-		case <-t.C:
-		}
-		pause = min(2*pause, 50*time.Millisecond)
-		var err error
-		if q, err = ch.QueueDeclarePassive(queue, false, false, false, false, nil); err != nil {
-			return q, err
-		}
-	}
-	return q, nil
+		stop: func(q amqp.Queue, waited, flat time.Duration) bool {
+			return q.Messages >= n || waited > b.cfg.SettleTimeout ||
+				(q.Consumers > 0 && waited > consumerGrace) || flat > returnStall
+		},
+	}.run(ctx, ch, queue, q)
 }

@@ -7,7 +7,7 @@ package demo
 import (
 	"fmt"
 
-	"github.com/stroma/dlqbot/integration/slackstub"
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 )
 
 // The demo workspace's channels and user.

@@ -13,7 +13,7 @@ import (
 
 	"github.com/slack-go/slack"
 
-	"github.com/stroma/dlqbot/integration/slackstub"
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 )
 
 // TestPageForwardsSignedCommandsAndClicks drives the page's endpoints
