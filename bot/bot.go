@@ -15,8 +15,7 @@ import (
 )
 
 // Engine is what the bot asks of the engine; *engine.Service implements
-// it. When the value also has Check(ctx, replayID) (engine.CheckReport,
-// error), `/dlq check` uses it.
+// it.
 type Engine interface {
 	Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error)
 	Approve(ctx context.Context, token, approver string, p engine.Params, confirmed bool) (engine.Approval, error)
@@ -36,16 +35,13 @@ type Replays interface {
 	List(ctx context.Context, n int) ([]engine.Replay, error)
 }
 
-// Tokens reads and discards frozen previews; the store's Tokens implements
-// it.
+// Tokens reads and discards frozen previews and records where each was
+// posted, for every replica; the store's Tokens implements it.
 type Tokens interface {
 	Load(ctx context.Context, token string) (engine.Frozen, error)
 	Discard(ctx context.Context, token string) error
-}
-
-// messageStore records where a preview was posted, for every replica (the
-// store's Tokens has it).
-type messageStore interface {
+	// SetMessage records the Slack message a preview was posted as;
+	// Message returns it ("" when none was recorded).
 	SetMessage(ctx context.Context, token, channel, ts string) error
 	Message(ctx context.Context, token string) (channel, ts string, err error)
 }

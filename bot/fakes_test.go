@@ -120,6 +120,12 @@ func (s *fakeStore) Load(_ context.Context, token string) (engine.Frozen, error)
 
 func (s *fakeStore) Discard(context.Context, string) error { return nil }
 
+// SetMessage forgets where a preview was posted: the bot remembers its own.
+func (s *fakeStore) SetMessage(context.Context, string, string, string) error { return nil }
+func (s *fakeStore) Message(context.Context, string) (string, string, error) {
+	return "", "", nil
+}
+
 func (s *fakeStore) Enqueue(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -125,14 +125,14 @@ type Service struct {
 	onScan func(messages int, d time.Duration)
 }
 
-// New validates cfg and deps and returns a Service. Broker, Tokens and
-// Ledger are required; Clock defaults to the system clock.
+// New validates cfg and deps and returns a Service. Broker, Tokens, Ledger,
+// Replays and Leases are required; Clock defaults to the system clock.
 func New(cfg Config, d Deps) (*Service, error) {
 	if err := cfg.Dialect.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: new: %w", err)
 	}
-	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil {
-		return nil, errors.New("engine: new: broker, tokens and ledger are required")
+	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil || d.Replays == nil || d.Leases == nil {
+		return nil, errors.New("engine: new: broker, tokens, ledger, replays and leases are required")
 	}
 	if d.Clock == nil {
 		d.Clock = SystemClock{}

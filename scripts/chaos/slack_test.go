@@ -77,6 +77,14 @@ func (e *effects) Load(context.Context, string) (engine.Frozen, error) {
 	return engine.Frozen{}, engine.ErrTokenNotFound
 }
 func (e *effects) Discard(context.Context, string) error { e.n.Add(1); return nil }
+func (e *effects) SetMessage(context.Context, string, string, string) error {
+	e.n.Add(1)
+	return nil
+}
+func (e *effects) Message(context.Context, string) (string, string, error) {
+	e.n.Add(1)
+	return "", "", nil
+}
 
 // lineCounter counts log lines.
 type lineCounter struct{ n atomic.Int64 }
