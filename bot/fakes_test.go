@@ -159,7 +159,11 @@ func newHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config)) *harness {
 	if mod != nil {
 		mod(&cfg)
 	}
-	b, err := bot.New(cfg, bot.Deps{Engine: eng, Jobs: st, Replays: st, Tokens: st, Log: zerolog.Nop()})
+	n, err := bot.NewNotifier(cfg, bot.NotifierDeps{Replays: st, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bot.New(n, bot.Deps{Engine: eng, Jobs: st, Replays: st, Tokens: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 			return out.fail(usageError("--follow goes with %s status <replay> (replay always follows)", commands.TerminalPrefix))
 		}
 	}
-	a, err := newApp(cfg, stderr, nil)
+	a, err := newApp(cfg, stderr)
 	if err != nil {
 		return out.fail(err)
 	}

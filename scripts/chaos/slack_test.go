@@ -228,8 +228,12 @@ func TestChaosSlackRequests(t *testing.T) {
 	defer slackSrv.Close()
 	fx := &effects{}
 	logs := &lineCounter{}
-	b, err := bot.New(bot.Config{SigningSecret: chaosSecret, BotToken: "xoxb-chaos", APIURL: slackSrv.URL + "/api/"},
-		bot.Deps{Engine: fx, Jobs: fx, Replays: fx, Tokens: fx, Log: zerolog.New(logs)})
+	n, err := bot.NewNotifier(bot.Config{SigningSecret: chaosSecret, BotToken: "xoxb-chaos", APIURL: slackSrv.URL + "/api/"},
+		bot.NotifierDeps{Replays: fx, Log: zerolog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bot.New(n, bot.Deps{Engine: fx, Jobs: fx, Replays: fx, Tokens: fx})
 	if err != nil {
 		t.Fatal(err)
 	}
