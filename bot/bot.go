@@ -13,9 +13,7 @@ import (
 type Engine interface {
 	Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error)
 	Approve(ctx context.Context, token, approver string, p engine.Params, confirmed bool) (engine.Approval, error)
-	Pause(ctx context.Context, id, by string) (engine.Replay, error)
-	Resume(ctx context.Context, id, by string, jobs engine.Jobs) (engine.Replay, error)
-	Cancel(ctx context.Context, id, by string) (engine.Replay, error)
+	Control(ctx context.Context, id string, a engine.ControlAction, by string, jobs engine.Jobs) (engine.Replay, error)
 	Status(ctx context.Context, id string) (engine.Replay, error)
 	Check(ctx context.Context, replayID, label string) (engine.CheckReport, error)
 	Park(ctx context.Context, replayID, by string) (engine.ParkResult, error)

@@ -53,13 +53,7 @@ func (f *fakeEngine) Approve(ctx context.Context, token, approver string, p engi
 	return engine.Approval{Replay: r}, nil
 }
 
-func (f *fakeEngine) Pause(ctx context.Context, id, _ string) (engine.Replay, error) {
-	return f.Status(ctx, id)
-}
-func (f *fakeEngine) Cancel(ctx context.Context, id, _ string) (engine.Replay, error) {
-	return f.Status(ctx, id)
-}
-func (f *fakeEngine) Resume(ctx context.Context, id, _ string, _ engine.Jobs) (engine.Replay, error) {
+func (f *fakeEngine) Control(ctx context.Context, id string, _ engine.ControlAction, _ string, _ engine.Jobs) (engine.Replay, error) {
 	return f.Status(ctx, id)
 }
 

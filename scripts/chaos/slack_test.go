@@ -43,12 +43,10 @@ func (e *effects) Approve(context.Context, string, string, engine.Params, bool) 
 	e.n.Add(1)
 	return engine.Approval{}, engine.ErrTokenNotFound
 }
-func (e *effects) Pause(context.Context, string, string) (engine.Replay, error) { return e.replay() }
-func (e *effects) Resume(context.Context, string, string, engine.Jobs) (engine.Replay, error) {
+func (e *effects) Control(context.Context, string, engine.ControlAction, string, engine.Jobs) (engine.Replay, error) {
 	return e.replay()
 }
-func (e *effects) Cancel(context.Context, string, string) (engine.Replay, error) { return e.replay() }
-func (e *effects) Status(context.Context, string) (engine.Replay, error)         { return e.replay() }
+func (e *effects) Status(context.Context, string) (engine.Replay, error) { return e.replay() }
 func (e *effects) Check(context.Context, string, string) (engine.CheckReport, error) {
 	e.n.Add(1)
 	return engine.CheckReport{}, nil
