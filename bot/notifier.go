@@ -9,7 +9,11 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/engine"
 )
+
+var _ engine.Notifier = (*Notifier)(nil)
 
 // Notifier posts replays' progress to Slack: it implements engine.Notifier
 // (see notify.go) and owns what every Slack call needs: the Web API client,
