@@ -109,9 +109,6 @@ type Replays interface {
 	// Put overwrites r if owner still holds r.ID's lease at epoch;
 	// ErrLeaseLost otherwise.
 	Put(ctx context.Context, r Replay, owner string, epoch int64) error
-	// Desire records the state an operator asked for (paused, running,
-	// cancelled); the owner polls Desired.
-	Desire(ctx context.Context, id string, s State, by string) error
 	// Desired returns the last desired state and who asked for it (""
 	// when none).
 	Desired(ctx context.Context, id string) (State, string, error)
@@ -127,8 +124,9 @@ type Replays interface {
 	Update(ctx context.Context, id string, fn func(*Replay) error) error
 	// UpdateUnowned is Update only while nobody holds the lease.
 	UpdateUnowned(ctx context.Context, id string, fn func(*Replay) error) error
-	// DesireIf records a desired state only when the replay's state is
-	// one of from, atomically with the check.
+	// DesireIf records the state an operator asked for (paused, running,
+	// cancelled) only when the replay's state is one of from, atomically
+	// with the check; the owner polls Desired.
 	DesireIf(ctx context.Context, id string, want State, by string, from ...State) (DesireResult, error)
 	// Yield is the owner's last write of a run that leaves the replay
 	// resumable: record, desired state and lease release in one atomic
