@@ -244,7 +244,8 @@ func (s *Service) List(ctx context.Context, c Caller, n int) ([]engine.Replay, i
 // resume needs what approving needs. It returns the replay as it is after
 // the request (the owner acts within a second).
 func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engine.Replay, error) {
-	if verb != "pause" && verb != "resume" && verb != "cancel" {
+	action, ok := engine.ParseControlAction(verb)
+	if !ok {
 		return engine.Replay{}, newError(http.StatusBadRequest, CodeBadRequest, "Unknown action %q; a replay can be paused, resumed or cancelled.", verb)
 	}
 	r, err := s.d.Engine.Status(ctx, id)
@@ -254,7 +255,7 @@ func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engin
 	var targets []string
 	if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
 		targets = f.TargetQueues()
-	} else if verb == "resume" {
+	} else if action == engine.ControlResume {
 		return engine.Replay{}, newError(http.StatusConflict, CodeNotControllable, "Replay %s cannot be resumed: its preview can no longer be read (%v).", id, err)
 	}
 	if err := s.permit(ctx, c, func(g []string) error {
@@ -262,16 +263,9 @@ func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engin
 	}); err != nil {
 		return engine.Replay{}, asError(err, r.DLQ)
 	}
-	switch verb {
-	case "pause":
-		_, err = s.d.Engine.Pause(ctx, id, c.ID)
-	case "resume":
-		_, err = s.d.Engine.Resume(ctx, id, c.ID, s.d.Jobs)
-	case "cancel":
-		_, err = s.d.Engine.Cancel(ctx, id, c.ID)
-	}
+	_, err = s.d.Engine.Control(ctx, id, action, c.ID, s.d.Jobs)
 	if errors.Is(err, engine.ErrNotControllable) {
-		return engine.Replay{}, newError(http.StatusConflict, CodeNotControllable, "Replay %s is %s, so it cannot be %s; nothing was changed.", id, r.State, pastTense(verb))
+		return engine.Replay{}, newError(http.StatusConflict, CodeNotControllable, "Replay %s is %s, so it cannot be %s; nothing was changed.", id, r.State, action.Done())
 	}
 	if err != nil {
 		return engine.Replay{}, asError(err, id)
@@ -281,16 +275,6 @@ func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engin
 		r = cur
 	}
 	return r, nil
-}
-
-func pastTense(verb string) string {
-	switch verb {
-	case "pause":
-		return "paused"
-	case "resume":
-		return "resumed"
-	}
-	return "cancelled"
 }
 
 // Check reports whether a replay's messages came back; it reads the

@@ -58,12 +58,10 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 	}
 	pm, known := b.previews.get(a.token)
 	if !known {
-		if ms, ok := b.d.Tokens.(messageStore); ok {
-			// Posted by another replica: thread under it (its blocks are
-			// not known here, so it is not edited).
-			if ch, ts, err := ms.Message(ctx, a.token); err == nil && ch != "" {
-				pm, known = previewMsg{channel: ch, ts: ts}, true
-			}
+		// Posted by another replica: thread under it (its blocks are not
+		// known here, so it is not edited).
+		if ch, ts, err := b.d.Tokens.Message(ctx, a.token); err == nil && ch != "" {
+			pm, known = previewMsg{channel: ch, ts: ts}, true
 		}
 	}
 	params := a.params

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
 )
 
 // requestKind tells a slash command from a button click.
@@ -163,11 +164,11 @@ func (b *Bot) runCommand(ctx context.Context, to replyTo, cmd commands.Command) 
 		}
 		b.status(ctx, to, c.ReplayID)
 	case commands.PauseCmd:
-		b.control(ctx, to, "pause", c.ReplayID, false)
+		b.control(ctx, to, engine.ControlPause, c.ReplayID, false)
 	case commands.ResumeCmd:
-		b.control(ctx, to, "resume", c.ReplayID, false)
+		b.control(ctx, to, engine.ControlResume, c.ReplayID, false)
 	case commands.CancelCmd:
-		b.control(ctx, to, "cancel", c.ReplayID, false)
+		b.control(ctx, to, engine.ControlCancel, c.ReplayID, false)
 	case commands.CheckCmd:
 		b.check(ctx, to, c.ReplayID)
 	default:
@@ -185,11 +186,11 @@ func (b *Bot) runAction(ctx context.Context, to replyTo, cb slack.InteractionCal
 	case blocks.ActionDiscard:
 		b.discard(ctx, to, value, cb)
 	case blocks.ActionPause:
-		b.control(ctx, to, "pause", value, true)
+		b.control(ctx, to, engine.ControlPause, value, true)
 	case blocks.ActionResume:
-		b.control(ctx, to, "resume", value, true)
+		b.control(ctx, to, engine.ControlResume, value, true)
 	case blocks.ActionCancel:
-		b.control(ctx, to, "cancel", value, true)
+		b.control(ctx, to, engine.ControlCancel, value, true)
 	case blocks.ActionPark:
 		b.park(ctx, to, value)
 	case blocks.ActionPreviewGroup, blocks.ActionPreviewReturned:

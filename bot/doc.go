@@ -17,9 +17,11 @@
 // (commands.Policy, nil meaning access control is off) are checked on every
 // command and every click, for the person clicking.
 //
-// Bot also implements engine.Notifier. Progress events are queued and sent
-// by a goroutine per replay, so a slow or unreachable Slack never slows a
-// replay: the progress message is edited at most once per EditInterval
+// Notifier (notifier.go) implements engine.Notifier: it is built first
+// and given to the engine, then the Bot is built on it and the engine (the
+// engine notifies Slack and the bot drives the engine). Progress events
+// are queued and sent by a goroutine per replay, so a slow or unreachable
+// Slack never slows a replay: the progress message is edited at most once per EditInterval
 // (the latest state wins and the final state is never dropped), each step
 // result, stop, pause, cancellation, finish and interruption is a short
 // reply in the replay's thread, and each lifecycle event is one line in the

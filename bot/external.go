@@ -30,10 +30,8 @@ func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 	var loc previewLoc
 	if pm, ok := b.previews.get(r.Token); ok {
 		loc = previewLoc{channel: pm.channel, ts: pm.ts, blocks: pm.blocks}
-	} else if ms, ok := b.d.Tokens.(messageStore); ok {
-		if ch, ts, err := ms.Message(ctx, r.Token); err == nil && ch != "" {
-			loc = previewLoc{channel: ch, ts: ts}
-		}
+	} else if ch, ts, err := b.d.Tokens.Message(ctx, r.Token); err == nil && ch != "" {
+		loc = previewLoc{channel: ch, ts: ts}
 	}
 	line := fmt.Sprintf("Preview of %s approved by %s outside Slack: replay %s started.", blocks.EscapeKeepCode(r.DLQ), blocks.Who(r.Approver), r.ID)
 	if loc.channel == "" {
@@ -93,10 +91,8 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 		return "", "", fmt.Errorf("bot: request approval of %s: %w", f.Token, err)
 	}
 	b.previews.put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl})
-	if ms, ok := b.d.Tokens.(messageStore); ok {
-		if err := ms.SetMessage(ctx, f.Token, b.cfg.APIChannel, ts); err != nil {
-			b.log.Warn().Err(err).Str("token", f.Token).Msg("could not record where the preview was posted")
-		}
+	if err := b.d.Tokens.SetMessage(ctx, f.Token, b.cfg.APIChannel, ts); err != nil {
+		b.log.Warn().Err(err).Str("token", f.Token).Msg("could not record where the preview was posted")
 	}
 	return b.cfg.APIChannel, ts, nil
 }

@@ -53,13 +53,7 @@ func (f *fakeEngine) Approve(ctx context.Context, token, approver string, p engi
 	return engine.Approval{Replay: r}, nil
 }
 
-func (f *fakeEngine) Pause(ctx context.Context, id, _ string) (engine.Replay, error) {
-	return f.Status(ctx, id)
-}
-func (f *fakeEngine) Cancel(ctx context.Context, id, _ string) (engine.Replay, error) {
-	return f.Status(ctx, id)
-}
-func (f *fakeEngine) Resume(ctx context.Context, id, _ string, _ engine.Jobs) (engine.Replay, error) {
+func (f *fakeEngine) Control(ctx context.Context, id string, _ engine.ControlAction, _ string, _ engine.Jobs) (engine.Replay, error) {
 	return f.Status(ctx, id)
 }
 
@@ -120,6 +114,12 @@ func (s *fakeStore) Load(_ context.Context, token string) (engine.Frozen, error)
 
 func (s *fakeStore) Discard(context.Context, string) error { return nil }
 
+// SetMessage forgets where a preview was posted: the bot remembers its own.
+func (s *fakeStore) SetMessage(context.Context, string, string, string) error { return nil }
+func (s *fakeStore) Message(context.Context, string) (string, string, error) {
+	return "", "", nil
+}
+
 func (s *fakeStore) Enqueue(_ context.Context, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -153,7 +153,11 @@ func newHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config)) *harness {
 	if mod != nil {
 		mod(&cfg)
 	}
-	b, err := bot.New(cfg, bot.Deps{Engine: eng, Jobs: st, Replays: st, Tokens: st, Log: zerolog.Nop()})
+	n, err := bot.NewNotifier(cfg, bot.NotifierDeps{Replays: st, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bot.New(n, bot.Deps{Engine: eng, Jobs: st, Replays: st, Tokens: st})
 	if err != nil {
 		t.Fatal(err)
 	}

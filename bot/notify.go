@@ -39,11 +39,11 @@ func (l *location) merge(o location) {
 // step reply in the thread and the activity line. Follow-up checks post
 // their report in the thread and a line in the activity channel; parking
 // posts a line in both.
-func (b *Bot) Notify(_ context.Context, e engine.Event) {
+func (n *Notifier) Notify(_ context.Context, e engine.Event) {
 	if e.Replay.ID == "" {
 		return
 	}
-	b.feeds.push(detach(e))
+	n.feeds.push(detach(e))
 }
 
 // detach copies what an event points to: the engine goes on writing its
@@ -90,12 +90,12 @@ type feed struct {
 
 // feeds holds every replay's feed.
 type feeds struct {
-	b  *Bot
+	n  *Notifier
 	mu sync.Mutex
 	m  map[string]*feed
 }
 
-func newFeeds(b *Bot) *feeds { return &feeds{b: b, m: map[string]*feed{}} }
+func newFeeds(n *Notifier) *feeds { return &feeds{n: n, m: map[string]*feed{}} }
 
 // get returns id's feed, creating it (callers hold mu).
 func (fs *feeds) get(id string) *feed {
@@ -115,8 +115,8 @@ func (fs *feeds) remember(id string, loc location) {
 }
 
 func (fs *feeds) push(e engine.Event) {
-	b := fs.b
-	posts, state := eventPosts(e, b.cfg.ActivityChannel != "", b.cfg.CommandName)
+	nt := fs.n
+	posts, state := eventPosts(e, nt.cfg.ActivityChannel != "", nt.cfg.CommandName)
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	f := fs.get(e.Replay.ID)
@@ -130,11 +130,11 @@ func (fs *feeds) push(e engine.Event) {
 	}
 	f.out = append(f.out, posts...)
 	if n := len(f.out) - maxOutbox; n > 0 {
-		b.log.Warn().Str("replay_id", f.id).Int("dropped", n).Msg("slack is behind: oldest thread replies dropped")
+		nt.log.Warn().Str("replay_id", f.id).Int("dropped", n).Msg("slack is behind: oldest thread replies dropped")
 		f.out = append([]outPost(nil), f.out[n:]...)
 	}
 	if !f.running && (f.dirty || len(f.out) > 0) {
-		f.running = b.spawn(func() { fs.serve(f) })
+		f.running = nt.spawn(func() { fs.serve(f) })
 	}
 }
 
@@ -178,7 +178,7 @@ func eventPosts(e engine.Event, activity bool, command string) ([]outPost, bool)
 
 // serve sends f's queued updates until none are left.
 func (fs *feeds) serve(f *feed) {
-	ctx := fs.b.ctx
+	ctx := fs.n.ctx
 	for {
 		fs.mu.Lock()
 		if (len(f.out) == 0 && !f.dirty) || ctx.Err() != nil {
@@ -209,7 +209,7 @@ func (fs *feeds) locate(ctx context.Context, f *feed) location {
 	if loc.channel != "" && loc.progress != "" {
 		return loc
 	}
-	r, err := fs.b.d.Replays.Get(ctx, f.id)
+	r, err := fs.n.replays.Get(ctx, f.id)
 	if err != nil || r.Channel == "" {
 		return loc
 	}
@@ -221,15 +221,15 @@ func (fs *feeds) locate(ctx context.Context, f *feed) location {
 
 // send posts one thread reply or activity line.
 func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
-	b := fs.b
+	nt := fs.n
 	channel, thread := loc.channel, loc.thread
 	if p.activity {
-		channel, thread = b.cfg.ActivityChannel, ""
+		channel, thread = nt.cfg.ActivityChannel, ""
 	} else if channel == "" || thread == "" {
 		return // a replay started outside Slack has no thread
 	}
-	if _, err := b.post(ctx, postAttempts, channel, thread, p.blocks, p.text); err != nil {
-		b.log.Error().Err(err).Str("replay_id", f.id).Bool("activity", p.activity).Msg("slack post dropped")
+	if _, err := nt.post(ctx, postAttempts, channel, thread, p.blocks, p.text); err != nil {
+		nt.log.Error().Err(err).Str("replay_id", f.id).Bool("activity", p.activity).Msg("slack post dropped")
 	}
 }
 
@@ -237,14 +237,14 @@ func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
 // than EditInterval after the previous edit, retrying (with the newest
 // state each time) until it succeeds, fails for good or the bot stops.
 func (fs *feeds) edit(ctx context.Context, f *feed) {
-	b := fs.b
+	nt := fs.n
 	for attempt := 0; ; attempt++ {
 		fs.mu.Lock()
 		if !f.dirty {
 			fs.mu.Unlock()
 			return
 		}
-		wait := time.Until(f.lastEdit.Add(b.cfg.EditInterval))
+		wait := time.Until(f.lastEdit.Add(nt.cfg.EditInterval))
 		fs.mu.Unlock()
 		if !sleepCtx(ctx, wait) {
 			return
@@ -257,12 +257,12 @@ func (fs *feeds) edit(ctx context.Context, f *feed) {
 		if loc.channel == "" {
 			return // nowhere to show it: a replay started outside Slack
 		}
-		bl, text := blocks.ProgressEventAs(b.cfg.CommandName, ev)
+		bl, text := blocks.ProgressEventAs(nt.cfg.CommandName, ev)
 		var err error
 		if loc.progress == "" {
 			err = fs.postProgress(ctx, f, loc, bl, text)
 		} else {
-			err = b.update(ctx, 1, loc.channel, loc.progress, bl, text)
+			err = nt.update(ctx, 1, loc.channel, loc.progress, bl, text)
 		}
 		if err == nil {
 			return
@@ -272,7 +272,7 @@ func (fs *feeds) edit(ctx context.Context, f *feed) {
 		fs.mu.Unlock()
 		if gone(err) {
 			// Someone deleted the progress message: post a new one.
-			b.log.Warn().Str("replay_id", f.id).Msg("progress message gone; posting it again")
+			nt.log.Warn().Str("replay_id", f.id).Msg("progress message gone; posting it again")
 			fs.mu.Lock()
 			f.loc.progress = ""
 			fs.mu.Unlock()
@@ -280,14 +280,14 @@ func (fs *feeds) edit(ctx context.Context, f *feed) {
 		}
 		retryIn, ok := retryWait(err, attempt)
 		if !ok {
-			b.log.Error().Err(err).Str("replay_id", f.id).Msg("progress message not updated")
+			nt.log.Error().Err(err).Str("replay_id", f.id).Msg("progress message not updated")
 			fs.mu.Lock()
 			f.dirty = false
 			fs.mu.Unlock()
 			return
 		}
-		b.log.Warn().Err(err).Str("replay_id", f.id).Dur("retry_in", retryIn).Msg("progress edit failed; retrying with the latest state")
-		if !sleepCtx(ctx, retryIn-b.cfg.EditInterval) {
+		nt.log.Warn().Err(err).Str("replay_id", f.id).Dur("retry_in", retryIn).Msg("progress edit failed; retrying with the latest state")
+		if !sleepCtx(ctx, retryIn-nt.cfg.EditInterval) {
 			return
 		}
 	}
@@ -296,8 +296,8 @@ func (fs *feeds) edit(ctx context.Context, f *feed) {
 // postProgress posts a progress message the approval could not post, and
 // records it.
 func (fs *feeds) postProgress(ctx context.Context, f *feed, loc location, bl []slack.Block, text string) error {
-	b := fs.b
-	ts, err := b.post(ctx, 1, loc.channel, loc.thread, bl, text)
+	nt := fs.n
+	ts, err := nt.post(ctx, 1, loc.channel, loc.thread, bl, text)
 	if err != nil {
 		return err
 	}
@@ -308,11 +308,11 @@ func (fs *feeds) postProgress(ctx context.Context, f *feed, loc location, bl []s
 	}
 	where := f.loc
 	fs.mu.Unlock()
-	if err := b.d.Replays.Update(ctx, f.id, func(cur *engine.Replay) error {
+	if err := nt.replays.Update(ctx, f.id, func(cur *engine.Replay) error {
 		cur.Channel, cur.ThreadTS, cur.ProgressTS = where.channel, where.thread, where.progress
 		return nil
 	}); err != nil {
-		b.log.Warn().Err(err).Str("replay_id", f.id).Msg("could not record the progress message")
+		nt.log.Warn().Err(err).Str("replay_id", f.id).Msg("could not record the progress message")
 	}
 	return nil
 }

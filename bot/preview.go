@@ -52,11 +52,9 @@ func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 	}
 	if p.Token != "" {
 		b.previews.put(p.Token, previewMsg{channel: to.channel, ts: ts, blocks: bl})
-		if ms, ok := b.d.Tokens.(messageStore); ok {
-			// Any replica approving the token threads the replay under it.
-			if err := ms.SetMessage(ctx, p.Token, to.channel, ts); err != nil {
-				b.log.Warn().Err(err).Str("token", p.Token).Msg("could not record where the preview was posted")
-			}
+		// Any replica approving the token threads the replay under it.
+		if err := b.d.Tokens.SetMessage(ctx, p.Token, to.channel, ts); err != nil {
+			b.log.Warn().Err(err).Str("token", p.Token).Msg("could not record where the preview was posted")
 		}
 	}
 	if max(p.Rows, len(p.Messages)) > previewShows {

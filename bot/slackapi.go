@@ -52,10 +52,10 @@ func retryWait(err error, attempt int) (time.Duration, bool) {
 
 // retry calls fn until it succeeds, fails for good, has been tried
 // attempts times (attempts ≤ 0: until ctx ends) or ctx ends.
-func (b *Bot) retry(ctx context.Context, what string, attempts int, fn func(ctx context.Context) error) error {
+func (n *Notifier) retry(ctx context.Context, what string, attempts int, fn func(ctx context.Context) error) error {
 	for i := 0; ; i++ {
 		err := fn(ctx)
-		if o := b.d.Observer; o != nil {
+		if o := n.observer; o != nil {
 			o.SlackCall(what, err)
 		}
 		if err == nil {
@@ -65,10 +65,10 @@ func (b *Bot) retry(ctx context.Context, what string, attempts int, fn func(ctx 
 		if !ok || (attempts > 0 && i+1 >= attempts) || ctx.Err() != nil {
 			return err
 		}
-		if o := b.d.Observer; o != nil {
+		if o := n.observer; o != nil {
 			o.SlackRetry(what)
 		}
-		b.log.Warn().Err(err).Str("call", what).Dur("retry_in", wait).Int("attempt", i+1).Msg("slack call failed; retrying")
+		n.log.Warn().Err(err).Str("call", what).Dur("retry_in", wait).Int("attempt", i+1).Msg("slack call failed; retrying")
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -80,7 +80,7 @@ func (b *Bot) retry(ctx context.Context, what string, attempts int, fn func(ctx 
 }
 
 // post posts a message (a thread reply when thread is set) and returns its ts.
-func (b *Bot) post(ctx context.Context, attempts int, channel, thread string, bl []slack.Block, text string) (string, error) {
+func (n *Notifier) post(ctx context.Context, attempts int, channel, thread string, bl []slack.Block, text string) (string, error) {
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false)}
 	if len(bl) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(bl...))
@@ -89,9 +89,9 @@ func (b *Bot) post(ctx context.Context, attempts int, channel, thread string, bl
 		opts = append(opts, slack.MsgOptionTS(thread))
 	}
 	var ts string
-	err := b.retry(ctx, "chat.postMessage", attempts, func(ctx context.Context) error {
+	err := n.retry(ctx, "chat.postMessage", attempts, func(ctx context.Context) error {
 		var err error
-		_, ts, err = b.api.PostMessageContext(ctx, channel, opts...)
+		_, ts, err = n.api.PostMessageContext(ctx, channel, opts...)
 		return err
 	})
 	if err != nil {
@@ -101,9 +101,9 @@ func (b *Bot) post(ctx context.Context, attempts int, channel, thread string, bl
 }
 
 // update replaces a message's blocks.
-func (b *Bot) update(ctx context.Context, attempts int, channel, ts string, bl []slack.Block, text string) error {
-	err := b.retry(ctx, "chat.update", attempts, func(ctx context.Context) error {
-		_, _, _, err := b.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(bl...))
+func (n *Notifier) update(ctx context.Context, attempts int, channel, ts string, bl []slack.Block, text string) error {
+	err := n.retry(ctx, "chat.update", attempts, func(ctx context.Context) error {
+		_, _, _, err := n.api.UpdateMessageContext(ctx, channel, ts, slack.MsgOptionText(text, false), slack.MsgOptionBlocks(bl...))
 		return err
 	})
 	if err != nil {

@@ -138,9 +138,6 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 // atomically: of concurrent approvals exactly one succeeds, the others get
 // ErrTokenUsed.
 func (s *Service) Approve(ctx context.Context, token, approver string, p Params, confirmed bool) (Approval, error) {
-	if s.d.Replays == nil {
-		return Approval{}, errors.New("engine: approve: no replay store configured")
-	}
 	// Consume first: of concurrent approvals only one gets this far, so
 	// the comparison below (a scan of the DLQ) never races another one.
 	id := NewReplayID()
@@ -168,13 +165,11 @@ func (s *Service) Approve(ctx context.Context, token, approver string, p Params,
 		err = fmt.Errorf("engine: approve %s: create replay: %w", token, err)
 		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, false, err)
 	}
-	if rt, ok := s.d.Tokens.(Retainer); ok {
-		// The replay reads its frozen preview until it ends, however long
-		// it stays paused: keep it as long as replay records are kept.
-		if err := rt.Retain(ctx, token, 30*24*time.Hour); err != nil {
-			err = fmt.Errorf("engine: approve %s: keep the preview: %w", token, err)
-			return Approval{Changes: changes}, s.undoApproval(ctx, token, id, true, err)
-		}
+	// The replay reads its frozen preview until it ends, however long it
+	// stays paused: keep it as long as replay records are kept.
+	if err := s.d.Tokens.Retain(ctx, token, 30*24*time.Hour); err != nil {
+		err = fmt.Errorf("engine: approve %s: keep the preview: %w", token, err)
+		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, true, err)
 	}
 	return Approval{Replay: r, Changes: changes}, nil
 }
@@ -193,11 +188,7 @@ func (s *Service) undoApproval(ctx context.Context, token, id string, created bo
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if created {
-		up, ok := s.d.Replays.(Updater)
-		if !ok {
-			return fmt.Errorf("%w: %w (replay %s could not be withdrawn; the preview stays used)", ErrApprovalFailed, cause, id)
-		}
-		err := up.UpdateUnowned(rctx, id, func(cur *Replay) error {
+		err := s.d.Replays.UpdateUnowned(rctx, id, func(cur *Replay) error {
 			if cur.State != StateQueued {
 				return ErrNoChange
 			}
@@ -226,9 +217,4 @@ func NewID(prefix string) string {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return prefix + hex.EncodeToString(b[:])
-}
-
-// Retainer keeps a consumed token's preview beyond its TTL.
-type Retainer interface {
-	Retain(ctx context.Context, token string, d time.Duration) error
 }

@@ -38,9 +38,8 @@ func (ev *events) kinds() []engine.EventKind {
 
 func TestCanaryStopsWhenTheFirstStepComesBack(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fast)
 	ev := &events{}
-	e.svc.SetNotifier(ev)
+	e := newEnvTuned(t, fast, testkit.Rabbit3, func(d *engine.Deps) { d.Notifier = ev })
 	r := e.rabbit
 	src, dlq := r.DeadLettered(50, 100)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
@@ -72,9 +71,8 @@ func TestCanaryStopsWhenTheFirstStepComesBack(t *testing.T) {
 
 func TestCanaryFinishesWithAHealthyConsumer(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fast)
 	ev := &events{}
-	e.svc.SetNotifier(ev)
+	e := newEnvTuned(t, fast, testkit.Rabbit3, func(d *engine.Deps) { d.Notifier = ev })
 	r := e.rabbit
 	src, dlq := r.DeadLettered(75, 100)
 	p := preview(t, e, engine.Selection{DLQ: dlq})

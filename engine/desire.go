@@ -41,29 +41,11 @@ type DesireResult struct {
 	Owned bool
 }
 
-// Desirer records a desired state only when the replay's state allows it,
-// atomically with the check (store.Replays implements it).
-type Desirer interface {
-	DesireIf(ctx context.Context, id string, want State, by string, from ...State) (DesireResult, error)
-}
-
-// Yielder is the owner's last write of a run that leaves the replay
-// resumable: record, desired state and lease release in one atomic step,
-// refused with ErrDesireChanged when the desired state became one of
-// unless (store.Replays implements it).
-type Yielder interface {
-	Yield(ctx context.Context, r Replay, owner string, epoch int64, desired State, unless ...State) error
-}
-
 // desire records that by wants replay id in state want, provided it is in
 // one of the states from. A refusal wraps ErrNotControllable and says why;
 // the returned record is the replay as it stands.
 func (s *Service) desire(ctx context.Context, id, by string, want State, from ...State) (Replay, DesireResult, error) {
-	d, ok := s.d.Replays.(Desirer)
-	if !ok {
-		return s.desireUnsafe(ctx, id, by, want, from...)
-	}
-	res, err := d.DesireIf(ctx, id, want, by, from...)
+	res, err := s.d.Replays.DesireIf(ctx, id, want, by, from...)
 	if err != nil {
 		return Replay{}, res, fmt.Errorf("engine: %s %s: %w", verbOf(want), id, err)
 	}
@@ -81,29 +63,6 @@ func (s *Service) desire(ctx context.Context, id, by string, want State, from ..
 	default:
 		return r, res, fmt.Errorf("engine: %s %s: %w: it is %s", verbOf(want), id, ErrNotControllable, res.State)
 	}
-}
-
-// desireUnsafe is desire for stores that cannot check and write in one
-// step (a read, then a write).
-func (s *Service) desireUnsafe(ctx context.Context, id, by string, want State, from ...State) (Replay, DesireResult, error) {
-	r, err := s.d.Replays.Get(ctx, id)
-	if err != nil {
-		return r, DesireResult{}, fmt.Errorf("engine: %s %s: %w", verbOf(want), id, err)
-	}
-	res := DesireResult{State: r.State}
-	ok := false
-	for _, f := range from {
-		ok = ok || r.State == f
-	}
-	if !ok {
-		res.Refused = RefusedState
-		return r, res, fmt.Errorf("engine: %s %s: %w: it is %s", verbOf(want), id, ErrNotControllable, r.State)
-	}
-	if err := s.d.Replays.Desire(ctx, id, want, by); err != nil {
-		return r, res, fmt.Errorf("engine: %s %s: %w", verbOf(want), id, err)
-	}
-	res.Recorded, res.Owned = true, r.State == StateRunning
-	return r, res, nil
 }
 
 // verbOf names the request for a desired state.

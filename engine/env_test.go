@@ -28,24 +28,27 @@ func newEnv(t testing.TB, cfg engine.Config) *env {
 // newEnvOn is newEnv on one broker of the matrix (testkit.EachBroker).
 func newEnvOn(t testing.TB, cfg engine.Config, on testkit.Broker) *env {
 	t.Helper()
-	b, err := amqp.New(amqp.Config{URL: on.AMQPURL, ManagementURL: on.ManagementURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
+	return newEnvTuned(t, cfg, on, nil)
+}
+
+// newEnvTuned is newEnvOn with the engine's deps changed by tune (when set)
+// before the engine is built: a notifier, a wrapped store.
+func newEnvTuned(t testing.TB, cfg engine.Config, on testkit.Broker, tune func(*engine.Deps)) *env {
+	t.Helper()
 	rdb, prefix := testkit.Redis(t)
 	st, err := store.New(store.Config{Prefix: prefix}, rdb, engine.SystemClock{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.SetReadMarks(st.ReadMarks())
-	deps := engine.Deps{Broker: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
-		Taps: b, Returns: st.Returns()}
-	if m, ok := any(b).(engine.Mover); ok {
-		deps.Mover = m
+	b, err := amqp.New(amqp.Config{URL: on.AMQPURL, ManagementURL: on.ManagementURL, ReadMarks: st.ReadMarks()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if s, ok := any(b).(engine.Stats); ok {
-		deps.Stats = s
+	t.Cleanup(func() { _ = b.Close() })
+	deps := engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(),
+		Leases: st.Leases(), Taps: b, Returns: st.Returns()}
+	if tune != nil {
+		tune(&deps)
 	}
 	svc, err := engine.New(cfg, deps)
 	if err != nil {

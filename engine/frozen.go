@@ -65,6 +65,9 @@ type Tokens interface {
 	Release(ctx context.Context, token, replayID string) error
 	// Discard deletes an unused token.
 	Discard(ctx context.Context, token string) error
+	// Retain keeps a consumed token's preview for d beyond its TTL: a
+	// replay reads its frozen preview until it ends.
+	Retain(ctx context.Context, token string, d time.Duration) error
 }
 
 // LedgerEntry records one copy a replay sent (or was about to send).

@@ -156,7 +156,7 @@ func TestSecondRunInTheSameProcessIsAnotherOwner(t *testing.T) {
 }
 
 // hookReplays is the real store with a hook run just before the owner
-// writes the replay as paused (by Yield, or Put on stores without it).
+// writes the replay as paused (by Yield).
 type hookReplays struct {
 	*store.Replays
 	once        sync.Once
@@ -167,11 +167,6 @@ func (h *hookReplays) paused(r engine.Replay) {
 	if r.State == engine.StatePaused && h.beforePause != nil {
 		h.once.Do(h.beforePause)
 	}
-}
-
-func (h *hookReplays) Put(ctx context.Context, r engine.Replay, owner string, epoch int64) error {
-	h.paused(r)
-	return h.Replays.Put(ctx, r, owner, epoch)
 }
 
 func (h *hookReplays) Yield(ctx context.Context, r engine.Replay, owner string, epoch int64, desired engine.State, unless ...engine.State) error {

@@ -37,11 +37,10 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (ParkResult, er
 		limit = f.ParkAfter
 	}
 	res := ParkResult{ReplayID: r.ID, Queue: ParkingQueue(r.DLQ)}
-	decl, ok := s.d.Broker.(Declarer)
-	if !ok || s.d.Mover == nil {
-		return res, errors.New("engine: park: the broker cannot declare queues or move messages")
+	if s.d.Mover == nil {
+		return res, errors.New("engine: park: no mover configured")
 	}
-	if err := decl.DeclareQueue(ctx, res.Queue); err != nil {
+	if err := s.d.Broker.DeclareQueue(ctx, res.Queue); err != nil {
 		return res, fmt.Errorf("engine: park %s: %w", replayID, err)
 	}
 	mr, err := s.d.Mover.Move(ctx, MoveRequest{

@@ -120,6 +120,9 @@ type Broker interface {
 	Scan(ctx context.Context, queue string, visit func(Message) error) (ScanInfo, error)
 	// Route returns the queues that exchange's bindings route routingKey to.
 	Route(ctx context.Context, exchange, routingKey string) ([]string, error)
+	// DeclareQueue declares a durable classic queue (the parking queue) if
+	// it does not exist; an existing queue is left as it is.
+	DeclareQueue(ctx context.Context, name string) error
 }
 
 // QueueStats are a queue's counters from the management API. They lag the
@@ -141,11 +144,4 @@ type QueueStats struct {
 // Stats reads queue counters from the management API.
 type Stats interface {
 	Counters(ctx context.Context, queue string) (QueueStats, error)
-}
-
-// Declarer declares queues (the parking queue).
-type Declarer interface {
-	// DeclareQueue declares a durable classic queue if it does not exist;
-	// an existing queue is left as it is.
-	DeclareQueue(ctx context.Context, name string) error
 }

@@ -136,8 +136,8 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	if err != nil && !errors.Is(err, errStopScan) {
 		return nil, fmt.Errorf("engine: preview %s: scan: %w", sel.DLQ, err)
 	}
-	if s.onScan != nil {
-		s.onScan(info.Read, info.Duration)
+	if s.d.ScanObserver != nil {
+		s.d.ScanObserver.ScanObserved(info.Read, info.Duration)
 	}
 	p.Arrivals = arr.view()
 	p.Coverage = info.Coverage

@@ -263,7 +263,8 @@ func TestPreviewBadInputChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := engine.New(engine.Config{}, engine.Deps{Broker: down, Tokens: e.store.Tokens(), Ledger: e.store.Ledger()})
+	svc, err := engine.New(engine.Config{}, engine.Deps{Broker: down, Tokens: e.store.Tokens(), Ledger: e.store.Ledger(),
+		Replays: e.store.Replays(), Leases: e.store.Leases()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +281,8 @@ func TestPreviewBadInputChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err = engine.New(engine.Config{}, engine.Deps{Broker: e.broker, Tokens: bad.Tokens(), Ledger: bad.Ledger()})
+	svc, err = engine.New(engine.Config{}, engine.Deps{Broker: e.broker, Tokens: bad.Tokens(), Ledger: bad.Ledger(),
+		Replays: bad.Replays(), Leases: bad.Leases()})
 	if err != nil {
 		t.Fatal(err)
 	}

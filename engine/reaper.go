@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -33,22 +32,7 @@ func (s *Service) Reap(ctx context.Context, every time.Duration) {
 // interrupted, freezing what it sent, and returns those it marked. It never
 // re-queues them: a replay whose owner died is reported, not re-run.
 func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
-	up, ok2 := s.d.Replays.(Updater)
-	hold, ok3 := s.d.Leases.(Owners)
-	if !ok2 || !ok3 {
-		return nil, errors.New("engine: reap: the store cannot update replays or tell lease owners")
-	}
-	var ids []string
-	var err error
-	if act, ok := s.d.Replays.(Active); ok {
-		ids, err = act.Active(ctx)
-	} else {
-		var all []Replay
-		all, err = s.d.Replays.List(ctx, 0)
-		for _, r := range all {
-			ids = append(ids, r.ID)
-		}
-	}
+	ids, err := s.d.Replays.Active(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("engine: reap: %w", err)
 	}
@@ -58,7 +42,7 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 		if err != nil || r.State != StateRunning {
 			continue
 		}
-		if h, err := hold.Owner(ctx, id); err != nil || h != "" {
+		if h, err := s.d.Leases.Owner(ctx, id); err != nil || h != "" {
 			continue
 		}
 		// The ledger, not the last progress write, says what was sent.
@@ -79,7 +63,7 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 			rest = f.Selection
 		}
 		marked := false
-		err = up.UpdateUnowned(ctx, id, func(cur *Replay) error {
+		err = s.d.Replays.UpdateUnowned(ctx, id, func(cur *Replay) error {
 			if cur.State != StateRunning {
 				return ErrNoChange
 			}

@@ -109,14 +109,30 @@ type Replays interface {
 	// Put overwrites r if owner still holds r.ID's lease at epoch;
 	// ErrLeaseLost otherwise.
 	Put(ctx context.Context, r Replay, owner string, epoch int64) error
-	// Desire records the state an operator asked for (paused, running,
-	// cancelled); the owner polls Desired.
-	Desire(ctx context.Context, id string, s State, by string) error
 	// Desired returns the last desired state and who asked for it (""
 	// when none).
 	Desired(ctx context.Context, id string) (State, string, error)
 	// List returns replays, newest first, at most n.
 	List(ctx context.Context, n int) ([]Replay, error)
+	// Active lists the replays not in a final state, so that the reaper
+	// need not read every replay kept.
+	Active(ctx context.Context) ([]string, error)
+	// Update changes a record without owning it, whoever holds the lease,
+	// atomically (optimistic locking): fn sees the current record and may
+	// change it; an error from fn (such as ErrNoChange) leaves it as it is
+	// and is returned.
+	Update(ctx context.Context, id string, fn func(*Replay) error) error
+	// UpdateUnowned is Update only while nobody holds the lease.
+	UpdateUnowned(ctx context.Context, id string, fn func(*Replay) error) error
+	// DesireIf records the state an operator asked for (paused, running,
+	// cancelled) only when the replay's state is one of from, atomically
+	// with the check; the owner polls Desired.
+	DesireIf(ctx context.Context, id string, want State, by string, from ...State) (DesireResult, error)
+	// Yield is the owner's last write of a run that leaves the replay
+	// resumable: record, desired state and lease release in one atomic
+	// step, refused with ErrDesireChanged when the desired state became
+	// one of unless.
+	Yield(ctx context.Context, r Replay, owner string, epoch int64, desired State, unless ...State) error
 }
 
 // Leases hold replay ownership (README "Workers, leases and what survives a
@@ -129,6 +145,8 @@ type Leases interface {
 	Extend(ctx context.Context, replayID, owner string, ttl time.Duration) error
 	// Release frees the lease if owner holds it.
 	Release(ctx context.Context, replayID, owner string) error
+	// Owner tells who holds replayID's lease ("" when nobody does).
+	Owner(ctx context.Context, replayID string) (string, error)
 }
 
 // Defaults for Params.

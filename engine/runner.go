@@ -44,8 +44,8 @@ type run struct {
 // stood. It never re-sends what the ledger says was sent. Another process
 // owning the replay is ErrReplayBusy.
 func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
-	if s.d.Replays == nil || s.d.Leases == nil || s.d.Mover == nil {
-		return Replay{}, errors.New("engine: run: replays, leases and mover are required")
+	if s.d.Mover == nil {
+		return Replay{}, errors.New("engine: run: a mover is required")
 	}
 	// The lease is held by this run, not by the worker: another run of the
 	// same replay in the same process (a stray job) never passes for this
@@ -380,12 +380,8 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 // step, refused with ErrDesireChanged when an operator asked since for
 // one of the states unless.
 func (rn *run) yield(ctx context.Context, desired State, unless ...State) error {
-	y, ok := rn.s.d.Replays.(Yielder)
-	if !ok {
-		return rn.put(ctx)
-	}
 	rn.r.UpdatedAt = rn.s.d.Clock.Now()
-	if err := y.Yield(ctx, rn.r, rn.owner, rn.epoch, desired, unless...); err != nil {
+	if err := rn.s.d.Replays.Yield(ctx, rn.r, rn.owner, rn.epoch, desired, unless...); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			rn.hb.lost.Store(true)
 		}

@@ -96,20 +96,28 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Deps are the engine's collaborators.
+// Deps are the engine's collaborators, all given to New: nothing is
+// discovered or set later.
 type Deps struct {
+	// Broker, Tokens, Ledger, Replays and Leases are required.
 	Broker  Broker
-	Mover   Mover
 	Tokens  Tokens
 	Ledger  Ledger
 	Replays Replays
 	Leases  Leases
-	Clock   Clock
+	// Mover moves messages (replays, parking); optional for an engine
+	// that only previews.
+	Mover Mover
+	// Clock tells the time; optional (default SystemClock).
+	Clock Clock
 	// Stats reads the management API's queue counters; optional (settling
 	// is then judged from the ready count alone).
 	Stats Stats
 	// Notifier receives progress events; optional.
 	Notifier Notifier
+	// ScanObserver is told about every completed preview scan, for
+	// metrics; optional.
+	ScanObserver ScanObserver
 	// Schedule holds follow-up checks; optional (no follow-ups without it).
 	Schedule Schedule
 	// Taps and Returns find returns through a tap queue per DLQ instead of
@@ -118,21 +126,26 @@ type Deps struct {
 	Returns Returns
 }
 
-// Service runs previews and replays.
-type Service struct {
-	cfg    Config
-	d      Deps
-	onScan func(messages int, d time.Duration)
+// ScanObserver is told about every completed preview scan: the messages
+// read and how long it took.
+type ScanObserver interface {
+	ScanObserved(messages int, d time.Duration)
 }
 
-// New validates cfg and deps and returns a Service. Broker, Tokens and
-// Ledger are required; Clock defaults to the system clock.
+// Service runs previews and replays.
+type Service struct {
+	cfg Config
+	d   Deps
+}
+
+// New validates cfg and deps and returns a Service. Broker, Tokens, Ledger,
+// Replays and Leases are required; Clock defaults to the system clock.
 func New(cfg Config, d Deps) (*Service, error) {
 	if err := cfg.Dialect.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: new: %w", err)
 	}
-	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil {
-		return nil, errors.New("engine: new: broker, tokens and ledger are required")
+	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil || d.Replays == nil || d.Leases == nil {
+		return nil, errors.New("engine: new: broker, tokens, ledger, replays and leases are required")
 	}
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
@@ -165,11 +178,3 @@ func excerpt(body []byte, n int) string {
 
 // errStopScan ends a scan early once a limit is reached.
 var errStopScan = fmt.Errorf("engine: scan limit reached")
-
-// SetScanObserver sets a function told about every completed preview scan
-// (messages read, duration), for metrics.
-func (s *Service) SetScanObserver(f func(messages int, d time.Duration)) { s.onScan = f }
-
-// SetNotifier replaces the notifier; call it before the service runs
-// replays (the bot wires itself in after the engine is built).
-func (s *Service) SetNotifier(n Notifier) { s.d.Notifier = n }

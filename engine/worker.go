@@ -131,14 +131,10 @@ func (s *Service) Cancel(ctx context.Context, id, by string) (Replay, error) {
 	if err != nil || r.State == StateRunning {
 		return r, err
 	}
-	up, ok := s.d.Replays.(Updater)
-	if !ok {
-		return r, nil
-	}
 	// If an owner holds the lease meanwhile, it acts on the desired state
 	// within a second; the update below is only for replays nobody runs.
 	cancelled := false
-	_ = up.UpdateUnowned(ctx, id, func(cur *Replay) error {
+	_ = s.d.Replays.UpdateUnowned(ctx, id, func(cur *Replay) error {
 		if cur.State == StateRunning || cur.State.Terminal() {
 			return ErrNoChange
 		}

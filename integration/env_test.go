@@ -72,22 +72,16 @@ func newEnv(t testing.TB, o options) *env {
 	if o.on.Name == "" {
 		o.on = testkit.Rabbit3
 	}
-	b, err := amqp.New(amqp.Config{URL: o.on.AMQPURL, ManagementURL: o.on.ManagementURL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
 	rdb, prefix := testkit.Redis(t)
 	st, err := store.New(store.Config{Prefix: prefix}, rdb, engine.SystemClock{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.SetReadMarks(st.ReadMarks())
-	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases()})
+	b, err := amqp.New(amqp.Config{URL: o.on.AMQPURL, ManagementURL: o.on.ManagementURL, ReadMarks: st.ReadMarks()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = b.Close() })
 	stub := slackstub.New(secret)
 	t.Cleanup(stub.Close)
 	var policy *commands.Policy
@@ -96,15 +90,26 @@ func newEnv(t testing.TB, o options) *env {
 			t.Fatal(err)
 		}
 	}
-	bt, err := bot.New(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
+	// The Slack notifier comes first: the engine notifies it, and the bot
+	// built on it drives the engine.
+	slack, err := bot.NewNotifier(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
 		APIURL: stub.APIURL(), ActivityChannel: activity, Policy: policy, APIChannel: o.apiChannel},
-		bot.Deps{Engine: svc, Jobs: st.Jobs(), Replays: st.Replays(), Tokens: st.Tokens(), Log: logger()})
+		bot.NotifierDeps{Replays: st.Replays(), Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc.SetNotifier(bt)
+	var notifier engine.Notifier = slack
 	if o.events {
-		svc.SetNotifier(engine.Notifiers{bt, api.RecordEvents(st.Events(), logger())})
+		notifier = engine.Notifiers{slack, api.RecordEvents(st.Events(), logger())}
+	}
+	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt, err := bot.New(slack, bot.Deps{Engine: svc, Jobs: st.Jobs(), Replays: st.Replays(), Tokens: st.Tokens()})
+	if err != nil {
+		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/slack/", bt.Handler())

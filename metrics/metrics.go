@@ -186,4 +186,7 @@ func (m *Metrics) ScanObserved(messages int, d time.Duration) {
 	}
 }
 
-var _ engine.Notifier = (*Metrics)(nil)
+var (
+	_ engine.Notifier     = (*Metrics)(nil)
+	_ engine.ScanObserver = (*Metrics)(nil)
+)

@@ -10,11 +10,6 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-var (
-	_ engine.Desirer = (*Replays)(nil)
-	_ engine.Yielder = (*Replays)(nil)
-)
-
 // desireIfScript records the state an operator asked for, only when the
 // replay's state allows it, in one step: the check and the write cannot be
 // separated by an owner's transition.

@@ -11,10 +11,7 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-var (
-	_ engine.Leases = (*Leases)(nil)
-	_ engine.Owners = (*Leases)(nil)
-)
+var _ engine.Leases = (*Leases)(nil)
 
 // acquireScript takes a free lease and bumps the replay's fencing epoch.
 //

@@ -12,10 +12,7 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-var (
-	_ engine.Replays = (*Replays)(nil)
-	_ engine.Updater = (*Replays)(nil)
-)
+var _ engine.Replays = (*Replays)(nil)
 
 // Fields of a replay's hash.
 const (
@@ -102,8 +99,6 @@ func (rs *Replays) Create(ctx context.Context, r engine.Replay) error {
 // reads instead of every replay kept. It is another slot than the replay's
 // keys, so it is written after the replay (not atomically): it is an index
 // only, and its readers check each replay's state.
-var _ engine.Active = (*Replays)(nil)
-
 func (rs *Replays) track(ctx context.Context, id string, s engine.State) error {
 	var err error
 	if s.Terminal() {

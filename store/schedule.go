@@ -6,7 +6,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stroma/dlqbot/engine"
 )
+
+var _ engine.Schedule = (*Schedule)(nil)
 
 // maxClaim bounds one ClaimDue call (the script unpacks the members into one
 // ZREM, and Lua's stack is limited).

@@ -70,7 +70,7 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 	if len(args) > 0 {
 		return usageError("dlqbot mcp takes no arguments; it speaks MCP on stdin and stdout (set DLQBOT_MCP_TOKEN to act as a principal)")
 	}
-	a, err := newApp(cfg, stderr, nil)
+	a, err := newApp(cfg, stderr)
 	if err != nil {
 		return err
 	}
@@ -92,9 +92,12 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 	}
 	var b *bot.Bot
 	if cfg.SlackBotToken != "" {
-		b, err = bot.New(bot.Config{BotToken: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel,
-			Policy: policy, APIChannel: cfg.APIChannel}, bot.Deps{Engine: a.svc, Jobs: a.store.Jobs(), Replays: a.store.Replays(),
-			Tokens: a.store.Tokens(), Log: a.log})
+		n, err := bot.NewNotifier(bot.Config{BotToken: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel,
+			Policy: policy, APIChannel: cfg.APIChannel}, bot.NotifierDeps{Replays: a.store.Replays(), Log: a.log})
+		if err != nil {
+			return usageError("slack: %w", err)
+		}
+		b, err = bot.New(n, bot.Deps{Engine: a.svc, Jobs: a.store.Jobs(), Replays: a.store.Replays(), Tokens: a.store.Tokens()})
 		if err != nil {
 			return usageError("slack: %w", err)
 		}

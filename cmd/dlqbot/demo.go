@@ -77,7 +77,7 @@ func demoCommand(ctx context.Context, cfg config, args []string, stdout, stderr 
 // services answered and the page's port was free — and runs them until
 // ctx ends.
 func runDemo(ctx context.Context, cfg config, addr string, q demo.Queues, resetRedis bool, stdout, stderr io.Writer) error {
-	a, err := newApp(cfg, demoLog(stderr), nil)
+	a, err := openApp(cfg, demoLog(stderr))
 	if err != nil {
 		return err
 	}

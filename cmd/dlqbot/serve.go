@@ -19,6 +19,7 @@ import (
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/metrics"
+	"github.com/stroma/dlqbot/store"
 )
 
 // serve runs, until ctx ends: a replay worker, the reaper that reports
@@ -27,7 +28,7 @@ import (
 // parts against one Redis.
 func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 	err := func() error {
-		a, err := newApp(cfg, stderr, nil)
+		a, err := openApp(cfg, stderr)
 		if err != nil {
 			return err
 		}
@@ -59,8 +60,9 @@ type replica struct {
 	mux *http.ServeMux
 }
 
-// newReplica builds the replica's parts from a.cfg: the Slack bot (see
-// newSlackBot) as the engine's notifier next to the log, and the HTTP
+// newReplica builds the replica's parts from a.cfg: the engine's notifiers
+// (the log, the metrics, the API's event record and the Slack notifier, see
+// newSlackNotifier), then the engine, the Slack bot on it and the HTTP
 // routes. It starts nothing.
 func (a *app) newReplica() (*replica, error) {
 	r := &replica{a: a, id: engine.NewID("w_"), mux: http.NewServeMux()}
@@ -72,17 +74,22 @@ func (a *app) newReplica() (*replica, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.metrics = metrics.New(reg)
-	a.svc.SetScanObserver(a.metrics.ScanObserved)
 	notifiers := engine.Notifiers{logEvents, a.metrics, api.RecordEvents(a.store.Events(), r.log)}
-	b, err := newSlackBot(a.cfg, a, r.log)
+	slack, err := newSlackNotifier(a.cfg, a.store, a.metrics, r.log)
+	if err != nil {
+		return nil, err
+	}
+	if slack != nil {
+		notifiers = append(notifiers, slack)
+	}
+	if err := a.newEngine(notifiers, a.metrics); err != nil {
+		return nil, err
+	}
+	b, err := newSlackBot(a.cfg, a, slack, r.log)
 	if err != nil {
 		return nil, err
 	}
 	r.bot = b
-	if b != nil {
-		notifiers = append(notifiers, b)
-	}
-	a.svc.SetNotifier(notifiers)
 	r.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	r.mux.HandleFunc("GET /readyz", a.readyz)
 	r.mux.Handle("GET /metrics", a.metrics.Handler())
@@ -175,12 +182,11 @@ func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintln(w, "ready")
 }
 
-// newSlackBot builds the Slack bot when SLACK_BOT_TOKEN is set: with
-// SLACK_SIGNING_SECRET it serves the HTTP endpoints, with SLACK_APP_TOKEN
-// Socket Mode; with neither it only posts the progress of the replays this
-// replica runs. Without any Slack variable it returns nil, and serve runs
-// the worker, the reaper and /healthz, /readyz only.
-func newSlackBot(cfg config, a *app, log zerolog.Logger) (*bot.Bot, error) {
+// newSlackNotifier builds the Slack notifier, which posts the progress of
+// the replays this replica runs, when SLACK_BOT_TOKEN is set. Without any
+// Slack variable it returns nil, and serve runs the worker, the reaper and
+// /healthz, /readyz only.
+func newSlackNotifier(cfg config, st *store.Store, o bot.Observer, log zerolog.Logger) (*bot.Notifier, error) {
 	if cfg.SlackBotToken == "" {
 		if cfg.SlackSigningSecret != "" || cfg.SlackAppToken != "" {
 			return nil, usageError("SLACK_BOT_TOKEN is required with SLACK_SIGNING_SECRET or SLACK_APP_TOKEN")
@@ -196,18 +202,30 @@ func newSlackBot(cfg config, a *app, log zerolog.Logger) (*bot.Bot, error) {
 		}
 		policy = p
 	}
-	b, err := bot.New(bot.Config{
+	n, err := bot.NewNotifier(bot.Config{
 		SigningSecret: cfg.SlackSigningSecret, BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken,
 		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, Policy: policy, APIChannel: cfg.APIChannel,
-	}, bot.Deps{
-		Engine: a.svc, Jobs: a.store.Jobs(), Replays: a.store.Replays(), Tokens: a.store.Tokens(), Log: log,
-		Observer: a.metrics,
-	})
+	}, bot.NotifierDeps{Replays: st.Replays(), Log: log, Observer: o})
+	if err != nil {
+		return nil, usageError("slack: %w", err)
+	}
+	return n, nil
+}
+
+// newSlackBot builds the Slack bot on n (nil without Slack: no bot): with
+// SLACK_SIGNING_SECRET it serves the HTTP endpoints, with SLACK_APP_TOKEN
+// Socket Mode; with neither it only posts the progress of the replays this
+// replica runs.
+func newSlackBot(cfg config, a *app, n *bot.Notifier, log zerolog.Logger) (*bot.Bot, error) {
+	if n == nil {
+		return nil, nil
+	}
+	b, err := bot.New(n, bot.Deps{Engine: a.svc, Jobs: a.store.Jobs(), Replays: a.store.Replays(), Tokens: a.store.Tokens()})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
 	}
 	log.Info().Bool("http", cfg.SlackSigningSecret != "").Bool("socket_mode", cfg.SlackAppToken != "").
-		Bool("access_control", policy != nil).Str("activity_channel", cfg.ActivityChannel).Msg("slack bot ready")
+		Bool("access_control", b.AccessControl()).Str("activity_channel", cfg.ActivityChannel).Msg("slack bot ready")
 	if cfg.SlackSigningSecret == "" && cfg.SlackAppToken == "" {
 		log.Warn().Msg("SLACK_BOT_TOKEN without SLACK_SIGNING_SECRET or SLACK_APP_TOKEN: this replica takes no Slack requests and only posts replay progress")
 	}

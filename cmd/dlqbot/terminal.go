@@ -41,7 +41,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 			return out.fail(usageError("--follow goes with %s status <replay> (replay always follows)", commands.TerminalPrefix))
 		}
 	}
-	a, err := newApp(cfg, stderr, nil)
+	a, err := newApp(cfg, stderr)
 	if err != nil {
 		return out.fail(err)
 	}
@@ -91,13 +91,9 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		printCheck(stdout, rep)
 		return nil
 	case commands.PauseCmd:
-		return a.control(ctx, out, "pause", c.ReplayID, func(ctx context.Context, id string) (engine.Replay, error) {
-			return a.svc.Pause(ctx, id, requester())
-		})
+		return a.control(ctx, out, engine.ControlPause, c.ReplayID)
 	case commands.CancelCmd:
-		return a.control(ctx, out, "cancel", c.ReplayID, func(ctx context.Context, id string) (engine.Replay, error) {
-			return a.svc.Cancel(ctx, id, requester())
-		})
+		return a.control(ctx, out, engine.ControlCancel, c.ReplayID)
 	case commands.ResumeCmd:
 		return a.resume(ctx, out, stderr, c.ReplayID)
 	default:
@@ -120,8 +116,9 @@ func (a *app) list(ctx context.Context, out *output) error {
 	return nil
 }
 
-func (a *app) control(ctx context.Context, out *output, verb, id string, fn func(context.Context, string) (engine.Replay, error)) error {
-	r, err := fn(ctx, id)
+// control pauses or cancels a replay (resume follows it: see resume).
+func (a *app) control(ctx context.Context, out *output, action engine.ControlAction, id string) error {
+	r, err := a.svc.Control(ctx, id, action, requester(), nil)
 	if err != nil {
 		return out.fail(failed(err))
 	}
@@ -131,7 +128,7 @@ func (a *app) control(ctx context.Context, out *output, verb, id string, fn func
 	if out.json {
 		return out.doc(r)
 	}
-	fmt.Fprintf(out.w, "%s requested for %s (now %s)\n", verb, r.ID, r.State)
+	fmt.Fprintf(out.w, "%s requested for %s (now %s)\n", action, r.ID, r.State)
 	return nil
 }
 
@@ -165,7 +162,7 @@ func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c comma
 // running, so that a resume never just waits for nobody.
 func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id string) error {
 	// Record the wish only: follow hands the replay out or runs it here.
-	if _, err := a.svc.Resume(ctx, id, requester(), nil); err != nil {
+	if _, err := a.svc.Control(ctx, id, engine.ControlResume, requester(), nil); err != nil {
 		return out.fail(failed(err))
 	}
 	r, err := a.follow(ctx, id, out, out.progress(stderr))

@@ -18,20 +18,36 @@ import (
 
 // app holds the parts every subcommand shares.
 type app struct {
-	cfg    config
-	log    zerolog.Logger
-	broker *amqp.Broker
-	rdb    redis.UniversalClient
-	store  *store.Store
-	svc    *engine.Service
+	cfg     config
+	log     zerolog.Logger
+	dialect engine.HeaderDialect
+	broker  *amqp.Broker
+	rdb     redis.UniversalClient
+	store   *store.Store
+	// svc is set by newEngine, once its notifier and observer are built.
+	svc *engine.Service
 	// metrics is set by newReplica (serve, demo); nil in the terminal.
 	metrics *metrics.Metrics
 }
 
-// newApp wires RabbitMQ, Redis and the engine. It dials nothing: the first
-// operation that needs a connection opens it and reports a clear error when
-// it cannot.
-func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) {
+// newApp wires RabbitMQ, Redis and an engine that notifies nobody (the
+// terminal, `dlqbot mcp`): openApp, then newEngine.
+func newApp(cfg config, logw io.Writer) (*app, error) {
+	a, err := openApp(cfg, logw)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.newEngine(nil, nil); err != nil {
+		a.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// openApp wires RabbitMQ and Redis. It dials nothing: the first operation
+// that needs a connection opens it and reports a clear error when it
+// cannot. The engine comes after (newEngine), given what it notifies.
+func openApp(cfg config, logw io.Writer) (*app, error) {
 	log := zerolog.New(logw).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	// go-redis logs connection trouble itself (a process-wide setting): as
 	// debug lines of ours, since each failure also comes back as an error.
@@ -39,10 +55,6 @@ func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) 
 	dialect, err := engine.ParseHeaderDialect(cfg.DialectHeaders)
 	if err != nil {
 		return nil, usageError("DLQBOT_DIALECT_HEADERS: %w", err)
-	}
-	b, err := amqp.New(amqp.Config{URL: cfg.AMQPURL, ManagementURL: cfg.ManagementURL, ConnectionName: cfg.ConnectionName})
-	if err != nil {
-		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
 	}
 	rdb, err := store.Open(cfg.RedisURL)
 	if err != nil {
@@ -53,22 +65,35 @@ func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) 
 		_ = rdb.Close()
 		return nil, usageError("DLQBOT_REDIS_PREFIX: %w", err)
 	}
-	b.SetReadMarks(st.ReadMarks()) // every replica budgets reads of a quorum DLQ alike
+	b, err := amqp.New(amqp.Config{URL: cfg.AMQPURL, ManagementURL: cfg.ManagementURL, ConnectionName: cfg.ConnectionName,
+		ReadMarks: st.ReadMarks()}) // every replica budgets reads of a quorum DLQ alike
+	if err != nil {
+		_ = rdb.Close()
+		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
+	}
+	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st}, nil
+}
+
+// newEngine builds a.svc on a's broker and store, notifying notifier and
+// telling scans to observer (either may be nil).
+func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver) error {
+	b, st, log := a.broker, a.store, a.log
 	svc, err := engine.New(engine.Config{
 		Vhost:    b.Vhost(),
-		LeaseTTL: cfg.LeaseTTL,
-		Dialect:  dialect,
+		LeaseTTL: a.cfg.LeaseTTL,
+		Dialect:  a.dialect,
 		Logf:     func(f string, a ...any) { log.Warn().Msgf(f, a...) },
 	}, engine.Deps{
 		Broker: b, Mover: b, Stats: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
-		Notifier: notifier, Schedule: st.Schedule(),
+		Notifier: notifier, ScanObserver: observer, Schedule: st.Schedule(),
 		Taps: b, Returns: st.Returns(),
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return &app{cfg: cfg, log: log, broker: b, rdb: rdb, store: st, svc: svc}, nil
+	a.svc = svc
+	return nil
 }
 
 // ping checks that Redis answers, so a command fails before it reads any

@@ -72,6 +72,10 @@ type Config struct {
 	SettleTimeout time.Duration
 	// ConnectionName is shown in the management UI. Default "dlqbot".
 	ConnectionName string
+	// ReadMarks, when set, is where reads remember their marks (Redis,
+	// shared by every replica; see budget.go). Default: this process's
+	// memory alone.
+	ReadMarks engine.ReadMarks
 }
 
 func (c Config) withDefaults() Config {
@@ -141,7 +145,7 @@ func New(cfg Config) (*Broker, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, uri: uri, vhost: uri.Vhost, mgmt: mgmt}
+	b := &Broker{cfg: cfg, uri: uri, vhost: uri.Vhost, mgmt: mgmt, marks: marks{shared: cfg.ReadMarks}}
 	b.conns.b = b
 	return b, nil
 }

@@ -18,11 +18,6 @@ import (
 // count says otherwise, and leaves a mark (the highest count it saw, plus
 // the give-back) for the next read, on any replica.
 
-// SetReadMarks makes reads remember their marks in m (Redis, shared by
-// every replica) rather than in this process's memory alone. Call it
-// before use.
-func (b *Broker) SetReadMarks(m engine.ReadMarks) { b.marks.shared = m }
-
 // marks keeps read marks in memory and, when set, in a shared store.
 type marks struct {
 	shared engine.ReadMarks

@@ -148,8 +148,7 @@ func TestScanStopsBeforeTheLimit(t *testing.T) {
 		shared := &countingMarks{}
 		var replicas [2]*Broker
 		for i := range replicas {
-			replicas[i] = testBroker(t, onBroker(on, Config{}))
-			replicas[i].SetReadMarks(shared)
+			replicas[i] = testBroker(t, onBroker(on, Config{ReadMarks: shared}))
 		}
 		ok, refused := 0, 0
 		for i := range 5 {

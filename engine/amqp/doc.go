@@ -29,8 +29,8 @@
 //     (argument, policy, operator policy, 4.0+'s default of 20, the broker's
 //     version), a check before every read that no message can reach its
 //     limit by it, a stop at a delivery whose count says otherwise, and a
-//     mark of what the read left, kept in the engine.ReadMarks given with
-//     SetReadMarks (Redis, shared by replicas), else in memory;
+//     mark of what the read left, kept in the engine.ReadMarks given as
+//     Config.ReadMarks (Redis, shared by replicas), else in memory;
 //   - Route, which resolves an exchange and routing key to queues through
 //     the exchange's bindings as listed by the management API;
 //   - QueueStats, the management API's counters for a queue, which the

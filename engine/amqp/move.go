@@ -346,8 +346,6 @@ func (b *Broker) Ping(ctx context.Context) error {
 	return nil
 }
 
-var _ engine.Declarer = (*Broker)(nil)
-
 // DeclareQueue declares a durable classic queue unless one of that name
 // exists (whatever its arguments: a passive probe comes first, since a
 // declare with other arguments would fail and close the channel).

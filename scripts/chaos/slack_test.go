@@ -43,12 +43,10 @@ func (e *effects) Approve(context.Context, string, string, engine.Params, bool) 
 	e.n.Add(1)
 	return engine.Approval{}, engine.ErrTokenNotFound
 }
-func (e *effects) Pause(context.Context, string, string) (engine.Replay, error) { return e.replay() }
-func (e *effects) Resume(context.Context, string, string, engine.Jobs) (engine.Replay, error) {
+func (e *effects) Control(context.Context, string, engine.ControlAction, string, engine.Jobs) (engine.Replay, error) {
 	return e.replay()
 }
-func (e *effects) Cancel(context.Context, string, string) (engine.Replay, error) { return e.replay() }
-func (e *effects) Status(context.Context, string) (engine.Replay, error)         { return e.replay() }
+func (e *effects) Status(context.Context, string) (engine.Replay, error) { return e.replay() }
 func (e *effects) Check(context.Context, string, string) (engine.CheckReport, error) {
 	e.n.Add(1)
 	return engine.CheckReport{}, nil
@@ -77,6 +75,14 @@ func (e *effects) Load(context.Context, string) (engine.Frozen, error) {
 	return engine.Frozen{}, engine.ErrTokenNotFound
 }
 func (e *effects) Discard(context.Context, string) error { e.n.Add(1); return nil }
+func (e *effects) SetMessage(context.Context, string, string, string) error {
+	e.n.Add(1)
+	return nil
+}
+func (e *effects) Message(context.Context, string) (string, string, error) {
+	e.n.Add(1)
+	return "", "", nil
+}
 
 // lineCounter counts log lines.
 type lineCounter struct{ n atomic.Int64 }
@@ -220,8 +226,12 @@ func TestChaosSlackRequests(t *testing.T) {
 	defer slackSrv.Close()
 	fx := &effects{}
 	logs := &lineCounter{}
-	b, err := bot.New(bot.Config{SigningSecret: chaosSecret, BotToken: "xoxb-chaos", APIURL: slackSrv.URL + "/api/"},
-		bot.Deps{Engine: fx, Jobs: fx, Replays: fx, Tokens: fx, Log: zerolog.New(logs)})
+	n, err := bot.NewNotifier(bot.Config{SigningSecret: chaosSecret, BotToken: "xoxb-chaos", APIURL: slackSrv.URL + "/api/"},
+		bot.NotifierDeps{Replays: fx, Log: zerolog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bot.New(n, bot.Deps{Engine: fx, Jobs: fx, Replays: fx, Tokens: fx})
 	if err != nil {
 		t.Fatal(err)
 	}
