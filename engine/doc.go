@@ -21,6 +21,10 @@
 // Redis implementations in store/; engine imports neither go-redis nor
 // slack-go, so every rule here can be read without knowing the transports.
 //
+// kinds.go names what can go wrong or change as typed constants: a
+// preview's ProblemKind, an approval's ChangeKind, a replay's FailureKind and
+// a move's MoveFailureKind (their JSON values are listed in api/openapi.yaml).
+//
 // Reads of a quorum DLQ cost delivery attempts on RabbitMQ before 4.3;
 // budget.go holds the read budget's rules: how many reads the delivery limit
 // leaves, how many a replay needs, and the error that stops a read before it

@@ -22,10 +22,7 @@ type Moved struct {
 // original stayed in the DLQ.
 type MoveFailure struct {
 	Moved
-	// Kind is "unroutable" (mandatory return, e.g. target deleted),
-	// "nacked" (broker nack) or "lost" (connection or channel lost before
-	// the confirm).
-	Kind   string
+	Kind   MoveFailureKind
 	Detail string
 }
 

@@ -52,7 +52,7 @@ func TestUnpacedReplayConnectionLostEnds(t *testing.T) {
 		t.Fatal("the fault came too late: the replay finished")
 	}
 	for _, f := range rep.Failures {
-		if f.Kind == "nacked" {
+		if f.Kind == engine.FailureNacked {
 			t.Fatalf("copy %s called nacked after the channel closed: %s", f.ID, f.Detail)
 		}
 	}

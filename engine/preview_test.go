@@ -103,11 +103,11 @@ func TestPreviewReportsProblemsAndChangesNothing(t *testing.T) {
 			if p.Scanned != 12 || p.Selected != 11 || p.Parked != 1 {
 				t.Fatalf("scanned %d selected %d parked %d, want 12 11 1", p.Scanned, p.Selected, p.Parked)
 			}
-			kinds := []string{}
+			kinds := []engine.ProblemKind{}
 			for _, pr := range p.Problems {
 				kinds = append(kinds, pr.Kind)
 			}
-			want := []string{engine.ProblemTargetMissing, engine.ProblemNoConsumers, engine.ProblemAlreadyReplayed, engine.ProblemParked}
+			want := []engine.ProblemKind{engine.ProblemTargetMissing, engine.ProblemNoConsumers, engine.ProblemAlreadyReplayed, engine.ProblemParked}
 			if kind == "quorum" {
 				want = append(want, engine.ProblemDeliveryLimit)
 			}

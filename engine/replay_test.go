@@ -239,7 +239,7 @@ func TestReplayLeavesMessagesForADeletedTarget(t *testing.T) {
 		t.Fatalf("replay %+v: want 2 sent, 3 not delivered", rep)
 	}
 	for _, f := range rep.Failures {
-		if f.Kind != "unroutable" || f.Target != b {
+		if f.Kind != engine.FailureUnroutable || f.Target != b {
 			t.Errorf("failure %+v, want unroutable to %s", f, b)
 		}
 	}

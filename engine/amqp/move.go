@@ -227,7 +227,7 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 		mv := moved(pp)
 		d := pp.h.d
 		if d.UserId != "" && d.UserId != m.user {
-			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: "refused",
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: engine.MoveRefused,
 				Detail: fmt.Sprintf("its user_id %q differs from dlqbot's user %q, which the broker refuses", d.UserId, m.user)})
 			continue
 		}
@@ -250,7 +250,7 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 				m.res.Unsent = append(m.res.Unsent, moved(rest))
 			}
 			// This copy may or may not have left: it stays pending ("lost").
-			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: "lost", Detail: "the publish failed: " + err.Error()})
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: engine.MoveLost, Detail: "the publish failed: " + err.Error()})
 			return m.b.classify(err)
 		}
 		f := &inflight{h: pp.h, moved: mv, dc: dc, key: pp.p.Target, tag: tag}

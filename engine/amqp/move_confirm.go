@@ -41,7 +41,7 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 		delete(m.byCopy, f.tag)
 		switch {
 		case f.returned != nil:
-			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "unroutable",
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveUnroutable,
 				Detail: fmt.Sprintf("the broker returned it: %d %s (does queue %s exist?)", f.returned.ReplyCode, f.returned.ReplyText, f.key)})
 		case f.dc.Acked():
 			if len(m.done) == 0 {
@@ -53,10 +53,10 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 			// channel closes (it marks the channel closed first): no
 			// answer came from the broker, so the copy may have been
 			// delivered. In doubt, never "nacked" (which would be retried).
-			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "lost",
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveLost,
 				Detail: "the channel closed before the broker confirmed the copy; the original stays in the DLQ (the copy may have been delivered: see the ledger's pending entries)"})
 		default:
-			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "nacked", Detail: "the broker nacked the copy"})
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveNacked, Detail: "the broker nacked the copy"})
 		}
 	}
 	return m.maybeFlush(ctx, true)
@@ -166,7 +166,7 @@ func (m *mover) ackRecorded(wait bool) error {
 		m.recording--
 		if rec.err != nil {
 			for _, f := range rec.batch {
-				m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "unrecorded",
+				m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveUnrecorded,
 					Detail: "the copy was confirmed but could not be recorded, so the original was kept (a duplicate): " + rec.err.Error()})
 			}
 			if m.res.Stopped == nil {
@@ -210,7 +210,7 @@ func (m *mover) finish(ctx context.Context) {
 		}
 	}
 	for _, f := range m.flight {
-		m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "lost",
+		m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveLost,
 			Detail: "no confirm arrived before the connection or channel was lost; the original stays in the DLQ (the copy may have been delivered: see the ledger's pending entries)"})
 	}
 	m.flight = nil
