@@ -24,7 +24,7 @@ func previewWithProblems() *engine.Preview {
 	return &engine.Preview{
 		Token:     token,
 		ExpiresAt: now.Add(24 * time.Hour).Format(time.RFC3339),
-		DLQ:       engine.QueueState{Name: "orders.dlq", Exists: true, Ready: 57, Type: "quorum", DeliveryLimit: 20},
+		DLQ:       engine.QueueInfo{Name: "orders.dlq", Exists: true, Ready: 57, Type: "quorum", DeliveryLimit: 20},
 		Selection: "orders.dlq reason=rejected",
 		Requester: asker,
 		Scanned:   57,
@@ -73,7 +73,7 @@ func previewWithProblems() *engine.Preview {
 // parked.
 func previewNothing() *engine.Preview {
 	return &engine.Preview{
-		DLQ:       engine.QueueState{Name: "orders.dlq", Exists: true, Ready: 12, Type: "classic"},
+		DLQ:       engine.QueueInfo{Name: "orders.dlq", Exists: true, Ready: 12, Type: "classic"},
 		Selection: "orders.dlq source=orders.created",
 		Requester: asker,
 		Scanned:   12,

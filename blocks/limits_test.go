@@ -29,7 +29,7 @@ func bigPreview(distinct, targets int) *engine.Preview {
 	long := strings.Repeat("<&>`x\n", 10*1024/6)
 	p := &engine.Preview{
 		Token: "p_" + strings.Repeat("A", 22), ExpiresAt: fixedNow().Add(time.Hour).Format(time.RFC3339),
-		DLQ:       engine.QueueState{Name: longName(-1), Exists: true, Type: "quorum"},
+		DLQ:       engine.QueueInfo{Name: longName(-1), Exists: true, Type: "quorum"},
 		Selection: longName(-2) + " exception=" + long, Requester: long,
 		Scanned: distinct * 3, Selected: distinct * 2, Distinct: distinct, Parked: distinct,
 	}

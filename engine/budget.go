@@ -61,7 +61,7 @@ type Policy struct {
 
 // ReadsLeft is how many more reads of the queue its delivery limit allows
 // (one give-back kept in reserve); -1 when no budget applies.
-func (q QueueState) ReadsLeft() int {
+func (q QueueInfo) ReadsLeft() int {
 	if !q.ReturnsCount {
 		return -1
 	}
@@ -142,7 +142,7 @@ func (e *ReadBudgetError) Unwrap() error { return ErrReadBudget }
 
 // budgetError is the error for reading q need more times, nil when the
 // budget allows it; raise says how to raise the limit.
-func budgetError(q QueueState, need int, raise string) error {
+func budgetError(q QueueInfo, need int, raise string) error {
 	left := q.ReadsLeft()
 	if left < 0 || left >= need {
 		return nil
@@ -170,14 +170,14 @@ func ReadsNeeded(total int, p Params, rereads int) (reads, steps int) {
 // SuggestedLimit is a delivery limit that leaves room for need more reads
 // of q (with the reserve and a margin), at least twice the current one,
 // rounded up to a multiple of 10.
-func SuggestedLimit(q QueueState, need int) int {
+func SuggestedLimit(q QueueInfo, need int) int {
 	n := max(q.DeliveryCount+need+1+5, 2*q.DeliveryLimit)
 	return (n + 9) / 10 * 10
 }
 
 // RaiseLimit says how to give q a delivery limit of limit: the exact
 // rabbitmqctl command line, or why a policy cannot do it.
-func RaiseLimit(vhost string, q QueueState, limit int) string {
+func RaiseLimit(vhost string, q QueueInfo, limit int) string {
 	if vhost == "" {
 		vhost = "/"
 	}
@@ -239,7 +239,7 @@ type BudgetView struct {
 // preview's own read; nil when no budget applies.
 // rereads is how many looks for returns a step makes besides its move:
 // RereadsPerStep, or 0 when a tap finds the returns.
-func (s *Service) budgetView(dlq QueueState, selected, rereads int) *BudgetView {
+func (s *Service) budgetView(dlq QueueInfo, selected, rereads int) *BudgetView {
 	if !dlq.ReturnsCount {
 		return nil
 	}
@@ -251,7 +251,7 @@ func (s *Service) budgetView(dlq QueueState, selected, rereads int) *BudgetView 
 }
 
 // budgetDetail words the budget for the preview's problem list.
-func budgetDetail(dlq QueueState, v *BudgetView, selected, rereads int) string {
+func budgetDetail(dlq QueueInfo, v *BudgetView, selected, rereads int) string {
 	counts := "RabbitMQ before 4.3"
 	if dlq.BrokerVersion != "" {
 		counts = "RabbitMQ " + dlq.BrokerVersion

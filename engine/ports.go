@@ -43,8 +43,8 @@ type SystemClock struct{}
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
-// QueueState is what the broker says about a queue right now.
-type QueueState struct {
+// QueueInfo is what the broker says about a queue right now.
+type QueueInfo struct {
 	Name   string `json:"name"`
 	Exists bool   `json:"exists"`
 	// Ready is the number of messages ready for delivery.
@@ -112,7 +112,7 @@ type Broker interface {
 	// Inspect reports whether a queue exists, its ready count and its
 	// consumers. A missing queue is QueueState{Exists: false} and a nil
 	// error; an unreachable broker is ErrBrokerUnavailable.
-	Inspect(ctx context.Context, queue string) (QueueState, error)
+	Inspect(ctx context.Context, queue string) (QueueInfo, error)
 	// Scan reads every message of queue (those present when it starts) and
 	// calls visit for each, in queue order, without changing the queue:
 	// afterwards the same messages are there in the same order. An error from

@@ -36,7 +36,7 @@ type PreviewMessage struct {
 type Preview struct {
 	Token     string     `json:"token,omitempty"`
 	ExpiresAt string     `json:"expires_at,omitempty"`
-	DLQ       QueueState `json:"dlq"`
+	DLQ       QueueInfo `json:"dlq"`
 	Selection string     `json:"selection"`
 	Requester string     `json:"requester"`
 	Scanned   int        `json:"scanned"`

@@ -97,7 +97,7 @@ type readBudget struct {
 	b      *Broker
 	queue  string
 	quorum bool
-	state  engine.QueueState // limit and counts when the read began
+	state  engine.QueueInfo // limit and counts when the read began
 	seen   int               // highest delivery count seen; -1 none
 }
 

@@ -36,7 +36,7 @@ func TestInspect(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Inspect: %v", err)
 		}
-		want := engine.QueueState{Name: q, Exists: true, Ready: 2, Consumers: 1, Type: "classic"}
+		want := engine.QueueInfo{Name: q, Exists: true, Ready: 2, Consumers: 1, Type: "classic"}
 		if st != want {
 			t.Fatalf("Inspect = %+v, want %+v", st, want)
 		}
@@ -52,7 +52,7 @@ func TestInspect(t *testing.T) {
 		}
 		conn := b.conns.conn
 		st, err := b.Inspect(ctx, q+"-missing")
-		if err != nil || st != (engine.QueueState{Name: q + "-missing"}) {
+		if err != nil || st != (engine.QueueInfo{Name: q + "-missing"}) {
 			t.Fatalf("Inspect of a missing queue = %+v, %v", st, err)
 		}
 		// The 404 closed only the probe channel.
