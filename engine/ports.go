@@ -122,10 +122,10 @@ type Broker interface {
 	Route(ctx context.Context, exchange, routingKey string) ([]string, error)
 }
 
-// QueueStats are a queue's counters from the management API. They lag the
+// QueueCounters are a queue's counters from the management API. They lag the
 // broker by the statistics interval (5 s by default) and are per-queue
 // totals shared by every client.
-type QueueStats struct {
+type QueueCounters struct {
 	Ready      int
 	Unacked    int
 	Consumers  int
@@ -140,7 +140,7 @@ type QueueStats struct {
 
 // Stats reads queue counters from the management API.
 type Stats interface {
-	Counters(ctx context.Context, queue string) (QueueStats, error)
+	Counters(ctx context.Context, queue string) (QueueCounters, error)
 }
 
 // Declarer declares queues (the parking queue).

@@ -325,12 +325,12 @@ func (m *mover) pace(ctx context.Context) error {
 var _ engine.Stats = (*Broker)(nil)
 
 // Counters returns queue's management counters in the engine's terms.
-func (b *Broker) Counters(ctx context.Context, queue string) (engine.QueueStats, error) {
+func (b *Broker) Counters(ctx context.Context, queue string) (engine.QueueCounters, error) {
 	s, err := b.QueueStats(ctx, queue)
 	if err != nil {
-		return engine.QueueStats{}, err
+		return engine.QueueCounters{}, err
 	}
-	return engine.QueueStats{
+	return engine.QueueCounters{
 		Ready: int(s.Ready), Unacked: int(s.Unacked), Consumers: s.Consumers,
 		Publish: s.Publish, DeliverGet: s.DeliverGet, Ack: s.Ack, Redeliver: s.Redeliver, SampledAt: s.SampledAt,
 	}, nil
