@@ -44,7 +44,7 @@ func newEnvOn(t testing.TB, cfg engine.Config, on testkit.Broker) *env {
 	if m, ok := any(b).(engine.Mover); ok {
 		deps.Mover = m
 	}
-	if s, ok := any(b).(engine.Stats); ok {
+	if s, ok := any(b).(engine.CounterReader); ok {
 		deps.Stats = s
 	}
 	svc, err := engine.New(cfg, deps)

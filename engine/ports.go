@@ -138,8 +138,8 @@ type QueueCounters struct {
 	SampledAt time.Time
 }
 
-// Stats reads queue counters from the management API.
-type Stats interface {
+// CounterReader reads queue counters from the management API.
+type CounterReader interface {
 	Counters(ctx context.Context, queue string) (QueueCounters, error)
 }
 

@@ -107,7 +107,7 @@ type Deps struct {
 	Clock   Clock
 	// Stats reads the management API's queue counters; optional (settling
 	// is then judged from the ready count alone).
-	Stats Stats
+	Stats CounterReader
 	// Notifier receives progress events; optional.
 	Notifier Notifier
 	// Schedule holds follow-up checks; optional (no follow-ups without it).

@@ -322,7 +322,7 @@ func (m *mover) pace(ctx context.Context) error {
 	return nil
 }
 
-var _ engine.Stats = (*Broker)(nil)
+var _ engine.CounterReader = (*Broker)(nil)
 
 // Counters returns queue's management counters in the engine's terms.
 func (b *Broker) Counters(ctx context.Context, queue string) (engine.QueueCounters, error) {
