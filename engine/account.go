@@ -195,10 +195,10 @@ func (s *Service) awaitQuiet(ctx context.Context, dlq string, since, deadline ti
 			return false, fmt.Errorf("%s: %w", dlq, ErrQueueNotFound)
 		}
 		if st.Consumers == 0 {
-			if !strict || s.d.Stats == nil {
+			if !strict || s.d.Counters == nil {
 				return true, nil
 			}
-			if cs, err := s.d.Stats.Counters(ctx, dlq); err == nil &&
+			if cs, err := s.d.Counters.Counters(ctx, dlq); err == nil &&
 				!cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
 				return true, nil
 			}

@@ -32,7 +32,7 @@ func newEnvAt(t testing.TB, cfg engine.Config, tb testkit.Broker, st *store.Stor
 			t.Fatal(err)
 		}
 	}
-	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
+	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ func newEnvOn(t testing.TB, cfg engine.Config, on testkit.Broker) *env {
 		deps.Mover = m
 	}
 	if s, ok := any(b).(engine.CounterReader); ok {
-		deps.Stats = s
+		deps.Counters = s
 	}
 	svc, err := engine.New(cfg, deps)
 	if err != nil {

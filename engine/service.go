@@ -105,9 +105,9 @@ type Deps struct {
 	Replays Replays
 	Leases  Leases
 	Clock   Clock
-	// Stats reads the management API's queue counters; optional (settling
+	// Counters reads the management API's queue counters; optional (settling
 	// is then judged from the ready count alone).
-	Stats CounterReader
+	Counters CounterReader
 	// Notifier receives progress events; optional.
 	Notifier Notifier
 	// Schedule holds follow-up checks; optional (no follow-ups without it).

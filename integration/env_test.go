@@ -83,7 +83,7 @@ func newEnv(t testing.TB, o options) *env {
 		t.Fatal(err)
 	}
 	b.SetReadMarks(st.ReadMarks())
-	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases()})
 	if err != nil {
 		t.Fatal(err)

@@ -60,7 +60,7 @@ func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) 
 		Dialect:  dialect,
 		Logf:     func(f string, a ...any) { log.Warn().Msgf(f, a...) },
 	}, engine.Deps{
-		Broker: b, Mover: b, Stats: b,
+		Broker: b, Mover: b, Counters: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
 		Notifier: notifier, Schedule: st.Schedule(),
 		Taps: b, Returns: st.Returns(),
