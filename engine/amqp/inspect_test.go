@@ -157,7 +157,7 @@ func TestQueueStats(t *testing.T) {
 		e.publish(q, testMessages(10))
 		b := testBroker(t, onBroker(on, Config{}))
 		ctx := context.Background()
-		var s Stats
+		var s QueueStats
 		deadline := time.Now().Add(30 * time.Second)
 		for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
 			var err error
