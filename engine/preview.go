@@ -34,12 +34,12 @@ type PreviewMessage struct {
 
 // Preview is what a replay of a selection would do. Making one changes nothing.
 type Preview struct {
-	Token     string     `json:"token,omitempty"`
-	ExpiresAt string     `json:"expires_at,omitempty"`
+	Token     string    `json:"token,omitempty"`
+	ExpiresAt string    `json:"expires_at,omitempty"`
 	DLQ       QueueInfo `json:"dlq"`
-	Selection string     `json:"selection"`
-	Requester string     `json:"requester"`
-	Scanned   int        `json:"scanned"`
+	Selection string    `json:"selection"`
+	Requester string    `json:"requester"`
+	Scanned   int       `json:"scanned"`
 	// Coverage is how much of the DLQ the scan saw; a scan that could not
 	// see all of it leads the problems with ProblemPartialRead, and the
 	// token covers only what was read.

@@ -98,7 +98,7 @@ type readBudget struct {
 	queue  string
 	quorum bool
 	state  engine.QueueInfo // limit and counts when the read began
-	seen   int               // highest delivery count seen; -1 none
+	seen   int              // highest delivery count seen; -1 none
 }
 
 // startRead checks, before a read of queue, that it can bring no message to
