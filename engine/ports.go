@@ -43,7 +43,11 @@ type SystemClock struct{}
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
-// QueueInfo is what the broker says about a queue right now.
+// QueueInfo is what Inspect learns about a queue right now: whether it
+// exists, its depth and consumers as a client sees them (a passive
+// declare: exact and current), and its type, delivery limit and read
+// budget (the management API and the read marks). Compare QueueCounters,
+// the management API's lagging counters.
 type QueueInfo struct {
 	Name   string `json:"name"`
 	Exists bool   `json:"exists"`
@@ -110,7 +114,7 @@ func (c Coverage) Whole() bool {
 // Broker is what the engine needs from RabbitMQ.
 type Broker interface {
 	// Inspect reports whether a queue exists, its ready count and its
-	// consumers. A missing queue is QueueState{Exists: false} and a nil
+	// consumers. A missing queue is QueueInfo{Exists: false} and a nil
 	// error; an unreachable broker is ErrBrokerUnavailable.
 	Inspect(ctx context.Context, queue string) (QueueInfo, error)
 	// Scan reads every message of queue (those present when it starts) and
@@ -122,7 +126,8 @@ type Broker interface {
 	Route(ctx context.Context, exchange, routingKey string) ([]string, error)
 }
 
-// QueueCounters are a queue's counters from the management API. They lag the
+// QueueCounters are a queue's counters from the management API (a
+// CounterReader reads them). They lag the
 // broker by the statistics interval (5 s by default) and are per-queue
 // totals shared by every client.
 type QueueCounters struct {
@@ -138,7 +143,7 @@ type QueueCounters struct {
 	SampledAt time.Time
 }
 
-// CounterReader reads queue counters from the management API.
+// CounterReader reads a queue's QueueCounters from the management API.
 type CounterReader interface {
 	Counters(ctx context.Context, queue string) (QueueCounters, error)
 }

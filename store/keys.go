@@ -10,6 +10,7 @@ import (
 //	P{<token>}:token        string  the frozen preview: JSON, gzip-compressed when large; TTL = token TTL
 //	P{<token>}:used         string  id of the replay that consumed the token; same TTL as the token
 //	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch of the last Acquire),
+//	                                desired_by (who asked for the desired state),
 //	                                desired (state an operator asked for; an owner's last write
 //	                                sets it to what the run became: paused, stopped)
 //	P{<replay>}:lease       string  lease owner: worker id "/" random run token; PX = lease TTL
@@ -17,6 +18,7 @@ import (
 //	                                confirm ("c") records as compact JSON
 //	P{<replay>}:events      stream  the replay's progress events (field "e": event JSON), for the
 //	                                HTTP API's event stream; capped, kept as long as the replay
+//	                                (key function in events.go)
 //	P{<token>}:msg          hash    where the preview was posted (channel, ts), for threading
 //	Psent:<dlq>             hash    per DLQ, message id → the latest replays that sent it
 //	                                ("<replay>:<unix ms>:<copies>", newest first; see ledger.go)
@@ -32,6 +34,9 @@ import (
 //	P{<replay>}:returnlog   list    the first returned events (JSON), for the failures a run lists
 //	Ptap:<dlq>              string  how many messages the DLQ's tap has recorded in all
 //	Ptaps                   hash    DLQs with a tap → unix ms of the last EnsureTap
+//	Preads:<vhost>/<queue>  hash    the queue's read mark: count (highest delivery count the last
+//	                                reads left), at (unix ms), reads (reads since the queue was
+//	                                last read whole); expires after the retention (readmarks.go)
 //
 // Keys of one replay share the hash tag {<replay>} and keys of one token share
 // {<token>}, so each Lua script and MULTI touches one Cluster slot. The global
