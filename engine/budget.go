@@ -29,10 +29,10 @@ import (
 // counts against its delivery limit, where the limit comes from, and the
 // highest delivery count a read left on one of its messages.
 type ReadCounts struct {
-	// ReturnsCount is true when a give-back (basic.nack with requeue) counts
+	// RequeueCounts is true when a give-back (basic.nack with requeue) counts
 	// against the delivery limit: a quorum queue with a limit on RabbitMQ
 	// before 4.3. Every read of such a queue is budgeted.
-	ReturnsCount bool `json:"returns_count,omitempty"`
+	RequeueCounts bool `json:"returns_count,omitempty"`
 	// LimitFrom says where the delivery limit comes from: "argument",
 	// "policy", "operator policy" or "default" (4.0+'s 20).
 	LimitFrom string `json:"limit_from,omitempty"`
@@ -62,7 +62,7 @@ type Policy struct {
 // ReadsLeft is how many more reads of the queue its delivery limit allows
 // (one give-back kept in reserve); -1 when no budget applies.
 func (q QueueInfo) ReadsLeft() int {
-	if !q.ReturnsCount {
+	if !q.RequeueCounts {
 		return -1
 	}
 	return max(0, q.DeliveryLimit-1-q.DeliveryCount)
@@ -240,7 +240,7 @@ type BudgetView struct {
 // rereads is how many looks for returns a step makes besides its move:
 // RereadsPerStep, or 0 when a tap finds the returns.
 func (s *Service) budgetView(dlq QueueInfo, selected, rereads int) *BudgetView {
-	if !dlq.ReturnsCount {
+	if !dlq.RequeueCounts {
 		return nil
 	}
 	need, steps := ReadsNeeded(selected, Params{}, rereads)
@@ -281,7 +281,7 @@ func budgetDetail(dlq QueueInfo, v *BudgetView, selected, rereads int) string {
 // previewBudget reads the DLQ's state again after the preview's own read,
 // so that the budget it shows counts that read.
 func (s *Service) previewBudget(ctx context.Context, p *Preview) error {
-	if !p.DLQ.ReturnsCount {
+	if !p.DLQ.RequeueCounts {
 		return nil
 	}
 	st, err := s.d.Broker.Inspect(ctx, p.DLQ.Name)

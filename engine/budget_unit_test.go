@@ -29,7 +29,7 @@ func TestReadsNeeded(t *testing.T) {
 }
 
 func TestReadsLeftAndBudgetError(t *testing.T) {
-	q := QueueInfo{Name: "orders.dlq", DeliveryLimit: 20, ReadCounts: ReadCounts{ReturnsCount: true, LimitFrom: "default", DeliveryCount: 17, BrokerVersion: "4.0.5"}}
+	q := QueueInfo{Name: "orders.dlq", DeliveryLimit: 20, ReadCounts: ReadCounts{RequeueCounts: true, LimitFrom: "default", DeliveryCount: 17, BrokerVersion: "4.0.5"}}
 	if got := q.ReadsLeft(); got != 2 {
 		t.Fatalf("ReadsLeft = %d, want 20 − 1 reserve − 17 = 2", got)
 	}
@@ -49,13 +49,13 @@ func TestReadsLeftAndBudgetError(t *testing.T) {
 	if (QueueInfo{DeliveryLimit: 20}).ReadsLeft() != -1 {
 		t.Fatal("a queue whose give-backs do not count has a budget")
 	}
-	if (QueueInfo{ReadCounts: ReadCounts{ReturnsCount: true, DeliveryCount: 3}, DeliveryLimit: 2}).ReadsLeft() != 0 {
+	if (QueueInfo{ReadCounts: ReadCounts{RequeueCounts: true, DeliveryCount: 3}, DeliveryLimit: 2}).ReadsLeft() != 0 {
 		t.Fatal("ReadsLeft went negative")
 	}
 }
 
 func TestRaiseLimit(t *testing.T) {
-	q := QueueInfo{Name: "it's.dlq", DeliveryLimit: 20, ReadCounts: ReadCounts{ReturnsCount: true, LimitFrom: "default"}}
+	q := QueueInfo{Name: "it's.dlq", DeliveryLimit: 20, ReadCounts: ReadCounts{RequeueCounts: true, LimitFrom: "default"}}
 	if got, want := RaiseLimit("/", q, 60), `rabbitmqctl set_policy -p / --apply-to queues 'dlqbot-limit-it'\''s.dlq' '^it'\''s\.dlq$' '{"delivery-limit":60}'`; got != want {
 		t.Errorf("new policy:\n got  %s\n want %s", got, want)
 	}

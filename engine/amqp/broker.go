@@ -116,7 +116,7 @@ type Broker struct {
 	vhost   string
 	mgmt    *mgmtClient
 	conns   connHolder
-	pending pendingReturns
+	pending pendingRequeues
 	marks   marks     // what the last reads left (read budget)
 	info    infoCache // recent management answers (read budget)
 }

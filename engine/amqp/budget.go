@@ -71,7 +71,7 @@ func (b *Broker) readCounts(ctx context.Context, q *queueJSON) (int, engine.Read
 		return 0, rc, nil
 	}
 	rc.BrokerVersion = q.version
-	rc.ReturnsCount = returnsCount(rc.BrokerVersion)
+	rc.RequeueCounts = requeueCounts(rc.BrokerVersion)
 	rc.LimitFrom = l.from
 	rc.OperatorPolicy = q.OperatorPolicy
 	if q.Policy != "" {
@@ -141,7 +141,7 @@ func (rb *readBudget) see(d amqp.Delivery) error {
 	n := deliveryCount(d.Headers)
 	rb.seen = max(rb.seen, n)
 	st := rb.state
-	if st.ReturnsCount && n+1 >= st.DeliveryLimit {
+	if st.RequeueCounts && n+1 >= st.DeliveryLimit {
 		return &engine.ReadBudgetError{Queue: rb.queue, Limit: st.DeliveryLimit, LimitFrom: st.LimitFrom,
 			Count: n, Midway: true, Version: st.BrokerVersion, Raise: rb.raise()}
 	}

@@ -123,7 +123,7 @@ func (b *Broker) awaitQuiet(ctx context.Context, ch *amqp.Channel, queue string,
 		if q.Messages > last {
 			last, rose = q.Messages, time.Now()
 		}
-		if waited > b.cfg.SettleTimeout || (waited > b.cfg.QuietWait && time.Since(rose) > returnStall) {
+		if waited > b.cfg.SettleTimeout || (waited > b.cfg.QuietWait && time.Since(rose) > requeueStall) {
 			break
 		}
 		t := time.NewTimer(pause)

@@ -105,7 +105,7 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 	}
 	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
 	if n := b.pending.take(queue); err == nil && n > q.Messages {
-		q, err = b.awaitReturns(ctx, ch, queue, n, q)
+		q, err = b.awaitRequeues(ctx, ch, queue, n, q)
 	}
 	if err == nil && q.Consumers > 0 {
 		q, err = b.awaitQuiet(ctx, ch, queue, q)

@@ -12,14 +12,14 @@ import (
 )
 
 const (
-	// returnChunk is the most messages one paced return carries. RabbitMQ
+	// requeueChunk is the most messages one paced return carries. RabbitMQ
 	// 3.10 applies a quorum queue's multi-message return in the iteration
 	// order of an Erlang map — message-id order only up to 32 keys — and
 	// batches returns sent faster than it applies them; with a delivery
 	// limit (returns go near the head) either scrambles the queue.
 	// Measured: Nack(multiple) of 3,000 misplaced 2,999; 32 at a time,
 	// each awaited, misplaced none.
-	returnChunk = 32
+	requeueChunk = 32
 	// chunkWait bounds the wait for one paced return to show in the ready
 	// count; past it the rest is returned at once.
 	chunkWait = 2 * time.Second
@@ -57,14 +57,14 @@ func (r *holdReader) release() (int, error) {
 		c.drained += drain(c.deliveries)
 	}
 	p := pacer{on: r.paced, base: -1}
-	returned, unsettled := 0, 0
+	requeued, unsettled := 0, 0
 	for i, c := range r.chans {
 		if c.ch.IsClosed() {
 			errs = append(errs, fmt.Errorf("channel %d closed before its messages were returned: the broker requeued them itself", i))
 			continue
 		}
-		n, err := p.returnAll(c)
-		returned += n
+		n, err := p.requeueAll(c)
+		requeued += n
 		if !p.on {
 			unsettled += n
 		}
@@ -85,18 +85,18 @@ func (r *holdReader) release() (int, error) {
 	// 10,000 under load), so every queue type's returns are remembered.
 	r.b.pending.add(r.queue, unsettled)
 	_ = r.budget.done(r.seq >= r.want) // a store failure leaves the mark in this process's memory
-	return returned, errors.Join(errs...)
+	return requeued, errors.Join(errs...)
 }
 
 // pacer returns messages either at once or in awaited chunks.
 type pacer struct {
 	on       bool
 	base     int // ready count before the first paced return; -1 until read
-	returned int // messages returned so far by paced chunks
+	requeued int // messages returned so far by paced chunks
 }
 
-// returnAll returns the deliveries of c not acked and counts them.
-func (p *pacer) returnAll(c *heldChan) (int, error) {
+// requeueAll returns the deliveries of c not acked and counts them.
+func (p *pacer) requeueAll(c *heldChan) (int, error) {
 	last := uint64(c.got + c.drained) // delivery tags run 1..last on c
 	pending := int(last) - c.acked
 	if pending <= 0 {
@@ -112,11 +112,11 @@ func (p *pacer) returnAll(c *heldChan) (int, error) {
 	acked := slices.Clone(c.ackedTags)
 	slices.Sort(acked)
 	done := 0
-	for from := uint64(1); p.on && from <= last; from += returnChunk {
+	for from := uint64(1); p.on && from <= last; from += requeueChunk {
 		// Nack(multiple) needs its own tag outstanding: end the chunk on
 		// the last tag not acked.
 		n, top := 0, uint64(0)
-		for tag := from; tag <= min(from+returnChunk-1, last); tag++ {
+		for tag := from; tag <= min(from+requeueChunk-1, last); tag++ {
 			if len(acked) > 0 && acked[0] == tag {
 				acked = acked[1:]
 				continue
@@ -130,7 +130,7 @@ func (p *pacer) returnAll(c *heldChan) (int, error) {
 			return done, err
 		}
 		done += n
-		p.returned += n
+		p.requeued += n
 		if err := p.await(c); err != nil {
 			return done, err
 		}
@@ -152,7 +152,7 @@ func (p *pacer) await(c *heldChan) error {
 		if err != nil {
 			return err
 		}
-		if q.Messages >= p.base+p.returned {
+		if q.Messages >= p.base+p.requeued {
 			return nil
 		}
 		// No test of q.Consumers here: a quorum queue still counts our
@@ -183,19 +183,19 @@ func drain(deliveries <-chan amqp.Delivery) int {
 	}
 }
 
-// pendingReturns remembers, per queue, how many messages this Broker has
+// pendingRequeues remembers, per queue, how many messages this Broker has
 // returned without seeing them land. Quorum queues apply returns
 // asynchronously (100,000 took 3–50 s to show on RabbitMQ 3.10 here), so the
 // next read of the queue waits for them instead of reading a queue that
 // looks shorter than it is — which would miss messages and, on a quorum
 // queue, rotate its order.
-type pendingReturns struct {
+type pendingRequeues struct {
 	mu sync.Mutex
 	n  map[string]int
 }
 
 // add records n messages returned to queue.
-func (p *pendingReturns) add(queue string, n int) {
+func (p *pendingRequeues) add(queue string, n int) {
 	if n <= 0 {
 		return
 	}
@@ -208,7 +208,7 @@ func (p *pendingReturns) add(queue string, n int) {
 }
 
 // take returns and forgets the count recorded for queue.
-func (p *pendingReturns) take(queue string) int {
+func (p *pendingRequeues) take(queue string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.n[queue]
@@ -216,9 +216,9 @@ func (p *pendingReturns) take(queue string) int {
 	return n
 }
 
-// returnStall is how long awaitReturns waits for a ready count that
+// requeueStall is how long awaitReturns waits for a ready count that
 // stopped rising.
-const returnStall = time.Second
+const requeueStall = time.Second
 
 // consumerGrace is how long awaitReturns keeps waiting while the queue
 // reports consumers: a quorum queue counts a cancelled consumer until its
@@ -226,11 +226,11 @@ const returnStall = time.Second
 // and then waiting longer is pointless.
 const consumerGrace = 2 * time.Second
 
-// awaitReturns repeats the passive declare of queue on ch until its ready
+// awaitRequeues repeats the passive declare of queue on ch until its ready
 // count shows the n messages returned earlier, SettleTimeout passes (or
 // consumerGrace while the queue has consumers) or ctx ends. It returns the
 // last answer; the read then proceeds with whatever is there.
-func (b *Broker) awaitReturns(ctx context.Context, ch *amqp.Channel, queue string, n int, q amqp.Queue) (amqp.Queue, error) {
+func (b *Broker) awaitRequeues(ctx context.Context, ch *amqp.Channel, queue string, n int, q amqp.Queue) (amqp.Queue, error) {
 	start := time.Now()
 	pause := 2 * time.Millisecond
 	last, rose := q.Messages, start
@@ -242,7 +242,7 @@ func (b *Broker) awaitReturns(ctx context.Context, ch *amqp.Channel, queue strin
 		// Returns landing raise the count steadily; a count that stopped
 		// rising means some of those messages left meanwhile (consumed,
 		// moved): waiting longer would only stall the read.
-		if waited > b.cfg.SettleTimeout || (q.Consumers > 0 && waited > consumerGrace) || time.Since(rose) > returnStall {
+		if waited > b.cfg.SettleTimeout || (q.Consumers > 0 && waited > consumerGrace) || time.Since(rose) > requeueStall {
 			break
 		}
 		t := time.NewTimer(pause)

@@ -264,10 +264,10 @@ func TestReaderAckThenRelease(t *testing.T) {
 	}
 }
 
-// TestReadWaitsForPendingReturns: a read of a queue this Broker returned
+// TestReadWaitsForPendingRequeues: a read of a queue this Broker returned
 // messages to waits until they show in the ready count, within
 // SettleTimeout.
-func TestReadWaitsForPendingReturns(t *testing.T) {
+func TestReadWaitsForPendingRequeues(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	q := e.queue("t-pending", nil)
