@@ -27,12 +27,12 @@ const copyHeader = "x-dlqbot-copy"
 
 // inflight is a copy published and not yet confirmed.
 type inflight struct {
-	h        held
-	moved    engine.Moved
-	dc       *amqp.DeferredConfirmation
-	key      string
-	tag      string // its copyHeader value
-	returned *amqp.Return
+	h       held
+	moved   engine.Moved
+	dc      *amqp.DeferredConfirmation
+	key     string
+	tag     string // its copyHeader value
+	bounced *amqp.Return
 }
 
 // mover is the state of one Move.
@@ -41,7 +41,7 @@ type mover struct {
 	req     engine.MoveRequest
 	r       *holdReader
 	pub     *amqp.Channel
-	returns chan amqp.Return
+	bounces chan amqp.Return
 	flight  []*inflight // publish order
 	byCopy  map[string]*inflight
 	copies  int         // copies published, for copyHeader
@@ -110,7 +110,7 @@ func (m *mover) run(ctx context.Context) error {
 		return m.b.classify(err)
 	}
 	// Buffered beyond the window: a blocked listener loses notifications.
-	m.returns = pub.NotifyReturn(make(chan amqp.Return, m.req.Window+64))
+	m.bounces = pub.NotifyReturn(make(chan amqp.Return, m.req.Window+64))
 	batch := max(1, min(m.req.Window/2, 250))
 	if m.req.Rate > 0 {
 		batch = max(1, min(batch, int(m.req.Rate/10)))

@@ -36,13 +36,13 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 		}
 		// A mandatory publish that could not be routed is returned before
 		// its ack, so its return is already buffered.
-		m.matchReturns()
+		m.matchBounces()
 		m.flight = m.flight[1:]
 		delete(m.byCopy, f.tag)
 		switch {
-		case f.returned != nil:
+		case f.bounced != nil:
 			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveUnroutable,
-				Detail: fmt.Sprintf("the broker returned it: %d %s (does queue %s exist?)", f.returned.ReplyCode, f.returned.ReplyText, f.key)})
+				Detail: fmt.Sprintf("the broker returned it: %d %s (does queue %s exist?)", f.bounced.ReplyCode, f.bounced.ReplyText, f.key)})
 		case f.dc.Acked():
 			if len(m.done) == 0 {
 				m.doneSince = time.Now()
@@ -62,23 +62,23 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 	return m.maybeFlush(ctx, true)
 }
 
-// matchReturns pairs each buffered mandatory return with its copy by the
+// matchBounces pairs each buffered mandatory return with its copy by the
 // copy's own header (copyHeader), exactly: identical copies of one message
 // are told apart. A closed return channel (the channel or connection was
 // lost) ends the matching for good; the copies' confirms then say what
 // happened.
-func (m *mover) matchReturns() {
-	for m.returns != nil {
+func (m *mover) matchBounces() {
+	for m.bounces != nil {
 		select {
-		case ret, ok := <-m.returns:
+		case ret, ok := <-m.bounces:
 			if !ok {
-				m.returns = nil
+				m.bounces = nil
 				return
 			}
 			tag, _ := ret.Headers[copyHeader].(string)
-			if f := m.byCopy[tag]; f != nil && f.returned == nil {
+			if f := m.byCopy[tag]; f != nil && f.bounced == nil {
 				r := ret
-				f.returned = &r
+				f.bounced = &r
 			}
 		default:
 			return

@@ -7,34 +7,34 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// TestReturnMatchesItsOwnCopy: two identical copies of one message (same
+// TestBounceMatchesItsOwnCopy: two identical copies of one message (same
 // message id, routing key and body) are in flight and only the second is
 // returned. The return must mark the second, not the first (before: the
 // earliest look-alike was marked, so the returned copy's original was
 // acked — lost — and the delivered one's kept).
-func TestReturnMatchesItsOwnCopy(t *testing.T) {
+func TestBounceMatchesItsOwnCopy(t *testing.T) {
 	body := []byte(`{"order":1}`)
 	first := &inflight{h: held{d: amqp.Delivery{MessageId: "m-1", Body: body}}, key: "orders", tag: "r-1"}
 	second := &inflight{h: held{d: amqp.Delivery{MessageId: "m-1", Body: body}}, key: "orders", tag: "r-2"}
 	returns := make(chan amqp.Return, 2)
-	m := &mover{returns: returns, flight: []*inflight{first, second}, byCopy: map[string]*inflight{"r-1": first, "r-2": second}}
+	m := &mover{bounces: returns, flight: []*inflight{first, second}, byCopy: map[string]*inflight{"r-1": first, "r-2": second}}
 	returns <- amqp.Return{ReplyCode: 312, ReplyText: "NO_ROUTE", RoutingKey: "orders", MessageId: "m-1", Body: body,
 		Headers: amqp.Table{copyHeader: "r-2"}}
-	m.matchReturns()
-	if first.returned != nil || second.returned == nil {
-		t.Fatalf("return matched first=%v second=%v; want the second copy only", first.returned != nil, second.returned != nil)
+	m.matchBounces()
+	if first.bounced != nil || second.bounced == nil {
+		t.Fatalf("return matched first=%v second=%v; want the second copy only", first.bounced != nil, second.bounced != nil)
 	}
 }
 
-// TestMatchReturnsStopsOnAClosedChannel: the library closes the return
+// TestMatchBouncesStopsOnAClosedChannel: the library closes the return
 // channel when the channel or connection is lost; matching must stop
 // there, not read the closed channel forever.
-func TestMatchReturnsStopsOnAClosedChannel(t *testing.T) {
+func TestMatchBouncesStopsOnAClosedChannel(t *testing.T) {
 	returns := make(chan amqp.Return)
 	close(returns)
-	m := &mover{returns: returns}
+	m := &mover{bounces: returns}
 	done := make(chan struct{})
-	go func() { m.matchReturns(); m.matchReturns(); close(done) }()
+	go func() { m.matchBounces(); m.matchBounces(); close(done) }()
 	select {
 	case <-done:
 	case <-timeAfter(5):
