@@ -21,7 +21,7 @@ const confirmWait = 30 * time.Second
 const flushEvery = 200
 
 // copyHeader names each copy a Move publishes ("<move>-<n>"), so a
-// mandatory return is matched to exactly the copy it is (identical copies
+// bounce (basic.return) is matched to exactly the copy it is (identical copies
 // of one message share their message id, routing key and body).
 const copyHeader = "x-dlqbot-copy"
 
@@ -62,9 +62,9 @@ type mover struct {
 // through the default exchange to the target's name, mandatory, with
 // publisher confirms, at most req.Window unconfirmed — and acks the
 // original only after the broker confirmed the copy and req.Confirmed
-// recorded it. A nack, a mandatory return (unroutable), a refused publish or
-// a lost connection leaves the original in the DLQ; every message not moved
-// is returned with Nack(multiple, requeue).
+// recorded it. A nack, a bounce (basic.return: unroutable), a refused publish
+// or a lost connection leaves the original in the DLQ; every message not
+// moved is given back with Nack(multiple, requeue).
 func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
 	if req.Window <= 0 {
 		req.Window = 500
@@ -74,7 +74,7 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 		return engine.MoveResult{}, fmt.Errorf("amqp: move from %s: %w", req.Queue, err)
 	}
 	// Like Scan: a quorum queue with a delivery limit scrambles a large
-	// one-shot return, so what the move leaves is returned in paced chunks.
+	// one-shot requeue, so what the move leaves is given back in paced chunks.
 	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
 	unacked := -1
 	if q, _ := b.mgmt.queue(tctx, req.Queue, false); q != nil {
@@ -85,7 +85,7 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	m := &mover{b: b, req: req, r: r, user: b.uri.Username}
 	m.startRecorder(ctx)
 	err = m.run(ctx)
-	// Whatever happened, settle what was published and return the rest.
+	// Whatever happened, settle what was published and give the rest back.
 	m.finish(ctx)
 	m.res.Coverage = r.coverage(unacked)
 	if _, relErr := r.release(); relErr != nil && err == nil && !m.connLost() {

@@ -8,9 +8,9 @@ import (
 )
 
 // TestBounceMatchesItsOwnCopy: two identical copies of one message (same
-// message id, routing key and body) are in flight and only the second is
-// returned. The return must mark the second, not the first (before: the
-// earliest look-alike was marked, so the returned copy's original was
+// message id, routing key and body) are in flight and only the second
+// bounces (basic.return). The bounce must mark the second, not the first
+// (before: the earliest look-alike was marked, so the bounced copy's original was
 // acked — lost — and the delivered one's kept).
 func TestBounceMatchesItsOwnCopy(t *testing.T) {
 	body := []byte(`{"order":1}`)
@@ -22,12 +22,12 @@ func TestBounceMatchesItsOwnCopy(t *testing.T) {
 		Headers: amqp.Table{copyHeader: "r-2"}}
 	m.matchBounces()
 	if first.bounced != nil || second.bounced == nil {
-		t.Fatalf("return matched first=%v second=%v; want the second copy only", first.bounced != nil, second.bounced != nil)
+		t.Fatalf("bounce matched first=%v second=%v; want the second copy only", first.bounced != nil, second.bounced != nil)
 	}
 }
 
-// TestMatchBouncesStopsOnAClosedChannel: the library closes the return
-// channel when the channel or connection is lost; matching must stop
+// TestMatchBouncesStopsOnAClosedChannel: the library closes the bounce
+// (NotifyReturn) channel when the channel or connection is lost; matching must stop
 // there, not read the closed channel forever.
 func TestMatchBouncesStopsOnAClosedChannel(t *testing.T) {
 	returns := make(chan amqp.Return)
@@ -38,7 +38,7 @@ func TestMatchBouncesStopsOnAClosedChannel(t *testing.T) {
 	select {
 	case <-done:
 	case <-timeAfter(5):
-		t.Fatal("matchReturns did not return on a closed return channel")
+		t.Fatal("matchBounces did not return on a closed bounce channel")
 	}
 }
 

@@ -34,15 +34,15 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 				return m.maybeFlush(ctx, false)
 			}
 		}
-		// A mandatory publish that could not be routed is returned before
-		// its ack, so its return is already buffered.
+		// A mandatory publish that could not be routed bounces (basic.return)
+		// before its ack, so its bounce is already buffered.
 		m.matchBounces()
 		m.flight = m.flight[1:]
 		delete(m.byCopy, f.tag)
 		switch {
 		case f.bounced != nil:
 			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveUnroutable,
-				Detail: fmt.Sprintf("the broker returned it: %d %s (does queue %s exist?)", f.bounced.ReplyCode, f.bounced.ReplyText, f.key)})
+				Detail: fmt.Sprintf("the broker could not route it (basic.return %d %s; does queue %s exist?)", f.bounced.ReplyCode, f.bounced.ReplyText, f.key)})
 		case f.dc.Acked():
 			if len(m.done) == 0 {
 				m.doneSince = time.Now()
@@ -62,9 +62,9 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 	return m.maybeFlush(ctx, true)
 }
 
-// matchBounces pairs each buffered mandatory return with its copy by the
+// matchBounces pairs each buffered bounce (basic.return) with its copy by the
 // copy's own header (copyHeader), exactly: identical copies of one message
-// are told apart. A closed return channel (the channel or connection was
+// are told apart. A closed bounce channel (the channel or connection was
 // lost) ends the matching for good; the copies' confirms then say what
 // happened.
 func (m *mover) matchBounces() {

@@ -108,9 +108,9 @@ func (r *holdReader) coverage(heldUnacked int) engine.Coverage {
 // awaitQuiet repeats the passive declare of queue on ch while the broker
 // counts consumers on it, before a read: another reader holding messages
 // (a preview, another replica's move), or — on a quorum queue — a
-// cancelled consumer whose returns the queue has not applied yet (another
+// cancelled consumer whose requeues the queue has not applied yet (another
 // process's read a moment ago). Those messages would be invisible to the
-// read. It waits while the ready count rises (returns landing), up to
+// read. It waits while the ready count rises (requeues landing), up to
 // SettleTimeout, and otherwise QuietWait; a consumer that stays (one that
 // lives on the queue) only delays the read by QuietWait, which then
 // reports the other consumer in its coverage.

@@ -12,28 +12,29 @@ import (
 )
 
 const (
-	// requeueChunk is the most messages one paced return carries. RabbitMQ
-	// 3.10 applies a quorum queue's multi-message return in the iteration
+	// requeueChunk is the most messages one paced requeue carries. RabbitMQ
+	// 3.10 applies a quorum queue's multi-message requeue in the iteration
 	// order of an Erlang map — message-id order only up to 32 keys — and
-	// batches returns sent faster than it applies them; with a delivery
-	// limit (returns go near the head) either scrambles the queue.
+	// batches requeues sent faster than it applies them; with a delivery
+	// limit (requeued messages go near the head) either scrambles the queue.
 	// Measured: Nack(multiple) of 3,000 misplaced 2,999; 32 at a time,
 	// each awaited, misplaced none.
 	requeueChunk = 32
-	// chunkWait bounds the wait for one paced return to show in the ready
-	// count; past it the rest is returned at once.
+	// chunkWait bounds the wait for one paced requeue to show in the ready
+	// count; past it the rest is given back at once.
 	chunkWait = 2 * time.Second
 )
 
-// release returns every delivery not acked: it cancels all consumers first
-// (so nothing returned is delivered to a later window), drains what was
-// still in flight, then returns each channel's deliveries with
-// Nack(0, multiple, requeue) — or, when paced, 32 at a time, each waited
-// for — and closes the channel, window by window, waiting for each close so
-// the returns reach the queue in order. It reports how many deliveries it
-// returned and records those the queue may not show yet, so the next read
-// waits for them. A channel the broker closed earlier had its deliveries
-// returned by the broker itself, which release reports as an error.
+// release gives every delivery not acked back to the queue (requeues it):
+// it cancels all consumers first (so nothing given back is delivered to a
+// later window), drains what was still in flight, then requeues each
+// channel's deliveries with Nack(0, multiple, requeue) — or, when paced, 32
+// at a time, each waited for — and closes the channel, window by window,
+// waiting for each close so the requeues reach the queue in order. It
+// reports how many deliveries it gave back and records those the queue may
+// not show yet, so the next read waits for them. A channel the broker closed
+// earlier had its deliveries requeued by the broker itself, which release
+// reports as an error.
 func (r *holdReader) release() (int, error) {
 	if r.closed {
 		return 0, nil
@@ -60,7 +61,7 @@ func (r *holdReader) release() (int, error) {
 	requeued, unsettled := 0, 0
 	for i, c := range r.chans {
 		if c.ch.IsClosed() {
-			errs = append(errs, fmt.Errorf("channel %d closed before its messages were returned: the broker requeued them itself", i))
+			errs = append(errs, fmt.Errorf("channel %d closed before its messages were given back: the broker requeued them itself", i))
 			continue
 		}
 		n, err := p.requeueAll(c)
@@ -71,7 +72,7 @@ func (r *holdReader) release() (int, error) {
 		if err != nil {
 			// Last resort: closing the channel makes the broker requeue
 			// whatever it still holds.
-			errs = append(errs, fmt.Errorf("return messages: %w", r.b.classify(err)))
+			errs = append(errs, fmt.Errorf("requeue messages: %w", r.b.classify(err)))
 			closeQuietly(c.ch)
 			continue
 		}
@@ -79,23 +80,23 @@ func (r *holdReader) release() (int, error) {
 			errs = append(errs, fmt.Errorf("close channel: %w", r.b.classify(err)))
 		}
 	}
-	// Even a classic queue applies returns after the channel closed: the
+	// Even a classic queue applies requeues after the channel closed: the
 	// broker answers a passive declare ahead of the requeues still queued
 	// for it (measured: a scan right after a 30,000-message scan counted
-	// 10,000 under load), so every queue type's returns are remembered.
+	// 10,000 under load), so every queue type's requeues are remembered.
 	r.b.pending.add(r.queue, unsettled)
 	_ = r.budget.done(r.seq >= r.want) // a store failure leaves the mark in this process's memory
 	return requeued, errors.Join(errs...)
 }
 
-// pacer returns messages either at once or in awaited chunks.
+// pacer gives messages back either at once or in awaited chunks.
 type pacer struct {
 	on       bool
-	base     int // ready count before the first paced return; -1 until read
-	requeued int // messages returned so far by paced chunks
+	base     int // ready count before the first paced requeue; -1 until read
+	requeued int // messages given back so far by paced chunks
 }
 
-// requeueAll returns the deliveries of c not acked and counts them.
+// requeueAll gives the deliveries of c not acked back and counts them.
 func (p *pacer) requeueAll(c *heldChan) (int, error) {
 	last := uint64(c.got + c.drained) // delivery tags run 1..last on c
 	pending := int(last) - c.acked
@@ -143,7 +144,7 @@ func (p *pacer) requeueAll(c *heldChan) (int, error) {
 	return pending, nil
 }
 
-// await polls the ready count until the returns so far show; when they do
+// await polls the ready count until the requeues so far show; when they do
 // not within chunkWait (another consumer takes them, say), pacing stops.
 func (p *pacer) await(c *heldChan) error {
 	deadline := time.Now().Add(chunkWait)
@@ -184,7 +185,7 @@ func drain(deliveries <-chan amqp.Delivery) int {
 }
 
 // pendingRequeues remembers, per queue, how many messages this Broker has
-// returned without seeing them land. Quorum queues apply returns
+// given back without seeing them land. Quorum queues apply requeues
 // asynchronously (100,000 took 3–50 s to show on RabbitMQ 3.10 here), so the
 // next read of the queue waits for them instead of reading a queue that
 // looks shorter than it is — which would miss messages and, on a quorum
@@ -194,7 +195,7 @@ type pendingRequeues struct {
 	n  map[string]int
 }
 
-// add records n messages returned to queue.
+// add records n messages given back to queue.
 func (p *pendingRequeues) add(queue string, n int) {
 	if n <= 0 {
 		return
@@ -216,18 +217,18 @@ func (p *pendingRequeues) take(queue string) int {
 	return n
 }
 
-// requeueStall is how long awaitReturns waits for a ready count that
+// requeueStall is how long awaitRequeues waits for a ready count that
 // stopped rising.
 const requeueStall = time.Second
 
-// consumerGrace is how long awaitReturns keeps waiting while the queue
+// consumerGrace is how long awaitRequeues keeps waiting while the queue
 // reports consumers: a quorum queue counts a cancelled consumer until its
-// returns are applied, but a live consumer may take the returned messages,
+// requeues are applied, but a live consumer may take the requeued messages,
 // and then waiting longer is pointless.
 const consumerGrace = 2 * time.Second
 
 // awaitRequeues repeats the passive declare of queue on ch until its ready
-// count shows the n messages returned earlier, SettleTimeout passes (or
+// count shows the n messages given back earlier, SettleTimeout passes (or
 // consumerGrace while the queue has consumers) or ctx ends. It returns the
 // last answer; the read then proceeds with whatever is there.
 func (b *Broker) awaitRequeues(ctx context.Context, ch *amqp.Channel, queue string, n int, q amqp.Queue) (amqp.Queue, error) {
@@ -239,7 +240,7 @@ func (b *Broker) awaitRequeues(ctx context.Context, ch *amqp.Channel, queue stri
 		if q.Messages > last {
 			last, rose = q.Messages, time.Now()
 		}
-		// Returns landing raise the count steadily; a count that stopped
+		// Requeues landing raise the count steadily; a count that stopped
 		// rising means some of those messages left meanwhile (consumed,
 		// moved): waiting longer would only stall the read.
 		if waited > b.cfg.SettleTimeout || (q.Consumers > 0 && waited > consumerGrace) || time.Since(rose) > requeueStall {
