@@ -8,7 +8,7 @@ import (
 
 // A step accounts for every message it planned. A pass over the DLQ that
 // did not find some of them proves nothing by itself: another client may
-// hold them unacked (a preview, another replica's read whose returns a
+// hold them unacked (a preview, another replica's read whose requeues a
 // quorum queue has not applied yet), or the read may have been cut short.
 // So a message is called missing only when a pass that saw the whole DLQ
 // (Coverage.Whole), with the broker reporting no unacknowledged message on

@@ -120,7 +120,7 @@ type Broker interface {
 	// Scan reads every message of queue (those present when it starts) and
 	// calls visit for each, in queue order, without changing the queue:
 	// afterwards the same messages are there in the same order. An error from
-	// visit ends the scan early; every message is still returned.
+	// visit ends the scan early; every message is still given back.
 	Scan(ctx context.Context, queue string, visit func(Message) error) (ScanInfo, error)
 	// Route returns the queues that exchange's bindings route routingKey to.
 	Route(ctx context.Context, exchange, routingKey string) ([]string, error)

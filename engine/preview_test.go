@@ -46,7 +46,7 @@ func stripDeliveryCount(h amqp.Table) amqp.Table {
 }
 
 // sameQueue asserts that q holds exactly want, in order, byte for byte
-// (x-delivery-count aside, which a quorum queue raises on every return).
+// (x-delivery-count aside, which a quorum queue raises on every requeue).
 func sameQueue(t *testing.T, r *testkit.Rabbit, q string, want []amqp.Delivery) {
 	t.Helper()
 	r.WaitCount(q, len(want), 20*time.Second)
