@@ -16,12 +16,12 @@
 //     never a bare close: on quorum queues every requeue may count a
 //     delivery). A quorum queue with a delivery limit scrambles a large
 //     multi-message requeue, so there the messages go back 32 at a time,
-//     each step awaited. Requeues the queue has not applied yet (quorum
-//     queues apply them asynchronously; a classic queue answers a passive
-//     declare ahead of requeues still queued for it) are remembered, and
-//     the next read of that queue waits for them; a read also waits
-//     briefly for other consumers of the queue to let go (another
-//     reader, another process's quorum requeues). A read ends by the
+//     each step awaited (requeue.go). Requeues the queue has not applied
+//     yet (quorum queues apply them asynchronously; a classic queue answers
+//     a passive declare ahead of requeues still queued for it) are
+//     remembered, and the next read of that queue waits for them; a read
+//     also waits briefly for other consumers of the queue to let go
+//     (another reader, another process's quorum requeues). A read ends by the
 //     queue's count — the messages ready when it began — never by a pause
 //     in deliveries; it ends earlier only when the broker reports nothing
 //     left for it, and then says so in its engine.Coverage (short);
