@@ -67,9 +67,9 @@ func TestRateAndDigest(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{}`), &r); err == nil {
 		t.Error("an object was accepted as a rate")
 	}
-	a := []engine.Change{{Kind: "messages_gone", Queue: "q", Messages: 2, Detail: "x"}}
-	b := []engine.Change{{Kind: "messages_gone", Queue: "q", Messages: 3, Detail: "x"}}
-	if ChangesDigest(a) != ChangesDigest([]engine.Change{{Kind: "messages_gone", Queue: "q", Messages: 2, Detail: "other words"}}) {
+	a := []engine.Change{{Kind: engine.ChangeMessagesGone, Queue: "q", Messages: 2, Detail: "x"}}
+	b := []engine.Change{{Kind: engine.ChangeMessagesGone, Queue: "q", Messages: 3, Detail: "x"}}
+	if ChangesDigest(a) != ChangesDigest([]engine.Change{{Kind: engine.ChangeMessagesGone, Queue: "q", Messages: 2, Detail: "other words"}}) {
 		t.Error("the digest depends on the wording")
 	}
 	if ChangesDigest(a) == ChangesDigest(b) || ChangesDigest(a) == ChangesDigest(nil) {

@@ -46,16 +46,16 @@ func Changes(changes []engine.Change, token string) ([]slack.Block, string) {
 func changeLine(c engine.Change) string {
 	q := code(c.Queue, 120)
 	switch c.Kind {
-	case "target_deleted":
+	case engine.ChangeTargetDeleted:
 		return fmt.Sprintf(":x: *Target deleted* — %s was deleted since the preview: its %s would not be delivered and stay in the DLQ.", q, msgs(c.Messages))
-	case "consumers_gone":
+	case engine.ChangeConsumersGone:
 		return fmt.Sprintf(":warning: *Consumers gone* — %s had consumers at the preview and has none now: its %s would wait there, and the replay would stop after its first step.", q, msgs(c.Messages))
-	case "messages_gone":
+	case engine.ChangeMessagesGone:
 		return fmt.Sprintf(":ghost: *Messages gone* — %s %s no longer in %s (consumed, moved or replayed since); they would be reported missing.", plural(c.Messages, "previewed message", "previewed messages"), isAre(c.Messages), q)
-	case "replayed_elsewhere":
+	case engine.ChangeReplayedElsewhere:
 		return fmt.Sprintf(":repeat: *Replayed elsewhere* — %s %s sent by another replay after this preview; approving sends %s again.", plural(c.Messages, "previewed message", "previewed messages"), wasWere(c.Messages), pick(c.Messages, "it", "them"))
 	}
-	return ":warning: *" + esc(oneLine(c.Kind), 60) + "* — " + esc(oneLine(c.Detail), 500)
+	return ":warning: *" + esc(oneLine(string(c.Kind)), 60) + "* — " + esc(oneLine(c.Detail), 500)
 }
 
 func changesText(changes []engine.Change) string {

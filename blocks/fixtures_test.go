@@ -24,7 +24,7 @@ func previewWithProblems() *engine.Preview {
 	return &engine.Preview{
 		Token:     token,
 		ExpiresAt: now.Add(24 * time.Hour).Format(time.RFC3339),
-		DLQ:       engine.QueueState{Name: "orders.dlq", Exists: true, Ready: 57, Type: "quorum", DeliveryLimit: 20},
+		DLQ:       engine.QueueInfo{Name: "orders.dlq", Exists: true, Ready: 57, Type: "quorum", DeliveryLimit: 20},
 		Selection: "orders.dlq reason=rejected",
 		Requester: asker,
 		Scanned:   57,
@@ -73,7 +73,7 @@ func previewWithProblems() *engine.Preview {
 // parked.
 func previewNothing() *engine.Preview {
 	return &engine.Preview{
-		DLQ:       engine.QueueState{Name: "orders.dlq", Exists: true, Ready: 12, Type: "classic"},
+		DLQ:       engine.QueueInfo{Name: "orders.dlq", Exists: true, Ready: 12, Type: "classic"},
 		Selection: "orders.dlq source=orders.created",
 		Requester: asker,
 		Scanned:   12,
@@ -108,11 +108,11 @@ func stoppedReplay() (engine.Replay, *engine.StepResult) {
 	r.Settled, r.Returned, r.Failed, r.NewFailures, r.EndedAt = 18, 12, 1, 2, fixedNow()
 	for i := range 12 {
 		r.Failures = append(r.Failures, engine.Failure{
-			ID: fmt.Sprintf("%016x", 0xabc000+i), Target: "orders.created", Kind: "returned", Reason: "rejected",
+			ID: fmt.Sprintf("%016x", 0xabc000+i), Target: "orders.created", Kind: engine.FailureReturned, Reason: "rejected",
 			Detail: fmt.Sprintf("order %d not found <script>", 4700+i),
 		})
 	}
-	r.Failures = append(r.Failures, engine.Failure{ID: "00000000deadbeef", Target: "gone.queue", Kind: "unroutable", Reason: "NO_ROUTE"})
+	r.Failures = append(r.Failures, engine.Failure{ID: "00000000deadbeef", Target: "gone.queue", Kind: engine.FailureUnroutable, Reason: "NO_ROUTE"})
 	r.Note = "12 came back to the DLQ with this replay's id"
 	st := &engine.StepResult{Step: 2, Planned: 20, Sent: 20, Settled: 8, Returned: 12, Observation: "12 came back to the DLQ with this replay's id", Duration: 9 * time.Second}
 	return r, st
@@ -121,7 +121,7 @@ func stoppedReplay() (engine.Replay, *engine.StepResult) {
 func finishedReplay() engine.Replay {
 	r := replay(engine.StateFinished)
 	r.Sent, r.Settled, r.Missing, r.Step, r.EndedAt = 997, 997, 3, 8, fixedNow()
-	r.Failures = []engine.Failure{{ID: "1234567890abcdef", Target: "orders.created", Kind: "missing", Detail: "3 copy(ies) no longer in orders.dlq"}}
+	r.Failures = []engine.Failure{{ID: "1234567890abcdef", Target: "orders.created", Kind: engine.FailureMissing, Detail: "3 copy(ies) no longer in orders.dlq"}}
 	r.Note = "997 sent, 997 settled, 0 came back, 3 missing, 0 not delivered"
 	return r
 }
@@ -140,10 +140,10 @@ func interruptedEvent() engine.Event {
 
 func changes() []engine.Change {
 	return []engine.Change{
-		{Kind: "consumers_gone", Queue: "orders.created", Messages: 40, Detail: "target queue orders.created had 2 consumer(s) at the preview and has none now"},
-		{Kind: "messages_gone", Queue: "orders.dlq", Messages: 4, Detail: "4 previewed message(s) are no longer in orders.dlq"},
-		{Kind: "replayed_elsewhere", Messages: 1, Detail: "1 previewed message(s) were sent by another replay after this preview"},
-		{Kind: "target_deleted", Queue: "payments.settle", Messages: 5, Detail: "target queue payments.settle was deleted since the preview"},
+		{Kind: engine.ChangeConsumersGone, Queue: "orders.created", Messages: 40, Detail: "target queue orders.created had 2 consumer(s) at the preview and has none now"},
+		{Kind: engine.ChangeMessagesGone, Queue: "orders.dlq", Messages: 4, Detail: "4 previewed message(s) are no longer in orders.dlq"},
+		{Kind: engine.ChangeReplayedElsewhere, Messages: 1, Detail: "1 previewed message(s) were sent by another replay after this preview"},
+		{Kind: engine.ChangeTargetDeleted, Queue: "payments.settle", Messages: 5, Detail: "target queue payments.settle was deleted since the preview"},
 	}
 }
 

@@ -29,7 +29,7 @@ func bigPreview(distinct, targets int) *engine.Preview {
 	long := strings.Repeat("<&>`x\n", 10*1024/6)
 	p := &engine.Preview{
 		Token: "p_" + strings.Repeat("A", 22), ExpiresAt: fixedNow().Add(time.Hour).Format(time.RFC3339),
-		DLQ:       engine.QueueState{Name: longName(-1), Exists: true, Type: "quorum"},
+		DLQ:       engine.QueueInfo{Name: longName(-1), Exists: true, Type: "quorum"},
 		Selection: longName(-2) + " exception=" + long, Requester: long,
 		Scanned: distinct * 3, Selected: distinct * 2, Distinct: distinct, Parked: distinct,
 	}
@@ -44,9 +44,9 @@ func bigPreview(distinct, targets int) *engine.Preview {
 		p.Problems = append(p.Problems, engine.Problem{Kind: kind, Queue: q, Messages: i, Detail: long})
 	}
 	for i := range 1000 {
-		p.Problems = append(p.Problems, engine.Problem{Kind: fmt.Sprintf("new_kind_%d", i%50) + long[:100], Messages: i, Detail: long})
+		p.Problems = append(p.Problems, engine.Problem{Kind: engine.ProblemKind(fmt.Sprintf("new_kind_%d", i%50) + long[:100]), Messages: i, Detail: long})
 	}
-	for _, k := range []string{engine.ProblemNoTarget, engine.ProblemAlreadyReplayed, engine.ProblemParked, engine.ProblemDeliveryLimit, engine.ProblemUnreadable} {
+	for _, k := range []engine.ProblemKind{engine.ProblemNoTarget, engine.ProblemAlreadyReplayed, engine.ProblemParked, engine.ProblemDeliveryLimit, engine.ProblemUnreadable} {
 		p.Problems = append(p.Problems, engine.Problem{Kind: k, Queue: longName(0), Messages: distinct, Detail: long})
 	}
 	p.Messages = make([]engine.PreviewMessage, distinct)
@@ -97,9 +97,9 @@ func TestLimitsProgress(t *testing.T) {
 	r.ID, r.DLQ, r.Note, r.Approver, r.Requester = long, longName(1), long, long, long
 	r.Returned, r.Failed, r.Missing = 10_000, 5000, 5000
 	for i := range 10_000 {
-		kind := "returned"
+		kind := engine.FailureReturned
 		if i%3 == 0 {
-			kind = []string{"unroutable", "nacked", "missing", "target_missing"}[i%4]
+			kind = []engine.FailureKind{engine.FailureUnroutable, engine.FailureNacked, engine.FailureMissing, engine.FailureInDoubt}[i%4]
 		}
 		r.Failures = append(r.Failures, engine.Failure{ID: long, Target: longName(i), Kind: kind, Reason: long, Detail: long})
 	}
@@ -142,7 +142,7 @@ func TestLimitsChecksChangesErrors(t *testing.T) {
 
 	var cs []engine.Change
 	for i := range 10_000 {
-		cs = append(cs, engine.Change{Kind: []string{"target_deleted", "consumers_gone", "messages_gone", "replayed_elsewhere", long}[i%5],
+		cs = append(cs, engine.Change{Kind: []engine.ChangeKind{engine.ChangeTargetDeleted, engine.ChangeConsumersGone, engine.ChangeMessagesGone, engine.ChangeReplayedElsewhere, engine.ChangeKind(long)}[i%5],
 			Queue: longName(i), Messages: i, Detail: long})
 	}
 	b, text = Changes(cs, "p_"+strings.Repeat("B", 22))

@@ -145,8 +145,8 @@ func problemsText(p *engine.Preview) string {
 		}
 		return ""
 	}
-	var kinds []string
-	byKind := map[string][]engine.Problem{}
+	var kinds []engine.ProblemKind
+	byKind := map[engine.ProblemKind][]engine.Problem{}
 	for _, pr := range p.Problems {
 		if _, ok := byKind[pr.Kind]; !ok {
 			kinds = append(kinds, pr.Kind)
@@ -190,7 +190,7 @@ func problemLine(prs []engine.Problem) string {
 	case engine.ProblemUnreadable:
 		return fmt.Sprintf(":grey_question: *Unreadable headers* — %s %s headers that could not be fully read; they are shown with what could be.", msgs(total), hasHave(total))
 	}
-	line := ":warning: *" + esc(oneLine(pr.Kind), 60) + "* — " + esc(oneLine(pr.Detail), 500)
+	line := ":warning: *" + esc(oneLine(string(pr.Kind)), 60) + "* — " + esc(oneLine(pr.Detail), 500)
 	if len(prs) > 1 {
 		line += fmt.Sprintf(" (and %s more like it)", num(len(prs)-1))
 	}

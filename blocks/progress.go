@@ -194,7 +194,7 @@ func returnedText(r engine.Replay) string {
 	var lines []string
 	n := 0
 	for _, f := range r.Failures {
-		if f.Kind != "returned" {
+		if f.Kind != engine.FailureReturned {
 			continue
 		}
 		if n < maxReturned {
@@ -217,7 +217,7 @@ func otherFailuresText(r engine.Replay) string {
 	var lines []string
 	n := 0
 	for _, f := range r.Failures {
-		if f.Kind == "returned" {
+		if f.Kind == engine.FailureReturned {
 			continue
 		}
 		if n < maxOtherFailed {
@@ -244,8 +244,8 @@ func failureLine(f engine.Failure) string {
 		s += " → " + code(f.Target, 80)
 	}
 	why := f.Reason
-	if f.Kind != "returned" {
-		why = strings.ReplaceAll(f.Kind, "_", " ")
+	if f.Kind != engine.FailureReturned {
+		why = strings.ReplaceAll(string(f.Kind), "_", " ")
 		if f.Reason != "" {
 			why += ", " + f.Reason
 		}

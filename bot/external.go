@@ -101,7 +101,7 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 // selection, requester, counts and targets as they were.
 func previewOf(f engine.Frozen) *engine.Preview {
 	p := &engine.Preview{
-		Token: f.Token, DLQ: engine.QueueState{Name: f.DLQ, Exists: true}, Selection: f.Selection,
+		Token: f.Token, DLQ: engine.QueueInfo{Name: f.DLQ, Exists: true}, Selection: f.Selection,
 		Requester: f.Requester, Selected: f.Total, Distinct: len(f.Items),
 	}
 	if !f.ExpiresAt.IsZero() {

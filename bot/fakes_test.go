@@ -36,7 +36,7 @@ func (f *fakeEngine) Preview(ctx context.Context, sel engine.Selection, requeste
 		}
 	}
 	return &engine.Preview{Token: "p_fake", ExpiresAt: time.Now().Add(time.Hour).UTC().Format(time.RFC3339),
-		DLQ: engine.QueueState{Name: sel.DLQ, Exists: true}, Selection: sel.String(), Requester: requester,
+		DLQ: engine.QueueInfo{Name: sel.DLQ, Exists: true}, Selection: sel.String(), Requester: requester,
 		Scanned: 1, Selected: 1, Distinct: 1, Problems: []engine.Problem{},
 		Messages: []engine.PreviewMessage{{Meta: engine.Meta{ID: "0123456789abcdef"}, Count: 1, Target: "orders"}}}, nil
 }

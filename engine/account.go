@@ -8,7 +8,7 @@ import (
 
 // A step accounts for every message it planned. A pass over the DLQ that
 // did not find some of them proves nothing by itself: another client may
-// hold them unacked (a preview, another replica's read whose returns a
+// hold them unacked (a preview, another replica's read whose requeues a
 // quorum queue has not applied yet), or the read may have been cut short.
 // So a message is called missing only when a pass that saw the whole DLQ
 // (Coverage.Whole), with the broker reporting no unacknowledged message on
@@ -74,7 +74,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	rn.r.Duplicates += len(mr.Unacked)
 	for _, f := range mr.Failed {
 		rn.plan.drop(f.ID, 1)
-		if f.Kind == "unrecorded" {
+		if f.Kind == MoveUnrecorded {
 			// Confirmed by the broker, so delivered: its original stays in
 			// the DLQ and its ledger intent stays pending (never sent
 			// again). A duplicate, never "not delivered".
@@ -82,19 +82,17 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 			rn.r.Sent++
 			rn.r.Duplicates++
 			sentPer[f.Target]++
-			rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: f.Kind, Detail: f.Detail})
+			rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: f.Kind.failure(), Detail: f.Detail})
 			continue
 		}
 		res.Failed++
-		kind := f.Kind
-		if kind == "lost" {
+		if f.Kind == MoveLost {
 			// No confirm: maybe delivered, maybe not. Not "not delivered".
-			kind = "in_doubt"
 			rn.r.InDoubt++
 		} else {
 			rn.r.Failed++
 		}
-		rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: kind, Detail: f.Detail})
+		rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: f.Kind.failure(), Detail: f.Detail})
 	}
 	if err := rn.abandon(ctx, mr); err != nil && moveErr == nil {
 		moveErr = err
@@ -149,7 +147,7 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		*left = 0
 		for id, n := range pick {
 			if n > 0 {
-				rn.fail(Failure{ID: id, Target: rn.target[id], Kind: "held_elsewhere",
+				rn.fail(Failure{ID: id, Target: rn.target[id], Kind: FailureHeldElsewhere,
 					Detail: fmt.Sprintf("%d copy(ies) not found in %s while another client held messages of it; still planned", n, rn.r.DLQ)})
 			}
 		}
@@ -169,7 +167,7 @@ func (rn *run) missing(pick map[string]int, left *int, res *StepResult) {
 		rn.r.Missing += n
 		res.Failed += n
 		res.Missing += n
-		rn.fail(Failure{ID: id, Target: rn.target[id], Kind: "missing",
+		rn.fail(Failure{ID: id, Target: rn.target[id], Kind: FailureMissing,
 			Detail: fmt.Sprintf("%d copy(ies) no longer in %s: a whole read of it, with no other client holding any message, did not find them", n, rn.r.DLQ)})
 		pick[id] = 0
 	}
@@ -197,10 +195,10 @@ func (s *Service) awaitQuiet(ctx context.Context, dlq string, since, deadline ti
 			return false, fmt.Errorf("%s: %w", dlq, ErrQueueNotFound)
 		}
 		if st.Consumers == 0 {
-			if !strict || s.d.Stats == nil {
+			if !strict || s.d.Counters == nil {
 				return true, nil
 			}
-			if cs, err := s.d.Stats.Counters(ctx, dlq); err == nil &&
+			if cs, err := s.d.Counters.Counters(ctx, dlq); err == nil &&
 				!cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
 				return true, nil
 			}

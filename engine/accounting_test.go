@@ -32,7 +32,7 @@ func newEnvAt(t testing.TB, cfg engine.Config, tb testkit.Broker, st *store.Stor
 			t.Fatal(err)
 		}
 	}
-	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
+	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestPreviewsDuringReplayLoseNothing(t *testing.T) {
 // TestCompareOnOneReplicaMoveOnAnother approves on one engine (its compare
 // reads the quorum DLQ and gives every message back) and runs the replay
 // at once on another engine with its own connection, on both brokers. The
-// second must wait for the returns by the broker's counts, not by what its
+// second must wait for the requeues by the broker's counts, not by what its
 // own process remembers.
 func TestCompareOnOneReplicaMoveOnAnother(t *testing.T) {
 	t.Parallel()
@@ -200,7 +200,7 @@ func TestCompareOnOneReplicaMoveOnAnother(t *testing.T) {
 		r.Reject(src, testkit.Msgs(n, 200)...)
 		r.WaitCount(dlq, n, 60*time.Second)
 		p := preview(t, a, engine.Selection{DLQ: dlq})
-		r.WaitCount(dlq, n, 60*time.Second) // the preview's returns applied
+		r.WaitCount(dlq, n, 60*time.Second) // the preview's requeues applied
 		got := &counter{}
 		r.Consume(src, got.handle)
 

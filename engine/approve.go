@@ -16,10 +16,10 @@ var ErrChanged = errors.New("the DLQ or its targets changed since the preview")
 
 // Change is one difference between a preview and the world now.
 type Change struct {
-	Kind     string `json:"kind"` // messages_gone, replayed_elsewhere, target_deleted, consumers_gone
-	Queue    string `json:"queue,omitempty"`
-	Messages int    `json:"messages"`
-	Detail   string `json:"detail"`
+	Kind     ChangeKind `json:"kind"`
+	Queue    string     `json:"queue,omitempty"`
+	Messages int        `json:"messages"`
+	Detail   string     `json:"detail"`
 }
 
 // Approval is the outcome of approving a preview token.
@@ -44,10 +44,10 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 		}
 		switch {
 		case t.Exists && !st.Exists:
-			changes = append(changes, Change{Kind: "target_deleted", Queue: t.Queue, Messages: t.Messages,
+			changes = append(changes, Change{Kind: ChangeTargetDeleted, Queue: t.Queue, Messages: t.Messages,
 				Detail: fmt.Sprintf("target queue %s was deleted since the preview", t.Queue)})
 		case t.Consumers > 0 && st.Exists && st.Consumers == 0:
-			changes = append(changes, Change{Kind: "consumers_gone", Queue: t.Queue, Messages: t.Messages,
+			changes = append(changes, Change{Kind: ChangeConsumersGone, Queue: t.Queue, Messages: t.Messages,
 				Detail: fmt.Sprintf("target queue %s had %d consumer(s) at the preview and has none now", t.Queue, t.Consumers)})
 		}
 	}
@@ -68,7 +68,7 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 		if !cov.Whole() {
 			d = fmt.Sprintf("%d previewed message(s) were not found in %s, which another client was reading (%d of %d read); the replay will wait for them and never call them missing unless a whole read does not find them", gone, f.DLQ, cov.Read, max(cov.Queued, cov.Read))
 		}
-		changes = append(changes, Change{Kind: "messages_gone", Queue: f.DLQ, Messages: gone, Detail: d})
+		changes = append(changes, Change{Kind: ChangeMessagesGone, Queue: f.DLQ, Messages: gone, Detail: d})
 	}
 	ids := make([]string, 0, len(want))
 	for id := range want {
@@ -88,7 +88,7 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 		}
 	}
 	if again > 0 {
-		changes = append(changes, Change{Kind: "replayed_elsewhere", Messages: again,
+		changes = append(changes, Change{Kind: ChangeReplayedElsewhere, Messages: again,
 			Detail: fmt.Sprintf("%d previewed message(s) were sent by another replay after this preview", again)})
 	}
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Kind < changes[j].Kind })

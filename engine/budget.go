@@ -29,10 +29,10 @@ import (
 // counts against its delivery limit, where the limit comes from, and the
 // highest delivery count a read left on one of its messages.
 type ReadCounts struct {
-	// ReturnsCount is true when a give-back (basic.nack with requeue) counts
+	// RequeueCounts is true when a give-back (basic.nack with requeue) counts
 	// against the delivery limit: a quorum queue with a limit on RabbitMQ
 	// before 4.3. Every read of such a queue is budgeted.
-	ReturnsCount bool `json:"returns_count,omitempty"`
+	RequeueCounts bool `json:"returns_count,omitempty"`
 	// LimitFrom says where the delivery limit comes from: "argument",
 	// "policy", "operator policy" or "default" (4.0+'s 20).
 	LimitFrom string `json:"limit_from,omitempty"`
@@ -61,8 +61,8 @@ type Policy struct {
 
 // ReadsLeft is how many more reads of the queue its delivery limit allows
 // (one give-back kept in reserve); -1 when no budget applies.
-func (q QueueState) ReadsLeft() int {
-	if !q.ReturnsCount {
+func (q QueueInfo) ReadsLeft() int {
+	if !q.RequeueCounts {
 		return -1
 	}
 	return max(0, q.DeliveryLimit-1-q.DeliveryCount)
@@ -142,7 +142,7 @@ func (e *ReadBudgetError) Unwrap() error { return ErrReadBudget }
 
 // budgetError is the error for reading q need more times, nil when the
 // budget allows it; raise says how to raise the limit.
-func budgetError(q QueueState, need int, raise string) error {
+func budgetError(q QueueInfo, need int, raise string) error {
 	left := q.ReadsLeft()
 	if left < 0 || left >= need {
 		return nil
@@ -170,14 +170,14 @@ func ReadsNeeded(total int, p Params, rereads int) (reads, steps int) {
 // SuggestedLimit is a delivery limit that leaves room for need more reads
 // of q (with the reserve and a margin), at least twice the current one,
 // rounded up to a multiple of 10.
-func SuggestedLimit(q QueueState, need int) int {
+func SuggestedLimit(q QueueInfo, need int) int {
 	n := max(q.DeliveryCount+need+1+5, 2*q.DeliveryLimit)
 	return (n + 9) / 10 * 10
 }
 
 // RaiseLimit says how to give q a delivery limit of limit: the exact
 // rabbitmqctl command line, or why a policy cannot do it.
-func RaiseLimit(vhost string, q QueueState, limit int) string {
+func RaiseLimit(vhost string, q QueueInfo, limit int) string {
 	if vhost == "" {
 		vhost = "/"
 	}
@@ -239,8 +239,8 @@ type BudgetView struct {
 // preview's own read; nil when no budget applies.
 // rereads is how many looks for returns a step makes besides its move:
 // RereadsPerStep, or 0 when a tap finds the returns.
-func (s *Service) budgetView(dlq QueueState, selected, rereads int) *BudgetView {
-	if !dlq.ReturnsCount {
+func (s *Service) budgetView(dlq QueueInfo, selected, rereads int) *BudgetView {
+	if !dlq.RequeueCounts {
 		return nil
 	}
 	need, steps := ReadsNeeded(selected, Params{}, rereads)
@@ -251,7 +251,7 @@ func (s *Service) budgetView(dlq QueueState, selected, rereads int) *BudgetView 
 }
 
 // budgetDetail words the budget for the preview's problem list.
-func budgetDetail(dlq QueueState, v *BudgetView, selected, rereads int) string {
+func budgetDetail(dlq QueueInfo, v *BudgetView, selected, rereads int) string {
 	counts := "RabbitMQ before 4.3"
 	if dlq.BrokerVersion != "" {
 		counts = "RabbitMQ " + dlq.BrokerVersion
@@ -281,7 +281,7 @@ func budgetDetail(dlq QueueState, v *BudgetView, selected, rereads int) string {
 // previewBudget reads the DLQ's state again after the preview's own read,
 // so that the budget it shows counts that read.
 func (s *Service) previewBudget(ctx context.Context, p *Preview) error {
-	if !p.DLQ.ReturnsCount {
+	if !p.DLQ.RequeueCounts {
 		return nil
 	}
 	st, err := s.d.Broker.Inspect(ctx, p.DLQ.Name)

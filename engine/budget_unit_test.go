@@ -29,7 +29,7 @@ func TestReadsNeeded(t *testing.T) {
 }
 
 func TestReadsLeftAndBudgetError(t *testing.T) {
-	q := QueueState{Name: "orders.dlq", DeliveryLimit: 20, ReadCounts: ReadCounts{ReturnsCount: true, LimitFrom: "default", DeliveryCount: 17, BrokerVersion: "4.0.5"}}
+	q := QueueInfo{Name: "orders.dlq", DeliveryLimit: 20, ReadCounts: ReadCounts{RequeueCounts: true, LimitFrom: "default", DeliveryCount: 17, BrokerVersion: "4.0.5"}}
 	if got := q.ReadsLeft(); got != 2 {
 		t.Fatalf("ReadsLeft = %d, want 20 − 1 reserve − 17 = 2", got)
 	}
@@ -46,16 +46,16 @@ func TestReadsLeftAndBudgetError(t *testing.T) {
 			t.Errorf("%q lacks %q", err, w)
 		}
 	}
-	if (QueueState{DeliveryLimit: 20}).ReadsLeft() != -1 {
+	if (QueueInfo{DeliveryLimit: 20}).ReadsLeft() != -1 {
 		t.Fatal("a queue whose give-backs do not count has a budget")
 	}
-	if (QueueState{ReadCounts: ReadCounts{ReturnsCount: true, DeliveryCount: 3}, DeliveryLimit: 2}).ReadsLeft() != 0 {
+	if (QueueInfo{ReadCounts: ReadCounts{RequeueCounts: true, DeliveryCount: 3}, DeliveryLimit: 2}).ReadsLeft() != 0 {
 		t.Fatal("ReadsLeft went negative")
 	}
 }
 
 func TestRaiseLimit(t *testing.T) {
-	q := QueueState{Name: "it's.dlq", DeliveryLimit: 20, ReadCounts: ReadCounts{ReturnsCount: true, LimitFrom: "default"}}
+	q := QueueInfo{Name: "it's.dlq", DeliveryLimit: 20, ReadCounts: ReadCounts{RequeueCounts: true, LimitFrom: "default"}}
 	if got, want := RaiseLimit("/", q, 60), `rabbitmqctl set_policy -p / --apply-to queues 'dlqbot-limit-it'\''s.dlq' '^it'\''s\.dlq$' '{"delivery-limit":60}'`; got != want {
 		t.Errorf("new policy:\n got  %s\n want %s", got, want)
 	}
@@ -71,10 +71,10 @@ func TestRaiseLimit(t *testing.T) {
 	if got := RaiseLimit("/", q, 60); strings.HasPrefix(got, "rabbitmqctl") || !strings.Contains(got, "x-delivery-limit argument") {
 		t.Errorf("a limit set by the argument: %s", got)
 	}
-	if got := SuggestedLimit(QueueState{DeliveryLimit: 20, ReadCounts: ReadCounts{DeliveryCount: 17}}, 13); got != 40 {
+	if got := SuggestedLimit(QueueInfo{DeliveryLimit: 20, ReadCounts: ReadCounts{DeliveryCount: 17}}, 13); got != 40 {
 		t.Errorf("SuggestedLimit = %d, want 40 (17 + 13 + 1 + 5, rounded up)", got)
 	}
-	if got := SuggestedLimit(QueueState{DeliveryLimit: 20, ReadCounts: ReadCounts{DeliveryCount: 1}}, 13); got != 40 {
+	if got := SuggestedLimit(QueueInfo{DeliveryLimit: 20, ReadCounts: ReadCounts{DeliveryCount: 1}}, 13); got != 40 {
 		t.Errorf("SuggestedLimit = %d, want 40 (twice the limit of 20)", got)
 	}
 }

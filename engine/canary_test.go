@@ -51,7 +51,7 @@ func TestCanaryStopsWhenTheFirstStepComesBack(t *testing.T) {
 	}
 	back := 0
 	for _, f := range rep.Failures {
-		if f.Kind == "returned" {
+		if f.Kind == engine.FailureReturned {
 			back++
 			if f.Reason != string(engine.ReasonRejected) {
 				t.Errorf("returned %s with reason %q, want rejected", f.ID, f.Reason)

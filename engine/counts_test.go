@@ -57,7 +57,7 @@ func TestResumedReplayCountsMissingOnce(t *testing.T) {
 	}
 	missing := 0
 	for _, f := range rep.Failures {
-		if f.Kind == "missing" {
+		if f.Kind == engine.FailureMissing {
 			missing++
 		}
 	}

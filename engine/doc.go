@@ -7,16 +7,42 @@
 // ports*.go files hold those shared by several parts, and the others are
 // declared beside the code that needs them. Every interface, by file:
 //
-//	ports.go          Clock, Broker, Stats (RabbitMQ)
+//	ports.go          Clock, Broker, CounterReader (RabbitMQ)
+//	ports_tap.go      Taps, Returns (the DLQ's tap and the copies that came back)
 //	ports_work.go     Jobs, Registry (work hand-off)
-//	ports_tap.go      Taps, Returns (the DLQs' taps and the copies that came back)
 //	replay_state.go   Replays, Leases (replay records and ownership)
-//	frozen.go         Tokens, Ledger (preview tokens, what was sent)
+//	frozen.go         Tokens (preview tokens: what a preview froze)
+//	ledger.go         Ledger (what every replay sent)
 //	budget.go         ReadMarks (the read budget of quorum DLQs)
-//	move.go           Mover (parking messages)
+//	move.go           Mover (moving messages: replay steps and parking)
 //	scheduler.go      Schedule (follow-up checks)
 //	events.go         Notifier (progress events)
 //	service.go        ScanObserver (preview metrics)
+//
+// Where each part of the engine lives:
+//
+//	service.go        Config, Deps and New; enqueue.go hands a replay to workers
+//	message.go, meta.go, dialects.go, rascal.go, inhouse.go
+//	                  a dead letter and the metadata read from its headers
+//	selection.go      the selection grammar's meaning (Selection, Match)
+//	preview.go        a preview; preview_rows.go, preview_targets.go,
+//	                  preview_summary.go (counts and problems) and
+//	                  preview_returns.go build it; arrivals.go its sparkline
+//	kinds.go          the kinds of problems, changes and failures
+//	frozen.go         what a preview token freezes, and freeze
+//	approve.go        approving a token: what changed since (Compare), Approve
+//	runner.go         a replay's run: its loop, stop causes and summary
+//	plan.go, step.go  what each step sends; account.go accounts for every
+//	                  planned message (missing, held elsewhere)
+//	settle.go         a step settling; settle_returns.go the copies that
+//	                  came back (from the tap, or by re-reading the DLQ)
+//	tapper.go         draining the DLQs' taps into the returns record
+//	check.go, check_tap.go, scheduler.go  the check and its follow-ups
+//	park.go           moving copies at the park limit to a parking queue
+//	worker.go, heartbeat.go, reaper.go, control.go, desire.go, control_action.go
+//	                  workers, leases, interrupted replays, pause/resume/cancel
+//	rewrite.go, headers.go, fingerprint.go, group.go
+//	                  copy headers, header values, message ids, failure groups
 //
 // Every collaborator a Service uses is a field of Deps, given to New; none
 // is discovered by a type assertion or set afterwards. The RabbitMQ adapter
@@ -24,6 +50,10 @@
 // a compile-time assertion of the interfaces it implements; engine imports
 // neither go-redis nor slack-go, so every rule here can be read without
 // knowing the transports.
+//
+// kinds.go names what can go wrong or change as typed constants: a
+// preview's ProblemKind, an approval's ChangeKind, a replay's FailureKind and
+// a move's MoveFailureKind (their JSON values are listed in api/openapi.yaml).
 //
 // Reads of a quorum DLQ cost delivery attempts on RabbitMQ before 4.3;
 // budget.go holds the read budget's rules: how many reads the delivery limit

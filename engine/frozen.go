@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"slices"
 	"time"
@@ -70,44 +71,6 @@ type Tokens interface {
 	Retain(ctx context.Context, token string, d time.Duration) error
 }
 
-// LedgerEntry records one copy a replay sent (or was about to send).
-type LedgerEntry struct {
-	ReplayID string    `json:"replay_id"`
-	DLQ      string    `json:"dlq"` // the queue the original was taken from
-	ID       string    `json:"id"`
-	Target   string    `json:"target"`
-	Seq      int       `json:"seq"`
-	At       time.Time `json:"at"`
-	// Pending is true for an intent written before publishing and not yet
-	// confirmed: after a crash it marks a copy that may have been sent.
-	Pending bool `json:"pending,omitempty"`
-}
-
-// Sent summarises a message id's replay history.
-type Sent struct {
-	ReplayID string    `json:"replay_id"`
-	At       time.Time `json:"at"`
-	Count    int       `json:"count"`
-	Approver string    `json:"approver,omitempty"`
-}
-
-// Ledger records every confirmed send and answers "was this replayed?".
-type Ledger interface {
-	// Intend records entries as pending before they are published.
-	Intend(ctx context.Context, entries []LedgerEntry) error
-	// Confirm records entries as confirmed sends; called before the DLQ
-	// originals are acked.
-	Confirm(ctx context.Context, entries []LedgerEntry) error
-	// Abandon withdraws pending intents whose copies were certainly not
-	// sent (never published, unroutable, nacked).
-	Abandon(ctx context.Context, entries []LedgerEntry) error
-	// History returns, per message id of dlq, the replays that sent it,
-	// newest first.
-	History(ctx context.Context, dlq string, ids []string) (map[string][]Sent, error)
-	// Entries returns everything replayID recorded, in send order.
-	Entries(ctx context.Context, replayID string) ([]LedgerEntry, error)
-}
-
 // TargetQueues lists the target queues of a frozen preview, sorted, each
 // once: the queues a replay of it publishes to (what approving it needs
 // `publish` on).
@@ -125,4 +88,33 @@ func (f Frozen) TargetQueues() []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// freeze stores the replayable part of p under a new token.
+func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview, r *previewRows) error {
+	f := Frozen{
+		DLQ: sel.DLQ, Vhost: s.cfg.Vhost, Selection: p.Selection, To: sel.To,
+		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected, ParkAfter: sel.ParkLimit(),
+	}
+	f.Each = func(yield func(Item) bool) {
+		for i, row := range r.rows {
+			q := r.targetOf(i)
+			if q == "" {
+				continue
+			}
+			if !yield(Item{ID: r.id(i), Count: int(row.count), Target: q, Group: r.classes[row.class].group, Seq: row.seq}) {
+				return
+			}
+		}
+	}
+	for _, t := range p.Targets {
+		f.Targets = append(f.Targets, TargetSnapshot{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages})
+	}
+	tok, err := s.d.Tokens.Save(ctx, f, s.cfg.TokenTTL)
+	if err != nil {
+		return fmt.Errorf("engine: preview: save token: %w", err)
+	}
+	p.Token = tok
+	p.ExpiresAt = f.CreatedAt.Add(s.cfg.TokenTTL).UTC().Format(time.RFC3339)
+	return nil
 }

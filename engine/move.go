@@ -22,10 +22,7 @@ type Moved struct {
 // original stayed in the DLQ.
 type MoveFailure struct {
 	Moved
-	// Kind is "unroutable" (mandatory return, e.g. target deleted),
-	// "nacked" (broker nack) or "lost" (connection or channel lost before
-	// the confirm).
-	Kind   string
+	Kind   MoveFailureKind
 	Detail string
 }
 
@@ -62,7 +59,7 @@ type MoveResult struct {
 	Read int     // messages read from the DLQ
 	Sent []Moved // confirmed and recorded; original acked
 	// Unacked are copies confirmed and recorded whose originals could not be
-	// acked (the connection was lost): the broker returns those originals to
+	// acked (the connection was lost): the broker requeues those originals in
 	// the DLQ, so each is a duplicate, visible in the ledger.
 	Unacked []Moved
 	// Unsent were handed to Intend but never published (the move stopped

@@ -13,7 +13,7 @@ import (
 // TestUnpacedReplayConnectionLostEnds closes the replaying engine's broker
 // connection in the middle of an unpaced (rate=max) replay, while copies
 // wait for their confirms. The run must return promptly (before: it spun
-// forever on the closed return channel), with no copy called "nacked" —
+// forever on the closed bounce (basic.return) channel), with no copy called "nacked" —
 // a confirm the closed channel left unanswered is in doubt — nothing
 // lost, every duplicate in the ledger, and a resume must not send again
 // anything the ledger lists.
@@ -52,7 +52,7 @@ func TestUnpacedReplayConnectionLostEnds(t *testing.T) {
 		t.Fatal("the fault came too late: the replay finished")
 	}
 	for _, f := range rep.Failures {
-		if f.Kind == "nacked" {
+		if f.Kind == engine.FailureNacked {
 			t.Fatalf("copy %s called nacked after the channel closed: %s", f.ID, f.Detail)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 func newEnvWith(t testing.TB, cfg engine.Config, tune func(*engine.Deps)) *env {
 	t.Helper()
 	e := newEnv(t, cfg)
-	deps := engine.Deps{Broker: e.broker, Mover: e.broker, Stats: e.broker, Tokens: e.store.Tokens(),
+	deps := engine.Deps{Broker: e.broker, Mover: e.broker, Counters: e.broker, Tokens: e.store.Tokens(),
 		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases()}
 	tune(&deps)
 	svc, err := engine.New(cfg, deps)

@@ -60,9 +60,9 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (ParkResult, er
 	res.Duplicates = len(mr.Unacked)
 	for _, f := range mr.Failed {
 		switch f.Kind {
-		case "lost":
+		case MoveLost:
 			res.InDoubt++
-		case "unrecorded": // confirmed (park records nothing, but be exact)
+		case MoveUnrecorded: // confirmed (park records nothing, but be exact)
 			res.Parked++
 			res.Duplicates++
 		default:

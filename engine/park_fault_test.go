@@ -54,7 +54,7 @@ func TestParkCountsConfirmedCopiesAsMoved(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	e := newEnvWith(t, fast, func(d *engine.Deps) {
-		d.Broker, d.Stats = b, b
+		d.Broker, d.Counters = b, b
 		d.Mover = &cutAfterConfirm{Mover: b, t: t, conn: conn}
 	})
 	r := e.rabbit

@@ -43,8 +43,12 @@ type SystemClock struct{}
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
 
-// QueueState is what the broker says about a queue right now.
-type QueueState struct {
+// QueueInfo is what Inspect learns about a queue right now: whether it
+// exists, its depth and consumers as a client sees them (a passive
+// declare: exact and current), and its type, delivery limit and read
+// budget (the management API and the read marks). Compare QueueCounters,
+// the management API's lagging counters.
+type QueueInfo struct {
 	Name   string `json:"name"`
 	Exists bool   `json:"exists"`
 	// Ready is the number of messages ready for delivery.
@@ -110,13 +114,13 @@ func (c Coverage) Whole() bool {
 // Broker is what the engine needs from RabbitMQ.
 type Broker interface {
 	// Inspect reports whether a queue exists, its ready count and its
-	// consumers. A missing queue is QueueState{Exists: false} and a nil
+	// consumers. A missing queue is QueueInfo{Exists: false} and a nil
 	// error; an unreachable broker is ErrBrokerUnavailable.
-	Inspect(ctx context.Context, queue string) (QueueState, error)
+	Inspect(ctx context.Context, queue string) (QueueInfo, error)
 	// Scan reads every message of queue (those present when it starts) and
 	// calls visit for each, in queue order, without changing the queue:
 	// afterwards the same messages are there in the same order. An error from
-	// visit ends the scan early; every message is still returned.
+	// visit ends the scan early; every message is still given back.
 	Scan(ctx context.Context, queue string, visit func(Message) error) (ScanInfo, error)
 	// Route returns the queues that exchange's bindings route routingKey to.
 	Route(ctx context.Context, exchange, routingKey string) ([]string, error)
@@ -125,10 +129,11 @@ type Broker interface {
 	DeclareQueue(ctx context.Context, name string) error
 }
 
-// QueueStats are a queue's counters from the management API. They lag the
+// QueueCounters are a queue's counters from the management API (a
+// CounterReader reads them). They lag the
 // broker by the statistics interval (5 s by default) and are per-queue
 // totals shared by every client.
-type QueueStats struct {
+type QueueCounters struct {
 	Ready      int
 	Unacked    int
 	Consumers  int
@@ -141,7 +146,7 @@ type QueueStats struct {
 	SampledAt time.Time
 }
 
-// Stats reads queue counters from the management API.
-type Stats interface {
-	Counters(ctx context.Context, queue string) (QueueStats, error)
+// CounterReader reads a queue's QueueCounters from the management API.
+type CounterReader interface {
+	Counters(ctx context.Context, queue string) (QueueCounters, error)
 }

@@ -6,30 +6,12 @@ import (
 	"fmt"
 )
 
-// Problem kinds a preview leads with, most serious first.
-const (
-	ProblemTargetMissing   = "target_missing"   // the target queue does not exist
-	ProblemNoTarget        = "no_target"        // the source cannot be derived; needs to=
-	ProblemNoConsumers     = "no_consumers"     // the target has no live consumer
-	ProblemAlreadyReplayed = "already_replayed" // a replay already sent this message
-	ProblemParked          = "parked"           // left out: replayed park_after times
-	ProblemDeliveryLimit   = "delivery_limit"   // quorum DLQ: reads use up delivery attempts (the read budget)
-	ProblemUnreadable      = "unreadable"       // headers that could not be read
-	// ProblemRetryState: a framework marker on the messages makes their
-	// consumer refuse a replayed copy (rascal's immediateNack); the replay
-	// resets it (Meta.Refusal).
-	ProblemRetryState = "consumer_would_refuse"
-	// ProblemPartialRead: the scan could not see the whole DLQ (another
-	// client held or took messages); always listed first.
-	ProblemPartialRead = "partial_read"
-)
-
 // Problem is one thing that would go wrong, with how many messages it hits.
 type Problem struct {
-	Kind     string `json:"kind"`
-	Queue    string `json:"queue,omitempty"`
-	Messages int    `json:"messages"`
-	Detail   string `json:"detail"`
+	Kind     ProblemKind `json:"kind"`
+	Queue    string      `json:"queue,omitempty"`
+	Messages int         `json:"messages"`
+	Detail   string      `json:"detail"`
 }
 
 // TargetView summarises the selected messages bound for one queue.
@@ -52,12 +34,12 @@ type PreviewMessage struct {
 
 // Preview is what a replay of a selection would do. Making one changes nothing.
 type Preview struct {
-	Token     string     `json:"token,omitempty"`
-	ExpiresAt string     `json:"expires_at,omitempty"`
-	DLQ       QueueState `json:"dlq"`
-	Selection string     `json:"selection"`
-	Requester string     `json:"requester"`
-	Scanned   int        `json:"scanned"`
+	Token     string    `json:"token,omitempty"`
+	ExpiresAt string    `json:"expires_at,omitempty"`
+	DLQ       QueueInfo `json:"dlq"`
+	Selection string    `json:"selection"`
+	Requester string    `json:"requester"`
+	Scanned   int       `json:"scanned"`
 	// Coverage is how much of the DLQ the scan saw; a scan that could not
 	// see all of it leads the problems with ProblemPartialRead, and the
 	// token covers only what was read.

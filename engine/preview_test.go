@@ -46,7 +46,7 @@ func stripDeliveryCount(h amqp.Table) amqp.Table {
 }
 
 // sameQueue asserts that q holds exactly want, in order, byte for byte
-// (x-delivery-count aside, which a quorum queue raises on every return).
+// (x-delivery-count aside, which a quorum queue raises on every requeue).
 func sameQueue(t *testing.T, r *testkit.Rabbit, q string, want []amqp.Delivery) {
 	t.Helper()
 	r.WaitCount(q, len(want), 20*time.Second)
@@ -103,11 +103,11 @@ func TestPreviewReportsProblemsAndChangesNothing(t *testing.T) {
 			if p.Scanned != 12 || p.Selected != 11 || p.Parked != 1 {
 				t.Fatalf("scanned %d selected %d parked %d, want 12 11 1", p.Scanned, p.Selected, p.Parked)
 			}
-			kinds := []string{}
+			kinds := []engine.ProblemKind{}
 			for _, pr := range p.Problems {
 				kinds = append(kinds, pr.Kind)
 			}
-			want := []string{engine.ProblemTargetMissing, engine.ProblemNoConsumers, engine.ProblemAlreadyReplayed, engine.ProblemParked}
+			want := []engine.ProblemKind{engine.ProblemTargetMissing, engine.ProblemNoConsumers, engine.ProblemAlreadyReplayed, engine.ProblemParked}
 			if kind == "quorum" {
 				want = append(want, engine.ProblemDeliveryLimit)
 			}

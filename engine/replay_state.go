@@ -36,13 +36,11 @@ type Params struct {
 
 // Failure is one message a replay could not deliver or that came back.
 type Failure struct {
-	ID     string `json:"id"`
-	Target string `json:"target,omitempty"`
-	// Kind is "returned" (dead-lettered again), "unroutable", "nacked",
-	// "missing" (vanished from the DLQ since the preview) or "target_missing".
-	Kind   string `json:"kind"`
-	Reason string `json:"reason,omitempty"` // new dead-letter reason or broker reply
-	Detail string `json:"detail,omitempty"` // exception text, if any
+	ID     string      `json:"id"`
+	Target string      `json:"target,omitempty"`
+	Kind   FailureKind `json:"kind"`
+	Reason string      `json:"reason,omitempty"` // new dead-letter reason or broker reply
+	Detail string      `json:"detail,omitempty"` // exception text, if any
 }
 
 // Replay is a replay's record in the store, readable from any process.
@@ -177,10 +175,6 @@ func (p Params) withDefaults() Params {
 	return p
 }
 
-// retryKinds are the failures of copies that were certainly not sent: the
-// ledger does not name them, so a resumed replay tries them again.
-var retryKinds = map[string]bool{"missing": true, "unroutable": true, "nacked": true, "refused": true, "target_missing": true}
-
 // forgetRetried withdraws, when a replay is resumed, what earlier runs
 // counted as missing or not delivered: those copies are planned again (the
 // ledger does not name them), and this run counts each one once, by what
@@ -190,7 +184,7 @@ func forgetRetried(r *Replay) {
 	r.Missing, r.Failed = 0, 0
 	kept := r.Failures[:0]
 	for _, f := range r.Failures {
-		if !retryKinds[f.Kind] {
+		if !f.Kind.notSent() {
 			kept = append(kept, f)
 		}
 	}

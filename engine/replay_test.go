@@ -198,7 +198,7 @@ func TestReplayToScratchKeepsMessagesByteForByte(t *testing.T) {
 		wantH["x-replay-count"] = int32(1)
 		wantH["stroma.dlq.replayed_from"] = src // the source, not the DLQ (README "Headers")
 		if tag, ok := got.Headers["x-dlqbot-copy"].(string); ok && tag != "" {
-			wantH["x-dlqbot-copy"] = tag // a per-copy id, for matching returns exactly
+			wantH["x-dlqbot-copy"] = tag // a per-copy id, for matching bounces (basic.return) exactly
 		} else {
 			t.Errorf("copy %d has no x-dlqbot-copy header", i)
 		}
@@ -239,7 +239,7 @@ func TestReplayLeavesMessagesForADeletedTarget(t *testing.T) {
 		t.Fatalf("replay %+v: want 2 sent, 3 not delivered", rep)
 	}
 	for _, f := range rep.Failures {
-		if f.Kind != "unroutable" || f.Target != b {
+		if f.Kind != engine.FailureUnroutable || f.Target != b {
 			t.Errorf("failure %+v, want unroutable to %s", f, b)
 		}
 	}

@@ -60,7 +60,7 @@ type scanTimer struct {
 	dlq *string
 }
 
-func (s scanTimer) Inspect(ctx context.Context, q string) (engine.QueueState, error) {
+func (s scanTimer) Inspect(ctx context.Context, q string) (engine.QueueInfo, error) {
 	if q == *s.dlq {
 		start := time.Now()
 		defer func() {

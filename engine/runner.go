@@ -260,15 +260,15 @@ func Shortfall(r Replay) string {
 
 // nothingSent words a step none of whose copies was sent.
 func (rn *run) nothingSent(res StepResult) string {
-	kinds := map[string]int{}
+	kinds := map[FailureKind]int{}
 	for _, f := range rn.r.Failures {
 		kinds[f.Kind]++
 	}
 	s := fmt.Sprintf("none of the %d message(s) of step %d was sent", res.Planned, res.Step)
 	var why []string
-	for _, k := range []string{"target_missing", "unroutable", "nacked", "refused", "missing", "in_doubt"} {
+	for _, k := range []FailureKind{FailureUnroutable, FailureNacked, FailureRefused, FailureMissing, FailureInDoubt} {
 		if kinds[k] > 0 {
-			why = append(why, fmt.Sprintf("%d %s", kinds[k], strings.ReplaceAll(k, "_", " ")))
+			why = append(why, fmt.Sprintf("%d %s", kinds[k], strings.ReplaceAll(string(k), "_", " ")))
 		}
 	}
 	if len(why) > 0 {
@@ -430,14 +430,14 @@ func (rn *run) fail(f Failure) {
 func (rn *run) noteDoubt(doubt []LedgerEntry) {
 	known := map[string]bool{}
 	for _, f := range rn.r.Failures {
-		if f.Kind == "in_doubt" {
+		if f.Kind == FailureInDoubt {
 			known[f.ID] = true
 		}
 	}
 	for _, e := range doubt {
 		if !known[e.ID] {
 			known[e.ID] = true
-			rn.fail(Failure{ID: e.ID, Target: e.Target, Kind: "in_doubt",
+			rn.fail(Failure{ID: e.ID, Target: e.Target, Kind: FailureInDoubt,
 				Detail: "in flight when an earlier run ended abruptly: it may have been delivered, so it is not sent again; its original stays in the DLQ"})
 		}
 	}

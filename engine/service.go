@@ -110,9 +110,9 @@ type Deps struct {
 	Mover Mover
 	// Clock tells the time; optional (default SystemClock).
 	Clock Clock
-	// Stats reads the management API's queue counters; optional (settling
+	// Counters reads the management API's queue counters; optional (settling
 	// is then judged from the ready count alone).
-	Stats Stats
+	Counters CounterReader
 	// Notifier receives progress events; optional.
 	Notifier Notifier
 	// ScanObserver is told about every completed preview scan, for

@@ -41,8 +41,8 @@ func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[strin
 			continue
 		}
 		out[q] = -1
-		if rn.s.d.Stats != nil {
-			if st, err := rn.s.d.Stats.Counters(ctx, q); err == nil {
+		if rn.s.d.Counters != nil {
+			if st, err := rn.s.d.Counters.Counters(ctx, q); err == nil {
 				out[q] = st.Publish
 			}
 		}
@@ -154,10 +154,10 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 			return
 		}
 	}
-	if rn.s.d.Stats == nil {
+	if rn.s.d.Counters == nil {
 		return
 	}
-	st, err := rn.s.d.Stats.Counters(ctx, w.queue)
+	st, err := rn.s.d.Counters.Counters(ctx, w.queue)
 	if err != nil {
 		return
 	}

@@ -83,7 +83,7 @@ func (rn *run) startReturns(ctx context.Context) error {
 	rn.mode, rn.modeNote = rn.prepareTap(ctx)
 	rn.r.ReturnsMode = rn.mode
 	for _, f := range rn.r.Failures {
-		if f.Kind == "returned" {
+		if f.Kind == FailureReturned {
 			rn.listed++
 		}
 	}
@@ -157,7 +157,7 @@ func (rn *run) tapReturns(ctx context.Context) error {
 		rn.tapTotal = rec.Total
 	}
 	for _, ev := range rec.Events {
-		rn.fail(Failure{ID: ev.ID, Target: ev.Source, Kind: "returned", Reason: ev.Reason, Detail: ev.Exception})
+		rn.fail(Failure{ID: ev.ID, Target: ev.Source, Kind: FailureReturned, Reason: ev.Reason, Detail: ev.Exception})
 	}
 	rn.listed += len(rec.Events)
 	rn.r.NewFailures = max(0, int(arrived-rec.Baseline)-rec.Total)
@@ -181,7 +181,7 @@ func (rn *run) rereadReturns(ctx context.Context) error {
 			if seen[meta.ID] > rn.returnedSeen[meta.ID] {
 				rn.returnedSeen[meta.ID] = seen[meta.ID]
 				rn.r.Returned++
-				rn.fail(Failure{ID: meta.ID, Target: meta.Source, Kind: "returned", Reason: string(meta.Reason), Detail: meta.Exception})
+				rn.fail(Failure{ID: meta.ID, Target: meta.Source, Kind: FailureReturned, Reason: string(meta.Reason), Detail: meta.Exception})
 			}
 		case meta.ReplayID != rn.r.ID && rn.isNew(meta):
 			fresh++
@@ -235,7 +235,7 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 			seen[meta.ID]++
 			inDLQ++
 			if inDLQ > rn.tapTotal {
-				extra = append(extra, Failure{ID: meta.ID, Target: meta.Source, Kind: "returned", Reason: string(meta.Reason), Detail: meta.Exception})
+				extra = append(extra, Failure{ID: meta.ID, Target: meta.Source, Kind: FailureReturned, Reason: string(meta.Reason), Detail: meta.Exception})
 			}
 		}
 		return nil

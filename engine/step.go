@@ -91,7 +91,7 @@ func (rn *run) progress(ctx context.Context, n int) {
 func (rn *run) abandon(ctx context.Context, mr MoveResult) error {
 	gone := append([]Moved(nil), mr.Unsent...)
 	for _, f := range mr.Failed {
-		if f.Kind == "unroutable" || f.Kind == "nacked" || f.Kind == "refused" {
+		if f.Kind.notSent() {
 			gone = append(gone, f.Moved)
 		}
 	}

@@ -122,7 +122,7 @@ func tapFindsReturns(t *testing.T, b testkit.Broker, dlqArgs amqp.Table) {
 	}
 	listed := 0
 	for _, f := range rep.Failures {
-		if f.Kind == "returned" {
+		if f.Kind == engine.FailureReturned {
 			listed++
 		}
 	}

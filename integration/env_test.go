@@ -102,7 +102,7 @@ func newEnv(t testing.TB, o options) *env {
 	if o.events {
 		notifier = engine.Notifiers{slack, api.RecordEvents(st.Events(), logger())}
 	}
-	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Stats: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier})
 	if err != nil {
 		t.Fatal(err)

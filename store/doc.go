@@ -2,8 +2,10 @@
 // and their frozen selections, replay records and their fenced updates,
 // replay leases with fencing epochs, the replay ledger (what every replay
 // sent, and which replays sent a given message), scheduled follow-up work,
-// the worker registry and the job queue that hands replays to workers, and
-// each replay's event log that the HTTP API's event stream follows.
+// the worker registry and the job queue that hands replays to workers, each
+// replay's event log that the HTTP API's event stream follows, the record of
+// copies that came back (from the DLQs' taps) and the read marks that budget
+// reads of quorum DLQs.
 //
 // Every key starts with the configured prefix (DLQBOT_REDIS_PREFIX, default
 // "dlqbot:"). Keys that belong to one replay carry the hash tag

@@ -96,7 +96,7 @@ func (l *Ledger) Confirm(ctx context.Context, entries []engine.LedgerEntry) erro
 }
 
 // Abandon withdraws pending intents whose copies were certainly not sent
-// (never published, returned unroutable, nacked): they stop counting as
+// (never published, bounced as unroutable, nacked): they stop counting as
 // "maybe sent".
 func (l *Ledger) Abandon(ctx context.Context, entries []engine.LedgerEntry) error {
 	if err := l.write(ctx, "a", entries); err != nil {

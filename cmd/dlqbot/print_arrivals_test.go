@@ -22,7 +22,7 @@ func TestPrintArrivals(t *testing.T) {
 		all[i] = burst[i] + still[i]
 	}
 	g1, g2 := "order <n> not found", "currency XTS not supported"
-	p := &engine.Preview{DLQ: engine.QueueState{Name: "orders.dlq", Exists: true}, Selection: "orders.dlq reason=exception",
+	p := &engine.Preview{DLQ: engine.QueueInfo{Name: "orders.dlq", Exists: true}, Selection: "orders.dlq reason=exception",
 		Arrivals: &engine.Arrivals{Start: start, Bucket: 5 * time.Minute, Now: now, RecentWindow: engine.ArrivalsRecent,
 			ArrivalRow: engine.ArrivalRow{Messages: 69, Undated: 3, Recent: 3, First: start.Add(5 * time.Minute), Last: now.Add(-time.Minute), Counts: all},
 			Groups: []engine.ArrivalRow{

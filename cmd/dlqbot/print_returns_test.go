@@ -9,7 +9,7 @@ import (
 )
 
 func TestTerminalPreviewSaysHowReturnsWillBeFound(t *testing.T) {
-	p := &engine.Preview{DLQ: engine.QueueState{Name: "orders.dlq", Exists: true}, Selected: 3,
+	p := &engine.Preview{DLQ: engine.QueueInfo{Name: "orders.dlq", Exists: true}, Selected: 3,
 		Returns: engine.ReturnsView{Mode: engine.ReturnsReread, Reads: 1, Detail: "returns will be found by re-reading the DLQ: 1 read(s)"}}
 	var b bytes.Buffer
 	printPreview(&b, p)

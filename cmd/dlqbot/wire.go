@@ -84,7 +84,7 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver) 
 		Dialect:  a.dialect,
 		Logf:     func(f string, a ...any) { log.Warn().Msgf(f, a...) },
 	}, engine.Deps{
-		Broker: b, Mover: b, Stats: b,
+		Broker: b, Mover: b, Counters: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
 		Notifier: notifier, ScanObserver: observer, Schedule: st.Schedule(),
 		Taps: b, Returns: st.Returns(),

@@ -55,7 +55,7 @@ type Config struct {
 	StallTimeout time.Duration
 	// QuietWait is how long a read waits, before it starts, for other
 	// consumers of the queue to let go (another reader, or a quorum
-	// queue's returns from another process not yet applied); while the
+	// queue's requeues from another process not yet applied); while the
 	// ready count rises it waits up to SettleTimeout. Default
 	// DefaultQuietWait.
 	QuietWait time.Duration
@@ -66,8 +66,8 @@ type Config struct {
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
 	// SettleTimeout bounds how long a read (Scan, Move) waits before it
-	// starts for messages this Broker returned to the same queue earlier to
-	// show in the queue's ready count: quorum queues apply returns
+	// starts for messages this Broker gave back (requeued) to the same queue
+	// earlier to show in the queue's ready count: quorum queues apply requeues
 	// asynchronously. Default DefaultSettleTimeout.
 	SettleTimeout time.Duration
 	// ConnectionName is shown in the management UI. Default "dlqbot".
@@ -120,7 +120,7 @@ type Broker struct {
 	vhost   string
 	mgmt    *mgmtClient
 	conns   connHolder
-	pending pendingReturns
+	pending pendingRequeues
 	marks   marks     // what the last reads left (read budget)
 	info    infoCache // recent management answers (read budget)
 }

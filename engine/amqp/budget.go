@@ -66,7 +66,7 @@ func (b *Broker) readCounts(ctx context.Context, q *queueJSON) (int, engine.Read
 		return 0, rc, nil
 	}
 	rc.BrokerVersion = q.version
-	rc.ReturnsCount = returnsCount(rc.BrokerVersion)
+	rc.RequeueCounts = requeueCounts(rc.BrokerVersion)
 	rc.LimitFrom = l.from
 	rc.OperatorPolicy = q.OperatorPolicy
 	if q.Policy != "" {
@@ -92,8 +92,8 @@ type readBudget struct {
 	b      *Broker
 	queue  string
 	quorum bool
-	state  engine.QueueState // limit and counts when the read began
-	seen   int               // highest delivery count seen; -1 none
+	state  engine.QueueInfo // limit and counts when the read began
+	seen   int              // highest delivery count seen; -1 none
 }
 
 // startRead checks, before a read of queue, that it can bring no message to
@@ -136,7 +136,7 @@ func (rb *readBudget) see(d amqp.Delivery) error {
 	n := deliveryCount(d.Headers)
 	rb.seen = max(rb.seen, n)
 	st := rb.state
-	if st.ReturnsCount && n+1 >= st.DeliveryLimit {
+	if st.RequeueCounts && n+1 >= st.DeliveryLimit {
 		return &engine.ReadBudgetError{Queue: rb.queue, Limit: st.DeliveryLimit, LimitFrom: st.LimitFrom,
 			Count: n, Midway: true, Version: st.BrokerVersion, Raise: rb.raise()}
 	}

@@ -47,7 +47,7 @@ func TestEffectiveLimitArithmetic(t *testing.T) {
 		}
 	}
 	for v, counts := range map[string]bool{"3.10.8": true, "4.0.5": true, "4.2.9": true, "4.3.0": false, "4.3.5": false, "5.0.0": false, "": true} {
-		if returnsCount(v) != counts {
+		if requeueCounts(v) != counts {
 			t.Errorf("returnsCount(%q) = %v, want %v", v, !counts, counts)
 		}
 	}
@@ -69,10 +69,10 @@ func TestInspectReadBudget(t *testing.T) {
 			t.Fatal(err)
 		}
 		if on.Name == "rabbit4" {
-			if st.DeliveryLimit != 20 || !st.ReturnsCount || st.LimitFrom != "default" || st.BrokerVersion == "" || st.ReadsLeft() != 19 {
+			if st.DeliveryLimit != 20 || !st.RequeueCounts || st.LimitFrom != "default" || st.BrokerVersion == "" || st.ReadsLeft() != 19 {
 				t.Fatalf("quorum queue without a limit on 4.0: %+v, want the default 20, 19 reads left", st)
 			}
-		} else if st.DeliveryLimit != 0 || st.ReturnsCount || st.ReadsLeft() != -1 {
+		} else if st.DeliveryLimit != 0 || st.RequeueCounts || st.ReadsLeft() != -1 {
 			t.Fatalf("quorum queue without a limit on 3.10: %+v, want no limit", st)
 		}
 
@@ -84,10 +84,10 @@ func TestInspectReadBudget(t *testing.T) {
 			st, err = b.Inspect(ctx, pol)
 			return err == nil && st.DeliveryLimit == 9
 		})
-		if !st.ReturnsCount || st.LimitFrom != "policy" || st.Policy == nil || st.Policy.Name != name || st.Policy.Priority != 10 || st.Policy.Definition["max-length"] == nil {
+		if !st.RequeueCounts || st.LimitFrom != "policy" || st.Policy == nil || st.Policy.Name != name || st.Policy.Priority != 10 || st.Policy.Definition["max-length"] == nil {
 			t.Fatalf("quorum queue with a policy: %+v", st)
 		}
-		if cst, err := b.Inspect(ctx, classic); err != nil || cst.DeliveryLimit != 0 || cst.ReturnsCount {
+		if cst, err := b.Inspect(ctx, classic); err != nil || cst.DeliveryLimit != 0 || cst.RequeueCounts {
 			t.Fatalf("classic queue with a delivery-limit policy: %+v, %v; want no limit", cst, err)
 		}
 
@@ -98,7 +98,7 @@ func TestInspectReadBudget(t *testing.T) {
 			st, err = b.Inspect(ctx, op)
 			return err == nil && st.DeliveryLimit == 4
 		})
-		if !st.ReturnsCount || st.LimitFrom != "operator policy" || st.OperatorPolicy != opName || st.Policy != nil {
+		if !st.RequeueCounts || st.LimitFrom != "operator policy" || st.OperatorPolicy != opName || st.Policy != nil {
 			t.Fatalf("quorum queue with an operator policy: %+v", st)
 		}
 		if raise := engine.RaiseLimit("/", st, 30); !strings.Contains(raise, "operator policy "+opName) {

@@ -8,16 +8,16 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 )
 
-// returnStall is how long a count poll waits on once the queue's ready
-// count has stopped rising: returns landing raise it steadily, so a count
+// requeueStall is how long a count poll waits on once the queue's ready
+// count has stopped rising: requeues landing raise it steadily, so a count
 // that stays flat means the rest left meanwhile (consumed, moved) or will
 // not come.
-const returnStall = time.Second
+const requeueStall = time.Second
 
 // countPoll waits on a queue's counts as the broker reports them: it
 // repeats the passive declare of the queue, with pauses doubling from first
 // up to most, until stop says so or ctx ends. Both waits before a read use
-// it: for this Broker's earlier returns to show (awaitReturns) and for
+// it: for this Broker's earlier requeues to show (awaitRequeues) and for
 // other readers to let go (awaitQuiet).
 type countPoll struct {
 	// first and most bound the pause between two declares.

@@ -34,7 +34,7 @@ func TestReadDoesNotEndOnAPause(t *testing.T) {
 // row through one Broker. The broker answers a passive declare ahead of
 // the previous scan's requeues still waiting in the queue's mailbox, so a
 // scan that trusted the ready count at once would read only part of the
-// queue (measured: 10,000 of 30,000 on a loaded machine); the returns of
+// queue (measured: 10,000 of 30,000 on a loaded machine); the requeues of
 // the previous read are waited for, on classic queues too.
 func TestBackToBackScansSeeEverything(t *testing.T) {
 	t.Parallel()

@@ -11,17 +11,17 @@
 //   - Scan, the non-destructive read of a dead-letter queue: consumers with
 //     manual acknowledgement hold every message of the queue unacked, one
 //     channel per prefetch window so reading order stays queue order, then
-//     cancel, drain and return everything with Nack(0, multiple, requeue),
+//     cancel, drain and give everything back with Nack(0, multiple, requeue),
 //     channel by channel in order (never a basic.get loop, never Reject,
-//     never a bare close: on quorum queues every return may count a
+//     never a bare close: on quorum queues every requeue may count a
 //     delivery). A quorum queue with a delivery limit scrambles a large
-//     multi-message return, so there the messages go back 32 at a time,
-//     each step awaited. Returns the queue has not applied yet (quorum
-//     queues apply them asynchronously; a classic queue answers a passive
-//     declare ahead of requeues still queued for it) are remembered, and
-//     the next read of that queue waits for them; a read also waits
-//     briefly for other consumers of the queue to let go (another
-//     reader, another process's quorum returns). A read ends by the
+//     multi-message requeue, so there the messages go back 32 at a time,
+//     each step awaited (requeue.go). Requeues the queue has not applied
+//     yet (quorum queues apply them asynchronously; a classic queue answers
+//     a passive declare ahead of requeues still queued for it) are
+//     remembered, and the next read of that queue waits for them; a read
+//     also waits briefly for other consumers of the queue to let go
+//     (another reader, another process's quorum requeues). A read ends by the
 //     queue's count — the messages ready when it began — never by a pause
 //     in deliveries; it ends earlier only when the broker reports nothing
 //     left for it, and then says so in its engine.Coverage (short);
@@ -33,8 +33,9 @@
 //     Config.ReadMarks (Redis, shared by replicas), else in memory;
 //   - Route, which resolves an exchange and routing key to queues through
 //     the exchange's bindings as listed by the management API;
-//   - QueueStats, the management API's counters for a queue, which the
-//     step-settle check uses;
+//   - QueueStats, the management API's statistics for a queue, and
+//     Counters, the engine's QueueCounters taken from them (the step-settle
+//     check uses them);
 //   - the tap (tap.go): a bounded classic queue "dlqbot.tap.<dlq>" bound
 //     exactly like a DLQ (bindings read from the management API), so every
 //     dead letter routed to the DLQ reaches it too; DrainTap hands its
@@ -42,11 +43,11 @@
 //     DLQ. A DLQ fed only through the default exchange cannot be tapped.
 //
 // The reader behind Scan (holdReader) yields deliveries in queue order and
-// can acknowledge individual ones before returning the rest, so the
+// can acknowledge individual ones before giving the rest back, so the
 // confirm-then-ack Move pass is built on the same piece.
 //
 // What a scan cannot promise: on a quorum queue, messages published while
-// the scan runs may end up ahead of the returned ones, and a scan whose
-// process dies midway has its messages returned by the broker when the
+// the scan runs may end up ahead of the requeued ones, and a scan whose
+// process dies midway has its messages requeued by the broker when the
 // connection drops (nothing is lost, but a quorum queue's order can change).
 package amqp

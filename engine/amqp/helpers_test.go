@@ -101,7 +101,7 @@ func (e *testEnv) ready(queue string) int {
 }
 
 // waitReady polls until the queue's ready count is n (quorum queues apply
-// returns asynchronously).
+// requeues asynchronously).
 func (e *testEnv) waitReady(queue string, n int) {
 	e.t.Helper()
 	eventually(e.t, 60*time.Second, fmt.Sprintf("%s to hold %d ready messages", queue, n), func() bool {
@@ -182,7 +182,7 @@ func recordOf(seq int, id, ct string, ts time.Time, body []byte, h map[string]an
 }
 
 // withoutDeliveryCount drops the quorum queue's x-delivery-count, which
-// every return may raise.
+// every requeue may raise.
 func withoutDeliveryCount(h map[string]any) map[string]any {
 	out := make(map[string]any, len(h))
 	for k, v := range h {

@@ -14,8 +14,8 @@ import (
 // limit and read budget (from the management API and the read marks; left
 // empty when the API cannot be reached, which is not an error). A missing queue is Exists=false and a nil error;
 // an unreachable broker is engine.ErrBrokerUnavailable.
-func (b *Broker) Inspect(ctx context.Context, queue string) (engine.QueueState, error) {
-	st := engine.QueueState{Name: queue}
+func (b *Broker) Inspect(ctx context.Context, queue string) (engine.QueueInfo, error) {
+	st := engine.QueueInfo{Name: queue}
 	q, found, err := b.declarePassive(ctx, queue)
 	if err != nil {
 		return st, fmt.Errorf("amqp: inspect %s: %w", queue, err)

@@ -36,7 +36,7 @@ func TestInspect(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Inspect: %v", err)
 		}
-		want := engine.QueueState{Name: q, Exists: true, Ready: 2, Consumers: 1, Type: "classic"}
+		want := engine.QueueInfo{Name: q, Exists: true, Ready: 2, Consumers: 1, Type: "classic"}
 		if st != want {
 			t.Fatalf("Inspect = %+v, want %+v", st, want)
 		}
@@ -52,7 +52,7 @@ func TestInspect(t *testing.T) {
 		}
 		conn := b.conns.conn
 		st, err := b.Inspect(ctx, q+"-missing")
-		if err != nil || st != (engine.QueueState{Name: q + "-missing"}) {
+		if err != nil || st != (engine.QueueInfo{Name: q + "-missing"}) {
 			t.Fatalf("Inspect of a missing queue = %+v, %v", st, err)
 		}
 		// The 404 closed only the probe channel.
@@ -74,7 +74,7 @@ func TestInspect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !st.Exists || st.Type != "quorum" || st.DeliveryLimit != 5 || !st.ReturnsCount || st.LimitFrom != "argument" {
+			if !st.Exists || st.Type != "quorum" || st.DeliveryLimit != 5 || !st.RequeueCounts || st.LimitFrom != "argument" {
 				t.Fatalf("Inspect = %+v, want an existing quorum queue with delivery limit 5 from its argument", st)
 			}
 		})
@@ -157,7 +157,7 @@ func TestQueueStats(t *testing.T) {
 		e.publish(q, testMessages(10))
 		b := testBroker(t, onBroker(on, Config{}))
 		ctx := context.Background()
-		var s Stats
+		var s QueueStats
 		deadline := time.Now().Add(30 * time.Second)
 		for tick := time.NewTicker(100 * time.Millisecond); ; <-tick.C {
 			var err error

@@ -97,9 +97,9 @@ func (q *queueJSON) limit(v string) limitInfo {
 	return l
 }
 
-// returnsCount reports whether a give-back counts against the delivery
+// requeueCounts reports whether a give-back counts against the delivery
 // limit on broker version v: before 4.3 (or when the version is unknown).
-func returnsCount(v string) bool {
+func requeueCounts(v string) bool {
 	ver, ok := parseVersion(v)
 	return !ok || ver.major < 4 || (ver.major == 4 && ver.minor < 3)
 }

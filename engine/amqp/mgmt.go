@@ -249,10 +249,10 @@ func (m *mgmtClient) bindings(ctx context.Context, exchange string) ([]bindingJS
 	return bs, nil
 }
 
-// Stats is the management API's view of a queue. The counters are
+// QueueStats is the management API's view of a queue. The counters are
 // refreshed every statistics interval (5 s by default), so they lag the
 // queue by that much; they are per-queue totals shared by all clients.
-type Stats struct {
+type QueueStats struct {
 	Name string
 	// Type is "classic", "quorum" or "stream".
 	Type string
@@ -284,15 +284,15 @@ type Stats struct {
 // QueueStats reads a queue's statistics from the management API. A missing
 // queue is engine.ErrQueueNotFound; an unreachable API is
 // engine.ErrBrokerUnavailable.
-func (b *Broker) QueueStats(ctx context.Context, queue string) (Stats, error) {
+func (b *Broker) QueueStats(ctx context.Context, queue string) (QueueStats, error) {
 	q, err := b.mgmt.queue(ctx, queue, true)
 	if errors.Is(err, errMgmtNotFound) {
 		err = engine.ErrQueueNotFound
 	}
 	if err != nil {
-		return Stats{}, fmt.Errorf("amqp: queue stats %s: %w", queue, err)
+		return QueueStats{}, fmt.Errorf("amqp: queue stats %s: %w", queue, err)
 	}
-	s := Stats{
+	s := QueueStats{
 		Name:          queue,
 		Type:          q.queueType(),
 		DeliveryLimit: q.deliveryLimit(),

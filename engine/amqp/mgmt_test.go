@@ -53,7 +53,7 @@ func TestMgmtClientDecoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Stats{Name: "p", Type: "quorum", DeliveryLimit: 3, Sampled: true, Ready: 1, Unacked: 2,
+	want := QueueStats{Name: "p", Type: "quorum", DeliveryLimit: 3, Sampled: true, Ready: 1, Unacked: 2,
 		Publish: 10, DeliverGet: 8, Ack: 6, Redeliver: 1, SampledAt: time.UnixMilli(1700000010000), Fetched: s.Fetched}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("stats = %+v\nwant    %+v", s, want)

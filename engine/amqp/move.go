@@ -21,18 +21,18 @@ const confirmWait = 30 * time.Second
 const flushEvery = 200
 
 // copyHeader names each copy a Move publishes ("<move>-<n>"), so a
-// mandatory return is matched to exactly the copy it is (identical copies
+// bounce (basic.return) is matched to exactly the copy it is (identical copies
 // of one message share their message id, routing key and body).
 const copyHeader = "x-dlqbot-copy"
 
 // inflight is a copy published and not yet confirmed.
 type inflight struct {
-	h        held
-	moved    engine.Moved
-	dc       *amqp.DeferredConfirmation
-	key      string
-	tag      string // its copyHeader value
-	returned *amqp.Return
+	h       held
+	moved   engine.Moved
+	dc      *amqp.DeferredConfirmation
+	key     string
+	tag     string // its copyHeader value
+	bounced *amqp.Return
 }
 
 // mover is the state of one Move.
@@ -41,7 +41,7 @@ type mover struct {
 	req     engine.MoveRequest
 	r       *holdReader
 	pub     *amqp.Channel
-	returns chan amqp.Return
+	bounces chan amqp.Return
 	flight  []*inflight // publish order
 	byCopy  map[string]*inflight
 	copies  int         // copies published, for copyHeader
@@ -62,9 +62,9 @@ type mover struct {
 // through the default exchange to the target's name, mandatory, with
 // publisher confirms, at most req.Window unconfirmed — and acks the
 // original only after the broker confirmed the copy and req.Confirmed
-// recorded it. A nack, a mandatory return (unroutable), a refused publish or
-// a lost connection leaves the original in the DLQ; every message not moved
-// is returned with Nack(multiple, requeue).
+// recorded it. A nack, a bounce (basic.return: unroutable), a refused publish
+// or a lost connection leaves the original in the DLQ; every message not
+// moved is given back with Nack(multiple, requeue).
 func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
 	if req.Window <= 0 {
 		req.Window = 500
@@ -74,7 +74,7 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 		return engine.MoveResult{}, fmt.Errorf("amqp: move from %s: %w", req.Queue, err)
 	}
 	// Like Scan: a quorum queue with a delivery limit scrambles a large
-	// one-shot return, so what the move leaves is returned in paced chunks.
+	// one-shot requeue, so what the move leaves is given back in paced chunks.
 	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
 	unacked := -1
 	if q, _ := b.mgmt.queue(tctx, req.Queue, false); q != nil {
@@ -85,7 +85,7 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	m := &mover{b: b, req: req, r: r, user: b.uri.Username}
 	m.startRecorder(ctx)
 	err = m.run(ctx)
-	// Whatever happened, settle what was published and return the rest.
+	// Whatever happened, settle what was published and give the rest back.
 	m.finish(ctx)
 	m.res.Coverage = r.coverage(unacked)
 	if _, relErr := r.release(); relErr != nil && err == nil && !m.connLost() {
@@ -110,7 +110,7 @@ func (m *mover) run(ctx context.Context) error {
 		return m.b.classify(err)
 	}
 	// Buffered beyond the window: a blocked listener loses notifications.
-	m.returns = pub.NotifyReturn(make(chan amqp.Return, m.req.Window+64))
+	m.bounces = pub.NotifyReturn(make(chan amqp.Return, m.req.Window+64))
 	batch := max(1, min(m.req.Window/2, 250))
 	if m.req.Rate > 0 {
 		batch = max(1, min(batch, int(m.req.Rate/10)))
@@ -227,7 +227,7 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 		mv := moved(pp)
 		d := pp.h.d
 		if d.UserId != "" && d.UserId != m.user {
-			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: "refused",
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: engine.MoveRefused,
 				Detail: fmt.Sprintf("its user_id %q differs from dlqbot's user %q, which the broker refuses", d.UserId, m.user)})
 			continue
 		}
@@ -250,7 +250,7 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 				m.res.Unsent = append(m.res.Unsent, moved(rest))
 			}
 			// This copy may or may not have left: it stays pending ("lost").
-			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: "lost", Detail: "the publish failed: " + err.Error()})
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: engine.MoveLost, Detail: "the publish failed: " + err.Error()})
 			return m.b.classify(err)
 		}
 		f := &inflight{h: pp.h, moved: mv, dc: dc, key: pp.p.Target, tag: tag}
@@ -322,15 +322,15 @@ func (m *mover) pace(ctx context.Context) error {
 	return nil
 }
 
-var _ engine.Stats = (*Broker)(nil)
+var _ engine.CounterReader = (*Broker)(nil)
 
 // Counters returns queue's management counters in the engine's terms.
-func (b *Broker) Counters(ctx context.Context, queue string) (engine.QueueStats, error) {
+func (b *Broker) Counters(ctx context.Context, queue string) (engine.QueueCounters, error) {
 	s, err := b.QueueStats(ctx, queue)
 	if err != nil {
-		return engine.QueueStats{}, err
+		return engine.QueueCounters{}, err
 	}
-	return engine.QueueStats{
+	return engine.QueueCounters{
 		Ready: int(s.Ready), Unacked: int(s.Unacked), Consumers: s.Consumers,
 		Publish: s.Publish, DeliverGet: s.DeliverGet, Ack: s.Ack, Redeliver: s.Redeliver, SampledAt: s.SampledAt,
 	}, nil

@@ -34,15 +34,15 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 				return m.maybeFlush(ctx, false)
 			}
 		}
-		// A mandatory publish that could not be routed is returned before
-		// its ack, so its return is already buffered.
-		m.matchReturns()
+		// A mandatory publish that could not be routed bounces (basic.return)
+		// before its ack, so its bounce is already buffered.
+		m.matchBounces()
 		m.flight = m.flight[1:]
 		delete(m.byCopy, f.tag)
 		switch {
-		case f.returned != nil:
-			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "unroutable",
-				Detail: fmt.Sprintf("the broker returned it: %d %s (does queue %s exist?)", f.returned.ReplyCode, f.returned.ReplyText, f.key)})
+		case f.bounced != nil:
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveUnroutable,
+				Detail: fmt.Sprintf("the broker could not route it (basic.return %d %s; does queue %s exist?)", f.bounced.ReplyCode, f.bounced.ReplyText, f.key)})
 		case f.dc.Acked():
 			if len(m.done) == 0 {
 				m.doneSince = time.Now()
@@ -53,32 +53,32 @@ func (m *mover) collect(ctx context.Context, block bool) error {
 			// channel closes (it marks the channel closed first): no
 			// answer came from the broker, so the copy may have been
 			// delivered. In doubt, never "nacked" (which would be retried).
-			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "lost",
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveLost,
 				Detail: "the channel closed before the broker confirmed the copy; the original stays in the DLQ (the copy may have been delivered: see the ledger's pending entries)"})
 		default:
-			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "nacked", Detail: "the broker nacked the copy"})
+			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveNacked, Detail: "the broker nacked the copy"})
 		}
 	}
 	return m.maybeFlush(ctx, true)
 }
 
-// matchReturns pairs each buffered mandatory return with its copy by the
+// matchBounces pairs each buffered bounce (basic.return) with its copy by the
 // copy's own header (copyHeader), exactly: identical copies of one message
-// are told apart. A closed return channel (the channel or connection was
+// are told apart. A closed bounce channel (the channel or connection was
 // lost) ends the matching for good; the copies' confirms then say what
 // happened.
-func (m *mover) matchReturns() {
-	for m.returns != nil {
+func (m *mover) matchBounces() {
+	for m.bounces != nil {
 		select {
-		case ret, ok := <-m.returns:
+		case ret, ok := <-m.bounces:
 			if !ok {
-				m.returns = nil
+				m.bounces = nil
 				return
 			}
 			tag, _ := ret.Headers[copyHeader].(string)
-			if f := m.byCopy[tag]; f != nil && f.returned == nil {
+			if f := m.byCopy[tag]; f != nil && f.bounced == nil {
 				r := ret
-				f.returned = &r
+				f.bounced = &r
 			}
 		default:
 			return
@@ -166,7 +166,7 @@ func (m *mover) ackRecorded(wait bool) error {
 		m.recording--
 		if rec.err != nil {
 			for _, f := range rec.batch {
-				m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "unrecorded",
+				m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveUnrecorded,
 					Detail: "the copy was confirmed but could not be recorded, so the original was kept (a duplicate): " + rec.err.Error()})
 			}
 			if m.res.Stopped == nil {
@@ -210,7 +210,7 @@ func (m *mover) finish(ctx context.Context) {
 		}
 	}
 	for _, f := range m.flight {
-		m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: "lost",
+		m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: f.moved, Kind: engine.MoveLost,
 			Detail: "no confirm arrived before the connection or channel was lost; the original stays in the DLQ (the copy may have been delivered: see the ledger's pending entries)"})
 	}
 	m.flight = nil

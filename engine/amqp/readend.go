@@ -107,9 +107,9 @@ func (r *holdReader) coverage(heldUnacked int) engine.Coverage {
 // awaitQuiet repeats the passive declare of queue on ch while the broker
 // counts consumers on it, before a read: another reader holding messages
 // (a preview, another replica's move), or — on a quorum queue — a
-// cancelled consumer whose returns the queue has not applied yet (another
+// cancelled consumer whose requeues the queue has not applied yet (another
 // process's read a moment ago). Those messages would be invisible to the
-// read. It waits while the ready count rises (returns landing), up to
+// read. It waits while the ready count rises (requeues landing), up to
 // SettleTimeout, and otherwise QuietWait; a consumer that stays (one that
 // lives on the queue) only delays the read by QuietWait, which then
 // reports the other consumer in its coverage.
@@ -117,7 +117,7 @@ func (b *Broker) awaitQuiet(ctx context.Context, ch *amqp.Channel, queue string,
 	return countPoll{
 		first: 5 * time.Millisecond, most: 100 * time.Millisecond, what: "wait for other readers",
 		stop: func(q amqp.Queue, waited, flat time.Duration) bool {
-			return q.Consumers == 0 || waited > b.cfg.SettleTimeout || (waited > b.cfg.QuietWait && flat > returnStall)
+			return q.Consumers == 0 || waited > b.cfg.SettleTimeout || (waited > b.cfg.QuietWait && flat > requeueStall)
 		},
 	}.run(ctx, ch, queue, q)
 }

@@ -28,8 +28,8 @@ const drainTimeout = 10 * time.Second
 // room in the current window, which the broker fills with the next message
 // on the same channel: order holds there too.
 //
-// Scan returns everything; a Move acks the deliveries it has copied (ack)
-// and returns the rest, both through release. A holdReader is used by one
+// Scan gives everything back; a Move acks the deliveries it has copied (ack)
+// and gives the rest back, both through release. A holdReader is used by one
 // goroutine.
 type holdReader struct {
 	b      *Broker
@@ -56,9 +56,9 @@ type holdReader struct {
 	short bool
 	// cut is set when the read was ended early by its caller or an error.
 	cut bool
-	// paced makes release return messages in small ordered steps (see
-	// returns.go); the caller sets it for quorum queues with a delivery
-	// limit, which would otherwise scramble a large return.
+	// paced makes release give messages back in small ordered steps (see
+	// requeue.go); the caller sets it for quorum queues with a delivery
+	// limit, which would otherwise scramble a large requeue.
 	paced bool
 	// budget is the read budget of a quorum queue (see budget.go).
 	budget *readBudget
@@ -76,7 +76,7 @@ type heldChan struct {
 	drained    int      // deliveries that arrived after the read ended
 	acked      int      // deliveries acked individually
 	cancelled  bool     // consumer cancelled (by us, or by the broker)
-	ackedTags  []uint64 // delivery tags acked, for paced returns
+	ackedTags  []uint64 // delivery tags acked, for paced requeues
 	// floor: every tag up to it is acked; above is tags acked above the
 	// floor (individually, because a held delivery below them is not).
 	floor uint64
@@ -92,7 +92,7 @@ type held struct {
 
 // openReader probes queue with a passive declare and prepares a reader for
 // the messages ready at that moment, after waiting for this Broker's
-// earlier returns to the queue to show (see pendingReturns). A missing
+// earlier requeues to the queue to show (see pendingRequeues). A missing
 // queue is engine.ErrQueueNotFound.
 func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, error) {
 	rb, err := b.startRead(ctx, queue)
@@ -105,7 +105,7 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 	}
 	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
 	if n := b.pending.take(queue); err == nil && n > q.Messages {
-		q, err = b.awaitReturns(ctx, ch, queue, n, q)
+		q, err = b.awaitRequeues(ctx, ch, queue, n, q)
 	}
 	if err == nil && q.Consumers > 0 {
 		q, err = b.awaitQuiet(ctx, ch, queue, q)

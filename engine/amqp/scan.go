@@ -17,20 +17,21 @@ const typeLookupTimeout = 2 * time.Second
 
 // Scan reads the messages present in queue when it starts, in queue order,
 // and calls visit for each without changing the queue: every message is
-// held unacked until the read ends, then all are returned with
-// Nack(0, multiple, requeue), window by window in order (see holdReader).
+// held unacked until the read ends, then all are given back (requeued)
+// with Nack(0, multiple, requeue), window by window in order (see
+// holdReader).
 // The body handed to visit is dropped after the call.
 //
 // An error from visit ends the visits early and is returned as is (joined
-// with any error from returning the messages); ctx cancellation ends the
-// read at once. Either way every message is returned. On a quorum queue
-// without a delivery limit, returned messages go to the tail, so a partial
+// with any error from giving the messages back); ctx cancellation ends the
+// read at once. Either way every message is given back. On a quorum queue
+// without a delivery limit, requeued messages go to the tail, so a partial
 // read would rotate the queue: after a visit error Scan therefore still
-// reads the rest of the messages (without visiting them) before returning
-// them all.
+// reads the rest of the messages (without visiting them) before giving
+// them all back.
 //
-// Scan returns once the broker has been told to return the messages; a
-// quorum queue applies the returns asynchronously (seconds for 100,000), so
+// Scan returns once the broker has been told to requeue the messages; a
+// quorum queue applies the requeues asynchronously (seconds for 100,000), so
 // its ready count may still be short when Scan returns. The next Scan or
 // Move of the queue through the same Broker waits for them (up to
 // Config.SettleTimeout); other clients should poll the ready count.
@@ -61,13 +62,14 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 		_, _ = r.release()
 		return info, fmt.Errorf("amqp: scan %s: stream queues cannot be scanned: they keep messages after a read", queue)
 	}
-	// Classic queues put returns back in place, and quorum queues with a
-	// delivery limit near the head in return order; otherwise (quorum
-	// without a limit, or a type we could not learn) only returning the
+	// Classic queues put requeued messages back in place, and quorum queues
+	// with a delivery limit near the head in requeue order; otherwise (quorum
+	// without a limit, or a type we could not learn) only giving back the
 	// whole queue keeps its order.
 	wholeOnly := info.QueueType != "classic" && limit == 0
-	// With a delivery limit a quorum queue puts returns near the head, but
-	// scrambles a large multi-message return: return in paced chunks.
+	// With a delivery limit a quorum queue puts requeued messages near the
+	// head, but scrambles a large multi-message requeue: give back in paced
+	// chunks.
 	r.paced = info.QueueType == "quorum" && limit > 0
 
 	var visitErr, readErr error

@@ -20,7 +20,7 @@ import (
 // visit that only counts) against a reference reader that does nothing but
 // read the queue as fast as the broker allows (one consumer at a time,
 // manual ack, prefetch 65535, a second channel when the first is full) and
-// return it with Nack(0, multiple, requeue). It reports both rates, their
+// give it back with Nack(0, multiple, requeue). It reports both rates, their
 // ratio and the Go heap's peak during each read.
 //
 // The queue holds DLQBOT_BENCH_MESSAGES (default 100,000) messages of 1 KB
@@ -136,7 +136,7 @@ func benchScan(b *testing.B, e *testEnv, name string, n int) {
 
 // referenceScan is the floor to compare against: read n messages holding
 // them unacked (prefetch 65535, a new channel when one is full), cancel,
-// drain, and return them with Nack(0, multiple, requeue).
+// drain, and give them back with Nack(0, multiple, requeue).
 func referenceScan(conn *amqp.Connection, queue string, n int) (int, error) {
 	const window = 65535
 	type consumer struct {

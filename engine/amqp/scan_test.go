@@ -20,8 +20,8 @@ var queueTypes = []struct {
 	{"quorum", amqp.Table{"x-queue-type": "quorum"}},
 }
 
-// scanQueueTypes adds a quorum queue with a delivery limit, where returns
-// go near the head rather than to the tail.
+// scanQueueTypes adds a quorum queue with a delivery limit, where requeued
+// messages go near the head rather than to the tail.
 var scanQueueTypes = append(queueTypes[:len(queueTypes):len(queueTypes)], struct {
 	name string
 	args amqp.Table
@@ -221,7 +221,7 @@ func TestReaderEndsShortWhenOthersTakeMessages(t *testing.T) {
 }
 
 // TestReaderAckThenRelease checks the piece a Move builds on: acked
-// deliveries leave the queue, the rest are returned in order.
+// deliveries leave the queue, the rest are given back in order.
 func TestReaderAckThenRelease(t *testing.T) {
 	t.Parallel()
 	for _, qt := range onBrokers(scanQueueTypes) {
@@ -264,10 +264,10 @@ func TestReaderAckThenRelease(t *testing.T) {
 	}
 }
 
-// TestReadWaitsForPendingReturns: a read of a queue this Broker returned
-// messages to waits until they show in the ready count, within
+// TestReadWaitsForPendingRequeues: a read of a queue this Broker gave
+// messages back to waits until they show in the ready count, within
 // SettleTimeout.
-func TestReadWaitsForPendingReturns(t *testing.T) {
+func TestReadWaitsForPendingRequeues(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	q := e.queue("t-pending", nil)
@@ -276,7 +276,7 @@ func TestReadWaitsForPendingReturns(t *testing.T) {
 	b := testBroker(t, Config{SettleTimeout: 20 * time.Second})
 	ctx := context.Background()
 
-	// As if the last read had returned 10 messages not yet applied: the
+	// As if the last read had given back 10 messages not yet applied: the
 	// missing 5 arrive a moment after the read begins.
 	b.pending.add(q, 10)
 	published := make(chan error, 1)
@@ -301,7 +301,7 @@ func TestReadWaitsForPendingReturns(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Returns that never show delay the read by SettleTimeout at most.
+	// Requeues that never show delay the read by SettleTimeout at most.
 	b2 := testBroker(t, Config{SettleTimeout: 200 * time.Millisecond})
 	b2.pending.add(q, 1000)
 	start := time.Now()
@@ -310,6 +310,6 @@ func TestReadWaitsForPendingReturns(t *testing.T) {
 		t.Fatalf("Scan = %+v, %v; want 10", info, err)
 	}
 	if d := time.Since(start); d > 5*time.Second {
-		t.Fatalf("Scan waited %v for returns that never came, SettleTimeout is 200ms", d)
+		t.Fatalf("Scan waited %v for requeues that never came, SettleTimeout is 200ms", d)
 	}
 }

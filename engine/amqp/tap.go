@@ -218,7 +218,7 @@ func (b *Broker) DrainTap(ctx context.Context, dlq string, record func([]engine.
 	var batch []amqp.Delivery
 	giveBack := func() {
 		if ch.Cancel(tag, false) == nil {
-			for d := range ds { // drain what was in flight; the nack below returns it
+			for d := range ds { // drain what was in flight; the nack below gives it back
 				batch = append(batch, d)
 			}
 		}

@@ -72,7 +72,7 @@ func TestTimelessCopiesKeepTheTokenExact(t *testing.T) {
 			t.Fatalf("approve after the previewed copy was replaced: %v, want ErrChanged", err)
 		}
 		_, changes, _ = e.svc.Compare(ctx, p2.Token)
-		if len(changes) != 1 || changes[0].Kind != "messages_gone" || changes[0].Messages != 1 {
+		if len(changes) != 1 || changes[0].Kind != engine.ChangeMessagesGone || changes[0].Messages != 1 {
 			t.Errorf("changes %+v: want the one Spring copy gone", changes)
 		}
 	})

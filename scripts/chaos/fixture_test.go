@@ -64,7 +64,7 @@ func newFixture(t *testing.T, n int, redisURL string, extra map[string]string) *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	svc, err := engine.New(engine.Config{}, engine.Deps{Broker: b, Mover: b, Stats: b,
+	svc, err := engine.New(engine.Config{}, engine.Deps{Broker: b, Mover: b, Counters: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ type effects struct{ n atomic.Int64 }
 
 func (e *effects) Preview(_ context.Context, sel engine.Selection, requester string) (*engine.Preview, error) {
 	e.n.Add(1)
-	return &engine.Preview{DLQ: engine.QueueState{Name: sel.DLQ, Exists: true}, Selection: sel.String(), Requester: requester, Problems: []engine.Problem{}}, nil
+	return &engine.Preview{DLQ: engine.QueueInfo{Name: sel.DLQ, Exists: true}, Selection: sel.String(), Requester: requester, Problems: []engine.Problem{}}, nil
 }
 func (e *effects) Approve(context.Context, string, string, engine.Params, bool) (engine.Approval, error) {
 	e.n.Add(1)

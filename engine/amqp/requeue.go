@@ -12,28 +12,29 @@ import (
 )
 
 const (
-	// returnChunk is the most messages one paced return carries. RabbitMQ
-	// 3.10 applies a quorum queue's multi-message return in the iteration
+	// requeueChunk is the most messages one paced requeue carries. RabbitMQ
+	// 3.10 applies a quorum queue's multi-message requeue in the iteration
 	// order of an Erlang map — message-id order only up to 32 keys — and
-	// batches returns sent faster than it applies them; with a delivery
-	// limit (returns go near the head) either scrambles the queue.
+	// batches requeues sent faster than it applies them; with a delivery
+	// limit (requeued messages go near the head) either scrambles the queue.
 	// Measured: Nack(multiple) of 3,000 misplaced 2,999; 32 at a time,
 	// each awaited, misplaced none.
-	returnChunk = 32
-	// chunkWait bounds the wait for one paced return to show in the ready
-	// count; past it the rest is returned at once.
+	requeueChunk = 32
+	// chunkWait bounds the wait for one paced requeue to show in the ready
+	// count; past it the rest is given back at once.
 	chunkWait = 2 * time.Second
 )
 
-// release returns every delivery not acked: it cancels all consumers first
-// (so nothing returned is delivered to a later window), drains what was
-// still in flight, then returns each channel's deliveries with
-// Nack(0, multiple, requeue) — or, when paced, 32 at a time, each waited
-// for — and closes the channel, window by window, waiting for each close so
-// the returns reach the queue in order. It reports how many deliveries it
-// returned and records those the queue may not show yet, so the next read
-// waits for them. A channel the broker closed earlier had its deliveries
-// returned by the broker itself, which release reports as an error.
+// release gives every delivery not acked back to the queue (requeues it):
+// it cancels all consumers first (so nothing given back is delivered to a
+// later window), drains what was still in flight, then requeues each
+// channel's deliveries with Nack(0, multiple, requeue) — or, when paced, 32
+// at a time, each waited for — and closes the channel, window by window,
+// waiting for each close so the requeues reach the queue in order. It
+// reports how many deliveries it gave back and records those the queue may
+// not show yet, so the next read waits for them. A channel the broker closed
+// earlier had its deliveries requeued by the broker itself, which release
+// reports as an error.
 func (r *holdReader) release() (int, error) {
 	if r.closed {
 		return 0, nil
@@ -57,21 +58,21 @@ func (r *holdReader) release() (int, error) {
 		c.drained += drain(c.deliveries)
 	}
 	p := pacer{on: r.paced, base: -1}
-	returned, unsettled := 0, 0
+	requeued, unsettled := 0, 0
 	for i, c := range r.chans {
 		if c.ch.IsClosed() {
-			errs = append(errs, fmt.Errorf("channel %d closed before its messages were returned: the broker requeued them itself", i))
+			errs = append(errs, fmt.Errorf("channel %d closed before its messages were given back: the broker requeued them itself", i))
 			continue
 		}
-		n, err := p.returnAll(c)
-		returned += n
+		n, err := p.requeueAll(c)
+		requeued += n
 		if !p.on {
 			unsettled += n
 		}
 		if err != nil {
 			// Last resort: closing the channel makes the broker requeue
 			// whatever it still holds.
-			errs = append(errs, fmt.Errorf("return messages: %w", r.b.classify(err)))
+			errs = append(errs, fmt.Errorf("requeue messages: %w", r.b.classify(err)))
 			closeQuietly(c.ch)
 			continue
 		}
@@ -79,24 +80,24 @@ func (r *holdReader) release() (int, error) {
 			errs = append(errs, fmt.Errorf("close channel: %w", r.b.classify(err)))
 		}
 	}
-	// Even a classic queue applies returns after the channel closed: the
+	// Even a classic queue applies requeues after the channel closed: the
 	// broker answers a passive declare ahead of the requeues still queued
 	// for it (measured: a scan right after a 30,000-message scan counted
-	// 10,000 under load), so every queue type's returns are remembered.
+	// 10,000 under load), so every queue type's requeues are remembered.
 	r.b.pending.add(r.queue, unsettled)
 	_ = r.budget.done(r.seq >= r.want) // a store failure leaves the mark in this process's memory
-	return returned, errors.Join(errs...)
+	return requeued, errors.Join(errs...)
 }
 
-// pacer returns messages either at once or in awaited chunks.
+// pacer gives messages back either at once or in awaited chunks.
 type pacer struct {
 	on       bool
-	base     int // ready count before the first paced return; -1 until read
-	returned int // messages returned so far by paced chunks
+	base     int // ready count before the first paced requeue; -1 until read
+	requeued int // messages given back so far by paced chunks
 }
 
-// returnAll returns the deliveries of c not acked and counts them.
-func (p *pacer) returnAll(c *heldChan) (int, error) {
+// requeueAll gives the deliveries of c not acked back and counts them.
+func (p *pacer) requeueAll(c *heldChan) (int, error) {
 	last := uint64(c.got + c.drained) // delivery tags run 1..last on c
 	pending := int(last) - c.acked
 	if pending <= 0 {
@@ -112,11 +113,11 @@ func (p *pacer) returnAll(c *heldChan) (int, error) {
 	acked := slices.Clone(c.ackedTags)
 	slices.Sort(acked)
 	done := 0
-	for from := uint64(1); p.on && from <= last; from += returnChunk {
+	for from := uint64(1); p.on && from <= last; from += requeueChunk {
 		// Nack(multiple) needs its own tag outstanding: end the chunk on
 		// the last tag not acked.
 		n, top := 0, uint64(0)
-		for tag := from; tag <= min(from+returnChunk-1, last); tag++ {
+		for tag := from; tag <= min(from+requeueChunk-1, last); tag++ {
 			if len(acked) > 0 && acked[0] == tag {
 				acked = acked[1:]
 				continue
@@ -130,7 +131,7 @@ func (p *pacer) returnAll(c *heldChan) (int, error) {
 			return done, err
 		}
 		done += n
-		p.returned += n
+		p.requeued += n
 		if err := p.await(c); err != nil {
 			return done, err
 		}
@@ -143,7 +144,7 @@ func (p *pacer) returnAll(c *heldChan) (int, error) {
 	return pending, nil
 }
 
-// await polls the ready count until the returns so far show; when they do
+// await polls the ready count until the requeues so far show; when they do
 // not within chunkWait (another consumer takes them, say), pacing stops.
 func (p *pacer) await(c *heldChan) error {
 	deadline := time.Now().Add(chunkWait)
@@ -152,7 +153,7 @@ func (p *pacer) await(c *heldChan) error {
 		if err != nil {
 			return err
 		}
-		if q.Messages >= p.base+p.returned {
+		if q.Messages >= p.base+p.requeued {
 			return nil
 		}
 		// No test of q.Consumers here: a quorum queue still counts our
@@ -183,19 +184,19 @@ func drain(deliveries <-chan amqp.Delivery) int {
 	}
 }
 
-// pendingReturns remembers, per queue, how many messages this Broker has
-// returned without seeing them land. Quorum queues apply returns
+// pendingRequeues remembers, per queue, how many messages this Broker has
+// given back without seeing them land. Quorum queues apply requeues
 // asynchronously (100,000 took 3–50 s to show on RabbitMQ 3.10 here), so the
 // next read of the queue waits for them instead of reading a queue that
 // looks shorter than it is — which would miss messages and, on a quorum
 // queue, rotate its order.
-type pendingReturns struct {
+type pendingRequeues struct {
 	mu sync.Mutex
 	n  map[string]int
 }
 
-// add records n messages returned to queue.
-func (p *pendingReturns) add(queue string, n int) {
+// add records n messages given back to queue.
+func (p *pendingRequeues) add(queue string, n int) {
 	if n <= 0 {
 		return
 	}
@@ -208,7 +209,7 @@ func (p *pendingReturns) add(queue string, n int) {
 }
 
 // take returns and forgets the count recorded for queue.
-func (p *pendingReturns) take(queue string) int {
+func (p *pendingRequeues) take(queue string) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	n := p.n[queue]
@@ -216,25 +217,25 @@ func (p *pendingReturns) take(queue string) int {
 	return n
 }
 
-// consumerGrace is how long awaitReturns keeps waiting while the queue
+// consumerGrace is how long awaitRequeues keeps waiting while the queue
 // reports consumers: a quorum queue counts a cancelled consumer until its
-// returns are applied, but a live consumer may take the returned messages,
+// requeues are applied, but a live consumer may take the requeued messages,
 // and then waiting longer is pointless.
 const consumerGrace = 2 * time.Second
 
-// awaitReturns repeats the passive declare of queue on ch until its ready
-// count shows the n messages returned earlier, SettleTimeout passes (or
+// awaitRequeues repeats the passive declare of queue on ch until its ready
+// count shows the n messages given back earlier, SettleTimeout passes (or
 // consumerGrace while the queue has consumers) or ctx ends. It returns the
 // last answer; the read then proceeds with whatever is there.
-func (b *Broker) awaitReturns(ctx context.Context, ch *amqp.Channel, queue string, n int, q amqp.Queue) (amqp.Queue, error) {
+func (b *Broker) awaitRequeues(ctx context.Context, ch *amqp.Channel, queue string, n int, q amqp.Queue) (amqp.Queue, error) {
 	return countPoll{
 		first: 2 * time.Millisecond, most: 50 * time.Millisecond,
-		// Returns landing raise the count steadily; a count that stopped
+		// Requeues landing raise the count steadily; a count that stopped
 		// rising means some of those messages left meanwhile (consumed,
 		// moved): waiting longer would only stall the read.
 		stop: func(q amqp.Queue, waited, flat time.Duration) bool {
 			return q.Messages >= n || waited > b.cfg.SettleTimeout ||
-				(q.Consumers > 0 && waited > consumerGrace) || flat > returnStall
+				(q.Consumers > 0 && waited > consumerGrace) || flat > requeueStall
 		},
 	}.run(ctx, ch, queue, q)
 }

@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"context"
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // summarise counts the preview and lists what would go wrong, most serious
 // first: missing targets, messages without a target, targets without
@@ -72,33 +68,4 @@ func (s *Service) summarise(p *Preview, r *previewRows) {
 		p.Problems = append(p.Problems, Problem{Kind: ProblemUnreadable, Messages: unreadable,
 			Detail: fmt.Sprintf("%d message(s) have headers that could not be fully read; they are shown with what could be", unreadable)})
 	}
-}
-
-// freeze stores the replayable part of p under a new token.
-func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview, r *previewRows) error {
-	f := Frozen{
-		DLQ: sel.DLQ, Vhost: s.cfg.Vhost, Selection: p.Selection, To: sel.To,
-		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected, ParkAfter: sel.ParkLimit(),
-	}
-	f.Each = func(yield func(Item) bool) {
-		for i, row := range r.rows {
-			q := r.targetOf(i)
-			if q == "" {
-				continue
-			}
-			if !yield(Item{ID: r.id(i), Count: int(row.count), Target: q, Group: r.classes[row.class].group, Seq: row.seq}) {
-				return
-			}
-		}
-	}
-	for _, t := range p.Targets {
-		f.Targets = append(f.Targets, TargetSnapshot{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages})
-	}
-	tok, err := s.d.Tokens.Save(ctx, f, s.cfg.TokenTTL)
-	if err != nil {
-		return fmt.Errorf("engine: preview: save token: %w", err)
-	}
-	p.Token = tok
-	p.ExpiresAt = f.CreatedAt.Add(s.cfg.TokenTTL).UTC().Format(time.RFC3339)
-	return nil
 }
