@@ -32,7 +32,7 @@ type ReadCounts struct {
 	// RequeueCounts is true when a give-back (basic.nack with requeue) counts
 	// against the delivery limit: a quorum queue with a limit on RabbitMQ
 	// before 4.3. Every read of such a queue is budgeted.
-	RequeueCounts bool `json:"returns_count,omitempty"`
+	RequeueCounts bool `json:"requeue_counts,omitempty"`
 	// LimitFrom says where the delivery limit comes from: "argument",
 	// "policy", "operator policy" or "default" (4.0+'s 20).
 	LimitFrom string `json:"limit_from,omitempty"`
