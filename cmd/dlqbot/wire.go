@@ -58,7 +58,7 @@ func newApp(cfg config, logw io.Writer, notifier engine.Notifier) (*app, error) 
 		Vhost:    b.Vhost(),
 		LeaseTTL: cfg.LeaseTTL,
 		Dialect:  dialect,
-		Logf:     func(f string, a ...any) { log.Warn().Msgf(f, a...) },
+		Log:      log.With().Str("component", "engine").Logger(),
 	}, engine.Deps{
 		Broker: b, Mover: b, Stats: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
