@@ -106,8 +106,8 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 // What it cannot account for within Config.HeldWait is held elsewhere:
 // counted in res.HeldElsewhere and left in the plan.
 func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res *StepResult, sentPer map[string]int, mr MoveResult) (MoveResult, error) {
-	deadline := time.Now().Add(rn.s.cfg.HeldWait)
-	passEnd := time.Now()
+	deadline := rn.s.d.Clock.Now().Add(rn.s.cfg.HeldWait)
+	passEnd := rn.s.d.Clock.Now()
 	// provenBefore: the broker reported no unacknowledged message on the
 	// DLQ after the previous pass and before the last one began.
 	provenBefore := false
@@ -115,7 +115,7 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		// After a whole read, only the broker's unacked count can tell a
 		// message held by a client without a consumer from a message gone.
 		strict := mr.Coverage.Whole()
-		quiet, err := rn.s.awaitQuiet(ctx, rn.r.DLQ, passEnd, deadline, strict, func() error { return rn.stopCause(ctx) })
+		quiet, err := rn.s.awaitQuiet(ctx, rn.r.ID, rn.r.DLQ, passEnd, deadline, strict, func() error { return rn.stopCause(ctx) })
 		if err != nil {
 			return mr, err
 		}
@@ -139,7 +139,7 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		if mr, moveErr = rn.pass(ctx, pick, left, res, sentPer); moveErr != nil || mr.Stopped != nil {
 			return mr, moveErr
 		}
-		passEnd = time.Now()
+		passEnd = rn.s.d.Clock.Now()
 	}
 	if *left > 0 {
 		res.HeldElsewhere = *left
@@ -179,10 +179,9 @@ func (rn *run) missing(pick map[string]int, left *int, res *StepResult) {
 // strict, no unacknowledged message in a management sample that reflects
 // a moment after since (its statistics lag by Config.StatsLag). It
 // returns false when deadline passes first, or when stop (if set) says to
-// stop. Without management statistics only the consumer count is known.
-func (s *Service) awaitQuiet(ctx context.Context, dlq string, since, deadline time.Time, strict bool, stop func() error) (bool, error) {
-	tick := time.NewTicker(s.cfg.SettlePoll)
-	defer tick.Stop()
+// stop. Without management statistics only the consumer count is known;
+// a failed read of them counts as not quiet (logged for replay, when set).
+func (s *Service) awaitQuiet(ctx context.Context, replay, dlq string, since, deadline time.Time, strict bool, stop func() error) (bool, error) {
 	for {
 		if stop != nil && stop() != nil {
 			return false, nil
@@ -198,18 +197,20 @@ func (s *Service) awaitQuiet(ctx context.Context, dlq string, since, deadline ti
 			if !strict || s.d.Counters == nil {
 				return true, nil
 			}
-			if cs, err := s.d.Counters.Counters(ctx, dlq); err == nil &&
-				!cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
+			cs, err := s.d.Counters.Counters(ctx, dlq)
+			if err != nil {
+				s.warn(replay, dlq, "read dlq counters", err)
+			} else if !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
 				return true, nil
 			}
 		}
-		if time.Now().After(deadline) {
+		if s.d.Clock.Now().After(deadline) {
 			return false, nil
 		}
 		select {
 		case <-ctx.Done():
 			return false, nil
-		case <-tick.C:
+		case <-s.d.Clock.After(s.cfg.SettlePoll):
 		}
 	}
 }

@@ -291,12 +291,15 @@ func TestMessagesGoneAreMissingAndTheReplayDoesNotFinish(t *testing.T) {
 // messages unacked for longer than HeldWait. They are not called missing
 // and not dropped: the replay stops saying they are held elsewhere, and a
 // resume once the holder let go sends them (before: "finished", 5
-// missing, though all 5 were back in the DLQ).
+// missing, though all 5 were back in the DLQ). HeldWait is an hour of the
+// engine's clock, which the test moves on instead of waiting.
 func TestHeldElsewhereStaysPlanned(t *testing.T) {
 	t.Parallel()
 	cfg := fast
-	cfg.HeldWait = 2 * time.Second
-	e := newEnv(t, cfg)
+	cfg.HeldWait = time.Hour
+	clock := &shiftClock{}
+	te := newTapEnv(t, testkit.Rabbit3, cfg, func(d *engine.Deps) { d.Clock = clock })
+	e := &te.env
 	r := e.rabbit
 	src, dlq := r.DeadLettered(20, 100)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
@@ -318,14 +321,40 @@ func TestHeldElsewhereStaysPlanned(t *testing.T) {
 	got := &counter{}
 	r.Consume(src, got.handle)
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, true)
+	// A step timeout far beyond the advances below: the step ends by
+	// settling, not by its timeout.
+	params := oneStep
+	params.Timeout = 1000 * time.Hour
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", params, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
-	if err != nil {
-		t.Fatal(err)
-	}
+	done := make(chan engine.Replay, 1)
+	go func() {
+		rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+		done <- rep
+	}()
+	// The step waits up to HeldWait for the holder; the clock moves on an
+	// hour at a time until the step has given up on the 5 held.
+	testkit.Eventually(t, 30*time.Second, "the step to give up on the held messages", func() bool {
+		cur, err := e.svc.Status(ctx, ap.Replay.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range cur.Failures {
+			if f.Kind == "held_elsewhere" {
+				return true
+			}
+		}
+		if cur.Sent == 15 {
+			clock.Advance(time.Hour)
+		}
+		return false
+	})
+	rep := <-done
 	if rep.State != engine.StateStopped || rep.Sent != 15 || rep.Missing != 0 || !strings.Contains(rep.Note, "held unacked by another client") {
 		t.Fatalf("replay: state %s, sent %d, missing %d: %s; want stopped with 15 sent and 5 held elsewhere", rep.State, rep.Sent, rep.Missing, rep.Note)
 	}

@@ -124,8 +124,8 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 		if gone == 0 || try == 1 {
 			break
 		}
-		end := time.Now()
-		if _, err := s.awaitQuiet(ctx, dlq, end, end.Add(2*s.cfg.StatsLag+5*time.Second), true, ctx.Err); err != nil {
+		end := s.d.Clock.Now()
+		if _, err := s.awaitQuiet(ctx, "", dlq, end, end.Add(2*s.cfg.StatsLag+5*time.Second), true, ctx.Err); err != nil {
 			return nil, cov, err
 		}
 	}

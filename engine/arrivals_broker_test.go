@@ -14,8 +14,11 @@ import (
 	"github.com/stroma/dlqbot/store"
 )
 
-// fixedClock always tells the same time.
-type fixedClock struct{ t time.Time }
+// fixedClock always tells the same time; its waits are the wall clock's.
+type fixedClock struct {
+	engine.SystemClock
+	t time.Time
+}
 
 func (c fixedClock) Now() time.Time { return c.t }
 
@@ -83,7 +86,7 @@ func TestPreviewArrivalsAndGroupSelection(t *testing.T) {
 					t.Fatal(err)
 				}
 				svc, err := engine.New(engine.Config{}, engine.Deps{Broker: bk, Tokens: st.Tokens(), Ledger: st.Ledger(),
-					Replays: st.Replays(), Leases: st.Leases(), Clock: fixedClock{now}})
+					Replays: st.Replays(), Leases: st.Leases(), Clock: fixedClock{t: now}})
 				if err != nil {
 					t.Fatal(err)
 				}

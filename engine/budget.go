@@ -191,7 +191,7 @@ func RaiseLimit(vhost string, q QueueInfo, limit int) string {
 			def = map[string]any{}
 		}
 		def["delivery-limit"] = limit
-		js, _ := json.Marshal(def)
+		js, _ := json.Marshal(def) // cannot fail: decoded from JSON, plus an int
 		applyTo := p.ApplyTo
 		if applyTo == "" {
 			applyTo = "all"

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 )
@@ -30,6 +31,10 @@ func (s *Service) Check(ctx context.Context, replayID, label string) (CheckRepor
 		for _, it := range f.Items {
 			previewed[it.ID] = true
 		}
+	} else if !errors.Is(err, ErrTokenNotFound) {
+		// Checked all the same, with the default park limit (an expired
+		// preview is the usual case and not worth a line).
+		s.warn(r.ID, r.DLQ, "check: load preview", err)
 	}
 	entries, err := s.d.Ledger.Entries(ctx, r.ID)
 	if err != nil {

@@ -98,19 +98,6 @@ func TestCheckGroupsWhatCameBackAndCountsNewFailuresApart(t *testing.T) {
 	}
 }
 
-// shiftClock is the wall clock moved forward by Advance.
-type shiftClock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *shiftClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return time.Now().Add(c.off) }
-func (c *shiftClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.off += d
-	c.mu.Unlock()
-}
-
 func TestFollowUpsRunOnceAcrossReplicasAndRestarts(t *testing.T) {
 	t.Parallel()
 	clock := &shiftClock{}

@@ -23,6 +23,9 @@ type control struct {
 	replays Replays
 	id      string
 	every   time.Duration
+	clock   Clock
+	// warn logs a failed read; the last state read stays in force.
+	warn    func(op string, err error)
 	desired atomic.Value // State
 	by      atomic.Value // string: who asked for it
 }
@@ -34,21 +37,24 @@ func (c *control) load() State {
 
 // refresh reads the desired state once.
 func (c *control) refresh(ctx context.Context) {
-	if s, by, err := c.replays.Desired(ctx, c.id); err == nil {
-		c.desired.Store(s)
-		c.by.Store(by)
+	s, by, err := c.replays.Desired(ctx, c.id)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.warn("read desired state", err)
+		}
+		return
 	}
+	c.desired.Store(s)
+	c.by.Store(by)
 }
 
 // watch refreshes until ctx ends.
 func (c *control) watch(ctx context.Context) {
-	t := time.NewTicker(c.every)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-c.clock.After(c.every):
 			c.refresh(ctx)
 		}
 	}

@@ -15,7 +15,10 @@ type heartbeat struct {
 	id     string
 	owner  string
 	ttl    time.Duration
-	lost   atomic.Bool
+	clock  Clock
+	// warn logs a failed extension that is retried (run.warn).
+	warn func(op string, err error)
+	lost atomic.Bool
 	// yielded is set once the run released the lease itself (its last
 	// write): the heartbeat then stops without reporting a loss.
 	yielded atomic.Bool
@@ -24,13 +27,11 @@ type heartbeat struct {
 // run extends the lease every ttl/3 until ctx ends; cancel is called once
 // the lease is lost.
 func (h *heartbeat) run(ctx context.Context, cancel context.CancelFunc) {
-	t := time.NewTicker(h.ttl / 3)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-h.clock.After(h.ttl / 3):
 		}
 		if h.yielded.Load() {
 			return
@@ -43,6 +44,9 @@ func (h *heartbeat) run(ctx context.Context, cancel context.CancelFunc) {
 		}
 		// Other errors (Redis briefly unreachable) are retried on the next
 		// tick; if the lease expires meanwhile, Extend reports it lost.
+		if err != nil && ctx.Err() == nil {
+			h.warn("extend lease", err)
+		}
 	}
 }
 

@@ -33,8 +33,13 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (ParkResult, er
 		return ParkResult{}, fmt.Errorf("engine: park %s: %w", replayID, err)
 	}
 	limit := DefaultParkAfter
-	if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil && f.ParkAfter > 0 {
+	f, err := s.d.Tokens.Load(ctx, r.Token)
+	switch {
+	case err == nil && f.ParkAfter > 0:
 		limit = f.ParkAfter
+	case err != nil && !errors.Is(err, ErrTokenNotFound):
+		// Parking by the default limit instead would move other messages.
+		return ParkResult{}, fmt.Errorf("engine: park %s: %w", replayID, err)
 	}
 	res := ParkResult{ReplayID: r.ID, Queue: ParkingQueue(r.DLQ)}
 	if s.d.Mover == nil {

@@ -32,9 +32,18 @@ var (
 	ErrReadBudget = errors.New("read budget exhausted")
 )
 
-// Clock tells the time; injected so leases and timeouts are tested without sleeping.
+// Clock tells the time and waits. The engine reads the time and waits
+// (polls, timeouts, grace periods, back-offs) only through it, so a test
+// can move time on instead of sleeping. Times the engine compares with the
+// broker's own (management samples, death times) assume a clock that tells
+// wall time; a clock moved ahead only makes a sample look older. Deadlines
+// of single network calls (context.WithTimeout) are real time.
 type Clock interface {
+	// Now tells the time.
 	Now() time.Time
+	// After delivers the time once d has passed by this clock. A caller
+	// that stops waiting may drop the channel.
+	After(d time.Duration) <-chan time.Time
 }
 
 // SystemClock is the wall clock.
@@ -42,6 +51,10 @@ type SystemClock struct{}
 
 // Now returns time.Now().
 func (SystemClock) Now() time.Time { return time.Now() }
+
+// After returns time.After(d); a timer nobody waits on any more is
+// collected, fired or not.
+func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // QueueInfo is what Inspect learns about a queue right now: whether it
 // exists, its depth and consumers as a client sees them (a passive

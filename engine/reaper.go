@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -14,23 +15,22 @@ func (s *Service) Reap(ctx context.Context, every time.Duration) {
 	if every <= 0 {
 		every = s.cfg.LeaseTTL / 3
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
 	for {
 		if _, err := s.ReapOnce(ctx); err != nil && ctx.Err() == nil {
-			s.logf("reaper: %v", err)
+			s.warn("", "", "reap", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-s.d.Clock.After(every):
 		}
 	}
 }
 
 // ReapOnce marks every running replay that nobody holds a lease on as
 // interrupted, freezing what it sent, and returns those it marked. It never
-// re-queues them: a replay whose owner died is reported, not re-run.
+// re-queues them: a replay whose owner died is reported, not re-run. A
+// replay it cannot look at is logged and left for the next round.
 func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 	ids, err := s.d.Replays.Active(ctx)
 	if err != nil {
@@ -39,15 +39,23 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 	var out []Replay
 	for _, id := range ids {
 		r, err := s.d.Replays.Get(ctx, id)
-		if err != nil || r.State != StateRunning {
+		if err != nil {
+			s.warn(id, "", "reap: read replay", err)
+			continue
+		}
+		if r.State != StateRunning {
 			continue
 		}
 		if h, err := s.d.Leases.Owner(ctx, id); err != nil || h != "" {
+			if err != nil {
+				s.warn(id, r.DLQ, "reap: read lease owner", err)
+			}
 			continue
 		}
 		// The ledger, not the last progress write, says what was sent.
 		entries, err := s.d.Ledger.Entries(ctx, id)
 		if err != nil {
+			s.warn(id, r.DLQ, "reap: read ledger", err)
 			continue
 		}
 		sent, pending := 0, 0
@@ -61,8 +69,12 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 		rest := ""
 		if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
 			rest = f.Selection
+		} else if !errors.Is(err, ErrTokenNotFound) {
+			// Reported all the same, without the hint to preview the rest.
+			s.warn(id, r.DLQ, "reap: load preview", err)
 		}
 		marked := false
+		var after Replay // the record as marked
 		err = s.d.Replays.UpdateUnowned(ctx, id, func(cur *Replay) error {
 			if cur.State != StateRunning {
 				return ErrNoChange
@@ -76,14 +88,22 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 			}
 			cur.Note += fmt.Sprintf("; the rest are still in %s.", cur.DLQ)
 			cur.RestSelection = rest
-			marked = true
+			marked, after = true, *cur
 			return nil
 		})
+		if err != nil && !errors.Is(err, ErrNoChange) {
+			// An owner that took the lease meanwhile (a race) lands here
+			// too: it runs the replay, so there is nothing to report.
+			s.warn(id, r.DLQ, "reap: mark interrupted", err)
+		}
 		if err != nil || !marked {
 			continue
 		}
 		if r, err = s.d.Replays.Get(ctx, id); err != nil {
-			continue
+			// Marked: announced from the record as marked, since nobody
+			// else will announce it.
+			s.warn(id, after.DLQ, "reap: read interrupted replay", err)
+			r = after
 		}
 		out = append(out, r)
 		s.announceInterrupted(ctx, r)
@@ -100,7 +120,9 @@ func (s *Service) announceInterrupted(ctx context.Context, r Replay) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "replay %s was interrupted: %d sent", r.ID, r.Sent)
-	if entries, err := s.d.Ledger.Entries(ctx, r.ID); err == nil {
+	if entries, err := s.d.Ledger.Entries(ctx, r.ID); err != nil {
+		s.warn(r.ID, r.DLQ, "announce interrupted: read ledger", err)
+	} else {
 		sent, pending := []string{}, 0
 		for _, e := range entries {
 			if e.Pending {

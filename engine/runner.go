@@ -61,7 +61,11 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	defer func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		_ = s.d.Leases.Release(rctx, id, owner)
+		// ErrLeaseLost: nothing to release (the run's last write released
+		// it, or it lapsed). Otherwise the lease lapses after LeaseTTL.
+		if err := s.d.Leases.Release(rctx, id, owner); err != nil && !errors.Is(err, ErrLeaseLost) {
+			s.warn(id, "", "release lease", err)
+		}
 	}()
 	r, err := s.d.Replays.Get(ctx, id)
 	if err != nil {
@@ -95,10 +99,11 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	if r.State == StatePaused || r.State == StateStopped {
 		forgetRetried(&r)
 	}
+	warn := func(op string, err error) { s.warn(id, r.DLQ, op, err) }
 	rn := &run{
 		s: s, r: r, f: f, owner: owner, epoch: epoch, plan: newPlan(f.Items, sent),
-		hb:           &heartbeat{leases: s.d.Leases, id: id, owner: owner, ttl: s.cfg.LeaseTTL},
-		ctl:          &control{replays: s.d.Replays, id: id, every: s.cfg.ControlPoll},
+		hb:           &heartbeat{leases: s.d.Leases, id: id, owner: owner, ttl: s.cfg.LeaseTTL, clock: s.d.Clock, warn: warn},
+		ctl:          &control{replays: s.d.Replays, id: id, every: s.cfg.ControlPoll, clock: s.d.Clock, warn: warn},
 		returnedSeen: map[string]int{},
 	}
 	rn.target = rn.plan.targets()

@@ -29,7 +29,7 @@ func (s *Service) scheduleFollowUps(ctx context.Context, r Replay) {
 	}
 	for _, d := range s.cfg.FollowUps {
 		if err := s.d.Schedule.Add(ctx, r.ID+":"+shortDuration(d), r.EndedAt.Add(d)); err != nil {
-			s.logf("schedule follow-up of %s: %v", r.ID, err)
+			s.warn(r.ID, r.DLQ, "schedule follow-up", err)
 		}
 	}
 }
@@ -45,14 +45,12 @@ func (s *Service) FollowUps(ctx context.Context, every time.Duration) {
 	if every <= 0 {
 		every = time.Second
 	}
-	t := time.NewTicker(every)
-	defer t.Stop()
 	for {
 		s.RunDue(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-s.d.Clock.After(every):
 		}
 	}
 }
@@ -62,19 +60,29 @@ func (s *Service) RunDue(ctx context.Context) int {
 	now := s.d.Clock.Now()
 	members, err := s.d.Schedule.ClaimDue(ctx, now, 50)
 	if err != nil {
-		s.logf("claim follow-ups: %v", err)
+		if ctx.Err() == nil {
+			s.warn("", "", "claim follow-ups", err)
+		}
 		return 0
 	}
 	for _, m := range members {
 		id, label, _ := strings.Cut(m, ":")
 		c, err := s.Check(ctx, id, "+"+label)
 		if err != nil {
-			s.logf("follow-up %s: %v (retrying in %s)", m, err, followUpRetry)
-			_ = s.d.Schedule.Add(ctx, m, now.Add(followUpRetry))
+			s.warn(id, "", "run follow-up", err) // retried in followUpRetry
+			if err := s.d.Schedule.Add(ctx, m, now.Add(followUpRetry)); err != nil {
+				// Claimed and not re-added: this follow-up will not run.
+				s.warn(id, "", "reschedule follow-up", err)
+			}
 			continue
 		}
 		if s.d.Notifier != nil {
-			r, _ := s.d.Replays.Get(ctx, id)
+			r, err := s.d.Replays.Get(ctx, id)
+			if err != nil {
+				// Check just read it: the event goes out with the id alone.
+				s.warn(id, "", "read replay for follow-up", err)
+				r = Replay{ID: id}
+			}
 			s.d.Notifier.Notify(ctx, Event{Kind: EventFollowUp, Replay: r, Check: &c, At: now,
 				Text: fmt.Sprintf("follow-up %s of %s: %d of %d came back, %d new failures", c.Label, id, c.Returned, c.Replayed, c.NewFailures)})
 		}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // Config tunes the engine. Zero values mean the documented defaults.
@@ -49,8 +51,12 @@ type Config struct {
 	// Dialect names the headers of an in-house framework's dead letters
 	// (default: none; see HeaderDialect).
 	Dialect HeaderDialect
-	// Logf, when set, receives background errors (worker, reaper).
-	Logf func(format string, a ...any)
+	// Log receives what the engine cannot return to a caller: background
+	// errors (worker, reaper, taps, follow-ups) and failures it carries on
+	// after while a replay runs, each with the replay_id, dlq and op fields
+	// where known, a repeated one at most every 30s. The zero value logs
+	// nothing.
+	Log zerolog.Logger
 }
 
 func (c Config) withDefaults() Config {
@@ -134,8 +140,9 @@ type ScanObserver interface {
 
 // Service runs previews and replays.
 type Service struct {
-	cfg Config
-	d   Deps
+	cfg  Config
+	d    Deps
+	logs *logThrottle
 }
 
 // New validates cfg and deps and returns a Service. Broker, Tokens, Ledger,
@@ -150,7 +157,7 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
 	}
-	return &Service{cfg: cfg.withDefaults(), d: d}, nil
+	return &Service{cfg: cfg.withDefaults(), d: d, logs: newLogThrottle(d.Clock, logEvery)}, nil
 }
 
 // ParseMeta derives a message's metadata with the configured in-house

@@ -44,6 +44,9 @@ func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[strin
 		if rn.s.d.Counters != nil {
 			if st, err := rn.s.d.Counters.Counters(ctx, q); err == nil {
 				out[q] = st.Publish
+			} else {
+				// Unknown: the baseline then goes by the sample's time alone.
+				rn.warn("read target counters", err)
 			}
 		}
 	}
@@ -65,17 +68,18 @@ func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[strin
 	deadline := start.Add(rn.r.Params.Timeout)
 	var watches []*targetWatch
 	for q, n := range sentPer {
-		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: time.Now()}
+		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: clock.Now()}
 		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
 			w.ready = st.Ready
+		} else {
+			// Taken as 0: the ready count then proves no delivery.
+			rn.warn("inspect target", err)
 		}
 		w.minReady = w.ready
 		watches = append(watches, w)
 	}
 	before := rn.r.Returned
 	var graceFrom time.Time
-	tick := time.NewTicker(rn.s.cfg.SettlePoll)
-	defer tick.Stop()
 	for {
 		if stop := rn.stopCause(parent); stop != nil {
 			return stop, nil
@@ -100,7 +104,7 @@ func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[strin
 		}
 		select {
 		case <-ctx.Done():
-		case <-tick.C:
+		case <-clock.After(rn.s.cfg.SettlePoll):
 		}
 	}
 	mode := rn.mode
@@ -125,13 +129,11 @@ func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[strin
 // stop (pause, cancel, lost lease), so a slow read or management call in
 // progress cannot hold the step past the 1 s promise.
 func (rn *run) cancelOnStop(ctx context.Context, cancel context.CancelFunc) {
-	t := time.NewTicker(50 * time.Millisecond)
-	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-rn.s.d.Clock.After(50 * time.Millisecond):
 			if rn.ctl.err() != nil || rn.hb.lost.Load() {
 				cancel()
 				return
@@ -145,7 +147,14 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 	if w.delivered == w.sent {
 		return
 	}
-	if st, err := rn.s.d.Broker.Inspect(ctx, w.queue); err == nil && st.Exists {
+	st, err := rn.s.d.Broker.Inspect(ctx, w.queue)
+	switch {
+	case err != nil:
+		rn.warn("inspect target", err)
+	case !st.Exists:
+		// Deleted since the step sent to it: its copies went with it.
+		rn.warn("inspect target", fmt.Errorf("%s: %w", w.queue, ErrQueueNotFound))
+	default:
 		w.minReady = min(w.minReady, st.Ready)
 		if got := w.sent - w.minReady; got > w.delivered {
 			w.delivered = min(got, w.sent)
@@ -157,18 +166,19 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 	if rn.s.d.Counters == nil {
 		return
 	}
-	st, err := rn.s.d.Counters.Counters(ctx, w.queue)
+	cs, err := rn.s.d.Counters.Counters(ctx, w.queue)
 	if err != nil {
+		rn.warn("read target counters", err)
 		return
 	}
 	if w.deliver1 < 0 {
 		// The baseline must come from a sample taken after the confirm
 		// (by its timestamp, else by its publish counter), or the
 		// watermark would be early.
-		fresh := !st.SampledAt.IsZero() && st.SampledAt.After(w.confirmed.Add(rn.s.cfg.StatsLag)) &&
-			(w.publish0 < 0 || st.Publish >= w.publish0+int64(w.sent))
+		fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(w.confirmed.Add(rn.s.cfg.StatsLag)) &&
+			(w.publish0 < 0 || cs.Publish >= w.publish0+int64(w.sent))
 		if fresh {
-			w.deliver1 = st.DeliverGet
+			w.deliver1 = cs.DeliverGet
 		}
 		return
 	}
@@ -176,7 +186,7 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 	if ahead < 0 {
 		ahead = 0
 	}
-	got := st.DeliverGet - w.deliver1 - ahead
+	got := cs.DeliverGet - w.deliver1 - ahead
 	if got > int64(w.sent) {
 		got = int64(w.sent)
 	}

@@ -18,14 +18,20 @@ import (
 // would last the 30 s step timeout).
 func settling(t *testing.T, e *tapEnv) (id, src, dlq string, done chan engine.Replay) {
 	t.Helper()
+	return settlingWith(t, e, engine.Params{Rate: -1, Timeout: 30 * time.Second})
+}
+
+// settlingWith is settling with the replay's parameters p.
+func settlingWith(t *testing.T, e *tapEnv, p engine.Params) (id, src, dlq string, done chan engine.Replay) {
+	t.Helper()
 	ctx := context.Background()
 	r := e.rabbit
 	src, dlq = testkit.Name("src"), testkit.Name("dlq")
 	r.DLXTopology(src, dlq, nil)
 	r.Reject(src, testkit.Msgs(30, 50)...)
 	r.WaitCount(dlq, 30, 20*time.Second)
-	p := preview(t, &e.env, engine.Selection{DLQ: dlq})
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Rate: -1, Timeout: 30 * time.Second}, false)
+	pv := preview(t, &e.env, engine.Selection{DLQ: dlq})
+	ap, err := e.svc.Approve(ctx, pv.Token, "U_APP", p, false)
 	if err != nil {
 		t.Fatal(err)
 	}

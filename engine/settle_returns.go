@@ -26,7 +26,9 @@ func (rn *run) newLook(ctx context.Context) *returnsLook {
 	if rn.mode != ReturnsTap {
 		return look
 	}
+	// Without a baseline the step's bypass check is skipped.
 	if _, err := rn.s.recordTap(ctx, rn.r.DLQ); err != nil {
+		rn.warn("record tap", err)
 		return look
 	}
 	ready, ok := rn.stableReady(ctx)
@@ -35,6 +37,7 @@ func (rn *run) newLook(ctx context.Context) *returnsLook {
 	}
 	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
 	if err != nil {
+		rn.warn("read tap arrivals", err)
 		return look
 	}
 	look.ready0, look.arrived0 = ready, a
@@ -49,27 +52,30 @@ func (rn *run) newLook(ctx context.Context) *returnsLook {
 // (a queue that busy is taking back messages: the check is skipped rather
 // than paid for at every step).
 func (rn *run) stableReady(ctx context.Context) (int, bool) {
+	clock := rn.s.d.Clock
 	last := -1
-	deadline := time.Now().Add(time.Second)
-	t := time.NewTicker(100 * time.Millisecond)
-	defer t.Stop()
+	deadline := clock.Now().Add(time.Second)
 	for {
-		asked := time.Now()
+		asked := clock.Now()
 		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
-		if err != nil || st.Type != "classic" || time.Since(asked) > 250*time.Millisecond {
+		if err != nil {
+			rn.warn("inspect dlq", err)
+			return 0, false
+		}
+		if st.Type != "classic" || clock.Now().Sub(asked) > 250*time.Millisecond {
 			return 0, false
 		}
 		if st.Ready == last {
 			return st.Ready, true
 		}
 		last = st.Ready
-		if time.Now().After(deadline) || rn.ctl.err() != nil {
+		if clock.Now().After(deadline) || rn.ctl.err() != nil {
 			return 0, false // not worth holding up a pause or cancel
 		}
 		select {
 		case <-ctx.Done():
 			return 0, false
-		case <-t.C:
+		case <-clock.After(100 * time.Millisecond):
 		}
 	}
 }
@@ -124,6 +130,9 @@ func (rn *run) lookForReturns(ctx context.Context, look *returnsLook, now time.T
 		err := rn.tapReturns(ctx)
 		if err != nil && final {
 			return fmt.Errorf("engine: run %s: look for returns in the tap of %s: %w", rn.r.ID, rn.r.DLQ, err)
+		}
+		if err != nil {
+			rn.warn("look for returns in the tap", err) // retried at the next poll
 		}
 		if err == nil && final {
 			return rn.checkBypass(ctx, look)
@@ -212,11 +221,15 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	if !ok {
 		return nil
 	}
+	// Without the counts the check is skipped for this step: the tap's
+	// record of returns stands, and the next step checks again.
 	if _, err := rn.s.recordTap(ctx, rn.r.DLQ); err != nil {
+		rn.warn("record tap", err)
 		return nil
 	}
 	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
 	if err != nil {
+		rn.warn("read tap arrivals", err)
 		return nil
 	}
 	bypassed := (ready - (look.ready0 - look.removed)) - int(a-look.arrived0)
@@ -244,7 +257,8 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
 	}
 	if inDLQ <= rn.tapTotal {
-		rn.s.logf("replay %s: %s grew by %d more than its tap recorded, but holds no return the tap missed", rn.r.ID, rn.r.DLQ, bypassed)
+		rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
+			Msg("the DLQ grew by more than its tap recorded, but holds no return the tap missed")
 		return nil
 	}
 	rn.mode, rn.r.ReturnsMode = ReturnsReread, ReturnsReread
@@ -254,6 +268,7 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	for _, f := range extra {
 		rn.fail(f)
 	}
-	rn.s.logf("replay %s: %s; re-reading it from now on", rn.r.ID, rn.modeNote)
+	rn.s.cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", inDLQ-rn.tapTotal).
+		Msg("returns reached the DLQ without passing its bindings: re-reading it from now on")
 	return nil
 }

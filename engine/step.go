@@ -10,7 +10,7 @@ import (
 // sending stopped early (pause, cancel, lost lease, shutdown); err is a
 // failure to talk to the broker or the store.
 func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
-	start := time.Now()
+	start := rn.s.d.Clock.Now()
 	k := rn.r.Step + 1
 	size := stepSize(rn.r.Params.Step, rn.r.Params.Cap, k)
 	pick := rn.plan.next(size, k == 1)
@@ -48,13 +48,13 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 		stop, err := rn.settle(ctx, &res, sentPer, baseline, look)
 		if stop != nil || err != nil {
 			// Sent, not judged: halt records the state asked for.
-			res.Duration = time.Since(start)
+			res.Duration = rn.s.d.Clock.Now().Sub(start)
 			return res, stop, err
 		}
 	} else {
 		res.Observation = "nothing was sent in this step"
 	}
-	res.Duration = time.Since(start)
+	res.Duration = rn.s.d.Clock.Now().Sub(start)
 	rn.r.Settled += res.Settled
 	if err := rn.put(ctx); err != nil {
 		return res, nil, err
@@ -78,11 +78,16 @@ const progressEvery = 500 * time.Millisecond
 // progressEvery, writes the record so others see a long step advance.
 func (rn *run) progress(ctx context.Context, n int) {
 	rn.r.Sent += n
-	if time.Since(rn.lastProgress) < progressEvery {
+	now := rn.s.d.Clock.Now()
+	if now.Sub(rn.lastProgress) < progressEvery {
 		return
 	}
-	rn.lastProgress = time.Now()
-	_ = rn.put(ctx) // a failed write shows again at the next one; a lost lease stops the move via Intend
+	rn.lastProgress = now
+	if err := rn.put(ctx); err != nil {
+		// The next write carries the count again; a lost lease stops the
+		// move via Intend.
+		rn.warn("write progress", err)
+	}
 }
 
 // abandon withdraws the ledger intents of copies certainly not sent, so a

@@ -59,8 +59,6 @@ func (s *Service) DrainTaps(ctx context.Context, poll time.Duration) {
 	if poll <= 0 {
 		poll = DefaultTapPoll
 	}
-	t := time.NewTicker(poll)
-	defer t.Stop()
 	for {
 		if qs, err := s.d.Returns.Tapped(ctx); err == nil {
 			for _, q := range qs {
@@ -72,18 +70,20 @@ func (s *Service) DrainTaps(ctx context.Context, poll time.Duration) {
 				_, err := s.recordTap(ctx, q)
 				switch {
 				case errors.Is(err, ErrQueueNotFound):
-					_ = s.d.Returns.RemoveTap(ctx, q)
+					if err := s.d.Returns.RemoveTap(ctx, q); err != nil && ctx.Err() == nil {
+						s.warn("", q, "unregister deleted tap", err) // tried again at the next poll
+					}
 				case err != nil && ctx.Err() == nil:
-					s.logf("tap of %s: %v", q, err)
+					s.warn("", q, "record tap", err)
 				}
 			}
 		} else if ctx.Err() == nil {
-			s.logf("taps: %v", err)
+			s.warn("", "", "list taps", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-s.d.Clock.After(poll):
 		}
 	}
 }

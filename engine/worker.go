@@ -44,9 +44,11 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 	go func() { defer wg.Done(); s.DrainTaps(ctx, 0) }()
 	lastAnnounce := time.Time{}
 	for ctx.Err() == nil {
-		if reg != nil && time.Since(lastAnnounce) > s.cfg.LeaseTTL/3 {
+		if reg != nil && s.d.Clock.Now().Sub(lastAnnounce) > s.cfg.LeaseTTL/3 {
 			if err := reg.Announce(ctx, cfg.ID, s.cfg.LeaseTTL); err == nil {
-				lastAnnounce = time.Now()
+				lastAnnounce = s.d.Clock.Now()
+			} else if ctx.Err() == nil {
+				s.warn("", "", "announce worker", err) // retried at the next job
 			}
 		}
 		select {
@@ -58,9 +60,10 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 		if err != nil || id == "" {
 			<-slots
 			if err != nil && ctx.Err() == nil {
+				s.warn("", "", "take job", err)
 				select { // the store is unreachable: back off briefly
 				case <-ctx.Done():
-				case <-time.After(cfg.Block):
+				case <-s.d.Clock.After(cfg.Block):
 				}
 			}
 			continue
@@ -70,7 +73,7 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 				// The job may be handed out again: harmless, since a worker
 				// runs a replay only when its desired state is running,
 				// but worth knowing.
-				s.logf("worker %s: replay %s: acknowledge job: %v", cfg.ID, id, err)
+				s.cfg.Log.Warn().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "acknowledge job").Err(err).Msg("job not acknowledged")
 			}
 		}
 		wg.Add(1)
@@ -81,9 +84,9 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 			switch {
 			case err == nil, errors.Is(err, ErrReplayBusy):
 			case errors.Is(err, ErrNotRunnable):
-				s.logf("worker %s: replay %s: job dropped: %v", cfg.ID, id, err)
+				s.cfg.Log.Warn().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("job dropped")
 			default:
-				s.logf("worker %s: replay %s: %v", cfg.ID, id, err)
+				s.cfg.Log.Error().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("replay run failed")
 			}
 		}()
 	}
@@ -134,7 +137,7 @@ func (s *Service) Cancel(ctx context.Context, id, by string) (Replay, error) {
 	// If an owner holds the lease meanwhile, it acts on the desired state
 	// within a second; the update below is only for replays nobody runs.
 	cancelled := false
-	_ = s.d.Replays.UpdateUnowned(ctx, id, func(cur *Replay) error {
+	uerr := s.d.Replays.UpdateUnowned(ctx, id, func(cur *Replay) error {
 		if cur.State == StateRunning || cur.State.Terminal() {
 			return ErrNoChange
 		}
@@ -142,6 +145,11 @@ func (s *Service) Cancel(ctx context.Context, id, by string) (Replay, error) {
 		cancelled = true
 		return nil
 	})
+	if uerr != nil && !errors.Is(uerr, ErrNoChange) {
+		// The desire is recorded, so an owner that takes the replay acts on
+		// it (a held lease is that race); worth knowing all the same.
+		s.warn(id, "", "cancel unowned replay", uerr)
+	}
 	r, err = s.d.Replays.Get(ctx, id)
 	if err == nil && cancelled && s.d.Notifier != nil {
 		// Nobody runs it, so no owner reports the cancellation: report it here.
@@ -153,12 +161,6 @@ func (s *Service) Cancel(ctx context.Context, id, by string) (Replay, error) {
 
 // ErrNoChange tells an Updater to leave the record as it is.
 var ErrNoChange = errors.New("no change")
-
-func (s *Service) logf(format string, a ...any) {
-	if s.cfg.Logf != nil {
-		s.cfg.Logf(format, a...)
-	}
-}
 
 // Status returns a replay's record.
 func (s *Service) Status(ctx context.Context, id string) (Replay, error) {

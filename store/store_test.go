@@ -41,8 +41,10 @@ func testURL() string {
 	return DefaultURL
 }
 
-// fakeClock is a settable engine.Clock.
+// fakeClock is a settable engine.Clock; the store only reads the time
+// (its waits would be the wall clock's).
 type fakeClock struct {
+	engine.SystemClock
 	mu sync.Mutex
 	t  time.Time
 }

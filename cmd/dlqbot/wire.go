@@ -82,7 +82,7 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver) 
 		Vhost:    b.Vhost(),
 		LeaseTTL: a.cfg.LeaseTTL,
 		Dialect:  a.dialect,
-		Logf:     func(f string, a ...any) { log.Warn().Msgf(f, a...) },
+		Log:      log.With().Str("component", "engine").Logger(),
 	}, engine.Deps{
 		Broker: b, Mover: b, Counters: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
