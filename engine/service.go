@@ -165,9 +165,6 @@ func (s *Service) ParseMeta(dlq string, m Message) Meta {
 	return ParseMetaDialect(dlq, m, s.cfg.Dialect)
 }
 
-// Config returns the effective configuration.
-func (s *Service) Config() Config { return s.cfg }
-
 func excerpt(body []byte, n int) string {
 	if len(body) > n {
 		body = body[:n]
