@@ -145,7 +145,7 @@ func (s *Service) Approve(ctx context.Context, c Caller, token string, p Params,
 			log.Warn().Err(err).Msg("replay could not be shown in Slack")
 		}
 	}
-	if err := engine.EnqueueRetry(ctx, s.d.Jobs, r.ID); err != nil {
+	if err := s.d.Engine.Enqueue(ctx, r.ID); err != nil {
 		log.Error().Err(err).Msg("replay approved but not handed to a worker")
 		return r, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, err: err,
 			Message: fmt.Sprintf("Replay %s was approved but could not be handed to a worker (%v). Nothing was sent: cancel it and approve a new preview.", r.ID, err)}
@@ -263,7 +263,7 @@ func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engin
 	}); err != nil {
 		return engine.Replay{}, asError(err, r.DLQ)
 	}
-	_, err = s.d.Engine.Control(ctx, id, action, c.ID, s.d.Jobs)
+	_, err = s.d.Engine.Control(ctx, id, action, c.ID)
 	if errors.Is(err, engine.ErrNotControllable) {
 		return engine.Replay{}, newError(http.StatusConflict, CodeNotControllable, "Replay %s is %s, so it cannot be %s; nothing was changed.", id, r.State, action.Done())
 	}

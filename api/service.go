@@ -62,7 +62,9 @@ type Engine interface {
 	Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error)
 	Compare(ctx context.Context, token string) (engine.Frozen, []engine.Change, error)
 	Approve(ctx context.Context, token, approver string, p engine.Params, confirmed bool) (engine.Approval, error)
-	Control(ctx context.Context, id string, a engine.ControlAction, by string, jobs engine.Jobs) (engine.Replay, error)
+	Control(ctx context.Context, id string, a engine.ControlAction, by string) (engine.Replay, error)
+	// Enqueue hands an approved replay to the workers.
+	Enqueue(ctx context.Context, id string) error
 	Status(ctx context.Context, id string) (engine.Replay, error)
 	Check(ctx context.Context, replayID, label string) (engine.CheckReport, error)
 	Park(ctx context.Context, replayID, by string) (engine.ParkResult, error)
@@ -95,7 +97,6 @@ type Slack interface {
 // Deps are the API's collaborators.
 type Deps struct {
 	Engine  Engine
-	Jobs    engine.Jobs
 	Replays Replays
 	Tokens  Tokens
 	// Events is the replay event log the event stream reads; optional
@@ -123,8 +124,8 @@ type Service struct {
 
 // New validates cfg and deps and returns a Service.
 func New(cfg Config, d Deps) (*Service, error) {
-	if d.Engine == nil || d.Jobs == nil || d.Replays == nil || d.Tokens == nil {
-		return nil, errors.New("api: new: engine, jobs, replays and tokens are required")
+	if d.Engine == nil || d.Replays == nil || d.Tokens == nil {
+		return nil, errors.New("api: new: engine, replays and tokens are required")
 	}
 	if d.Now == nil {
 		d.Now = time.Now

@@ -154,7 +154,7 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 	}); err != nil {
 		log.Warn().Err(err).Msg("could not record where the replay's progress is")
 	}
-	if err := engine.EnqueueRetry(ctx, b.d.Jobs, r.ID); err != nil {
+	if err := b.d.Engine.Enqueue(ctx, r.ID); err != nil {
 		log.Error().Err(err).Msg("replay approved but not handed to a worker")
 		b.refuse(ctx, a.to, fmt.Sprintf("Replay `%s` was approved but could not be handed to a worker (%v). Nothing was sent: cancel it with `%s cancel %s` and approve a new preview.",
 			r.ID, err, b.cfg.CommandName, r.ID))

@@ -13,7 +13,9 @@ import (
 type Engine interface {
 	Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error)
 	Approve(ctx context.Context, token, approver string, p engine.Params, confirmed bool) (engine.Approval, error)
-	Control(ctx context.Context, id string, a engine.ControlAction, by string, jobs engine.Jobs) (engine.Replay, error)
+	Control(ctx context.Context, id string, a engine.ControlAction, by string) (engine.Replay, error)
+	// Enqueue hands an approved replay to the workers.
+	Enqueue(ctx context.Context, id string) error
 	Status(ctx context.Context, id string) (engine.Replay, error)
 	Check(ctx context.Context, replayID, label string) (engine.CheckReport, error)
 	Park(ctx context.Context, replayID, by string) (engine.ParkResult, error)
@@ -41,7 +43,6 @@ type Tokens interface {
 // Deps are the bot's collaborators.
 type Deps struct {
 	Engine  Engine
-	Jobs    engine.Jobs
 	Replays Replays
 	Tokens  Tokens
 	// Groups tells a user's Slack user groups; nil means Slack's
@@ -75,8 +76,8 @@ func New(n *Notifier, d Deps) (*Bot, error) {
 	switch {
 	case n == nil:
 		return nil, errors.New("bot: new: a notifier is required")
-	case d.Engine == nil || d.Jobs == nil || d.Replays == nil || d.Tokens == nil:
-		return nil, errors.New("bot: new: engine, jobs, replays and tokens are required")
+	case d.Engine == nil || d.Replays == nil || d.Tokens == nil:
+		return nil, errors.New("bot: new: engine, replays and tokens are required")
 	}
 	b := &Bot{
 		Notifier: n,

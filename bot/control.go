@@ -31,7 +31,7 @@ func (b *Bot) control(ctx context.Context, to replyTo, action engine.ControlActi
 		b.refuse(ctx, to, userMessage(err, r.DLQ))
 		return
 	}
-	after, err := b.d.Engine.Control(ctx, id, action, to.user, b.d.Jobs)
+	after, err := b.d.Engine.Control(ctx, id, action, to.user)
 	if errors.Is(err, engine.ErrNotControllable) {
 		// The engine's record is the state that decided the refusal.
 		now := r.State

@@ -23,6 +23,7 @@ type fakeEngine struct {
 	calls    atomic.Int64
 	mu       sync.Mutex
 	replays  map[string]engine.Replay
+	enqueued []string
 	approved atomic.Int64
 }
 
@@ -53,8 +54,15 @@ func (f *fakeEngine) Approve(ctx context.Context, token, approver string, p engi
 	return engine.Approval{Replay: r}, nil
 }
 
-func (f *fakeEngine) Control(ctx context.Context, id string, _ engine.ControlAction, _ string, _ engine.Jobs) (engine.Replay, error) {
+func (f *fakeEngine) Control(ctx context.Context, id string, _ engine.ControlAction, _ string) (engine.Replay, error) {
 	return f.Status(ctx, id)
+}
+
+func (f *fakeEngine) Enqueue(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.enqueued = append(f.enqueued, id)
+	return nil
 }
 
 func (f *fakeEngine) Check(_ context.Context, id, label string) (engine.CheckReport, error) {
@@ -73,11 +81,10 @@ func (f *fakeEngine) Status(_ context.Context, id string) (engine.Replay, error)
 	return r, nil
 }
 
-// fakeStore implements the bot's Replays, Tokens and engine.Jobs.
+// fakeStore implements the bot's Replays and Tokens.
 type fakeStore struct {
-	mu       sync.Mutex
-	replays  map[string]engine.Replay
-	enqueued []string
+	mu      sync.Mutex
+	replays map[string]engine.Replay
 }
 
 func (s *fakeStore) Get(_ context.Context, id string) (engine.Replay, error) {
@@ -120,17 +127,6 @@ func (s *fakeStore) Message(context.Context, string) (string, string, error) {
 	return "", "", nil
 }
 
-func (s *fakeStore) Enqueue(_ context.Context, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.enqueued = append(s.enqueued, id)
-	return nil
-}
-
-func (s *fakeStore) Next(context.Context, string, time.Duration) (string, func() error, error) {
-	return "", nil, nil
-}
-
 // harness is a bot on the stand-in with fakes behind it.
 type harness struct {
 	bot   *bot.Bot
@@ -157,7 +153,7 @@ func newHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bot.New(n, bot.Deps{Engine: eng, Jobs: st, Replays: st, Tokens: st})
+	b, err := bot.New(n, bot.Deps{Engine: eng, Replays: st, Tokens: st})
 	if err != nil {
 		t.Fatal(err)
 	}

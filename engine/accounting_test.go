@@ -32,7 +32,8 @@ func newEnvAt(t testing.TB, cfg engine.Config, tb testkit.Broker, st *store.Stor
 			t.Fatal(err)
 		}
 	}
-	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
+	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+		Jobs: st.Jobs(), Registry: st.Workers()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +361,7 @@ func TestHeldElsewhereStaysPlanned(t *testing.T) {
 	}
 	_ = ch.Close() // the holder lets go: its 5 go back to the DLQ
 	r.WaitCount(dlq, 5, 20*time.Second)
-	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", e.store.Jobs()); err != nil {
+	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner2")

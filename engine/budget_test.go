@@ -168,7 +168,7 @@ func TestReadBudgetStopsAndResumesOnceRaised(t *testing.T) {
 
 		on.SetPolicy(t, policy, "^"+dlq+"$", map[string]any{"delivery-limit": 100})
 		waitLimit(t, e, dlq, 100)
-		if _, err := e.svc.Resume(ctx, rep.ID, "U_RES", e.store.Jobs()); err != nil {
+		if _, err := e.svc.Resume(ctx, rep.ID, "U_RES"); err != nil {
 			t.Fatal(err)
 		}
 		rep, err = e.svc.Run(ctx, rep.ID, "owner-2")

@@ -218,7 +218,7 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 	r.WaitCount(dlq, 200-rep.Sent, 10*time.Second)
 
 	// Resume: a worker would get the job; here the test runs it again.
-	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", e.store.Jobs()); err != nil {
+	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner2"); runDone <- rep }()
@@ -245,7 +245,7 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 		t.Fatalf("cancel came too late to test: all 200 sent")
 	}
 	r.WaitCount(dlq, 200-rep.Sent, 10*time.Second) // sent + remaining = total
-	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", e.store.Jobs()); !errors.Is(err, engine.ErrNotControllable) {
+	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) {
 		t.Fatalf("resume after cancel: %v, want ErrNotControllable", err)
 	}
 }

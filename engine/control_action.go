@@ -41,15 +41,15 @@ func (a ControlAction) Done() string {
 }
 
 // Control performs action a on replay id for by: Pause, Resume (handing
-// the replay to a worker through jobs; with jobs nil the caller runs it
+// the replay to a worker through Deps.Jobs; without it the caller runs it
 // itself) or Cancel. A replay whose state does not allow it is
 // ErrNotControllable; an unknown action is ErrUnsupported.
-func (s *Service) Control(ctx context.Context, id string, a ControlAction, by string, jobs Jobs) (Replay, error) {
+func (s *Service) Control(ctx context.Context, id string, a ControlAction, by string) (Replay, error) {
 	switch a {
 	case ControlPause:
 		return s.Pause(ctx, id, by)
 	case ControlResume:
-		return s.Resume(ctx, id, by, jobs)
+		return s.Resume(ctx, id, by)
 	case ControlCancel:
 		return s.Cancel(ctx, id, by)
 	}

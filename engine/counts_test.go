@@ -44,7 +44,7 @@ func TestResumedReplayCountsMissingOnce(t *testing.T) {
 	if err != nil || rep.State != engine.StateStopped || rep.Missing != 5 || rep.Sent != 5 {
 		t.Fatalf("first run: %v, %s, %d missing, %d sent: want stopped, 5 missing, 5 sent", err, rep.State, rep.Missing, rep.Sent)
 	}
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER", nil); err != nil {
+	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, id, "w1")
@@ -148,7 +148,7 @@ func TestResumedReplayCountsRefusedOnce(t *testing.T) {
 	if err != nil || rep.State != engine.StateStopped || rep.Failed == 0 {
 		t.Fatalf("first run: %v, %s, %d not delivered: want stopped with some refused", err, rep.State, rep.Failed)
 	}
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER", nil); err != nil {
+	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, id, "w1")

@@ -100,7 +100,7 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 	t.Logf("duplicates after one fault: %d (all in the ledger)", len(dups))
 
 	// Resume: the rest is sent, nothing the ledger recorded is sent again.
-	if _, err := svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", st.Jobs()); err != nil {
+	if _, err := svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = svc.Run(ctx, ap.Replay.ID, "owner2")
@@ -137,7 +137,8 @@ func newFaultEnv(t *testing.T) (*env, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
+	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+		Jobs: st.Jobs(), Registry: st.Workers()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ const fingerprintVersion = "dlqbot/fingerprint/v1"
 // hex characters of SHA-256 over messageID, body and identity, each part
 // length-prefixed so that no two different inputs hash the same bytes.
 //
-// identity is the failure's identity, as ParseMeta builds it: the dialect
+// identity is the failure's identity, as ParseMetaDialect builds it: the dialect
 // name followed by the first-death queue and time (Unix seconds) for
 // RabbitMQ; the original exchange, routing key and exception message for
 // Spring; the input address and fault timestamp for MassTransit; FailedQ and

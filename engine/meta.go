@@ -7,14 +7,17 @@ import (
 	"time"
 )
 
-// ParseMeta derives a dead-lettered message's metadata (README "Dead-letter dialects"). dlq is the
-// queue the message was read from: MassTransit's source falls back to it
-// without its _error / _skipped suffix.
+// ParseMetaDialect derives a dead-lettered message's metadata (README
+// "Dead-letter dialects"). dlq is the queue the message was read from:
+// MassTransit's source falls back to it without its _error / _skipped
+// suffix.
 //
-// ParseMeta recognises RabbitMQ's own dead-lettering (x-death,
+// ParseMetaDialect recognises RabbitMQ's own dead-lettering (x-death,
 // x-first-death-*, x-last-death-*), Spring AMQP's RepublishMessageRecoverer,
-// MassTransit, NServiceBus and rascal; ParseMetaDialect also an in-house
-// dialect. A message whose origin cannot be derived gets
+// MassTransit, NServiceBus and rascal, and the in-house dialect d (the zero
+// HeaderDialect recognises none); Service.ParseMeta passes the configured
+// one. An in-house dialect's headers win over every other convention: the
+// operator named them. A message whose origin cannot be derived gets
 // DialectUnknown and an empty Source, with SourceNote saying why; a source
 // is never guessed.
 //
@@ -22,14 +25,7 @@ import (
 // fields and huge tables are listed in Problems and the rest is filled from
 // what could be read. Work per message is bounded (at most 64 x-death
 // entries are examined, exception texts are cut at 2,000 bytes).
-// ParseMeta fills every field except Excerpt, which is the caller's.
-func ParseMeta(dlq string, m Message) Meta {
-	return ParseMetaDialect(dlq, m, HeaderDialect{})
-}
-
-// ParseMetaDialect is ParseMeta that also recognises the in-house dialect
-// d (the zero HeaderDialect recognises none). An in-house dialect's headers
-// win over every other convention: the operator named them.
+// It fills every field except Excerpt, which is the caller's.
 func ParseMetaDialect(dlq string, m Message, d HeaderDialect) (meta Meta) {
 	var probs problemList
 	defer func() {

@@ -94,7 +94,7 @@ func TestUnpacedReplayConnectionLostEnds(t *testing.T) {
 			t.Errorf("duplicate %s is not in the ledger", mid)
 		}
 	}
-	if _, err := svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", st.Jobs()); err != nil {
+	if _, err := svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 60*time.Second)

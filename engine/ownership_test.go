@@ -22,7 +22,7 @@ func newEnvWith(t testing.TB, cfg engine.Config, tune func(*engine.Deps)) *env {
 	t.Helper()
 	e := newEnv(t, cfg)
 	deps := engine.Deps{Broker: e.broker, Mover: e.broker, Counters: e.broker, Tokens: e.store.Tokens(),
-		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases()}
+		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases(), Jobs: e.store.Jobs(), Registry: e.store.Workers()}
 	tune(&deps)
 	svc, err := engine.New(cfg, deps)
 	if err != nil {
@@ -72,7 +72,7 @@ func TestDuplicateJobDoesNotResumeAStoppedReplay(t *testing.T) {
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() {
-			done <- e.svc.Work(wctx, engine.WorkerConfig{ID: "w1", Block: 50 * time.Millisecond}, e.store.Jobs(), nil)
+			done <- e.svc.Work(wctx, engine.WorkerConfig{ID: "w1", Block: 50 * time.Millisecond})
 		}()
 		for i := 0; i < 2; i++ { // the same job twice
 			if err := e.store.Jobs().Enqueue(ctx, id); err != nil {
@@ -99,7 +99,7 @@ func TestDuplicateJobDoesNotResumeAStoppedReplay(t *testing.T) {
 
 	// Resumed deliberately, it runs one more step and stops again; a
 	// leftover job of that resume must not run it a third time.
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER", nil); err != nil {
+	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, id, "w1")
@@ -198,7 +198,7 @@ func TestResumeRacingAPauseTellsTheTruth(t *testing.T) {
 	var told engine.Replay
 	var resumeErr error
 	hook.beforePause = func() {
-		told, resumeErr = e.svc.Resume(ctx, id, "U_RESUMER", e.store.Jobs())
+		told, resumeErr = e.svc.Resume(ctx, id, "U_RESUMER")
 	}
 	done := make(chan engine.Replay, 1)
 	go func() { rep, _ := e.svc.Run(ctx, id, "w1"); done <- rep }()
@@ -252,7 +252,7 @@ func TestResumeAfterCancelIsRefused(t *testing.T) {
 	if _, err := e.svc.Cancel(ctx, id, "U_CANCEL"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER", e.store.Jobs()); !errors.Is(err, engine.ErrNotControllable) || !strings.Contains(err.Error(), "cancel is pending") {
+	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) || !strings.Contains(err.Error(), "cancel is pending") {
 		t.Fatalf("resume after cancel: %v, want refused (a cancel is pending)", err)
 	}
 	if want, _, _ := e.store.Replays().Desired(ctx, id); want != engine.StateCancelled {
@@ -295,7 +295,7 @@ func TestDuplicateJobDoesNotResumeAReplayPausedByShutdown(t *testing.T) {
 	wctx, stop := context.WithCancel(ctx)
 	werr := make(chan error, 1)
 	go func() {
-		werr <- e.svc.Work(wctx, engine.WorkerConfig{ID: "w2", Block: 50 * time.Millisecond}, e.store.Jobs(), nil)
+		werr <- e.svc.Work(wctx, engine.WorkerConfig{ID: "w2", Block: 50 * time.Millisecond})
 	}()
 	if err := e.store.Jobs().Enqueue(ctx, id); err != nil {
 		t.Fatal(err)

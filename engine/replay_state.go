@@ -110,17 +110,13 @@ type Replays interface {
 	// Desired returns the last desired state and who asked for it (""
 	// when none).
 	Desired(ctx context.Context, id string) (State, string, error)
-	// List returns replays, newest first, at most n.
-	List(ctx context.Context, n int) ([]Replay, error)
 	// Active lists the replays not in a final state, so that the reaper
 	// need not read every replay kept.
 	Active(ctx context.Context) ([]string, error)
-	// Update changes a record without owning it, whoever holds the lease,
+	// UpdateUnowned changes a record only while nobody holds the lease,
 	// atomically (optimistic locking): fn sees the current record and may
 	// change it; an error from fn (such as ErrNoChange) leaves it as it is
 	// and is returned.
-	Update(ctx context.Context, id string, fn func(*Replay) error) error
-	// UpdateUnowned is Update only while nobody holds the lease.
 	UpdateUnowned(ctx context.Context, id string, fn func(*Replay) error) error
 	// DesireIf records the state an operator asked for (paused, running,
 	// cancelled) only when the replay's state is one of from, atomically

@@ -29,22 +29,13 @@ var (
 	routingHeaderNames = []string{"CC", "BCC"}
 )
 
-// DeathHeaders lists the headers ReplayHeaders removes: the exact
-// names x-death, x-delivery-count and x-acquired-count, and every header
-// starting with x-first-death- or x-last-death- (written with a trailing
-// "*"). Names are matched case-sensitively, as AMQP does. The result is a
-// fresh slice the caller may keep. ReplayHeaders also removes the routing
-// headers CC and BCC (IsRemovedHeader) and resets rascal's retry state
-// (inside the rascal table).
-func DeathHeaders() []string {
-	out := append([]string(nil), deathHeaderNames...)
-	for _, p := range deathHeaderPrefixes {
-		out = append(out, p+"*")
-	}
-	return out
-}
-
-// IsDeathHeader reports whether name is one of DeathHeaders.
+// IsDeathHeader reports whether name is a header the broker writes when it
+// dead-letters a message, which ReplayHeaders removes: the exact names
+// x-death, x-delivery-count and x-acquired-count, and every header starting
+// with x-first-death- or x-last-death-. Names are matched case-sensitively,
+// as AMQP does. ReplayHeaders also removes the routing headers CC and BCC
+// (IsRemovedHeader) and resets rascal's retry state (inside the rascal
+// table).
 func IsDeathHeader(name string) bool {
 	for _, n := range deathHeaderNames {
 		if name == n {
@@ -71,7 +62,7 @@ func IsRemovedHeader(name string) bool {
 }
 
 // ReplayHeaders returns the headers of a replayed copy: a new map holding h
-// without the death headers (DeathHeaders) and without CC and BCC (the
+// without the death headers (IsDeathHeader) and without CC and BCC (the
 // broker would deliver the copy to the queues they name too), with
 // x-replay-id set to replayID, x-replay-count set to the previous count
 // plus one (an int32; any integer type or numeric string is read, an

@@ -130,6 +130,12 @@ type Deps struct {
 	// re-reading it; optional (both are needed; without them, re-reads).
 	Taps    Taps
 	Returns Returns
+	// Jobs hands replays to the workers and Registry is where workers
+	// announce themselves; optional. Work needs both. Without Jobs, Resume
+	// and Control hand nothing out and the caller runs the replay itself
+	// (the terminal, when no worker is running), and Enqueue fails.
+	Jobs     Jobs
+	Registry Registry
 }
 
 // ScanObserver is told about every completed preview scan: the messages
@@ -165,9 +171,6 @@ func New(cfg Config, d Deps) (*Service, error) {
 func (s *Service) ParseMeta(dlq string, m Message) Meta {
 	return ParseMetaDialect(dlq, m, s.cfg.Dialect)
 }
-
-// Config returns the effective configuration.
-func (s *Service) Config() Config { return s.cfg }
 
 func excerpt(body []byte, n int) string {
 	if len(body) > n {

@@ -68,7 +68,7 @@ func TestCancelWhileAStepSettlesEndsCancelledWithinASecond(t *testing.T) {
 		t.Fatalf("the cancel took %s to act while the step settled", took)
 	}
 	t.Logf("cancel acted in %s", took)
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER", e.store.Jobs()); !errors.Is(err, engine.ErrNotControllable) {
+	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) {
 		t.Fatalf("resume after a cancel: %v, want ErrNotControllable", err)
 	}
 	e.rabbit.WaitCount(dlq, 20, 10*time.Second) // the unsent 20 untouched
@@ -97,7 +97,7 @@ func TestPauseWhileAStepSettlesPausesWithinASecond(t *testing.T) {
 	if _, err := e.svc.Cancel(ctx, id, "U_CANCELLER"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER", e.store.Jobs()); !errors.Is(err, engine.ErrNotControllable) {
+	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) {
 		t.Fatalf("resume after a cancel: %v, want ErrNotControllable", err)
 	}
 }
@@ -134,7 +134,7 @@ func TestContinueAnywayStopsOnNewReturnsAfterEarlierOnesLeftTheDLQ(t *testing.T)
 			takeReturned(t, r, dlq, 10)
 			first := rep.Returned
 			// Continue anyway: the next step of 10 comes back too, and must stop the replay.
-			if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER", nil); err != nil {
+			if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
 				t.Fatal(err)
 			}
 			rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner")

@@ -18,14 +18,19 @@ type WorkerConfig struct {
 	Block time.Duration
 }
 
-// Work takes replays from jobs and runs them until ctx ends, announcing
-// itself in reg. A job is acknowledged as soon as it is taken: ownership is
+// Work takes replays from Deps.Jobs and runs them until ctx ends,
+// announcing itself in Deps.Registry; without either it returns an error
+// at once. A job is acknowledged as soon as it is taken: ownership is
 // the lease, not the stream entry, so a long replay never looks dead to the
 // stream, and a crashed owner's replay is reported interrupted by the
 // reaper, never silently re-run. On shutdown (ctx cancelled) every running
 // replay finishes its in-flight copies, is left paused and releases its
 // lease before Work returns.
-func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Registry) error {
+func (s *Service) Work(ctx context.Context, cfg WorkerConfig) error {
+	jobs, reg := s.d.Jobs, s.d.Registry
+	if jobs == nil || reg == nil {
+		return errors.New("engine: work: no job queue or worker registry: the engine was built without Deps.Jobs or Deps.Registry")
+	}
 	if cfg.ID == "" {
 		cfg.ID = NewID("w_")
 	}
@@ -44,7 +49,7 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 	go func() { defer wg.Done(); s.DrainTaps(ctx, 0) }()
 	lastAnnounce := time.Time{}
 	for ctx.Err() == nil {
-		if reg != nil && s.d.Clock.Now().Sub(lastAnnounce) > s.cfg.LeaseTTL/3 {
+		if s.d.Clock.Now().Sub(lastAnnounce) > s.cfg.LeaseTTL/3 {
 			if err := reg.Announce(ctx, cfg.ID, s.cfg.LeaseTTL); err == nil {
 				lastAnnounce = s.d.Clock.Now()
 			} else if ctx.Err() == nil {
@@ -93,14 +98,14 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig, jobs Jobs, reg Reg
 	return nil
 }
 
-// Resume asks for a paused or stopped replay to continue and, when jobs
-// is set, hands it to a worker (with jobs nil the caller runs it itself, as
-// the terminal does when no worker is running). The request is recorded
-// atomically with the check of the replay's state: a resume racing a pause
-// either reaches the owner before it paused (it carries on) or finds the
-// replay paused (and hands it out). A running replay with a pending pause
-// just carries on. The returned record is the replay as it stands.
-func (s *Service) Resume(ctx context.Context, id, by string, jobs Jobs) (Replay, error) {
+// Resume asks for a paused or stopped replay to continue and, when the
+// engine has Deps.Jobs, hands it to a worker (without, the caller runs it
+// itself, as the terminal does when no worker is running). The request is
+// recorded atomically with the check of the replay's state: a resume
+// racing a pause either reaches the owner before it paused (it carries on)
+// or finds the replay paused (and hands it out). A running replay with a
+// pending pause just carries on. The returned record is the replay as it stands.
+func (s *Service) Resume(ctx context.Context, id, by string) (Replay, error) {
 	r, res, err := s.desire(ctx, id, by, StateRunning, StatePaused, StateStopped, StateRunning)
 	if err != nil {
 		return r, err
@@ -108,10 +113,10 @@ func (s *Service) Resume(ctx context.Context, id, by string, jobs Jobs) (Replay,
 	if res.State == StateRunning {
 		return r, nil // its owner sees the desire: a pending pause is withdrawn
 	}
-	if jobs == nil {
+	if s.d.Jobs == nil {
 		return r, nil
 	}
-	if err := jobs.Enqueue(ctx, id); err != nil {
+	if err := s.d.Jobs.Enqueue(ctx, id); err != nil {
 		return r, fmt.Errorf("engine: resume %s: the resume is recorded but no worker could be told (resume again): %w", id, err)
 	}
 	return r, nil

@@ -122,7 +122,7 @@ func newAPIEnv(t *testing.T, o options, mc mcp.Config) *apiEnv {
 	logs := &lockedBuffer{}
 	log := zerolog.New(io.MultiWriter(logs, logWriter())).With().Timestamp().Logger()
 	svc, err := api.New(api.Config{Policy: policy, EventPoll: 50 * time.Millisecond}, api.Deps{
-		Engine: e.svc, Jobs: e.store.Jobs(), Replays: e.store.Replays(), Tokens: e.store.Tokens(),
+		Engine: e.svc, Replays: e.store.Replays(), Tokens: e.store.Tokens(),
 		Events: e.store.Events(), Slack: e.bot, Groups: e.bot.UserGroups(), Log: log,
 	})
 	if err != nil {

@@ -103,11 +103,11 @@ func newEnv(t testing.TB, o options) *env {
 		notifier = engine.Notifiers{slack, api.RecordEvents(st.Events(), logger())}
 	}
 	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier})
+		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt, err := bot.New(slack, bot.Deps{Engine: svc, Jobs: st.Jobs(), Replays: st.Replays(), Tokens: st.Tokens()})
+	bt, err := bot.New(slack, bot.Deps{Engine: svc, Replays: st.Replays(), Tokens: st.Tokens()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func newEnv(t testing.TB, o options) *env {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = svc.Work(ctx, engine.WorkerConfig{Block: 200 * time.Millisecond}, st.Jobs(), st.Workers())
+		_ = svc.Work(ctx, engine.WorkerConfig{Block: 200 * time.Millisecond})
 	}()
 	if o.appToken != "" {
 		wg.Add(1)

@@ -19,7 +19,7 @@ var _ api.Slack = (*bot.Bot)(nil)
 // newAPI builds the API's operations on a's engine and store, with b (nil
 // without Slack) to show its replays in Slack.
 func (a *app) newAPI(policy *commands.Policy, b *bot.Bot) (*api.Service, error) {
-	deps := api.Deps{Engine: a.svc, Jobs: a.store.Jobs(), Replays: a.store.Replays(), Tokens: a.store.Tokens(),
+	deps := api.Deps{Engine: a.svc, Replays: a.store.Replays(), Tokens: a.store.Tokens(),
 		Events: a.store.Events(), Log: a.log}
 	if b != nil {
 		deps.Slack, deps.Groups = b, b.UserGroups()
@@ -70,7 +70,7 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 	if len(args) > 0 {
 		return usageError("dlqbot mcp takes no arguments; it speaks MCP on stdin and stdout (set DLQBOT_MCP_TOKEN to act as a principal)")
 	}
-	a, err := newApp(cfg, stderr)
+	a, err := newApp(cfg, stderr, true)
 	if err != nil {
 		return err
 	}
@@ -97,7 +97,7 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 		if err != nil {
 			return usageError("slack: %w", err)
 		}
-		b, err = bot.New(n, bot.Deps{Engine: a.svc, Jobs: a.store.Jobs(), Replays: a.store.Replays(), Tokens: a.store.Tokens()})
+		b, err = bot.New(n, bot.Deps{Engine: a.svc, Replays: a.store.Replays(), Tokens: a.store.Tokens()})
 		if err != nil {
 			return usageError("slack: %w", err)
 		}

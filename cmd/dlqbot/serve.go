@@ -82,7 +82,7 @@ func (a *app) newReplica() (*replica, error) {
 	if slack != nil {
 		notifiers = append(notifiers, slack)
 	}
-	if err := a.newEngine(notifiers, a.metrics); err != nil {
+	if err := a.newEngine(notifiers, a.metrics, true); err != nil {
 		return nil, err
 	}
 	b, err := newSlackBot(a.cfg, a, slack, r.log)
@@ -120,7 +120,9 @@ func (r *replica) run(ctx context.Context, ln net.Listener) error {
 	}()
 	go func() {
 		defer wg.Done()
-		_ = a.svc.Work(ctx, engine.WorkerConfig{ID: r.id}, a.store.Jobs(), a.store.Workers())
+		if err := a.svc.Work(ctx, engine.WorkerConfig{ID: r.id}); err != nil {
+			log.Error().Err(err).Msg("worker")
+		}
 		// Withdraw so terminal replays stop handing work to this process.
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
@@ -220,7 +222,7 @@ func newSlackBot(cfg config, a *app, n *bot.Notifier, log zerolog.Logger) (*bot.
 	if n == nil {
 		return nil, nil
 	}
-	b, err := bot.New(n, bot.Deps{Engine: a.svc, Jobs: a.store.Jobs(), Replays: a.store.Replays(), Tokens: a.store.Tokens()})
+	b, err := bot.New(n, bot.Deps{Engine: a.svc, Replays: a.store.Replays(), Tokens: a.store.Tokens()})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
 	}

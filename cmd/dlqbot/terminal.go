@@ -41,7 +41,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 			return out.fail(usageError("--follow goes with %s status <replay> (replay always follows)", commands.TerminalPrefix))
 		}
 	}
-	a, err := newApp(cfg, stderr)
+	a, err := newApp(cfg, stderr, false)
 	if err != nil {
 		return out.fail(err)
 	}
@@ -118,7 +118,7 @@ func (a *app) list(ctx context.Context, out *output) error {
 
 // control pauses or cancels a replay (resume follows it: see resume).
 func (a *app) control(ctx context.Context, out *output, action engine.ControlAction, id string) error {
-	r, err := a.svc.Control(ctx, id, action, requester(), nil)
+	r, err := a.svc.Control(ctx, id, action, requester())
 	if err != nil {
 		return out.fail(failed(err))
 	}
@@ -162,7 +162,7 @@ func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c comma
 // running, so that a resume never just waits for nobody.
 func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id string) error {
 	// Record the wish only: follow hands the replay out or runs it here.
-	if _, err := a.svc.Control(ctx, id, engine.ControlResume, requester(), nil); err != nil {
+	if _, err := a.svc.Control(ctx, id, engine.ControlResume, requester()); err != nil {
 		return out.fail(failed(err))
 	}
 	r, err := a.follow(ctx, id, out, out.progress(stderr))

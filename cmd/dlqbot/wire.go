@@ -31,13 +31,15 @@ type app struct {
 }
 
 // newApp wires RabbitMQ, Redis and an engine that notifies nobody (the
-// terminal, `dlqbot mcp`): openApp, then newEngine.
-func newApp(cfg config, logw io.Writer) (*app, error) {
+// terminal, `dlqbot mcp`): openApp, then newEngine. handOff is newEngine's:
+// `dlqbot mcp` hands replays to the `dlqbot serve` workers; the terminal
+// does not (follow.go hands a replay out or runs it itself).
+func newApp(cfg config, logw io.Writer, handOff bool) (*app, error) {
 	a, err := openApp(cfg, logw)
 	if err != nil {
 		return nil, err
 	}
-	if err := a.newEngine(nil, nil); err != nil {
+	if err := a.newEngine(nil, nil, handOff); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -75,20 +77,28 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 }
 
 // newEngine builds a.svc on a's broker and store, notifying notifier and
-// telling scans to observer (either may be nil).
-func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver) error {
+// telling scans to observer (either may be nil). With handOff the engine
+// has the store's job queue and worker registry: it can run workers (Work)
+// and hands approved and resumed replays to them (Enqueue, Control).
+// Without, Control's resume only records the request and the caller runs
+// the replay.
+func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, handOff bool) error {
 	b, st, log := a.broker, a.store, a.log
+	deps := engine.Deps{
+		Broker: b, Mover: b, Counters: b,
+		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+		Notifier: notifier, ScanObserver: observer, Schedule: st.Schedule(),
+		Taps: b, Returns: st.Returns(),
+	}
+	if handOff {
+		deps.Jobs, deps.Registry = st.Jobs(), st.Workers()
+	}
 	svc, err := engine.New(engine.Config{
 		Vhost:    b.Vhost(),
 		LeaseTTL: a.cfg.LeaseTTL,
 		Dialect:  a.dialect,
 		Log:      log.With().Str("component", "engine").Logger(),
-	}, engine.Deps{
-		Broker: b, Mover: b, Counters: b,
-		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
-		Notifier: notifier, ScanObserver: observer, Schedule: st.Schedule(),
-		Taps: b, Returns: st.Returns(),
-	})
+	}, deps)
 	if err != nil {
 		return err
 	}

@@ -127,7 +127,7 @@ func dlqbotMove(b *testing.B, br *broker.Broker, led *store.Ledger, src, dst str
 	res, err := br.Move(context.Background(), engine.MoveRequest{
 		Queue: src,
 		Pick: func(m engine.Message) (engine.Pick, bool) {
-			return engine.Pick{ID: engine.ParseMeta(src, m).ID, Target: dst}, true
+			return engine.Pick{ID: engine.ParseMetaDialect(src, m, engine.HeaderDialect{}).ID, Target: dst}, true
 		},
 		Rewrite: func(h map[string]any, _ engine.Pick) map[string]any {
 			return engine.ReplayHeaders(h, "r_bench000000000000", src)

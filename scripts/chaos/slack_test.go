@@ -31,8 +31,8 @@ import (
 
 const chaosSecret = "chaos-signing-secret"
 
-// effects counts every call that would change anything: the engine, the
-// job queue, the replay records, the tokens and Slack's Web API.
+// effects counts every call that would change anything: the engine (and
+// its job queue), the replay records, the tokens and Slack's Web API.
 type effects struct{ n atomic.Int64 }
 
 func (e *effects) Preview(_ context.Context, sel engine.Selection, requester string) (*engine.Preview, error) {
@@ -43,7 +43,7 @@ func (e *effects) Approve(context.Context, string, string, engine.Params, bool) 
 	e.n.Add(1)
 	return engine.Approval{}, engine.ErrTokenNotFound
 }
-func (e *effects) Control(context.Context, string, engine.ControlAction, string, engine.Jobs) (engine.Replay, error) {
+func (e *effects) Control(context.Context, string, engine.ControlAction, string) (engine.Replay, error) {
 	return e.replay()
 }
 func (e *effects) Status(context.Context, string) (engine.Replay, error) { return e.replay() }
@@ -59,11 +59,7 @@ func (e *effects) replay() (engine.Replay, error) {
 	e.n.Add(1)
 	return engine.Replay{}, engine.ErrReplayNotFound
 }
-func (e *effects) Enqueue(context.Context, string) error { e.n.Add(1); return nil }
-func (e *effects) Next(context.Context, string, time.Duration) (string, func() error, error) {
-	e.n.Add(1)
-	return "", nil, nil
-}
+func (e *effects) Enqueue(context.Context, string) error              { e.n.Add(1); return nil }
 func (e *effects) Get(context.Context, string) (engine.Replay, error) { return e.replay() }
 func (e *effects) Update(context.Context, string, func(*engine.Replay) error) error {
 	e.n.Add(1)
@@ -231,7 +227,7 @@ func TestChaosSlackRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bot.New(n, bot.Deps{Engine: fx, Jobs: fx, Replays: fx, Tokens: fx})
+	b, err := bot.New(n, bot.Deps{Engine: fx, Replays: fx, Tokens: fx})
 	if err != nil {
 		t.Fatal(err)
 	}
