@@ -101,6 +101,12 @@ func (r *holdReader) coverage(heldUnacked int) engine.Coverage {
 	} else {
 		cv.Queued = r.want
 	}
+	if r.landing > 0 {
+		// Given back by an earlier read and not landed yet: not in its
+		// ready count either.
+		cv.HeldElsewhere += r.landing
+		cv.Queued += r.landing
+	}
 	return cv
 }
 

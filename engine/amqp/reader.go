@@ -50,6 +50,10 @@ type holdReader struct {
 	// others is how many consumers the queue had, besides this read, when
 	// the read began (after waiting for them to let go, see awaitQuiet).
 	others int
+	// landing is how many messages an earlier read gave back that had not
+	// shown in the ready count when this read began (see stillLanding): the
+	// read cannot see them, so it is not a whole read.
+	landing int
 	// short is set when the read ended before it saw every message ready at
 	// its start: the broker had none left for it (another client holds or
 	// took them), or it stopped delivering for the stall timeout.
@@ -104,8 +108,12 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 		return nil, err
 	}
 	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
-	if n := b.pending.take(queue); err == nil && n > q.Messages {
-		q, err = b.awaitRequeues(ctx, ch, queue, n, q)
+	landing := 0
+	if e := b.pending.take(queue); err == nil && e.count > q.Messages {
+		q, err = b.awaitRequeues(ctx, ch, queue, e.count, q)
+		if err == nil {
+			landing = b.stillLanding(ctx, queue, e, q.Messages)
+		}
 	}
 	if err == nil && q.Consumers > 0 {
 		q, err = b.awaitQuiet(ctx, ch, queue, q)
@@ -115,7 +123,7 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 		return nil, b.classify(err)
 	}
 	r := &holdReader{
-		b: b, conn: conn, queue: queue, id: randomID(), others: q.Consumers,
+		b: b, conn: conn, queue: queue, id: randomID(), others: q.Consumers, landing: landing,
 		want: q.Messages, window: b.cfg.Prefetch, idle: b.cfg.IdleTimeout, stall: b.cfg.StallTimeout, spare: ch,
 	}
 	// Leave half of the connection's channels to other operations; widen
