@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DLQBOT_BENCH_MESSAGES=${1:-100000}
+export DLQBOT_BENCH_REPLAY_MESSAGES=${DLQBOT_BENCH_REPLAY_MESSAGES:-$DLQBOT_BENCH_MESSAGES}
 export DLQBOT_BENCH_ROUNDS=${DLQBOT_BENCH_ROUNDS:-5}
 out=docs/benchmarks.md
 raw=$(mktemp)
@@ -26,6 +27,7 @@ run ./engine 'BenchmarkPacing|BenchmarkStopLatency' 1x
 run ./cmd/dlqbot 'BenchmarkInterruptReport' 1x
 run ./integration 'BenchmarkSlashCommandAck' 500x
 run ./engine 'BenchmarkReturnsLookup' 1x
+run ./engine 'BenchmarkWholeReplay' 1x
 
 summary=$(python3 - "$lines" <<'PY'
 import re, sys
@@ -47,6 +49,8 @@ rows = [
   ("Whole preview (scan, fingerprints, token), classic DLQ, DLQBOT_BENCH_MESSAGES × 1 KB", "peak RSS ≤ 300 MB at 1M; reads all", f"{g('BenchmarkPreview','msgs/s')} msg/s, peak RSS {g('BenchmarkPreview','peak-RSS-MB')} MB, peak heap {g('BenchmarkPreview','peak-heap-MB')} MB, read {g('BenchmarkPreview','read')}", "compare with the scan's reference reader above"),
   ("Unpaced replay send path, 10k × 1 KB persistent", "≥ 80% of a minimal confirm-then-ack mover", f"{g('BenchmarkMove','dlqbot-msgs/s')} msg/s vs {g('BenchmarkMove','minimal-mover-msgs/s')} msg/s (shovel {g('BenchmarkMove','shovel-msgs/s')}, get/publish/ack loop {g('BenchmarkMove','get-publish-ack-loop-msgs/s')})", g('BenchmarkMove','ratio-dlqbot/minimal','{:.2f}×') + " (median of per-round ratios)"),
   ("… against the same mover writing the three replay headers", "(like for like)", f"{g('BenchmarkMove','dlqbot-msgs/s')} msg/s vs {g('BenchmarkMove','minimal-mover+replay-headers-msgs/s')} msg/s", g('BenchmarkMove','ratio-dlqbot/minimal+headers','{:.2f}×')),
+  ("Whole replay in one unpaced step, classic DLQ, DLQBOT_BENCH_REPLAY_MESSAGES × 1 KB, exact", "against a minimal confirm-then-ack mover and the shovel, same messages", f"{g('BenchmarkWholeReplay','dlqbot-msgs/s')} msg/s (approval {g('BenchmarkWholeReplay','approve-s','{:.1f}')} s more) vs minimal {g('BenchmarkWholeReplay','minimal-mover-msgs/s')}, with headers {g('BenchmarkWholeReplay','minimal-mover+replay-headers-msgs/s')}, shovel {g('BenchmarkWholeReplay','shovel-msgs/s')} msg/s", g('BenchmarkWholeReplay','ratio-dlqbot/minimal','{:.2f}×') + " / " + g('BenchmarkWholeReplay','ratio-dlqbot/minimal+headers','{:.2f}×') + " / " + g('BenchmarkWholeReplay','ratio-dlqbot/shovel','{:.2f}×')),
+  ("Preview of the same DLQ, before that replay", "peak RSS ≤ 300 MB at 1M; against the minimal reader", f"{g('BenchmarkWholeReplay','preview-msgs/s')} msg/s, read {g('BenchmarkWholeReplay','preview-read')}, peak RSS {g('BenchmarkWholeReplay','preview-peak-RSS-MB')} MB vs {g('BenchmarkWholeReplay','ref-read-msgs/s')} msg/s", ""),
   ("Pacing, rate=100 over 30 s", "within 5%", f"{g('BenchmarkPacing','achieved-msgs/s','{:.2f}')} msg/s", g('BenchmarkPacing','error-%','{:+.3f}%')),
   ("Pause click → last copy delivered (rate=200)", "≤ 1 s", f"mean {g('BenchmarkStopLatency/pause','mean-ms')} ms, worst {g('BenchmarkStopLatency/pause','worst-ms')} ms", ""),
   ("Cancel click → last copy delivered (rate=200)", "≤ 1 s", f"mean {g('BenchmarkStopLatency/cancel','mean-ms')} ms, worst {g('BenchmarkStopLatency/cancel','worst-ms')} ms", ""),
@@ -70,7 +74,7 @@ if grep -qxF "$marker" "$out" 2>/dev/null; then awk -v m="$marker" 'f || $0 == m
   echo
   echo "Written by \`make bench\` (\`scripts/bench.sh\`) on $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores,"
   echo "RabbitMQ $(rabbitmqctl version 2>/dev/null | tail -1 || echo '?'), Redis $(redis-server --version | grep -o 'v=[0-9.]*' | cut -c3-)."
-  echo "DLQBOT_BENCH_MESSAGES=$DLQBOT_BENCH_MESSAGES, DLQBOT_BENCH_ROUNDS=$DLQBOT_BENCH_ROUNDS. This machine is shared and noisy:"
+  echo "DLQBOT_BENCH_MESSAGES=$DLQBOT_BENCH_MESSAGES, DLQBOT_BENCH_REPLAY_MESSAGES=$DLQBOT_BENCH_REPLAY_MESSAGES, DLQBOT_BENCH_ROUNDS=$DLQBOT_BENCH_ROUNDS. This machine is shared and noisy:"
   echo "each figure is compared with its reference measured in the same run (the ratios), never across runs."
   echo
   echo "## Summary"

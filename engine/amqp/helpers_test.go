@@ -104,7 +104,9 @@ func (e *testEnv) ready(queue string) int {
 // requeues asynchronously).
 func (e *testEnv) waitReady(queue string, n int) {
 	e.t.Helper()
-	eventually(e.t, 60*time.Second, fmt.Sprintf("%s to hold %d ready messages", queue, n), func() bool {
+	// Giving back a million messages takes the broker minutes when loaded.
+	within := time.Minute + time.Duration(n/1000)*time.Second
+	eventually(e.t, within, fmt.Sprintf("%s to hold %d ready messages", queue, n), func() bool {
 		return e.ready(queue) == n
 	})
 }

@@ -2,13 +2,9 @@ package amqp_test
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
-	"net/url"
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -62,15 +58,18 @@ func BenchmarkMove(b *testing.B) {
 	if err := st.Ping(context.Background()); err != nil {
 		b.Fatal(err)
 	}
+	ctx := context.Background()
 	type contender struct {
 		name string
 		move func(src, dst string)
 	}
 	cs := []contender{
 		{"dlqbot", func(src, dst string) { dlqbotMove(b, br, st.Ledger(), src, dst) }},
-		{"minimal-mover", func(src, dst string) { minimalMove(b, r.Conn, src, dst, n, false) }},
-		{"minimal-mover+replay-headers", func(src, dst string) { minimalMove(b, r.Conn, src, dst, n, true) }},
-		{"shovel", func(src, dst string) { shovelMove(b, r, src, dst, n) }},
+		{"minimal-mover", func(src, dst string) { must(b, testkit.MinimalMove(ctx, r.Conn, src, dst, n, moveWindow, nil)) }},
+		{"minimal-mover+replay-headers", func(src, dst string) {
+			must(b, testkit.MinimalMove(ctx, r.Conn, src, dst, n, moveWindow, testkit.ReplayHeaders(src)))
+		}},
+		{"shovel", func(src, dst string) { must(b, testkit.Rabbit3.Shovel(ctx, src, dst)) }},
 		{"get-publish-ack-loop", func(src, dst string) { getLoopMove(b, r.Conn, src, dst, n) }},
 	}
 	rates := map[string][]float64{}
@@ -107,6 +106,13 @@ func BenchmarkMove(b *testing.B) {
 	b.ReportMetric(median(ratiosHdr), "ratio-dlqbot/minimal+headers")
 }
 
+func must(b *testing.B, err error) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
@@ -138,107 +144,6 @@ func dlqbotMove(b *testing.B, br *broker.Broker, led *store.Ledger, src, dst str
 	})
 	if err != nil || len(res.Failed) > 0 {
 		b.Fatalf("move: %v, %d failed", err, len(res.Failed))
-	}
-}
-
-// minimalMove is the reference: a consumer, publish with confirms in a
-// window, ack each original after its copy is confirmed. With
-// replayHeaders it writes the three headers a replay must add (x-replay-id,
-// x-replay-count, stroma.dlq.replayed_from), which the broker pays for.
-func minimalMove(b *testing.B, conn *amqp.Connection, src, dst string, n int, replayHeaders bool) {
-	in, err := conn.Channel()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer in.Close()
-	out, err := conn.Channel()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer out.Close()
-	if err := out.Confirm(false); err != nil {
-		b.Fatal(err)
-	}
-	if err := in.Qos(2*moveWindow, 0, false); err != nil {
-		b.Fatal(err)
-	}
-	ds, err := in.Consume(src, "", false, false, false, false, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	type fl struct {
-		tag uint64
-		dc  *amqp.DeferredConfirmation
-	}
-	var flight []fl
-	ctx := context.Background()
-	settle := func(f fl) {
-		if ok, err := f.dc.WaitContext(ctx); err != nil || !ok {
-			b.Fatalf("confirm: %v %v", ok, err)
-		}
-		if err := in.Ack(f.tag, false); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for moved := 0; moved < n; moved++ {
-		d := <-ds
-		h := d.Headers
-		if replayHeaders {
-			h = amqp.Table{"x-replay-id": "r_x", "x-replay-count": int32(1), "stroma.dlq.replayed_from": src}
-		}
-		dc, err := out.PublishWithDeferredConfirmWithContext(ctx, "", dst, true, false, amqp.Publishing{
-			Headers: h, ContentType: d.ContentType, DeliveryMode: d.DeliveryMode, MessageId: d.MessageId, Body: d.Body})
-		if err != nil {
-			b.Fatal(err)
-		}
-		flight = append(flight, fl{d.DeliveryTag, dc})
-		if len(flight) >= moveWindow {
-			settle(flight[0])
-			flight = flight[1:]
-		}
-	}
-	for _, f := range flight {
-		settle(f)
-	}
-}
-
-// shovelMove moves with a dynamic shovel, as the management UI's "move
-// messages" does, and waits until the destination holds n.
-func shovelMove(b *testing.B, r *testkit.Rabbit, src, dst string, n int) {
-	base, _ := url.Parse(testkit.ManagementURL)
-	user := base.User
-	base.User = nil
-	pw, _ := user.Password()
-	name := testkit.Name("shovel")
-	body, _ := json.Marshal(map[string]any{"value": map[string]any{
-		"src-protocol": "amqp091", "src-uri": "amqp://", "src-queue": src,
-		"dest-protocol": "amqp091", "dest-uri": "amqp://", "dest-queue": dst,
-		"src-delete-after": "queue-length", "ack-mode": "on-confirm",
-	}})
-	req, _ := http.NewRequest(http.MethodPut, base.String()+"/api/parameters/shovel/%2F/"+name, strings.NewReader(string(body)))
-	req.SetBasicAuth(user.Username(), pw)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		b.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		b.Fatalf("create shovel: %s (is rabbitmq_shovel enabled?)", resp.Status)
-	}
-	defer func() {
-		del, _ := http.NewRequest(http.MethodDelete, base.String()+"/api/parameters/shovel/%2F/"+name, nil)
-		del.SetBasicAuth(user.Username(), pw)
-		if resp, err := http.DefaultClient.Do(del); err == nil {
-			resp.Body.Close()
-		}
-	}()
-	deadline := time.Now().Add(5 * time.Minute)
-	for r.Count(dst) < n {
-		if time.Now().After(deadline) {
-			b.Fatalf("shovel moved %d of %d", r.Count(dst), n)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
 )
 
 // BenchmarkScan compares, on the same queue in the same run, Scan (with a
@@ -114,7 +115,7 @@ func benchScan(b *testing.B, e *testEnv, name string, n int) {
 
 		stop = sampleMemory(&refPeak)
 		start = time.Now()
-		got, err := referenceScan(e.conn, name, n)
+		got, err := testkit.ReferenceRead(e.conn, name, n)
 		ref += time.Since(start)
 		stop()
 		if err != nil || got != n {
@@ -132,65 +133,6 @@ func benchScan(b *testing.B, e *testEnv, name string, n int) {
 	b.ReportMetric(oursPeak.heapMB(), "peak-MB")
 	b.ReportMetric(oursPeak.rssMB(), "peak-heap-sys-MB")
 	b.ReportMetric(refPeak.heapMB(), "ref-peak-MB")
-}
-
-// referenceScan is the floor to compare against: read n messages holding
-// them unacked (prefetch 65535, a new channel when one is full), cancel,
-// drain, and give them back with Nack(0, multiple, requeue).
-func referenceScan(conn *amqp.Connection, queue string, n int) (int, error) {
-	const window = 65535
-	type consumer struct {
-		ch  *amqp.Channel
-		tag string
-		d   <-chan amqp.Delivery
-	}
-	var cs []consumer
-	read := 0
-	for read < n {
-		ch, err := conn.Channel()
-		if err != nil {
-			return read, err
-		}
-		if err := ch.Qos(window, 0, false); err != nil {
-			return read, err
-		}
-		tag := fmt.Sprintf("ref-%d", len(cs))
-		d, err := ch.Consume(queue, tag, false, false, false, false, nil)
-		if err != nil {
-			return read, err
-		}
-		cs = append(cs, consumer{ch, tag, d})
-		// A bound on the whole window, not a pause: a loaded broker pauses
-		// for seconds, and a window of 65,535 can take a minute there.
-		idle := time.NewTimer(5 * time.Minute)
-		for k := 0; k < window && read < n; k++ {
-			select {
-			case <-d:
-				read++
-			case <-idle.C:
-				return read, fmt.Errorf("window not delivered within 5m")
-			}
-		}
-		idle.Stop()
-	}
-	for _, c := range cs {
-		if err := c.ch.Cancel(c.tag, false); err != nil {
-			return read, err
-		}
-	}
-	for _, c := range cs {
-		for range c.d {
-		}
-	}
-	for _, c := range cs {
-		if err := c.ch.Nack(0, true, true); err != nil {
-			return read, err
-		}
-		if err := c.ch.Close(); err != nil {
-			return read, err
-		}
-	}
-	return read, nil
 }
 
 // memPeak is the largest Go heap seen while sampling.

@@ -3,6 +3,7 @@ package testkit
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -36,6 +37,9 @@ func (b Broker) SetOperatorPolicy(t testing.TB, name, pattern string, definition
 	t.Cleanup(func() { _ = b.mgmt(http.MethodDelete, "/api/operator-policies/%2F/"+url.PathEscape(name), nil) })
 }
 
+// errNotFound is the management API's 404.
+var errNotFound = errors.New("not found")
+
 // mgmt sends one management API request to b.
 func (b Broker) mgmt(method, path string, body []byte) error {
 	u, err := url.Parse(b.ManagementURL)
@@ -58,6 +62,9 @@ func (b Broker) mgmt(method, path string, body []byte) error {
 		return err
 	}
 	_ = resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return fmt.Errorf("%s %s: %w", method, path, errNotFound)
+	}
 	if resp.StatusCode/100 != 2 {
 		return fmt.Errorf("%s %s: %s", method, path, resp.Status)
 	}

@@ -1,0 +1,254 @@
+package engine_test
+
+import (
+	"context"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+// BenchmarkWholeReplay measures, on the same dead letters in the same run,
+// a whole replay of a DLQ in one unpaced step against the references: a
+// minimal confirm-then-ack mover (copying messages unchanged, and again
+// writing the three headers a replay adds) and the management UI's "Move
+// messages" shovel. The DLQs are filled together through a fanout exchange,
+// so every contender moves the same messages. Before the replay it also
+// times dlqbot's preview of the DLQ (rate, peak RSS, how much it read)
+// against the minimal reader on the same queue.
+//
+// dlqbot's replay is exact or the benchmark fails: finished, sent == total,
+// nothing missing, the DLQ empty, and the target's consumer given each
+// message once. Each reference's target consumer must get every message too.
+//
+//	DLQBOT_BENCH_REPLAY_MESSAGES=1000000 go test ./engine -run '^$' -bench BenchmarkWholeReplay -benchtime 1x -timeout 150m
+//
+// DLQBOT_BENCH_BROKER=rabbit4 runs it on RabbitMQ 4 and
+// DLQBOT_BENCH_QUEUE=quorum on quorum DLQs (default: RabbitMQ 3.10, classic).
+func BenchmarkWholeReplay(b *testing.B) {
+	n := benchEnvInt(b, "DLQBOT_BENCH_REPLAY_MESSAGES", 100000)
+	on := testkit.Rabbit3
+	if os.Getenv("DLQBOT_BENCH_BROKER") == testkit.Rabbit4.Name {
+		on = testkit.Rabbit4
+	}
+	var dlqArgs amqp.Table
+	if os.Getenv("DLQBOT_BENCH_QUEUE") == "quorum" {
+		dlqArgs = testkit.Quorum(nil)
+	}
+	on.Require(b)
+	e := newEnvOn(b, engine.Config{}, on)
+	r := e.rabbit
+	ctx := context.Background()
+
+	contenders := []string{"dlqbot", "minimal-mover", "minimal-mover+replay-headers", "shovel"}
+	dlqs, targets := map[string]string{}, map[string]string{}
+	fan := testkit.Name("fan")
+	ch := r.Channel()
+	if err := ch.ExchangeDeclare(fan, "fanout", true, false, false, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Channel().ExchangeDelete(fan, false, false) })
+	for _, c := range contenders {
+		dlqs[c], targets[c] = r.Queue(testkit.Name("dlq"), dlqArgs), r.Queue(testkit.Name("tgt"), nil)
+		if err := ch.QueueBind(dlqs[c], "", fan, false, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	start := time.Now()
+	fillFanout(b, r, fan, testkit.Name("src"), n)
+	for _, c := range contenders {
+		r.WaitCount(dlqs[c], n, time.Minute+time.Duration(n/500)*time.Second)
+	}
+	b.Logf("filled %d DLQs with the same %d dead letters in %v", len(contenders), n, time.Since(start).Round(time.Second))
+	dlq := dlqs["dlqbot"]
+
+	// The preview, against the minimal reader on the same queue.
+	start = time.Now()
+	if got, err := testkit.ReferenceRead(r.Conn, dlq, n); err != nil || got != n {
+		b.Fatalf("reference read %d of %d: %v", got, n, err)
+	}
+	refRead := time.Since(start)
+	r.WaitCount(dlq, n, time.Minute+time.Duration(n/500)*time.Second)
+	runtime.GC()
+	debug.FreeOSMemory()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) // reset VmHWM (peak RSS)
+	b.ResetTimer()
+	start = time.Now()
+	p, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq, To: targets["dlqbot"]}, "U_BENCH")
+	previewTook := time.Since(start)
+	previewRSS := vmHWM()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if p.Selected != n || p.Coverage.Read != n || !p.Coverage.Whole() {
+		b.Fatalf("preview selected %d, coverage %+v; want all %d read", p.Selected, p.Coverage, n)
+	}
+
+	// dlqbot's replay: approval (which compares the DLQ with the preview)
+	// and one unpaced step.
+	got := map[string]*idSet{}
+	for _, c := range contenders {
+		got[c] = newIDSet(n)
+		r.Consume(targets[c], got[c].handle)
+	}
+	runtime.GC()
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	start = time.Now()
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 5 * time.Minute}, false)
+	if err != nil {
+		b.Fatalf("approve: %v: %+v", err, ap.Changes)
+	}
+	approveTook := time.Since(start)
+	start = time.Now()
+	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+	if err != nil {
+		b.Fatalf("run: %v", err)
+	}
+	runTook := time.Since(start)
+	replayRSS := vmHWM()
+	if rep.State != engine.StateFinished || rep.Sent != n || rep.Total != n || rep.Missing != 0 || rep.Failed != 0 {
+		b.Fatalf("replay %s: state %s, sent %d of %d, missing %d, failed %d: %s; want finished with all %d sent",
+			rep.ID, rep.State, rep.Sent, rep.Total, rep.Missing, rep.Failed, rep.Note, n)
+	}
+	got["dlqbot"].wait(b, dlq, r)
+
+	// The references, one after the other, on their own copies.
+	took := map[string]time.Duration{}
+	move := map[string]func(src, dst string) error{
+		"minimal-mover": func(src, dst string) error { return testkit.MinimalMove(ctx, r.Conn, src, dst, n, 500, nil) },
+		"minimal-mover+replay-headers": func(src, dst string) error {
+			return testkit.MinimalMove(ctx, r.Conn, src, dst, n, 500, testkit.ReplayHeaders(src))
+		},
+		"shovel": func(src, dst string) error { return on.Shovel(ctx, src, dst) },
+	}
+	for _, c := range contenders[1:] {
+		start = time.Now()
+		if err := move[c](dlqs[c], targets[c]); err != nil {
+			b.Fatalf("%s: %v", c, err)
+		}
+		took[c] = time.Since(start)
+		got[c].wait(b, dlqs[c], r)
+	}
+	b.StopTimer()
+
+	rate := func(d time.Duration) float64 { return float64(n) / d.Seconds() }
+	b.ReportMetric(rate(previewTook), "preview-msgs/s")
+	b.ReportMetric(rate(refRead), "ref-read-msgs/s")
+	b.ReportMetric(float64(p.Coverage.Read), "preview-read")
+	b.ReportMetric(float64(previewRSS)/1024, "preview-peak-RSS-MB")
+	b.ReportMetric(approveTook.Seconds(), "approve-s")
+	b.ReportMetric(rate(runTook), "dlqbot-msgs/s")
+	b.ReportMetric(float64(replayRSS)/1024, "replay-peak-RSS-MB")
+	for _, c := range contenders[1:] {
+		b.ReportMetric(rate(took[c]), c+"-msgs/s")
+	}
+	b.ReportMetric(took["minimal-mover"].Seconds()/runTook.Seconds(), "ratio-dlqbot/minimal")
+	b.ReportMetric(took["minimal-mover+replay-headers"].Seconds()/runTook.Seconds(), "ratio-dlqbot/minimal+headers")
+	b.ReportMetric(took["shovel"].Seconds()/runTook.Seconds(), "ratio-dlqbot/shovel")
+}
+
+// benchEnvInt reads a positive integer from the environment (def if unset).
+func benchEnvInt(b *testing.B, name string, def int) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	v, err := strconv.Atoi(s)
+	if err != nil || v <= 0 {
+		b.Fatalf("%s=%q: want a positive integer", name, s)
+	}
+	return v
+}
+
+// fillFanout publishes n distinct 1 KB dead letters of src ("m-0" …) to the
+// fanout exchange, from four channels at once.
+func fillFanout(b *testing.B, r *testkit.Rabbit, exchange, src string, n int) {
+	const publishers, batch = 4, 10000
+	died := time.Now().Add(-time.Hour).Truncate(time.Second)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for p := range publishers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := p * batch; i < n; i += publishers * batch {
+				msgs := make([]amqp.Publishing, min(batch, n-i))
+				for j := range msgs {
+					h := amqp.Table{
+						"x-death": []any{amqp.Table{"queue": src, "reason": "rejected", "count": int64(1), "time": died,
+							"exchange": "", "routing-keys": []any{src}}},
+						"x-first-death-queue": src, "x-first-death-reason": "rejected", "x-first-death-exchange": "",
+					}
+					msgs[j] = testkit.Msg("m-"+strconv.Itoa(i+j), testkit.Body(i+j, 1024), h)
+				}
+				if err := testkit.PublishTo(r.Conn, exchange, "", msgs...); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := failed.Load().(error); ok {
+		b.Fatalf("fill: %v", err)
+	}
+}
+
+// idSet is a target consumer that acks and records which of the messages
+// "m-0" … "m-(n-1)" it got, in a bitmap (the benchmark's own memory stays
+// small beside the engine's), counting duplicates and strangers.
+type idSet struct {
+	mu       sync.Mutex
+	seen     []uint64
+	n        int
+	distinct int
+	dups     int
+	strange  int
+}
+
+func newIDSet(n int) *idSet { return &idSet{seen: make([]uint64, (n+63)/64), n: n} }
+
+func (s *idSet) handle(d amqp.Delivery) string {
+	i, err := strconv.Atoi(strings.TrimPrefix(d.MessageId, "m-"))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil || i < 0 || i >= s.n:
+		s.strange++
+	case s.seen[i/64]&(1<<(i%64)) != 0:
+		s.dups++
+	default:
+		s.seen[i/64] |= 1 << (i % 64)
+		s.distinct++
+	}
+	return "ack"
+}
+
+// wait polls until the consumer has every message, then checks it got each
+// once and that the DLQ is empty.
+func (s *idSet) wait(b *testing.B, dlq string, r *testkit.Rabbit) {
+	b.Helper()
+	testkit.Eventually(b, 10*time.Minute, "the target consumer to get every message", func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.distinct+s.dups+s.strange >= s.n
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.distinct != s.n || s.dups != 0 || s.strange != 0 {
+		b.Fatalf("target got %d distinct of %d, %d duplicates, %d unknown", s.distinct, s.n, s.dups, s.strange)
+	}
+	if c := r.Count(dlq); c != 0 {
+		b.Fatalf("%d message(s) still in %s", c, dlq)
+	}
+}
