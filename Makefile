@@ -24,10 +24,14 @@ services:
 services4:
 	./scripts/services.sh rabbit4
 
-## test: the whole suite against the local RabbitMQ 3.10 and 4.0 and Redis,
-## then brief fuzzing.
+## test: the whole suite against the local RabbitMQ 3.10 and 4.0 and Redis
+## with the race detector; then, alone and without it (which makes them
+## several times slower, so they skip under -race), the whole-DLQ replays
+## of 100,000 from classic and quorum DLQs on both brokers; then brief
+## fuzzing.
 test: services4 vet
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
+	$(GO) test -count=1 -timeout 15m -parallel 8 -run 'Of100k' ./engine/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
 
 ## fuzz: run every fuzz target for FUZZTIME each.

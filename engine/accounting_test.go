@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -76,70 +75,6 @@ func expectExact(t *testing.T, r *testkit.Rabbit, rep engine.Replay, n int, dlq 
 	if len(got.ids) != n {
 		t.Fatalf("target got %d distinct messages, want %d", len(got.ids), n)
 	}
-}
-
-// TestWholeDLQReplayOf100k replays a classic DLQ of 100,000 dead letters in
-// one unpaced step: every message is found and sent, none is called
-// missing (before: a read ended at the first 3 s pause in deliveries and
-// the rest were reported missing though still in the DLQ). Under the race
-// detector (make test) it replays 20,000, to stay within the suite's time.
-func TestWholeDLQReplayOf100k(t *testing.T) {
-	if testing.Short() {
-		t.Skip("100,000 messages")
-	}
-	t.Parallel()
-	n := 100000
-	if raceOn {
-		n = 20000
-	}
-	cfg := fast
-	cfg.LeaseTTL = 15 * time.Second // the default: a long step on a loaded machine
-	e := newEnv(t, cfg)
-	r := e.rabbit
-	src, dlq, target := testkit.Name("src"), testkit.Name("dlq"), testkit.Name("tgt")
-	r.Queue(dlq, nil)
-	r.Queue(target, nil)
-	// Dead letters as the broker makes them (x-death from src), published
-	// straight into the DLQ: far quicker than dead-lettering 100,000.
-	start := time.Now()
-	died := time.Now().Add(-time.Hour).Truncate(time.Second)
-	for i := 0; i < n; i += 10000 {
-		msgs := make([]amqp.Publishing, min(10000, n-i))
-		for j := range msgs {
-			h := amqp.Table{
-				"x-death": []any{amqp.Table{"queue": src, "reason": "rejected", "count": int64(1), "time": died,
-					"exchange": "", "routing-keys": []any{src}}},
-				"x-first-death-queue": src, "x-first-death-reason": "rejected", "x-first-death-exchange": "",
-			}
-			msgs[j] = testkit.Msg("m-"+strconv.Itoa(i+j), testkit.Body(i+j, 1024), h)
-		}
-		r.Publish(dlq, msgs...)
-	}
-	r.WaitCount(dlq, n, 120*time.Second)
-	t.Logf("dead letters: %d in %v", n, time.Since(start).Round(time.Millisecond))
-
-	got := &counter{}
-	r.Consume(target, got.handle)
-	start = time.Now()
-	p := preview(t, e, engine.Selection{DLQ: dlq, To: target})
-	if p.Selected != n || p.Coverage.Read != n || !p.Coverage.Whole() {
-		t.Fatalf("preview selected %d, coverage %+v; want all %d read", p.Selected, p.Coverage, n)
-	}
-	t.Logf("preview of %d in %v", n, time.Since(start).Round(time.Millisecond))
-	start = time.Now()
-	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 60 * time.Second}, false)
-	if err != nil {
-		t.Fatalf("approve: %v: %+v", err, ap.Changes)
-	}
-	t.Logf("approval of %d in %v", n, time.Since(start).Round(time.Millisecond))
-	start = time.Now()
-	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	t.Logf("replay of %d in %v", n, time.Since(start).Round(time.Millisecond))
-	expectExact(t, r, rep, n, dlq, got)
 }
 
 // TestPreviewsDuringReplayLoseNothing runs previews of the DLQ (another

@@ -2,9 +2,12 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
 	broker "github.com/stroma/dlqbot/engine/amqp"
@@ -13,121 +16,85 @@ import (
 )
 
 // TestConnectionsClosedMidReplayLoseNothing closes every broker connection
-// of the replaying engine in the middle of a 1,000-message replay: every
-// message must end in the DLQ or the target, and any duplicate must be in
-// the ledger. Resuming then sends the rest without re-sending recorded ones.
+// of the replaying engine in the middle of a 1,000-message replay, on both
+// brokers, from a classic and a quorum DLQ: every message must end in the
+// DLQ or the target, and every copy the target got, duplicates included,
+// must be in the ledger. Resuming then sends the rest without re-sending
+// recorded ones.
 func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 	t.Parallel()
-	e, connName := newFaultEnv(t)
-	st, svc := e.store, e.svc
-	r := e.rabbit
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	msgs := testkit.Msgs(1000, 200)
-	r.Reject(src, msgs...)
-	r.WaitCount(dlq, 1000, 30*time.Second)
-	p := preview(t, e, engine.Selection{DLQ: dlq})
-	testkit.Eventually(t, 20*time.Second, "the engine's connection in the management API", func() bool {
-		return testkit.CountConnections(t, connName) > 0
+	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+		const n = 1000
+		f := newFaultRun(t, on, dlqArgs, n)
+		e := f.e
+		ctx := context.Background()
+		ap, err := e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: 100, Timeout: 20 * time.Second}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan engine.Replay, 1)
+		go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
+		testkit.Eventually(t, 20*time.Second, "300 sent", func() bool { return len(f.rec.got()) >= 300 })
+		if f.on.CloseConnections(t, f.conn) == 0 {
+			t.Fatal("no connection of the replaying engine found to close")
+		}
+		rep := <-done
+		if rep.State == engine.StateFinished && rep.Sent == n {
+			t.Fatal("the fault came too late: the replay finished")
+		}
+		t.Logf("after the fault: state %s, sent %d, duplicates %d, failed %d: %s", rep.State, rep.Sent, rep.Duplicates, rep.Failed, rep.Note)
+		f.expectStoppedByFault(t, rep)
+
+		dups := f.account(t, "after the fault", ap.Replay.ID)
+		for mid, k := range dups {
+			if k > 1 {
+				t.Errorf("%s duplicated %d times by one fault", mid, k)
+			}
+		}
+		t.Logf("duplicates after one fault: %d (all in the ledger)", len(dups))
+
+		// Resume: the rest is sent, nothing the ledger recorded is sent again.
+		if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
+			t.Fatal(err)
+		}
+		rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner2")
+		// Copies in doubt (no confirm before the connection closed) are never
+		// sent again, so such a replay cannot finish: it stops, saying so.
+		exact := rep.State == engine.StateFinished && rep.InDoubt == 0
+		inDoubt := rep.State == engine.StateStopped && rep.InDoubt > 0 && rep.Sent+rep.InDoubt == n && strings.Contains(rep.Note, "in doubt")
+		if err != nil || !(exact || inDoubt) {
+			t.Fatalf("resumed replay: %v, state %s, sent %d, in doubt %d: %s", err, rep.State, rep.Sent, rep.InDoubt, rep.Note)
+		}
+		f.expectNoResend(t, dups, f.account(t, "after resuming", ap.Replay.ID))
 	})
-	rec := &recorder{}
-	r.Consume(src, rec.handle)
+}
 
-	ctx := context.Background()
-	ap, err := svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 1000, Cap: 1000, Rate: 100, Timeout: 20 * time.Second}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan engine.Replay, 1)
-	go func() { rep, _ := svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
-	testkit.Eventually(t, 20*time.Second, "300 sent", func() bool { return len(rec.got()) >= 300 })
-	if n := testkit.CloseConnections(t, connName); n == 0 {
-		t.Fatal("no connection of the replaying engine found to close")
-	}
-	rep := <-done
-	if rep.State == engine.StateFinished && rep.Sent == 1000 {
-		t.Fatal("the fault came too late: the replay finished")
-	}
-	t.Logf("after the fault: state %s, sent %d, duplicates %d, failed %d: %s", rep.State, rep.Sent, rep.Duplicates, rep.Failed, rep.Note)
-
-	check := func(stage string) map[string]int {
-		t.Helper()
-		// Let deliveries and requeues land: the DLQ plus what the target
-		// consumer got must account for every message.
-		var delivered, inDLQ map[string]int
-		testkit.Eventually(t, 30*time.Second, stage+": DLQ + target to account for 1000", func() bool {
-			total := len(rec.got()) + r.Count(dlq)
-			// Every copy already published has reached the consumer too:
-			// a copy still waiting in the target is not a later resend.
-			return total >= 1000 && r.Count(src) == 0
+// eachDLQKind runs f as subtests "classic/<broker>" and "quorum/<broker>"
+// on both brokers, with the DLQ's arguments for the kind (a quorum DLQ
+// with no limit set: RabbitMQ 4.0 applies its default of 20).
+func eachDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
+	t.Helper()
+	for _, kind := range []struct {
+		name string
+		args amqp.Table
+	}{{"classic", nil}, {"quorum", testkit.Quorum(nil)}} {
+		t.Run(kind.name, func(t *testing.T) {
+			t.Parallel()
+			testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+				t.Parallel()
+				f(t, on, kind.args)
+			})
 		})
-		delivered = ids(rec.got())
-		left := r.Drain(dlq, r.Count(dlq), 10*time.Second) // by count: a pause is no end
-		inDLQ = ids(left)
-		originals := make([]string, len(msgs))
-		for i, m := range msgs {
-			originals[i] = m.MessageId
-		}
-		lost, dups := testkit.NoneLost(originals, delivered, inDLQ)
-		if len(lost) > 0 {
-			t.Fatalf("%s: %s", stage, testkit.Describe(lost, dups))
-		}
-		r.Publish(dlq, republish(left)...) // put the drained ones back for the next stage
-		r.WaitCount(dlq, len(left), 20*time.Second)
-		return dups
-	}
-	dups := check("after the fault")
-	entries, err := st.Ledger().Entries(ctx, ap.Replay.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	byMsgID := map[string]string{} // message_id → fingerprint
-	for _, m := range p.Messages {
-		byMsgID[m.MessageID] = m.ID
-	}
-	inLedger := map[string]bool{}
-	for _, en := range entries {
-		inLedger[en.ID] = true
-	}
-	for mid, n := range dups {
-		if n > 1 {
-			t.Errorf("%s duplicated %d times by one fault", mid, n)
-		}
-		if !inLedger[byMsgID[mid]] {
-			t.Errorf("duplicate %s is not in the ledger", mid)
-		}
-	}
-	t.Logf("duplicates after one fault: %d (all in the ledger)", len(dups))
-
-	// Resume: the rest is sent, nothing the ledger recorded is sent again.
-	if _, err := svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
-		t.Fatal(err)
-	}
-	rep, err = svc.Run(ctx, ap.Replay.ID, "owner2")
-	// Copies in doubt (no confirm before the connection closed) are never
-	// sent again, so such a replay cannot finish: it stops, saying so.
-	exact := rep.State == engine.StateFinished && rep.InDoubt == 0
-	inDoubt := rep.State == engine.StateStopped && rep.InDoubt > 0 && rep.Sent+rep.InDoubt == 1000 && strings.Contains(rep.Note, "in doubt")
-	if err != nil || !(exact || inDoubt) {
-		t.Fatalf("resumed replay: %v, state %s, sent %d, in doubt %d: %s", err, rep.State, rep.Sent, rep.InDoubt, rep.Note)
-	}
-	after := check("after resuming")
-	for mid, n := range after {
-		if n != dups[mid] {
-			t.Errorf("%s: %d extra copies after resuming, %d before: a recorded send was repeated", mid, n, dups[mid])
-		}
-	}
-	if len(after) != len(dups) {
-		t.Errorf("%d duplicates after resuming, %d before", len(after), len(dups))
 	}
 }
 
-// newFaultEnv is an engine whose broker connection has a name of its own,
-// so that a test can close exactly that connection (testkit.CloseConnections).
-func newFaultEnv(t *testing.T) (*env, string) {
+// newFaultEnv is an engine on broker on whose broker connection has a name
+// of its own, so that a test can close exactly that connection
+// (Broker.CloseConnections).
+func newFaultEnv(t *testing.T, on testkit.Broker) (*env, string) {
 	t.Helper()
 	connName := testkit.Name("conn")
-	b, err := broker.New(broker.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, ConnectionName: connName})
+	b, err := broker.New(broker.Config{URL: on.AMQPURL, ManagementURL: on.ManagementURL, ConnectionName: connName})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +109,129 @@ func newFaultEnv(t *testing.T) (*env, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{rabbit: testkit.Dial(t), broker: b, store: st, svc: svc}
+	e := &env{rabbit: on.Dial(t), broker: b, store: st, svc: svc}
 	return e, connName
+}
+
+// faultRun is a replay a fault test breaks: a fault engine, a DLQ of n
+// dead letters ("m-<i>") previewed, and a recorder consuming the target.
+type faultRun struct {
+	e         *env
+	on        testkit.Broker
+	conn      string // the engine's connection name
+	src, dlq  string
+	p         *engine.Preview
+	rec       *recorder
+	originals []string
+	inDLQ     map[string]int // what account found in the DLQ last
+}
+
+// newFaultRun dead-letters n messages into a DLQ with dlqArgs on on,
+// previews it with a fault engine, waits until the management API lists
+// the engine's connection and starts the target's recorder.
+func newFaultRun(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n int) *faultRun {
+	t.Helper()
+	e, conn := newFaultEnv(t, on)
+	src, dlq := e.rabbit.DeadLetteredAs(dlqArgs, n, 200)
+	f := &faultRun{e: e, on: on, conn: conn, src: src, dlq: dlq, rec: &recorder{}}
+	f.p = preview(t, e, engine.Selection{DLQ: dlq})
+	testkit.Eventually(t, 20*time.Second, "the engine's connection in the management API", func() bool {
+		return on.CountConnections(t, conn) > 0
+	})
+	for i := range n {
+		f.originals = append(f.originals, fmt.Sprintf("m-%d", i))
+	}
+	e.rabbit.Consume(src, f.rec.handle)
+	return f
+}
+
+// expectStoppedByFault checks that a replay a fault broke ended stopped,
+// resumable, saying that the broker connection was lost, with no copy
+// called "nacked" (a confirm the closed channel left unanswered is in
+// doubt) and nothing missing.
+func (f *faultRun) expectStoppedByFault(t *testing.T, rep engine.Replay) {
+	t.Helper()
+	if rep.State != engine.StateStopped || rep.Missing != 0 {
+		t.Fatalf("after the fault: state %s, missing %d: %s; want stopped with nothing missing", rep.State, rep.Missing, rep.Note)
+	}
+	note := strings.ToLower(rep.Note)
+	if !strings.Contains(note, "connection") && !strings.Contains(note, "channel") {
+		t.Errorf("the stop does not say the broker connection was lost: %s", rep.Note)
+	}
+	for _, fl := range rep.Failures {
+		if fl.Kind == "nacked" {
+			t.Errorf("copy %s called nacked after the channel closed: %s", fl.ID, fl.Detail)
+		}
+	}
+}
+
+// account waits until the DLQ and the target's consumer account for every
+// original, and checks against the broker and the ledger that none is
+// lost and that every copy the target got (duplicates included) is in the
+// replay's ledger. It drains the DLQ to see its exact contents and puts
+// them back, and returns the duplicates (message id → extra copies).
+func (f *faultRun) account(t *testing.T, stage, replayID string) map[string]int {
+	t.Helper()
+	r := f.e.rabbit
+	n := len(f.originals)
+	// A quorum DLQ takes back what a read gave back a while after the read
+	// ended: wait until the broker's own counters, sampled after this
+	// point, show no reader on the DLQ and nothing unacked there.
+	since := time.Now()
+	testkit.Eventually(t, 60*time.Second, stage+": the DLQ quiet and DLQ + target accounting for every message", func() bool {
+		st, err := f.e.broker.Counters(context.Background(), f.dlq)
+		// Every copy already published has reached the consumer too: a copy
+		// still waiting in the target is not a later resend.
+		return err == nil && st.SampledAt.After(since) && st.Unacked == 0 && st.Consumers == 0 &&
+			r.Count(f.src) == 0 && len(f.rec.got())+r.Count(f.dlq) >= n
+	})
+	left := r.Drain(f.dlq, r.Count(f.dlq), 10*time.Second) // by count: a pause is no end
+	delivered := ids(f.rec.got())
+	lost, dups := testkit.NoneLost(f.originals, delivered, ids(left))
+	entries, err := f.e.store.Ledger().Entries(context.Background(), replayID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inLedger := map[string]bool{}
+	for _, en := range entries {
+		inLedger[en.ID] = true
+	}
+	byMsgID := map[string]string{} // message_id → fingerprint
+	for _, m := range f.p.Messages {
+		byMsgID[m.MessageID] = m.ID
+	}
+	if len(lost) > 0 {
+		for _, mid := range lost[:min(5, len(lost))] {
+			for _, en := range entries {
+				if en.ID == byMsgID[mid] {
+					t.Logf("%s: lost %s: ledger %+v", stage, mid, en)
+				}
+			}
+			t.Logf("%s: lost %s: in the DLQ at the stage before: %v", stage, mid, f.inDLQ[mid])
+		}
+		t.Fatalf("%s: %s", stage, testkit.Describe(lost, dups))
+	}
+	f.inDLQ = ids(left)
+	for mid := range delivered {
+		if !inLedger[byMsgID[mid]] {
+			t.Errorf("%s: %s reached the target but is not in the ledger (duplicate: %v)", stage, mid, dups[mid] > 0)
+		}
+	}
+	r.Publish(f.dlq, republish(left)...) // put the drained ones back for the next stage
+	r.WaitCount(f.dlq, len(left), 20*time.Second)
+	return dups
+}
+
+// expectNoResend checks that resuming sent no message again that already
+// had copies before: the duplicates after are those before.
+func (f *faultRun) expectNoResend(t *testing.T, before, after map[string]int) {
+	t.Helper()
+	for mid, k := range after {
+		if k != before[mid] {
+			t.Errorf("%s: %d extra copies after resuming, %d before: a recorded send was repeated", mid, k, before[mid])
+		}
+	}
+	if len(after) != len(before) {
+		t.Errorf("%d duplicates after resuming, %d before", len(after), len(before))
+	}
 }

@@ -144,8 +144,15 @@ func Msgs(n, size int) []amqp.Publishing {
 // there.
 func (r *Rabbit) DeadLettered(n, size int) (src, dlq string) {
 	r.t.Helper()
+	return r.DeadLetteredAs(nil, n, size)
+}
+
+// DeadLetteredAs is DeadLettered into a DLQ declared with dlqArgs (e.g.
+// Quorum(nil)).
+func (r *Rabbit) DeadLetteredAs(dlqArgs amqp.Table, n, size int) (src, dlq string) {
+	r.t.Helper()
 	src, dlq = Name("src"), Name("dlq")
-	r.Topology(src, dlq, nil)
+	r.Topology(src, dlq, dlqArgs)
 	r.Reject(src, Msgs(n, size)...)
 	r.WaitCount(dlq, n, 30*time.Second)
 	return src, dlq
@@ -184,4 +191,29 @@ func deleteExchangeAt(amqpURL, name string) {
 	if ch, err := conn.Channel(); err == nil {
 		_ = ch.ExchangeDelete(name, false, false)
 	}
+}
+
+// DeadLettersInto fills dlq with n dead letters of size bytes ("m-<i>", as
+// Msgs) that look as the broker makes them: an x-death entry and the
+// x-first-death-* headers naming source, rejected an hour ago. They are
+// published straight into dlq with confirms, far quicker than making the
+// broker dead-letter as many, and the call waits until dlq holds n. source
+// need not exist.
+func (r *Rabbit) DeadLettersInto(dlq, source string, n, size int) {
+	r.t.Helper()
+	died := time.Now().Add(-time.Hour).Truncate(time.Second)
+	const batch = 10000
+	for i := 0; i < n; i += batch {
+		msgs := make([]amqp.Publishing, min(batch, n-i))
+		for j := range msgs {
+			h := amqp.Table{
+				"x-death": []any{amqp.Table{"queue": source, "reason": "rejected", "count": int64(1), "time": died,
+					"exchange": "", "routing-keys": []any{source}}},
+				"x-first-death-queue": source, "x-first-death-reason": "rejected", "x-first-death-exchange": "",
+			}
+			msgs[j] = Msg(fmt.Sprintf("m-%d", i+j), Body(i+j, size), h)
+		}
+		r.Publish(dlq, msgs...)
+	}
+	r.WaitCount(dlq, n, 3*time.Minute)
 }

@@ -8,24 +8,37 @@ import (
 	"testing"
 )
 
-// CloseConnections closes, through the management API, every broker
-// connection whose client-provided name is name, and returns how many it
-// closed. Other tests' connections are left alone.
+// CloseConnections closes, through the management API of RabbitMQ 3.10,
+// every broker connection whose client-provided name is name, and returns
+// how many it closed. Other tests' connections are left alone.
 func CloseConnections(t testing.TB, name string) int {
 	t.Helper()
-	return connections(t, name, true)
+	return Rabbit3.CloseConnections(t, name)
 }
 
 // CountConnections returns how many connections named name the management
-// API lists (it learns of a new connection within a statistics interval).
+// API of RabbitMQ 3.10 lists (it learns of a new connection within a
+// statistics interval).
 func CountConnections(t testing.TB, name string) int {
 	t.Helper()
-	return connections(t, name, false)
+	return Rabbit3.CountConnections(t, name)
 }
 
-func connections(t testing.TB, name string, closeThem bool) int {
+// CloseConnections is the package's CloseConnections on broker b.
+func (b Broker) CloseConnections(t testing.TB, name string) int {
 	t.Helper()
-	base, err := url.Parse(ManagementURL)
+	return connections(t, b.ManagementURL, name, true)
+}
+
+// CountConnections is the package's CountConnections on broker b.
+func (b Broker) CountConnections(t testing.TB, name string) int {
+	t.Helper()
+	return connections(t, b.ManagementURL, name, false)
+}
+
+func connections(t testing.TB, managementURL, name string, closeThem bool) int {
+	t.Helper()
+	base, err := url.Parse(managementURL)
 	if err != nil {
 		t.Fatal(err)
 	}

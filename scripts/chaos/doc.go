@@ -24,6 +24,11 @@
 //     send, settle, and between steps: each request must act within 1 s
 //     (issue 12).
 //
+// The last three run twice, as subtests: on RabbitMQ 3.10 with a classic
+// DLQ ("rabbit3-classic") and on RabbitMQ 4.0 with a quorum DLQ
+// ("rabbit4-quorum", figures suffixed _rabbit4_quorum); the others run on
+// 3.10.
+//
 // Each run prints its figures as "FIGURE <name>: …" lines and, when
 // DLQBOT_CHAOS_OUT names a file, appends them there; docs/reliability.md
 // quotes them with the command that reproduces each.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 // the dlqbot processes share.
 type fixture struct {
 	env      map[string]string
+	on       testkit.Broker // the broker the DLQ is on
 	rabbit   *testkit.Rabbit
 	rdb      redis.UniversalClient
 	st       *store.Store
@@ -37,10 +39,59 @@ type fixture struct {
 	byMsgID  map[string]string // message_id → fingerprint id
 }
 
-// newFixture builds a fixture of n messages. redisURL "" means the test
-// Redis (with a unique prefix, cleaned up); extra is added to the dlqbot
-// processes' environment.
+// newFixture builds a fixture of n messages on RabbitMQ 3.10, with a
+// classic DLQ. redisURL "" means the test Redis (with a unique prefix,
+// cleaned up); extra is added to the dlqbot processes' environment.
 func newFixture(t *testing.T, n int, redisURL string, extra map[string]string) *fixture {
+	t.Helper()
+	return newFixtureOn(t, classic3, n, redisURL, extra)
+}
+
+// target is a broker and a kind of DLQ a chaos run runs against.
+type target struct {
+	// name names the subtest and suffixes the run's figures ("" for
+	// RabbitMQ 3.10 with a classic DLQ, the runs' first target).
+	name    string
+	on      testkit.Broker
+	dlqArgs amqp.Table
+}
+
+// classic3 is RabbitMQ 3.10 with a classic DLQ; quorum4 is RabbitMQ 4.0
+// with a quorum DLQ. 4.0 counts every give-back of a read against a quorum
+// queue's delivery limit (its default is 20), and these runs read the DLQ
+// dozens (the readers run: hundreds) of times, so the DLQ has a limit of
+// 1,000: the runs test faults, readers and control, every read still
+// budgeted; the engine tests cover the budget at 4.0's default.
+var (
+	classic3 = target{name: "rabbit3-classic", on: testkit.Rabbit3}
+	quorum4  = target{name: "rabbit4-quorum", on: testkit.Rabbit4, dlqArgs: testkit.Quorum(amqp.Table{"x-delivery-limit": 1000})}
+)
+
+// targets are the targets of the runs that run on both brokers.
+var targets = []target{classic3, quorum4}
+
+// figureName is name for RabbitMQ 3.10's classic DLQ (as before 4.0 was
+// tested) and name_<target> for the others.
+func (tg target) figureName(name string) string {
+	if tg.name == classic3.name {
+		return name
+	}
+	return name + "_" + strings.ReplaceAll(tg.name, "-", "_")
+}
+
+// eachTarget runs f as one subtest per target, in turn.
+func eachTarget(t *testing.T, f func(t *testing.T, tg target)) {
+	t.Helper()
+	for _, tg := range targets {
+		t.Run(tg.name, func(t *testing.T) {
+			tg.on.Require(t)
+			f(t, tg)
+		})
+	}
+}
+
+// newFixtureOn is newFixture on tg's broker, with tg's kind of DLQ.
+func newFixtureOn(t *testing.T, tg target, n int, redisURL string, extra map[string]string) *fixture {
 	t.Helper()
 	var rdb redis.UniversalClient
 	var prefix string
@@ -59,7 +110,7 @@ func newFixture(t *testing.T, n int, redisURL string, extra map[string]string) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := broker.New(broker.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, ConnectionName: "dlqbot-chaos-harness"})
+	b, err := broker.New(broker.Config{URL: tg.on.AMQPURL, ManagementURL: tg.on.ManagementURL, ConnectionName: "dlqbot-chaos-harness"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,16 +121,16 @@ func newFixture(t *testing.T, n int, redisURL string, extra map[string]string) *
 		t.Fatal(err)
 	}
 	env := map[string]string{
-		"DLQBOT_REDIS_PREFIX": prefix, "REDIS_URL": redisURL, "AMQP_URL": testkit.AMQPURL,
-		"RABBITMQ_MANAGEMENT_URL": testkit.ManagementURL, "DLQBOT_LEASE_TTL": "2s",
+		"DLQBOT_REDIS_PREFIX": prefix, "REDIS_URL": redisURL, "AMQP_URL": tg.on.AMQPURL,
+		"RABBITMQ_MANAGEMENT_URL": tg.on.ManagementURL, "DLQBOT_LEASE_TTL": "2s",
 	}
 	for k, v := range extra {
 		env[k] = v
 	}
-	f := &fixture{env: env, rabbit: testkit.Dial(t), rdb: rdb, st: st, svc: svc,
+	f := &fixture{env: env, on: tg.on, rabbit: tg.on.Dial(t), rdb: rdb, st: st, svc: svc,
 		src: testkit.Name("src"), dlq: testkit.Name("dlq"), msgs: testkit.Msgs(n, 200),
 		got: map[string]int{}, byMsgID: map[string]string{}}
-	f.rabbit.Topology(f.src, f.dlq, nil)
+	f.rabbit.Topology(f.src, f.dlq, tg.dlqArgs)
 	f.rabbit.Reject(f.src, f.msgs...)
 	f.rabbit.WaitCount(f.dlq, n, time.Minute)
 	f.rabbit.Consume(f.src, func(d amqp.Delivery) string {

@@ -45,8 +45,13 @@ var phases = []phase{
 // request acts within 1 s (the state reaches paused or cancelled; no new
 // delivery to the target 1 s after the request), that the final state is
 // the one asked for, and that the unsent messages are still in the DLQ.
+// It runs on RabbitMQ 3.10 with a classic DLQ and on 4.0 with a quorum one.
 func TestChaosControlEveryPhase(t *testing.T) {
 	gate(t)
+	eachTarget(t, controlEveryPhase)
+}
+
+func controlEveryPhase(t *testing.T, tg target) {
 	const n, limit = 1000, time.Second
 	var lines []string
 	worst := time.Duration(0)
@@ -57,7 +62,7 @@ func TestChaosControlEveryPhase(t *testing.T) {
 				want = engine.StateCancelled
 			}
 			t.Run(strings.ReplaceAll(ph.name, " ", "_")+"/"+verb, func(t *testing.T) {
-				f := newFixture(t, n, "", nil)
+				f := newFixtureOn(t, tg, n, "", nil)
 				p := f.preview(t)
 				follower := start(t, f.env, append(append([]string{"replay", p.Token}, ph.args...), "--json")...)
 				id := f.replayOf(t, p.Token, follower)
@@ -129,5 +134,5 @@ func TestChaosControlEveryPhase(t *testing.T) {
 			})
 		}
 	}
-	figure(t, "control_phases", "pause and cancel with `dlqbot pause|cancel <replay>` in each phase of a %d-message replay (slowest act: %s): %s", n, worst.Round(time.Millisecond), strings.Join(lines, "; "))
+	figure(t, tg.figureName("control_phases"), "%s: pause and cancel with `dlqbot pause|cancel <replay>` in each phase of a %d-message replay (slowest act: %s): %s", tg.name, n, worst.Round(time.Millisecond), strings.Join(lines, "; "))
 }

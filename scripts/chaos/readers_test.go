@@ -29,10 +29,15 @@ type readerTally struct {
 // Nothing may be lost, every duplicate must be in the ledger, and a replay
 // that ends "finished" must have sent every message (sent == total,
 // missing == 0), as the broker shows (DLQ empty, every message delivered).
+// It runs on RabbitMQ 3.10 with a classic DLQ and on 4.0 with a quorum one.
 func TestChaosReadersDuringReplay(t *testing.T) {
 	gate(t)
+	eachTarget(t, readersDuringReplay)
+}
+
+func readersDuringReplay(t *testing.T, tg target) {
 	const n = 1000
-	f := newFixture(t, n, "", nil)
+	f := newFixtureOn(t, tg, n, "", nil)
 	p := f.preview(t)
 	follower := start(t, f.env, "replay", p.Token, "step=10", "cap=500", "rate=50", "timeout=20s", "--json")
 	id := f.replayOf(t, p.Token, follower)
@@ -113,6 +118,6 @@ func TestChaosReadersDuringReplay(t *testing.T) {
 		t.Errorf("%d deliveries and %d duplicates are not listed in the ledger", a.Unaccounted, a.DupUnrecorded)
 	}
 	pv, ck := tallies["preview"], tallies["check"]
-	figure(t, "readers", "replay of %d (steps from 10, rate 50/s) with %d previews (%d failed, %d after one had succeeded) and %d checks (%d failed, %d after one had succeeded) of the same DLQ and replay running back to back: replay %s in %s, %d sent of %d, %d missing, %d not delivered, %d duplicates, DLQ then %d — %s",
-		n, pv.runs, pv.failed, pv.failedAfterOK, ck.runs, ck.failed, ck.failedAfterOK, r.State, took, r.Sent, r.Total, r.Missing, r.Failed, r.Duplicates, inDLQ, a)
+	figure(t, tg.figureName("readers"), "%s: replay of %d (steps from 10, rate 50/s) with %d previews (%d failed, %d after one had succeeded) and %d checks (%d failed, %d after one had succeeded) of the same DLQ and replay running back to back: replay %s in %s, %d sent of %d, %d missing, %d not delivered, %d duplicates, DLQ then %d — %s",
+		tg.name, n, pv.runs, pv.failed, pv.failedAfterOK, ck.runs, ck.failed, ck.failedAfterOK, r.State, took, r.Sent, r.Total, r.Missing, r.Failed, r.Duplicates, inDLQ, a)
 }

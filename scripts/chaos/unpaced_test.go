@@ -17,11 +17,16 @@ import (
 // on a path the paced runs never take (issue 12: it hung at full CPU): each
 // close must end the replay (stopped, paused or finished) within 60 s, and
 // at the end nothing may be lost and every duplicate must be in a ledger.
+// It runs on RabbitMQ 3.10 with a classic DLQ and on 4.0 with a quorum one.
 func TestChaosUnpacedConnectionClosed(t *testing.T) {
 	gate(t)
+	eachTarget(t, unpacedConnectionClosed)
+}
+
+func unpacedConnectionClosed(t *testing.T, tg target) {
 	const n, rounds, limit = 5000, 3, 60 * time.Second
 	name := testkit.Name("chaos-unpaced")
-	f := newFixture(t, n, "", map[string]string{"DLQBOT_CONNECTION_NAME": name})
+	f := newFixtureOn(t, tg, n, "", map[string]string{"DLQBOT_CONNECTION_NAME": name})
 	srv := start(t, f.with("DLQBOT_HTTP_ADDR", freeAddr(t)), "serve")
 	f.workers(t, 1)
 	// The server dials on first use and keeps its connection: a first
@@ -34,7 +39,7 @@ func TestChaosUnpacedConnectionClosed(t *testing.T) {
 		t.Fatal("the first replay was not approved")
 	}
 	testkit.Eventually(t, time.Minute, "the first replay to finish", func() bool { return f.state(warmID).State == engine.StateFinished })
-	testkit.Eventually(t, time.Minute, "the server's connection listed", func() bool { return testkit.CountConnections(t, name) > 0 })
+	testkit.Eventually(t, time.Minute, "the server's connection listed", func() bool { return f.on.CountConnections(t, name) > 0 })
 	f.settled(t)
 	p := f.preview(t)
 	follower := start(t, f.env, "replay", p.Token, "step=5000", "cap=5000", "rate=max", "timeout=20s", "--json")
@@ -56,12 +61,12 @@ func TestChaosUnpacedConnectionClosed(t *testing.T) {
 			break
 		}
 		atClose, sentAt := f.total(), f.state(id).Sent
-		closed := testkit.CloseConnections(t, name)
+		closed := f.on.CloseConnections(t, name)
 		closedAt := time.Now()
 		if closed == 0 {
 			// The connection was replaced and is not listed yet: retry.
 			testkit.Eventually(t, 15*time.Second, "a connection to close", func() bool {
-				closed = testkit.CloseConnections(t, name)
+				closed = f.on.CloseConnections(t, name)
 				return closed > 0 || ended(f.state(id).State)
 			})
 			closedAt = time.Now()
@@ -139,8 +144,8 @@ func TestChaosUnpacedConnectionClosed(t *testing.T) {
 	if unread > 0 {
 		t.Logf("%d polls of replay %s's record found none while it existed", unread, id)
 	}
-	figure(t, "unpaced_connections", "unpaced replay (rate=max) of %d, all the server's broker connections closed as soon as deliveries started, %d rounds: %s; replay ended %s with %d sent, %d not delivered, %d duplicates, %d in doubt, in %s — %s",
-		n, len(ends), strings.Join(outcomes, "; "), r.State, r.Sent, r.Failed, r.Duplicates, r.InDoubt, took, a)
+	figure(t, tg.figureName("unpaced_connections"), "%s: unpaced replay (rate=max) of %d, all the server's broker connections closed as soon as deliveries started, %d rounds: %s; replay ended %s with %d sent, %d not delivered, %d duplicates, %d in doubt, in %s — %s",
+		tg.name, n, len(ends), strings.Join(outcomes, "; "), r.State, r.Sent, r.Failed, r.Duplicates, r.InDoubt, took, a)
 }
 
 // tail returns the last n bytes of s.
