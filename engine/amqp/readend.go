@@ -23,9 +23,11 @@ import (
 const emptyProbes = 2
 
 // wait blocks for c's next delivery. Every r.idle without one it asks the
-// broker for the queue's ready count: while messages are ready (the broker
-// is slow, not done) it waits on, up to r.stall in all; when none are, the
-// read ends short with errReadDone. ctx ends the wait with its error.
+// broker for the queue's ready count: while messages are ready, or none are
+// but only this read consumes the queue (the broker is slow, not done), it
+// waits on, up to r.stall in all; when none are ready and another consumer
+// is on the queue, the read ends short with errReadDone. ctx ends the wait
+// with its error.
 func (r *holdReader) wait(ctx context.Context, c *heldChan) (amqp.Delivery, bool, error) {
 	start := time.Now()
 	empty := 0
@@ -45,12 +47,16 @@ func (r *holdReader) wait(ctx context.Context, c *heldChan) (amqp.Delivery, bool
 			return amqp.Delivery{}, false, ctx.Err()
 		case <-r.timer.C:
 		}
-		ready, err := r.readyNow()
+		ready, consumers, err := r.readyNow()
 		if err != nil {
 			r.cut = true
 			return amqp.Delivery{}, false, err
 		}
-		if ready > 0 {
+		// Nothing ready while no one but this read consumes the queue: the
+		// broker has handed the rest to this read's own channels and they
+		// are still on their way (a slow quorum queue on 3.10 pauses for
+		// seconds with every message already out), so that is no end.
+		if ready > 0 || consumers <= r.consuming() {
 			empty = 0
 			if time.Since(start) < r.stall {
 				continue
@@ -65,21 +71,32 @@ func (r *holdReader) wait(ctx context.Context, c *heldChan) (amqp.Delivery, bool
 	}
 }
 
-// readyNow is the queue's ready count from a passive declare on the
-// reader's probe channel (opened on first use).
-func (r *holdReader) readyNow() (int, error) {
+// readyNow is the queue's ready count and consumer count from a passive
+// declare on the reader's probe channel (opened on first use).
+func (r *holdReader) readyNow() (ready, consumers int, err error) {
 	if r.probe == nil || r.probe.IsClosed() {
 		ch, err := r.conn.Channel()
 		if err != nil {
-			return 0, r.b.classify(err)
+			return 0, 0, r.b.classify(err)
 		}
 		r.probe = ch
 	}
 	q, err := r.probe.QueueDeclarePassive(r.queue, false, false, false, false, nil)
 	if err != nil {
-		return 0, r.b.classify(err)
+		return 0, 0, r.b.classify(err)
 	}
-	return q.Messages, nil
+	return q.Messages, q.Consumers, nil
+}
+
+// consuming is how many of this read's consumers are on the queue.
+func (r *holdReader) consuming() int {
+	n := 0
+	for _, c := range r.chans {
+		if !c.cancelled && !c.ch.IsClosed() {
+			n++
+		}
+	}
+	return n
 }
 
 // coverage says how much of the queue the read saw. heldUnacked is the

@@ -110,7 +110,7 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 	q, err := ch.QueueDeclarePassive(queue, false, false, false, false, nil)
 	landing := 0
 	if e := b.pending.take(queue); err == nil && e.count > q.Messages {
-		q, err = b.awaitRequeues(ctx, ch, queue, e.count, q)
+		q, err = b.awaitRequeues(ctx, ch, queue, e, q)
 		if err == nil {
 			landing = b.stillLanding(ctx, queue, e, q.Messages)
 		}

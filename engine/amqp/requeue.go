@@ -237,44 +237,63 @@ func (p *pendingRequeues) take(queue string) requeueExpectation {
 
 // stillLanding says how many of the messages expected in queue may still be
 // on their way back, once waiting for the ready count (which shows ready)
-// has given up. The management API settles it when it can: a sample taken
-// after the requeues, with no unacknowledged messages, means nothing is in
-// flight and the shortfall left the queue (consumed, expired, purged).
-// Otherwise the shortfall counts as held elsewhere, so the read is not
-// taken for a whole one and nothing is called missing on its account.
+// has ended short of it: none when the management API says nothing is in
+// flight (see settledSince) — the shortfall left the queue (consumed,
+// expired, purged) — and otherwise the whole shortfall, which the read
+// then counts as held elsewhere, so that it is not taken for a whole read
+// and nothing is called missing on its account.
 func (b *Broker) stillLanding(ctx context.Context, queue string, e requeueExpectation, ready int) int {
 	short := e.count - ready
-	if short <= 0 {
-		return 0
-	}
-	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
-	defer cancel()
-	st, err := b.QueueStats(tctx, queue)
-	if err == nil && st.Sampled && st.SampledAt.After(e.at) && st.Unacked == 0 {
+	if short <= 0 || b.settledSince(ctx, queue, e.at) {
 		return 0
 	}
 	return short
 }
 
-// consumerGrace is how long awaitRequeues keeps waiting while the queue
-// reports consumers: a quorum queue counts a cancelled consumer until its
-// requeues are applied, but a live consumer may take the requeued messages,
-// and then waiting longer is pointless.
+// settledSince reports whether the management API has a sample of queue
+// taken after at showing no unacknowledged message: requeues given back
+// before at are then all applied. A requeue not yet applied keeps its
+// message unacknowledged (checked out, on a quorum queue), so a ready count
+// that stopped rising proves nothing by itself.
+func (b *Broker) settledSince(ctx context.Context, queue string, at time.Time) bool {
+	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
+	defer cancel()
+	st, err := b.QueueStats(tctx, queue)
+	return err == nil && st.Sampled && st.SampledAt.After(at) && st.Unacked == 0
+}
+
+// consumerGrace is how long awaitRequeues waits on the ready count alone
+// while the queue reports consumers: a quorum queue counts a cancelled
+// consumer until its requeues are applied, but a live consumer may take the
+// requeued messages. Past it, as once the count stops rising, the
+// management API decides (settledSince).
 const consumerGrace = 2 * time.Second
 
 // awaitRequeues repeats the passive declare of queue on ch until its ready
-// count shows the n messages given back earlier, SettleTimeout passes (or
-// consumerGrace while the queue has consumers) or ctx ends. It returns the
-// last answer; the read then proceeds with whatever is there.
-func (b *Broker) awaitRequeues(ctx context.Context, ch *amqp.Channel, queue string, n int, q amqp.Queue) (amqp.Queue, error) {
+// count reaches what e expects, SettleTimeout passes or ctx ends. When the
+// count stops rising (or consumers stay past consumerGrace) it also asks the
+// management API, at most once a second, and stops as soon as a sample
+// newer than the requeues shows nothing unacknowledged: the rest left the
+// queue meanwhile (consumed, moved). Quorum queues on 3.10 apply a large
+// requeue in bursts seconds apart (100,000 took 3–50 s), so a flat count
+// alone is no reason to stop. It returns the last answer; the read then
+// proceeds with whatever is there (see stillLanding).
+func (b *Broker) awaitRequeues(ctx context.Context, ch *amqp.Channel, queue string, e requeueExpectation, q amqp.Queue) (amqp.Queue, error) {
+	var asked time.Time
 	return countPoll{
 		first: 2 * time.Millisecond, most: 50 * time.Millisecond,
-		// Requeues landing raise the count steadily; a count that stopped
-		// rising means some of those messages left meanwhile (consumed,
-		// moved): waiting longer would only stall the read.
 		stop: func(q amqp.Queue, waited, flat time.Duration) bool {
-			return q.Messages >= n || waited > b.cfg.SettleTimeout ||
-				(q.Consumers > 0 && waited > consumerGrace) || flat > requeueStall
+			if q.Messages >= e.count || waited > b.cfg.SettleTimeout {
+				return true
+			}
+			if flat <= requeueStall && (q.Consumers == 0 || waited <= consumerGrace) {
+				return false
+			}
+			if time.Since(asked) < time.Second {
+				return false
+			}
+			asked = time.Now()
+			return b.settledSince(ctx, queue, e.at)
 		},
 	}.run(ctx, ch, queue, q)
 }
