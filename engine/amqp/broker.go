@@ -49,9 +49,11 @@ type Config struct {
 	// Default DefaultIdleTimeout.
 	IdleTimeout time.Duration
 	// StallTimeout ends a read that has had no delivery for this long
-	// although the broker reports messages ready (a single-active-consumer
-	// queue served to another client, say); the read is then short.
-	// Default DefaultStallTimeout.
+	// although the broker reports messages ready, or none ready with no
+	// other consumer on the queue (a single-active-consumer queue served to
+	// another client, say); the read is then short. It also bounds the wait
+	// for earlier requeues while the management API still counts them in
+	// the queue (see SettleTimeout). Default DefaultStallTimeout.
 	StallTimeout time.Duration
 	// QuietWait is how long a read waits, before it starts, for other
 	// consumers of the queue to let go (another reader, or a quorum
@@ -65,10 +67,12 @@ type Config struct {
 	// DialTimeout bounds the TCP connect and AMQP handshake. Default
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
-	// SettleTimeout bounds how long a read (Scan, Move) waits before it
-	// starts for messages this Broker gave back (requeued) to the same queue
-	// earlier to show in the queue's ready count: quorum queues apply requeues
-	// asynchronously. Default DefaultSettleTimeout.
+	// SettleTimeout is how long a read (Scan, Move) waits before it starts
+	// for messages this Broker gave back (requeued) to the same queue
+	// earlier to show in the queue's ready count, on the count alone: both
+	// queue types apply requeues asynchronously. Past it, the read waits on
+	// only while the management API still counts those messages in the
+	// queue, up to StallTimeout. Default DefaultSettleTimeout.
 	SettleTimeout time.Duration
 	// ConnectionName is shown in the management UI. Default "dlqbot".
 	ConnectionName string

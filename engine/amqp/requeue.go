@@ -256,44 +256,61 @@ func (b *Broker) stillLanding(ctx context.Context, queue string, e requeueExpect
 // message unacknowledged (checked out, on a quorum queue), so a ready count
 // that stopped rising proves nothing by itself.
 func (b *Broker) settledSince(ctx context.Context, queue string, at time.Time) bool {
-	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
-	defer cancel()
-	st, err := b.QueueStats(tctx, queue)
+	st, err := b.statsNow(ctx, queue)
 	return err == nil && st.Sampled && st.SampledAt.After(at) && st.Unacked == 0
 }
 
-// consumerGrace is how long awaitRequeues waits on the ready count alone
-// while the queue reports consumers: a quorum queue counts a cancelled
-// consumer until its requeues are applied, but a live consumer may take the
-// requeued messages. Past it, as once the count stops rising, the
-// management API decides (settledSince).
+// mayStillLand reports whether the messages expected in queue could all
+// still show up, as far as the management API can tell: it counts at least
+// that many in the queue, ready or checked out (a requeue not yet applied
+// keeps its message checked out; a quorum queue on 3.10 showed none of
+// 100,000 ready for 10 s after a read gave them back, while the API counted
+// them all). When it counts fewer, some left the queue for good (acked by
+// another client) and waiting cannot make the read whole. An unanswered
+// API says no.
+func (b *Broker) mayStillLand(ctx context.Context, queue string, e requeueExpectation) bool {
+	st, err := b.statsNow(ctx, queue)
+	return err == nil && st.Sampled && st.Ready+st.Unacked >= int64(e.count)
+}
+
+// statsNow is QueueStats bounded by typeLookupTimeout.
+func (b *Broker) statsNow(ctx context.Context, queue string) (QueueStats, error) {
+	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
+	defer cancel()
+	return b.QueueStats(tctx, queue)
+}
+
+// consumerGrace is how long awaitRequeues waits while the queue reports
+// consumers: a quorum queue may count a cancelled consumer until its
+// requeues are applied, but a live consumer may take the requeued messages
+// or hold them for as long as it likes, and then waiting longer is
+// pointless (the read reports what the consumer holds).
 const consumerGrace = 2 * time.Second
 
 // awaitRequeues repeats the passive declare of queue on ch until its ready
-// count reaches what e expects, SettleTimeout passes or ctx ends. When the
-// count stops rising (or consumers stay past consumerGrace) it also asks the
-// management API, at most once a second, and stops as soon as a sample
-// newer than the requeues shows nothing unacknowledged: the rest left the
-// queue meanwhile (consumed, moved). Quorum queues on 3.10 apply a large
-// requeue in bursts seconds apart (100,000 took 3–50 s), so a flat count
-// alone is no reason to stop. It returns the last answer; the read then
+// count reaches what e expects, consumers stay past consumerGrace,
+// StallTimeout passes or ctx ends. When the count stops rising (or past
+// SettleTimeout) it also asks the management API, at most once a second,
+// and stops unless the expected messages could all still show up
+// (mayStillLand): otherwise some left the queue meanwhile (consumed, moved
+// by another client) and the count will not get there. Quorum queues on 3.10 apply a large requeue in bursts
+// seconds apart (100,000 took 3–50 s), so a flat count alone is no reason
+// to stop. It returns the last answer; the read then
 // proceeds with whatever is there (see stillLanding).
 func (b *Broker) awaitRequeues(ctx context.Context, ch *amqp.Channel, queue string, e requeueExpectation, q amqp.Queue) (amqp.Queue, error) {
 	var asked time.Time
 	return countPoll{
 		first: 2 * time.Millisecond, most: 50 * time.Millisecond,
 		stop: func(q amqp.Queue, waited, flat time.Duration) bool {
-			if q.Messages >= e.count || waited > b.cfg.SettleTimeout {
+			if q.Messages >= e.count || waited > b.cfg.StallTimeout || (q.Consumers > 0 && waited > consumerGrace) {
 				return true
 			}
-			if flat <= requeueStall && (q.Consumers == 0 || waited <= consumerGrace) {
-				return false
-			}
-			if time.Since(asked) < time.Second {
+			stalled := flat > requeueStall || waited > b.cfg.SettleTimeout
+			if !stalled || time.Since(asked) < time.Second {
 				return false
 			}
 			asked = time.Now()
-			return b.settledSince(ctx, queue, e.at)
+			return !b.mayStillLand(ctx, queue, e)
 		},
 	}.run(ctx, ch, queue, q)
 }
