@@ -75,7 +75,7 @@ func TestChaosConnectionsClosed(t *testing.T) {
 		switch r.State {
 		case engine.StateStopped, engine.StatePaused:
 			f.settled(t)
-			if out, errOut, code := cli(t, f.env, "resume", id, "--json"); code != 0 {
+			if out, errOut, code := cli(t, f.env, "resume", id, "--json"); code != 0 && !endsInDoubt(f.state(id)) {
 				t.Fatalf("resume after fault %d: exit %d\n%s\n%s", i+1, code, out, errOut)
 			}
 		case engine.StateRunning:
@@ -86,6 +86,9 @@ func TestChaosConnectionsClosed(t *testing.T) {
 	var r engine.Replay
 	testkit.Eventually(t, 3*time.Minute, "the replay to finish", func() bool {
 		r = f.state(id)
+		if endsInDoubt(r) {
+			return true
+		}
 		if r.State == engine.StateStopped || r.State == engine.StatePaused {
 			_, _, _ = cli(t, f.env, "resume", id)
 		}
@@ -112,4 +115,12 @@ func TestChaosConnectionsClosed(t *testing.T) {
 	if len(notes) > 0 {
 		t.Logf("notes: %q", notes)
 	}
+}
+
+// endsInDoubt reports whether r stopped with everything sent but copies in
+// doubt (their confirm lost with a connection): such a replay never
+// finishes, since a copy in doubt is never sent again, and `dlqbot resume`
+// exits 1 saying so. Losing nothing is checked apart.
+func endsInDoubt(r engine.Replay) bool {
+	return r.State == engine.StateStopped && r.InDoubt > 0 && r.Sent+r.InDoubt >= r.Total
 }
