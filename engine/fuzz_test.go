@@ -60,6 +60,11 @@ var fuzzKeys = []string{
 type fuzzDecoder struct {
 	b     []byte
 	nodes int
+	// inBig is how many big arrays enclose the value being decoded: only
+	// the outermost may be long, or a few bytes would stand for billions
+	// of values (65,535 repeated 65,535 times) and stall the fuzzer on the
+	// decoder's output rather than on anything a broker could send.
+	inBig int
 }
 
 func (d *fuzzDecoder) byte() byte {
@@ -159,7 +164,12 @@ func (d *fuzzDecoder) value(depth int) any {
 		return a
 	case tagBigArray:
 		n := int(d.uint(2))
+		if d.inBig > 0 {
+			n = min(n, 8)
+		}
+		d.inBig++
 		v := d.value(depth + 1)
+		d.inBig--
 		a := make([]any, n)
 		for i := range a {
 			a[i] = v
