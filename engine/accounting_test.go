@@ -265,14 +265,7 @@ func TestHeldElsewhereStaysPlanned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan engine.Replay, 1)
-	go func() {
-		rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
-		if err != nil {
-			t.Errorf("run: %v", err)
-		}
-		done <- rep
-	}()
+	done := runAsync(t, e, ap.Replay.ID)
 	// The step waits up to HeldWait for the holder; the clock moves on an
 	// hour at a time until the step has given up on the 5 held.
 	testkit.Eventually(t, 30*time.Second, "the step to give up on the held messages", func() bool {

@@ -42,9 +42,7 @@ func BenchmarkPreview(b *testing.B) {
 	for i := 0; i < n; i += 10000 {
 		msgs := make([]amqp.Publishing, min(10000, n-i))
 		for j := range msgs {
-			h := amqp.Table{"x-death": []any{amqp.Table{"queue": src, "reason": "rejected", "count": int64(1), "time": died,
-				"exchange": "", "routing-keys": []any{src}}}}
-			msgs[j] = testkit.Msg("m-"+strconv.Itoa(i+j), testkit.Body(i+j, 1024), h)
+			msgs[j] = testkit.Msg("m-"+strconv.Itoa(i+j), testkit.Body(i+j, 1024), testkit.DeathHeaders(src, died))
 		}
 		r.Publish(dlq, msgs...)
 	}

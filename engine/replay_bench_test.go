@@ -184,12 +184,7 @@ func fillFanout(b *testing.B, r *testkit.Rabbit, exchange, src string, n int) {
 			for i := p * batch; i < n; i += publishers * batch {
 				msgs := make([]amqp.Publishing, min(batch, n-i))
 				for j := range msgs {
-					h := amqp.Table{
-						"x-death": []any{amqp.Table{"queue": src, "reason": "rejected", "count": int64(1), "time": died,
-							"exchange": "", "routing-keys": []any{src}}},
-						"x-first-death-queue": src, "x-first-death-reason": "rejected", "x-first-death-exchange": "",
-					}
-					msgs[j] = testkit.Msg("m-"+strconv.Itoa(i+j), testkit.Body(i+j, 1024), h)
+					msgs[j] = testkit.Msg("m-"+strconv.Itoa(i+j), testkit.Body(i+j, 1024), testkit.DeathHeaders(src, died))
 				}
 				if err := testkit.PublishTo(r.Conn, exchange, "", msgs...); err != nil {
 					failed.Store(err)

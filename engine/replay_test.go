@@ -47,6 +47,20 @@ func approveRun(t *testing.T, e *env, token string, prm engine.Params, confirmed
 	return r
 }
 
+// runAsync runs replay id on e in the background (owner "owner") and
+// hands its final record over the returned channel; a failed run fails t.
+func runAsync(t *testing.T, e *env, id string) <-chan engine.Replay {
+	done := make(chan engine.Replay, 1)
+	go func() {
+		rep, err := e.svc.Run(context.Background(), id, "owner")
+		if err != nil {
+			t.Errorf("run: %v", err)
+		}
+		done <- rep
+	}()
+	return done
+}
+
 // recorder is a consumer that acks and keeps every delivery.
 type recorder struct {
 	mu sync.Mutex

@@ -16,13 +16,13 @@ import (
 // settling starts a replay of 30 dead letters whose target has no consumer
 // and returns once its first step of 10 was sent and is settling (which
 // would last the 30 s step timeout).
-func settling(t *testing.T, e *tapEnv) (id, src, dlq string, done chan engine.Replay) {
+func settling(t *testing.T, e *tapEnv) (id, src, dlq string, done <-chan engine.Replay) {
 	t.Helper()
 	return settlingWith(t, e, engine.Params{Rate: -1, Timeout: 30 * time.Second})
 }
 
 // settlingWith is settling with the replay's parameters p.
-func settlingWith(t *testing.T, e *tapEnv, p engine.Params) (id, src, dlq string, done chan engine.Replay) {
+func settlingWith(t *testing.T, e *tapEnv, p engine.Params) (id, src, dlq string, done <-chan engine.Replay) {
 	t.Helper()
 	ctx := context.Background()
 	r := e.rabbit
@@ -35,14 +35,7 @@ func settlingWith(t *testing.T, e *tapEnv, p engine.Params) (id, src, dlq string
 	if err != nil {
 		t.Fatal(err)
 	}
-	done = make(chan engine.Replay, 1)
-	go func() {
-		rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
-		if err != nil {
-			t.Errorf("run: %v", err)
-		}
-		done <- rep
-	}()
+	done = runAsync(t, &e.env, ap.Replay.ID)
 	testkit.Eventually(t, 20*time.Second, "step 1 sent", func() bool {
 		cur, _ := e.svc.Status(ctx, ap.Replay.ID)
 		return cur.Sent == 10 && r.Count(src) == 10

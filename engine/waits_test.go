@@ -128,14 +128,7 @@ func TestALongSettleGraceEndsWhenTheClockMovesOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan engine.Replay, 1)
-	go func() {
-		rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
-		if err != nil {
-			t.Errorf("run: %v", err)
-		}
-		done <- rep
-	}()
+	done := runAsync(t, &e.env, ap.Replay.ID)
 	testkit.Eventually(t, 20*time.Second, "the 10 copies delivered", func() bool { return got.n.Load() == 10 })
 	delivered := clock.Now()
 	var rep engine.Replay

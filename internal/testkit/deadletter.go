@@ -206,14 +206,20 @@ func (r *Rabbit) DeadLettersInto(dlq, source string, n, size int) {
 	for i := 0; i < n; i += batch {
 		msgs := make([]amqp.Publishing, min(batch, n-i))
 		for j := range msgs {
-			h := amqp.Table{
-				"x-death": []any{amqp.Table{"queue": source, "reason": "rejected", "count": int64(1), "time": died,
-					"exchange": "", "routing-keys": []any{source}}},
-				"x-first-death-queue": source, "x-first-death-reason": "rejected", "x-first-death-exchange": "",
-			}
-			msgs[j] = Msg(fmt.Sprintf("m-%d", i+j), Body(i+j, size), h)
+			msgs[j] = Msg(fmt.Sprintf("m-%d", i+j), Body(i+j, size), DeathHeaders(source, died))
 		}
 		r.Publish(dlq, msgs...)
 	}
 	r.WaitCount(dlq, n, 3*time.Minute)
+}
+
+// DeathHeaders are the headers the broker gives a message it dead-letters
+// from source, rejected at died: one x-death entry and the x-first-death-*
+// headers.
+func DeathHeaders(source string, died time.Time) amqp.Table {
+	return amqp.Table{
+		"x-death": []any{amqp.Table{"queue": source, "reason": "rejected", "count": int64(1), "time": died,
+			"exchange": "", "routing-keys": []any{source}}},
+		"x-first-death-queue": source, "x-first-death-reason": "rejected", "x-first-death-exchange": "",
+	}
 }
