@@ -120,7 +120,7 @@ func (b *bigDLQ) expectBroker(t *testing.T, replayID string, sent int) {
 	testkit.Eventually(t, 60*time.Second, "the broker to count every copy acked on the target, none left", func() bool {
 		st, err := b.e.broker.Counters(ctx, b.target)
 		tgt = st
-		return err == nil && st.Ack >= int64(sent) && st.Ready == 0 && st.Unacked == 0
+		return err == nil && st.Ack >= int64(sent) && st.Publish >= int64(sent) && st.Ready == 0 && st.Unacked == 0
 	})
 	if tgt.Ack != int64(sent) || tgt.Publish != int64(sent) {
 		t.Fatalf("target counters %+v: want exactly %d published and acked", tgt, sent)
