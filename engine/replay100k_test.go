@@ -185,8 +185,8 @@ func TestWholeDLQReplayOf100k(t *testing.T) {
 }
 
 // TestQuorumDLQReplayOf100k replays a quorum DLQ of 100,000 dead letters in
-// one unpaced step, on both brokers, with an x-delivery-limit argument and
-// with none (RabbitMQ 4.0 applies its default of 20, 3.10 none): the
+// one unpaced step, on both brokers, declared without a delivery limit
+// (RabbitMQ 4.0 applies its default of 20, 3.10 none): the
 // preview, the approval's compare, the move and the look for returns each
 // read the DLQ and give back what they do not take, and none of it may be
 // dropped. The replay finishes with every message sent exactly once.
@@ -197,7 +197,9 @@ func TestQuorumDLQReplayOf100k(t *testing.T) {
 		name string
 		args amqp.Table
 	}{
-		{"limit-10", amqp.Table{"x-delivery-limit": 10}},
+		// A small explicit limit at this size is TestQuorumDLQReplayOf100kStoppedByBudget's
+		// (a policy of 6); smaller DLQs with an argument limit are
+		// TestReadBudgetStopsAndResumesOnceRaised's.
 		{"no-limit-set", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
