@@ -26,14 +26,7 @@ import (
 //
 //	DLQBOT_BENCH_MESSAGES=1000000 go test ./engine -run '^$' -bench BenchmarkPreview -benchtime 1x -timeout 60m
 func BenchmarkPreview(b *testing.B) {
-	n := 100000
-	if s := os.Getenv("DLQBOT_BENCH_MESSAGES"); s != "" {
-		v, err := strconv.Atoi(s)
-		if err != nil || v <= 0 {
-			b.Fatalf("DLQBOT_BENCH_MESSAGES=%q: want a positive integer", s)
-		}
-		n = v
-	}
+	n := benchEnvInt(b, "DLQBOT_BENCH_MESSAGES", 100000)
 	e := newEnvB(b)
 	r := e.rabbit
 	src, dlq := testkit.Name("src"), testkit.Name("dlq")
