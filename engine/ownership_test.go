@@ -109,23 +109,30 @@ func TestDuplicateJobDoesNotResumeAStoppedReplay(t *testing.T) {
 	stray("stopped again after a resume", 10)
 }
 
+// approvedPaced approves a replay of n dead letters in one step of n at
+// rate msg/s, with a consumer on their source that acks and counts what it
+// gets, and returns the replay id and that count.
+func approvedPaced(t *testing.T, e *env, n int, rate float64) (string, *atomic.Int64) {
+	t.Helper()
+	src, dlq := e.rabbit.DeadLettered(n, 50)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	delivered := new(atomic.Int64)
+	e.rabbit.Consume(src, func(amqp.Delivery) string { delivered.Add(1); return "ack" })
+	ap, err := e.svc.Approve(context.Background(), p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: rate, Timeout: 20 * time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ap.Replay.ID, delivered
+}
+
 // Two runs of one replay in one process are different owners: a run
 // whose lease was taken by another run of the same worker stops, and does
 // not release the other's lease when it ends.
 func TestSecondRunInTheSameProcessIsAnotherOwner(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fast)
-	r := e.rabbit
-	src, dlq := r.DeadLettered(100, 50)
-	p := preview(t, e, engine.Selection{DLQ: dlq})
-	var delivered atomic.Int64
-	r.Consume(src, func(amqp.Delivery) string { delivered.Add(1); return "ack" })
+	id, delivered := approvedPaced(t, e, 100, 40)
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100, Rate: 40, Timeout: 20 * time.Second}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := ap.Replay.ID
 	done := make(chan error, 1)
 	go func() { _, err := e.svc.Run(ctx, id, "w1"); done <- err }()
 	testkit.Eventually(t, 10*time.Second, "some sent", func() bool { return delivered.Load() > 0 })
@@ -184,17 +191,8 @@ func TestResumeRacingAPauseTellsTheTruth(t *testing.T) {
 		hook.Replays = d.Replays.(*store.Replays)
 		d.Replays = hook
 	})
-	r := e.rabbit
-	src, dlq := r.DeadLettered(100, 50)
-	p := preview(t, e, engine.Selection{DLQ: dlq})
-	var delivered atomic.Int64
-	r.Consume(src, func(amqp.Delivery) string { delivered.Add(1); return "ack" })
+	id, delivered := approvedPaced(t, e, 100, 50)
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100, Rate: 50, Timeout: 20 * time.Second}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := ap.Replay.ID
 	var told engine.Replay
 	var resumeErr error
 	hook.beforePause = func() {
@@ -272,17 +270,8 @@ func TestResumeAfterCancelIsRefused(t *testing.T) {
 func TestDuplicateJobDoesNotResumeAReplayPausedByShutdown(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fast)
-	r := e.rabbit
-	src, dlq := r.DeadLettered(60, 50)
-	p := preview(t, e, engine.Selection{DLQ: dlq})
-	var delivered atomic.Int64
-	r.Consume(src, func(amqp.Delivery) string { delivered.Add(1); return "ack" })
+	id, delivered := approvedPaced(t, e, 60, 30)
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 60, Cap: 60, Rate: 30, Timeout: 20 * time.Second}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := ap.Replay.ID
 	rctx, shutdown := context.WithCancel(ctx)
 	done := make(chan engine.Replay, 1)
 	go func() { rep, _ := e.svc.Run(rctx, id, "w1"); done <- rep }()
