@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strings"
 	"syscall"
@@ -78,6 +79,21 @@ func (f *fixture) delivered() map[string]int {
 	return out
 }
 
+// deliveries is how many deliveries the consumer got, duplicates included.
+func (f *fixture) deliveries() int {
+	n := 0
+	for _, c := range f.delivered() {
+		n += c
+	}
+	return n
+}
+
+// waitDelivered polls until the consumer has had at least n deliveries.
+func (f *fixture) waitDelivered(t testing.TB, n int) {
+	t.Helper()
+	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("%d delivered", n), func() bool { return f.deliveries() >= n })
+}
+
 func (f *fixture) replayID(t testing.TB) string {
 	t.Helper()
 	var id string
@@ -94,11 +110,7 @@ func (f *fixture) replayID(t testing.TB) string {
 func (f *fixture) accountFor(t testing.TB, replayID string) map[string]int {
 	t.Helper()
 	total := func() int {
-		n := 0
-		for _, c := range f.delivered() {
-			n += c
-		}
-		return n + f.rabbit.Count(f.dlq)
+		return f.deliveries() + f.rabbit.Count(f.dlq)
 	}
 	testkit.Eventually(t, 30*time.Second, "every message in the DLQ or delivered", func() bool { return total() >= len(f.msgs) })
 	left := f.rabbit.Drain(f.dlq, f.rabbit.Count(f.dlq), 10*time.Second) // by count: a pause is no end
@@ -135,13 +147,7 @@ func TestSIGKILLOfTheReplayingProcessLosesNothing(t *testing.T) {
 	f := newFixture(t, 1000)
 	p := start(t, f.env, "replay", f.token, "step=1000", "cap=1000", "rate=400", "timeout=20s")
 	id := f.replayID(t)
-	testkit.Eventually(t, 20*time.Second, "200 delivered", func() bool {
-		n := 0
-		for _, c := range f.delivered() {
-			n += c
-		}
-		return n >= 200
-	})
+	f.waitDelivered(t, 200)
 	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -205,13 +211,7 @@ func ownerKilled(t testing.TB, lease string) (time.Duration, int, int) {
 		return owner != ""
 	})
 	owner, _, _ = strings.Cut(owner, "/") // the lease names the worker and its run
-	testkit.Eventually(t, 20*time.Second, "100 delivered", func() bool {
-		n := 0
-		for _, c := range f.delivered() {
-			n += c
-		}
-		return n >= 100
-	})
+	f.waitDelivered(t, 100)
 	victim, survivor := a, b
 	if b.Logged("worker", owner) != nil {
 		victim, survivor = b, a
@@ -260,13 +260,7 @@ func TestSIGTERMPausesAndReleases(t *testing.T) {
 	})
 	follower := start(t, f.env, "replay", f.token, "step=400", "cap=400", "rate=100", "timeout=20s", "--json")
 	id := f.replayID(t)
-	testkit.Eventually(t, 20*time.Second, "50 delivered", func() bool {
-		n := 0
-		for _, c := range f.delivered() {
-			n += c
-		}
-		return n >= 50
-	})
+	f.waitDelivered(t, 50)
 	if err := srv.Cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

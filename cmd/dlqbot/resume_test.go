@@ -57,13 +57,7 @@ func TestTerminalResumeHandsToAWorkerAndFollows(t *testing.T) {
 	f := newFixture(t, 200)
 	runner := start(t, f.env, "replay", f.token, "step=200", "cap=200", "rate=50", "timeout=20s", "--json")
 	id := f.replayID(t)
-	testkit.Eventually(t, 20*time.Second, "20 delivered", func() bool {
-		n := 0
-		for _, c := range f.delivered() {
-			n += c
-		}
-		return n >= 20
-	})
+	f.waitDelivered(t, 20)
 	if err := runner.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
