@@ -33,11 +33,7 @@ func TestTapCopiesTheDLQsBindingsAndFollowsTheirChanges(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		r := tb.Dial(t)
-		b, err := New(Config{URL: tb.AMQPURL, ManagementURL: tb.ManagementURL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Close() })
+		b := testBroker(t, onBroker(tb, Config{}))
 		src, dlq := testkit.Name("src"), testkit.Name("dlq")
 		dlx := r.DLXTopology(src, dlq, nil)
 
@@ -111,11 +107,7 @@ func TestDrainTapGivesABatchBackWhenItCannotBeRecorded(t *testing.T) {
 		t.Parallel()
 		ctx := context.Background()
 		r := tb.Dial(t)
-		b, err := New(Config{URL: tb.AMQPURL, ManagementURL: tb.ManagementURL})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = b.Close() })
+		b := testBroker(t, onBroker(tb, Config{}))
 		src, dlq := testkit.Name("src"), testkit.Name("dlq")
 		r.DLXTopology(src, dlq, nil)
 		if n, err := b.DrainTap(ctx, dlq, nil); n != 0 || !errors.Is(err, engine.ErrQueueNotFound) {
@@ -128,7 +120,7 @@ func TestDrainTapGivesABatchBackWhenItCannotBeRecorded(t *testing.T) {
 		tap := TapName(dlq)
 		r.WaitCount(tap, 1200, 20*time.Second)
 		calls, first := 0, 0
-		_, err = b.DrainTap(ctx, dlq, func(ms []engine.Message) error {
+		_, err := b.DrainTap(ctx, dlq, func(ms []engine.Message) error {
 			calls++
 			if calls == 2 {
 				return fmt.Errorf("store down")
