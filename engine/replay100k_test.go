@@ -120,10 +120,13 @@ func (b *bigDLQ) expectBroker(t *testing.T, replayID string, sent int) {
 	testkit.Eventually(t, 60*time.Second, "the broker to count every copy acked on the target, none left", func() bool {
 		st, err := b.e.broker.Counters(ctx, b.target)
 		tgt = st
-		return err == nil && st.Ack >= int64(sent) && st.Publish >= int64(sent) && st.Ready == 0 && st.Unacked == 0
+		return err == nil && st.Ack >= int64(sent) && st.Ready == 0 && st.Unacked == 0
 	})
-	if tgt.Ack != int64(sent) || tgt.Publish != int64(sent) {
-		t.Fatalf("target counters %+v: want exactly %d published and acked", tgt, sent)
+	// The publish counter comes from the publishing channel's statistics,
+	// which a channel that closes may never flush (seen: 77,166 of 100,000
+	// counted for good on 3.10): it can only bound the copies from above.
+	if tgt.Ack != int64(sent) || tgt.Publish > int64(sent) {
+		t.Fatalf("target counters %+v: want exactly %d acked and at most %d published", tgt, sent, sent)
 	}
 	if n := b.got.n.Load(); n != int64(sent) {
 		t.Fatalf("target consumer got %d deliveries, want %d", n, sent)
