@@ -297,9 +297,23 @@ func (b *browser) approve(ts, shotName string) {
 func (b *browser) openThread(ts string) {
 	b.t.Helper()
 	link := `#messages .msg[data-ts="` + ts + `"] .replies-link`
-	b.click("open the thread", link, 30*time.Second)
+	parent := chromedp.WaitVisible(chromedp.CSS(`#thread-body .msg[data-ts="` + ts + `"]`))
 	// The pane shows the thread's parent first: wait for this thread's, not
-	// for whatever thread was open before.
-	b.step("wait for the thread", 30*time.Second, chromedp.WaitVisible(chromedp.CSS(`#thread-body .msg[data-ts="`+ts+`"]`)))
+	// for whatever thread was open before. A click that lands while the
+	// page re-renders the message list opens nothing (seen twice in a row
+	// in CI): click again until the parent shows.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b.click("open the thread", link, 30*time.Second)
+		ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+		err := chromedp.Do(ctx, parent)
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.fail("wait for the thread", err)
+		}
+	}
 	b.waitText("#thread-body", "Replay started", 30*time.Second)
 }
