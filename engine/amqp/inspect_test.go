@@ -154,7 +154,19 @@ func TestQueueStats(t *testing.T) {
 		t.Parallel()
 		e := newEnvOn(t, on)
 		q := e.queue("t-stats", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(7)})
-		e.publish(q, testMessages(10))
+		// The publish counter comes from the publishing channel's own
+		// statistics, which a channel that closes at once may never send:
+		// publish on one that stays open until the counters show.
+		ch, err := e.conn.Channel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ch.Close()
+		for _, m := range testMessages(10) {
+			if err := ch.PublishWithContext(context.Background(), "", q, false, false, m); err != nil {
+				t.Fatal(err)
+			}
+		}
 		b := testBroker(t, onBroker(on, Config{}))
 		ctx := context.Background()
 		var s QueueStats
