@@ -1,0 +1,8 @@
+// Package audit owns the shape of dlqbot's audit trail: one Entry for each
+// operation a caller asked for (preview, approve, discard, pause, resume,
+// cancel, park, check, resend), whether it was done, refused or failed,
+// and the two ports that append entries (Recorder) and read them back
+// (Reader). The operations layer records; store.Audit keeps the trail in
+// Redis; the API, the terminal and the dashboard read it. An entry is
+// never edited once appended.
+package audit
