@@ -180,7 +180,7 @@ func TestMCPRequireHuman(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() {
-		_ = mcp.Serve(ctx, e.api, mcp.Config{RequireHuman: true}, api.Caller{ID: "api:agent", Principal: "agent", Via: "mcp"}, st, logger())
+		_ = mcp.Serve(ctx, e.api, mcp.Config{RequireHuman: true}, api.Caller{Identity: "api:agent", Principal: "agent", FrontEnd: "mcp"}, st, logger())
 	}()
 	s, err := sdk.NewClient(&sdk.Implementation{Name: "dlqbot-test", Version: "v0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {

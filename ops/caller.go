@@ -97,6 +97,10 @@ func (o *Ops) slackUser(c Caller) string {
 	return id
 }
 
+// NeedsHuman reports whether c may not start or resume a replay itself,
+// so that a front end can ask a person instead (MCP's dlq_replay).
+func (o *Ops) NeedsHuman(c Caller) bool { return o.needsHuman(c) }
+
 // needsHuman reports whether c may not start or resume a replay itself:
 // its principal says needs_human, or Config.RequireHuman holds for every
 // program front end (the HTTP API and MCP, one bearer token reaching

@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
@@ -109,6 +110,9 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 				now = after.State
 			}
 			x.Reason = fmt.Sprintf("Replay %s is %s, so it cannot be %s; nothing was changed.", id, now, action.Done())
+			if _, why, ok := strings.Cut(err.Error(), engine.ErrNotControllable.Error()+": "); ok && !strings.HasPrefix(why, "it is ") {
+				x.Reason = fmt.Sprintf("Replay %s cannot be %s: %s; nothing was changed.", id, action.Done(), why)
+			}
 		}
 		return r, rf
 	}
