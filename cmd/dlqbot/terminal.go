@@ -273,6 +273,9 @@ func (o *output) fail(err error) error {
 func (o *output) failDoc(err error, extra map[string]any) error {
 	if o.json {
 		doc := map[string]any{"error": err.Error()}
+		if r, ok := ops.IsRefusal(err); ok {
+			doc["code"] = r.Code // a refusal's code, for scripts
+		}
 		for k, v := range extra {
 			doc[k] = v
 		}
