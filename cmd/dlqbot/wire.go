@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
@@ -32,6 +33,9 @@ type app struct {
 	metrics *metrics.Metrics
 	// handOff is newEngine's: whether approved replays go to the workers.
 	handOff bool
+	// audit records every operation (nil: nothing; the store's trail is
+	// wired here when it exists).
+	audit audit.Recorder
 	// ops and caller are the terminal's (terminalOps).
 	ops    *ops.Ops
 	caller ops.Caller
@@ -55,7 +59,7 @@ func (a *app) newOps(policy *commands.Policy, groups commands.UserGroups) (*ops.
 	return ops.New(ops.Config{Policy: policy, RequireHuman: a.cfg.MCPRequireHuman, ScanLimit: a.cfg.ScanLimit,
 		ScanWindow: a.cfg.ScanWindow, NoHandOff: !a.handOff},
 		ops.Deps{Engine: a.svc, Tokens: a.store.Tokens(), Replays: a.store.Replays(), Windows: a.store.Windows(),
-			Groups: groups, Log: a.log})
+			Groups: groups, Audit: a.audit, Log: a.log})
 }
 
 // newApp wires RabbitMQ, Redis and an engine that notifies nobody (the
