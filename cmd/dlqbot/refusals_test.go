@@ -351,7 +351,6 @@ func TestRefusalTableAcrossFrontEnds(t *testing.T) {
 	}
 }
 
-
 const (
 	tokAlice = "four-eyes-alice-0123456789"
 	tokAgent = "four-eyes-agent-0123456789"
