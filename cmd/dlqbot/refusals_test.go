@@ -133,6 +133,24 @@ func tableServer(t *testing.T, env map[string]string, trail *memTrail) string {
 	return "http://" + ln.Addr().String()
 }
 
+// tableEnv is a test's environment with Slack on the stand-in stub.
+func tableEnv(t *testing.T, stub *slackstub.Stub) map[string]string {
+	return merge(merge(merge(testEnv(t), "SLACK_BOT_TOKEN", "xoxb-table"), "SLACK_SIGNING_SECRET", tableSecret), "SLACK_API_URL", stub.APIURL())
+}
+
+// tableDLQ makes a DLQ holding n dead letters whose source queue has a
+// consumer that acks, and returns it with the broker connection.
+func tableDLQ(t *testing.T, n int) (*testkit.Rabbit, string) {
+	t.Helper()
+	r := testkit.Dial(t)
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(n, 100)...)
+	r.WaitCount(dlq, n, 20*time.Second)
+	r.Consume(src, func(amqp.Delivery) string { return "ack" })
+	return r, dlq
+}
+
 // apiCall makes an HTTP API call and returns its status and JSON body.
 func apiCall(t *testing.T, base, tok, method, path string, body any) (int, map[string]any) {
 	t.Helper()
@@ -218,18 +236,12 @@ func TestRefusalTableAcrossFrontEnds(t *testing.T) {
 		}
 		return p
 	}
-	env := merge(merge(merge(merge(testEnv(t), "SLACK_BOT_TOKEN", "xoxb-table"), "SLACK_SIGNING_SECRET", tableSecret),
-		"SLACK_API_URL", stub.APIURL()), "DLQBOT_PERMISSIONS", policyFile("none"))
+	env := merge(tableEnv(t, stub), "DLQBOT_PERMISSIONS", policyFile("none"))
 	trail := &memTrail{}
 	base := tableServer(t, env, trail)
 
 	// A finished replay X (its token T spent) and an unused preview U.
-	r := testkit.Dial(t)
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(6, 100)...)
-	r.WaitCount(dlq, 6, 20*time.Second)
-	r.Consume(src, func(amqp.Delivery) string { return "ack" })
+	r, dlq := tableDLQ(t, 6)
 	status, out := apiCall(t, base, tokOperator, "POST", "/api/v1/previews", map[string]string{"selection": dlq + " limit=3"})
 	if status != http.StatusCreated {
 		t.Fatalf("preview: %d %v", status, out)
@@ -414,16 +426,10 @@ approval:
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := merge(merge(merge(merge(merge(testEnv(t), "SLACK_BOT_TOKEN", "xoxb-table"), "SLACK_SIGNING_SECRET", tableSecret),
-		"SLACK_API_URL", stub.APIURL()), "DLQBOT_PERMISSIONS", perm), "DLQBOT_API_CHANNEL", "C0API")
+	env := merge(merge(tableEnv(t, stub), "DLQBOT_PERMISSIONS", perm), "DLQBOT_API_CHANNEL", "C0API")
 	trail := &memTrail{}
 	base := tableServer(t, env, trail)
-	r := testkit.Dial(t)
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(10, 100)...)
-	r.WaitCount(dlq, 10, 20*time.Second)
-	r.Consume(src, func(amqp.Delivery) string { return "ack" })
+	r, dlq := tableDLQ(t, 10)
 	preview := func(sel string) map[string]any {
 		out, _, code := dlqbot(t, env, "preview", dlq, sel, "--json")
 		if code != 0 {
