@@ -143,12 +143,23 @@ func changedRefusal(changes []engine.Change, again bool) *Refusal {
 
 // RequestApproval posts the preview of token to Slack for a person to
 // approve, instead of approving it (the MCP tools when their caller needs
-// a human). c needs `read` on the DLQ (it could preview it); whoever
+// a human). The trail records it as the caller's approval refused with
+// NeedsHuman: nothing was approved. c needs `read` on the DLQ (it could preview it); whoever
 // clicks Approve needs what approving needs. p may be nil (the preview is
 // then rendered from the frozen one).
 func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *engine.Preview) (channel, ts string, err error) {
-	e := audit.Entry{Op: audit.OpApprove, TokenRef: audit.TokenRef(token), Detail: "asked a person in Slack to approve"}
-	defer func() { o.record(ctx, c, e, err) }()
+	e := audit.Entry{Op: audit.OpApprove, TokenRef: audit.TokenRef(token)}
+	defer func() {
+		if err == nil {
+			// The caller's approval was not done: a person was asked.
+			e.Detail = "asked a person in Slack to approve"
+			err = refuse(NeedsHuman, "%s", e.Detail)
+			o.record(ctx, c, e, err)
+			err = nil
+			return
+		}
+		o.record(ctx, c, e, err)
+	}()
 	if o.d.Asker == nil {
 		return "", "", refuse(Unavailable, "Approval by a person is required, but no Slack front end is configured to ask one. Nothing was sent.")
 	}
