@@ -33,8 +33,9 @@ type app struct {
 	metrics *metrics.Metrics
 	// handOff is newEngine's: whether approved replays go to the workers.
 	handOff bool
-	// audit records every operation (nil: nothing; the store's trail is
-	// wired here when it exists).
+	// audit records every operation through the operations layer (nil:
+	// nothing is kept). The store's trail in Redis is set here once it
+	// exists (issue 25: store/audit.go); tests set an in-memory one.
 	audit audit.Recorder
 	// ops and caller are the terminal's (terminalOps).
 	ops    *ops.Ops
