@@ -290,7 +290,7 @@ func TestRequestsFromAnotherTeamAreRefused(t *testing.T) {
 	if n := len(e.stub.Messages(channel)); n != 0 {
 		t.Fatalf("%d messages posted for another team's requests", n)
 	}
-	if n := len(e.trail.find(audit.OpPreview, "")) + len(e.trail.find(audit.OpCancel, "")); n != 0 {
+	if n := len(e.trail.Find("", audit.OpPreview, "")) + len(e.trail.Find("", audit.OpCancel, "")); n != 0 {
 		t.Fatalf("%d operations recorded for another team's requests", n)
 	}
 	if n := e.rabbit.Count(dlq); n != 3 || len(e.replays()) != 0 {

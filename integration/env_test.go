@@ -16,7 +16,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/api"
-	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
@@ -56,33 +55,6 @@ type options struct {
 	scanLimit    int
 }
 
-// trail is an audit.Recorder in memory: the entries the operations
-// recorded, in order.
-type trail struct {
-	mu      sync.Mutex
-	entries []audit.Entry
-}
-
-func (tr *trail) Record(_ context.Context, e audit.Entry) error {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	tr.entries = append(tr.entries, e)
-	return nil
-}
-
-// find returns the entries of op with outcome (any when "").
-func (tr *trail) find(op, outcome string) []audit.Entry {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	var out []audit.Entry
-	for _, e := range tr.entries {
-		if e.Op == op && (outcome == "" || e.Outcome == outcome) {
-			out = append(out, e)
-		}
-	}
-	return out
-}
-
 // env is one test's bot, engine, store, worker and Slack stand-in.
 type env struct {
 	t      testing.TB
@@ -90,7 +62,7 @@ type env struct {
 	store  *store.Store
 	svc    *engine.Service
 	ops    *ops.Ops
-	trail  *trail
+	trail  *testkit.Trail
 	stub   *slackstub.Stub
 	bot    *bot.Bot
 	srv    *httptest.Server
@@ -144,7 +116,7 @@ func newEnv(t testing.TB, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trail := &trail{}
+	trail := &testkit.Trail{}
 	ops, err := ops.New(ops.Config{Policy: policy, RequireHuman: o.requireHuman, ScanLimit: o.scanLimit},
 		ops.Deps{Engine: svc, Tokens: st.Tokens(), Replays: st.Replays(), Windows: st.Windows(), Groups: slack.UserGroups(),
 			Audit: trail, Log: logger()})

@@ -50,7 +50,7 @@ func TestScanRateLimitAndAuditTrail(t *testing.T) {
 
 	// The trail: one entry per operation, refusals with their code.
 	slack := 0
-	for _, en := range e.trail.find(audit.OpPreview, "") {
+	for _, en := range e.trail.Find("", audit.OpPreview, "") {
 		if en.FrontEnd != "slack" || en.DLQ != dlq {
 			continue
 		}
@@ -65,10 +65,10 @@ func TestScanRateLimitAndAuditTrail(t *testing.T) {
 	if slack != 3 {
 		t.Fatalf("%d Slack previews of %s recorded, want 3 (each once)", slack, dlq)
 	}
-	if refused := e.trail.find(audit.OpPreview, audit.OutcomeRefused); len(refused) != 2 {
+	if refused := e.trail.Find("", audit.OpPreview, audit.OutcomeRefused); len(refused) != 2 {
 		t.Fatalf("%d refused previews recorded, want 2 (Slack and API): %+v", len(refused), refused)
 	}
-	data, _ := json.Marshal(e.trail.find(audit.OpPreview, ""))
+	data, _ := json.Marshal(e.trail.Find("", audit.OpPreview, ""))
 	if strings.Contains(string(data), tok2) || !strings.Contains(string(data), audit.TokenRef(tok2)) {
 		t.Fatal("the trail holds a raw token, or not its reference")
 	}

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/testkit"
@@ -63,19 +62,7 @@ func (f *fakeEngine) Load(_ context.Context, token string) (engine.Frozen, error
 func (f *fakeEngine) Discard(context.Context, string) error              { return nil }
 func (f *fakeEngine) List(context.Context, int) ([]engine.Replay, error) { return nil, nil }
 
-type trail struct {
-	mu sync.Mutex
-	e  []audit.Entry
-}
-
-func (t *trail) Record(_ context.Context, e audit.Entry) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.e = append(t.e, e)
-	return nil
-}
-
-func newOps(t *testing.T, policy string, cfg ops.Config) (*ops.Ops, *fakeEngine, *trail) {
+func newOps(t *testing.T, policy string, cfg ops.Config) (*ops.Ops, *fakeEngine, *testkit.Trail) {
 	t.Helper()
 	p, err := commands.ParsePolicy([]byte(policy))
 	if err != nil {
@@ -86,7 +73,7 @@ func newOps(t *testing.T, policy string, cfg ops.Config) (*ops.Ops, *fakeEngine,
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, tr := &fakeEngine{}, &trail{}
+	f, tr := &fakeEngine{}, &testkit.Trail{}
 	cfg.Policy = p
 	o, err := ops.New(cfg, ops.Deps{Engine: f, Tokens: f, Replays: f, Windows: st.Windows(), Audit: tr})
 	if err != nil {
@@ -159,8 +146,8 @@ func TestPolicyInOps(t *testing.T) {
 			t.Errorf("%s: %s, want %s", c.name, got, c.want)
 		}
 	}
-	if len(tr.e) != 9 {
-		t.Errorf("%d entries recorded for 9 operations", len(tr.e))
+	if n := len(tr.Find("", "", "")); n != 9 {
+		t.Errorf("%d entries recorded for 9 operations", n)
 	}
 	if len(f.controls) != 2 || len(f.approved) != 2 {
 		t.Errorf("the engine was asked %v and %v", f.controls, f.approved)

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -67,47 +66,10 @@ roles:
 `
 }
 
-// memTrail is an audit.Recorder in memory.
-type memTrail struct {
-	mu      sync.Mutex
-	entries []audit.Entry
-}
-
-func (m *memTrail) Record(_ context.Context, e audit.Entry) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.entries = append(m.entries, e)
-	return nil
-}
-
-// last returns the latest entry of op from front end fe, and how many
-// there are.
-func (m *memTrail) last(fe, op string) (audit.Entry, int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out audit.Entry
-	n := 0
-	for _, e := range m.entries {
-		if e.FrontEnd == fe && e.Op == op {
-			out, n = e, n+1
-		}
-	}
-	return out, n
-}
-
-// decision is an entry's outcome as a table cell: "ok" or the refusal's
-// code.
-func decision(e audit.Entry) string {
-	if e.Outcome == audit.OutcomeOK {
-		return "ok"
-	}
-	return e.Code
-}
-
 // tableServer runs the serve wiring (newReplica: Slack, the HTTP API and
 // MCP on one mux, a worker) against the Slack stand-in, recording the
 // operations in trail. It returns its base URL.
-func tableServer(t *testing.T, env map[string]string, trail *memTrail) string {
+func tableServer(t *testing.T, env map[string]string, trail *testkit.Trail) string {
 	t.Helper()
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	if err != nil {
@@ -237,7 +199,7 @@ func TestRefusalTableAcrossFrontEnds(t *testing.T) {
 		return p
 	}
 	env := merge(tableEnv(t, stub), "DLQBOT_PERMISSIONS", policyFile("none"))
-	trail := &memTrail{}
+	trail := &testkit.Trail{}
 	base := tableServer(t, env, trail)
 
 	// A finished replay X (its token T spent) and an unused preview U.
@@ -325,7 +287,7 @@ func TestRefusalTableAcrossFrontEnds(t *testing.T) {
 			got["mcp"] = mcpTool(t, base, row.token, o.tool, o.args)
 			// Slack: a signed slash command; its decision is the
 			// operation the bot recorded, and the user hears of a refusal.
-			_, before := trail.last("slack", o.auditOp)
+			_, before := trail.Last("slack", o.auditOp)
 			ephemerals := len(stub.Ephemerals(row.slackUser))
 			resp, err := stub.SlashCommand(base, "/dlq", o.slack, row.slackUser, "C0TABLE")
 			if err != nil || resp.StatusCode != 200 {
@@ -333,11 +295,11 @@ func TestRefusalTableAcrossFrontEnds(t *testing.T) {
 			}
 			resp.Body.Close()
 			testkit.Eventually(t, 30*time.Second, cell+": the Slack command recorded", func() bool {
-				_, n := trail.last("slack", o.auditOp)
+				_, n := trail.Last("slack", o.auditOp)
 				return n > before
 			})
-			e, _ := trail.last("slack", o.auditOp)
-			got["slack"] = decision(e)
+			e, _ := trail.Last("slack", o.auditOp)
+			got["slack"] = testkit.Decision(e)
 			if got["slack"] != "ok" {
 				testkit.Eventually(t, 10*time.Second, cell+": a Slack refusal", func() bool { return len(stub.Ephemerals(row.slackUser)) > ephemerals })
 			}
@@ -347,7 +309,7 @@ func TestRefusalTableAcrossFrontEnds(t *testing.T) {
 				}
 			}
 			for _, fe := range []string{"api", "mcp"} {
-				if e, n := trail.last(fe, o.auditOp); n == 0 || decision(e) != want {
+				if e, n := trail.Last(fe, o.auditOp); n == 0 || testkit.Decision(e) != want {
 					t.Errorf("%s through %s: the trail says %+v", cell, fe, e)
 				}
 			}
@@ -370,20 +332,20 @@ const (
 
 // slackDecision sends a signed slash command as user and returns the
 // decision the bot recorded for op.
-func slackDecision(t *testing.T, stub *slackstub.Stub, base string, trail *memTrail, user, text, op string) string {
+func slackDecision(t *testing.T, stub *slackstub.Stub, base string, trail *testkit.Trail, user, text, op string) string {
 	t.Helper()
-	_, before := trail.last("slack", op)
+	_, before := trail.Last("slack", op)
 	resp, err := stub.SlashCommand(base, "/dlq", text, user, "C0TABLE")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("slack %s: %v %v", text, err, resp)
 	}
 	resp.Body.Close()
 	testkit.Eventually(t, 60*time.Second, "the Slack command recorded", func() bool {
-		_, n := trail.last("slack", op)
+		_, n := trail.Last("slack", op)
 		return n > before
 	})
-	e, _ := trail.last("slack", op)
-	return decision(e)
+	e, _ := trail.Last("slack", op)
+	return testkit.Decision(e)
 }
 
 // TestFourEyesAcrossFrontEndsAndSplitTokens: with require_distinct_approver
@@ -427,7 +389,7 @@ approval:
 		t.Fatal(err)
 	}
 	env := merge(merge(tableEnv(t, stub), "DLQBOT_PERMISSIONS", perm), "DLQBOT_API_CHANNEL", "C0API")
-	trail := &memTrail{}
+	trail := &testkit.Trail{}
 	base := tableServer(t, env, trail)
 	r, dlq := tableDLQ(t, 10)
 	preview := func(sel string) map[string]any {
