@@ -37,7 +37,7 @@ func (o *Ops) permit(ctx context.Context, c Caller, check func(id string, groups
 	return r
 }
 
-// changes refuses c any state change when c is a terminal user the
+// mayChange refuses c any state change when c is a terminal user the
 // policy does not name.
 func (o *Ops) mayChange(c Caller) error {
 	if !o.unnamed(c) {
