@@ -37,7 +37,14 @@ type config struct {
 	APIChannel      string // DLQBOT_API_CHANNEL: where API/MCP previews and replays show in Slack
 	MCPRequireHuman bool   // DLQBOT_MCP_REQUIRE_HUMAN: dlq_replay asks a person in Slack instead of starting
 	MCPToken        string // DLQBOT_MCP_TOKEN: the principal `dlqbot mcp` (stdio) acts as
-	DialectHeaders  string // DLQBOT_DIALECT_HEADERS: an in-house dialect (engine.ParseHeaderDialect)
+
+	// Access control and Slack's identity (README "Configuration").
+	AccessOpen     bool          // DLQBOT_ACCESS=open: serve with Slack and no permissions file
+	SlackTeamID    string        // DLQBOT_SLACK_TEAM_ID: the only workspace whose requests are served
+	SlackAppID     string        // DLQBOT_SLACK_APP_ID: the only app whose requests are served
+	ScanLimit      int           // DLQBOT_SCAN_LIMIT "<n>/<window>" or "off" (-1): scans per principal and DLQ
+	ScanWindow     time.Duration // the window of DLQBOT_SCAN_LIMIT
+	DialectHeaders string        // DLQBOT_DIALECT_HEADERS: an in-house dialect (engine.ParseHeaderDialect)
 
 	// Whether DLQBOT_HTTP_ADDR and DLQBOT_REDIS_PREFIX were set (the demo
 	// uses its own defaults otherwise).
@@ -72,6 +79,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		DialectHeaders:     getenv("DLQBOT_DIALECT_HEADERS"),
 		APIChannel:         getenv("DLQBOT_API_CHANNEL"),
 		MCPToken:           getenv("DLQBOT_MCP_TOKEN"),
+		SlackTeamID:        getenv("DLQBOT_SLACK_TEAM_ID"),
+		SlackAppID:         getenv("DLQBOT_SLACK_APP_ID"),
 		httpAddrSet:        getenv("DLQBOT_HTTP_ADDR") != "",
 		redisPrefixSet:     getenv("DLQBOT_REDIS_PREFIX") != "",
 	}
@@ -80,6 +89,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	if c.LeaseTTL, err = envDuration(getenv, "DLQBOT_LEASE_TTL"); err != nil {
+		return c, err
+	}
+	switch v := getenv("DLQBOT_ACCESS"); v {
+	case "":
+	case "open":
+		c.AccessOpen = true
+	default:
+		return c, usageError("DLQBOT_ACCESS=%q is not a setting; the only one is DLQBOT_ACCESS=open (access control off, for a workspace where everyone may replay)", v)
+	}
+	if c.ScanLimit, c.ScanWindow, err = scanLimit(getenv("DLQBOT_SCAN_LIMIT")); err != nil {
 		return c, err
 	}
 	for _, u := range []struct {
@@ -102,6 +121,24 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, usageError("DLQBOT_DIALECT_HEADERS is not a header dialect: %v", err)
 	}
 	return c, nil
+}
+
+// scanLimit parses DLQBOT_SCAN_LIMIT: "<n>/<window>" (like 30/10m),
+// "off" (returned as -1), or unset (0: the operations' default).
+func scanLimit(v string) (int, time.Duration, error) {
+	if v == "" {
+		return 0, 0, nil
+	}
+	if v == "off" {
+		return -1, 0, nil
+	}
+	n, w, ok := strings.Cut(v, "/")
+	k, err1 := strconv.Atoi(n)
+	d, err2 := time.ParseDuration(w)
+	if !ok || err1 != nil || err2 != nil || k < 1 || d < time.Second {
+		return 0, 0, usageError("DLQBOT_SCAN_LIMIT=%q is not a limit; write scans per window like 30/10m, or off", v)
+	}
+	return k, d, nil
 }
 
 // envBool parses a boolean setting; unset means false.

@@ -65,6 +65,7 @@ func demoCommand(ctx context.Context, cfg config, args []string, stdout, stderr 
 	cfg.SlackSigningSecret = hex.EncodeToString(secret)
 	cfg.SlackBotToken, cfg.SlackAppToken = "xoxb-dlqbot-demo", ""
 	cfg.ActivityChannel = demo.ActivityChannel
+	cfg.AccessOpen = cfg.AccessOpen || cfg.PermissionsFile == "" // the demo's stand-in workspace is the newcomer's own
 
 	err := runDemo(ctx, cfg, *addr, demo.NewQueues(*prefix), ownPrefix, stdout, stderr)
 	if err != nil {

@@ -10,9 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/audit"
+	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/metrics"
+	"github.com/stroma/dlqbot/ops"
 	"github.com/stroma/dlqbot/store"
 )
 
@@ -28,6 +31,36 @@ type app struct {
 	svc *engine.Service
 	// metrics is set by newReplica (serve, demo); nil in the terminal.
 	metrics *metrics.Metrics
+	// handOff is newEngine's: whether approved replays go to the workers.
+	handOff bool
+	// audit records every operation through the operations layer (nil:
+	// nothing is kept). The store's trail in Redis is set here once it
+	// exists (issue 25: store/audit.go); tests set an in-memory one.
+	audit audit.Recorder
+	// ops and caller are the terminal's (terminalOps).
+	ops    *ops.Ops
+	caller ops.Caller
+}
+
+// loadPolicy reads the permissions file (DLQBOT_PERMISSIONS); nil without
+// one.
+func (a *app) loadPolicy() (*commands.Policy, error) {
+	policy, err := commands.LoadPolicy(a.cfg.PermissionsFile)
+	if err != nil {
+		return nil, usageError("DLQBOT_PERMISSIONS: %w", err)
+	}
+	return policy, nil
+}
+
+// newOps builds the operations every front end calls, on a's engine and
+// store, with policy (nil: access control off) and groups (Slack's user
+// groups; nil without Slack). Without hand-off (the terminal) the caller
+// runs approved replays itself.
+func (a *app) newOps(policy *commands.Policy, groups commands.UserGroups) (*ops.Ops, error) {
+	return ops.New(ops.Config{Policy: policy, RequireHuman: a.cfg.MCPRequireHuman, ScanLimit: a.cfg.ScanLimit,
+		ScanWindow: a.cfg.ScanWindow, NoHandOff: !a.handOff},
+		ops.Deps{Engine: a.svc, Tokens: a.store.Tokens(), Replays: a.store.Replays(), Windows: a.store.Windows(),
+			Groups: groups, Audit: a.audit, Log: a.log})
 }
 
 // newApp wires RabbitMQ, Redis and an engine that notifies nobody (the
@@ -102,7 +135,7 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 	if err != nil {
 		return err
 	}
-	a.svc = svc
+	a.svc, a.handOff = svc, handOff
 	return nil
 }
 
