@@ -26,6 +26,7 @@
 #        scripts/cluster.sh stop           stop all three (their data stays)
 #        scripts/cluster.sh status         which nodes run, and the cluster's members
 #        scripts/cluster.sh kill NODE      SIGKILL one node (dlqc1, dlqc2 or dlqc3)
+#        scripts/cluster.sh stop-node NODE   stop one node gracefully (rabbitmqctl stop)
 #        scripts/cluster.sh start-node NODE  start one node again and wait until it answers
 #        scripts/cluster.sh reset          stop, delete the data, start a fresh cluster
 # Needs root (chroot, mount). Prints what it did.
@@ -209,6 +210,17 @@ cmd_start_node() {
   if start_node "$n"; then log "started $n"; else log "$n runs already; changed nothing"; fi
 }
 
+cmd_stop_node() {
+  local n=${1:?usage: scripts/cluster.sh stop-node NODE}
+  index "$n" >/dev/null
+  if running "$n"; then
+    in_node "$n" rabbitmqctl -q stop >/dev/null
+    log "stopped $n"
+  else
+    log "$n is not running; changed nothing"
+  fi
+}
+
 cmd_reset() {
   cmd_stop
   rm -rf "${DIR:?}"/dlqc1 "${DIR:?}"/dlqc2 "${DIR:?}"/dlqc3
@@ -223,6 +235,7 @@ stop) cmd_stop ;;
 status) cmd_status ;;
 kill) cmd_kill "${2:-}" ;;
 start-node) cmd_start_node "${2:-}" ;;
+stop-node) cmd_stop_node "${2:-}" ;;
 reset) cmd_reset ;;
 *) sed -n '/^# usage:/,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
