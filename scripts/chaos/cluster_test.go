@@ -374,7 +374,7 @@ func TestChaosClusterRollingRestart(t *testing.T) {
 			continue
 		}
 		at := f.total()
-		cluster(t, "stop-node", node) // graceful, as an upgrade does
+		cluster(t, "stop-node", node)  // graceful, as an upgrade does
 		cluster(t, "start-node", node) // waits until it answers
 		restarts = append(restarts, fmt.Sprintf("%s at %d delivered", node, at))
 		testkit.Eventually(t, 2*time.Minute, "deliveries going on after "+node, func() bool { return f.total() > at || runner.Exited() })
