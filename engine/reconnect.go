@@ -80,7 +80,9 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 				what = fmt.Sprintf("%d message(s)", n)
 			}
 			rn.wait(ctx, fmt.Sprintf("waiting for %s the reader held through node %s, which left the cluster: neither missing nor sent, they return to %s when the node is back", what, node, rn.r.DLQ))
-		case werr != nil && !errors.Is(werr, ErrBrokerUnavailable):
+		case werr != nil && !errors.Is(werr, ErrBrokerUnavailable) && !errors.Is(werr, ErrQueueNotFound):
+			// A classic DLQ on the lost node is not found until it is
+			// back: waited for too; anything else stops the replay.
 			return werr
 		}
 		if rn.s.d.Clock.Now().After(deadline) {
