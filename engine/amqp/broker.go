@@ -3,6 +3,9 @@ package amqp
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -193,10 +196,19 @@ func (b *Broker) classify(err error) error {
 		return fmt.Errorf("%w (%v)", engine.ErrQueueNotFound, err)
 	}
 	var ae *amqp.Error
-	if errors.Is(err, amqp.ErrClosed) || (errors.As(err, &ae) && isConnectionCode(ae.Code)) {
+	if errors.Is(err, amqp.ErrClosed) || (errors.As(err, &ae) && isConnectionCode(ae.Code)) || isNetworkError(err) {
 		return b.lost(err)
 	}
 	return err
+}
+
+// isNetworkError reports a write or read on a connection whose peer went
+// away ("write: connection reset by peer" from a publish to a node just
+// killed), which the library returns as is rather than as ErrClosed.
+func isNetworkError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // lost is a connection that was open and is gone (its node died or closed

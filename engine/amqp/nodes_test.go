@@ -3,11 +3,14 @@ package amqp
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -185,10 +188,17 @@ func TestReconnectToNextNode(t *testing.T) {
 func TestLostConnectionIsNodeLost(t *testing.T) {
 	t.Parallel()
 	b := testBroker(t, Config{})
-	err := b.classify(amqp.ErrClosed)
-	var lost *engine.NodeLostError
-	if !errors.As(err, &lost) || !errors.Is(err, engine.ErrBrokerUnavailable) || lost.Node != hostOf(DefaultURL) {
-		t.Fatalf("classify(ErrClosed) = %v; want a NodeLostError for %s", err, hostOf(DefaultURL))
+	for _, cause := range []error{amqp.ErrClosed,
+		&net.OpError{Op: "write", Net: "tcp", Err: syscall.ECONNRESET}, // a publish to a node just killed
+		io.ErrUnexpectedEOF} {
+		err := b.classify(cause)
+		var lost *engine.NodeLostError
+		if !errors.As(err, &lost) || !errors.Is(err, engine.ErrBrokerUnavailable) || lost.Node != hostOf(DefaultURL) {
+			t.Errorf("classify(%v) = %v; want a NodeLostError for %s", cause, err, hostOf(DefaultURL))
+		}
+	}
+	if err := b.classify(&amqp.Error{Code: amqp.PreconditionFailed, Reason: "x"}); errors.Is(err, engine.ErrBrokerUnavailable) {
+		t.Errorf("a channel error classified as a lost node: %v", err)
 	}
 }
 
