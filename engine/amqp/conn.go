@@ -71,6 +71,9 @@ func (h *connHolder) get(ctx context.Context) (*amqp.Connection, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
+		if len(h.b.nodes) > 1 {
+			err = fmt.Errorf("%s: %w", h.b.nodes[i].endpoint, err)
+		}
 		errs = append(errs, err)
 	}
 	if len(errs) == 1 {
@@ -108,7 +111,7 @@ func (h *connHolder) dial(ctx context.Context, node amqpNode) (*amqp.Connection,
 		Heartbeat:  heartbeat,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", node.endpoint, err)
+		return nil, err
 	}
 	return conn, nil
 }
