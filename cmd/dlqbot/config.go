@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/amqp"
 )
 
 // config is everything dlqbot reads from its environment (README
@@ -106,13 +107,37 @@ func loadConfig(getenv func(string) string) (config, error) {
 		schemes     []string
 	}{
 		{"SLACK_API_URL", c.SlackAPIURL, []string{"http", "https"}},
-		{"AMQP_URL", c.AMQPURL, []string{"amqp", "amqps"}},
-		{"RABBITMQ_MANAGEMENT_URL", c.ManagementURL, []string{"http", "https"}},
 		{"REDIS_URL", c.RedisURL, []string{"redis", "rediss", "unix"}},
 	} {
 		if err := checkURL(u.name, u.value, u.schemes); err != nil {
 			return c, err
 		}
+	}
+	// A cluster's nodes may be listed, separated by commas (amqp.Nodes).
+	for _, u := range []struct {
+		name, value string
+		schemes     []string
+	}{
+		{"AMQP_URL", c.AMQPURL, []string{"amqp", "amqps"}},
+		{"RABBITMQ_MANAGEMENT_URL", c.ManagementURL, []string{"http", "https"}},
+	} {
+		nodes, err := amqp.Nodes(u.value)
+		if err != nil {
+			return c, usageError("%s is not a URL or a comma-separated list of node URLs: %v", u.name, err)
+		}
+		for i, n := range nodes {
+			name := u.name
+			if len(nodes) > 1 {
+				name = fmt.Sprintf("%s (node %d of %d)", u.name, i+1, len(nodes))
+			}
+			if err := checkURL(name, n, u.schemes); err != nil {
+				return c, err
+			}
+		}
+	}
+	// The lists as a whole (one vhost for every AMQP node); New dials nothing.
+	if _, err := amqp.New(amqp.Config{URL: c.AMQPURL, ManagementURL: c.ManagementURL}); err != nil {
+		return c, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %v", err)
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return c, usageError("DLQBOT_HTTP_ADDR=%q is not a host:port address (like :8080): %v", c.HTTPAddr, err)
