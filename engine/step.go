@@ -66,7 +66,7 @@ func (rn *run) entries(batch []Moved, pending bool) []LedgerEntry {
 	now := rn.s.d.Clock.Now()
 	out := make([]LedgerEntry, len(batch))
 	for i, m := range batch {
-		out[i] = LedgerEntry{ReplayID: rn.r.ID, DLQ: rn.r.DLQ, ID: m.ID, Target: m.Target, Seq: m.Seq, At: now, Pending: pending}
+		out[i] = LedgerEntry{ReplayID: rn.r.ID, DLQ: rn.r.DLQ, ID: m.ID, Target: m.Target, Seq: m.Seq, At: now, Pending: pending, Copy: m.Copy}
 	}
 	return out
 }
