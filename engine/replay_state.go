@@ -70,6 +70,13 @@ type Replay struct {
 	// broker never confirmed them, so they may or may not have been
 	// delivered. Their originals stay in the DLQ and are never sent again.
 	InDoubt int `json:"in_doubt,omitempty"`
+	// Resent counts copies in doubt sent again (resume resend=in-doubt),
+	// each with PossibleDuplicateHeader: they are in Sent, and a consumer
+	// may have received each twice (the first copy and the resend).
+	Resent int `json:"resent,omitempty"`
+	// ResendInDoubt is set by resume resend=in-doubt and cleared by the
+	// run once every copy in doubt was sent again.
+	ResendInDoubt bool `json:"resend_in_doubt,omitempty"`
 	// NewFailures counts messages dead-lettered since the replay started
 	// that do not carry its id (failures that are not returns).
 	NewFailures int `json:"new_failures"`

@@ -37,6 +37,11 @@ type run struct {
 	// look; listed is how many returned events are in r.Failures.
 	tapTotal int
 	listed   int
+	// rs resends the copies in doubt (resume resend=in-doubt); nil when
+	// not asked for.
+	rs *resender
+	// resending is true during a step of rs.
+	resending bool
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -108,6 +113,13 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	}
 	rn.target = rn.plan.targets()
 	rn.noteDoubt(doubt)
+	// The ledger is the truth about what is in doubt: every pending intent,
+	// whichever run wrote it.
+	rn.r.InDoubt = len(doubt)
+	if r.ResendInDoubt && len(doubt) > 0 {
+		rn.rs = newResender(doubt)
+	}
+	rn.r.ResendInDoubt = rn.rs.left() > 0
 	return rn.loop(ctx)
 }
 
@@ -155,7 +167,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	rn.emit(ctx, kind, nil, text)
 	rn.actor = ""
 
-	for rn.plan.remaining() > 0 {
+	for rn.rs.left() > 0 || rn.plan.remaining() > 0 {
 		if err := rn.stopCause(ctx); err != nil {
 			if r, again, err := rn.halt(parent, err); !again {
 				return r, err
@@ -225,6 +237,7 @@ func (rn *run) end(ctx context.Context) (Replay, error) {
 	if rn.r.Sent >= rn.r.Total && rn.r.Missing == 0 {
 		rn.r.State = StateFinished
 		rn.r.Note = fmt.Sprintf("%d sent, %d settled, %d came back, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.r.Returned, rn.r.Missing, rn.r.Failed)
+		rn.r.Note += duplicatesNote(rn.r)
 	} else {
 		rn.r.State = StateStopped
 		rn.r.Note = Shortfall(rn.r)
@@ -258,7 +271,21 @@ func Shortfall(r Replay) string {
 		s += fmt.Sprintf("; %d not delivered (the broker refused them; their originals stay in %s)", r.Failed, r.DLQ)
 	}
 	if r.InDoubt > 0 {
-		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; originals stay in %s, not sent again)", r.InDoubt, r.DLQ)
+		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; originals stay in %s; resume with resend=in-doubt to send them again, marked %s: true)", r.InDoubt, r.DLQ, PossibleDuplicateHeader)
+	}
+	return s
+}
+
+// duplicatesNote words the copies a consumer may have received twice:
+// certain duplicates (their originals stayed in the DLQ) and copies in
+// doubt sent again. It is "" when there are none.
+func duplicatesNote(r Replay) string {
+	s := ""
+	if r.Duplicates > 0 {
+		s += fmt.Sprintf("; %d duplicate(s): delivered, their originals also still in %s", r.Duplicates, r.DLQ)
+	}
+	if r.Resent > 0 {
+		s += fmt.Sprintf("; %d copy(ies) in doubt sent again with %s: true (a consumer may have received them twice)", r.Resent, PossibleDuplicateHeader)
 	}
 	return s
 }

@@ -13,7 +13,15 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	start := rn.s.d.Clock.Now()
 	k := rn.r.Step + 1
 	size := stepSize(rn.r.Params.Step, rn.r.Params.Cap, k)
-	pick := rn.plan.next(size, k == 1)
+	// The copies in doubt go first when a resend was asked for, in steps
+	// of the same sizes.
+	rn.resending = rn.rs.left() > 0
+	var pick map[string]int
+	if rn.resending {
+		pick = rn.rs.next(size)
+	} else {
+		pick = rn.plan.next(size, k == 1)
+	}
 	left := 0
 	for _, n := range pick {
 		left += n
@@ -23,7 +31,18 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	if err := rn.put(ctx); err != nil {
 		return res, nil, err
 	}
-	rn.emit(ctx, EventStepStarted, &res, fmt.Sprintf("step %d: sending %d message(s)", k, left))
+	text := fmt.Sprintf("step %d: sending %d message(s)", k, left)
+	if rn.resending {
+		text = fmt.Sprintf("step %d: sending %d copy(ies) in doubt again, marked %s: true", k, left, PossibleDuplicateHeader)
+	}
+	rn.emit(ctx, EventStepStarted, &res, text)
+	defer func() {
+		if rn.resending {
+			rn.resending = false
+			rn.rs.endStep(false) // not found (held elsewhere), or the step stopped: resent later
+			rn.r.ResendInDoubt = rn.rs.left() > 0
+		}
+	}()
 
 	baseline := rn.sampleTargets(ctx, pick)
 	look := rn.newLook(ctx) // before the publishes: the DLQ's size and its tap's arrivals
@@ -33,6 +52,10 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 		// Not every picked message was found: account for each of them
 		// before anything is called missing (see account.go).
 		mr, moveErr = rn.findRest(ctx, pick, &left, &res, sentPer, mr)
+	}
+	if rn.resending {
+		rn.rs.endStep(false)
+		rn.r.ResendInDoubt = rn.rs.left() > 0
 	}
 	if err := rn.put(ctx); err != nil {
 		return res, nil, err
@@ -94,6 +117,16 @@ func (rn *run) progress(ctx context.Context, n int) {
 // later resume may try them again; copies lost in flight stay pending
 // ("maybe sent") and are never re-sent.
 func (rn *run) abandon(ctx context.Context, mr MoveResult) error {
+	if rn.resending {
+		// A resend's intent is the first copy's, which may have arrived:
+		// it stays pending; what was not published is resent later.
+		for _, m := range mr.Unsent {
+			if e, ok := rn.rs.entry(m); ok {
+				rn.rs.giveBack(e)
+			}
+		}
+		return nil
+	}
 	gone := append([]Moved(nil), mr.Unsent...)
 	for _, f := range mr.Failed {
 		if f.Kind.notSent() {
