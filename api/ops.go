@@ -255,11 +255,11 @@ func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engin
 	var targets []string
 	if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
 		targets = f.TargetQueues()
-	} else if action == engine.ControlResume {
+	} else if action.Verb() == engine.ControlResume {
 		return engine.Replay{}, newError(http.StatusConflict, CodeNotControllable, "Replay %s cannot be resumed: its preview can no longer be read (%v).", id, err)
 	}
 	if err := s.permit(ctx, c, func(g []string) error {
-		return s.cfg.Policy.CheckControl(c.ID, g, verb, r.DLQ, targets)
+		return s.cfg.Policy.CheckControl(c.ID, g, string(action.Verb()), r.DLQ, targets)
 	}); err != nil {
 		return engine.Replay{}, asError(err, r.DLQ)
 	}

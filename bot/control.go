@@ -21,12 +21,12 @@ func (b *Bot) control(ctx context.Context, to replyTo, action engine.ControlActi
 	var targets []string
 	if f, err := b.d.Tokens.Load(ctx, r.Token); err == nil {
 		targets = f.TargetQueues()
-	} else if action == engine.ControlResume {
+	} else if action.Verb() == engine.ControlResume {
 		b.refuse(ctx, to, fmt.Sprintf("Replay `%s` cannot be resumed: its preview can no longer be read (%v).", id, err))
 		return
 	}
 	if err := b.permit(ctx, to.user, func(g []string) error {
-		return b.cfg.Policy.CheckControl(to.user, g, string(action), r.DLQ, targets)
+		return b.cfg.Policy.CheckControl(to.user, g, string(action.Verb()), r.DLQ, targets)
 	}); err != nil {
 		b.refuse(ctx, to, userMessage(err, r.DLQ))
 		return

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sync"
 )
 
 // PossibleDuplicateHeader marks a copy sent again because the first one
@@ -64,9 +65,11 @@ func pendingEntries(entries []LedgerEntry) []LedgerEntry {
 // x-dlqbot-copy.
 type resender struct {
 	queue  []LedgerEntry
-	out    map[string][]LedgerEntry // id → entries picked for this step, not yet found
+	out map[string][]LedgerEntry // id → entries picked for this step, not yet found
+	n   int                      // copies named, for entries that recorded no x-dlqbot-copy
+	// byCopy is read by the mover's recorder while the pass adds to it.
+	mu     sync.Mutex
 	byCopy map[string]LedgerEntry
-	n      int // copies named, for entries that recorded no x-dlqbot-copy
 }
 
 func newResender(pending []LedgerEntry) *resender {
@@ -112,7 +115,9 @@ func (rs *resender) take(id, runID string) (LedgerEntry, bool) {
 		rs.n++
 		e.Copy = fmt.Sprintf("%s-resend-%d-%d", runID, e.Seq, rs.n)
 	}
+	rs.mu.Lock()
 	rs.byCopy[e.Copy] = e
+	rs.mu.Unlock()
 	return e, true
 }
 
@@ -120,6 +125,8 @@ func (rs *resender) take(id, runID string) (LedgerEntry, bool) {
 // it (its original's seq and target), so that a confirm turns exactly
 // that pending intent into a send.
 func (rs *resender) entry(m Moved) (LedgerEntry, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
 	e, ok := rs.byCopy[m.Copy]
 	return e, ok
 }
