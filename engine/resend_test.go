@@ -198,7 +198,10 @@ func TestResendInDoubtAfterThreeConnectionLosses(t *testing.T) {
 		if extra > rep.Resent {
 			t.Errorf("%d extra deliveries, but only %d copies were resent", extra, rep.Resent)
 		}
-		if stale > rep.Duplicates {
+		// Exact but for acks written just before a loss whose fate nobody
+		// can know: at most one batch (200) per loss is counted without
+		// being in the DLQ; never the other way round.
+		if stale > rep.Duplicates || rep.Duplicates-stale > 3*200 {
 			t.Errorf("the DLQ still holds %d originals of delivered copies, the replay counts %d duplicates", stale, rep.Duplicates)
 		}
 	})
