@@ -83,6 +83,14 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		rn.bookResend(mr, res, sentPer)
 		return mr, rn.abandon(ctx, mr)
 	}
+	for _, m := range append(append([]Moved(nil), mr.Sent...), mr.Unacked...) {
+		rn.stepSent[m.ID] = true
+	}
+	for _, f := range mr.Failed {
+		if !f.Kind.notSent() {
+			rn.stepSent[f.ID] = true // maybe sent: another replay must not send it
+		}
+	}
 	sent := 0
 	for _, m := range append(append([]Moved(nil), mr.Sent...), mr.Unacked...) {
 		rn.plan.drop(m.ID, 1)
@@ -150,7 +158,11 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 			break
 		}
 		if strict && provenBefore {
-			// A whole read between two quiet moments did not find them.
+			// A whole read between two quiet moments did not find them:
+			// missing, unless another dlqbot replay took them.
+			if !rn.resending {
+				*left -= rn.others(ctx, pick)
+			}
 			rn.missing(pick, left, res)
 			return mr, nil
 		}
@@ -161,7 +173,13 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		}
 		passEnd = rn.s.d.Clock.Now()
 	}
+	if *left > 0 && !rn.resending {
+		// Held by another replay's read, or already sent by it.
+		*left -= rn.others(ctx, pick)
+	}
+	rn.heldNote = ""
 	if *left > 0 {
+		rn.heldNote = rn.heldBy(ctx)
 		res.HeldElsewhere = *left
 		held := *left
 		*left = 0
@@ -171,8 +189,8 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 					Detail: fmt.Sprintf("%d copy(ies) not found in %s while another client held messages of it; still planned", n, rn.r.DLQ)})
 			}
 		}
-		res.Observation = fmt.Sprintf("%d planned message(s) could not be found in %s within %s because another client held messages of it unacked; they were not sent and stay planned",
-			held, rn.r.DLQ, rn.s.cfg.HeldWait)
+		res.Observation = fmt.Sprintf("%d planned message(s) could not be found in %s within %s because another client%s held messages of it unacked; they were not sent and stay planned",
+			held, rn.r.DLQ, rn.s.cfg.HeldWait, rn.heldNote)
 	}
 	return mr, nil
 }

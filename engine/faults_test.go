@@ -105,7 +105,7 @@ func newFaultEnv(t *testing.T, on testkit.Broker) (*env, string) {
 		t.Fatal(err)
 	}
 	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
-		Jobs: st.Jobs(), Registry: st.Workers()})
+		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
 	if err != nil {
 		t.Fatal(err)
 	}

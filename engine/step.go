@@ -20,8 +20,24 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	if rn.resending {
 		pick = rn.rs.next(size)
 	} else {
-		pick = rn.plan.next(size, k == 1)
+		// Another replay of the same DLQ may hold some of them: those are
+		// its to send (out of the plan), and this step sends the rest.
+		for {
+			pick = rn.plan.next(size, k == 1)
+			if err := rn.claim(ctx, pick); err != nil {
+				return StepResult{Step: k}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, err)
+			}
+			if len(pick) > 0 || rn.plan.remaining() == 0 {
+				break
+			}
+		}
+		if len(pick) == 0 {
+			// Everything left was another replay's: no step to send.
+			return StepResult{Step: rn.r.Step}, nil, rn.put(ctx)
+		}
 	}
+	rn.stepSent = map[string]bool{}
+	defer rn.settleClaims(ctx, rn.stepSent)
 	left := 0
 	for _, n := range pick {
 		left += n
