@@ -16,20 +16,28 @@ import (
 )
 
 // resendSize is the DLQ of the resend test: DLQBOT_RESEND_N, else 5,000
-// (2,000 under -race; issue 22's case 3 has 20,000: DLQBOT_RESEND_N=20000 runs it, outside
-// make test).
+// (2,000 under -race; issue 22's case 3 has 20,000: DLQBOT_RESEND_N=20000
+// runs it, outside make test).
 func resendSize(t *testing.T) int {
 	t.Helper()
-	s := os.Getenv("DLQBOT_RESEND_N")
+	def := 5000
+	if raceOn {
+		def = 2000
+	}
+	return envScale(t, "DLQBOT_RESEND_N", def)
+}
+
+// envScale reads a positive integer from the environment variable name,
+// else def.
+func envScale(t *testing.T, name string, def int) int {
+	t.Helper()
+	s := os.Getenv(name)
 	if s == "" {
-		if raceOn {
-			return 2000
-		}
-		return 5000
+		return def
 	}
 	n, err := strconv.Atoi(s)
-	if err != nil || n < 100 {
-		t.Fatalf("DLQBOT_RESEND_N=%q: want an integer of at least 100", s)
+	if err != nil || n <= 0 {
+		t.Fatalf("%s=%q: want a positive integer", name, s)
 	}
 	return n
 }
