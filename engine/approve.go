@@ -19,7 +19,9 @@ type Change struct {
 	Kind     ChangeKind `json:"kind"`
 	Queue    string     `json:"queue,omitempty"`
 	Messages int        `json:"messages"`
-	Detail   string     `json:"detail"`
+	// Replay names the other replay holding the messages (held_by_replay).
+	Replay string `json:"replay_id,omitempty"`
+	Detail string `json:"detail"`
 }
 
 // Approval is the outcome of approving a preview token.
@@ -238,7 +240,7 @@ func heldByReplays(held map[string]Claim, want map[string]int) []Change {
 	}
 	var out []Change
 	for rid, n := range per {
-		out = append(out, Change{Kind: ChangeHeldByReplay, Messages: n,
+		out = append(out, Change{Kind: ChangeHeldByReplay, Messages: n, Replay: rid,
 			Detail: fmt.Sprintf("%d previewed message(s) are being sent by replay %s now: approved, this replay leaves them to it and sends only the rest", n, rid)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Detail < out[j].Detail })
