@@ -26,6 +26,11 @@ func TestOverlappingReplaysSendEachOnce(t *testing.T) {
 		scale := envScale(t, "DLQBOT_OVERLAP_SCALE", 1)
 		onlyA, both, onlyB := 170*scale, 330*scale, 330*scale // A: 500, B: 660, 330 in common
 		n := onlyA + both + onlyB
+		if dlqArgs != nil {
+			// Two replays read the DLQ at every step: raise RabbitMQ 4's
+			// default delivery limit (20), which the read budget guards.
+			dlqArgs = testkit.Quorum(amqp.Table{"x-delivery-limit": 200})
+		}
 		e := newEnvOn(t, fast, on)
 		r := e.rabbit
 		src, dlq := r.DeadLetteredAs(dlqArgs, n, 100)
