@@ -506,7 +506,7 @@ func (rn *run) noteDoubt(doubt []LedgerEntry) {
 		if !known[e.ID] {
 			known[e.ID] = true
 			rn.fail(Failure{ID: e.ID, Target: e.Target, Kind: FailureInDoubt,
-				Detail: "in flight when an earlier run ended abruptly: it may have been delivered, so it is not sent again; its original stays in the DLQ"})
+				Detail: "in flight when an earlier run ended abruptly: it may have been delivered, so a plain resume does not send it again (resume resend=in-doubt does, marked x-dlqbot-possible-duplicate); its original stays in the DLQ"})
 		}
 	}
 }
