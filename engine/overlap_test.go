@@ -12,8 +12,8 @@ import (
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
-// TestOverlappingReplaysSendEachOnce is issue 22's case 1 at a third of
-// its size (DLQBOT_OVERLAP_SCALE=3 for the issue's 1,500 and 2,000 with
+// TestOverlappingReplaysSendEachOnce is issue 22's case 1 at a tenth of
+// its size (DLQBOT_OVERLAP_SCALE=10 for the issue's 1,500 and 2,000 with
 // 1,000 in common): two previews of one DLQ overlap, both are approved
 // before either sends, and both run at once, on every broker, from a
 // classic and a quorum DLQ. Decided against the consumer and the DLQ:
@@ -24,7 +24,7 @@ func TestOverlappingReplaysSendEachOnce(t *testing.T) {
 	t.Parallel()
 	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		scale := envScale(t, "DLQBOT_OVERLAP_SCALE", 1)
-		onlyA, both, onlyB := 170*scale, 330*scale, 330*scale // A: 500, B: 660, 330 in common
+		onlyA, both, onlyB := 50*scale, 100*scale, 100*scale // A: 150, B: 200, 100 in common
 		n := onlyA + both + onlyB
 		if dlqArgs != nil {
 			// Two replays read the DLQ at every step: raise RabbitMQ 4's
@@ -52,7 +52,7 @@ func TestOverlappingReplaysSendEachOnce(t *testing.T) {
 		rec := &recorder{}
 		r.Consume(src, rec.handle)
 		ctx := context.Background()
-		prm := engine.Params{Step: 20, Cap: 200, Rate: 400, Timeout: 30 * time.Second}
+		prm := engine.Params{Step: 10, Cap: 100 * scale, Rate: 400, Timeout: 30 * time.Second}
 		apA, err := e.svc.Approve(ctx, pa.Token, "U_A", prm, true)
 		if err != nil {
 			t.Fatal(err)
