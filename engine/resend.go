@@ -64,9 +64,9 @@ func pendingEntries(entries []LedgerEntry) []LedgerEntry {
 // those handed to the current step's pass, and each copy's entry by its
 // x-dlqbot-copy.
 type resender struct {
-	queue  []LedgerEntry
-	out map[string][]LedgerEntry // id → entries picked for this step, not yet found
-	n   int                      // copies named, for entries that recorded no x-dlqbot-copy
+	queue []LedgerEntry
+	out   map[string][]LedgerEntry // id → entries picked for this step, not yet found
+	n     int                      // copies named, for entries that recorded no x-dlqbot-copy
 	// byCopy is read by the mover's recorder while the pass adds to it.
 	mu     sync.Mutex
 	byCopy map[string]LedgerEntry
