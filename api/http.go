@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/stroma/dlqbot/engine"
 	"io"
 	"net/http"
 	"strconv"
@@ -230,12 +231,24 @@ func (h *handler) getReplay(_ http.ResponseWriter, r *http.Request, c Caller) (a
 
 func (h *handler) control(verb string) endpoint {
 	return func(w http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
+		// Only resume takes a body: {"resend": "in-doubt"}.
+		var body struct {
+			Resend string `json:"resend,omitempty"`
+		}
 		var none struct{}
-		if err := h.decode(w, r, &none, true); err != nil {
+		var into any = &none
+		if verb == string(engine.ControlResume) {
+			into = &body
+		}
+		if err := h.decode(w, r, into, true); err != nil {
 			return nil, 0, err
 		}
+		action, err := engine.ControlAction(verb).WithResend(body.Resend)
+		if err != nil {
+			return nil, 0, newError(http.StatusBadRequest, CodeBadRequest, "%s. Nothing was done.", err.Error())
+		}
 		id := r.PathValue("id")
-		rep, err := h.s.Control(r.Context(), c, verb, id)
+		rep, err := h.s.Control(r.Context(), c, string(action), id)
 		if err != nil {
 			return nil, 0, asError(err, id)
 		}

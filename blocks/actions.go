@@ -10,7 +10,7 @@ import (
 // Block Kit action ids (other tools and old messages rely on them: keep
 // them). Approve and Discard carry the preview
 // token (Approve possibly marked confirmed, see ApproveValue); Pause,
-// Resume, Cancel and Park carry the replay id.
+// Resume, Cancel, Park and Resend carry the replay id.
 const (
 	ActionApprove = "dlq.approve"
 	ActionDiscard = "dlq.discard"
@@ -18,6 +18,9 @@ const (
 	ActionResume  = "dlq.resume"
 	ActionCancel  = "dlq.cancel"
 	ActionPark    = "dlq.park"
+	// ActionResend (value: the replay id) resumes a paused or stopped
+	// replay with resend=in-doubt; shown while copies are in doubt.
+	ActionResend = "dlq.resend"
 )
 
 // Block ids the renderers give the blocks a later edit replaces.

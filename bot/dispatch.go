@@ -195,7 +195,7 @@ func (b *Bot) runCommand(ctx context.Context, to replyTo, cmd commands.Command) 
 	case commands.PauseCmd:
 		b.control(ctx, to, engine.ControlPause, c.ReplayID, false)
 	case commands.ResumeCmd:
-		b.control(ctx, to, engine.ControlResume, c.ReplayID, false)
+		b.control(ctx, to, c.Action(), c.ReplayID, false)
 	case commands.CancelCmd:
 		b.control(ctx, to, engine.ControlCancel, c.ReplayID, false)
 	case commands.CheckCmd:
@@ -218,6 +218,8 @@ func (b *Bot) runAction(ctx context.Context, to replyTo, cb slack.InteractionCal
 		b.control(ctx, to, engine.ControlPause, value, true)
 	case blocks.ActionResume:
 		b.control(ctx, to, engine.ControlResume, value, true)
+	case blocks.ActionResend:
+		b.control(ctx, to, engine.ControlResumeResend, value, true)
 	case blocks.ActionCancel:
 		b.control(ctx, to, engine.ControlCancel, value, true)
 	case blocks.ActionPark:

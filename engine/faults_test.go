@@ -112,7 +112,7 @@ func newFaultEnv(t *testing.T, on testkit.Broker, cfg ...engine.Config) (*env, s
 		c = cfg[0]
 	}
 	svc, err := engine.New(c, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
-		Jobs: st.Jobs(), Registry: st.Workers()})
+		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 			cur.Sent = sent
 			cur.Note = fmt.Sprintf("the process running it stopped without releasing it: %d message(s) had been sent", sent)
 			if pending > 0 {
-				cur.Note += fmt.Sprintf(" and %d more were in flight (they may have been delivered and are not sent again)", pending)
+				cur.Note += fmt.Sprintf(" and %d more were in flight (they may have been delivered; resume resend=in-doubt is not possible on an interrupted replay, so they are not sent again)", pending)
 			}
 			cur.Note += fmt.Sprintf("; the rest are still in %s.", cur.DLQ)
 			cur.RestSelection = rest

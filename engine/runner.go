@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -37,6 +38,18 @@ type run struct {
 	// look; listed is how many returned events are in r.Failures.
 	tapTotal int
 	listed   int
+	// rs resends the copies in doubt (resume resend=in-doubt); nil when
+	// not asked for.
+	rs *resender
+	// resending is true during a step of rs.
+	resending bool
+	// claimed are the ids this step claimed (Deps.Claims), and stepSent
+	// those it sent or may have sent.
+	claimed  []string
+	stepSent map[string]bool
+	// heldNote names the dlqbot replays that held the DLQ when the last
+	// step found messages held elsewhere.
+	heldNote string
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -108,6 +121,13 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	}
 	rn.target = rn.plan.targets()
 	rn.noteDoubt(doubt)
+	// The ledger is the truth about what is in doubt: every pending intent,
+	// whichever run wrote it.
+	rn.r.InDoubt = len(doubt)
+	if r.ResendInDoubt && len(doubt) > 0 {
+		rn.rs = newResender(doubt)
+	}
+	rn.r.ResendInDoubt = rn.rs.left() > 0
 	return rn.loop(ctx)
 }
 
@@ -155,7 +175,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	rn.emit(ctx, kind, nil, text)
 	rn.actor = ""
 
-	for rn.plan.remaining() > 0 {
+	for rn.rs.left() > 0 || rn.plan.remaining() > 0 {
 		if err := rn.stopCause(ctx); err != nil {
 			if r, again, err := rn.halt(parent, err); !again {
 				return r, err
@@ -181,13 +201,16 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 			}
 			continue
 		}
+		if res.Planned == 0 && res.Sent == 0 && rn.rs.left() == 0 {
+			continue // the rest was another replay's
+		}
 		note := ""
 		switch {
 		case res.Returned > 0 || (res.Sent > 0 && res.Settled == 0):
 			note = res.Observation
 		case res.HeldElsewhere > 0:
-			note = fmt.Sprintf("%d planned message(s) were held unacked by another client of %s for longer than %s: not sent, still planned; resume when it lets go",
-				res.HeldElsewhere, rn.r.DLQ, rn.s.cfg.HeldWait)
+			note = fmt.Sprintf("%d planned message(s) were held unacked by another client of %s%s for longer than %s: not sent, still planned; resume when it lets go",
+				res.HeldElsewhere, rn.r.DLQ, rn.heldNote, rn.s.cfg.HeldWait)
 			if res.Sent > 0 {
 				note += " (step: " + res.Observation + ")"
 			}
@@ -225,9 +248,10 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 func (rn *run) end(ctx context.Context) (Replay, error) {
 	rn.r.EndedAt = rn.s.d.Clock.Now()
 	kind := EventFinished
-	if rn.r.Sent >= rn.r.Total && rn.r.Missing == 0 {
+	if rn.r.Sent+rn.r.Elsewhere >= rn.r.Total && rn.r.Missing == 0 {
 		rn.r.State = StateFinished
 		rn.r.Note = fmt.Sprintf("%d sent, %d settled, %d came back, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.r.Returned, rn.r.Missing, rn.r.Failed)
+		rn.r.Note += elsewhereNote(rn.r) + duplicatesNote(rn.r)
 	} else {
 		rn.r.State = StateStopped
 		rn.r.Note = Shortfall(rn.r)
@@ -250,10 +274,10 @@ func (rn *run) end(ctx context.Context) (Replay, error) {
 // the DLQ) first, then those not delivered (still in the DLQ) and those in
 // doubt. It is "" for a replay that sent everything.
 func Shortfall(r Replay) string {
-	if r.Sent >= r.Total && r.Missing == 0 {
+	if r.Sent+r.Elsewhere >= r.Total && r.Missing == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("not finished: %d of %d sent", r.Sent, r.Total)
+	s := fmt.Sprintf("not finished: %d of %d sent", r.Sent, r.Total) + elsewhereNote(r)
 	if r.Missing > 0 {
 		s += fmt.Sprintf("; %d DISAPPEARED — neither sent by dlqbot nor in %s any more (dlqbot did not send them; something else took them from the DLQ)", r.Missing, r.DLQ)
 	}
@@ -261,7 +285,46 @@ func Shortfall(r Replay) string {
 		s += fmt.Sprintf("; %d not delivered (the broker refused them; their originals stay in %s)", r.Failed, r.DLQ)
 	}
 	if r.InDoubt > 0 {
-		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; originals stay in %s, not sent again)", r.InDoubt, r.DLQ)
+		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; originals stay in %s; resume with resend=in-doubt to send them again, marked %s: true)", r.InDoubt, r.DLQ, PossibleDuplicateHeader)
+	}
+	return s
+}
+
+// elsewhereNote words the previewed messages other dlqbot replays sent or
+// are sending, naming them ("" when none).
+func elsewhereNote(r Replay) string {
+	if r.Elsewhere == 0 {
+		return ""
+	}
+	var by []string
+	for _, f := range r.Failures {
+		if f.Kind != FailureReplayedElsewhere {
+			continue
+		}
+		if _, rest, ok := strings.Cut(f.Detail, " by "); ok {
+			id, _, _ := strings.Cut(rest, " ")
+			if !slices.Contains(by, id) {
+				by = append(by, id)
+			}
+		}
+	}
+	who := "another dlqbot replay"
+	if len(by) > 0 {
+		who = strings.Join(by, ", ")
+	}
+	return fmt.Sprintf("; %d replayed by %s (their preview overlapped this one; not sent again, not missing)", r.Elsewhere, who)
+}
+
+// duplicatesNote words the copies a consumer may have received twice:
+// certain duplicates (their originals stayed in the DLQ) and copies in
+// doubt sent again. It is "" when there are none.
+func duplicatesNote(r Replay) string {
+	s := ""
+	if r.Duplicates > 0 {
+		s += fmt.Sprintf("; %d duplicate(s): delivered, their originals also still in %s", r.Duplicates, r.DLQ)
+	}
+	if r.Resent > 0 {
+		s += fmt.Sprintf("; %d copy(ies) in doubt sent again with %s: true (a consumer may have received them twice)", r.Resent, PossibleDuplicateHeader)
 	}
 	return s
 }
@@ -446,7 +509,7 @@ func (rn *run) noteDoubt(doubt []LedgerEntry) {
 		if !known[e.ID] {
 			known[e.ID] = true
 			rn.fail(Failure{ID: e.ID, Target: e.Target, Kind: FailureInDoubt,
-				Detail: "in flight when an earlier run ended abruptly: it may have been delivered, so it is not sent again; its original stays in the DLQ"})
+				Detail: "in flight when an earlier run ended abruptly: it may have been delivered, so a plain resume does not send it again (resume resend=in-doubt does, marked x-dlqbot-possible-duplicate); its original stays in the DLQ"})
 		}
 	}
 }

@@ -145,6 +145,10 @@ type Deps struct {
 	// (the terminal, when no worker is running), and Enqueue fails.
 	Jobs     Jobs
 	Registry Registry
+	// Claims hands each message of a DLQ to one replay at a time, so that
+	// overlapping replays send each once in all and name each other;
+	// optional (without it, overlapping replays race for the messages).
+	Claims Claims
 }
 
 // ScanObserver is told about every completed preview scan: the messages

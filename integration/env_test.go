@@ -112,7 +112,7 @@ func newEnv(t testing.TB, o options) *env {
 		notifier = engine.Notifiers{slack, api.RecordEvents(st.Events(), logger())}
 	}
 	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers()})
+		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,11 @@ func (o *Ops) List(ctx context.Context, c Caller, n int) ([]engine.Replay, int, 
 // returns the replay as it is after the request (the owner acts within a
 // second).
 func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction, id string) (r engine.Replay, err error) {
-	op := map[engine.ControlAction]string{engine.ControlPause: audit.OpPause, engine.ControlResume: audit.OpResume, engine.ControlCancel: audit.OpCancel}[action]
+	verb := action.Verb()
+	op := map[engine.ControlAction]string{engine.ControlPause: audit.OpPause, engine.ControlResume: audit.OpResume, engine.ControlCancel: audit.OpCancel}[verb]
+	if action == engine.ControlResumeResend {
+		op = audit.OpResend
+	}
 	e := audit.Entry{Op: op, ReplayID: id}
 	defer func() { o.record(ctx, c, e, err) }()
 	if op == "" {
@@ -86,17 +90,17 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 	var targets []string
 	if f, err := o.d.Tokens.Load(ctx, r.Token); err == nil {
 		targets = f.TargetQueues()
-	} else if action == engine.ControlResume {
+	} else if verb == engine.ControlResume {
 		rf := refuse(NotControllable, "Replay %s cannot be resumed: its preview can no longer be read (%v).", id, err)
 		rf.err = err
 		return r, rf
 	}
 	if err := o.permit(ctx, c, func(uid string, g []string) error {
-		return o.policy.CheckControl(uid, g, string(action), r.DLQ, targets)
+		return o.policy.CheckControl(uid, g, string(verb), r.DLQ, targets)
 	}); err != nil {
 		return r, err
 	}
-	if action == engine.ControlResume {
+	if verb == engine.ControlResume {
 		if err := o.human(c, "resume this replay"); err != nil {
 			return r, err
 		}

@@ -34,6 +34,9 @@
 //	P{<replay>}:returnlog   list    the first returned events (JSON), for the failures a run lists
 //	Psent:<dlq>             hash    per message id, the latest replays that sent it:
 //	                                "<replay>:<unix ms>:<copies>,…", newest first, at most five
+//	Pclaims:<dlq>           hash    per message id, the replay sending it: "<replay>|c|<expiry ms>"
+//	                                (claimed for a step) or "<replay>|s|<unix ms>" (sent); a per-DLQ
+//	                                key, so its scripts touch it alone (one Cluster slot)
 //	Preads:<vhost>/<queue>  hash    the queue's read mark: count (highest delivery count the last
 //	                                reads left), at (unix ms), reads (since the last whole read)
 //	Pwindow:<name>          zset    a sliding window's takes (windows.go): "<id>:<n>" scored by

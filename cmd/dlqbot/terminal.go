@@ -98,7 +98,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	case commands.CancelCmd:
 		return a.control(ctx, out, engine.ControlCancel, c.ReplayID)
 	case commands.ResumeCmd:
-		return a.resume(ctx, out, stderr, c.ReplayID)
+		return a.resume(ctx, out, stderr, c.ReplayID, c.Action())
 	default:
 		return out.fail(usageError("%s is not a terminal command", res.Cmd.Name()))
 	}
@@ -176,9 +176,9 @@ func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c comma
 // resume asks for a paused or stopped replay to continue and follows it as
 // replay does: handed to the running workers, or run here when none is
 // running, so that a resume never just waits for nobody.
-func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id string) error {
+func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id string, action engine.ControlAction) error {
 	// Record the wish only: follow hands the replay out or runs it here.
-	if _, err := a.ops.Control(ctx, a.caller, engine.ControlResume, id); err != nil {
+	if _, err := a.ops.Control(ctx, a.caller, action, id); err != nil {
 		return out.fail(failed(err))
 	}
 	r, err := a.follow(ctx, id, out, out.progress(stderr))

@@ -121,7 +121,7 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 		Broker: b, Mover: b, Counters: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
 		Notifier: notifier, ScanObserver: observer, Schedule: st.Schedule(),
-		Taps: b, Returns: st.Returns(),
+		Taps: b, Returns: st.Returns(), Claims: st.Claims(),
 	}
 	if handOff {
 		deps.Jobs, deps.Registry = st.Jobs(), st.Workers()

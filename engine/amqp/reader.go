@@ -255,6 +255,26 @@ func (r *holdReader) ack(h held) error {
 	return nil
 }
 
+// fence makes sure the broker processed every ack sent so far on the
+// channels of hs: an ack has no answer, but the broker handles a
+// channel's frames in order, so once a synchronous method sent after the
+// acks is answered (basic.qos with the channel's own prefetch, which
+// changes nothing: with global=false it applies to consumers started
+// later), the acks took effect. An error means the acks' fate is unknown.
+func (r *holdReader) fence(hs []held) error {
+	seen := map[*heldChan]bool{}
+	for _, h := range hs {
+		if seen[h.c] {
+			continue
+		}
+		seen[h.c] = true
+		if err := h.c.ch.Qos(h.c.window, 0, false); err != nil {
+			return r.b.classify(err)
+		}
+	}
+	return nil
+}
+
 // ackAll acks held deliveries whose copies are recorded, collapsing runs
 // of consecutive delivery tags on a channel into one multiple ack. A
 // multiple ack never covers a delivery that is not to be acked (not
