@@ -111,7 +111,7 @@ func (s *Service) Approve(ctx context.Context, c Caller, token string, p Params,
 	if err != nil {
 		return engine.Replay{}, err
 	}
-	f, err := s.d.Tokens.Load(ctx, token)
+	f, err := s.d.Tokens.LoadHeader(ctx, token)
 	if err != nil {
 		return engine.Replay{}, asError(err, token)
 	}
@@ -178,7 +178,7 @@ func (s *Service) RequestApproval(ctx context.Context, c Caller, token string) (
 	if s.d.Slack == nil {
 		return "", "", newError(http.StatusServiceUnavailable, CodeUnavailable, "Approval by a person is required, but no Slack front end is configured to ask one. Nothing was sent.")
 	}
-	f, err := s.d.Tokens.Load(ctx, token)
+	f, err := s.d.Tokens.LoadHeader(ctx, token)
 	if err != nil {
 		return "", "", asError(err, token)
 	}
@@ -253,7 +253,7 @@ func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engin
 		return r, asError(err, id)
 	}
 	var targets []string
-	if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
+	if f, err := s.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
 		targets = f.TargetQueues()
 	} else if action == engine.ControlResume {
 		return engine.Replay{}, newError(http.StatusConflict, CodeNotControllable, "Replay %s cannot be resumed: its preview can no longer be read (%v).", id, err)

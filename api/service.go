@@ -75,9 +75,11 @@ type Replays interface {
 	List(ctx context.Context, n int) ([]engine.Replay, error)
 }
 
-// Tokens reads frozen previews; the store's Tokens implements it.
+// Tokens reads frozen previews' headers (no items: permission checks need
+// the DLQ, targets, requester and counts only); the store's Tokens
+// implements it.
 type Tokens interface {
-	Load(ctx context.Context, token string) (engine.Frozen, error)
+	LoadHeader(ctx context.Context, token string) (engine.Frozen, error)
 }
 
 // Slack is the Slack front end, when one is wired in; *bot.Bot implements

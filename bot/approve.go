@@ -44,7 +44,7 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 		b.refuse(ctx, to, "That button carries no preview token; preview again.")
 		return
 	}
-	f, err := b.d.Tokens.Load(ctx, a.token)
+	f, err := b.d.Tokens.LoadHeader(ctx, a.token)
 	if err != nil {
 		b.refuse(ctx, to, userMessage(err, a.token))
 		return
@@ -182,7 +182,7 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 // say who discarded it. The requester may always discard their preview;
 // anyone else needs `replay` on the DLQ.
 func (b *Bot) discard(ctx context.Context, to replyTo, token string, cb slack.InteractionCallback) {
-	f, err := b.d.Tokens.Load(ctx, token)
+	f, err := b.d.Tokens.LoadHeader(ctx, token)
 	if err != nil {
 		b.refuse(ctx, to, "That preview was already discarded or has expired; nothing to do.")
 		return

@@ -19,7 +19,7 @@ func (b *Bot) control(ctx context.Context, to replyTo, action engine.ControlActi
 		return
 	}
 	var targets []string
-	if f, err := b.d.Tokens.Load(ctx, r.Token); err == nil {
+	if f, err := b.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
 		targets = f.TargetQueues()
 	} else if action == engine.ControlResume {
 		b.refuse(ctx, to, fmt.Sprintf("Replay `%s` cannot be resumed: its preview can no longer be read (%v).", id, err))
