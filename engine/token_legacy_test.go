@@ -44,7 +44,7 @@ func TestLegacyTokenReplaysExactly(t *testing.T) {
 	src, dlq := testkit.Name("src"), testkit.Name("dlq")
 	r.Topology(src, dlq, nil)
 	msgs := testkit.Msgs(300, 100) // over the legacy encoder's 256 items: its streamed, gzip form
-	msgs[3] = msgs[2]               // two identical copies: the multiset counts both
+	msgs[3] = msgs[2]              // two identical copies: the multiset counts both
 	r.Reject(src, msgs...)
 	r.WaitCount(dlq, 300, 20*time.Second)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
