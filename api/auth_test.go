@@ -84,6 +84,10 @@ func TestRateAndDigest(t *testing.T) {
 // reach them.
 type nothing struct{ ops.Engine }
 
+func (n nothing) LoadHeader(ctx context.Context, t string) (engine.Frozen, error) {
+	return n.Load(ctx, t)
+}
+
 func (nothing) Load(context.Context, string) (engine.Frozen, error) {
 	return engine.Frozen{}, engine.ErrTokenNotFound
 }

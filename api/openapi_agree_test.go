@@ -66,6 +66,10 @@ func (p *probeEngine) Check(_ context.Context, id, _ string) (engine.CheckReport
 func (p *probeEngine) Park(context.Context, string, string) (engine.ParkResult, error) {
 	return engine.ParkResult{}, cmpOr(p.err(), p.refusal)
 }
+func (p *probeEngine) LoadHeader(ctx context.Context, token string) (engine.Frozen, error) {
+	return p.Load(ctx, token)
+}
+
 func (p *probeEngine) Load(_ context.Context, token string) (engine.Frozen, error) {
 	return engine.Frozen{Token: token, DLQ: "q", Requester: "api:other", Total: 1}, p.err()
 }

@@ -19,7 +19,9 @@ type Replays interface {
 // Tokens reads and discards frozen previews and records where each was
 // posted, for every replica; the store's Tokens implements it.
 type Tokens interface {
-	Load(ctx context.Context, token string) (engine.Frozen, error)
+	// LoadHeader reads a preview without its items (what permission
+	// checks and summaries need).
+	LoadHeader(ctx context.Context, token string) (engine.Frozen, error)
 	Discard(ctx context.Context, token string) error
 	// SetMessage records the Slack message a preview was posted as;
 	// Message returns it ("" when none was recorded).

@@ -102,7 +102,7 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 func previewOf(f engine.Frozen) *engine.Preview {
 	p := &engine.Preview{
 		Token: f.Token, DLQ: engine.QueueInfo{Name: f.DLQ, Exists: true}, Selection: f.Selection,
-		Requester: f.Requester, Selected: f.Total, Distinct: len(f.Items),
+		Requester: f.Requester, Selected: f.Total, Distinct: max(f.Distinct, len(f.Items)),
 	}
 	if !f.ExpiresAt.IsZero() {
 		p.ExpiresAt = f.ExpiresAt.UTC().Format(time.RFC3339)

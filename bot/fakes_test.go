@@ -117,8 +117,15 @@ func (s *fakeStore) Load(_ context.Context, token string) (engine.Frozen, error)
 	if token != "p_fake" {
 		return engine.Frozen{}, engine.ErrTokenNotFound
 	}
-	return engine.Frozen{Token: token, DLQ: "orders.dlq", Requester: "U_REQ", Total: 1,
+	return engine.Frozen{Token: token, DLQ: "orders.dlq", Requester: "U_REQ", Total: 1, Distinct: 1, ItemTargets: []string{"orders"},
 		Items: []engine.Item{{ID: "0123456789abcdef", Count: 1, Target: "orders"}}}, nil
+}
+
+// LoadHeader is Load without the items, as the store's.
+func (s *fakeStore) LoadHeader(ctx context.Context, token string) (engine.Frozen, error) {
+	f, err := s.Load(ctx, token)
+	f.Items = nil
+	return f, err
 }
 
 func (s *fakeStore) Discard(context.Context, string) error { return nil }

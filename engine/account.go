@@ -48,7 +48,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 			}
 			pick[id]--
 			*left--
-			return Pick{ID: id, Target: rn.target[id], Source: meta.Source}, true
+			return Pick{ID: id, Target: rn.plan.target(id), Source: meta.Source}, true
 		},
 		Satisfied: func() bool { return *left == 0 },
 		Rewrite: func(h map[string]any, p Pick) map[string]any {
@@ -92,10 +92,12 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		}
 	}
 	sent := 0
-	for _, m := range append(append([]Moved(nil), mr.Sent...), mr.Unacked...) {
-		rn.plan.drop(m.ID, 1)
-		sentPer[m.Target]++
-		sent++
+	for _, moved := range [2][]Moved{mr.Sent, mr.Unacked} {
+		for _, m := range moved {
+			rn.plan.drop(m.ID, 1)
+			sentPer[m.Target]++
+			sent++
+		}
 	}
 	res.Sent += sent
 	rn.r.Sent += sent
@@ -192,7 +194,7 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		*left = 0
 		for id, n := range pick {
 			if n > 0 {
-				rn.fail(Failure{ID: id, Target: rn.target[id], Kind: FailureHeldElsewhere,
+				rn.fail(Failure{ID: id, Target: rn.plan.target(id), Kind: FailureHeldElsewhere,
 					Detail: fmt.Sprintf("%d copy(ies) not found in %s while another client held messages of it; still planned", n, rn.r.DLQ)})
 			}
 		}
@@ -224,7 +226,7 @@ func (rn *run) missing(pick map[string]int, left *int, res *StepResult) {
 		rn.r.Missing += n
 		res.Failed += n
 		res.Missing += n
-		rn.fail(Failure{ID: id, Target: rn.target[id], Kind: FailureMissing,
+		rn.fail(Failure{ID: id, Target: rn.plan.target(id), Kind: FailureMissing,
 			Detail: fmt.Sprintf("%d copy(ies) no longer in %s: a whole read of it, with no other client holding any message, did not find them", n, rn.r.DLQ)})
 		pick[id] = 0
 	}

@@ -44,7 +44,7 @@ func (rn *run) claim(ctx context.Context, pick map[string]int) error {
 func (rn *run) elsewhere(id string, n int, cl Claim) {
 	rn.plan.drop(id, n)
 	rn.r.Elsewhere += n
-	rn.fail(Failure{ID: id, Target: rn.target[id], Kind: FailureReplayedElsewhere, Detail: cl.words()})
+	rn.fail(Failure{ID: id, Target: rn.plan.target(id), Kind: FailureReplayedElsewhere, Detail: cl.words()})
 }
 
 // words says who holds a message: "replayed by r_…" or "being replayed by r_…".

@@ -67,7 +67,7 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 			}
 		}
 		rest := ""
-		if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
+		if f, err := s.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
 			rest = f.Selection
 		} else if !errors.Is(err, ErrTokenNotFound) {
 			// Reported all the same, without the hint to preview the rest.

@@ -14,21 +14,18 @@ const maxFailures = 200
 
 // run is one owner's execution of one replay.
 type run struct {
-	s      *Service
-	r      Replay
-	f      Frozen
-	owner  string
-	epoch  int64
-	plan   *plan
-	target map[string]string
-	hb     *heartbeat
-	ctl    *control
+	s     *Service
+	r     Replay
+	f     Frozen
+	owner string
+	epoch int64
+	plan  *plan
+	hb    *heartbeat
+	ctl   *control
 	// returnedSeen are returned copies already counted, id → copies.
 	returnedSeen map[string]int
 	// lastProgress is when a step last wrote its progress.
 	lastProgress time.Time
-	// frozenIDs are the previewed ids (built on first use).
-	frozenIDs map[string]bool
 	// actor is who caused the event being emitted, when a person did.
 	actor string
 	// mode is how this run finds returns, and modeNote why it re-reads.
@@ -119,7 +116,6 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 		ctl:          &control{replays: s.d.Replays, id: id, every: s.cfg.ControlPoll, clock: s.d.Clock, warn: warn},
 		returnedSeen: map[string]int{},
 	}
-	rn.target = rn.plan.targets()
 	rn.noteDoubt(doubt)
 	// The ledger is the truth about what is in doubt: every pending intent,
 	// whichever run wrote it.

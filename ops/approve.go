@@ -67,7 +67,7 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 	if strings.TrimSpace(a.Token) == "" {
 		return out, refuse(BadParams, "A replay needs the token of a preview; preview first.")
 	}
-	f, err := o.d.Tokens.Load(ctx, a.Token)
+	f, err := o.d.Tokens.LoadHeader(ctx, a.Token)
 	if err != nil {
 		return out, classify(err, a.Token)
 	}
@@ -186,7 +186,7 @@ func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *en
 func (o *Ops) Discard(ctx context.Context, c Caller, token string) (f engine.Frozen, err error) {
 	e := audit.Entry{Op: audit.OpDiscard, TokenRef: audit.TokenRef(token)}
 	defer func() { o.record(ctx, c, e, err) }()
-	f, err = o.d.Tokens.Load(ctx, token)
+	f, err = o.d.Tokens.LoadHeader(ctx, token)
 	if err != nil {
 		return f, classify(err, token)
 	}

@@ -70,6 +70,10 @@ type Engine interface {
 // implements it.
 type Tokens interface {
 	Load(ctx context.Context, token string) (engine.Frozen, error)
+	// LoadHeader reads a frozen preview without its items (Total,
+	// Distinct and TargetQueues still hold): what a permission check
+	// needs.
+	LoadHeader(ctx context.Context, token string) (engine.Frozen, error)
 	Discard(ctx context.Context, token string) error
 }
 

@@ -55,6 +55,10 @@ func (f *fakeEngine) Check(context.Context, string, string) (engine.CheckReport,
 func (f *fakeEngine) Park(context.Context, string, string) (engine.ParkResult, error) {
 	return engine.ParkResult{}, nil
 }
+func (f *fakeEngine) LoadHeader(ctx context.Context, token string) (engine.Frozen, error) {
+	return f.Load(ctx, token)
+}
+
 func (f *fakeEngine) Load(_ context.Context, token string) (engine.Frozen, error) {
 	return engine.Frozen{Token: token, DLQ: "q", Requester: token[2:], Total: 60,
 		Targets: []engine.TargetSnapshot{{Queue: "t"}}}, nil

@@ -88,7 +88,7 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 		return r, err
 	}
 	var targets []string
-	if f, err := o.d.Tokens.Load(ctx, r.Token); err == nil {
+	if f, err := o.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
 		targets = f.TargetQueues()
 	} else if verb == engine.ControlResume {
 		rf := refuse(NotControllable, "Replay %s cannot be resumed: its preview can no longer be read (%v).", id, err)

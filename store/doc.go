@@ -16,7 +16,8 @@
 // Key layout (P is the prefix; every key function is in keys.go, and
 // TestDocListsEveryKey checks this table against them):
 //
-//	P{<token>}:token        string  the frozen preview (JSON, gzip-compressed when large); TTL = token TTL
+//	P{<token>}:token        string  the frozen preview (binary format, tokens_encode.go; JSON or gzip JSON
+//	                                from earlier releases); TTL = token TTL
 //	P{<token>}:used         string  id of the replay that consumed the token; same TTL
 //	P{<token>}:msg          hash    where the preview was posted (channel, ts), for threading; same TTL
 //	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch of the last Acquire),

@@ -84,7 +84,7 @@ func (t *Tokens) Save(ctx context.Context, f engine.Frozen, ttl time.Duration) (
 			return "", fmt.Errorf("store: save preview: random token: %w", err)
 		}
 		f.Token = tok
-		val, err := encodeFrozen(f)
+		val, err := encodeToken(f)
 		if err != nil {
 			return "", fmt.Errorf("store: save preview: %w", err)
 		}
@@ -113,7 +113,7 @@ func (t *Tokens) Load(ctx context.Context, token string) (engine.Frozen, error) 
 	if err != nil {
 		return engine.Frozen{}, fail(err, "load preview %s", token)
 	}
-	f, err := decodeFrozen(val)
+	f, err := decodeToken(val)
 	if err != nil {
 		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", token, err)
 	}

@@ -71,6 +71,9 @@ func (e *effects) Load(context.Context, string) (engine.Frozen, error) {
 	e.n.Add(1)
 	return engine.Frozen{}, engine.ErrTokenNotFound
 }
+func (e *effects) LoadHeader(ctx context.Context, token string) (engine.Frozen, error) {
+	return e.Load(ctx, token)
+}
 func (e *effects) Discard(context.Context, string) error { e.n.Add(1); return nil }
 func (e *effects) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
 	e.n.Add(1)
