@@ -154,15 +154,16 @@ func (b *Broker) startRead(ctx context.Context, queue string) (*readBudget, erro
 		if b.info.knownClassic(queue) {
 			return rb, nil
 		}
+		// Only a queue that exists needs a budget; a missing queue or an
+		// unreachable broker is the read's own error to report.
+		if _, found, perr := b.declarePassive(ctx, queue); perr != nil || !found {
+			return rb, nil
+		}
 		reason := "management API unreachable"
-		if errors.Is(err, errMgmtNotFound) {
-			// Missing, or the API and the AMQP listener disagree: only a
-			// queue that exists needs a budget.
-			if _, found, perr := b.declarePassive(ctx, queue); perr == nil && !found {
-				return rb, nil // the read reports the missing queue
-			}
+		switch {
+		case errors.Is(err, errMgmtNotFound):
 			reason = "the management API does not know the queue"
-		} else if !errors.Is(err, engine.ErrBrokerUnavailable) {
+		case !errors.Is(err, engine.ErrBrokerUnavailable):
 			reason = "the management API did not answer: " + err.Error()
 		}
 		return nil, &engine.BudgetUnknownError{Queue: queue, Reason: reason, Err: err}
