@@ -68,12 +68,34 @@ func Brokers() []Broker {
 	return []Broker{Rabbit3, Rabbit4, Rabbit43}
 }
 
+// Named returns those of Brokers() called by one of names, in Brokers'
+// order.
+func Named(names ...string) []Broker {
+	var out []Broker
+	for _, b := range Brokers() {
+		for _, n := range names {
+			if b.Name == n {
+				out = append(out, b)
+				break
+			}
+		}
+	}
+	return out
+}
+
 // EachBroker runs f as one subtest per broker ("rabbit3", "rabbit4",
 // "rabbit43"). A broker that does not answer fails the test with how to
 // start it: the suite never skips a broker silently.
 func EachBroker(t *testing.T, f func(t *testing.T, b Broker)) {
 	t.Helper()
-	for _, b := range Brokers() {
+	EachBrokerIn(t, Brokers(), f)
+}
+
+// EachBrokerIn is EachBroker over bs only: for a long test that runs on
+// some brokers, chosen where it is called (see Named).
+func EachBrokerIn(t *testing.T, bs []Broker, f func(t *testing.T, b Broker)) {
+	t.Helper()
+	for _, b := range bs {
 		t.Run(b.Name, func(t *testing.T) {
 			b.require(t)
 			f(t, b)
