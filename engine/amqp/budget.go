@@ -105,15 +105,22 @@ func (b *Broker) readCounts(ctx context.Context, q *queueJSON) (int, engine.Read
 	return l.limit, rc, nil
 }
 
-// budgetVersion is the version whose rules the read budget follows: the
-// management API's (mgmtVer), else the AMQP server's own, announced when
-// the connection opened. When both are known and differ (a cluster being
-// upgraded node by node) the older counts: its rules are the stricter.
+// budgetVersion is the version whose rules the read budget follows (see
+// pickVersion): the management API's (mgmtVer) or the AMQP server's own,
+// announced when the connection opened.
 func (b *Broker) budgetVersion(ctx context.Context, mgmtVer string) string {
 	var amqpVer string
 	if conn, err := b.conns.get(ctx); err == nil {
 		amqpVer, _ = conn.Properties["version"].(string)
 	}
+	return pickVersion(mgmtVer, amqpVer)
+}
+
+// pickVersion chooses between the management API's version and the AMQP
+// server's: the one that can be read; when both can and differ (a cluster
+// being upgraded node by node) the older, whose rules are the stricter;
+// when neither can, what there is ("" or an odd string).
+func pickVersion(mgmtVer, amqpVer string) string {
 	mv, mok := parseVersion(mgmtVer)
 	av, aok := parseVersion(amqpVer)
 	switch {
@@ -142,8 +149,8 @@ type readBudget struct {
 // its delivery limit. It fails closed: when the management API cannot say
 // what the queue is (unreachable, or it does not know a queue that
 // exists), the read is refused with a *engine.BudgetUnknownError, unless
-// an earlier answer said the queue is classic (a queue's type never
-// changes), for which no budget applies.
+// an earlier answer said the queue is classic (its type changes only when
+// it is deleted and declared again), for which no budget applies.
 func (b *Broker) startRead(ctx context.Context, queue string) (*readBudget, error) {
 	rb := &readBudget{b: b, queue: queue, seen: -1}
 	q, err := b.queueInfo(ctx, queue)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -95,6 +96,20 @@ func TestBudgetRulePerVersion(t *testing.T) {
 		}
 		if requeueCounts(tc.version) != tc.counts {
 			t.Errorf("requeueCounts(%q) = %v, want %v", tc.version, !tc.counts, tc.counts)
+		}
+	}
+	for _, tc := range [][3]string{ // management API's, AMQP server's, chosen
+		{"4.3.6", "4.3.6", "4.3.6"},
+		{"4.3.6", "4.2.1", "4.2.1"}, // a cluster mid-upgrade: the older rules
+		{"4.0.5", "4.3.6", "4.0.5"},
+		{"", "4.3.6", "4.3.6"},
+		{"odd", "4.0.5", "4.0.5"},
+		{"4.3.6", "", "4.3.6"},
+		{"odd", "", "odd"},
+		{"", "", ""},
+	} {
+		if got := pickVersion(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("pickVersion(%q, %q) = %q, want %q", tc[0], tc[1], got, tc[2])
 		}
 	}
 	for _, odd := range []string{"", "4", "four.three", "v4.3.6", "4.x", "rabbit"} {
@@ -389,6 +404,45 @@ func TestBudgetFailsClosed(t *testing.T) {
 					t.Fatalf("%s: a message was delivered before (redelivered): the refused read read it", name)
 				}
 			}
+		}
+	})
+}
+
+// TestBudgetVersionFromAMQP: a management API that does not tell the
+// version (its /api/overview answers without rabbitmq_version) leaves the
+// version the AMQP server announced, and the budget follows that
+// version's rule on each broker.
+func TestBudgetVersionFromAMQP(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		e := newEnvOn(t, on)
+		q := e.queue("t-budget-amqpver", amqp.Table{"x-queue-type": "quorum", "x-delivery-limit": int64(5)})
+		target, err := url.Parse(on.ManagementURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target.User = nil
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/api/overview" {
+				_, _ = w.Write([]byte(`{"management_version":"","rabbitmq_version":""}`))
+				return
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		cfg := onBroker(on, Config{})
+		cfg.ManagementURL = "http://guest:guest@" + srv.Listener.Addr().String()
+		b := testBroker(t, cfg)
+		st, err := b.Inspect(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(st.BrokerVersion, on.Series+".") || st.DeliveryLimit != 5 || st.RequeueCounts != on.RequeueCounts() {
+			t.Fatalf("Inspect without the API's version on %s = %+v; want version %s.x from AMQP, limit 5, give-backs counting %v",
+				on.Name, st, on.Series, on.RequeueCounts())
 		}
 	})
 }
