@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -372,4 +377,74 @@ func giveBack(t *testing.T, r *testkit.Rabbit, q string, n int) int {
 		t.Fatal(err)
 	}
 	return top
+}
+
+// TestBudgetUnknownRefusesAndChangesNothing: while the management API
+// answers 503, the read budget of a quorum DLQ cannot be told: a preview
+// and an approval are refused before reading, saying so, and nothing is
+// sent or changed (the token stays usable). Once the API answers again the
+// same token's replay finishes with every message sent once.
+func TestBudgetUnknownRefusesAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		ctx := context.Background()
+		target, err := url.Parse(on.ManagementURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target.User = nil
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		var down atomic.Bool
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				http.Error(w, "management down for the test", http.StatusServiceUnavailable)
+				return
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		behind := on
+		behind.ManagementURL = "http://guest:guest@" + srv.Listener.Addr().String()
+		e := newEnvOn(t, fast, behind)
+		r := e.rabbit
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		r.Topology(src, dlq, testkit.Quorum(amqp.Table{"x-delivery-limit": 50}))
+		const total = 10
+		msgs := testkit.Msgs(total, 100)
+		r.Reject(src, msgs...)
+		r.WaitCount(dlq, total, 20*time.Second)
+		p := preview(t, e, engine.Selection{DLQ: dlq})
+		rec := &recorder{}
+		r.Consume(src, rec.handle)
+
+		down.Store(true)
+		testkit.Eventually(t, 20*time.Second, "the broker's answers to expire", func() bool {
+			st, err := e.broker.Inspect(ctx, dlq)
+			return err == nil && st.Type == ""
+		})
+		want := "cannot tell the delivery limit of " + dlq + ": management API unreachable"
+		if _, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ"); !errors.Is(err, engine.ErrBudgetUnknown) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("preview without the management API: %v, want %q", err, want)
+		}
+		if _, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, false); !errors.Is(err, engine.ErrBudgetUnknown) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("approval without the management API: %v, want %q", err, want)
+		}
+		if n := r.Count(dlq); n != total || len(rec.got()) != 0 {
+			t.Fatalf("after the refusals the DLQ holds %d and the source got %d; want %d and 0", n, len(rec.got()), total)
+		}
+
+		down.Store(false)
+		rep := approveRun(t, e, p.Token, oneStep, false)
+		if rep.State != engine.StateFinished || rep.Sent != total || rep.Missing != 0 {
+			t.Fatalf("replay once the API answers: %s, %d sent: %s; want finished with %d", rep.State, rep.Sent, rep.Note, total)
+		}
+		noneLost(t, r, dlq, rec, total, total)
+		got := ids(rec.got())
+		for _, m := range msgs {
+			if got[m.MessageId] != 1 {
+				t.Fatalf("the source got %v, want each of %d once", got, total)
+			}
+		}
+	})
 }
