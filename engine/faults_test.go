@@ -72,18 +72,24 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 	})
 }
 
-// eachDLQKind runs f as subtests "classic/<broker>" and "quorum/<broker>"
-// on both brokers, with the DLQ's arguments for the kind (a quorum DLQ
-// with no limit set: RabbitMQ 4.0 applies its default of 20).
+// eachDLQKind runs f as subtests "classic/<broker>" and "quorum/<broker>",
+// with the DLQ's arguments for the kind (a quorum DLQ with no limit set:
+// RabbitMQ 4.x applies its default of 20): quorum on every broker, classic
+// on 3.10 and 4.0 (these fault runs are long; 4.3's classic queues add
+// nothing here that 4.0's do not).
 func eachDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
 	for _, kind := range []struct {
-		name string
-		args amqp.Table
-	}{{"classic", nil}, {"quorum", testkit.Quorum(nil)}} {
+		name    string
+		args    amqp.Table
+		brokers []testkit.Broker
+	}{
+		{"classic", nil, testkit.Named(testkit.Rabbit3.Name, testkit.Rabbit4.Name)},
+		{"quorum", testkit.Quorum(nil), testkit.Brokers()},
+	} {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
-			testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+			testkit.EachBrokerIn(t, kind.brokers, func(t *testing.T, on testkit.Broker) {
 				t.Parallel()
 				f(t, on, kind.args)
 			})

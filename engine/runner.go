@@ -398,13 +398,18 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 		if err != nil {
 			return rn.r, false, err
 		}
-	case errors.Is(cause, ErrReadBudget):
+	case errors.Is(cause, ErrReadBudget) || errors.Is(cause, ErrBudgetUnknown):
 		// Not a fault: the replay stopped before a read that could drop
-		// messages, and resumes once the limit is raised.
+		// messages, and resumes once the limit is raised (or, when the
+		// budget could not be told, once the management API answers).
 		note := "stopped by the read budget (" + cause.Error() + "); raise the delivery limit, then resume"
 		var rbe *ReadBudgetError
-		if errors.As(cause, &rbe) {
+		var bue *BudgetUnknownError
+		switch {
+		case errors.As(cause, &rbe):
 			note = "stopped by the " + rbe.Error() + ", then resume"
+		case errors.As(cause, &bue):
+			note = "stopped: " + bue.Error() + "; resume once the management API answers"
 		}
 		rn.r.State, rn.r.Note = StateStopped, note
 		rn.r.EndedAt = rn.s.d.Clock.Now()
