@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 )
@@ -19,7 +20,9 @@ import (
 // ("orders.dlq reason=rejected since=2h to=orders.retry"). It needs `read`
 // on the DLQ and changes nothing. A preview that selected nothing has no
 // token (Token is "").
-func (s *Service) Preview(ctx context.Context, c Caller, selection string) (*engine.Preview, error) {
+func (s *Service) Preview(ctx context.Context, c Caller, selection string) (_ *engine.Preview, err error) {
+	n := s.note(c, audit.OpPreview) // until ops/ records (audit.go)
+	defer func() { n.done(ctx, err) }()
 	if strings.TrimSpace(selection) == "" {
 		return nil, newError(http.StatusBadRequest, CodeBadSelection, "The selection is empty; name the DLQ first, as in \"orders.dlq reason=rejected since=2h\".")
 	}
@@ -33,6 +36,7 @@ func (s *Service) Preview(ctx context.Context, c Caller, selection string) (*eng
 		return nil, newError(http.StatusBadRequest, CodeBadSelection, "%s", msg)
 	}
 	sel := pc.Selection
+	n.e.Vhost, n.e.DLQ = sel.Vhost, sel.DLQ
 	if err := s.permit(ctx, c, func(g []string) error { return s.cfg.Policy.CheckPreview(c.ID, g, sel.DLQ) }); err != nil {
 		return nil, asError(err, sel.DLQ)
 	}
@@ -43,6 +47,7 @@ func (s *Service) Preview(ctx context.Context, c Caller, selection string) (*eng
 	if p.Token != "" {
 		s.previews.put(p.Token, p)
 	}
+	n.e.TokenRef, n.e.Messages = audit.TokenRef(p.Token), p.Selected
 	return p, nil
 }
 
@@ -103,7 +108,10 @@ func ChangesDigest(changes []engine.Change) string {
 // digest, and nothing is sent; calling again with confirm set to that
 // digest approves despite exactly those changes. On success the replay is
 // shown in Slack (when wired) and handed to the workers.
-func (s *Service) Approve(ctx context.Context, c Caller, token string, p Params, confirm string) (engine.Replay, error) {
+func (s *Service) Approve(ctx context.Context, c Caller, token string, p Params, confirm string) (_ engine.Replay, err error) {
+	n := s.note(c, audit.OpApprove)
+	n.e.TokenRef = audit.TokenRef(token)
+	defer func() { n.done(ctx, err) }()
 	if strings.TrimSpace(token) == "" {
 		return engine.Replay{}, newError(http.StatusBadRequest, CodeBadRequest, "A replay needs the token of a preview; preview first.")
 	}
@@ -115,6 +123,7 @@ func (s *Service) Approve(ctx context.Context, c Caller, token string, p Params,
 	if err != nil {
 		return engine.Replay{}, asError(err, token)
 	}
+	n.e.Vhost, n.e.DLQ, n.e.Messages = f.Vhost, f.DLQ, f.Total
 	if err := s.permit(ctx, c, func(g []string) error {
 		return s.cfg.Policy.CheckApprove(c.ID, g, f.DLQ, f.TargetQueues(), f.Requester, f.Total)
 	}); err != nil {
@@ -139,6 +148,7 @@ func (s *Service) Approve(ctx context.Context, c Caller, token string, p Params,
 		return engine.Replay{}, asError(err, f.DLQ)
 	}
 	r := ap.Replay
+	n.e.ReplayID = r.ID
 	log := s.log.With().Str("replay_id", r.ID).Str("principal", c.Principal).Str("approver", c.ID).Str("via", c.Via).Logger()
 	if s.d.Slack != nil {
 		if err := s.d.Slack.ShowReplay(ctx, r); err != nil {
@@ -243,7 +253,10 @@ func (s *Service) List(ctx context.Context, c Caller, n int) ([]engine.Replay, i
 // buttons' permissions: `read` on the DLQ pulls the brake (pause, cancel),
 // resume needs what approving needs. It returns the replay as it is after
 // the request (the owner acts within a second).
-func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engine.Replay, error) {
+func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (_ engine.Replay, err error) {
+	n := s.note(c, verb)
+	n.e.ReplayID = id
+	defer func() { n.done(ctx, err) }()
 	action, ok := engine.ParseControlAction(verb)
 	if !ok {
 		return engine.Replay{}, newError(http.StatusBadRequest, CodeBadRequest, "Unknown action %q; a replay can be paused, resumed or cancelled.", verb)
@@ -252,6 +265,7 @@ func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engin
 	if err != nil {
 		return r, asError(err, id)
 	}
+	n.e.Vhost, n.e.DLQ = r.Vhost, r.DLQ
 	var targets []string
 	if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
 		targets = f.TargetQueues()
@@ -279,8 +293,13 @@ func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engin
 
 // Check reports whether a replay's messages came back; it reads the
 // DLQ without changing it and needs `read` on it.
-func (s *Service) Check(ctx context.Context, c Caller, id string) (engine.CheckReport, error) {
-	if _, err := s.Replay(ctx, c, id); err != nil {
+func (s *Service) Check(ctx context.Context, c Caller, id string) (_ engine.CheckReport, err error) {
+	n := s.note(c, audit.OpCheck)
+	n.e.ReplayID = id
+	defer func() { n.done(ctx, err) }()
+	r, err := s.Replay(ctx, c, id)
+	n.e.Vhost, n.e.DLQ = r.Vhost, r.DLQ
+	if err != nil {
 		return engine.CheckReport{}, err
 	}
 	rep, err := s.d.Engine.Check(ctx, id, "")
@@ -292,17 +311,22 @@ func (s *Service) Check(ctx context.Context, c Caller, id string) (engine.CheckR
 
 // Park moves a replay's returned copies at the park limit to the DLQ's
 // parking queue: `replay` on the DLQ and `publish` on the parking queue.
-func (s *Service) Park(ctx context.Context, c Caller, id string) (engine.ParkResult, error) {
+func (s *Service) Park(ctx context.Context, c Caller, id string) (_ engine.ParkResult, err error) {
+	n := s.note(c, audit.OpPark)
+	n.e.ReplayID = id
+	defer func() { n.done(ctx, err) }()
 	r, err := s.d.Engine.Status(ctx, id)
 	if err != nil {
 		return engine.ParkResult{}, asError(err, id)
 	}
+	n.e.Vhost, n.e.DLQ = r.Vhost, r.DLQ
 	if err := s.permit(ctx, c, func(g []string) error {
 		return s.cfg.Policy.CheckPark(c.ID, g, r.DLQ, engine.ParkingQueue(r.DLQ))
 	}); err != nil {
 		return engine.ParkResult{}, asError(err, r.DLQ)
 	}
 	res, err := s.d.Engine.Park(ctx, id, c.ID)
+	n.e.Messages = res.Parked
 	if err != nil {
 		e := asError(err, r.DLQ)
 		e.Message += fmt.Sprintf(" (%d moved before it failed; the rest stay in the DLQ)", res.Parked)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 )
@@ -109,6 +110,11 @@ type Deps struct {
 	// grants by user id count for them).
 	Groups commands.UserGroups
 	Log    zerolog.Logger
+	// Audit records every operation of the Service (audit/); optional.
+	Audit audit.Recorder
+	// AuditLog reads the trail for GET /api/v1/audit; optional (501
+	// without).
+	AuditLog audit.Reader
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
 }
