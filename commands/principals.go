@@ -30,6 +30,9 @@ type Principal struct {
 	// distinct-approver rule (a personal token). Otherwise the principal
 	// has the roles that list it under principals.
 	User string
+	// Emails are the identities a trusted proxy in front of the dashboard
+	// may name for this principal (X-Forwarded-Email), lower-case.
+	Emails []string
 }
 
 // ID is the identity the principal acts under, as recorded in previews and
