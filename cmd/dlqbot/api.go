@@ -20,7 +20,7 @@ var _ api.Slack = (*bot.Bot)(nil)
 // without Slack) to show its replays in Slack.
 func (a *app) newAPI(policy *commands.Policy, b *bot.Bot) (*api.Service, error) {
 	deps := api.Deps{Engine: a.svc, Replays: a.store.Replays(), Tokens: a.store.Tokens(),
-		Events: a.store.Events(), Log: a.log}
+		Events: a.store.Events(), Audit: a.store.Audit(), AuditLog: a.store.Audit(), Log: a.log}
 	if b != nil {
 		deps.Slack, deps.Groups = b, b.UserGroups()
 	}
@@ -44,6 +44,9 @@ func (r *replica) mountAPI(b *bot.Bot) error {
 	}
 	r.mux.Handle("/api/", svc.Handler())
 	r.mux.Handle("/mcp", mcp.Handler(svc, mcp.Config{RequireHuman: a.cfg.MCPRequireHuman}, r.log))
+	if err := r.mountDashboard(policy, svc); err != nil {
+		return err
+	}
 	principals := 0
 	if policy != nil {
 		principals = len(policy.Principals)

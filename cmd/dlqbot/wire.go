@@ -62,7 +62,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 	if err != nil {
 		return nil, usageError("REDIS_URL: %w", err)
 	}
-	st, err := store.New(store.Config{Prefix: cfg.RedisPrefix}, rdb, engine.SystemClock{})
+	st, err := store.New(store.Config{Prefix: cfg.RedisPrefix, AuditRetention: cfg.AuditRetention}, rdb, engine.SystemClock{})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, usageError("DLQBOT_REDIS_PREFIX: %w", err)
