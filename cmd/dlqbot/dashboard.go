@@ -16,7 +16,11 @@ var _ dashapi.Queues = (*amqp.Broker)(nil)
 // operations (off, saying how to turn it on, without a permissions file).
 func (r *replica) mountDashboard(policy *commands.Policy, svc *api.Service) error {
 	a := r.a
-	d, err := dashboard.New(dashboard.Config{Policy: policy, SessionKey: []byte(a.cfg.SessionKey),
+	signIn := policy
+	if signIn == nil {
+		signIn = a.demoDashboard
+	}
+	d, err := dashboard.New(dashboard.Config{Policy: signIn, SessionKey: []byte(a.cfg.SessionKey),
 		TrustedProxies: a.cfg.TrustedProxies, SlackURL: a.cfg.SlackWorkspaceURL},
 		dashboard.Deps{Backend: dashapi.New(svc, a.broker, a.store.Tokens()), Log: r.log})
 	if err != nil {
@@ -24,9 +28,9 @@ func (r *replica) mountDashboard(policy *commands.Policy, svc *api.Service) erro
 	}
 	r.mux.Handle("/dashboard/", d.Handler())
 	r.mux.Handle("GET /dashboard", http.RedirectHandler("/dashboard/", http.StatusMovedPermanently))
-	if policy != nil && a.cfg.SessionKey == "" {
+	if signIn != nil && a.cfg.SessionKey == "" && a.demoDashboard == nil {
 		r.log.Info().Msg("dashboard: DLQBOT_DASHBOARD_SESSION_KEY is not set, so sign-ins last until this process restarts and hold on this replica only")
 	}
-	r.log.Info().Bool("on", policy != nil).Int("trusted_proxies", len(a.cfg.TrustedProxies)).Msg("dashboard at /dashboard/")
+	r.log.Info().Bool("on", signIn != nil).Int("trusted_proxies", len(a.cfg.TrustedProxies)).Msg("dashboard at /dashboard/")
 	return nil
 }

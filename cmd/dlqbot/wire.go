@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/metrics"
@@ -28,6 +29,9 @@ type app struct {
 	svc *engine.Service
 	// metrics is set by newReplica (serve, demo); nil in the terminal.
 	metrics *metrics.Metrics
+	// demoDashboard signs people in to the demo's dashboard when no
+	// permissions file is set (access control stays off).
+	demoDashboard *commands.Policy
 }
 
 // newApp wires RabbitMQ, Redis and an engine that notifies nobody (the
