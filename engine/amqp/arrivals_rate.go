@@ -13,7 +13,7 @@ import (
 )
 
 // Arrivals counts the messages that reached queue in each bucket of the
-// last span, oldest first, from the management API's publish samples
+// last span, oldest first (the last bucket is the one under way), from the management API's publish samples
 // (dead letters count as publishes into their DLQ). The broker keeps
 // per-minute samples of a queue for an hour by default
 // (sample_retention_policies), so span and bucket beyond that come back
@@ -48,13 +48,20 @@ func (b *Broker) Arrivals(ctx context.Context, queue string, span, bucket time.D
 	if len(smp) < 2 {
 		return out, nil
 	}
+	// The samples end at the last whole bucket; what arrived since is the
+	// current counter (the latest 5 s statistics) less the last sample.
+	if now, err := b.mgmt.queue(ctx, queue, false); err == nil {
+		if d := now.MessageStats.Publish - smp[len(smp)-1].Sample; d > 0 {
+			out[n-1] += int(d)
+		}
+	}
 	end := time.UnixMilli(smp[len(smp)-1].Timestamp)
 	for i := 1; i < len(smp); i++ {
 		d := smp[i].Sample - smp[i-1].Sample
 		if d <= 0 {
 			continue
 		}
-		k := n - 1 - int(end.Sub(time.UnixMilli(smp[i].Timestamp))/bucket)
+		k := n - 2 - int(end.Sub(time.UnixMilli(smp[i].Timestamp))/bucket)
 		if k >= 0 && k < n {
 			out[k] += int(d)
 		}
