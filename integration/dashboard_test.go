@@ -42,10 +42,27 @@ type dashEnv struct {
 	url string
 }
 
+// tokOutsider's principal may read only other DLQs than the tests'.
+const tokOutsider = "tok-outsider-0123456789"
+
+// dashPolicy is apiPolicy with an outsider, who may read only queues named
+// elsewhere.*.
+func dashPolicy() string {
+	return strings.Replace(apiPolicy(false), "roles:\n", `  - name: outsider
+    token_sha256: `+commands.HashToken(tokOutsider)+`
+roles:
+  - name: outsiders
+    principals: [outsider]
+    grants:
+      - queues: ["elsewhere.*"]
+        actions: [read, replay, publish]
+`, 1)
+}
+
 func newDashEnv(t *testing.T) *dashEnv {
 	t.Helper()
-	e := newEnv(t, options{policy: apiPolicy(false), events: true, apiChannel: channel})
-	policy, err := commands.ParsePolicy([]byte(apiPolicy(false)))
+	e := newEnv(t, options{policy: dashPolicy(), events: true, apiChannel: channel})
+	policy, err := commands.ParsePolicy([]byte(dashPolicy()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +101,11 @@ func (d *dashEnv) call(want int, tok, method, path string, body any) map[string]
 // with a token, open a running replay from the list, see its steps arrive
 // without a reload, reload and see the same steps, pause it, and see the
 // pause in the Slack stand-in's thread, in the broker's counts and in the
-// audit trail; a viewer's page has no Pause button, and forged pauses
-// (no CSRF token, another session's, the viewer's own) change nothing.
+// audit trail. A principal who may not read the DLQ sees neither the
+// replay nor its buttons, and its forged pauses (no CSRF token, a wrong
+// one, its own) change nothing; a viewer, whom the policy lets pull the
+// brake but not resume, sees no Resume button and its forged resumes
+// change nothing.
 // The trail's export is then checked against api/openapi.yaml: exactly
 // the operations performed, in order, with their principals.
 func TestDashboardInBrowser(t *testing.T) {
@@ -123,30 +143,42 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.click("open the replay", `#replays tr[data-replay="`+rep.ID+`"] a`, 10*time.Second)
 	b.step("the replay's page", 15*time.Second, chromedp.WaitVisible(chromedp.CSS(`#replay[data-id="`+rep.ID+`"]`)),
 		chromedp.Evaluate[chromedp.Void](`window.dlqbotNoReload = true`))
-	b.waitText("#steps", "step_passed", 60*time.Second)
+	// A step that passes after the page loaded arrives through the event
+	// stream: the script adds it (class "fresh"), the page is not reloaded.
+	passed := len(b.lines("#steps li.ev-step_passed"))
+	pctx, pcancel := context.WithTimeout(b.ctx, 65*time.Second)
+	_, err := chromedp.Run(pctx, chromedp.Poll[bool](
+		fmt.Sprintf(`document.querySelectorAll("#steps li.ev-step_passed").length > %d && document.querySelector("#steps li.fresh") !== null`, passed),
+		chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(100*time.Millisecond)))
+	pcancel()
+	if err != nil {
+		b.fail("a step arriving live", err)
+	}
 	if !b.eval(`window.dlqbotNoReload === true`) {
 		b.fail("steps arriving", fmt.Errorf("the page was reloaded"))
 	}
 	b.shot("dashboard-replay-live")
 
-	// A viewer, with a session of its own (a plain HTTP client).
-	viewer := newDashClient(t, e.url, tokViewer)
-	page := viewer.get("/dashboard/replays/" + rep.ID)
-	if !strings.Contains(page, rep.ID) || strings.Contains(page, `data-verb=`) {
-		t.Fatalf("the viewer's page shows controls or not the replay:\n%s", page)
+	// An outsider, who may not read this DLQ (a plain HTTP client with a
+	// session of its own): the list does not show the replay, its page is
+	// refused, and forged pauses change nothing.
+	outsider := newDashClient(t, e.url, tokOutsider)
+	if list := outsider.get("/dashboard/", http.StatusOK); strings.Contains(list, rep.ID) {
+		t.Errorf("the outsider's list shows %s", rep.ID)
 	}
-	csrf := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
-	if csrf == nil {
-		t.Fatal("no CSRF token on the viewer's page")
+	page := outsider.get("/dashboard/replays/"+rep.ID, http.StatusNotFound)
+	if strings.Contains(page, `data-verb=`) {
+		t.Errorf("the outsider's page shows controls:\n%s", page)
 	}
+	csrf := csrfOf(t, page)
 	for _, c := range []struct{ what, token string }{{"no CSRF token", ""}, {"a wrong CSRF token", strings.Repeat("0", 32)},
-		{"the viewer's own CSRF token", csrf[1]}} {
-		if status := viewer.post("/dashboard/replays/"+rep.ID+"/pause", c.token); status != http.StatusForbidden {
-			t.Errorf("the viewer's pause with %s: status %d, want 403", c.what, status)
+		{"its own CSRF token", csrf}} {
+		if status := outsider.post("/dashboard/replays/"+rep.ID+"/pause", c.token); status != http.StatusForbidden {
+			t.Errorf("the outsider's pause with %s: status %d, want 403", c.what, status)
 		}
 	}
-	if r, err := e.store.Replays().Get(context.Background(), rep.ID); err != nil || r.State == engine.StatePaused {
-		t.Fatalf("after the viewer's forged pauses the replay is %s (%v)", r.State, err)
+	if r, err := e.store.Replays().Get(context.Background(), rep.ID); err != nil || r.State != engine.StateRunning {
+		t.Fatalf("after the outsider's forged pauses the replay is %s (%v)", r.State, err)
 	}
 
 	before := b.lines("#steps li")
@@ -158,10 +190,27 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 	}
 	b.click("click Pause", `#controls button[data-verb="pause"]`, 10*time.Second)
+	b.step("the page after the pause", 15*time.Second, chromedp.WaitVisible(chromedp.CSS("#notice")),
+		chromedp.WaitVisible(chromedp.CSS(`#replay[data-id="`+rep.ID+`"]`)))
 	b.waitText("#state", "paused", 20*time.Second)
 	b.waitText("#steps", "paused", 10*time.Second)
 	b.step("the Resume button", 10*time.Second, chromedp.WaitVisible(chromedp.CSS(`#controls button[data-verb="resume"]`)))
 	b.shot("dashboard-paused")
+
+	// A viewer (read only) may pull the brake (the policy lets `read`
+	// pause and cancel) but not resume: no Resume button, and a forged
+	// resume, even with its own CSRF token, leaves the replay paused.
+	viewer := newDashClient(t, e.url, tokViewer)
+	page = viewer.get("/dashboard/replays/"+rep.ID, http.StatusOK)
+	if !strings.Contains(page, `data-verb="cancel"`) || strings.Contains(page, `data-verb="resume"`) {
+		t.Errorf("the viewer's page of the paused replay: Cancel but not Resume expected:\n%s", page)
+	}
+	for _, c := range []struct{ what, token string }{{"no CSRF token", ""}, {"the outsider's CSRF token", csrf},
+		{"its own CSRF token", csrfOf(t, page)}} {
+		if status := viewer.post("/dashboard/replays/"+rep.ID+"/resume", c.token); status != http.StatusForbidden {
+			t.Errorf("the viewer's resume with %s: status %d, want 403", c.what, status)
+		}
+	}
 
 	// What the page says against the broker and the record: the DLQ holds
 	// exactly what was not sent.
@@ -204,8 +253,9 @@ func TestDashboardInBrowser(t *testing.T) {
 	want := []string{
 		"api:runbook api preview ok",
 		"api:runbook api approve ok",
-		"api:viewer dashboard pause refused forbidden",
+		"api:outsider dashboard pause refused forbidden",
 		"api:runbook dashboard pause ok",
+		"api:viewer dashboard resume refused forbidden",
 	}
 	var got []string
 	for _, en := range entries {
@@ -338,7 +388,17 @@ func newDashClient(t *testing.T, base, tok string) *dashClient {
 	return &dashClient{t: t, base: base, c: c}
 }
 
-func (d *dashClient) get(path string) string {
+// csrfOf returns the CSRF token of a dashboard page.
+func csrfOf(t *testing.T, page string) string {
+	t.Helper()
+	m := regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the page:\n%s", page)
+	}
+	return m[1]
+}
+
+func (d *dashClient) get(path string, want int) string {
 	d.t.Helper()
 	resp, err := d.c.Get(d.base + path)
 	if err != nil {
@@ -346,7 +406,7 @@ func (d *dashClient) get(path string) string {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode != want {
 		d.t.Fatalf("GET %s: %d\n%s", path, resp.StatusCode, body)
 	}
 	return string(body)

@@ -4,13 +4,6 @@
 // server renders everything else, and decides again on every action.
 "use strict";
 
-(function () {
-  const replay = document.getElementById("replay");
-  if (replay) followReplay(replay);
-  const list = document.getElementById("replays");
-  if (list && list.dataset.refresh) refreshList(Number(list.dataset.refresh));
-})();
-
 function setText(id, v) {
   const el = document.getElementById(id);
   if (el && v !== undefined && v !== null) el.textContent = String(v);
@@ -83,6 +76,7 @@ function followReplay(el) {
   });
   for (const kind of kinds) {
     es.addEventListener(kind, (m) => {
+      el.dataset.seen = String(Number(el.dataset.seen || 0) + 1);
       const ev = JSON.parse(m.data);
       el.dataset.lastEvent = m.lastEventId;
       if (ev.kind !== "follow_up") addStep(ev);
@@ -111,3 +105,11 @@ function refreshList(every) {
       .catch(() => {});
   }, every);
 }
+
+// Start once everything above is defined (kinds is a const).
+(function () {
+  const replay = document.getElementById("replay");
+  if (replay) followReplay(replay);
+  const list = document.getElementById("replays");
+  if (list && list.dataset.refresh) refreshList(Number(list.dataset.refresh));
+})();
