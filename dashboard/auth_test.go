@@ -85,7 +85,7 @@ func (f *fakeBackend) Control(_ context.Context, p commands.Principal, verb, id 
 	return r, nil
 }
 func (f *fakeBackend) DLQs(context.Context, commands.Principal) ([]DLQ, error) {
-	return []DLQ{{Name: "orders.dlq", Exists: true, Ready: 40, Arrivals: []int{0, 3, 1}}}, nil
+	return []DLQ{{Name: "orders.dlq", Exists: true, Ready: 40, Depths: []int{0, 3, 1}}}, nil
 }
 func (f *fakeBackend) Audit(context.Context, commands.Principal, audit.Filter) ([]audit.Entry, error) {
 	return nil, nil

@@ -46,11 +46,11 @@ type DLQ struct {
 	Ready, Consumers int
 	// Targets are the queues its replays sent to, with their consumers.
 	Targets []Target
-	// Arrivals counts messages that reached the DLQ per Bucket, oldest
-	// first, ending now (the management API's publish samples); nil when
+	// Depths is the DLQ's message count at the end of each Bucket, oldest
+	// first, the last one now (the management API's samples); nil when
 	// unknown.
-	Arrivals []int
-	Bucket   time.Duration
+	Depths []int
+	Bucket time.Duration
 	// Problem says what could not be read ("" when nothing).
 	Problem string
 }

@@ -90,7 +90,7 @@ func sparkline(counts []int) template.HTML {
 	}
 	const h, bw = 24, 4
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg class="spark" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="arrivals">`, len(counts)*bw, h, len(counts)*bw, h)
+	fmt.Fprintf(&b, `<svg class="spark" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="depth">`, len(counts)*bw, h, len(counts)*bw, h)
 	for i, n := range counts {
 		bh := 1
 		cls := "idle"

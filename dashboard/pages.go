@@ -78,7 +78,7 @@ type followUp struct {
 type dlqView struct {
 	DLQ
 	Spark template.HTML
-	Total int
+	Peak  int
 }
 
 type auditFilterView struct {
@@ -195,9 +195,9 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
 		p.Error = "The DLQs could not be read: " + err.Error()
 	}
 	for _, q := range dlqs {
-		v := dlqView{DLQ: q, Spark: sparkline(q.Arrivals)}
-		for _, n := range q.Arrivals {
-			v.Total += n
+		v := dlqView{DLQ: q, Spark: sparkline(q.Depths)}
+		if len(q.Depths) > 0 {
+			v.Peak = slices.Max(q.Depths)
 		}
 		p.DLQs = append(p.DLQs, v)
 	}

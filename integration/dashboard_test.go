@@ -235,6 +235,10 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.shot("dashboard-audit")
 	b.step("the dashboard's front page", 15*time.Second, chromedp.Navigate(e.url+"/dashboard/"),
 		chromedp.WaitVisible(chromedp.CSS(`#dlqs tr[data-dlq="`+dlq+`"]`)))
+	row := b.text(`#dlqs tr[data-dlq="` + dlq + `"]`)
+	if cells := strings.Fields(row); len(cells) < 3 || cells[1] != strconv.Itoa(e.rabbit.Count(dlq)) || cells[1] != strconv.Itoa(total-r.Sent) {
+		b.fail("the DLQ's row", fmt.Errorf("%q: want %d ready (the broker counts %d)", row, total-r.Sent, e.rabbit.Count(dlq)))
+	}
 	path := b.shot("dashboard")
 	if update {
 		png, err := os.ReadFile(path)

@@ -30,7 +30,7 @@ type Backend struct {
 // it.
 type Queues interface {
 	Inspect(ctx context.Context, queue string) (engine.QueueInfo, error)
-	Arrivals(ctx context.Context, queue string, span, bucket time.Duration) ([]int, error)
+	Depths(ctx context.Context, queue string, span, bucket time.Duration) ([]int, error)
 }
 
 // Tokens reads frozen previews (for a replay's targets); the store's
@@ -80,7 +80,7 @@ func (b *Backend) Audit(ctx context.Context, p commands.Principal, f audit.Filte
 
 // DLQs are the DLQs of the recent replays p may see (the list only shows
 // those it may read), with the broker's counts now, the targets their
-// previews named and the last hour's arrivals per minute.
+// previews named and the last hour's depth per minute.
 func (b *Backend) DLQs(ctx context.Context, p commands.Principal) ([]dashboard.DLQ, error) {
 	rs, _, err := b.svc.List(ctx, caller(p), api.DefaultMaxList)
 	if err != nil {
@@ -122,8 +122,8 @@ func (b *Backend) DLQs(ctx context.Context, p commands.Principal) ([]dashboard.D
 			}
 		}
 		if q.Exists {
-			if arr, err := b.queues.Arrivals(ctx, q.Name, time.Hour, time.Minute); err == nil {
-				q.Arrivals = arr
+			if dep, err := b.queues.Depths(ctx, q.Name, time.Hour, time.Minute); err == nil {
+				q.Depths = dep
 			}
 		}
 	}
