@@ -33,6 +33,7 @@ import (
 	"github.com/stroma/dlqbot/internal/dashapi"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/mcp"
 )
 
 // dashEnv is an env with the HTTP API (recording the audit trail) and the
@@ -85,6 +86,7 @@ func newDashEnv(t *testing.T) *dashEnv {
 	mux := http.NewServeMux()
 	mux.Handle("/api/", svc.Handler())
 	mux.Handle("/dashboard/", d.Handler())
+	mux.Handle("/mcp", mcp.Handler(svc, mcp.Config{}, logger()))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return &dashEnv{env: e, url: srv.URL}
@@ -106,8 +108,9 @@ func (d *dashEnv) call(want int, tok, method, path string, body any) map[string]
 // one, its own) change nothing; a viewer, whom the policy lets pull the
 // brake but not resume, sees no Resume button and its forged resumes
 // change nothing.
-// The trail's export is then checked against api/openapi.yaml: exactly
-// the operations performed, in order, with their principals.
+// An agent checks the replay through MCP. The trail's export is then
+// checked against api/openapi.yaml: exactly the operations performed
+// through the API, the dashboard and MCP, in order, with their principals.
 func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
@@ -226,6 +229,17 @@ func TestDashboardInBrowser(t *testing.T) {
 		return r.ThreadTS != "" && strings.Contains(threadContent(e.thread(r.ThreadTS)), "Paused: "+strconv.Itoa(r.Sent))
 	})
 
+	// An agent checks it through MCP (reads the DLQ, changes nothing).
+	session, _, err := mcpClient(t, e.url+"/mcp", tokAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	var check engine.CheckReport
+	if msg := callTool(t, session, "dlq_check", map[string]any{"replay_id": rep.ID}, &check); msg != "" || check.Replayed != r.Sent || check.Returned != 0 {
+		t.Fatalf("dlq_check: %q %+v (sent %d)", msg, check, r.Sent)
+	}
+
 	b.step("open the audit trail", 15*time.Second, chromedp.Navigate(e.url+"/dashboard/audit?op=pause"),
 		chromedp.WaitVisible(chromedp.CSS("#audit")))
 	b.waitText("#audit", "dashboard", 5*time.Second)
@@ -260,6 +274,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		"api:outsider dashboard pause refused forbidden",
 		"api:runbook dashboard pause ok",
 		"api:viewer dashboard resume refused forbidden",
+		"api:agent mcp check ok",
 	}
 	var got []string
 	for _, en := range entries {
