@@ -9,52 +9,11 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/audit"
-	"github.com/stroma/dlqbot/commands"
 )
 
-// note is one operation's audit entry, filled in as the operation learns
-// what it concerns and appended when it returns.
-type note struct {
-	s *Service
-	e audit.Entry
-}
-
-// note starts the audit entry of operation op by caller c.
-func (s *Service) note(c Caller, op string) *note {
-	principal := c.Principal
-	if principal == "" {
-		principal = c.ID
-	}
-	return &note{s: s, e: audit.Entry{Time: s.d.Now(), Principal: principal, Identity: c.ID, FrontEnd: c.Via, Op: op}}
-}
-
-// done appends the entry with the outcome err gives: none is ok, a
-// refusal (an answer below 500: bad input, forbidden, changed, used
-// token…) is refused, anything else failed. A trail that cannot be
-// written is logged; the operation's own answer stands.
-func (n *note) done(ctx context.Context, err error) {
-	if n.s.d.Audit == nil {
-		return
-	}
-	n.e.Outcome = audit.OutcomeOK
-	if err != nil {
-		ae := asError(err, "")
-		n.e.Code, n.e.Outcome = ae.Code, audit.OutcomeRefused
-		if ae.Status >= 500 {
-			n.e.Outcome = audit.OutcomeFailed
-		}
-	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-	defer cancel()
-	if werr := n.s.d.Audit.Record(wctx, n.e); werr != nil {
-		n.s.log.Error().Err(werr).Str("op", n.e.Op).Str("principal", n.e.Principal).Str("replay_id", n.e.ReplayID).
-			Msg("audit entry not recorded")
-	}
-}
-
-// Audit returns the audit entries f selects that the caller may see: those
-// of DLQs it may read, and those without a DLQ that it made itself (a
-// selection that did not parse). Oldest first; f.Limit defaults to 100.
+// Audit returns the audit entries f selects that the caller may see
+// (ops.Ops.AuditVisible: those of DLQs it may read, and its own that name
+// no DLQ). Oldest first; f.Limit defaults to 100.
 func (s *Service) Audit(ctx context.Context, c Caller, f audit.Filter) ([]audit.Entry, error) {
 	if s.d.AuditLog == nil {
 		return nil, newError(http.StatusNotImplemented, CodeUnavailable, "This dlqbot keeps no audit trail.")
@@ -66,32 +25,23 @@ func (s *Service) Audit(ctx context.Context, c Caller, f audit.Filter) ([]audit.
 	if limit > MaxAuditList {
 		return nil, newError(http.StatusBadRequest, CodeBadRequest, "At most %d audit entries can be listed at once.", MaxAuditList)
 	}
+	visible := s.ops.AuditVisible(ctx, c)
 	out := []audit.Entry{}
-	err := s.permit(ctx, c, func(g []string) error {
-		for len(out) < limit {
-			f.Limit = min(MaxAuditList, 2*(limit-len(out))+10)
-			page, err := s.d.AuditLog.List(ctx, f)
-			if err != nil {
-				return err
-			}
-			for _, e := range page {
-				visible := e.Identity == c.ID
-				if e.DLQ != "" {
-					visible = s.cfg.Policy.Allowed(c.ID, g, commands.ActionRead, e.DLQ)
-				}
-				if visible && len(out) < limit {
-					out = append(out, e)
-				}
-			}
-			if len(page) < f.Limit {
-				break
-			}
-			f.After = page[len(page)-1].ID
+	for len(out) < limit {
+		f.Limit = min(MaxAuditList, 2*(limit-len(out))+10)
+		page, err := s.d.AuditLog.List(ctx, f)
+		if err != nil {
+			return nil, asError(err, "")
 		}
-		return nil
-	})
-	if err != nil {
-		return nil, asError(err, "")
+		for _, e := range page {
+			if visible(e) && len(out) < limit {
+				out = append(out, e)
+			}
+		}
+		if len(page) < f.Limit {
+			break
+		}
+		f.After = page[len(page)-1].ID
 	}
 	return out, nil
 }
@@ -166,7 +116,7 @@ func parseWhen(v string, now time.Time) (time.Time, error) {
 // (application/x-ndjson), oldest first; to continue, call again with
 // after set to the last entry's id.
 func (h *handler) listAudit(w http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
-	f, ferr := ParseAuditFilter(r.URL.Query(), h.s.d.Now())
+	f, ferr := ParseAuditFilter(r.URL.Query(), time.Now())
 	if ferr != nil {
 		return nil, 0, ferr
 	}

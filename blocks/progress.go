@@ -156,6 +156,12 @@ func stateText(r engine.Replay, rest int, extra, command string) string {
 		return fmt.Sprintf(":checkered_flag: *Finished*: %s sent, %s left the target queue, %s came back. Follow-up checks will report whether any are dead-lettered later.", msgs(r.Sent), num(r.Settled), num(r.Returned))
 	case engine.StateInterrupted:
 		return interruptedText(r, rest, extra, command)
+	case engine.StateRunning:
+		if r.Note != "" {
+			// Only a run waiting for the broker after losing its node
+			// writes a note while it runs (engine/reconnect.go).
+			return ":hourglass_flowing_sand: *Waiting*" + note + "."
+		}
 	}
 	return ""
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// UserGroups returns the bot's (cached) source of Slack user groups, so
-// that other front ends check a principal mapped to a Slack user with the
-// same groups.
-func (b *Bot) UserGroups() commands.UserGroups { return b.groups }
+// UserGroups returns the (cached) source of Slack user groups, for the
+// operations layer (ops.Deps.Groups): every front end checks a Slack user
+// with the same groups.
+func (n *Notifier) UserGroups() commands.UserGroups { return n.groups }
 
 // ShowReplay shows in Slack a replay approved outside Slack (the HTTP API,
 // an MCP client), like one approved with the button: its progress message

@@ -11,8 +11,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/bot"
+	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
+	"github.com/stroma/dlqbot/ops"
 )
 
 const secret = "test-signing-secret"
@@ -121,6 +123,10 @@ func (s *fakeStore) Load(_ context.Context, token string) (engine.Frozen, error)
 
 func (s *fakeStore) Discard(context.Context, string) error { return nil }
 
+func (e *fakeEngine) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
+	return engine.Frozen{}, nil, nil
+}
+
 // SetMessage forgets where a preview was posted: the bot remembers its own.
 func (s *fakeStore) SetMessage(context.Context, string, string, string) error { return nil }
 func (s *fakeStore) Message(context.Context, string) (string, string, error) {
@@ -138,6 +144,36 @@ type harness struct {
 
 func newHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config)) *harness {
 	t.Helper()
+	return newPolicyHarness(t, eng, mod, nil)
+}
+
+// fakeWindows is ops.Windows in memory, for the bot's tests without Redis
+// (store.Windows is tested against Redis).
+type fakeWindows struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *fakeWindows) Take(_ context.Context, key string, n, limit int, _ time.Duration) (ops.Take, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	used := w.n[key]
+	if used+n > limit {
+		return ops.Take{Used: used, RetryAfter: time.Minute}, nil
+	}
+	w.n[key] += n
+	return ops.Take{OK: true, Used: used, ID: "x"}, nil
+}
+
+func (w *fakeWindows) Give(context.Context, string, string) error { return nil }
+
+// newPolicyHarness is newHarness with a permissions policy (nil: access
+// control off).
+func newPolicyHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config), policy *commands.Policy) *harness {
+	t.Helper()
 	if eng == nil {
 		eng = &fakeEngine{}
 	}
@@ -153,7 +189,11 @@ func newHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bot.New(n, bot.Deps{Engine: eng, Replays: st, Tokens: st})
+	o, err := ops.New(ops.Config{Policy: policy}, ops.Deps{Engine: eng, Tokens: st, Replays: st, Windows: &fakeWindows{}, Groups: n.UserGroups()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bot.New(n, bot.Deps{Ops: o, Replays: st, Tokens: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,11 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // previewShows is how many messages blocks.Preview shows one by one (its
@@ -26,18 +28,13 @@ const previewShows = 3
 // channel, with Approve and Discard buttons bound to its token.
 func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 	sel := c.Selection
-	if err := b.permit(ctx, to.user, func(g []string) error { return b.cfg.Policy.CheckPreview(to.user, g, sel.DLQ) }); err != nil {
-		b.refuse(ctx, to, userMessage(err, sel.DLQ))
-		return
-	}
 	started := b.now()
-	p, err := b.d.Engine.Preview(ctx, sel, to.user)
+	p, err := b.d.Ops.Preview(ctx, ops.SlackCaller(to.user), sel)
 	if err != nil {
-		b.log.Warn().Err(err).Str("dlq", sel.DLQ).Msg("preview failed")
 		b.refuse(ctx, to, userMessage(err, sel.DLQ))
 		return
 	}
-	b.log.Info().Str("dlq", sel.DLQ).Str("token", p.Token).Int("scanned", p.Scanned).Int("selected", p.Selected).
+	b.log.Info().Str("dlq", sel.DLQ).Str("token_ref", audit.TokenRef(p.Token)).Int("scanned", p.Scanned).Int("selected", p.Selected).
 		Dur("took", b.now().Sub(started)).Msg("preview made")
 	bl, text := blocks.Preview(p, b.now())
 	ts, err := b.post(ctx, requestAttempts, to.channel, "", bl, text)

@@ -60,7 +60,7 @@ var paramHelp = []helpEntry{
 
 const (
 	accessOff = "Access control is off: anyone in the workspace can preview and replay."
-	accessOn  = "Access control is on: a preview needs `read` on the DLQ; approving or replaying a token needs `replay` on the DLQ and `publish` on every target queue; pause and cancel need `read`, resume needs what approving needs. A second person may have to approve."
+	accessOn  = "Access control is on: a preview needs `read` on the DLQ; approving or replaying a token needs `replay` on the DLQ and `publish` on every target queue; pause needs `read`, cancel (which cannot be undone) needs `replay` on the DLQ, resume needs what approving needs. A second person may have to approve."
 )
 
 func reasonList() string {

@@ -173,6 +173,9 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 			err = stopErr
 		}
 		if err != nil {
+			err = rn.rejoin(ctx, err) // nil: a paced replay goes on after a lost node (reconnect.go)
+		}
+		if err != nil {
 			if r, again, err := rn.halt(parent, err); !again {
 				return r, err
 			}

@@ -45,6 +45,12 @@ type Config struct {
 	// messages of the DLQ to let go before it reports the planned messages
 	// it could not find as held elsewhere (default 60s).
 	HeldWait time.Duration
+	// Reconnect bounds how long a paced replay that lost its broker
+	// connection (its node died or was restarted) waits for the broker
+	// through another node, and then for the messages its reader held
+	// through the lost one, before it stops, resumable (default 5m; see
+	// reconnect.go). Negative: stop at once, as an unpaced replay does.
+	Reconnect time.Duration
 	// FollowUps are when a finished or stopped replay is checked again
 	// (default DefaultFollowUps: +5m, +2h, +24h).
 	FollowUps []time.Duration
@@ -92,6 +98,9 @@ func (c Config) withDefaults() Config {
 	}
 	if len(c.FollowUps) == 0 {
 		c.FollowUps = DefaultFollowUps
+	}
+	if c.Reconnect == 0 {
+		c.Reconnect = 5 * time.Minute
 	}
 	if c.HeldWait <= 0 {
 		c.HeldWait = 60 * time.Second

@@ -62,14 +62,10 @@ roles:
 
 func newDashEnv(t *testing.T) *dashEnv {
 	t.Helper()
-	e := newEnv(t, options{policy: dashPolicy(), events: true, apiChannel: channel})
-	policy, err := commands.ParsePolicy([]byte(dashPolicy()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := api.New(api.Config{Policy: policy, EventPoll: 50 * time.Millisecond}, api.Deps{
-		Engine: e.svc, Replays: e.store.Replays(), Tokens: e.store.Tokens(), Events: e.store.Events(),
-		Slack: e.bot, Groups: e.bot.UserGroups(), Audit: e.store.Audit(), AuditLog: e.store.Audit(), Log: logger(),
+	e := newEnv(t, options{policy: dashPolicy(), events: true, apiChannel: channel, storeAudit: true})
+	policy := e.ops.Policy()
+	svc, err := api.New(api.Config{EventPoll: 50 * time.Millisecond}, api.Deps{
+		Ops: e.ops, Events: e.store.Events(), Slack: e.bot, AuditLog: e.store.Audit(), Log: logger(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +75,7 @@ func newDashEnv(t *testing.T) *dashEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	d, err := dashboard.New(dashboard.Config{Policy: policy}, dashboard.Deps{Backend: dashapi.New(svc, b, e.store.Tokens()), Log: logger()})
+	d, err := dashboard.New(dashboard.Config{Policy: policy}, dashboard.Deps{Backend: dashapi.New(e.ops, svc, b, e.store.Tokens()), Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

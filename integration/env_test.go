@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/api"
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
@@ -23,6 +24,7 @@ import (
 	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/ops"
 	"github.com/stroma/dlqbot/store"
 )
 
@@ -46,6 +48,15 @@ type options struct {
 	events     bool
 	// on is the broker (testkit.EachBroker); zero means RabbitMQ 3.10.
 	on testkit.Broker
+	// teamID is the bot's DLQBOT_SLACK_TEAM_ID; requireHuman the
+	// operations' DLQBOT_MCP_REQUIRE_HUMAN; scanLimit their scan limit
+	// (0: the default).
+	teamID       string
+	requireHuman bool
+	scanLimit    int
+	// storeAudit records the operations in the store's audit trail in
+	// Redis (as `dlqbot serve` does) instead of env.trail.
+	storeAudit bool
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -54,6 +65,8 @@ type env struct {
 	rabbit *testkit.Rabbit
 	store  *store.Store
 	svc    *engine.Service
+	ops    *ops.Ops
+	trail  *testkit.Trail
 	stub   *slackstub.Stub
 	bot    *bot.Bot
 	srv    *httptest.Server
@@ -93,7 +106,7 @@ func newEnv(t testing.TB, o options) *env {
 	// The Slack notifier comes first: the engine notifies it, and the bot
 	// built on it drives the engine.
 	slack, err := bot.NewNotifier(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
-		APIURL: stub.APIURL(), ActivityChannel: activity, Policy: policy, APIChannel: o.apiChannel},
+		APIURL: stub.APIURL(), ActivityChannel: activity, APIChannel: o.apiChannel, TeamID: o.teamID},
 		bot.NotifierDeps{Replays: st.Replays(), Log: logger()})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +120,18 @@ func newEnv(t testing.TB, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt, err := bot.New(slack, bot.Deps{Engine: svc, Replays: st.Replays(), Tokens: st.Tokens()})
+	trail := &testkit.Trail{}
+	var rec audit.Recorder = trail
+	if o.storeAudit {
+		rec = st.Audit()
+	}
+	ops, err := ops.New(ops.Config{Policy: policy, RequireHuman: o.requireHuman, ScanLimit: o.scanLimit},
+		ops.Deps{Engine: svc, Tokens: st.Tokens(), Replays: st.Replays(), Windows: st.Windows(), Groups: slack.UserGroups(),
+			Audit: rec, Log: logger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt, err := bot.New(slack, bot.Deps{Ops: ops, Replays: st.Replays(), Tokens: st.Tokens()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +163,8 @@ func newEnv(t testing.TB, o options) *env {
 		_ = bt.Shutdown(sctx)
 		srv.Close()
 	})
-	return &env{t: t, rabbit: o.on.Dial(t), store: st, svc: svc, stub: stub, bot: bt, srv: srv, ctx: ctx}
+	ops.SetAsker(bt)
+	return &env{t: t, rabbit: o.on.Dial(t), store: st, svc: svc, ops: ops, trail: trail, stub: stub, bot: bt, srv: srv, ctx: ctx}
 }
 
 // command sends a signed slash command and returns its ack body.

@@ -36,6 +36,9 @@
 //	                                "<replay>:<unix ms>:<copies>,…", newest first, at most five
 //	Preads:<vhost>/<queue>  hash    the queue's read mark: count (highest delivery count the last
 //	                                reads left), at (unix ms), reads (since the last whole read)
+//	Pwindow:<name>          zset    a sliding window's takes (windows.go): "<id>:<n>" scored by
+//	                                time taken (unix ms); the four-eyes threshold's self-approved
+//	                                messages and the scan rate limit (names from package ops)
 //	Ptap:<dlq>              string  how many messages the DLQ's tap has recorded in all
 //	Ptaps                   hash    DLQs with a tap → unix ms of the last AddTap
 //	Preplays                zset    replay ids scored by creation time (unix ms)

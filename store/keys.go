@@ -41,6 +41,10 @@ func (k keys) readMark(vhost, queue string) string {
 	return k.p + "reads:" + vhost + "/" + queue
 }
 
+// window is the key of a sliding window (windows.go). It is one key per
+// script, so it needs no hash tag.
+func (k keys) window(name string) string { return k.p + "window:" + name }
+
 // maxIDLen bounds replay ids and tokens used inside hash tags.
 const maxIDLen = 200
 

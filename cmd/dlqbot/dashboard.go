@@ -4,25 +4,26 @@ import (
 	"net/http"
 
 	"github.com/stroma/dlqbot/api"
-	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/dashboard"
 	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/internal/dashapi"
+	"github.com/stroma/dlqbot/ops"
 )
 
 var _ dashapi.Queues = (*amqp.Broker)(nil)
 
-// mountDashboard serves the dashboard at /dashboard/ on the API's
-// operations (off, saying how to turn it on, without a permissions file).
-func (r *replica) mountDashboard(policy *commands.Policy, svc *api.Service) error {
+// mountDashboard serves the dashboard at /dashboard/ on the operations o
+// (with svc, on o, for the event stream and the audit export); it is off,
+// saying how to turn it on, without a permissions file.
+func (r *replica) mountDashboard(o *ops.Ops, svc *api.Service) error {
 	a := r.a
-	signIn := policy
+	signIn := o.Policy()
 	if signIn == nil {
 		signIn = a.demoDashboard
 	}
 	d, err := dashboard.New(dashboard.Config{Policy: signIn, SessionKey: []byte(a.cfg.SessionKey),
 		TrustedProxies: a.cfg.TrustedProxies, SlackURL: a.cfg.SlackWorkspaceURL},
-		dashboard.Deps{Backend: dashapi.New(svc, a.broker, a.store.Tokens()), Log: r.log})
+		dashboard.Deps{Backend: dashapi.New(o, svc, a.broker, a.store.Tokens()), Log: r.log})
 	if err != nil {
 		return usageError("dashboard: %w", err)
 	}

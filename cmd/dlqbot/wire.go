@@ -10,10 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/metrics"
+	"github.com/stroma/dlqbot/ops"
 	"github.com/stroma/dlqbot/store"
 )
 
@@ -32,6 +34,37 @@ type app struct {
 	// demoDashboard signs people in to the demo's dashboard when no
 	// permissions file is set (access control stays off).
 	demoDashboard *commands.Policy
+	// handOff is newEngine's: whether approved replays go to the workers.
+	handOff bool
+	// audit records every operation through the operations layer: the
+	// store's trail in Redis (store.Audit, set by openApp), which Slack,
+	// the terminal, the API, MCP and the dashboard all write; tests may
+	// set an in-memory one before the operations are built.
+	audit audit.Recorder
+	// ops and caller are the terminal's (terminalOps).
+	ops    *ops.Ops
+	caller ops.Caller
+}
+
+// loadPolicy reads the permissions file (DLQBOT_PERMISSIONS); nil without
+// one.
+func (a *app) loadPolicy() (*commands.Policy, error) {
+	policy, err := commands.LoadPolicy(a.cfg.PermissionsFile)
+	if err != nil {
+		return nil, usageError("DLQBOT_PERMISSIONS: %w", err)
+	}
+	return policy, nil
+}
+
+// newOps builds the operations every front end calls, on a's engine and
+// store, with policy (nil: access control off) and groups (Slack's user
+// groups; nil without Slack). Without hand-off (the terminal) the caller
+// runs approved replays itself.
+func (a *app) newOps(policy *commands.Policy, groups commands.UserGroups) (*ops.Ops, error) {
+	return ops.New(ops.Config{Policy: policy, RequireHuman: a.cfg.MCPRequireHuman, ScanLimit: a.cfg.ScanLimit,
+		ScanWindow: a.cfg.ScanWindow, NoHandOff: !a.handOff},
+		ops.Deps{Engine: a.svc, Tokens: a.store.Tokens(), Replays: a.store.Replays(), Windows: a.store.Windows(),
+			Groups: groups, Audit: a.audit, Log: a.log})
 }
 
 // newApp wires RabbitMQ, Redis and an engine that notifies nobody (the
@@ -77,7 +110,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 		_ = rdb.Close()
 		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
 	}
-	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st}, nil
+	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st, audit: st.Audit()}, nil
 }
 
 // newEngine builds a.svc on a's broker and store, notifying notifier and
@@ -106,7 +139,7 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 	if err != nil {
 		return err
 	}
-	a.svc = svc
+	a.svc, a.handOff = svc, handOff
 	return nil
 }
 

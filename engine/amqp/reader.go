@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/stroma/dlqbot/internal/redact"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -236,7 +235,7 @@ func (r *holdReader) lost(c *heldChan) error {
 	default:
 	}
 	if r.conn.IsClosed() {
-		return unavailable(redact.URL(r.b.cfg.URL), amqp.ErrClosed)
+		return r.b.lost(amqp.ErrClosed)
 	}
 	c.cancelled = true
 	return fmt.Errorf("the broker cancelled the consumer (queue deleted?)")

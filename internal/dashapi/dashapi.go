@@ -1,7 +1,9 @@
-// Package dashapi adapts the HTTP API's shared operations (api.Service)
-// to the dashboard's Backend, until the operations layer (ops/) serves
-// every front end: every permission is api.Service's decision, taken for
-// the signed-in principal acting through front end "dashboard".
+// Package dashapi adapts the operations layer (ops.Ops) to the
+// dashboard's Backend: every decision — which replays a person sees,
+// which controls they are offered, whether a pause is done, which audit
+// entries they may read — is an operation or a policy query of package
+// ops, for an ops.Caller built from the signed-in principal acting
+// through front end "dashboard". The dashboard itself decides nothing.
 package dashapi
 
 import (
@@ -15,12 +17,14 @@ import (
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/dashboard"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
-// Backend is the dashboard's Backend on the API's operations
-// (api.Service decides every permission), the broker's counts and the
-// frozen previews. The dashboard acts as front end "dashboard".
+// Backend is the dashboard's Backend on the operations (o), the API's
+// event stream and audit export (svc, itself on o), the broker's counts
+// and the frozen previews.
 type Backend struct {
+	ops    *ops.Ops
 	svc    *api.Service
 	queues Queues
 	tokens Tokens
@@ -39,41 +43,66 @@ type Tokens interface {
 	Load(ctx context.Context, token string) (engine.Frozen, error)
 }
 
-// New returns the Backend on svc, asking queues for counts and tokens for
+// New returns the Backend on o, with svc (built on o) for the event
+// stream and the audit export, asking queues for counts and tokens for
 // replays' targets.
-func New(svc *api.Service, queues Queues, tokens Tokens) *Backend {
-	return &Backend{svc: svc, queues: queues, tokens: tokens}
+func New(o *ops.Ops, svc *api.Service, queues Queues, tokens Tokens) *Backend {
+	return &Backend{ops: o, svc: svc, queues: queues, tokens: tokens}
 }
 
 var _ dashboard.Backend = (*Backend)(nil)
 
-func caller(p commands.Principal) api.Caller { return api.CallerOf(p, "dashboard") }
+// caller is the signed-in principal p acting through the dashboard.
+func caller(p commands.Principal) ops.Caller { return ops.PrincipalCaller(p, ops.FrontDashboard) }
 
+// wording turns an operation's error into the API's *Error, whose HTTP
+// status the dashboard answers with.
+func wording(err error, subject string) error {
+	if err == nil {
+		return nil
+	}
+	return api.ErrorOf(err, subject)
+}
+
+// Replays returns up to n recent replays p may see (ops.Ops.List).
 func (b *Backend) Replays(ctx context.Context, p commands.Principal, n int) ([]engine.Replay, error) {
-	rs, _, err := b.svc.List(ctx, caller(p), min(n, api.DefaultMaxList))
-	return rs, err
+	rs, _, err := b.ops.List(ctx, caller(p), min(n, ops.DefaultMaxList))
+	return rs, wording(err, "")
 }
 
+// Replay returns one replay p may see (ops.Ops.Replay).
 func (b *Backend) Replay(ctx context.Context, p commands.Principal, id string) (engine.Replay, error) {
-	return b.svc.Replay(ctx, caller(p), id)
+	r, err := b.ops.Replay(ctx, caller(p), id)
+	return r, wording(err, id)
 }
 
+// Events returns the replay's logged events so far, when p may see it.
 func (b *Backend) Events(ctx context.Context, p commands.Principal, id string) ([]string, []engine.Event, error) {
 	return b.svc.ReplayEvents(ctx, caller(p), id)
 }
 
+// ServeEvents streams the replay's events to p, when p may see it.
 func (b *Backend) ServeEvents(w http.ResponseWriter, r *http.Request, p commands.Principal, id, after string) {
 	b.svc.ServeEvents(w, r, caller(p), id, after)
 }
 
+// MayControl reports whether the policy lets p pause, resume or cancel
+// (verb) the replay (ops.Ops.MayControl).
 func (b *Backend) MayControl(ctx context.Context, p commands.Principal, verb string, r engine.Replay) bool {
-	return b.svc.MayControl(ctx, caller(p), verb, r)
+	action, ok := engine.ParseControlAction(verb)
+	return ok && b.ops.MayControl(ctx, caller(p), action, r)
 }
 
+// Control pauses, resumes or cancels (verb) the replay for p
+// (ops.Ops.Control, which decides again, refuses an unknown verb and
+// records the request either way).
 func (b *Backend) Control(ctx context.Context, p commands.Principal, verb, id string) (engine.Replay, error) {
-	return b.svc.Control(ctx, caller(p), verb, id)
+	r, err := b.ops.Control(ctx, caller(p), engine.ControlAction(verb), id)
+	return r, wording(err, id)
 }
 
+// Audit returns the audit entries f selects that p may see
+// (ops.Ops.AuditVisible decides which).
 func (b *Backend) Audit(ctx context.Context, p commands.Principal, f audit.Filter) ([]audit.Entry, error) {
 	return b.svc.Audit(ctx, caller(p), f)
 }
@@ -82,9 +111,9 @@ func (b *Backend) Audit(ctx context.Context, p commands.Principal, f audit.Filte
 // those it may read), with the broker's counts now, the targets their
 // previews named and the last hour's depth per minute.
 func (b *Backend) DLQs(ctx context.Context, p commands.Principal) ([]dashboard.DLQ, error) {
-	rs, _, err := b.svc.List(ctx, caller(p), api.DefaultMaxList)
+	rs, _, err := b.ops.List(ctx, caller(p), ops.DefaultMaxList)
 	if err != nil {
-		return nil, err
+		return nil, wording(err, "")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
