@@ -102,8 +102,8 @@ func (d *dashEnv) call(want int, tok, method, path string, body any) map[string]
 // audit trail. A principal who may not read the DLQ sees neither the
 // replay nor its buttons, and its forged pauses (no CSRF token, a wrong
 // one, its own) change nothing; a viewer, whom the policy lets pull the
-// brake but not resume, sees no Resume button and its forged resumes
-// change nothing.
+// brake but neither resume nor cancel, sees no Resume or Cancel button
+// and its forged resumes change nothing.
 // An agent checks the replay through MCP. The trail's export is then
 // checked against api/openapi.yaml: exactly the operations performed
 // through the API, the dashboard and MCP, in order, with their principals.
@@ -197,12 +197,13 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.shot("dashboard-paused")
 
 	// A viewer (read only) may pull the brake (the policy lets `read`
-	// pause and cancel) but not resume: no Resume button, and a forged
-	// resume, even with its own CSRF token, leaves the replay paused.
+	// pause) but neither resume nor cancel (which needs `replay`): no
+	// Resume or Cancel button on the paused replay, and a forged resume,
+	// even with its own CSRF token, leaves the replay paused.
 	viewer := newDashClient(t, e.url, tokViewer)
 	page = viewer.get("/dashboard/replays/"+rep.ID, http.StatusOK)
-	if !strings.Contains(page, `data-verb="cancel"`) || strings.Contains(page, `data-verb="resume"`) {
-		t.Errorf("the viewer's page of the paused replay: Cancel but not Resume expected:\n%s", page)
+	if strings.Contains(page, `data-verb="cancel"`) || strings.Contains(page, `data-verb="resume"`) {
+		t.Errorf("the viewer's page of the paused replay: neither Cancel nor Resume expected:\n%s", page)
 	}
 	for _, c := range []struct{ what, token string }{{"no CSRF token", ""}, {"the outsider's CSRF token", csrf},
 		{"its own CSRF token", csrfOf(t, page)}} {
