@@ -34,6 +34,7 @@ import (
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/mcp"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // dashEnv is an env with the HTTP API (recording the audit trail) and the
@@ -47,16 +48,24 @@ type dashEnv struct {
 const tokOutsider = "tok-outsider-0123456789"
 
 // dashPolicy is apiPolicy with an outsider, who may read only queues named
-// elsewhere.*.
+// elsewhere.*, and oncall, whom the terminal acts as for OS user oncall
+// and who may read every queue.
 func dashPolicy() string {
 	return strings.Replace(apiPolicy(false), "roles:\n", `  - name: outsider
     token_sha256: `+commands.HashToken(tokOutsider)+`
+  - name: oncall
+    os_users: [oncall]
 roles:
   - name: outsiders
     principals: [outsider]
     grants:
       - queues: ["elsewhere.*"]
         actions: [read, replay, publish]
+  - name: oncall
+    principals: [oncall]
+    grants:
+      - queues: ["*"]
+        actions: [read]
 `, 1)
 }
 
@@ -104,9 +113,11 @@ func (d *dashEnv) call(want int, tok, method, path string, body any) map[string]
 // one, its own) change nothing; a viewer, whom the policy lets pull the
 // brake but neither resume nor cancel, sees no Resume or Cancel button
 // and its forged resumes change nothing.
-// An agent checks the replay through MCP. The trail's export is then
-// checked against api/openapi.yaml: exactly the operations performed
-// through the API, the dashboard and MCP, in order, with their principals.
+// An agent checks the replay through MCP, a person in Slack, an OS user at
+// the terminal. The trail's export is then checked against
+// api/openapi.yaml: exactly the operations performed through the API,
+// the dashboard, MCP, Slack and the terminal, in order, with their
+// principals.
 func TestDashboardInBrowser(t *testing.T) {
 	t.Parallel()
 	chromium := chromiumPath(t)
@@ -237,6 +248,19 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatalf("dlq_check: %q %+v (sent %d)", msg, check, r.Sent)
 	}
 
+	// A person checks it in Slack, and OS user oncall at the terminal (the
+	// terminal's caller, as `dlqbot check` makes it, on the same
+	// operations). The Slack command answers before its check is
+	// recorded: wait for the entry.
+	e.command("U0BOB00001", "check "+rep.ID)
+	testkit.Eventually(t, 30*time.Second, "the Slack check in the trail", func() bool {
+		es, err := e.store.Audit().List(context.Background(), audit.Filter{FrontEnd: ops.FrontSlack, Op: audit.OpCheck})
+		return err == nil && len(es) == 1
+	})
+	if _, err := e.ops.Check(context.Background(), ops.TerminalCaller(e.ops.Policy(), "oncall"), rep.ID); err != nil {
+		t.Fatalf("the terminal's check: %v", err)
+	}
+
 	b.step("open the audit trail", 15*time.Second, chromedp.Navigate(e.url+"/dashboard/audit?op=pause"),
 		chromedp.WaitVisible(chromedp.CSS("#audit")))
 	b.waitText("#audit", "dashboard", 5*time.Second)
@@ -272,6 +296,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		"api:runbook dashboard pause ok",
 		"api:viewer dashboard resume refused forbidden",
 		"api:agent mcp check ok",
+		"U0BOB00001 slack check ok",
+		"terminal:oncall terminal check ok",
 	}
 	var got []string
 	for _, en := range entries {
