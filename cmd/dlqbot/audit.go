@@ -17,8 +17,10 @@ import (
 // trail, oldest first, as a table, or with --json as JSON lines (one
 // entry each, the lines of GET /api/v1/audit). The filters are the API's
 // query parameters (since, until, principal, front_end, op, outcome, dlq,
-// replay_id, after, limit). Like the rest of the terminal front end it
-// reads Redis directly: it shows every entry.
+// replay_id, after, limit). It shows the entries the terminal's caller
+// may see, as the API does (ops.Ops.AuditVisible): with
+// DLQBOT_PERMISSIONS those of the DLQs the principal naming the OS user
+// may read, and its own; without, every entry.
 func auditCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
 	jsonOut := false
 	q := map[string][]string{}
@@ -37,15 +39,22 @@ func auditCommand(ctx context.Context, cfg config, args []string, stdout, stderr
 	if ferr != nil {
 		return auditFail(stdout, jsonOut, usageError("dlqbot audit: %s", ferr.Message))
 	}
-	a, err := openApp(cfg, stderr)
+	a, err := newApp(cfg, stderr, false)
 	if err != nil {
 		return auditFail(stdout, jsonOut, err)
 	}
 	defer a.Close()
+	if err := a.terminalOps(); err != nil {
+		return auditFail(stdout, jsonOut, err)
+	}
 	if err := a.ping(ctx); err != nil {
 		return auditFail(stdout, jsonOut, failed(err))
 	}
-	entries, err := a.store.Audit().List(ctx, f)
+	svc, err := api.New(api.Config{}, api.Deps{Ops: a.ops, AuditLog: a.store.Audit(), Log: a.log})
+	if err != nil {
+		return auditFail(stdout, jsonOut, failed(err))
+	}
+	entries, err := svc.Audit(ctx, a.caller, f)
 	if err != nil {
 		return auditFail(stdout, jsonOut, failed(err))
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,7 +16,9 @@ import (
 
 // TestAuditCommand: dlqbot audit prints the trail in Redis as a table, and
 // with --json as one JSON line per entry, filtered; a bad filter is a
-// usage error (exit 2).
+// usage error (exit 2). With a permissions file it shows what the OS
+// user's principal may read: nothing when the file names no principal
+// for the OS user, the orders.* entries for one that may read orders.*.
 func TestAuditCommand(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
@@ -50,5 +54,29 @@ func TestAuditCommand(t *testing.T) {
 	}
 	if out, _, code = dlqbot(t, env, "audit", "--json", "colour=red"); code != exitUsage || !strings.Contains(out, `"error"`) {
 		t.Errorf("a bad filter: exit %d\n%s", code, out)
+	}
+	for _, e := range []audit.Entry{
+		{Principal: "runbook", Identity: "api:runbook", FrontEnd: "api", Op: audit.OpPreview, Outcome: audit.OutcomeOK, DLQ: "payments.dlq"},
+	} {
+		if err := st.Audit().Record(context.Background(), e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	perm := func(osUser string) string {
+		path := filepath.Join(t.TempDir(), "permissions.yaml")
+		doc := "principals:\n  - name: me\n    os_users: [" + osUser + "]\nroles:\n  - name: orders\n    principals: [me]\n    grants:\n      - queues: [\"orders.*\"]\n        actions: [read]\n"
+		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	if out, _, code = dlqbot(t, merge(env, "DLQBOT_PERMISSIONS", perm("somebody-else")), "audit"); code != 0 || !strings.Contains(out, "No audit entries match.") {
+		t.Errorf("an OS user the policy does not name: exit %d\n%s", code, out)
+	}
+	if u := currentUser(); u != "" {
+		out, _, code = dlqbot(t, merge(env, "DLQBOT_PERMISSIONS", perm(u)), "audit", "--json")
+		if n := strings.Count(out, `"dlq":"orders.dlq"`); code != 0 || n != 2 || strings.Contains(out, "payments.dlq") {
+			t.Errorf("%s, who may read orders.*: exit %d, %d orders.dlq entries\n%s", u, code, n, out)
+		}
 	}
 }
