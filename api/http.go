@@ -61,6 +61,7 @@ func (h *handler) routes() []route {
 		{"POST", "/api/v1/replays/{id}/cancel", h.control("cancel"), false},
 		{"POST", "/api/v1/replays/{id}/check", h.check, false},
 		{"POST", "/api/v1/replays/{id}/park", h.park, false},
+		{"GET", "/api/v1/audit", h.listAudit, false},
 		{"GET", "/api/v1/replays/{id}/events", func(w http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
 			status, err := h.serveEvents(w, r, c)
 			return nil, status, err

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"gopkg.in/yaml.v3"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/ops"
@@ -26,11 +27,13 @@ import (
 // windows and the event log in the agreement test (which is about the
 // HTTP layer; the real engine and store are tested against RabbitMQ and
 // Redis): fail, when set, is returned by every call; full makes the scan
-// limit refuse; refusal is returned by the state-changing calls only.
+// limit refuse; refusal is returned by the state-changing calls only;
+// noTrail serves without an audit trail.
 type probeEngine struct {
 	fail    error
 	refusal error
 	full    bool
+	noTrail bool
 }
 
 func (p *probeEngine) err() error { return p.fail }
@@ -91,6 +94,18 @@ func (p *probeEngine) Read(_ context.Context, id, after string, _ int) ([]string
 	return []string{"1-0"}, []engine.Event{{Kind: engine.EventFinished, Replay: engine.Replay{ID: id, State: engine.StateFinished}}}, nil
 }
 
+// probeTrail is the audit trail the export reads: one entry of a DLQ
+// every principal may read, or probeEngine's failure.
+type probeTrail struct{ pe *probeEngine }
+
+func (p probeTrail) List(_ context.Context, f audit.Filter) ([]audit.Entry, error) {
+	if f.After != "" {
+		return nil, p.pe.err()
+	}
+	return []audit.Entry{{ID: "1-0", Time: time.Unix(1, 0).UTC(), Principal: "all", Identity: "api:all", FrontEnd: ops.FrontAPI,
+		Op: audit.OpPreview, Outcome: audit.OutcomeOK, DLQ: "q"}}, p.pe.err()
+}
+
 func cmpOr(errs ...error) error {
 	for _, e := range errs {
 		if e != nil {
@@ -138,6 +153,9 @@ roles:
 	if withEvents {
 		d.Events = pe
 	}
+	if !pe.noTrail {
+		d.AuditLog = probeTrail{pe}
+	}
 	s, err := New(Config{EventPoll: time.Millisecond}, d)
 	if err != nil {
 		t.Fatal(err)
@@ -174,7 +192,7 @@ func probes(method, path string) []probe {
 			notFound = engine.ErrQueueNotFound
 		}
 	}
-	if path != "/api/v1/replays" {
+	if path != "/api/v1/replays" && path != "/api/v1/audit" {
 		ps = append(ps, probe{name: "not found", engine: probeEngine{fail: notFound}, token: probeAll, policy: true, event: true})
 	}
 	if method == "POST" {
@@ -196,6 +214,10 @@ func probes(method, path string) []probe {
 		ps = append(ps, probe{name: "not controllable", engine: probeEngine{refusal: fmt.Errorf("x: %w", engine.ErrNotControllable)}, token: probeAll, policy: true})
 	case path == "/api/v1/replays":
 		ps = append(ps, probe{name: "limit 0", token: probeAll, query: "limit=0", policy: true})
+	case path == "/api/v1/audit":
+		ps = append(ps, probe{name: "no trail", engine: probeEngine{noTrail: true}, token: probeAll, policy: true},
+			probe{name: "unknown filter", token: probeAll, query: "colour=red", policy: true},
+			probe{name: "viewer", token: probeViewer, query: "op=preview&since=2h", policy: true})
 	case strings.HasSuffix(path, "/events"):
 		ps = append(ps, probe{name: "no event log", token: probeAll, policy: true, event: false})
 	}

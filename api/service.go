@@ -7,6 +7,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/ops"
@@ -64,7 +65,10 @@ type Deps struct {
 	Events EventLog
 	// Slack shows API-approved replays in Slack; optional.
 	Slack Slack
-	Log   zerolog.Logger
+	// AuditLog reads the trail for GET /api/v1/audit; optional (501
+	// without). The operations record it (ops.Deps.Audit).
+	AuditLog audit.Reader
+	Log      zerolog.Logger
 }
 
 // Slack is the Slack front end, when one is wired in; *bot.Bot implements

@@ -15,17 +15,22 @@ import (
 //	    token_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 //	    as_user: U012ABCDEF   # optional
 //	    os_users: [alice]     # optional: the terminal acts as it for these
+//	    emails: [alice@example.com]   # optional: the dashboard's trusted proxy identities
 //	    needs_human: true     # optional: it may not start a replay itself
 //
-// Names, hashes and OS users must be unique; a hash must be 64 hex
-// characters (the token itself is never written in the file). A
-// principal needs a token_sha256 or os_users.
+// Names, hashes, OS users and emails must be unique; a hash must be 64
+// hex characters (the token itself is never written in the file). A
+// principal needs a token_sha256, os_users or emails: one with emails
+// only signs in to the dashboard through the trusted proxy. An email
+// belongs to one principal.
 func parsePrincipals(n *yaml.Node, p *Policy) error {
 	return each(n, "principals", func(item *yaml.Node) error {
 		var pr Principal
 		var hashSet bool
-		err := fields(item, "a principal", []string{"name", "token_sha256", "as_user", "os_users", "needs_human"}, func(key string, v *yaml.Node) error {
+		err := fields(item, "a principal", []string{"name", "token_sha256", "as_user", "os_users", "emails", "needs_human"}, func(key string, v *yaml.Node) error {
 			switch key {
+			case "emails":
+				return parseEmails(v, p, &pr)
 			case "os_users":
 				users, err := idList(v, "os_user", osUserPattern, "an OS user name (letters, digits, . _ -)")
 				pr.OSUsers = users
@@ -67,8 +72,8 @@ func parsePrincipals(n *yaml.Node, p *Policy) error {
 			return err
 		case pr.Name == "":
 			return errAt(item, "a principal has no name")
-		case !hashSet && len(pr.OSUsers) == 0:
-			return errAt(item, "principal %q has no token_sha256 (and no os_users), so nobody could act as it", pr.Name)
+		case !hashSet && len(pr.OSUsers) == 0 && len(pr.Emails) == 0:
+			return errAt(item, "principal %q has no token_sha256 (and no os_users nor emails), so nobody could act as it", pr.Name)
 		case slices.ContainsFunc(p.Principals, func(o Principal) bool { return o.Name == pr.Name }):
 			return errAt(item, "principal %q is defined twice", pr.Name)
 		case slices.ContainsFunc(pr.OSUsers, func(u string) bool { _, dup := p.PrincipalOfOS(u); return dup }):
@@ -98,4 +103,45 @@ func checkRolePrincipals(p *Policy, roleNodes map[string]*yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// parseEmails reads a principal's emails: list (lower-cased, each naming
+// one principal only).
+func parseEmails(v *yaml.Node, p *Policy, pr *Principal) error {
+	if v.Kind != yaml.SequenceNode {
+		return errAt(v, "emails must be a list of addresses")
+	}
+	for _, item := range v.Content {
+		s, err := scalar(item, "emails")
+		if err != nil {
+			return err
+		}
+		s = strings.ToLower(strings.TrimSpace(s))
+		if s == "" {
+			return errAt(item, "an email of principal %q is empty", pr.Name)
+		}
+		for _, o := range p.Principals {
+			if slices.Contains(o.Emails, s) {
+				return errAt(item, "email %q belongs to principal %q already", s, o.Name)
+			}
+		}
+		pr.Emails = append(pr.Emails, s)
+	}
+	return nil
+}
+
+// PrincipalByEmail returns the principal whose emails list id (compared
+// without case): the dashboard's trusted proxy identity. A nil policy or
+// no match returns false.
+func (p *Policy) PrincipalByEmail(id string) (Principal, bool) {
+	if p == nil || id == "" {
+		return Principal{}, false
+	}
+	id = strings.ToLower(strings.TrimSpace(id))
+	for _, pr := range p.Principals {
+		if slices.Contains(pr.Emails, id) {
+			return pr, true
+		}
+	}
+	return Principal{}, false
 }

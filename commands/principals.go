@@ -28,14 +28,16 @@ var osUserPattern = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]{0,63}$`)
 // Principal is a named caller: a client of the HTTP API and the MCP
 // endpoint, which authenticates with a bearer token (the permissions file
 // holds only the token's SHA-256 hash), and/or the terminal's OS users it
-// names (OSUsers).
+// names (OSUsers), and/or the identities a trusted proxy in front of the
+// dashboard names (Emails).
 type Principal struct {
 	// Name is the principal's name in the permissions file.
 	Name string
 	// TokenSHA256 is the SHA-256 hash of its bearer token, when HasToken.
 	TokenSHA256 [32]byte
 	// HasToken is set when the principal has a bearer token; a principal
-	// with only OSUsers is reachable from the terminal alone.
+	// with only OSUsers is reachable from the terminal alone, one with
+	// only Emails from the dashboard behind its trusted proxy alone.
 	HasToken bool
 	// OSUsers are the OS user names the terminal acts as this principal
 	// for (os_users): `dlqbot replay` run by one of them is this
@@ -50,6 +52,9 @@ type Principal struct {
 	// distinct-approver rule (a personal token). Otherwise the principal
 	// has the roles that list it under principals.
 	User string
+	// Emails are the identities a trusted proxy in front of the dashboard
+	// may name for this principal (X-Forwarded-Email), lower-case.
+	Emails []string
 }
 
 // ID is the identity the principal acts under, as recorded in previews and

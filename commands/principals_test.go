@@ -88,6 +88,48 @@ func TestParsePrincipalErrors(t *testing.T) {
 	}
 }
 
+// TestPrincipalEmails: a principal's emails name it for the dashboard's
+// trusted proxy (without case); one without a token has only its emails;
+// an email given to two principals, or an empty one, is refused.
+func TestPrincipalEmails(t *testing.T) {
+	p := mustPolicy(t, `
+principals:
+  - name: alice
+    token_sha256: `+HashToken("secret-alice")+`
+    emails: [Alice@Example.com]
+  - name: bob
+    emails: [bob@example.com]
+roles:
+  - name: sre
+    principals: [alice, bob]
+    grants:
+      - queues: ["*"]
+        actions: [read]
+`)
+	if pr, ok := p.PrincipalByEmail("alice@example.COM"); !ok || pr.Name != "alice" {
+		t.Errorf("alice by email = %+v, %v", pr, ok)
+	}
+	if pr, ok := p.PrincipalByEmail("bob@example.com"); !ok || pr.Name != "bob" {
+		t.Errorf("bob by email = %+v, %v", pr, ok)
+	}
+	if _, ok := p.PrincipalByEmail("eve@example.com"); ok {
+		t.Error("an unknown email named a principal")
+	}
+	if _, ok := p.Principal(""); ok {
+		t.Error("an empty token named the token-less principal")
+	}
+	for name, bad := range map[string]string{
+		"twice":   "principals:\n  - name: a\n    emails: [x@example.com]\n  - name: b\n    emails: [X@example.com]\n",
+		"empty":   "principals:\n  - name: a\n    emails: [\"\"]\n",
+		"no list": "principals:\n  - name: a\n    emails: x@example.com\n",
+		"nothing": "principals:\n  - name: a\n",
+	} {
+		if _, err := ParsePolicy([]byte(bad)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
 // TestPrincipalOSUsersAndPerson: os_users name the terminal's users of a
 // principal (with or without a token), needs_human is read, and Person
 // makes a terminal user, a personal token and the Slack user one person
@@ -138,7 +180,7 @@ approval:
 		t.Error("nil policy")
 	}
 	for _, bad := range []struct{ yaml, want string }{
-		{"principals:\n  - name: x\n", "no token_sha256 (and no os_users)"},
+		{"principals:\n  - name: x\n", "no token_sha256 (and no os_users nor emails)"},
 		{"principals:\n  - name: x\n    os_users: [a]\n  - name: y\n    os_users: [a]\n", "another principal names already"},
 		{"principals:\n  - name: x\n    os_users: [\"a b\"]\n", "not an OS user name"},
 		{"principals:\n  - name: x\n    os_users: [a]\n    needs_human: maybe\n", "needs_human must be true or false"},

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/api"
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
@@ -53,6 +54,9 @@ type options struct {
 	teamID       string
 	requireHuman bool
 	scanLimit    int
+	// storeAudit records the operations in the store's audit trail in
+	// Redis (as `dlqbot serve` does) instead of env.trail.
+	storeAudit bool
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -117,9 +121,13 @@ func newEnv(t testing.TB, o options) *env {
 		t.Fatal(err)
 	}
 	trail := &testkit.Trail{}
+	var rec audit.Recorder = trail
+	if o.storeAudit {
+		rec = st.Audit()
+	}
 	ops, err := ops.New(ops.Config{Policy: policy, RequireHuman: o.requireHuman, ScanLimit: o.scanLimit},
 		ops.Deps{Engine: svc, Tokens: st.Tokens(), Replays: st.Replays(), Windows: st.Windows(), Groups: slack.UserGroups(),
-			Audit: trail, Log: logger()})
+			Audit: rec, Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/testkit"
@@ -174,3 +176,79 @@ func TestPolicyInOps(t *testing.T) {
 }
 
 func err2[T any](_ T, err error) error { return err }
+
+// TestPolicyQueries: MayControl answers what Control would decide for the
+// caller, changing and recording nothing; AuditVisible shows the entries
+// of DLQs the caller may read and its own (as a principal) that name no
+// DLQ.
+func TestPolicyQueries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o, f, tr := newOps(t, policy, ops.Config{})
+	r := engine.Replay{ID: "r_1", DLQ: "q", Token: "p_U0OTHER001", State: engine.StatePaused}
+	viewer, alice := ops.SlackCaller("U0VIEWER01"), ops.TerminalCaller(o.Policy(), "alice")
+	ci, stranger := ops.TerminalCaller(o.Policy(), "ci"), ops.TerminalCaller(o.Policy(), "mallory")
+	for _, c := range []struct {
+		name   string
+		caller ops.Caller
+		action engine.ControlAction
+		want   bool
+	}{
+		{"viewer pauses", viewer, engine.ControlPause, true},
+		{"viewer cancels", viewer, engine.ControlCancel, false},
+		{"viewer resumes", viewer, engine.ControlResume, false},
+		{"alice resumes", alice, engine.ControlResume, true},
+		{"ci resumes", ci, engine.ControlResume, false},
+		{"ci cancels", ci, engine.ControlCancel, true},
+		{"unnamed OS user pauses", stranger, engine.ControlPause, false},
+	} {
+		if got := o.MayControl(ctx, c.caller, c.action, r); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+	if len(f.controls) != 0 || len(tr.Find("", "", "")) != 0 {
+		t.Errorf("the queries changed %v or recorded %v", f.controls, tr.Find("", "", ""))
+	}
+
+	p, err := commands.ParsePolicy([]byte(`principals:
+  - name: alice
+    as_user: U0ALICE001
+    os_users: [alice]
+roles:
+  - name: orders
+    users: [U0ALICE001]
+    grants:
+      - queues: ["orders.*"]
+        actions: [read]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o2, err := ops.New(ops.Config{Policy: p}, ops.Deps{Engine: f, Tokens: f, Replays: f, Windows: noWindows{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	visible := o2.AuditVisible(ctx, ops.TerminalCaller(p, "alice"))
+	for _, c := range []struct {
+		e    audit.Entry
+		want bool
+	}{
+		{audit.Entry{DLQ: "orders.dlq", Identity: "U0BOB00001"}, true},
+		{audit.Entry{DLQ: "payments.dlq", Identity: "U0ALICE001"}, false},
+		{audit.Entry{Identity: "U0ALICE001"}, true},        // her own, as Slack's alice
+		{audit.Entry{Identity: "terminal:alice"}, true},    // her own, at the terminal
+		{audit.Entry{Identity: "terminal:mallory"}, false}, // someone else's
+	} {
+		if got := visible(c.e); got != c.want {
+			t.Errorf("entry %+v visible: %v, want %v", c.e, got, c.want)
+		}
+	}
+}
+
+// noWindows is a Windows that never counts (the queries take nothing).
+type noWindows struct{}
+
+func (noWindows) Take(context.Context, string, int, int, time.Duration) (ops.Take, error) {
+	return ops.Take{OK: true}, nil
+}
+func (noWindows) Give(context.Context, string, string) error { return nil }

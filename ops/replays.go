@@ -84,26 +84,8 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 		return r, classify(err, id)
 	}
 	e.DLQ, e.Vhost, e.TokenRef, e.Messages = r.DLQ, r.Vhost, audit.TokenRef(r.Token), r.Total
-	if err := o.mayChange(c); err != nil {
+	if err := o.mayControl(ctx, c, action, r); err != nil {
 		return r, err
-	}
-	var targets []string
-	if f, err := o.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
-		targets = f.TargetQueues()
-	} else if verb == engine.ControlResume {
-		rf := refuse(NotControllable, "Replay %s cannot be resumed: its preview can no longer be read (%v).", id, err)
-		rf.err = err
-		return r, rf
-	}
-	if err := o.permit(ctx, c, func(uid string, g []string) error {
-		return o.policy.CheckControl(uid, g, string(verb), r.DLQ, targets)
-	}); err != nil {
-		return r, err
-	}
-	if verb == engine.ControlResume {
-		if err := o.human(c, "resume this replay"); err != nil {
-			return r, err
-		}
 	}
 	after, err := o.d.Engine.Control(ctx, id, action, o.acting(c))
 	if err != nil {
@@ -124,6 +106,42 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 		after = cur
 	}
 	return after, nil
+}
+
+// mayControl is the policy of Control: c named by the policy, the grants
+// action needs on r's DLQ (and, to resume, on its targets), and, to
+// resume, a caller that does not need a human. It refuses with a
+// *Refusal; it neither changes nor records anything.
+func (o *Ops) mayControl(ctx context.Context, c Caller, action engine.ControlAction, r engine.Replay) error {
+	if err := o.mayChange(c); err != nil {
+		return err
+	}
+	verb := action.Verb()
+	var targets []string
+	if f, err := o.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
+		targets = f.TargetQueues()
+	} else if verb == engine.ControlResume {
+		rf := refuse(NotControllable, "Replay %s cannot be resumed: its preview can no longer be read (%v).", r.ID, err)
+		rf.err = err
+		return rf
+	}
+	if err := o.permit(ctx, c, func(uid string, g []string) error {
+		return o.policy.CheckControl(uid, g, string(verb), r.DLQ, targets)
+	}); err != nil {
+		return err
+	}
+	if verb == engine.ControlResume {
+		return o.human(c, "resume this replay")
+	}
+	return nil
+}
+
+// MayControl reports whether the policy lets c pause, resume or cancel
+// (action) replay r, with exactly Control's checks; it changes nothing
+// and records nothing. Whether r's state allows the action is left to
+// Control: a front end asks this to offer only the controls c may use.
+func (o *Ops) MayControl(ctx context.Context, c Caller, action engine.ControlAction, r engine.Replay) bool {
+	return o.mayControl(ctx, c, action, r) == nil
 }
 
 // Check reports whether replay id's messages came back; it reads the DLQ

@@ -3,9 +3,9 @@
 // replay leases with fencing epochs, the replay ledger (what every replay
 // sent, and which replays sent a given message), scheduled follow-up work,
 // the worker registry and the job queue that hands replays to workers, each
-// replay's event log that the HTTP API's event stream follows, the record of
-// copies that came back (from the DLQs' taps) and the read marks that budget
-// reads of quorum DLQs.
+// replay's event log that the HTTP API's event stream follows, the audit
+// trail, the record of copies that came back (from the DLQs' taps) and the
+// read marks that budget reads of quorum DLQs.
 //
 // Every key starts with the configured prefix (DLQBOT_REDIS_PREFIX, default
 // "dlqbot:"). Keys that belong to one replay carry the hash tag
@@ -50,6 +50,8 @@
 //	Pschedule               zset    timed work: deterministic members scored by due time (unix ms)
 //	Pworkers                zset    worker ids scored by announcement expiry (Redis time, unix ms)
 //	Pjobs                   stream  replay jobs (field "replay"), consumer group "dlqbot"
+//	Paudit                  stream  the audit trail (field "e": entry JSON), never edited; entries
+//	                                older than Config.AuditRetention trimmed by MINID on append
 //
 // Replay records, ledgers, event logs, returns, read marks and the tap
 // counters expire after the retention (Config.Retention) from their last

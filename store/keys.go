@@ -29,6 +29,7 @@ func (k keys) active() string           { return k.p + "active" }
 func (k keys) schedule() string         { return k.p + "schedule" }
 func (k keys) workers() string          { return k.p + "workers" }
 func (k keys) jobs() string             { return k.p + "jobs" }
+func (k keys) audit() string            { return k.p + "audit" }
 
 // Keys of the taps' record (returns.go).
 func (k keys) returns(id string) string     { return k.p + "{" + id + "}:returns" }

@@ -33,7 +33,7 @@ func TestKeysShareSlots(t *testing.T) {
 			t.Errorf("token key %q hashes %q", key, hashTag(key))
 		}
 	}
-	for _, key := range []string{k.replays(), k.schedule(), k.workers(), k.jobs(), k.sent("orders.dlq"), k.claims("orders.dlq")} {
+	for _, key := range []string{k.replays(), k.schedule(), k.workers(), k.jobs(), k.audit(), k.sent("orders.dlq"), k.claims("orders.dlq")} {
 		if !strings.HasPrefix(key, "dlqbot:") || strings.ContainsAny(key, "{}") {
 			t.Errorf("global key %q", key)
 		}
@@ -57,7 +57,7 @@ func TestDocListsEveryKey(t *testing.T) {
 		"events": k.events("<replay>"), "returns": k.returns("<replay>"), "returnLog": k.returnLog("<replay>"),
 		"sent": k.sent("<dlq>"), "claims": k.claims("<dlq>"), "readMark": k.readMark("<vhost>", "<queue>"), "tapArrived": k.tapArrived("<dlq>"),
 		"taps": k.taps(), "replays": k.replays(), "active": k.active(), "schedule": k.schedule(),
-		"workers": k.workers(), "jobs": k.jobs(), "window": k.window("<name>"),
+		"workers": k.workers(), "jobs": k.jobs(), "audit": k.audit(), "window": k.window("<name>"),
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "keys.go", nil, 0)

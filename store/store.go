@@ -38,6 +38,10 @@ type Config struct {
 	JobReclaim time.Duration
 	// JobsMaxLen caps the job stream (approximately); default 10000.
 	JobsMaxLen int64
+	// AuditRetention is how long audit entries are kept
+	// (DLQBOT_AUDIT_RETENTION); default 90 days, negative keeps them
+	// forever.
+	AuditRetention time.Duration
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -57,6 +61,11 @@ func (c Config) withDefaults() (Config, error) {
 		c.Retention = DefaultRetention
 	} else if c.Retention > 0 && c.Retention < time.Millisecond {
 		return c, fmt.Errorf("store: retention %s is too short", c.Retention)
+	}
+	if c.AuditRetention == 0 {
+		c.AuditRetention = DefaultAuditRetention
+	} else if c.AuditRetention > 0 && c.AuditRetention < time.Second {
+		return c, fmt.Errorf("store: audit retention %s is too short", c.AuditRetention)
 	}
 	if c.JobReclaim == 0 {
 		c.JobReclaim = DefaultJobReclaim

@@ -23,7 +23,7 @@ var (
 // newAPI builds the program front ends' translation of o, with b (nil
 // without Slack) to show their replays in Slack.
 func (a *app) newAPI(o *ops.Ops, b *bot.Bot) (*api.Service, error) {
-	deps := api.Deps{Ops: o, Events: a.store.Events(), Log: a.log}
+	deps := api.Deps{Ops: o, Events: a.store.Events(), AuditLog: a.store.Audit(), Log: a.log}
 	if b != nil {
 		deps.Slack = b
 	}
@@ -43,6 +43,9 @@ func (r *replica) mountAPI(o *ops.Ops, b *bot.Bot) error {
 	}
 	r.mux.Handle("/api/", svc.Handler())
 	r.mux.Handle("/mcp", mcp.Handler(svc, mcp.Config{RequireHuman: a.cfg.MCPRequireHuman}, r.log))
+	if err := r.mountDashboard(o, svc); err != nil {
+		return err
+	}
 	principals := 0
 	if p := o.Policy(); p != nil {
 		principals = len(p.Principals)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/stroma/dlqbot/internal/redact"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -46,6 +47,12 @@ type config struct {
 	ScanLimit      int           // DLQBOT_SCAN_LIMIT "<n>/<window>" or "off" (-1): scans per principal and DLQ
 	ScanWindow     time.Duration // the window of DLQBOT_SCAN_LIMIT
 	DialectHeaders string        // DLQBOT_DIALECT_HEADERS: an in-house dialect (engine.ParseHeaderDialect)
+
+	// Dashboard and audit trail (README "Dashboard and audit trail").
+	AuditRetention    time.Duration  // DLQBOT_AUDIT_RETENTION (default 90 days)
+	SessionKey        string         // DLQBOT_DASHBOARD_SESSION_KEY: signs sessions; ≥ 32 bytes
+	TrustedProxies    []netip.Prefix // DLQBOT_DASHBOARD_TRUSTED_PROXIES: addresses whose identity headers count
+	SlackWorkspaceURL string         // DLQBOT_SLACK_WORKSPACE_URL: links to replay threads
 
 	// Whether DLQBOT_HTTP_ADDR and DLQBOT_REDIS_PREFIX were set (the demo
 	// uses its own defaults otherwise).
@@ -92,6 +99,20 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.LeaseTTL, err = envDuration(getenv, "DLQBOT_LEASE_TTL"); err != nil {
 		return c, err
 	}
+	if c.AuditRetention, err = envDuration(getenv, "DLQBOT_AUDIT_RETENTION"); err != nil {
+		return c, err
+	}
+	if c.AuditRetention > 0 && c.AuditRetention < time.Hour {
+		return c, usageError("DLQBOT_AUDIT_RETENTION=%q is under an hour; an audit trail is kept for days", getenv("DLQBOT_AUDIT_RETENTION"))
+	}
+	c.SessionKey = getenv("DLQBOT_DASHBOARD_SESSION_KEY")
+	if c.SessionKey != "" && len(c.SessionKey) < 32 {
+		return c, usageError("DLQBOT_DASHBOARD_SESSION_KEY must be at least 32 characters (for example: openssl rand -hex 32)")
+	}
+	if c.TrustedProxies, err = parseProxies(getenv("DLQBOT_DASHBOARD_TRUSTED_PROXIES")); err != nil {
+		return c, err
+	}
+	c.SlackWorkspaceURL = getenv("DLQBOT_SLACK_WORKSPACE_URL")
 	switch v := getenv("DLQBOT_ACCESS"); v {
 	case "":
 	case "open":
@@ -108,7 +129,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}{
 		{"SLACK_API_URL", c.SlackAPIURL, []string{"http", "https"}},
 		{"REDIS_URL", c.RedisURL, []string{"redis", "rediss", "unix"}},
+		{"DLQBOT_SLACK_WORKSPACE_URL", c.SlackWorkspaceURL, []string{"https", "http"}},
 	} {
+		if u.value == "" {
+			continue
+		}
 		if err := checkURL(u.name, u.value, u.schemes); err != nil {
 			return c, err
 		}
@@ -146,6 +171,32 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, usageError("DLQBOT_DIALECT_HEADERS is not a header dialect: %v", err)
 	}
 	return c, nil
+}
+
+// parseProxies reads DLQBOT_DASHBOARD_TRUSTED_PROXIES: addresses or
+// CIDR ranges, comma-separated.
+func parseProxies(v string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, f := range strings.Split(v, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !strings.Contains(f, "/") {
+			a, err := netip.ParseAddr(f)
+			if err != nil {
+				return nil, usageError("DLQBOT_DASHBOARD_TRUSTED_PROXIES: %q is not an IP address or CIDR range (like 10.0.0.5 or 10.0.0.0/24)", f)
+			}
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(f)
+		if err != nil {
+			return nil, usageError("DLQBOT_DASHBOARD_TRUSTED_PROXIES: %q is not an IP address or CIDR range (like 10.0.0.5 or 10.0.0.0/24)", f)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // scanLimit parses DLQBOT_SCAN_LIMIT: "<n>/<window>" (like 30/10m),

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/internal/demo"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
@@ -97,6 +98,13 @@ func runDemo(ctx context.Context, cfg config, addr string, q demo.Queues, resetR
 		return failed(fmt.Errorf("listen for the bot: %w", err))
 	}
 	a.cfg.SlackAPIURL = stub.APIURL()
+	dashToken := ""
+	if cfg.PermissionsFile == "" {
+		if a.demoDashboard, dashToken, err = demoDashboardPolicy(); err != nil {
+			_ = botLn.Close()
+			return failed(err)
+		}
+	}
 	r, err := a.newReplica()
 	if err != nil {
 		_ = botLn.Close()
@@ -113,9 +121,15 @@ func runDemo(ctx context.Context, cfg config, addr string, q demo.Queues, resetR
 		return failed(fmt.Errorf("seed the demo queues: %w", err))
 	}
 	stub.SetWeb(demo.Web(q, "http://"+botLn.Addr().String(), demo.Channel, demo.ActivityChannel))
+	stub.Mount("/dashboard/", r.mux)
 	fmt.Fprintln(stdout, stub.URL())
 	fmt.Fprintf(stderr, "dlqbot demo: open %s — %s holds 80 dead letters from %s and %s; Redis keys under %q; Ctrl-C stops\n",
 		stub.URL(), q.DLQ, q.Orders, q.Payments, cfg.RedisPrefix)
+	if dashToken != "" {
+		fmt.Fprintf(stderr, "dlqbot demo: the dashboard is at %s/dashboard/ — sign in with the token %s\n", stub.URL(), dashToken)
+	} else {
+		fmt.Fprintf(stderr, "dlqbot demo: the dashboard is at %s/dashboard/ — sign in with a principal's token from %s\n", stub.URL(), cfg.PermissionsFile)
+	}
 	return r.run(ctx, botLn)
 }
 
@@ -216,4 +230,20 @@ func demoAddrFrom(cfg config) string {
 		return cfg.HTTPAddr
 	}
 	return demoAddr
+}
+
+// demoDashboardPolicy is the demo's sign-in for its dashboard: one
+// principal, "demo", acting as the stand-in's user, with a fresh random
+// token. Access control stays off (no permissions file), so the demo user
+// may do everything there as in the stand-in.
+func demoDashboardPolicy() (*commands.Policy, string, error) {
+	b := make([]byte, 12)
+	_, _ = rand.Read(b)
+	tok := "demo-" + hex.EncodeToString(b)
+	p, err := commands.ParsePolicy([]byte("principals:\n  - name: demo\n    token_sha256: " + commands.HashToken(tok) +
+		"\n    as_user: " + demo.User + "\nroles:\n  - name: demo\n    users: [" + demo.User + "]\n    grants:\n      - queues: [\"*\"]\n        actions: [read, replay, publish]\n"))
+	if err != nil {
+		return nil, "", fmt.Errorf("the demo dashboard's sign-in: %w", err)
+	}
+	return p, tok, nil
 }

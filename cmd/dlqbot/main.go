@@ -40,6 +40,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 			return demoCommand(ctx, cfg, args[1:], stdout, stderr)
 		case "mcp":
 			return mcpCommand(ctx, cfg, args[1:], stderr)
+		case "audit":
+			return auditCommand(ctx, cfg, args[1:], stdout, stderr)
 		}
 	}
 	return terminal(ctx, cfg, args, stdout, stderr, getenv)

@@ -31,11 +31,15 @@ type app struct {
 	svc *engine.Service
 	// metrics is set by newReplica (serve, demo); nil in the terminal.
 	metrics *metrics.Metrics
+	// demoDashboard signs people in to the demo's dashboard when no
+	// permissions file is set (access control stays off).
+	demoDashboard *commands.Policy
 	// handOff is newEngine's: whether approved replays go to the workers.
 	handOff bool
-	// audit records every operation through the operations layer (nil:
-	// nothing is kept). The store's trail in Redis is set here once it
-	// exists (issue 25: store/audit.go); tests set an in-memory one.
+	// audit records every operation through the operations layer: the
+	// store's trail in Redis (store.Audit, set by openApp), which Slack,
+	// the terminal, the API, MCP and the dashboard all write; tests may
+	// set an in-memory one before the operations are built.
 	audit audit.Recorder
 	// ops and caller are the terminal's (terminalOps).
 	ops    *ops.Ops
@@ -95,7 +99,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 	if err != nil {
 		return nil, usageError("REDIS_URL: %w", err)
 	}
-	st, err := store.New(store.Config{Prefix: cfg.RedisPrefix}, rdb, engine.SystemClock{})
+	st, err := store.New(store.Config{Prefix: cfg.RedisPrefix, AuditRetention: cfg.AuditRetention}, rdb, engine.SystemClock{})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, usageError("DLQBOT_REDIS_PREFIX: %w", err)
@@ -106,7 +110,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 		_ = rdb.Close()
 		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
 	}
-	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st}, nil
+	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st, audit: st.Audit()}, nil
 }
 
 // newEngine builds a.svc on a's broker and store, notifying notifier and

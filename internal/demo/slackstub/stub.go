@@ -34,6 +34,7 @@ type fault struct {
 // Stub is the Slack stand-in.
 type Stub struct {
 	srv    *httptest.Server
+	mux    *http.ServeMux
 	base   string // the stand-in's base URL, as handed out in URLs
 	secret string
 	// Now tells the time used to sign requests (default time.Now); tests
@@ -113,8 +114,13 @@ func newStub(signingSecret string) (*Stub, *http.ServeMux) {
 	mux.HandleFunc("POST /upload/{id}", s.serveUpload)
 	mux.HandleFunc("GET /socket", s.sock.serve)
 	s.routeWeb(mux)
+	s.mux = mux
 	return s, mux
 }
+
+// Mount serves h at pattern beside the page (the demo mounts dlqbot's
+// dashboard at /dashboard/ this way, so both share one address).
+func (s *Stub) Mount(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // URL is the stand-in's base URL; GET on it serves the page.
 func (s *Stub) URL() string { return s.base }

@@ -1,0 +1,105 @@
+package dashboard
+
+import (
+	"fmt"
+	"html/template"
+	"strings"
+	"time"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// funcs are the templates' helpers.
+var funcs = template.FuncMap{
+	"ago":   ago,
+	"clock": func(t time.Time) string { return t.UTC().Format("15:04:05") },
+	"stamp": func(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05Z") },
+	"rate":  rate,
+	"pct": func(a, b int) int {
+		if b <= 0 {
+			return 0
+		}
+		return a * 100 / b
+	},
+	"left": func(r engine.Replay) int { return max(0, r.Total-r.Sent-r.Missing-r.Failed-r.InDoubt) },
+	"origin": func(id string) string {
+		switch {
+		case strings.HasPrefix(id, "api:"):
+			return "API / agent"
+		case strings.HasPrefix(id, "terminal:"):
+			return "terminal"
+		case strings.HasPrefix(id, "mcp:"):
+			return "MCP"
+		case id == "":
+			return ""
+		}
+		return "Slack"
+	},
+	"dur":  func(d time.Duration) string { return d.Round(100 * time.Millisecond).String() },
+	"list": func(s ...string) []string { return s },
+	"ctl": func(v replayView, csrf string) controlsView {
+		return controlsView{ID: v.ID, CSRF: csrf, Controls: v.Controls}
+	},
+}
+
+// controlsView is what the controls template needs.
+type controlsView struct {
+	ID, CSRF string
+	Controls []control
+}
+
+// ago is how long before now t was, in a few characters.
+func ago(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := time.Since(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds ago", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh ago", int(d.Hours()))
+	}
+	return t.UTC().Format("2006-01-02")
+}
+
+// rate is how fast the replay has sent, in words.
+func rate(r engine.Replay) string {
+	end := r.UpdatedAt
+	if !r.EndedAt.IsZero() {
+		end = r.EndedAt
+	}
+	secs := end.Sub(r.CreatedAt).Seconds()
+	if r.Sent == 0 || secs <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f/s", float64(r.Sent)/secs)
+}
+
+// sparkline draws counts as bars in an inline SVG (no style attributes,
+// which the page's content security policy forbids).
+func sparkline(counts []int) template.HTML {
+	if len(counts) == 0 {
+		return ""
+	}
+	top := 0
+	for _, n := range counts {
+		top = max(top, n)
+	}
+	const h, bw = 24, 4
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg class="spark" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="depth">`, len(counts)*bw, h, len(counts)*bw, h)
+	for i, n := range counts {
+		bh := 1
+		cls := "idle"
+		if n > 0 && top > 0 {
+			bh = max(2, n*h/top)
+			cls = "bar"
+		}
+		fmt.Fprintf(&b, `<rect class="%s" x="%d" y="%d" width="%d" height="%d"><title>%d</title></rect>`, cls, i*bw, h-bh, bw-1, bh, n)
+	}
+	b.WriteString(`</svg>`)
+	return template.HTML(b.String()) // built from numbers only
+}

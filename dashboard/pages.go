@@ -1,0 +1,344 @@
+package dashboard
+
+import (
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/stroma/dlqbot/audit"
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
+)
+
+// page is what every template gets.
+type page struct {
+	Title string
+	// Who is the signed-in identity ("" when signed out); CSRF its forms'
+	// token.
+	Who, CSRF string
+	Error     string
+	Notice    string
+
+	// index
+	Replays     []replayView
+	States      []string
+	State, DLQ  string
+	DLQNames    []string
+	DLQs        []dlqView
+	Audit       []audit.Entry
+	AuditFilter auditFilterView
+
+	// replay
+	R         *replayView
+	Steps     []stepView
+	Returns   []returnGroup
+	FollowUps []followUp
+	LastEvent string
+}
+
+// replayView is a replay with what its row and page show.
+type replayView struct {
+	engine.Replay
+	Controls []control
+	Thread   string // link to the Slack thread, when known
+	Where    string // where it shows in Slack, in words
+	Live     bool   // its events may still arrive
+}
+
+// control is a button the policy allows for the replay in its state.
+type control struct {
+	Verb, Label string
+	Danger      bool
+}
+
+type stepView struct {
+	At   time.Time
+	Kind string
+	Text string
+	Step *engine.StepResult
+}
+
+type returnGroup struct {
+	Reason string
+	Count  int
+}
+
+type followUp struct {
+	At    time.Time
+	Label string
+	Check *engine.CheckReport
+}
+
+type dlqView struct {
+	DLQ
+	Spark template.HTML
+	Peak  int
+}
+
+type auditFilterView struct {
+	Principal, FrontEnd, Op, Outcome, DLQ, ReplayID, Since string
+}
+
+var states = []string{"queued", "running", "paused", "stopped", "cancelled", "finished", "interrupted"}
+
+func (d *Dashboard) signinPage(w http.ResponseWriter, r *http.Request) {
+	if _, ok := d.signedIn(r); ok {
+		http.Redirect(w, r, "/dashboard/", http.StatusSeeOther)
+		return
+	}
+	d.render(w, http.StatusOK, "signin.html", page{Title: "Sign in", Notice: d.proxyNotice()})
+}
+
+func (d *Dashboard) proxyNotice() string {
+	if len(d.cfg.TrustedProxies) > 0 {
+		return "Or come through the sign-in proxy in front of dlqbot: it names you to the dashboard."
+	}
+	return ""
+}
+
+// signin exchanges a principal's token for a session cookie.
+func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 4096)
+	token := strings.TrimSpace(r.PostFormValue("token"))
+	p, ok := d.cfg.Policy.Principal(token)
+	if !ok {
+		d.log.Warn().Str("remote", r.RemoteAddr).Msg("dashboard: sign-in with an unknown token refused")
+		d.render(w, http.StatusUnauthorized, "signin.html", page{Title: "Sign in", Notice: d.proxyNotice(),
+			Error: "That token is not one the permissions file knows. Nothing was done."})
+		return
+	}
+	v, exp := d.newSession(p)
+	d.setSession(w, r, v, exp)
+	d.log.Info().Str("principal", p.Name).Str("remote", r.RemoteAddr).Msg("dashboard: signed in")
+	http.Redirect(w, r, "/dashboard/", http.StatusSeeOther)
+}
+
+func (d *Dashboard) signout(w http.ResponseWriter, r *http.Request, _ session) {
+	d.setSession(w, r, "", time.Time{})
+	http.Redirect(w, r, "/dashboard/signin", http.StatusSeeOther)
+}
+
+// base is the page every signed-in template starts from.
+func (d *Dashboard) base(s session, title string) page {
+	return page{Title: title, Who: s.p.ID(), CSRF: s.csrf}
+}
+
+func (d *Dashboard) view(r *http.Request, s session, rep engine.Replay) replayView {
+	v := replayView{Replay: rep, Live: !rep.State.Terminal()}
+	for _, c := range controlsFor(rep.State) {
+		if d.d.Backend.MayControl(r.Context(), s.p, c.Verb, rep) {
+			v.Controls = append(v.Controls, c)
+		}
+	}
+	if rep.Channel != "" && rep.ThreadTS != "" {
+		v.Where = "Slack thread in " + rep.Channel
+		if d.cfg.SlackURL != "" {
+			v.Thread = strings.TrimRight(d.cfg.SlackURL, "/") + "/archives/" + url.PathEscape(rep.Channel) + "/p" +
+				strings.ReplaceAll(rep.ThreadTS, ".", "") + "?thread_ts=" + url.QueryEscape(rep.ThreadTS) + "&cid=" + url.QueryEscape(rep.Channel)
+		}
+	}
+	return v
+}
+
+// controlsFor are the controls a replay's state allows (the Slack progress
+// message's buttons).
+func controlsFor(st engine.State) []control {
+	cancel := control{Verb: "cancel", Label: "Cancel", Danger: true}
+	switch st {
+	case engine.StateQueued, engine.StateRunning:
+		return []control{{Verb: "pause", Label: "Pause"}, cancel}
+	case engine.StatePaused:
+		return []control{{Verb: "resume", Label: "Resume"}, cancel}
+	case engine.StateStopped:
+		return []control{{Verb: "resume", Label: "Continue anyway", Danger: true}, cancel}
+	}
+	return nil
+}
+
+// index shows the replays (filtered by state and DLQ), the DLQs and the
+// latest audit entries. With ?part=replays it renders only the replays'
+// table, which the page's script fetches to stay current.
+func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
+	ctx := r.Context()
+	p := d.base(s, "Replays")
+	p.States, p.State, p.DLQ = states, r.URL.Query().Get("state"), r.URL.Query().Get("dlq")
+	rs, err := d.d.Backend.Replays(ctx, s.p, d.cfg.ListSize)
+	if err != nil {
+		p.Error = "The replays could not be read: " + err.Error()
+	}
+	seen := map[string]bool{}
+	for _, rep := range rs {
+		if !seen[rep.DLQ] {
+			seen[rep.DLQ] = true
+			p.DLQNames = append(p.DLQNames, rep.DLQ)
+		}
+		if (p.State == "" || string(rep.State) == p.State) && (p.DLQ == "" || rep.DLQ == p.DLQ) {
+			p.Replays = append(p.Replays, d.view(r, s, rep))
+		}
+	}
+	sort.Strings(p.DLQNames)
+	if r.URL.Query().Get("part") == "replays" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if err := d.pages["index.html"].ExecuteTemplate(w, "replays", p); err != nil {
+			d.log.Error().Err(err).Msg("dashboard: render replays")
+		}
+		return
+	}
+	dlqs, err := d.d.Backend.DLQs(ctx, s.p)
+	if err != nil && p.Error == "" {
+		p.Error = "The DLQs could not be read: " + err.Error()
+	}
+	for _, q := range dlqs {
+		v := dlqView{DLQ: q, Spark: sparkline(q.Depths)}
+		if len(q.Depths) > 0 {
+			v.Peak = slices.Max(q.Depths)
+		}
+		p.DLQs = append(p.DLQs, v)
+	}
+	p.Audit, _ = d.d.Backend.Audit(ctx, s.p, audit.Filter{Since: d.now().Add(-24 * time.Hour), Limit: 1000})
+	slices.Reverse(p.Audit)
+	if len(p.Audit) > 15 {
+		p.Audit = p.Audit[:15]
+	}
+	d.render(w, http.StatusOK, "index.html", p)
+}
+
+// replay shows one replay: its counts, its steps so far (the page's
+// script adds the next ones from the event stream), the returns grouped
+// by failure, the follow-ups' results and the controls allowed.
+func (d *Dashboard) replay(w http.ResponseWriter, r *http.Request, s session) {
+	ctx := r.Context()
+	id := r.PathValue("id")
+	rep, err := d.d.Backend.Replay(ctx, s.p, id)
+	if err != nil {
+		d.render(w, http.StatusNotFound, "error.html", page{Title: "Replay", Who: s.p.ID(), CSRF: s.csrf, Error: sentence(err)})
+		return
+	}
+	p := d.base(s, "Replay "+id)
+	ids, evs, err := d.d.Backend.Events(ctx, s.p, id)
+	if err != nil {
+		p.Error = "Its events could not be read: " + err.Error()
+	}
+	for i, e := range evs {
+		p.LastEvent = ids[i]
+		switch e.Kind {
+		case engine.EventFollowUp:
+			p.FollowUps = append(p.FollowUps, followUp{At: e.At, Label: e.Check.Label, Check: e.Check})
+		default:
+			p.Steps = append(p.Steps, stepView{At: e.At, Kind: string(e.Kind), Text: e.Text, Step: e.Step})
+		}
+	}
+	slices.Reverse(p.Steps)
+	v := d.view(r, s, rep)
+	p.R = &v
+	if r.URL.Query().Get("part") == "controls" {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		if err := d.pages["replay.html"].ExecuteTemplate(w, "controls", controlsView{ID: v.ID, CSRF: s.csrf, Controls: v.Controls}); err != nil {
+			d.log.Error().Err(err).Msg("dashboard: render controls")
+		}
+		return
+	}
+	p.Returns = groupReturns(rep)
+	if msg := r.URL.Query().Get("done"); msg != "" {
+		p.Notice = msg
+	}
+	d.render(w, http.StatusOK, "replay.html", p)
+}
+
+// groupReturns counts the replay's copies that came back, by failure.
+func groupReturns(r engine.Replay) []returnGroup {
+	counts := map[string]int{}
+	for _, f := range r.Failures {
+		if f.Kind != engine.FailureReturned {
+			continue
+		}
+		reason := f.Detail
+		if reason == "" {
+			reason = f.Reason
+		}
+		counts[reason]++
+	}
+	var out []returnGroup
+	for k, n := range counts {
+		out = append(out, returnGroup{Reason: k, Count: n})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return out[i].Count > out[j].Count || out[i].Count == out[j].Count && out[i].Reason < out[j].Reason
+	})
+	return out
+}
+
+// events streams the replay's events to the page's script.
+func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, s session) {
+	d.d.Backend.ServeEvents(w, r, s.p, r.PathValue("id"), r.URL.Query().Get("after"))
+}
+
+// control pauses, resumes or cancels a replay; the backend decides whether
+// this principal may, and a refusal is shown on the replay's page.
+func (d *Dashboard) control(w http.ResponseWriter, r *http.Request, s session) {
+	id, verb := r.PathValue("id"), r.PathValue("verb")
+	rep, err := d.d.Backend.Control(r.Context(), s.p, verb, id)
+	if err != nil {
+		d.log.Info().Str("principal", s.p.Name).Str("replay_id", id).Str("verb", verb).Err(err).Msg("dashboard: control refused")
+		d.render(w, statusOf(err), "error.html", page{Title: "Refused", Who: s.p.ID(), CSRF: s.csrf, Error: sentence(err)})
+		return
+	}
+	d.log.Info().Str("principal", s.p.Name).Str("replay_id", id).Str("verb", verb).Msg("dashboard: control requested")
+	done := fmt.Sprintf("Asked to %s it; it is %s now.", verb, rep.State)
+	http.Redirect(w, r, "/dashboard/replays/"+url.PathEscape(id)+"?done="+url.QueryEscape(done), http.StatusSeeOther)
+}
+
+// audit shows the trail, filtered, newest first.
+func (d *Dashboard) audit(w http.ResponseWriter, r *http.Request, s session) {
+	q := r.URL.Query()
+	p := d.base(s, "Audit trail")
+	p.AuditFilter = auditFilterView{Principal: q.Get("principal"), FrontEnd: q.Get("front_end"), Op: q.Get("op"),
+		Outcome: q.Get("outcome"), DLQ: q.Get("dlq"), ReplayID: q.Get("replay_id"), Since: q.Get("since")}
+	f := audit.Filter{Principal: p.AuditFilter.Principal, FrontEnd: p.AuditFilter.FrontEnd, Op: p.AuditFilter.Op,
+		Outcome: p.AuditFilter.Outcome, DLQ: p.AuditFilter.DLQ, ReplayID: p.AuditFilter.ReplayID, Limit: 1000}
+	since := p.AuditFilter.Since
+	if since == "" {
+		since = "24h"
+		p.AuditFilter.Since = since
+	}
+	if dur, err := time.ParseDuration(since); err == nil && dur > 0 {
+		f.Since = d.now().Add(-dur)
+	} else if t, err := time.Parse(time.RFC3339, since); err == nil {
+		f.Since = t
+	} else {
+		p.Error = fmt.Sprintf("since must be a duration such as 2h or an RFC 3339 time, not %q; showing the last 24 hours.", since)
+		f.Since = d.now().Add(-24 * time.Hour)
+	}
+	entries, err := d.d.Backend.Audit(r.Context(), s.p, f)
+	if err != nil {
+		p.Error = sentence(err)
+	}
+	slices.Reverse(entries)
+	p.Audit = entries
+	d.render(w, http.StatusOK, "audit.html", p)
+}
+
+// sentence is an error as the person reads it.
+func sentence(err error) string {
+	var fe *commands.ForbiddenError
+	if errors.As(err, &fe) {
+		return fe.Error() + " Nothing was done."
+	}
+	return err.Error()
+}
+
+// statusOf is the HTTP status of a backend error: one that carries its
+// own (HTTPStatus), else 400.
+func statusOf(err error) int {
+	var hs interface{ HTTPStatus() int }
+	if errors.As(err, &hs) {
+		return hs.HTTPStatus()
+	}
+	return http.StatusBadRequest
+}

@@ -1,0 +1,160 @@
+// Package dashapi adapts the operations layer (ops.Ops) to the
+// dashboard's Backend: every decision — which replays a person sees,
+// which controls they are offered, whether a pause is done, which audit
+// entries they may read — is an operation or a policy query of package
+// ops, for an ops.Caller built from the signed-in principal acting
+// through front end "dashboard". The dashboard itself decides nothing.
+package dashapi
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/stroma/dlqbot/api"
+	"github.com/stroma/dlqbot/audit"
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/dashboard"
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
+)
+
+// Backend is the dashboard's Backend on the operations (o), the API's
+// event stream and audit export (svc, itself on o), the broker's counts
+// and the frozen previews.
+type Backend struct {
+	ops    *ops.Ops
+	svc    *api.Service
+	queues Queues
+	tokens Tokens
+}
+
+// Queues is what the DLQ view asks of the broker; *amqp.Broker implements
+// it.
+type Queues interface {
+	Inspect(ctx context.Context, queue string) (engine.QueueInfo, error)
+	Depths(ctx context.Context, queue string, span, bucket time.Duration) ([]int, error)
+}
+
+// Tokens reads frozen previews (for a replay's targets); the store's
+// Tokens implements it.
+type Tokens interface {
+	Load(ctx context.Context, token string) (engine.Frozen, error)
+}
+
+// New returns the Backend on o, with svc (built on o) for the event
+// stream and the audit export, asking queues for counts and tokens for
+// replays' targets.
+func New(o *ops.Ops, svc *api.Service, queues Queues, tokens Tokens) *Backend {
+	return &Backend{ops: o, svc: svc, queues: queues, tokens: tokens}
+}
+
+var _ dashboard.Backend = (*Backend)(nil)
+
+// caller is the signed-in principal p acting through the dashboard.
+func caller(p commands.Principal) ops.Caller { return ops.PrincipalCaller(p, ops.FrontDashboard) }
+
+// wording turns an operation's error into the API's *Error, whose HTTP
+// status the dashboard answers with.
+func wording(err error, subject string) error {
+	if err == nil {
+		return nil
+	}
+	return api.ErrorOf(err, subject)
+}
+
+// Replays returns up to n recent replays p may see (ops.Ops.List).
+func (b *Backend) Replays(ctx context.Context, p commands.Principal, n int) ([]engine.Replay, error) {
+	rs, _, err := b.ops.List(ctx, caller(p), min(n, ops.DefaultMaxList))
+	return rs, wording(err, "")
+}
+
+// Replay returns one replay p may see (ops.Ops.Replay).
+func (b *Backend) Replay(ctx context.Context, p commands.Principal, id string) (engine.Replay, error) {
+	r, err := b.ops.Replay(ctx, caller(p), id)
+	return r, wording(err, id)
+}
+
+// Events returns the replay's logged events so far, when p may see it.
+func (b *Backend) Events(ctx context.Context, p commands.Principal, id string) ([]string, []engine.Event, error) {
+	return b.svc.ReplayEvents(ctx, caller(p), id)
+}
+
+// ServeEvents streams the replay's events to p, when p may see it.
+func (b *Backend) ServeEvents(w http.ResponseWriter, r *http.Request, p commands.Principal, id, after string) {
+	b.svc.ServeEvents(w, r, caller(p), id, after)
+}
+
+// MayControl reports whether the policy lets p pause, resume or cancel
+// (verb) the replay (ops.Ops.MayControl).
+func (b *Backend) MayControl(ctx context.Context, p commands.Principal, verb string, r engine.Replay) bool {
+	action, ok := engine.ParseControlAction(verb)
+	return ok && b.ops.MayControl(ctx, caller(p), action, r)
+}
+
+// Control pauses, resumes or cancels (verb) the replay for p
+// (ops.Ops.Control, which decides again, refuses an unknown verb and
+// records the request either way).
+func (b *Backend) Control(ctx context.Context, p commands.Principal, verb, id string) (engine.Replay, error) {
+	r, err := b.ops.Control(ctx, caller(p), engine.ControlAction(verb), id)
+	return r, wording(err, id)
+}
+
+// Audit returns the audit entries f selects that p may see
+// (ops.Ops.AuditVisible decides which).
+func (b *Backend) Audit(ctx context.Context, p commands.Principal, f audit.Filter) ([]audit.Entry, error) {
+	return b.svc.Audit(ctx, caller(p), f)
+}
+
+// DLQs are the DLQs of the recent replays p may see (the list only shows
+// those it may read), with the broker's counts now, the targets their
+// previews named and the last hour's depth per minute.
+func (b *Backend) DLQs(ctx context.Context, p commands.Principal) ([]dashboard.DLQ, error) {
+	rs, _, err := b.ops.List(ctx, caller(p), ops.DefaultMaxList)
+	if err != nil {
+		return nil, wording(err, "")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	var out []dashboard.DLQ
+	index := map[string]int{}
+	for _, r := range rs {
+		i, ok := index[r.DLQ]
+		if !ok {
+			if len(out) == 20 {
+				continue
+			}
+			i = len(out)
+			index[r.DLQ] = i
+			out = append(out, dashboard.DLQ{Name: r.DLQ, Bucket: time.Minute})
+		}
+		if f, err := b.tokens.Load(ctx, r.Token); err == nil {
+			for _, q := range f.TargetQueues() {
+				if !slices.ContainsFunc(out[i].Targets, func(t dashboard.Target) bool { return t.Queue == q }) {
+					out[i].Targets = append(out[i].Targets, dashboard.Target{Queue: q})
+				}
+			}
+		}
+	}
+	for i := range out {
+		q := &out[i]
+		info, err := b.queues.Inspect(ctx, q.Name)
+		if err != nil {
+			q.Problem = "the broker could not be asked"
+			continue
+		}
+		q.Exists, q.Ready, q.Consumers = info.Exists, info.Ready, info.Consumers
+		for j := range q.Targets {
+			if t, err := b.queues.Inspect(ctx, q.Targets[j].Queue); err == nil {
+				q.Targets[j].Exists, q.Targets[j].Consumers = t.Exists, t.Consumers
+			}
+		}
+		if q.Exists {
+			if dep, err := b.queues.Depths(ctx, q.Name, time.Hour, time.Minute); err == nil {
+				q.Depths = dep
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stroma/dlqbot/audit"
+)
+
+// Defaults of the audit trail.
+const (
+	// DefaultAuditRetention is how long audit entries are kept.
+	DefaultAuditRetention = 90 * 24 * time.Hour
+	// DefaultAuditList is how many entries List returns without a limit.
+	DefaultAuditList = 100
+	// MaxAuditList is the most entries one List returns.
+	MaxAuditList = 1000
+)
+
+var (
+	_ audit.Recorder = (*Audit)(nil)
+	_ audit.Reader   = (*Audit)(nil)
+)
+
+// Audit is the audit trail: one Redis stream per prefix (Paudit), one
+// entry per operation (field "e": the entry's JSON), appended and never
+// edited. Each append trims the entries older than the retention
+// (Config.AuditRetention) with XADD's MINID, so the trail keeps at least
+// that long and not much longer. Entry ids are the stream's ids, whose
+// milliseconds are the store clock's time of the append.
+type Audit struct{ b *base }
+
+// Audit returns the audit trail (audit.Recorder and audit.Reader).
+func (s *Store) Audit() *Audit { return &Audit{s.b} }
+
+// appendAuditScript appends one entry at the store clock's time.
+//
+//	KEYS[1] the trail (stream)
+//	ARGV[1] now, unix ms; ARGV[2] the oldest id kept (unix ms; 0: keep all)
+//	ARGV[3] the entry's JSON
+//
+// The id's milliseconds are now, or the last entry's when that is later
+// (a clock that stepped back never reorders the trail). It returns the id.
+var appendAuditScript = redis.NewScript(`
+local ms = tonumber(ARGV[1])
+local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+if #last > 0 then
+  local lms = tonumber(string.match(last[1][1], '^(%d+)-'))
+  if lms > ms then ms = lms end
+end
+local id
+if tonumber(ARGV[2]) > 0 then
+  id = redis.call('XADD', KEYS[1], 'MINID', ARGV[2], ms .. '-*', 'e', ARGV[3])
+else
+  id = redis.call('XADD', KEYS[1], ms .. '-*', 'e', ARGV[3])
+end
+return id
+`)
+
+// Record appends e and sets e.ID (audit.Recorder). A zero e.Time is the
+// store clock's now. An entry without an operation, outcome or principal
+// identity is refused: the trail must say who did what.
+func (a *Audit) Record(ctx context.Context, e audit.Entry) error {
+	switch {
+	case e.Op == "" || e.Outcome == "":
+		return fmt.Errorf("store: record audit entry: an entry needs an operation and an outcome")
+	case e.Identity == "" && e.Principal == "":
+		return fmt.Errorf("store: record audit entry %s: an entry needs the caller", e.Op)
+	}
+	now := a.b.now()
+	if e.Time.IsZero() {
+		e.Time = now
+	}
+	e.ID = ""
+	data, err := json.Marshal(e)
+	if err != nil {
+		return fmt.Errorf("store: record audit entry %s: %w", e.Op, err)
+	}
+	minID := int64(0)
+	if r := a.b.cfg.AuditRetention; r > 0 {
+		minID = now.Add(-r).UnixMilli()
+	}
+	id, err := appendAuditScript.Run(ctx, a.b.rdb, []string{a.b.k.audit()}, now.UnixMilli(), minID, data).Text()
+	if err != nil {
+		return fail(err, "record audit entry %s", e.Op)
+	}
+	e.ID = id
+	return nil
+}
+
+// List returns the entries f selects, oldest first (audit.Reader): at most
+// f.Limit (default DefaultAuditList, at most MaxAuditList), after f.After
+// when set. Entries older than the retention are gone even before the next
+// append trims them.
+func (a *Audit) List(ctx context.Context, f audit.Filter) ([]audit.Entry, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultAuditList
+	}
+	if limit > MaxAuditList {
+		return nil, fmt.Errorf("store: list audit: at most %d entries at once, not %d", MaxAuditList, limit)
+	}
+	start, end := "-", "+"
+	if !f.Since.IsZero() {
+		start = strconv.FormatInt(f.Since.UnixMilli(), 10)
+	}
+	if r := a.b.cfg.AuditRetention; r > 0 {
+		if oldest := a.b.now().Add(-r).UnixMilli(); start == "-" || f.Since.UnixMilli() < oldest {
+			start = strconv.FormatInt(oldest, 10)
+		}
+	}
+	if f.After != "" {
+		if !validStreamID(f.After) {
+			return nil, fmt.Errorf("store: list audit: %q is not an entry id", f.After)
+		}
+		if start == "-" || compareStreamIDs(f.After, start) >= 0 {
+			start = "(" + f.After
+		}
+	}
+	if !f.Until.IsZero() {
+		end = "(" + strconv.FormatInt(f.Until.UnixMilli(), 10)
+	}
+	out := []audit.Entry{}
+	const batch = 500
+	for len(out) < limit {
+		msgs, err := a.b.rdb.XRangeN(ctx, a.b.k.audit(), start, end, batch).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fail(err, "list audit")
+		}
+		for _, m := range msgs {
+			raw, _ := m.Values["e"].(string)
+			var e audit.Entry
+			if err := json.Unmarshal([]byte(raw), &e); err != nil {
+				return nil, fmt.Errorf("store: list audit: entry %s: %w", m.ID, err)
+			}
+			e.ID = m.ID
+			if matches(e, f) {
+				out = append(out, e)
+				if len(out) == limit {
+					break
+				}
+			}
+		}
+		if len(msgs) < batch {
+			break
+		}
+		start = "(" + msgs[len(msgs)-1].ID
+	}
+	return out, nil
+}
+
+// matches reports whether e passes f's field filters (the time bounds are
+// the range's).
+func matches(e audit.Entry, f audit.Filter) bool {
+	eq := func(want, got string) bool { return want == "" || want == got }
+	principal := f.Principal == "" || f.Principal == e.Principal || f.Principal == e.Identity
+	return principal && eq(f.FrontEnd, e.FrontEnd) && eq(f.Op, e.Op) && eq(f.Outcome, e.Outcome) &&
+		eq(f.DLQ, e.DLQ) && eq(f.ReplayID, e.ReplayID) &&
+		(f.Since.IsZero() || !e.Time.Before(f.Since)) && (f.Until.IsZero() || e.Time.Before(f.Until))
+}
+
+// validStreamID reports whether s is a stream id: "<ms>" or "<ms>-<seq>".
+func validStreamID(s string) bool {
+	ms, seq, ok := strings.Cut(s, "-")
+	if _, err := strconv.ParseUint(ms, 10, 64); err != nil {
+		return false
+	}
+	if ok {
+		if _, err := strconv.ParseUint(seq, 10, 64); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// compareStreamIDs orders two valid stream ids ("<ms>" counts as "<ms>-0").
+func compareStreamIDs(a, b string) int {
+	parse := func(s string) (uint64, uint64) {
+		ms, seq, _ := strings.Cut(s, "-")
+		m, _ := strconv.ParseUint(ms, 10, 64)
+		q, _ := strconv.ParseUint(seq, 10, 64)
+		return m, q
+	}
+	am, aq := parse(a)
+	bm, bq := parse(b)
+	switch {
+	case am != bm:
+		if am < bm {
+			return -1
+		}
+		return 1
+	case aq != bq:
+		if aq < bq {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
