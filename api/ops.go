@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 )
@@ -193,7 +194,7 @@ func (s *Service) RequestApproval(ctx context.Context, c Caller, token string) (
 		return "", "", &Error{Status: http.StatusBadGateway, Code: CodeUnavailable, err: err,
 			Message: "The preview could not be posted to Slack for approval (" + err.Error() + "). Nothing was sent."}
 	}
-	s.log.Info().Str("token", token).Str("principal", c.Principal).Str("via", c.Via).Str("channel", channel).Msg("approval by a person requested in Slack")
+	s.log.Info().Str("token", audit.TokenRef(token)).Str("principal", c.Principal).Str("via", c.Via).Str("channel", channel).Msg("approval by a person requested in Slack")
 	return channel, ts, nil
 }
 

@@ -7,9 +7,11 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/redact"
 )
 
 // approval is one request to turn a preview token into a replay: an
@@ -75,7 +77,7 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 		return
 	}
 	if err != nil {
-		b.log.Info().Err(err).Str("token", a.token).Str("user", to.user).Msg("approval refused")
+		b.log.Info().Str("error", redact.Tokens(err.Error())).Str("token", audit.TokenRef(a.token)).Str("user", to.user).Msg("approval refused")
 		b.refuse(ctx, to, userMessage(err, f.DLQ))
 		return
 	}
@@ -113,7 +115,7 @@ func locate(a approval, pm previewMsg, known bool) previewLoc {
 // was sent. It goes in the preview's thread when that is known, else to
 // the approver alone.
 func (b *Bot) changed(ctx context.Context, a approval, loc previewLoc, params engine.Params, changes []engine.Change) {
-	b.log.Info().Str("token", a.token).Str("user", a.to.user).Int("changes", len(changes)).Msg("approval asks again: the world changed")
+	b.log.Info().Str("token", audit.TokenRef(a.token)).Str("user", a.to.user).Int("changes", len(changes)).Msg("approval asks again: the world changed")
 	if a.fromCommand {
 		b.previews.setParams(a.token, params)
 	}
@@ -133,7 +135,7 @@ func (b *Bot) changed(ctx context.Context, a approval, loc previewLoc, params en
 // replay to the workers and edits the preview to show who approved it.
 func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.Replay) {
 	user := a.to.user
-	log := b.log.With().Str("replay_id", r.ID).Str("token", a.token).Str("approver", user).Logger()
+	log := b.log.With().Str("replay_id", r.ID).Str("token", audit.TokenRef(a.token)).Str("approver", user).Logger()
 	channel, thread := loc.channel, loc.ts
 	if channel == "" {
 		channel = a.to.channel
@@ -204,7 +206,7 @@ func (b *Bot) discard(ctx context.Context, to replyTo, token string, cb slack.In
 		b.refuse(ctx, to, userMessage(err, f.DLQ))
 		return
 	}
-	b.log.Info().Str("token", token).Str("user", to.user).Str("dlq", f.DLQ).Msg("preview discarded")
+	b.log.Info().Str("token", audit.TokenRef(token)).Str("user", to.user).Str("dlq", f.DLQ).Msg("preview discarded")
 	line := fmt.Sprintf("Preview of %s discarded by %s; nothing was replayed.", blocks.EscapeKeepCode(f.DLQ), blocks.Who(to.user))
 	pm, known := b.previews.get(token)
 	loc := locate(approval{click: &cb}, pm, known)

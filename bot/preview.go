@@ -13,6 +13,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
@@ -37,7 +38,7 @@ func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 		b.refuse(ctx, to, userMessage(err, sel.DLQ))
 		return
 	}
-	b.log.Info().Str("dlq", sel.DLQ).Str("token", p.Token).Int("scanned", p.Scanned).Int("selected", p.Selected).
+	b.log.Info().Str("dlq", sel.DLQ).Str("token", audit.TokenRef(p.Token)).Int("scanned", p.Scanned).Int("selected", p.Selected).
 		Dur("took", b.now().Sub(started)).Msg("preview made")
 	bl, text := blocks.Preview(p, b.now())
 	ts, err := b.post(ctx, requestAttempts, to.channel, "", bl, text)
@@ -54,7 +55,7 @@ func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 		b.previews.put(p.Token, previewMsg{channel: to.channel, ts: ts, blocks: bl})
 		// Any replica approving the token threads the replay under it.
 		if err := b.d.Tokens.SetMessage(ctx, p.Token, to.channel, ts); err != nil {
-			b.log.Warn().Err(err).Str("token", p.Token).Msg("could not record where the preview was posted")
+			b.log.Warn().Err(err).Str("token", audit.TokenRef(p.Token)).Msg("could not record where the preview was posted")
 		}
 	}
 	if max(p.Rows, len(p.Messages)) > previewShows {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -108,14 +109,14 @@ func (t *Tokens) Load(ctx context.Context, token string) (engine.Frozen, error) 
 	}
 	val, err := t.b.rdb.Get(ctx, t.b.k.token(token)).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", token, engine.ErrTokenNotFound)
+		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 	if err != nil {
 		return engine.Frozen{}, fail(err, "load preview %s", token)
 	}
 	f, err := decodeFrozen(val)
 	if err != nil {
-		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", token, err)
+		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), err)
 	}
 	return f, nil
 }
@@ -129,7 +130,7 @@ func (t *Tokens) Consume(ctx context.Context, token, replayID string) error {
 		return fmt.Errorf("store: consume preview: %w", engine.ErrTokenNotFound)
 	}
 	if replayID == "" {
-		return fmt.Errorf("store: consume preview %s: empty replay id", token)
+		return fmt.Errorf("store: consume preview %s: empty replay id", audit.TokenRef(token))
 	}
 	n, err := consumeScript.Run(ctx, t.b.rdb,
 		[]string{t.b.k.token(token), t.b.k.tokenUsed(token)}, replayID).Int()
@@ -140,9 +141,9 @@ func (t *Tokens) Consume(ctx context.Context, token, replayID string) error {
 	case 1:
 		return nil
 	case 0:
-		return fmt.Errorf("store: consume preview %s: %w", token, engine.ErrTokenUsed)
+		return fmt.Errorf("store: consume preview %s: %w", audit.TokenRef(token), engine.ErrTokenUsed)
 	default:
-		return fmt.Errorf("store: consume preview %s: %w", token, engine.ErrTokenNotFound)
+		return fmt.Errorf("store: consume preview %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 }
 
@@ -159,7 +160,7 @@ func (t *Tokens) UsedBy(ctx context.Context, token string) (string, error) {
 		return "", fail(err, "preview user %s", token)
 	}
 	if exists.Val() == 0 {
-		return "", fmt.Errorf("store: preview user %s: %w", token, engine.ErrTokenNotFound)
+		return "", fmt.Errorf("store: preview user %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 	return used.Val(), nil
 }
@@ -179,8 +180,8 @@ func (t *Tokens) Discard(ctx context.Context, token string) error {
 	case 1:
 		return nil
 	case 0:
-		return fmt.Errorf("store: discard preview %s: %w", token, engine.ErrTokenUsed)
+		return fmt.Errorf("store: discard preview %s: %w", audit.TokenRef(token), engine.ErrTokenUsed)
 	default:
-		return fmt.Errorf("store: discard preview %s: %w", token, engine.ErrTokenNotFound)
+		return fmt.Errorf("store: discard preview %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 }

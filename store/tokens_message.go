@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -36,7 +37,7 @@ func (t *Tokens) SetMessage(ctx context.Context, token, channel, ts string) erro
 		return fail(err, "preview message %s", token)
 	}
 	if n == 0 {
-		return fmt.Errorf("store: preview message %s: %w", token, engine.ErrTokenNotFound)
+		return fmt.Errorf("store: preview message %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 	return nil
 }

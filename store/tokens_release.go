@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -37,7 +38,7 @@ func (t *Tokens) Release(ctx context.Context, token, replayID string) error {
 		return fail(err, "release preview %s", token)
 	}
 	if n == 0 {
-		return fmt.Errorf("store: release preview %s: %w", token, engine.ErrTokenUsed)
+		return fmt.Errorf("store: release preview %s: %w", audit.TokenRef(token), engine.ErrTokenUsed)
 	}
 	return nil
 }
