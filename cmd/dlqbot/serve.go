@@ -108,7 +108,7 @@ func (a *app) newReplica() (*replica, error) {
 // Slack.
 func (r *replica) run(ctx context.Context, ln net.Listener) error {
 	a, log := r.a, r.log
-	srv := &http.Server{Handler: r.mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := newHTTPServer(r.mux, httpTimeouts{})
 	log.Info().Str("addr", ln.Addr().String()).Msg("dlqbot serving")
 	var wg sync.WaitGroup
 	wg.Add(4)
