@@ -18,6 +18,9 @@ const (
 	ActionResume  = "dlq.resume"
 	ActionCancel  = "dlq.cancel"
 	ActionPark    = "dlq.park"
+	// ActionSamples asks for a preview's sample messages (value: the
+	// preview token); they are shown only to a reader of the DLQ, ephemerally.
+	ActionSamples = "dlq.samples"
 )
 
 // Block ids the renderers give the blocks a later edit replaces.

@@ -32,6 +32,7 @@ func goldenCases() map[string]render {
 	return map[string]render{
 		"preview_problems":     rendered(Preview(previewWithProblems(), fixedNow())),
 		"preview_nothing":      rendered(Preview(previewNothing(), fixedNow())),
+		"preview_samples":      rendered(Samples(previewWithProblems())),
 		"preview_arrivals":     rendered(Preview(previewArrivals(), fixedNow())),
 		"preview_arrivals_src": rendered(Preview(previewArrivalsBySource(), fixedNow())),
 		"preview_approved":     rendered(PreviewApproved(previewWithProblems(), approver, replayID)),

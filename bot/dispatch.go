@@ -194,6 +194,8 @@ func (b *Bot) runAction(ctx context.Context, to replyTo, cb slack.InteractionCal
 		b.control(ctx, to, engine.ControlCancel, value, true)
 	case blocks.ActionPark:
 		b.park(ctx, to, value)
+	case blocks.ActionSamples:
+		b.showSamples(ctx, to, value)
 	case blocks.ActionPreviewGroup, blocks.ActionPreviewReturned:
 		b.previewClick(ctx, to, value)
 	default:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -39,11 +40,15 @@ func TestPreviewApproveAndFinish(t *testing.T) {
 	if n := e.rabbit.Count(dlq); n != 30 {
 		t.Fatalf("the preview changed the DLQ: %d messages, want 30", n)
 	}
-	// 30 messages do not fit in the preview: the full list is attached.
+	// 30 messages do not fit in the samples: the full list goes to the
+	// requester's direct message, never to the channel.
 	testkit.Eventually(t, 10*time.Second, "the message list file", func() bool { return len(e.stub.Files()) == 1 })
 	f := e.stub.Files()[0]
-	if f.ThreadTS != preview.TS || strings.Count(string(f.Content), "\n") != 31 {
-		t.Fatalf("file in thread %q with %d lines, want the preview's thread and 31 lines", f.ThreadTS, strings.Count(string(f.Content), "\n"))
+	if f.Channel != slackstub.DMChannel("U0REQUEST1") || f.ThreadTS != "" || strings.Count(string(f.Content), "\n") != 31 {
+		t.Fatalf("file in %s thread %q with %d lines, want the requester's DM and 31 lines", f.Channel, f.ThreadTS, strings.Count(string(f.Content), "\n"))
+	}
+	if eph := e.waitEphemeral("U0REQUEST1", 1); !strings.Contains(eph.Text, "Sample messages") {
+		t.Fatalf("the requester's first ephemeral reply: %q", eph.Text)
 	}
 
 	e.click("U0APPROVE1", blocks.ActionApprove, token, preview.TS)
@@ -99,19 +104,19 @@ func TestRejectingConsumerStopsThenCancel(t *testing.T) {
 
 	// Did it work? And where is it? Answers go to the asker alone.
 	e.command("U0REQUEST1", "check "+id)
-	if got := e.waitEphemeral("U0REQUEST1", 1); !strings.Contains(got.Text, "10 of 10 replayed came back") {
+	if got := e.waitEphemeral("U0REQUEST1", 2); !strings.Contains(got.Text, "10 of 10 replayed came back") {
 		t.Fatalf("check: %q", got.Text)
 	}
 	e.command("U0REQUEST1", "status "+id)
-	if got := e.waitEphemeral("U0REQUEST1", 2); !strings.Contains(got.Text, "stopped") {
+	if got := e.waitEphemeral("U0REQUEST1", 3); !strings.Contains(got.Text, "stopped") {
 		t.Fatalf("status: %q", got.Text)
 	}
 	e.command("U0REQUEST1", "list")
-	if got := e.waitEphemeral("U0REQUEST1", 3); !strings.Contains(got.Text, id) {
+	if got := e.waitEphemeral("U0REQUEST1", 4); !strings.Contains(got.Text, id) {
 		t.Fatalf("list: %q", got.Text)
 	}
 	e.command("U0REQUEST1", "pause "+id)
-	if got := e.waitEphemeral("U0REQUEST1", 4); !strings.Contains(got.Text, "is stopped, so it cannot be paused") {
+	if got := e.waitEphemeral("U0REQUEST1", 5); !strings.Contains(got.Text, "is stopped, so it cannot be paused") {
 		t.Fatalf("pause of a stopped replay: %q", got.Text)
 	}
 
