@@ -81,6 +81,9 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 	if b.cfg.APIChannel == "" {
 		return "", "", fmt.Errorf("bot: request approval: %w", ErrNoAPIChannel)
 	}
+	if err := b.cfg.Policy.CheckChannel(f.DLQ, b.cfg.APIChannel); err != nil {
+		return "", "", fmt.Errorf("bot: request approval: %w", err)
+	}
 	if p == nil {
 		p = previewOf(f)
 	}

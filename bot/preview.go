@@ -31,6 +31,10 @@ func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 		b.refuse(ctx, to, userMessage(err, sel.DLQ))
 		return
 	}
+	if err := b.cfg.Policy.CheckChannel(sel.DLQ, to.channel); err != nil {
+		b.refuse(ctx, to, err.Error())
+		return
+	}
 	started := b.now()
 	p, err := b.d.Engine.Preview(ctx, sel, to.user)
 	if err != nil {

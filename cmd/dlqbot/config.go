@@ -39,6 +39,11 @@ type config struct {
 	MCPToken        string // DLQBOT_MCP_TOKEN: the principal `dlqbot mcp` (stdio) acts as
 	DialectHeaders  string // DLQBOT_DIALECT_HEADERS: an in-house dialect (engine.ParseHeaderDialect)
 
+	// Privacy and integrity (README "Private by default").
+	ExcerptBytes   int    // DLQBOT_EXCERPT_BYTES: payload excerpt size, 0 none (engine: 0 default 200, negative none)
+	SigningKey     string // DLQBOT_SIGNING_KEY: signs frozen previews and replay records
+	SigningKeyFile string // DLQBOT_SIGNING_KEY_FILE: the same, read from a file
+
 	// Whether DLQBOT_HTTP_ADDR and DLQBOT_REDIS_PREFIX were set (the demo
 	// uses its own defaults otherwise).
 	httpAddrSet, redisPrefixSet bool
@@ -72,6 +77,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		DialectHeaders:     getenv("DLQBOT_DIALECT_HEADERS"),
 		APIChannel:         getenv("DLQBOT_API_CHANNEL"),
 		MCPToken:           getenv("DLQBOT_MCP_TOKEN"),
+		SigningKey:         getenv("DLQBOT_SIGNING_KEY"),
+		SigningKeyFile:     getenv("DLQBOT_SIGNING_KEY_FILE"),
 		httpAddrSet:        getenv("DLQBOT_HTTP_ADDR") != "",
 		redisPrefixSet:     getenv("DLQBOT_REDIS_PREFIX") != "",
 	}
@@ -81,6 +88,16 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.LeaseTTL, err = envDuration(getenv, "DLQBOT_LEASE_TTL"); err != nil {
 		return c, err
+	}
+	if v := getenv("DLQBOT_EXCERPT_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 2000 {
+			return c, usageError("DLQBOT_EXCERPT_BYTES=%q must be a whole number of bytes from 0 (no payload excerpt) to 2000", v)
+		}
+		c.ExcerptBytes = n
+		if n == 0 {
+			c.ExcerptBytes = -1
+		}
 	}
 	for _, u := range []struct {
 		name, value string

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/metrics"
@@ -93,11 +94,28 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 	if handOff {
 		deps.Jobs, deps.Registry = st.Jobs(), st.Workers()
 	}
+	// The policy's redaction applies to every front end this engine
+	// serves, the terminal included; its excerpt size wins over the env's.
+	policy, err := commands.LoadPolicy(a.cfg.PermissionsFile)
+	if err != nil {
+		return usageError("DLQBOT_PERMISSIONS: %w", err)
+	}
+	excerpt := a.cfg.ExcerptBytes
+	if policy != nil {
+		deps.Redactor = policy
+		if n, ok := policy.ExcerptBytes(); ok {
+			excerpt = n
+			if n == 0 {
+				excerpt = -1
+			}
+		}
+	}
 	svc, err := engine.New(engine.Config{
-		Vhost:    b.Vhost(),
-		LeaseTTL: a.cfg.LeaseTTL,
-		Dialect:  a.dialect,
-		Log:      log.With().Str("component", "engine").Logger(),
+		Vhost:        b.Vhost(),
+		LeaseTTL:     a.cfg.LeaseTTL,
+		Dialect:      a.dialect,
+		ExcerptBytes: excerpt,
+		Log:          log.With().Str("component", "engine").Logger(),
 	}, deps)
 	if err != nil {
 		return err
