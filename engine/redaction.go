@@ -40,8 +40,8 @@ func (x *redactor) headers(m Message, meta *Meta) []string {
 		return nil
 	}
 	hidden := x.r.HiddenHeaders(x.dlq, m.Headers)
-	if len(hidden) > 0 && hideIn(meta, hidden) {
-		x.groups[meta.FailureGroup] = true
+	if group := meta.FailureGroup; len(hidden) > 0 && hideIn(meta, hidden) {
+		x.groups[group] = true
 	}
 	return hidden
 }
@@ -56,8 +56,8 @@ func (x *redactor) excerpt(m Message, meta *Meta, n int) string {
 		if !ok {
 			return ""
 		}
-		if hideIn(meta, hidden) {
-			x.groups[meta.FailureGroup] = true
+		if group := meta.FailureGroup; hideIn(meta, hidden) {
+			x.groups[group] = true
 		}
 		body = out
 	}
