@@ -56,15 +56,15 @@ func TestPolicyRedaction(t *testing.T) {
 func TestPolicyRedactionInvalid(t *testing.T) {
 	base := "roles:\n  - name: r\n    users: [U012ABCDEF]\n    grants:\n      - queues: [\"*\"]\n        actions: [read]\n"
 	for yaml, want := range map[string]string{
-		"redaction:\n  excerpt_bytes: -1\n":                     "excerpt_bytes",
-		"redaction:\n  excerpt_bytes: lots\n":                   "excerpt_bytes",
-		"redaction:\n  json_paths: [card.number]\n":             "must start with $",
-		"redaction:\n  json_paths: [\"$.a[x]\"]\n":              "neither an index",
-		"redaction:\n  headers: [\"\"]\n":                       "empty",
-		"redaction:\n  fields: [a]\n":                           "fields",
+		"redaction:\n  excerpt_bytes: -1\n":                        "excerpt_bytes",
+		"redaction:\n  excerpt_bytes: lots\n":                      "excerpt_bytes",
+		"redaction:\n  json_paths: [card.number]\n":                "must start with $",
+		"redaction:\n  json_paths: [\"$.a[x]\"]\n":                 "neither an index",
+		"redaction:\n  headers: [\"\"]\n":                          "empty",
+		"redaction:\n  fields: [a]\n":                              "fields",
 		"channels:\n  - queues: [\"p.*\"]\n    allow: [general]\n": "channel id",
-		"channels:\n  - queues: [\"p.*\"]\n":                    "allows no channel",
-		"channels:\n  - allow: [C0PAY]\n":                       "names no queues",
+		"channels:\n  - queues: [\"p.*\"]\n":                       "allows no channel",
+		"channels:\n  - allow: [C0PAY]\n":                          "names no queues",
 	} {
 		_, err := ParsePolicy([]byte(base + yaml))
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "line ") {
