@@ -19,6 +19,8 @@ const (
 	DefaultRetention  = 30 * 24 * time.Hour
 	DefaultJobReclaim = 30 * time.Second
 	DefaultJobsMaxLen = 10000
+	// MinSigningKey is the shortest signing key accepted, in bytes.
+	MinSigningKey = 32
 )
 
 // Config tunes the store; zero values mean the defaults.
@@ -38,6 +40,16 @@ type Config struct {
 	JobReclaim time.Duration
 	// JobsMaxLen caps the job stream (approximately); default 10000.
 	JobsMaxLen int64
+	// SigningKey signs frozen previews and replay records (signing.go);
+	// it is never written to Redis. Empty: records are written unsigned,
+	// and a signed record is refused (it cannot be checked).
+	SigningKey []byte
+	// AcceptUnsigned lets a store with a key read records written
+	// unsigned (before signing was turned on); default false: refused.
+	AcceptUnsigned bool
+	// OnBadSignature is told of every record refused by its signature
+	// check (to log it at Error); optional.
+	OnBadSignature func(err *SignatureError)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -57,6 +69,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.Retention = DefaultRetention
 	} else if c.Retention > 0 && c.Retention < time.Millisecond {
 		return c, fmt.Errorf("store: retention %s is too short", c.Retention)
+	}
+	if n := len(c.SigningKey); n > 0 && n < MinSigningKey {
+		return c, fmt.Errorf("store: signing key of %d bytes is too short; use at least %d random bytes", n, MinSigningKey)
 	}
 	if c.JobReclaim == 0 {
 		c.JobReclaim = DefaultJobReclaim

@@ -89,7 +89,7 @@ func (t *Tokens) Save(ctx context.Context, f engine.Frozen, ttl time.Duration) (
 		if err != nil {
 			return "", fmt.Errorf("store: save preview: %w", err)
 		}
-		err = t.b.rdb.SetArgs(ctx, t.b.k.token(tok), val, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
+		err = t.b.rdb.SetArgs(ctx, t.b.k.token(tok), t.b.signToken(tok, val), redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
 		switch {
 		case err == nil:
 			return tok, nil
@@ -113,6 +113,9 @@ func (t *Tokens) Load(ctx context.Context, token string) (engine.Frozen, error) 
 	}
 	if err != nil {
 		return engine.Frozen{}, fail(err, "load preview %s", token)
+	}
+	if val, err = t.b.openToken(token, audit.TokenRef(token), val); err != nil {
+		return engine.Frozen{}, err
 	}
 	f, err := decodeFrozen(val)
 	if err != nil {

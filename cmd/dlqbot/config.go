@@ -43,6 +43,8 @@ type config struct {
 	ExcerptBytes   int    // DLQBOT_EXCERPT_BYTES: payload excerpt size, 0 none (engine: 0 default 200, negative none)
 	SigningKey     string // DLQBOT_SIGNING_KEY: signs frozen previews and replay records
 	SigningKeyFile string // DLQBOT_SIGNING_KEY_FILE: the same, read from a file
+	AcceptUnsigned bool   // DLQBOT_ACCEPT_UNSIGNED: read records written before signing was turned on
+	accessOpen     bool   // DLQBOT_ACCESS=open: serve may run without a signing key
 
 	// Whether DLQBOT_HTTP_ADDR and DLQBOT_REDIS_PREFIX were set (the demo
 	// uses its own defaults otherwise).
@@ -89,6 +91,10 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.LeaseTTL, err = envDuration(getenv, "DLQBOT_LEASE_TTL"); err != nil {
 		return c, err
 	}
+	if c.AcceptUnsigned, err = envBool(getenv, "DLQBOT_ACCEPT_UNSIGNED"); err != nil {
+		return c, err
+	}
+	c.accessOpen = getenv("DLQBOT_ACCESS") == "open"
 	if v := getenv("DLQBOT_EXCERPT_BYTES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 2000 {

@@ -33,6 +33,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			return err
 		}
 		defer a.Close()
+		if err := checkSigning(cfg, a.signed, a.log); err != nil {
+			return err
+		}
 		r, err := a.newReplica()
 		if err != nil {
 			return err

@@ -29,6 +29,8 @@ type app struct {
 	svc *engine.Service
 	// metrics is set by newReplica (serve, demo); nil in the terminal.
 	metrics *metrics.Metrics
+	// signed says whether the store signs its records (a signing key is set).
+	signed bool
 }
 
 // newApp wires RabbitMQ, Redis and an engine that notifies nobody (the
@@ -63,7 +65,14 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 	if err != nil {
 		return nil, usageError("REDIS_URL: %w", err)
 	}
-	st, err := store.New(store.Config{Prefix: cfg.RedisPrefix}, rdb, engine.SystemClock{})
+	key, err := signingKey(cfg)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	sc := store.Config{Prefix: cfg.RedisPrefix}
+	storeSigning(cfg, key, log, &sc)
+	st, err := store.New(sc, rdb, engine.SystemClock{})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, usageError("DLQBOT_REDIS_PREFIX: %w", err)
@@ -74,7 +83,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 		_ = rdb.Close()
 		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
 	}
-	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st}, nil
+	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st, signed: key != nil}, nil
 }
 
 // newEngine builds a.svc on a's broker and store, notifying notifier and
