@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
@@ -40,6 +41,13 @@ type Tokens interface {
 	Message(ctx context.Context, token string) (channel, ts string, err error)
 }
 
+// SeenRequests remembers accepted signed Slack requests across replicas
+// (the store's SlackRequests implements it): FirstSeen records sig for
+// ttl and reports whether it was new.
+type SeenRequests interface {
+	FirstSeen(ctx context.Context, sig string, ttl time.Duration) (bool, error)
+}
+
 // Deps are the bot's collaborators.
 type Deps struct {
 	Engine  Engine
@@ -49,6 +57,10 @@ type Deps struct {
 	// usergroups.list, cached for Config.GroupsTTL. It is only asked when
 	// the policy names user groups.
 	Groups commands.UserGroups
+	// Seen refuses a signed request that arrives a second time within its
+	// signature's window; nil keeps no record (every replica of serve has
+	// the store's).
+	Seen SeenRequests
 }
 
 // Observer is told about Slack API calls (the metrics package has one).

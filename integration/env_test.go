@@ -107,7 +107,7 @@ func newEnv(t testing.TB, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt, err := bot.New(slack, bot.Deps{Engine: svc, Replays: st.Replays(), Tokens: st.Tokens()})
+	bt, err := bot.New(slack, bot.Deps{Engine: svc, Replays: st.Replays(), Tokens: st.Tokens(), Seen: st.SlackRequests()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,8 @@
 //	Pschedule               zset    timed work: deterministic members scored by due time (unix ms)
 //	Pworkers                zset    worker ids scored by announcement expiry (Redis time, unix ms)
 //	Pjobs                   stream  replay jobs (field "replay"), consumer group "dlqbot"
+//	Pslackreq:<sighash>     string  a signed Slack request accepted (128 bits of the SHA-256 of its
+//	                                signature); PX = 10 min, longer than the signature stays valid
 //
 // Replay records, ledgers, event logs, returns, read marks and the tap
 // counters expire after the retention (Config.Retention) from their last

@@ -35,6 +35,10 @@ func (k keys) returnLog(id string) string   { return k.p + "{" + id + "}:returnl
 func (k keys) tapArrived(dlq string) string { return k.p + "tap:" + dlq }
 func (k keys) taps() string                 { return k.p + "taps" }
 
+// slackRequest is the key of an accepted signed Slack request
+// (slackrequests.go), by a hash of its signature.
+func (k keys) slackRequest(sigHash string) string { return k.p + "slackreq:" + sigHash }
+
 // readMark is the key of a queue's read mark (readmarks.go).
 func (k keys) readMark(vhost, queue string) string {
 	return k.p + "reads:" + vhost + "/" + queue

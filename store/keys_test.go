@@ -57,7 +57,7 @@ func TestDocListsEveryKey(t *testing.T) {
 		"events": k.events("<replay>"), "returns": k.returns("<replay>"), "returnLog": k.returnLog("<replay>"),
 		"sent": k.sent("<dlq>"), "readMark": k.readMark("<vhost>", "<queue>"), "tapArrived": k.tapArrived("<dlq>"),
 		"taps": k.taps(), "replays": k.replays(), "active": k.active(), "schedule": k.schedule(),
-		"workers": k.workers(), "jobs": k.jobs(),
+		"workers": k.workers(), "jobs": k.jobs(), "slackRequest": k.slackRequest("<sighash>"),
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "keys.go", nil, 0)

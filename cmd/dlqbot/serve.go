@@ -225,7 +225,7 @@ func newSlackBot(cfg config, a *app, n *bot.Notifier, log zerolog.Logger) (*bot.
 	if n == nil {
 		return nil, nil
 	}
-	b, err := bot.New(n, bot.Deps{Engine: a.svc, Replays: a.store.Replays(), Tokens: a.store.Tokens()})
+	b, err := bot.New(n, bot.Deps{Engine: a.svc, Replays: a.store.Replays(), Tokens: a.store.Tokens(), Seen: a.store.SlackRequests()})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
 	}
