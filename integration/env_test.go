@@ -46,6 +46,8 @@ type options struct {
 	events     bool
 	// on is the broker (testkit.EachBroker); zero means RabbitMQ 3.10.
 	on testkit.Broker
+	// logs, when set, receives the bot's and the engine's log lines.
+	logs io.Writer
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -90,11 +92,16 @@ func newEnv(t testing.TB, o options) *env {
 			t.Fatal(err)
 		}
 	}
+	log, cfg := logger(), fast
+	if o.logs != nil {
+		log = zerolog.New(io.MultiWriter(o.logs, logWriter())).With().Timestamp().Logger()
+		cfg.Log = log
+	}
 	// The Slack notifier comes first: the engine notifies it, and the bot
 	// built on it drives the engine.
 	slack, err := bot.NewNotifier(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
 		APIURL: stub.APIURL(), ActivityChannel: activity, Policy: policy, APIChannel: o.apiChannel},
-		bot.NotifierDeps{Replays: st.Replays(), Log: logger()})
+		bot.NotifierDeps{Replays: st.Replays(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,8 +109,13 @@ func newEnv(t testing.TB, o options) *env {
 	if o.events {
 		notifier = engine.Notifiers{slack, api.RecordEvents(st.Events(), logger())}
 	}
-	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers()})
+	// The policy's redaction applies to every preview, as serve wires it.
+	var redactor engine.Redactor
+	if policy != nil {
+		redactor = policy
+	}
+	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Redactor: redactor})
 	if err != nil {
 		t.Fatal(err)
 	}
