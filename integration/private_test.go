@@ -43,7 +43,7 @@ func privateDLQ(e *env, n int) (src, dlq string) {
 		body := `{"card":{"number":"` + secretCard + `","exp":"` + bodyMarker + `"},"customer":{"email":"` + secretEmail + `"},"n":` + strconv.Itoa(i) + `}`
 		msgs = append(msgs, testkit.Msg("pm-"+strconv.Itoa(i), []byte(body), amqp.Table{
 			"x-original-exchange": "", "x-original-routingKey": src, "x-card-holder": secretHolder,
-			"x-exception-message": "card of " + secretHolder + " declined: limit exceeded",
+			"x-exception-message":    "card of " + secretHolder + " declined: limit exceeded",
 			"x-exception-stacktrace": "java.lang.IllegalStateException: card of " + secretHolder + " declined",
 		}))
 	}
@@ -51,8 +51,6 @@ func privateDLQ(e *env, n int) (src, dlq string) {
 	e.rabbit.WaitCount(dlq, n, 20*time.Second)
 	return src, dlq
 }
-
-
 
 // assertNoSecrets fails when s holds a secret (or, when noBody, any body
 // field or exception text).
