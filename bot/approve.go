@@ -150,12 +150,7 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 	}
 	where := location{channel: channel, thread: thread, progress: pts}
 	b.feeds.remember(r.ID, where)
-	if err := b.d.Replays.Update(ctx, r.ID, func(cur *engine.Replay) error {
-		cur.Channel, cur.ThreadTS, cur.ProgressTS = where.channel, where.thread, where.progress
-		return nil
-	}); err != nil {
-		log.Warn().Err(err).Msg("could not record where the replay's progress is")
-	}
+	b.record(ctx, r.ID, where)
 	if err := b.d.Engine.Enqueue(ctx, r.ID); err != nil {
 		log.Error().Err(err).Msg("replay approved but not handed to a worker")
 		b.refuse(ctx, a.to, fmt.Sprintf("Replay `%s` was approved but could not be handed to a worker (%v). Nothing was sent: cancel it with `%s cancel %s` and approve a new preview.",

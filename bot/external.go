@@ -54,12 +54,7 @@ func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 	}
 	where := location{channel: loc.channel, thread: loc.ts, progress: pts}
 	b.feeds.remember(r.ID, where)
-	if err := b.d.Replays.Update(ctx, r.ID, func(cur *engine.Replay) error {
-		cur.Channel, cur.ThreadTS, cur.ProgressTS = where.channel, where.thread, where.progress
-		return nil
-	}); err != nil {
-		b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("could not record where the replay's progress is")
-	}
+	b.record(ctx, r.ID, where)
 	if loc.blocks != nil {
 		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Approved(loc.blocks, r.Approver, r.ID), line); err != nil {
 			b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("preview could not be edited")

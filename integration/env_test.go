@@ -101,7 +101,7 @@ func newEnv(t testing.TB, o options) *env {
 	// built on it drives the engine.
 	slack, err := bot.NewNotifier(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
 		APIURL: stub.APIURL(), ActivityChannel: activity, Policy: policy, APIChannel: o.apiChannel},
-		bot.NotifierDeps{Replays: st.Replays(), Log: log})
+		bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

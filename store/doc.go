@@ -31,6 +31,8 @@
 //	                                tap: n (events), base (tap arrivals when recording began),
 //	                                g:<group> and r:<x-replay-count> counts, x:<group> an example
 //	                                event (JSON), i:<id> the highest x-replay-count seen for that id
+//	P{<replay>}:slack       hash    where the replay shows in Slack (channel, thread_ts,
+//	                                progress_ts), owned by the Slack front end; same retention
 //	P{<replay>}:returnlog   list    the first returned events (JSON), for the failures a run lists
 //	Psent:<dlq>             hash    per message id, the latest replays that sent it:
 //	                                "<replay>:<unix ms>:<copies>,…", newest first, at most five

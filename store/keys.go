@@ -22,12 +22,16 @@ func (k keys) replay(id string) string { return k.p + "{" + id + "}:replay" }
 func (k keys) lease(id string) string  { return k.p + "{" + id + "}:lease" }
 func (k keys) ledger(id string) string { return k.p + "{" + id + "}:ledger" }
 func (k keys) events(id string) string { return k.p + "{" + id + "}:events" }
-func (k keys) sent(dlq string) string  { return k.p + "sent:" + dlq }
-func (k keys) replays() string         { return k.p + "replays" }
-func (k keys) active() string          { return k.p + "active" }
-func (k keys) schedule() string        { return k.p + "schedule" }
-func (k keys) workers() string         { return k.p + "workers" }
-func (k keys) jobs() string            { return k.p + "jobs" }
+
+// slackRefs is where a replay shows in Slack, owned by the Slack front
+// end (slackrefs.go).
+func (k keys) slackRefs(id string) string { return k.p + "{" + id + "}:slack" }
+func (k keys) sent(dlq string) string     { return k.p + "sent:" + dlq }
+func (k keys) replays() string            { return k.p + "replays" }
+func (k keys) active() string             { return k.p + "active" }
+func (k keys) schedule() string           { return k.p + "schedule" }
+func (k keys) workers() string            { return k.p + "workers" }
+func (k keys) jobs() string               { return k.p + "jobs" }
 
 // Keys of the taps' record (returns.go).
 func (k keys) returns(id string) string     { return k.p + "{" + id + "}:returns" }

@@ -93,7 +93,7 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 	var b *bot.Bot
 	if cfg.SlackBotToken != "" {
 		n, err := bot.NewNotifier(bot.Config{BotToken: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel,
-			Policy: policy, APIChannel: cfg.APIChannel}, bot.NotifierDeps{Replays: a.store.Replays(), Log: a.log})
+			Policy: policy, APIChannel: cfg.APIChannel}, bot.NotifierDeps{Replays: a.store.Replays(), Refs: a.store.SlackRefs(), Log: a.log})
 		if err != nil {
 			return usageError("slack: %w", err)
 		}

@@ -22,6 +22,12 @@ import (
 	"github.com/stroma/dlqbot/store"
 )
 
+// The store implements the Slack front end's ports.
+var (
+	_ bot.SlackRefs    = (*store.SlackRefs)(nil)
+	_ bot.SeenRequests = (*store.SlackRequests)(nil)
+)
+
 // serve runs, until ctx ends: a replay worker, the reaper that reports
 // replays whose owner died, and the HTTP server (health, readiness and the
 // Slack endpoints when Slack is configured). Every replica runs the same
@@ -210,7 +216,7 @@ func newSlackNotifier(cfg config, st *store.Store, o bot.Observer, log zerolog.L
 	n, err := bot.NewNotifier(bot.Config{
 		SigningSecret: cfg.SlackSigningSecret, BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken,
 		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, Policy: policy, APIChannel: cfg.APIChannel,
-	}, bot.NotifierDeps{Replays: st.Replays(), Log: log, Observer: o})
+	}, bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log, Observer: o})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
 	}
