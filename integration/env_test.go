@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/api"
@@ -48,6 +49,9 @@ type options struct {
 	on testkit.Broker
 	// logs, when set, receives the bot's and the engine's log lines.
 	logs io.Writer
+	// signingKey, when set, signs the store's records; refusals are
+	// logged at Error to logs.
+	signingKey []byte
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -60,6 +64,10 @@ type env struct {
 	bot    *bot.Bot
 	srv    *httptest.Server
 	ctx    context.Context
+	// rdb and prefix are the store's Redis and key prefix, for tests
+	// that change Redis behind dlqbot's back.
+	rdb    redis.UniversalClient
+	prefix string
 }
 
 func logger() zerolog.Logger {
@@ -75,7 +83,18 @@ func newEnv(t testing.TB, o options) *env {
 		o.on = testkit.Rabbit3
 	}
 	rdb, prefix := testkit.Redis(t)
-	st, err := store.New(store.Config{Prefix: prefix}, rdb, engine.SystemClock{})
+	log, cfg := logger(), fast
+	if o.logs != nil {
+		log = zerolog.New(io.MultiWriter(o.logs, logWriter())).With().Timestamp().Logger()
+		cfg.Log = log
+	}
+	sc := store.Config{Prefix: prefix, SigningKey: o.signingKey}
+	if o.signingKey != nil {
+		sc.OnBadSignature = func(err *store.SignatureError) {
+			log.Error().Str("record", err.Kind).Str("id", err.ID).Str("reason", err.Reason).Msg("refused a record that failed its signature check")
+		}
+	}
+	st, err := store.New(sc, rdb, engine.SystemClock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +110,6 @@ func newEnv(t testing.TB, o options) *env {
 		if policy, err = commands.ParsePolicy([]byte(o.policy)); err != nil {
 			t.Fatal(err)
 		}
-	}
-	log, cfg := logger(), fast
-	if o.logs != nil {
-		log = zerolog.New(io.MultiWriter(o.logs, logWriter())).With().Timestamp().Logger()
-		cfg.Log = log
 	}
 	// The Slack notifier comes first: the engine notifies it, and the bot
 	// built on it drives the engine.
@@ -151,7 +165,7 @@ func newEnv(t testing.TB, o options) *env {
 		_ = bt.Shutdown(sctx)
 		srv.Close()
 	})
-	return &env{t: t, rabbit: o.on.Dial(t), store: st, svc: svc, stub: stub, bot: bt, srv: srv, ctx: ctx}
+	return &env{t: t, rabbit: o.on.Dial(t), store: st, svc: svc, stub: stub, bot: bt, srv: srv, ctx: ctx, rdb: rdb, prefix: prefix}
 }
 
 // command sends a signed slash command and returns its ack body.

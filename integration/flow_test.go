@@ -161,13 +161,16 @@ func TestPermissionsAreCheckedForTheClicker(t *testing.T) {
 	}
 	e.command("U0OKAYED01", "preview "+dlq)
 	preview, token := e.waitPreview(1)
+	if got := e.waitEphemeral("U0OKAYED01", 1); !strings.Contains(got.Text, "Sample messages") {
+		t.Fatalf("the requester's samples: %q", got.Text)
+	}
 
 	e.click("U0NOPERM01", blocks.ActionApprove, token, preview.TS)
 	if got := e.waitEphemeral("U0NOPERM01", 2); !strings.Contains(got.Text, "You need `replay`") || !strings.Contains(got.Text, "`publish`") {
 		t.Fatalf("refusal %q", got.Text)
 	}
 	e.click("U0OKAYED01", blocks.ActionApprove, token, preview.TS)
-	if got := e.waitEphemeral("U0OKAYED01", 1); !strings.Contains(got.Text, "someone else has to approve") {
+	if got := e.waitEphemeral("U0OKAYED01", 2); !strings.Contains(got.Text, "someone else has to approve") {
 		t.Fatalf("refusal %q", got.Text)
 	}
 	// Nothing moved: the DLQ is whole, no replay exists, the token is unused.
