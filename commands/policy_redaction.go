@@ -199,9 +199,9 @@ type ChannelError struct {
 func (e *ChannelError) Error() string {
 	var chans []string
 	for _, c := range e.Allowed {
-		chans = append(chans, "<#"+c+">")
+		chans = append(chans, "`"+c+"`")
 	}
-	return fmt.Sprintf("Previews of `%s` may be posted only in %s, not here; nothing was read. Preview it there.", e.DLQ, strings.Join(chans, ", "))
+	return fmt.Sprintf("Previews of `%s` may be posted only in the channel(s) %s, not here; nothing was read. Preview it there.", e.DLQ, strings.Join(chans, ", "))
 }
 
 func (e *ChannelError) Unwrap() error { return ErrChannelNotAllowed }

@@ -39,7 +39,7 @@ func TestPolicyRedaction(t *testing.T) {
 		t.Errorf("a body that is not JSON was shown: %q", out)
 	}
 	var ce *ChannelError
-	if err := p.CheckChannel("payments.dlq", "C0OTHER"); !errors.As(err, &ce) || !errors.Is(err, ErrChannelNotAllowed) || !strings.Contains(err.Error(), "<#C0PAYMENTS>") {
+	if err := p.CheckChannel("payments.dlq", "C0OTHER"); !errors.As(err, &ce) || !errors.Is(err, ErrChannelNotAllowed) || !strings.Contains(err.Error(), "`C0PAYMENTS`") {
 		t.Errorf("payments.dlq in C0OTHER: %v", err)
 	}
 	for dlq, ch := range map[string]string{"payments.dlq": "C0PAYMENTS", "orders.dlq": "C0OTHER"} {
