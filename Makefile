@@ -4,7 +4,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 10s
 BENCH_MESSAGES ?= 100000
 
-.PHONY: all build test fuzz bench demo vet image clean services services4 chaos
+.PHONY: all build test fuzz bench demo vet image clean services services-all services4 chaos
 
 all: build
 
@@ -19,17 +19,18 @@ vet:
 services:
 	./scripts/services.sh
 
-## services4: the same plus the RabbitMQ 4.0 broker the suite also tests
-## against (127.0.0.1:5673, management :15673).
-services4:
-	./scripts/services.sh rabbit4
+## services-all: the same plus the RabbitMQ 4.0 and 4.3 brokers the suite
+## also tests against (AMQP 127.0.0.1:5673 and :5674, management :15673 and
+## :15674), each in its own Debian chroot; services4 is its old name.
+services-all services4:
+	./scripts/services.sh all
 
-## test: the whole suite against the local RabbitMQ 3.10 and 4.0 and Redis
-## with the race detector; then, alone and without it (which makes them
-## several times slower, so they skip under -race), the whole-DLQ replays
-## of 100,000 from classic and quorum DLQs on both brokers; then brief
-## fuzzing.
-test: services4 vet
+## test: the whole suite against the local RabbitMQ 3.10, 4.0 and 4.3 and
+## Redis with the race detector; then, alone and without it (which makes
+## them several times slower, so they skip under -race), the whole-DLQ
+## replays of 100,000 (README "Tests" says which run on which broker); then
+## brief fuzzing.
+test: services-all vet
 	$(GO) test -race -count=1 -timeout 9m $(PKGS)
 	$(GO) test -count=1 -timeout 15m -parallel 8 -run 'Of100k' ./engine/
 	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)

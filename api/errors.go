@@ -5,29 +5,36 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
+	"time"
 
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // Codes of *Error: stable strings clients can switch on.
 const (
-	CodeAPIDisabled     = "api_disabled"     // no permissions file: the API is off
-	CodeUnauthorized    = "unauthorized"     // missing or unknown bearer token
-	CodeForbidden       = "forbidden"        // the principal lacks a permission
-	CodeBadRequest      = "bad_request"      // malformed body or parameters
-	CodeBadSelection    = "bad_selection"    // the selection does not parse
-	CodeQueueNotFound   = "queue_not_found"  // the DLQ does not exist
-	CodeTokenNotFound   = "token_not_found"  // unknown or expired preview token
-	CodeTokenUsed       = "token_used"       // the token already started a replay
-	CodeReplayNotFound  = "replay_not_found" // unknown replay id
-	CodeChanged         = "changed"          // the world changed since the preview: confirm
-	CodeNotControllable = "not_controllable" // the replay's state does not allow it
-	CodeUnsupported     = "unsupported"      // something this bot cannot do (another vhost)
-	CodeUnavailable     = "unavailable"      // RabbitMQ or Redis cannot be reached
-	CodeTimeout         = "timeout"          // the work took too long and was abandoned
-	CodeNotFound        = "not_found"        // no such endpoint
-	CodeInternal        = "internal"         // anything else
+	CodeAPIDisabled     = "api_disabled"        // no permissions file: the API is off
+	CodeUnauthorized    = "unauthorized"        // missing or unknown bearer token
+	CodeForbidden       = "forbidden"           // the principal lacks a permission
+	CodeSecondPerson    = "needs_second_person" // the four-eyes rule: someone else has to approve
+	CodeNeedsHuman      = "needs_human"         // the principal may not start replays itself
+	CodeRateLimited     = "rate_limited"        // too many scans of this DLQ lately: Retry-After
+	CodeReadBudget      = "read_budget"         // the read could make the broker drop messages
+	CodeBadRequest      = "bad_request"         // malformed body or parameters
+	CodeBadSelection    = "bad_selection"       // the selection does not parse
+	CodeQueueNotFound   = "queue_not_found"     // the DLQ does not exist
+	CodeTokenNotFound   = "token_not_found"     // unknown or expired preview token
+	CodeTokenUsed       = "token_used"          // the token already started a replay
+	CodeReplayNotFound  = "replay_not_found"    // unknown replay id
+	CodeChanged         = "changed"             // the world changed since the preview: confirm
+	CodeNotControllable = "not_controllable"    // the replay's state does not allow it
+	CodeUnsupported     = "unsupported"         // something this bot cannot do (another vhost)
+	CodeUnavailable     = "unavailable"         // RabbitMQ or Redis cannot be reached
+	CodeTimeout         = "timeout"             // the work took too long and was abandoned
+	CodeNotFound        = "not_found"           // no such endpoint
+	CodeInternal        = "internal"            // anything else
 )
 
 // Error is a refusal or failure: Status for HTTP, Code for programs,
@@ -39,7 +46,9 @@ type Error struct {
 	Message       string          `json:"error"`
 	Changes       []engine.Change `json:"changes,omitempty"`
 	ChangesDigest string          `json:"changes_digest,omitempty"`
-	err           error
+	// RetryAfter is set with CodeRateLimited (the Retry-After header).
+	RetryAfter time.Duration `json:"-"`
+	err        error
 }
 
 // Error returns the sentence.
@@ -58,6 +67,9 @@ func asError(err error, subject string) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
 		return ae
+	}
+	if r, ok := ops.IsRefusal(err); ok {
+		return refusalError(r)
 	}
 	var fe *commands.ForbiddenError
 	e := &Error{err: err}
@@ -84,6 +96,48 @@ func asError(err error, subject string) *Error {
 		e.Status, e.Code, e.Message = http.StatusGatewayTimeout, CodeTimeout, "That took too long and was abandoned; nothing was changed. Try again, perhaps with a narrower selection."
 	default:
 		e.Status, e.Code, e.Message = http.StatusInternalServerError, CodeInternal, "That did not work: "+err.Error()
+	}
+	return e
+}
+
+// refusals maps each refusal code to its HTTP status and API code.
+var refusals = map[ops.Code]struct {
+	status int
+	code   string
+}{
+	ops.Forbidden:         {http.StatusForbidden, CodeForbidden},
+	ops.NeedsSecondPerson: {http.StatusForbidden, CodeSecondPerson},
+	ops.NeedsHuman:        {http.StatusForbidden, CodeNeedsHuman},
+	ops.TokenUsed:         {http.StatusConflict, CodeTokenUsed},
+	ops.TokenExpired:      {http.StatusNotFound, CodeTokenNotFound},
+	ops.Changed:           {http.StatusConflict, CodeChanged},
+	ops.BadParams:         {http.StatusBadRequest, CodeBadRequest},
+	ops.RateLimited:       {http.StatusTooManyRequests, CodeRateLimited},
+	ops.NotControllable:   {http.StatusConflict, CodeNotControllable},
+	ops.QueueNotFound:     {http.StatusNotFound, CodeQueueNotFound},
+	ops.ReplayNotFound:    {http.StatusNotFound, CodeReplayNotFound},
+	ops.Unsupported:       {http.StatusBadRequest, CodeUnsupported},
+	ops.ReadBudget:        {http.StatusConflict, CodeReadBudget},
+	ops.Unavailable:       {http.StatusServiceUnavailable, CodeUnavailable},
+}
+
+// refusalError words a refusal of the operations layer for a client.
+func refusalError(r *ops.Refusal) *Error {
+	m, ok := refusals[r.Code]
+	if !ok {
+		m.status, m.code = http.StatusForbidden, string(r.Code)
+	}
+	e := &Error{Status: m.status, Code: m.code, Message: r.Reason, err: r, RetryAfter: r.RetryAfter}
+	switch r.Code {
+	case ops.Forbidden, ops.NeedsSecondPerson, ops.NeedsHuman:
+		e.Message += " Nothing was done."
+	case ops.Changed:
+		var lines []string
+		for _, ch := range r.Changes {
+			lines = append(lines, ch.Detail)
+		}
+		e.Message += " Changes: " + strings.Join(lines, "; ") + ". To approve anyway, approve again with confirm_changes set to changes_digest; or preview again."
+		e.Changes, e.ChangesDigest = r.Changes, r.Digest
 	}
 	return e
 }

@@ -128,7 +128,7 @@ func (h *handler) serveEvents(w http.ResponseWriter, r *http.Request, c Caller) 
 			// log was unreachable then) must not hold the stream open:
 			// read the log once more, then end.
 			lastStatus = time.Now()
-			if cur, err := s.d.Engine.Status(ctx, id); err == nil && cur.State.Terminal() {
+			if cur, err := s.ops.Replay(ctx, c, id); err == nil && cur.State.Terminal() {
 				ended = string(cur.State)
 				continue
 			}

@@ -14,10 +14,11 @@ import (
 
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // statusEngine answers Status for one running replay; nothing else.
-type statusEngine struct{ Engine }
+type statusEngine struct{ ops.Engine }
 
 func (statusEngine) Status(_ context.Context, id string) (engine.Replay, error) {
 	return engine.Replay{ID: id, DLQ: "orders.dlq", State: engine.StateRunning}, nil
@@ -58,8 +59,15 @@ roles:
 		t.Fatal(err)
 	}
 	log := &lateLog{after: time.Now().Add(1500 * time.Millisecond)}
-	s := &Service{cfg: Config{Policy: p, EventPoll: 20 * time.Millisecond, Heartbeat: 100 * time.Millisecond}.withDefaults(),
-		d: Deps{Engine: statusEngine{}, Events: log, Now: time.Now}, log: zerolog.Nop(), previews: newPreviewCache()}
+	o, err := ops.New(ops.Config{Policy: p}, ops.Deps{Engine: statusEngine{}, Tokens: nothing{}, Replays: nothing{}, Windows: nothing{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Config{EventPoll: 20 * time.Millisecond, Heartbeat: 100 * time.Millisecond},
+		Deps{Ops: o, Events: log, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv := httptest.NewUnstartedServer(s.Handler())
 	srv.Config.WriteTimeout = 300 * time.Millisecond
 	srv.Start()

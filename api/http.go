@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/stroma/dlqbot/engine"
 	"io"
 	"net/http"
 	"strconv"
@@ -72,7 +73,7 @@ func (h *handler) routes() []route {
 // unknown token is CodeUnauthorized (401). The token is looked up by its
 // SHA-256 hash in constant time.
 func (s *Service) Authenticate(r *http.Request, via string) (Caller, *Error) {
-	if s.cfg.Policy == nil {
+	if s.ops.Policy() == nil {
 		return Caller{}, newError(http.StatusNotFound, CodeAPIDisabled,
 			"The HTTP API and MCP endpoint are off: they need a permissions file (DLQBOT_PERMISSIONS) that names principals by their token's SHA-256.")
 	}
@@ -81,7 +82,7 @@ func (s *Service) Authenticate(r *http.Request, via string) (Caller, *Error) {
 	if authz == "" || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 		return Caller{}, newError(http.StatusUnauthorized, CodeUnauthorized, "This call needs an Authorization: Bearer <token> header with a principal's token.")
 	}
-	p, found := s.cfg.Policy.Principal(strings.TrimSpace(token))
+	p, found := s.ops.Policy().Principal(strings.TrimSpace(token))
 	if !found {
 		return Caller{}, newError(http.StatusUnauthorized, CodeUnauthorized, "The bearer token is not one the permissions file knows; nothing was done.")
 	}
@@ -116,6 +117,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint, str
 		if aerr.Status == http.StatusUnauthorized {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="dlqbot"`)
 		}
+		if aerr.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(aerr.RetryAfter.Seconds()+0.999)))
+		}
 		status = aerr.Status
 		writeJSON(w, status, aerr)
 		ev = h.s.log.Warn().Str("code", aerr.Code).Str("error", aerr.Message)
@@ -123,7 +127,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint, str
 			ev = ev.AnErr("cause", aerr.err)
 		}
 	}
-	ev.Str("principal", c.Principal).Str("as", c.ID).Str("method", r.Method).Str("path", r.URL.Path).
+	ev.Str("principal", c.Principal).Str("as", c.Identity).Str("method", r.Method).Str("path", r.URL.Path).
 		Str("remote", r.RemoteAddr).Int("status", status).Dur("took", time.Since(started)).Msg("api call")
 }
 
@@ -227,12 +231,24 @@ func (h *handler) getReplay(_ http.ResponseWriter, r *http.Request, c Caller) (a
 
 func (h *handler) control(verb string) endpoint {
 	return func(w http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
+		// Only resume takes a body: {"resend": "in-doubt"}.
+		var body struct {
+			Resend string `json:"resend,omitempty"`
+		}
 		var none struct{}
-		if err := h.decode(w, r, &none, true); err != nil {
+		var into any = &none
+		if verb == string(engine.ControlResume) {
+			into = &body
+		}
+		if err := h.decode(w, r, into, true); err != nil {
 			return nil, 0, err
 		}
+		action, err := engine.ControlAction(verb).WithResend(body.Resend)
+		if err != nil {
+			return nil, 0, newError(http.StatusBadRequest, CodeBadRequest, "%s. Nothing was done.", err.Error())
+		}
 		id := r.PathValue("id")
-		rep, err := h.s.Control(r.Context(), c, verb, id)
+		rep, err := h.s.Control(r.Context(), c, string(action), id)
 		if err != nil {
 			return nil, 0, asError(err, id)
 		}

@@ -10,7 +10,7 @@ import (
 // Block Kit action ids (other tools and old messages rely on them: keep
 // them). Approve and Discard carry the preview
 // token (Approve possibly marked confirmed, see ApproveValue); Pause,
-// Resume, Cancel and Park carry the replay id.
+// Resume, Cancel, Park and Resend carry the replay id.
 const (
 	ActionApprove = "dlq.approve"
 	ActionDiscard = "dlq.discard"
@@ -21,6 +21,9 @@ const (
 	// ActionSamples asks for a preview's sample messages (value: the
 	// preview token); they are shown only to a reader of the DLQ, ephemerally.
 	ActionSamples = "dlq.samples"
+	// ActionResend (value: the replay id) resumes a paused or stopped
+	// replay with resend=in-doubt; shown while copies are in doubt.
+	ActionResend = "dlq.resend"
 )
 
 // Block ids the renderers give the blocks a later edit replaces.

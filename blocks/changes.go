@@ -52,6 +52,8 @@ func changeLine(c engine.Change) string {
 		return fmt.Sprintf(":warning: *Consumers gone* — %s had consumers at the preview and has none now: its %s would wait there, and the replay would stop after its first step.", q, msgs(c.Messages))
 	case engine.ChangeMessagesGone:
 		return fmt.Sprintf(":ghost: *Messages gone* — %s %s no longer in %s (consumed, moved or replayed since); they would be reported missing.", plural(c.Messages, "previewed message", "previewed messages"), isAre(c.Messages), q)
+	case engine.ChangeHeldByReplay:
+		return fmt.Sprintf(":handshake: *Being replayed* — %s %s being sent by replay %s now: approved, this replay leaves %s to it and sends only the rest.", plural(c.Messages, "previewed message", "previewed messages"), isAre(c.Messages), code(c.Replay, 80), pick(c.Messages, "it", "them"))
 	case engine.ChangeReplayedElsewhere:
 		return fmt.Sprintf(":repeat: *Replayed elsewhere* — %s %s sent by another replay after this preview; approving sends %s again.", plural(c.Messages, "previewed message", "previewed messages"), wasWere(c.Messages), pick(c.Messages, "it", "them"))
 	}

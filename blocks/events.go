@@ -44,6 +44,8 @@ func StepReplyAs(command string, e engine.Event) string {
 	case engine.EventFinished:
 		s = fmt.Sprintf(":checkered_flag: Finished: %s sent, %s left the target queue, %s came back, %s missing, %s not delivered.",
 			msgs(r.Sent), num(r.Settled), num(r.Returned), num(r.Missing), num(r.Failed))
+	case engine.EventWaiting:
+		s = ":hourglass_flowing_sand: " + esc(oneLine(e.Text), 600)
 	case engine.EventInterrupted:
 		s = fmt.Sprintf(":zap: Interrupted: the process running it stopped. %s sent; the remaining %s are still in %s.", msgs(r.Sent), msgs(rest), dlq)
 		if cmd := restCommand(command, r); cmd != "" {

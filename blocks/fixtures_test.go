@@ -144,6 +144,7 @@ func changes() []engine.Change {
 		{Kind: engine.ChangeMessagesGone, Queue: "orders.dlq", Messages: 4, Detail: "4 previewed message(s) are no longer in orders.dlq"},
 		{Kind: engine.ChangeReplayedElsewhere, Messages: 1, Detail: "1 previewed message(s) were sent by another replay after this preview"},
 		{Kind: engine.ChangeTargetDeleted, Queue: "payments.settle", Messages: 5, Detail: "target queue payments.settle was deleted since the preview"},
+		{Kind: engine.ChangeHeldByReplay, Messages: 120, Replay: "r_feedc0ffee123456", Detail: "120 previewed message(s) are being sent by replay r_feedc0ffee123456 now"},
 	}
 }
 

@@ -29,7 +29,14 @@ func goldenCases() map[string]render {
 	stopped, stoppedStep := stoppedReplay()
 	paused := replay(engine.StatePaused)
 	paused.Note = "paused by an operator"
+	inDoubt := replay(engine.StateStopped)
+	inDoubt.Sent, inDoubt.InDoubt, inDoubt.Duplicates = inDoubt.Total-120, 120, 35
+	inDoubt.Note = engine.Shortfall(inDoubt)
+	resent := finishedReplay()
+	resent.Resent, resent.Duplicates = 120, 35
 	return map[string]render{
+		"progress_in_doubt":    rendered(Progress(inDoubt, nil)),
+		"progress_resent":      rendered(Progress(resent, nil)),
 		"preview_problems":     rendered(Preview(previewWithProblems(), fixedNow())),
 		"preview_nothing":      rendered(Preview(previewNothing(), fixedNow())),
 		"preview_samples":      rendered(Samples(previewWithProblems())),

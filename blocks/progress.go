@@ -63,8 +63,12 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 		out = append(out[:1], append([]slack.Block{section(d)}, out[1:]...)...)
 	}
 	if r.InDoubt > 0 || r.Duplicates > 0 {
-		out = append(out, section(fmt.Sprintf(":warning: *In doubt:* %s in flight when the broker connection was lost may or may not have been delivered, and %s could not be acked after their copies were confirmed (duplicates). Those originals stay in the DLQ, are never sent again by this replay, and are listed in its ledger.",
-			plural(r.InDoubt, "copy", "copies"), plural(r.Duplicates, "original", "originals"))))
+		out = append(out, section(fmt.Sprintf(":warning: *In doubt:* %s in flight when the broker connection was lost may or may not have been delivered, and %s could not be acked after their copies were confirmed (duplicates). Those originals stay in the DLQ and are listed in its ledger; a plain resume never sends them again, *Resend in doubt* (`resume <replay> resend=in-doubt`) sends the ones in doubt again, marked `%s: true`.",
+			plural(r.InDoubt, "copy", "copies"), plural(r.Duplicates, "original", "originals"), engine.PossibleDuplicateHeader)))
+	}
+	if r.Resent > 0 {
+		out = append(out, section(fmt.Sprintf("*Resent:* %s in doubt sent again with `%s: true` and their first copy's message_id and `x-dlqbot-copy`: a consumer may have received each twice.",
+			plural(r.Resent, "copy", "copies"), engine.PossibleDuplicateHeader)))
 	}
 	if last != nil {
 		out = append(out, section(stepText(*last)))
@@ -156,6 +160,12 @@ func stateText(r engine.Replay, rest int, extra, command string) string {
 		return fmt.Sprintf(":checkered_flag: *Finished*: %s sent, %s left the target queue, %s came back. Follow-up checks will report whether any are dead-lettered later.", msgs(r.Sent), num(r.Settled), num(r.Returned))
 	case engine.StateInterrupted:
 		return interruptedText(r, rest, extra, command)
+	case engine.StateRunning:
+		if r.Note != "" {
+			// Only a run waiting for the broker after losing its node
+			// writes a note while it runs (engine/reconnect.go).
+			return ":hourglass_flowing_sand: *Waiting*" + note + "."
+		}
 	}
 	return ""
 }
@@ -282,22 +292,28 @@ func controls(r engine.Replay, rest int) slack.Block {
 		confirm("Cancel the replay?",
 			fmt.Sprintf("Nothing more will be sent. %s sent so far stay sent; the remaining %s stay in the DLQ, untouched.", msgs(r.Sent), msgs(rest)),
 			"Cancel replay", "Keep it", slack.StyleDanger))
+	var resend []*slack.ButtonBlockElement
+	if r.InDoubt > 0 && (r.State == engine.StatePaused || r.State == engine.StateStopped) {
+		resend = append(resend, button(ActionResend, r.ID, "Resend in doubt", "",
+			confirm("Send the copies in doubt again?",
+				fmt.Sprintf("%s may or may not have reached their target. Each is sent again, with its message_id and %s: true, so a consumer may see it twice. Then the replay continues.", msgs(r.InDoubt), engine.PossibleDuplicateHeader),
+				"Resend", "Not yet", slack.StyleDanger)))
+	}
 	switch r.State {
 	case engine.StateQueued, engine.StateRunning:
 		return actions(BlockProgressControls, button(ActionPause, r.ID, "Pause", "", nil), cancel)
 	case engine.StatePaused:
-		return actions(BlockProgressControls, button(ActionResume, r.ID, "Resume", slack.StylePrimary, nil), cancel)
+		return actions(BlockProgressControls, append([]*slack.ButtonBlockElement{button(ActionResume, r.ID, "Resume", slack.StylePrimary, nil)}, append(resend, cancel)...)...)
 	case engine.StateStopped:
 		why := msgs(r.Returned) + " came back."
 		if r.Returned == 0 {
 			why = "The last step was not seen to settle in time."
 		}
-		return actions(BlockProgressControls,
+		return actions(BlockProgressControls, append([]*slack.ButtonBlockElement{
 			button(ActionResume, r.ID, "Continue anyway", "",
 				confirm("Continue despite this?",
 					why+fmt.Sprintf(" Continuing sends the next canary step of the remaining %s.", msgs(rest)),
-					"Continue", "Not yet", slack.StyleDanger)),
-			cancel)
+					"Continue", "Not yet", slack.StyleDanger))}, append(resend, cancel)...)...)
 	}
 	return nil
 }

@@ -2,16 +2,14 @@ package bot
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/slack-go/slack"
 
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
-	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // approval is one request to turn a preview token into a replay: an
@@ -35,27 +33,15 @@ type previewLoc struct {
 }
 
 // approve is the one approval path of the Approve button, "Approve
-// anyway" and `replay <token>`: permission check for the person asking,
-// engine.Approve (which compares the world with the preview and consumes
-// the token atomically), then the preview edited to show the approver,
-// the progress message posted in its thread, the replay record annotated
-// with where that is, and the replay handed to the workers.
+// anyway" and `replay <token>`: ops.Approve applies the policy for the
+// person asking, compares the world with the preview and consumes the
+// token atomically; the bot shows the new replay (its progress message in
+// the preview's thread, before the replay is handed to the workers), then
+// edits the preview to show the approver.
 func (b *Bot) approve(ctx context.Context, a approval) {
 	to := a.to
 	if a.token == "" {
 		b.refuse(ctx, to, "That button carries no preview token; preview again.")
-		return
-	}
-	f, err := b.d.Tokens.Load(ctx, a.token)
-	if err != nil {
-		b.refuse(ctx, to, userMessage(err, a.token))
-		return
-	}
-	targets := f.TargetQueues()
-	if err := b.permit(ctx, to.user, func(g []string) error {
-		return b.cfg.Policy.CheckApprove(to.user, g, f.DLQ, targets, f.Requester, f.Total)
-	}); err != nil {
-		b.refuse(ctx, to, userMessage(err, f.DLQ))
 		return
 	}
 	pm, known := b.previews.get(a.token)
@@ -71,17 +57,23 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 		params = *pm.params
 	}
 	loc := locate(a, pm, known)
-	ap, err := b.d.Engine.Approve(ctx, a.token, to.user, params, a.confirmed)
-	if errors.Is(err, engine.ErrChanged) {
-		b.changed(ctx, a, loc, params, ap.Changes)
+	out, err := b.d.Ops.Approve(ctx, ops.SlackCaller(to.user), ops.Approval{Token: a.token, Params: params, Confirmed: a.confirmed,
+		Show: func(ctx context.Context, r engine.Replay) { b.show(ctx, a, loc, r) }})
+	if r, ok := ops.IsRefusal(err); ok && r.Code == ops.Changed {
+		b.changed(ctx, a, loc, params, r.Changes)
 		return
 	}
 	if err != nil {
-		b.log.Info().Str("error", redact.Tokens(err.Error())).Str("token", audit.TokenRef(a.token)).Str("user", to.user).Msg("approval refused")
-		b.refuse(ctx, to, userMessage(err, f.DLQ))
+		b.refuse(ctx, to, userMessage(err, out.Frozen.DLQ))
 		return
 	}
-	b.started(ctx, a, loc, ap.Replay)
+	if out.HandOffErr != nil {
+		r := out.Replay
+		b.refuse(ctx, a.to, fmt.Sprintf("Replay `%s` was approved but could not be handed to a worker (%v). Nothing was sent: cancel it with `%s cancel %s` and approve a new preview.",
+			r.ID, out.HandOffErr, b.cfg.CommandName, r.ID))
+		return
+	}
+	b.started(ctx, a, loc, out.Replay)
 }
 
 // locate finds the preview message of an approval.
@@ -115,7 +107,7 @@ func locate(a approval, pm previewMsg, known bool) previewLoc {
 // was sent. It goes in the preview's thread when that is known, else to
 // the approver alone.
 func (b *Bot) changed(ctx context.Context, a approval, loc previewLoc, params engine.Params, changes []engine.Change) {
-	b.log.Info().Str("token", audit.TokenRef(a.token)).Str("user", a.to.user).Int("changes", len(changes)).Msg("approval asks again: the world changed")
+	b.log.Info().Str("token_ref", audit.TokenRef(a.token)).Str("user", a.to.user).Int("changes", len(changes)).Msg("approval asks again: the world changed")
 	if a.fromCommand {
 		b.previews.setParams(a.token, params)
 	}
@@ -131,11 +123,10 @@ func (b *Bot) changed(ctx context.Context, a approval, loc previewLoc, params en
 	b.ephemeral(ctx, a.to, bl, text)
 }
 
-// started posts and records a new replay's progress message, hands the
-// replay to the workers and edits the preview to show who approved it.
-func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.Replay) {
-	user := a.to.user
-	log := b.log.With().Str("replay_id", r.ID).Str("token", audit.TokenRef(a.token)).Str("approver", user).Logger()
+// show posts and records a new replay's progress message, before the
+// replay is handed to the workers (so their first edit finds it).
+func (b *Bot) show(ctx context.Context, a approval, loc previewLoc, r engine.Replay) {
+	log := b.log.With().Str("replay_id", r.ID).Str("approver", a.to.user).Logger()
 	channel, thread := loc.channel, loc.ts
 	if channel == "" {
 		channel = a.to.channel
@@ -151,13 +142,13 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 	where := location{channel: channel, thread: thread, progress: pts}
 	b.feeds.remember(r.ID, where)
 	b.record(ctx, r.ID, where)
-	if err := b.d.Engine.Enqueue(ctx, r.ID); err != nil {
-		log.Error().Err(err).Msg("replay approved but not handed to a worker")
-		b.refuse(ctx, a.to, fmt.Sprintf("Replay `%s` was approved but could not be handed to a worker (%v). Nothing was sent: cancel it with `%s cancel %s` and approve a new preview.",
-			r.ID, err, b.cfg.CommandName, r.ID))
-		return
-	}
-	log.Info().Str("dlq", r.DLQ).Int("total", r.Total).Msg("replay approved and queued")
+}
+
+// started edits the preview to show who approved the replay now handed
+// to the workers, and answers a command.
+func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.Replay) {
+	user := a.to.user
+	log := b.log.With().Str("replay_id", r.ID).Str("approver", user).Logger()
 	line := fmt.Sprintf("Preview of %s approved by %s: replay %s started.", blocks.EscapeKeepCode(r.DLQ), blocks.Who(user), r.ID)
 	if loc.blocks != nil {
 		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Approved(loc.blocks, user, r.ID), line); err != nil {
@@ -175,33 +166,19 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 	}
 }
 
-// discard drops an unused preview token and edits the clicked message to
-// say who discarded it. The requester may always discard their preview;
-// anyone else needs `replay` on the DLQ.
+// discard drops an unused preview token (ops.Discard: the requester may
+// always, anyone else needs `replay` on the DLQ) and edits the clicked
+// message to say who discarded it.
 func (b *Bot) discard(ctx context.Context, to replyTo, token string, cb slack.InteractionCallback) {
-	f, err := b.d.Tokens.Load(ctx, token)
-	if err != nil {
+	f, err := b.d.Ops.Discard(ctx, ops.SlackCaller(to.user), token)
+	if r, ok := ops.IsRefusal(err); ok && r.Code == ops.TokenExpired {
 		b.refuse(ctx, to, "That preview was already discarded or has expired; nothing to do.")
 		return
 	}
-	if to.user != f.Requester {
-		if err := b.permit(ctx, to.user, func(g []string) error {
-			return b.cfg.Policy.Require(to.user, g, "to discard someone else's preview",
-				commands.Need{Action: commands.ActionReplay, Queues: []string{f.DLQ}})
-		}); err != nil {
-			b.refuse(ctx, to, userMessage(err, f.DLQ))
-			return
-		}
-	}
-	if err := b.d.Tokens.Discard(ctx, token); err != nil {
-		if errors.Is(err, engine.ErrTokenUsed) {
-			b.refuse(ctx, to, "That preview was already approved, so it cannot be discarded; pause or cancel its replay instead.")
-			return
-		}
+	if err != nil {
 		b.refuse(ctx, to, userMessage(err, f.DLQ))
 		return
 	}
-	b.log.Info().Str("token", audit.TokenRef(token)).Str("user", to.user).Str("dlq", f.DLQ).Msg("preview discarded")
 	line := fmt.Sprintf("Preview of %s discarded by %s; nothing was replayed.", blocks.EscapeKeepCode(f.DLQ), blocks.Who(to.user))
 	pm, known := b.previews.get(token)
 	loc := locate(approval{click: &cb}, pm, known)

@@ -5,22 +5,9 @@ import (
 	"errors"
 	"time"
 
-	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
-
-// Engine is what the bot asks of the engine; *engine.Service implements
-// it.
-type Engine interface {
-	Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error)
-	Approve(ctx context.Context, token, approver string, p engine.Params, confirmed bool) (engine.Approval, error)
-	Control(ctx context.Context, id string, a engine.ControlAction, by string) (engine.Replay, error)
-	// Enqueue hands an approved replay to the workers.
-	Enqueue(ctx context.Context, id string) error
-	Status(ctx context.Context, id string) (engine.Replay, error)
-	Check(ctx context.Context, replayID, label string) (engine.CheckReport, error)
-	Park(ctx context.Context, replayID, by string) (engine.ParkResult, error)
-}
 
 // Replays reads and annotates replay records; the store's Replays
 // implements it. Update changes a record whoever owns the replay.
@@ -33,7 +20,9 @@ type Replays interface {
 // Tokens reads and discards frozen previews and records where each was
 // posted, for every replica; the store's Tokens implements it.
 type Tokens interface {
-	Load(ctx context.Context, token string) (engine.Frozen, error)
+	// LoadHeader reads a preview without its items (what permission
+	// checks and summaries need).
+	LoadHeader(ctx context.Context, token string) (engine.Frozen, error)
 	Discard(ctx context.Context, token string) error
 	// SetMessage records the Slack message a preview was posted as;
 	// Message returns it ("" when none was recorded).
@@ -50,13 +39,11 @@ type SeenRequests interface {
 
 // Deps are the bot's collaborators.
 type Deps struct {
-	Engine  Engine
+	// Ops are the operations every front end calls; the bot only turns
+	// Slack's requests into them and words their outcome.
+	Ops     *ops.Ops
 	Replays Replays
 	Tokens  Tokens
-	// Groups tells a user's Slack user groups; nil means Slack's
-	// usergroups.list, cached for Config.GroupsTTL. It is only asked when
-	// the policy names user groups.
-	Groups commands.UserGroups
 	// Seen refuses a signed request that arrives a second time within its
 	// signature's window; nil keeps no record (every replica of serve has
 	// the store's).
@@ -74,9 +61,8 @@ type Observer interface {
 // It is safe for concurrent use.
 type Bot struct {
 	*Notifier
-	d      Deps
-	groups commands.UserGroups
-	slots  chan struct{}
+	d     Deps
+	slots chan struct{}
 
 	previews *previewCache
 }
@@ -88,8 +74,8 @@ func New(n *Notifier, d Deps) (*Bot, error) {
 	switch {
 	case n == nil:
 		return nil, errors.New("bot: new: a notifier is required")
-	case d.Engine == nil || d.Replays == nil || d.Tokens == nil:
-		return nil, errors.New("bot: new: engine, replays and tokens are required")
+	case d.Ops == nil || d.Replays == nil || d.Tokens == nil:
+		return nil, errors.New("bot: new: operations, replays and tokens are required")
 	}
 	b := &Bot{
 		Notifier: n,
@@ -97,12 +83,8 @@ func New(n *Notifier, d Deps) (*Bot, error) {
 		slots:    make(chan struct{}, n.cfg.MaxInFlight),
 		previews: newPreviewCache(),
 	}
-	b.groups = d.Groups
-	if b.groups == nil {
-		b.groups = commands.NewCachedGroups(&slackGroups{api: n.api, ttl: n.cfg.GroupsTTL, now: n.now}, n.cfg.GroupsTTL, n.now)
-	}
 	return b, nil
 }
 
 // AccessControl reports whether a permissions policy is loaded.
-func (b *Bot) AccessControl() bool { return b.cfg.Policy != nil }
+func (b *Bot) AccessControl() bool { return b.d.Ops.AccessControl() }

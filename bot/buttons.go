@@ -13,12 +13,11 @@ import (
 // clicking user needs read on the DLQ, checked by preview like any other;
 // a value that is not a selection is refused and changes nothing.
 func (b *Bot) previewClick(ctx context.Context, to replyTo, value string) {
-	res := commands.ParseAs(b.cfg.CommandName, "preview "+value, b.now())
-	c, ok := res.Cmd.(commands.PreviewCmd)
-	if !ok {
-		b.log.Info().Str("value", redact.Tokens(value)).Str("reply", res.Reply).Msg("preview button refused: not a selection")
+	sel, msg := commands.ParseSelection(value, b.now())
+	if msg != "" {
+		b.log.Info().Str("value", redact.Tokens(value)).Str("reply", msg).Msg("preview button refused: not a selection")
 		b.refuse(ctx, to, "That button does not name a selection I can preview; nothing was done. Run `"+b.cfg.CommandName+" preview <dlq> group=<id>` instead.")
 		return
 	}
-	b.preview(ctx, to, c)
+	b.preview(ctx, to, commands.PreviewCmd{Selection: sel})
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/blocks"
-	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/testkit"
@@ -30,7 +29,7 @@ roles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, nil, func(c *bot.Config) { c.Policy = policy })
+	h := newPolicyHarness(t, nil, nil, policy)
 	group := engine.GroupID("order <n> not found")
 	clicks := []struct{ action, value, want string }{
 		{blocks.ActionPreviewGroup, blocks.GroupSelection("orders.dlq reason=rejected", group), "orders.dlq reason=rejected group=" + group},

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
@@ -29,7 +28,7 @@ channels:
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, nil, func(c *bot.Config) { c.Policy = policy })
+	h := newPolicyHarness(t, nil, nil, policy)
 	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "preview payments.dlq", "U_REQ", "C_OPS"); err != nil {
 		t.Fatal(err)
 	}

@@ -40,8 +40,14 @@ type Config struct {
 	// CommandName is the slash command's name, used in replies and help;
 	// default "/dlq".
 	CommandName string
-	// Policy is the access-control file; nil means access control is off.
-	Policy *commands.Policy
+	// TeamID, when set, is the only Slack workspace (team_id) whose
+	// requests are served (DLQBOT_SLACK_TEAM_ID); a request from another
+	// is refused and changes nothing. Checked on HTTP and Socket Mode
+	// requests alike.
+	TeamID string
+	// AppID, when set, is the only Slack app (api_app_id) whose requests
+	// are served (DLQBOT_SLACK_APP_ID).
+	AppID string
 	// EditInterval is the shortest time between two edits of one progress
 	// message; default 1s (Slack's chat.update guidance).
 	EditInterval time.Duration

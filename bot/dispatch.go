@@ -75,6 +75,12 @@ func validAction(cb slack.InteractionCallback) error {
 // is instant — parsing the command — and hands the rest to a goroutine; it
 // returns the slash command's immediate reply, if any.
 func (b *Bot) dispatch(req request) *ackReply {
+	if msg := b.foreign(req); msg != "" {
+		if req.kind == kindCommand {
+			return ephemeralAck(msg)
+		}
+		return nil
+	}
 	switch req.kind {
 	case kindCommand:
 		return b.dispatchCommand(req)
@@ -82,6 +88,29 @@ func (b *Bot) dispatch(req request) *ackReply {
 		b.dispatchAction(req)
 	}
 	return nil
+}
+
+// foreign checks a request's workspace (team_id) and app (api_app_id)
+// against Config.TeamID and Config.AppID, when they are set, and returns
+// the refusal for a request from elsewhere ("" when it may be served).
+// A refused request changes nothing.
+func (b *Bot) foreign(req request) string {
+	team, app, user := req.cmd.TeamID, req.cmd.APIAppID, req.cmd.UserID
+	if req.kind == kindAction {
+		team, app, user = req.cb.Team.ID, req.cb.APIAppID, req.cb.User.ID
+	}
+	var why string
+	switch {
+	case b.cfg.TeamID != "" && team != b.cfg.TeamID:
+		why = "team"
+	case b.cfg.AppID != "" && app != b.cfg.AppID:
+		why = "app"
+	default:
+		return ""
+	}
+	b.log.Warn().Str("via", req.via).Str("mismatch", why).Str("team_id", team).Str("api_app_id", app).Str("user", user).
+		Msg("slack request refused: from another workspace or app")
+	return "This dlqbot serves another Slack workspace or app, so it does not act on this request; nothing was done."
 }
 
 func (b *Bot) dispatchCommand(req request) *ackReply {
@@ -167,7 +196,7 @@ func (b *Bot) runCommand(ctx context.Context, to replyTo, cmd commands.Command) 
 	case commands.PauseCmd:
 		b.control(ctx, to, engine.ControlPause, c.ReplayID, false)
 	case commands.ResumeCmd:
-		b.control(ctx, to, engine.ControlResume, c.ReplayID, false)
+		b.control(ctx, to, c.Action(), c.ReplayID, false)
 	case commands.CancelCmd:
 		b.control(ctx, to, engine.ControlCancel, c.ReplayID, false)
 	case commands.CheckCmd:
@@ -190,6 +219,8 @@ func (b *Bot) runAction(ctx context.Context, to replyTo, cb slack.InteractionCal
 		b.control(ctx, to, engine.ControlPause, value, true)
 	case blocks.ActionResume:
 		b.control(ctx, to, engine.ControlResume, value, true)
+	case blocks.ActionResend:
+		b.control(ctx, to, engine.ControlResumeResend, value, true)
 	case blocks.ActionCancel:
 		b.control(ctx, to, engine.ControlCancel, value, true)
 	case blocks.ActionPark:

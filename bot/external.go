@@ -14,10 +14,10 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// UserGroups returns the bot's (cached) source of Slack user groups, so
-// that other front ends check a principal mapped to a Slack user with the
-// same groups.
-func (b *Bot) UserGroups() commands.UserGroups { return b.groups }
+// UserGroups returns the (cached) source of Slack user groups, for the
+// operations layer (ops.Deps.Groups): every front end checks a Slack user
+// with the same groups.
+func (n *Notifier) UserGroups() commands.UserGroups { return n.groups }
 
 // ShowReplay shows in Slack a replay approved outside Slack (the HTTP API,
 // an MCP client), like one approved with the button: its progress message
@@ -76,9 +76,6 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 	if b.cfg.APIChannel == "" {
 		return "", "", fmt.Errorf("bot: request approval: %w", ErrNoAPIChannel)
 	}
-	if err := b.cfg.Policy.CheckChannel(f.DLQ, b.cfg.APIChannel); err != nil {
-		return "", "", fmt.Errorf("bot: request approval: %w", err)
-	}
 	if p == nil {
 		p = previewOf(f)
 	}
@@ -87,7 +84,7 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 	bl = append([]slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, intro, false, false), nil, nil)}, bl...)
 	ts, err = b.post(ctx, requestAttempts, b.cfg.APIChannel, "", bl, text)
 	if err != nil {
-		return "", "", fmt.Errorf("bot: request approval of %s: %w", f.Token, err)
+		return "", "", fmt.Errorf("bot: request approval of %s: %w", audit.TokenRef(f.Token), err)
 	}
 	b.previews.put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl})
 	if err := b.d.Tokens.SetMessage(ctx, f.Token, b.cfg.APIChannel, ts); err != nil {
@@ -96,12 +93,16 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 	return b.cfg.APIChannel, ts, nil
 }
 
+// ApprovalChannel is where RequestApproval posts (Config.APIChannel);
+// ops checks the DLQ's channel allowlist against it.
+func (b *Bot) ApprovalChannel() string { return b.cfg.APIChannel }
+
 // previewOf renders what a frozen preview knows as a preview: its DLQ,
 // selection, requester, counts and targets as they were.
 func previewOf(f engine.Frozen) *engine.Preview {
 	p := &engine.Preview{
 		Token: f.Token, DLQ: engine.QueueInfo{Name: f.DLQ, Exists: true}, Selection: f.Selection,
-		Requester: f.Requester, Selected: f.Total, Distinct: len(f.Items),
+		Requester: f.Requester, Selected: f.Total, Distinct: max(f.Distinct, len(f.Items)),
 	}
 	if !f.ExpiresAt.IsZero() {
 		p.ExpiresAt = f.ExpiresAt.UTC().Format(time.RFC3339)

@@ -11,8 +11,10 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/bot"
+	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
+	"github.com/stroma/dlqbot/ops"
 )
 
 const secret = "test-signing-secret"
@@ -147,11 +149,22 @@ func (s *fakeStore) Load(_ context.Context, token string) (engine.Frozen, error)
 	if token != "p_fake" {
 		return engine.Frozen{}, engine.ErrTokenNotFound
 	}
-	return engine.Frozen{Token: token, DLQ: "orders.dlq", Requester: "U_REQ", Total: 1,
+	return engine.Frozen{Token: token, DLQ: "orders.dlq", Requester: "U_REQ", Total: 1, Distinct: 1, ItemTargets: []string{"orders"},
 		Items: []engine.Item{{ID: "0123456789abcdef", Count: 1, Target: "orders"}}}, nil
 }
 
+// LoadHeader is Load without the items, as the store's.
+func (s *fakeStore) LoadHeader(ctx context.Context, token string) (engine.Frozen, error) {
+	f, err := s.Load(ctx, token)
+	f.Items = nil
+	return f, err
+}
+
 func (s *fakeStore) Discard(context.Context, string) error { return nil }
+
+func (e *fakeEngine) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
+	return engine.Frozen{}, nil, nil
+}
 
 // SetMessage forgets where a preview was posted: the bot remembers its own.
 func (s *fakeStore) SetMessage(context.Context, string, string, string) error { return nil }
@@ -170,6 +183,36 @@ type harness struct {
 
 func newHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config)) *harness {
 	t.Helper()
+	return newPolicyHarness(t, eng, mod, nil)
+}
+
+// fakeWindows is ops.Windows in memory, for the bot's tests without Redis
+// (store.Windows is tested against Redis).
+type fakeWindows struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (w *fakeWindows) Take(_ context.Context, key string, n, limit int, _ time.Duration) (ops.Take, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.n == nil {
+		w.n = map[string]int{}
+	}
+	used := w.n[key]
+	if used+n > limit {
+		return ops.Take{Used: used, RetryAfter: time.Minute}, nil
+	}
+	w.n[key] += n
+	return ops.Take{OK: true, Used: used, ID: "x"}, nil
+}
+
+func (w *fakeWindows) Give(context.Context, string, string) error { return nil }
+
+// newPolicyHarness is newHarness with a permissions policy (nil: access
+// control off).
+func newPolicyHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config), policy *commands.Policy) *harness {
+	t.Helper()
 	if eng == nil {
 		eng = &fakeEngine{}
 	}
@@ -185,7 +228,11 @@ func newHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bot.New(n, bot.Deps{Engine: eng, Replays: st, Tokens: st})
+	o, err := ops.New(ops.Config{Policy: policy}, ops.Deps{Engine: eng, Tokens: st, Replays: st, Windows: &fakeWindows{}, Groups: n.UserGroups()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bot.New(n, bot.Deps{Ops: o, Replays: st, Tokens: st})
 	if err != nil {
 		t.Fatal(err)
 	}

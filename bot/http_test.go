@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/blocks"
+	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
@@ -218,5 +219,59 @@ func TestRefusedClickIsEphemeral(t *testing.T) {
 	}
 	if h.eng.approved.Load() != 0 || len(h.stub.Messages("C_OPS")) != 0 {
 		t.Fatal("a refused click changed something")
+	}
+}
+
+// TestRefusesAnotherWorkspaceOrApp: with DLQBOT_SLACK_TEAM_ID and
+// DLQBOT_SLACK_APP_ID configured, a validly signed command or click from
+// another team or app gets a refusal (the command's ack) and changes
+// nothing: the engine is not asked and nothing is posted; the same
+// command from the configured team and app is served.
+func TestRefusesAnotherWorkspaceOrApp(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, func(c *bot.Config) { c.TeamID, c.AppID = slackstub.TeamID, slackstub.AppID })
+	for _, tc := range []struct{ name, team, app string }{
+		{"another team", "T0OTHER", slackstub.AppID},
+		{"another app", slackstub.TeamID, "A0OTHER"},
+		{"no team", "", slackstub.AppID},
+	} {
+		f := h.stub.CommandForm("/dlq", "preview orders.dlq", "U1", "C1")
+		f.Set("team_id", tc.team)
+		f.Set("api_app_id", tc.app)
+		resp, err := h.stub.Post(h.srv.URL+slackstub.CommandsPath, form, []byte(f.Encode()), time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), "serves another Slack workspace or app") {
+			t.Errorf("%s: status %d, body %s", tc.name, resp.StatusCode, body)
+		}
+		payload, err := h.stub.ClickPayload(blocks.ActionApprove, "p_fake", "U1", "C1", "1732900000.000100")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cb map[string]any
+		_ = json.Unmarshal(payload, &cb)
+		cb["team"] = map[string]any{"id": tc.team}
+		cb["api_app_id"] = tc.app
+		payload, _ = json.Marshal(cb)
+		resp, err = h.stub.PostPayload(h.srv.URL, payload, time.Time{})
+		if got := status(t, resp, err); got != 200 {
+			t.Errorf("%s: click status %d", tc.name, got)
+		}
+	}
+	// The configured team's preview is served; by the time it is posted,
+	// a refused request would have reached the engine too.
+	resp, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "preview orders.dlq", "U1", "C1")
+	if got := status(t, resp, err); got != 200 {
+		t.Fatalf("served command: status %d", got)
+	}
+	testkit.Eventually(t, 10*time.Second, "the configured team's preview posted", func() bool { return len(h.stub.Messages("C1")) == 1 })
+	if n := h.eng.calls.Load(); n != 1 {
+		t.Fatalf("engine called %d times, want once (the configured team's preview only)", n)
+	}
+	if e := h.stub.Ephemerals(""); len(e) != 0 {
+		t.Fatalf("refused requests got %d replies beside their acks", len(e))
 	}
 }

@@ -1,6 +1,8 @@
 package bot
 
 import (
+	"github.com/stroma/dlqbot/commands"
+
 	"context"
 	"errors"
 	"strings"
@@ -35,7 +37,8 @@ type Notifier struct {
 	closing bool
 	work    sync.WaitGroup // request work and notification senders
 
-	feeds *feeds
+	feeds  *feeds
+	groups commands.UserGroups
 }
 
 // NotifierDeps are the notifier's collaborators.
@@ -52,6 +55,10 @@ type NotifierDeps struct {
 	// Observer, when set, is told about every Slack API call and retry
 	// (for metrics).
 	Observer Observer
+	// Groups tells a user's Slack user groups; nil means Slack's
+	// usergroups.list, cached for Config.GroupsTTL. The operations layer
+	// asks it only when the policy names user groups.
+	Groups commands.UserGroups
 }
 
 // NewNotifier validates cfg and deps and returns a Notifier. It calls
@@ -87,6 +94,10 @@ func NewNotifier(cfg Config, d NotifierDeps) (*Notifier, error) {
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.feeds = newFeeds(n)
+	n.groups = d.Groups
+	if n.groups == nil {
+		n.groups = commands.NewCachedGroups(&slackGroups{api: n.api, ttl: cfg.GroupsTTL, now: n.now}, cfg.GroupsTTL, n.now)
+	}
 	return n, nil
 }
 

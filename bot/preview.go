@@ -17,6 +17,7 @@ import (
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // previewShows is how many messages blocks.Preview shows one by one (its
@@ -27,22 +28,13 @@ const previewShows = 3
 // channel, with Approve and Discard buttons bound to its token.
 func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 	sel := c.Selection
-	if err := b.permit(ctx, to.user, func(g []string) error { return b.cfg.Policy.CheckPreview(to.user, g, sel.DLQ) }); err != nil {
-		b.refuse(ctx, to, userMessage(err, sel.DLQ))
-		return
-	}
-	if err := b.cfg.Policy.CheckChannel(sel.DLQ, to.channel); err != nil {
-		b.refuse(ctx, to, err.Error())
-		return
-	}
 	started := b.now()
-	p, err := b.d.Engine.Preview(ctx, sel, to.user)
+	p, err := b.d.Ops.Preview(ctx, ops.SlackCaller(to.user).InChannel(to.channel), sel)
 	if err != nil {
-		b.log.Warn().Err(err).Str("dlq", sel.DLQ).Msg("preview failed")
 		b.refuse(ctx, to, userMessage(err, sel.DLQ))
 		return
 	}
-	b.log.Info().Str("dlq", sel.DLQ).Str("token", audit.TokenRef(p.Token)).Int("scanned", p.Scanned).Int("selected", p.Selected).
+	b.log.Info().Str("dlq", sel.DLQ).Str("token_ref", audit.TokenRef(p.Token)).Int("scanned", p.Scanned).Int("selected", p.Selected).
 		Dur("took", b.now().Sub(started)).Msg("preview made")
 	bl, text := blocks.Preview(p, b.now())
 	ts, err := b.post(ctx, requestAttempts, to.channel, "", bl, text)
@@ -59,7 +51,7 @@ func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 		b.previews.put(p.Token, previewMsg{channel: to.channel, ts: ts, blocks: bl, preview: p})
 		// Any replica approving the token threads the replay under it.
 		if err := b.d.Tokens.SetMessage(ctx, p.Token, to.channel, ts); err != nil {
-			b.log.Warn().Err(err).Str("token", audit.TokenRef(p.Token)).Msg("could not record where the preview was posted")
+			b.log.Warn().Err(err).Str("token_ref", audit.TokenRef(p.Token)).Msg("could not record where the preview was posted")
 		}
 	}
 	// The requester has read on the DLQ (a preview needs it): the samples
@@ -109,17 +101,9 @@ func (b *Bot) showSamples(ctx context.Context, to replyTo, token string) {
 	dlq := ""
 	if known && pm.preview != nil {
 		dlq = pm.preview.DLQ.Name
-	} else {
-		f, err := b.d.Tokens.Load(ctx, token)
-		if err != nil {
-			b.refuse(ctx, to, userMessage(err, ""))
-			return
-		}
-		dlq = f.DLQ
 	}
-	if err := b.permit(ctx, to.user, func(g []string) error {
-		return b.cfg.Policy.CheckRead(to.user, g, dlq, "to see its sample messages")
-	}); err != nil {
+	dlq, err := b.d.Ops.Samples(ctx, ops.SlackCaller(to.user), token, dlq)
+	if err != nil {
 		b.refuse(ctx, to, userMessage(err, dlq))
 		return
 	}
@@ -127,7 +111,7 @@ func (b *Bot) showSamples(ctx context.Context, to replyTo, token string) {
 		b.refuse(ctx, to, fmt.Sprintf("The samples of this preview are held only by the dlqbot that made it, which is not the one answering (it restarted, or another replica did). Preview `%s` again: the samples come to you alone.", blocks.EscapeKeepCode(dlq)))
 		return
 	}
-	b.log.Info().Str("user", to.user).Str("dlq", dlq).Str("token", audit.TokenRef(token)).Msg("samples shown")
+	b.log.Info().Str("user", to.user).Str("dlq", dlq).Str("token_ref", audit.TokenRef(token)).Msg("samples shown")
 	b.sendSamples(ctx, to, pm.preview)
 }
 

@@ -52,9 +52,21 @@ type PauseCmd struct {
 	ReplayID string
 }
 
-// ResumeCmd resumes a paused or stopped replay.
+// ResumeCmd resumes a paused or stopped replay. Resend is "" or
+// engine.ResendInDoubt (resend=in-doubt): the copies in doubt are sent
+// again first.
 type ResumeCmd struct {
 	ReplayID string
+	Resend   string
+}
+
+// Action is the engine's control action for c: resume, or resume
+// resend=in-doubt.
+func (c ResumeCmd) Action() engine.ControlAction {
+	if c.Resend == engine.ResendInDoubt {
+		return engine.ControlResumeResend
+	}
+	return engine.ControlResume
 }
 
 // CancelCmd cancels a replay; messages not yet sent stay in the DLQ.
@@ -151,7 +163,12 @@ func (c StatusCmd) String() string { return joinNonEmpty("status", c.ReplayID) }
 func (c PauseCmd) String() string { return "pause " + c.ReplayID }
 
 // String renders "resume <replay>".
-func (c ResumeCmd) String() string { return "resume " + c.ReplayID }
+func (c ResumeCmd) String() string {
+	if c.Resend != "" {
+		return "resume " + c.ReplayID + " resend=" + c.Resend
+	}
+	return "resume " + c.ReplayID
+}
 
 // String renders "cancel <replay>".
 func (c CancelCmd) String() string { return "cancel " + c.ReplayID }

@@ -220,6 +220,13 @@ func (p *parser) parse(toks []token) Result {
 		}
 		return ok(StatusCmd{ReplayID: id})
 	case "pause", "resume", "cancel", "check":
+		resend := ""
+		if verb == "resume" {
+			var r Result
+			if resend, args, r = p.resend(args); r.Reply != "" {
+				return r
+			}
+		}
 		id, r := p.replayID(verb, args, false)
 		if r.Reply != "" {
 			return r
@@ -228,7 +235,7 @@ func (p *parser) parse(toks []token) Result {
 		case "pause":
 			return ok(PauseCmd{ReplayID: id})
 		case "resume":
-			return ok(ResumeCmd{ReplayID: id})
+			return ok(ResumeCmd{ReplayID: id, Resend: resend})
 		case "cancel":
 			return ok(CancelCmd{ReplayID: id})
 		}
@@ -264,6 +271,23 @@ func (p *parser) help(args []token) Result {
 		msg += fmt.Sprintf("; did you mean `%s`?", s)
 	}
 	return p.failTry(msg, "help preview")
+}
+
+// resend takes resume's one parameter, resend=in-doubt, out of args.
+func (p *parser) resend(args []token) (string, []token, Result) {
+	var rest []token
+	resend := ""
+	for _, t := range args {
+		if !t.eq || t.key != "resend" {
+			rest = append(rest, t)
+			continue
+		}
+		if t.value != engine.ResendInDoubt {
+			return "", nil, p.failTry(fmt.Sprintf("`resend=` takes one value, `%s` (send the copies in doubt again), not `%s`", engine.ResendInDoubt, t.value), "resume <replay> resend="+engine.ResendInDoubt)
+		}
+		resend = t.value
+	}
+	return resend, rest, Result{}
 }
 
 // replayID reads the single replay id of status, pause, resume, cancel and

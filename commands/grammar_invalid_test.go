@@ -17,6 +17,8 @@ func TestParseInvalid(t *testing.T) {
 		{"previw orders.dlq", []string{"`previw`", "did you mean `preview`", "Try: /dlq help"}},
 		{"approve abcd", []string{"`approve`", "`replay`"}},
 		{"stop r-1234", []string{"`pause` or `cancel`"}},
+		{"resume r-1234 resend=all", []string{"`resend=`", "`in-doubt`", "`all`"}},
+		{"pause r-1234 resend=in-doubt", []string{"`resend=in-doubt`"}},
 		{"frobnicate", []string{"`frobnicate`", "preview"}},
 		{"reason=rejected", []string{"`reason=rejected`", "Try: /dlq preview orders.dlq reason=rejected"}},
 		{"foo=bar", []string{"`foo=bar`"}},

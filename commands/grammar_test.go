@@ -102,6 +102,8 @@ func TestParseValid(t *testing.T) {
 		{"status r-1234", StatusCmd{ReplayID: "r-1234"}},
 		{"pause r-1234", PauseCmd{ReplayID: "r-1234"}},
 		{"resume r-1234", ResumeCmd{ReplayID: "r-1234"}},
+		{"resume r-1234 resend=in-doubt", ResumeCmd{ReplayID: "r-1234", Resend: "in-doubt"}},
+		{"resume resend=in-doubt r-1234", ResumeCmd{ReplayID: "r-1234", Resend: "in-doubt"}},
 		{"cancel r-1234", CancelCmd{ReplayID: "r-1234"}},
 		{"check r-1234", CheckCmd{ReplayID: "r-1234"}},
 	}

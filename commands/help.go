@@ -28,7 +28,8 @@ var commandHelp = []helpEntry{
 	{"status", "status [<replay>]", "one replay's progress, or the active and recent replays", "status <replay>",
 		"In the terminal, `dlqbot status <replay> --follow` follows the replay until it ends or stops, on one line redrawn in place."},
 	{"pause", "pause <replay>", "pause a replay within a second; unsent messages stay in the DLQ", "pause <replay>", ""},
-	{"resume", "resume <replay>", "resume a paused or stopped replay (a stopped one continues anyway)", "resume <replay>", ""},
+	{"resume", "resume <replay> [resend=in-doubt]", "resume a paused or stopped replay (a stopped one continues anyway)", "resume <replay> resend=in-doubt",
+		"Copies in flight when the broker connection was lost are in doubt: maybe delivered, their originals still in the DLQ. A plain resume sends the rest and never these; `resend=in-doubt` sends them again first, each with its message_id, its x-dlqbot-copy and `x-dlqbot-possible-duplicate: true`, so a consumer can drop a second copy."},
 	{"cancel", "cancel <replay>", "cancel a replay; unsent messages stay in the DLQ", "cancel <replay>", ""},
 	{"check", "check <replay>", "whether the replay worked: how many of its messages were seen again in a dead-letter queue, grouped by exception or reason", "check <replay>",
 		"Messages not seen again are reported as not seen in a dead-letter queue, which is not proof they were processed. Follow-ups run by themselves after 5 minutes, 2 hours and 24 hours."},
@@ -60,7 +61,7 @@ var paramHelp = []helpEntry{
 
 const (
 	accessOff = "Access control is off: anyone in the workspace can preview and replay."
-	accessOn  = "Access control is on: a preview needs `read` on the DLQ; approving or replaying a token needs `replay` on the DLQ and `publish` on every target queue; pause and cancel need `read`, resume needs what approving needs. A second person may have to approve."
+	accessOn  = "Access control is on: a preview needs `read` on the DLQ; approving or replaying a token needs `replay` on the DLQ and `publish` on every target queue; pause needs `read`, cancel (which cannot be undone) needs `replay` on the DLQ, resume needs what approving needs. A second person may have to approve."
 )
 
 func reasonList() string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Action is what a grant allows on a queue.
@@ -73,14 +74,30 @@ type Grant struct {
 	Actions []Action
 }
 
-// Approval holds the approval rules.
+// DefaultApprovalWindow is Approval.Window's default.
+const DefaultApprovalWindow = 24 * time.Hour
+
+// Approval holds the approval rules. The operations layer (package ops)
+// applies them, comparing principals rather than identity strings.
 type Approval struct {
 	// DistinctApprover is set when a requester may not approve (or quote
 	// the token of) their own preview.
 	DistinctApprover bool
-	// Above, when positive, limits DistinctApprover to replays of more than
-	// Above messages.
+	// Above, when positive, limits DistinctApprover: a requester may
+	// approve their own previews while the messages they self-approved
+	// out of one DLQ within Window, this one included, are at most Above.
 	Above int
+	// Window is how far back self-approved messages count against Above
+	// (approval.window); default 24 hours.
+	Window time.Duration
+}
+
+// ApprovalWindow returns the window self-approvals count over.
+func (p *Policy) ApprovalWindow() time.Duration {
+	if p == nil || p.Approval.Window <= 0 {
+		return DefaultApprovalWindow
+	}
+	return p.Approval.Window
 }
 
 // Need is one permission an operation requires: Action on every queue.
@@ -135,8 +152,11 @@ func (g Grant) allows(action Action, queue string) bool {
 	return false
 }
 
-// NeedsDistinctApprover reports whether a replay of this many messages must
-// be approved by someone other than its requester.
+// NeedsDistinctApprover reports whether a replay of this many messages
+// must be approved by someone other than its requester, counting alone.
+// With a threshold (Approval.Above) the operations layer also counts the
+// requester's earlier self-approvals out of the same DLQ within
+// Approval.Window.
 func (p *Policy) NeedsDistinctApprover(messages int) bool {
 	if p == nil || !p.Approval.DistinctApprover {
 		return false
@@ -210,34 +230,28 @@ func (p *Policy) CheckRead(user string, groups []string, dlq, doing string) erro
 	return p.Require(user, groups, doing, Need{ActionRead, []string{dlq}})
 }
 
-// CheckApprove checks that user may approve, or start by quoting its token,
-// the preview requester made of messages messages out of dlq into targets:
-// `replay` on dlq, `publish` on every target, and, when the policy requires
-// a distinct approver for that many messages, that user is not requester.
-func (p *Policy) CheckApprove(user string, groups []string, dlq string, targets []string, requester string, messages int) error {
-	if err := p.Require(user, groups, "to approve this replay",
-		Need{ActionReplay, []string{dlq}}, Need{ActionPublish, targets}); err != nil {
-		return err
-	}
-	if user == requester && p.NeedsDistinctApprover(messages) {
-		msg := "You asked for this preview, so someone else has to approve it"
-		if p.Approval.Above > 0 {
-			msg += fmt.Sprintf(" (a replay of more than %d messages needs a second person)", p.Approval.Above)
-		}
-		return &ForbiddenError{Reason: msg + "."}
-	}
-	return nil
+// CheckApprove checks the grants approving needs, or starting a replay
+// by quoting its token: `replay` on dlq and `publish` on every target.
+// The four-eyes rule is the operations layer's (package ops): it compares
+// principals, which an identity string alone cannot tell.
+func (p *Policy) CheckApprove(user string, groups []string, dlq string, targets []string) error {
+	return p.Require(user, groups, "to approve this replay",
+		Need{ActionReplay, []string{dlq}}, Need{ActionPublish, targets})
 }
 
 // CheckControl checks that user may pause, resume or cancel (verb) a replay
-// out of dlq into targets. Pause and cancel never send anything, so `read`
-// on the DLQ is enough to pull the brake; resume sends more messages and
+// out of dlq into targets. Pause never sends anything and can be undone,
+// so `read` on the DLQ is enough to pull the brake; cancel cannot be
+// undone and needs `replay` on the DLQ; resume sends more messages and
 // needs what approving needs (without the distinct-approver rule). Any
 // other verb is checked like resume.
 func (p *Policy) CheckControl(user string, groups []string, verb, dlq string, targets []string) error {
 	doing := "to " + verb + " this replay"
-	if verb == "pause" || verb == "cancel" {
+	switch verb {
+	case "pause":
 		return p.Require(user, groups, doing, Need{ActionRead, []string{dlq}})
+	case "cancel":
+		return p.Require(user, groups, doing+" (a cancelled replay cannot be resumed)", Need{ActionReplay, []string{dlq}})
 	}
 	return p.Require(user, groups, doing, Need{ActionReplay, []string{dlq}}, Need{ActionPublish, targets})
 }

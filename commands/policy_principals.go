@@ -14,14 +14,29 @@ import (
 //	  - name: runbook
 //	    token_sha256: 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 //	    as_user: U012ABCDEF   # optional
+//	    os_users: [alice]     # optional: the terminal acts as it for these
+//	    needs_human: true     # optional: it may not start a replay itself
 //
-// Names and hashes must be unique; a hash must be 64 hex characters (the
-// token itself is never written in the file).
+// Names, hashes and OS users must be unique; a hash must be 64 hex
+// characters (the token itself is never written in the file). A
+// principal needs a token_sha256 or os_users.
 func parsePrincipals(n *yaml.Node, p *Policy) error {
 	return each(n, "principals", func(item *yaml.Node) error {
 		var pr Principal
 		var hashSet bool
-		err := fields(item, "a principal", []string{"name", "token_sha256", "as_user"}, func(key string, v *yaml.Node) error {
+		err := fields(item, "a principal", []string{"name", "token_sha256", "as_user", "os_users", "needs_human"}, func(key string, v *yaml.Node) error {
+			switch key {
+			case "os_users":
+				users, err := idList(v, "os_user", osUserPattern, "an OS user name (letters, digits, . _ -)")
+				pr.OSUsers = users
+				return err
+			case "needs_human":
+				if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" {
+					return errAt(v, "needs_human must be true or false, not %q", v.Value)
+				}
+				pr.NeedsHuman = v.Value == "true"
+				return nil
+			}
 			s, err := scalar(v, key)
 			if err != nil {
 				return err
@@ -38,7 +53,7 @@ func parsePrincipals(n *yaml.Node, p *Policy) error {
 					return errAt(v, "token_sha256 must be the 64 hex characters of the token's SHA-256 (printf %%s \"$TOKEN\" | sha256sum), never the token itself")
 				}
 				copy(pr.TokenSHA256[:], b)
-				hashSet = true
+				hashSet, pr.HasToken = true, true
 			case "as_user":
 				if !userIDPattern.MatchString(s) {
 					return errAt(v, "as_user %q is not a Slack member id (like U012ABCDEF)", s)
@@ -52,11 +67,13 @@ func parsePrincipals(n *yaml.Node, p *Policy) error {
 			return err
 		case pr.Name == "":
 			return errAt(item, "a principal has no name")
-		case !hashSet:
-			return errAt(item, "principal %q has no token_sha256", pr.Name)
+		case !hashSet && len(pr.OSUsers) == 0:
+			return errAt(item, "principal %q has no token_sha256 (and no os_users), so nobody could act as it", pr.Name)
 		case slices.ContainsFunc(p.Principals, func(o Principal) bool { return o.Name == pr.Name }):
 			return errAt(item, "principal %q is defined twice", pr.Name)
-		case slices.ContainsFunc(p.Principals, func(o Principal) bool { return o.TokenSHA256 == pr.TokenSHA256 }):
+		case slices.ContainsFunc(pr.OSUsers, func(u string) bool { _, dup := p.PrincipalOfOS(u); return dup }):
+			return errAt(item, "principal %q names an OS user another principal names already; an OS user is one principal", pr.Name)
+		case hashSet && slices.ContainsFunc(p.Principals, func(o Principal) bool { return o.HasToken && o.TokenSHA256 == pr.TokenSHA256 }):
 			return errAt(item, "principal %q has the same token_sha256 as another principal; give each its own token", pr.Name)
 		}
 		p.Principals = append(p.Principals, pr)

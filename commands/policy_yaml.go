@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"gopkg.in/yaml.v3"
@@ -170,7 +171,15 @@ func parseGrant(n *yaml.Node) (Grant, error) {
 }
 
 func parseApproval(n *yaml.Node, a *Approval) error {
-	return fields(n, "approval", []string{"require_distinct_approver"}, func(_ string, v *yaml.Node) error {
+	return fields(n, "approval", []string{"require_distinct_approver", "window"}, func(key string, v *yaml.Node) error {
+		if key == "window" {
+			d, err := time.ParseDuration(v.Value)
+			if v.Kind != yaml.ScalarNode || err != nil || d < time.Minute {
+				return errAt(v, "window must be a duration of a minute or more (like 24h), not %q", v.Value)
+			}
+			a.Window = d
+			return nil
+		}
 		if v.Kind == yaml.ScalarNode {
 			if b, err := strconv.ParseBool(v.Value); err == nil && v.Tag == "!!bool" {
 				a.DistinctApprover = b

@@ -188,3 +188,29 @@ func (p *parser) keyValues(args []token, verb, subject string, allowed []string,
 	}
 	return seen, nil
 }
+
+// ParseSelection reads a selection written in the preview grammar
+// ("orders.dlq reason=rejected since=2h to=orders.retry"), as the HTTP API
+// and MCP take it, without the word preview: the selection, or the
+// problem in a sentence.
+func ParseSelection(text string, now time.Time) (engine.Selection, string) {
+	p := &parser{prefix: DefaultPrefix, now: now}
+	if strings.TrimSpace(text) == "" {
+		return engine.Selection{}, "The selection is empty; name the DLQ first, as in \"orders.dlq reason=rejected since=2h\"."
+	}
+	if !utf8.ValidString(text) {
+		return engine.Selection{}, "The selection is not valid UTF-8 text."
+	}
+	toks, msg := tokenize(text)
+	if msg != "" {
+		return engine.Selection{}, msg
+	}
+	res := p.preview(toks)
+	if pc, ok := res.Cmd.(PreviewCmd); ok {
+		return pc.Selection, ""
+	}
+	if res.Reply == "" {
+		return engine.Selection{}, "The selection does not parse as a preview's selection."
+	}
+	return engine.Selection{}, res.Reply
+}

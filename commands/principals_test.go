@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 const principalsPolicy = `
@@ -64,10 +65,6 @@ func TestPrincipalLookup(t *testing.T) {
 	if p.Allowed("runbook", nil, ActionRead, "orders.dlq") {
 		t.Error("a bare principal name was allowed")
 	}
-	// Four eyes: the principal cannot approve its own preview.
-	if err := p.CheckApprove(pr.ID(), nil, "orders.dlq", []string{"orders"}, pr.ID(), 5); err == nil {
-		t.Error("runbook approved its own preview")
-	}
 }
 
 func TestParsePrincipalErrors(t *testing.T) {
@@ -87,6 +84,69 @@ func TestParsePrincipalErrors(t *testing.T) {
 		_, err := ParsePolicy([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err = %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestPrincipalOSUsersAndPerson: os_users name the terminal's users of a
+// principal (with or without a token), needs_human is read, and Person
+// makes a terminal user, a personal token and the Slack user one person
+// for the four-eyes rule; an OS user the policy does not name stays
+// itself.
+func TestPrincipalOSUsersAndPerson(t *testing.T) {
+	p, err := ParsePolicy([]byte(`principals:
+  - name: alice
+    token_sha256: ` + HashToken("a") + `
+    as_user: U012ALICE
+    os_users: [alice, alice.admin]
+  - name: ci
+    os_users: [jenkins]
+    needs_human: true
+roles:
+  - name: r
+    users: [U012ALICE]
+    principals: [ci]
+    grants:
+      - queues: [q]
+        actions: [read]
+approval:
+  require_distinct_approver: 100
+  window: 2h
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, want := range map[string]string{
+		"terminal:alice": "U012ALICE", "terminal:alice.admin": "U012ALICE", "api:alice": "U012ALICE", "U012ALICE": "U012ALICE",
+		"terminal:jenkins": "api:ci", "terminal:bob": "terminal:bob", "api:nobody": "api:nobody",
+	} {
+		if got := p.Person(id); got != want {
+			t.Errorf("Person(%q) = %q, want %q", id, got, want)
+		}
+	}
+	if ci, ok := p.PrincipalOfOS("jenkins"); !ok || !ci.NeedsHuman || ci.HasToken {
+		t.Errorf("ci: %+v %v", ci, ok)
+	}
+	if _, ok := p.Principal(""); ok {
+		t.Error("an empty token found a principal without a token")
+	}
+	if p.ApprovalWindow() != 2*time.Hour || p.Approval.Above != 100 {
+		t.Errorf("approval %+v", p.Approval)
+	}
+	var nilPolicy *Policy
+	if nilPolicy.ApprovalWindow() != DefaultApprovalWindow || nilPolicy.Person("terminal:x") != "terminal:x" {
+		t.Error("nil policy")
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"principals:\n  - name: x\n", "no token_sha256 (and no os_users)"},
+		{"principals:\n  - name: x\n    os_users: [a]\n  - name: y\n    os_users: [a]\n", "another principal names already"},
+		{"principals:\n  - name: x\n    os_users: [\"a b\"]\n", "not an OS user name"},
+		{"principals:\n  - name: x\n    os_users: [a]\n    needs_human: maybe\n", "needs_human must be true or false"},
+		{"approval:\n  window: soon\n", "window must be a duration"},
+	} {
+		_, err := ParsePolicy([]byte(bad.yaml + "roles:\n  - name: r\n    users: [U1]\n    grants:\n      - queues: [q]\n        actions: [read]\n"))
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want %q", bad.yaml, err, bad.want)
 		}
 	}
 }

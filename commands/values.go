@@ -277,3 +277,55 @@ func distance(a, b string) int {
 	}
 	return prev[len(rb)]
 }
+
+// ReplayParams are a replay's parameters as a program gives them (the
+// HTTP API, MCP), before they are checked: nil or "" means the default.
+type ReplayParams struct {
+	Step, Cap *int
+	// Rate is messages per second, or "max" for unpaced.
+	Rate string
+	// Timeout is a step's settle timeout in Go syntax ("30s").
+	Timeout string
+}
+
+// CheckReplayParams checks v with the rules `replay step= cap= rate=
+// timeout=` applies, as typed values (nothing is written as a command
+// line and parsed), and returns the engine's parameters, or the problem
+// in a sentence. A step or cap below 1 is refused, as is one above the
+// grammar's bound.
+func CheckReplayParams(v ReplayParams) (engine.Params, string) {
+	var prm engine.Params
+	for _, c := range []struct {
+		key string
+		n   *int
+		to  *int
+	}{{"step", v.Step, &prm.Step}, {"cap", v.Cap, &prm.Cap}} {
+		switch {
+		case c.n == nil:
+		case *c.n < 1:
+			return engine.Params{}, fmt.Sprintf("`%s=%d` must be at least 1", c.key, *c.n)
+		case *c.n > maxCount:
+			return engine.Params{}, fmt.Sprintf("`%s=%d` is too large (at most %d)", c.key, *c.n, maxCount)
+		default:
+			*c.to = *c.n
+		}
+	}
+	if v.Rate != "" {
+		r, msg := parseRate(v.Rate)
+		if msg != "" {
+			return engine.Params{}, msg
+		}
+		prm.Rate = r
+	}
+	if v.Timeout != "" {
+		d, msg := parseTimeout(v.Timeout)
+		if msg != "" {
+			return engine.Params{}, msg
+		}
+		prm.Timeout = d
+	}
+	if msg, _ := checkParams(prm); msg != "" {
+		return engine.Params{}, msg
+	}
+	return prm, ""
+}

@@ -37,13 +37,26 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 			if pick[id] == 0 {
 				return Pick{}, false
 			}
+			if rn.resending {
+				e, ok := rn.rs.take(id, rn.r.ID)
+				if !ok {
+					return Pick{}, false
+				}
+				pick[id]--
+				*left--
+				return Pick{ID: id, Target: e.Target, Source: meta.Source, Copy: e.Copy}, true
+			}
 			pick[id]--
 			*left--
-			return Pick{ID: id, Target: rn.target[id], Source: meta.Source}, true
+			return Pick{ID: id, Target: rn.plan.target(id), Source: meta.Source}, true
 		},
 		Satisfied: func() bool { return *left == 0 },
 		Rewrite: func(h map[string]any, p Pick) map[string]any {
-			return ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
+			out := ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
+			if rn.resending {
+				out[PossibleDuplicateHeader] = true
+			}
+			return out
 		},
 		Window:   rn.s.cfg.Window,
 		Rate:     rate,
@@ -52,10 +65,13 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 			if err := rn.hb.check(ctx); err != nil {
 				return err
 			}
+			if rn.resending {
+				return nil // the first copy's intent is still pending
+			}
 			return rn.s.d.Ledger.Intend(ctx, rn.entries(batch, true))
 		},
 		Confirmed: func(ctx context.Context, batch []Moved) error {
-			if err := rn.s.d.Ledger.Confirm(ctx, rn.entries(batch, false)); err != nil {
+			if err := rn.s.d.Ledger.Confirm(ctx, rn.confirmations(batch)); err != nil {
 				return err
 			}
 			rn.progress(ctx, len(batch))
@@ -63,11 +79,25 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		},
 	})
 	rn.r.Sent = sentBefore
-	sent := 0
+	if rn.resending {
+		rn.bookResend(mr, res, sentPer)
+		return mr, rn.abandon(ctx, mr)
+	}
 	for _, m := range append(append([]Moved(nil), mr.Sent...), mr.Unacked...) {
-		rn.plan.drop(m.ID, 1)
-		sentPer[m.Target]++
-		sent++
+		rn.stepSent[m.ID] = true
+	}
+	for _, f := range mr.Failed {
+		if !f.Kind.notSent() {
+			rn.stepSent[f.ID] = true // maybe sent: another replay must not send it
+		}
+	}
+	sent := 0
+	for _, moved := range [2][]Moved{mr.Sent, mr.Unacked} {
+		for _, m := range moved {
+			rn.plan.drop(m.ID, 1)
+			sentPer[m.Target]++
+			sent++
+		}
 	}
 	res.Sent += sent
 	rn.r.Sent += sent
@@ -130,7 +160,18 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 			break
 		}
 		if strict && provenBefore {
-			// A whole read between two quiet moments did not find them.
+			// A whole read between two quiet moments did not find them:
+			// missing, unless another dlqbot replay took them. While
+			// another replay sends from the DLQ, no moment is quiet (a
+			// quorum queue takes back its reads' give-backs late).
+			if !rn.resending {
+				*left -= rn.others(ctx, pick)
+			}
+			if *left > 0 && rn.heldBy(ctx) != "" {
+				provenBefore = false
+				passEnd = rn.s.d.Clock.Now()
+				continue
+			}
 			rn.missing(pick, left, res)
 			return mr, nil
 		}
@@ -141,24 +182,42 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		}
 		passEnd = rn.s.d.Clock.Now()
 	}
+	if *left > 0 && !rn.resending {
+		// Held by another replay's read, or already sent by it.
+		*left -= rn.others(ctx, pick)
+	}
+	rn.heldNote = ""
 	if *left > 0 {
+		rn.heldNote = rn.heldBy(ctx)
 		res.HeldElsewhere = *left
 		held := *left
 		*left = 0
 		for id, n := range pick {
 			if n > 0 {
-				rn.fail(Failure{ID: id, Target: rn.target[id], Kind: FailureHeldElsewhere,
+				rn.fail(Failure{ID: id, Target: rn.plan.target(id), Kind: FailureHeldElsewhere,
 					Detail: fmt.Sprintf("%d copy(ies) not found in %s while another client held messages of it; still planned", n, rn.r.DLQ)})
 			}
 		}
-		res.Observation = fmt.Sprintf("%d planned message(s) could not be found in %s within %s because another client held messages of it unacked; they were not sent and stay planned",
-			held, rn.r.DLQ, rn.s.cfg.HeldWait)
+		res.Observation = fmt.Sprintf("%d planned message(s) could not be found in %s within %s because another client%s held messages of it unacked; they were not sent and stay planned",
+			held, rn.r.DLQ, rn.s.cfg.HeldWait, rn.heldNote)
 	}
 	return mr, nil
 }
 
 // missing books what is left of pick as missing: gone from the DLQ.
 func (rn *run) missing(pick map[string]int, left *int, res *StepResult) {
+	if rn.resending {
+		// The original of a copy in doubt is gone: it cannot be sent
+		// again, and the first copy may have arrived. It stays in doubt.
+		for _, e := range rn.rs.endStep(true) {
+			res.Failed++
+			rn.fail(Failure{ID: e.ID, Target: e.Target, Kind: FailureInDoubt,
+				Detail: fmt.Sprintf("in doubt, and its original is no longer in %s (a whole read did not find it): it cannot be sent again", rn.r.DLQ)})
+		}
+		clear(pick)
+		*left = 0
+		return
+	}
 	for id, n := range pick {
 		if n == 0 {
 			continue
@@ -167,7 +226,7 @@ func (rn *run) missing(pick map[string]int, left *int, res *StepResult) {
 		rn.r.Missing += n
 		res.Failed += n
 		res.Missing += n
-		rn.fail(Failure{ID: id, Target: rn.target[id], Kind: FailureMissing,
+		rn.fail(Failure{ID: id, Target: rn.plan.target(id), Kind: FailureMissing,
 			Detail: fmt.Sprintf("%d copy(ies) no longer in %s: a whole read of it, with no other client holding any message, did not find them", n, rn.r.DLQ)})
 		pick[id] = 0
 	}
@@ -213,4 +272,62 @@ func (s *Service) awaitQuiet(ctx context.Context, replay, dlq string, since, dea
 		case <-s.d.Clock.After(s.cfg.SettlePoll):
 		}
 	}
+}
+
+// confirmations are the ledger entries a confirmed batch stands for: a
+// resent copy confirms the pending intent of the copy in doubt it repeats.
+func (rn *run) confirmations(batch []Moved) []LedgerEntry {
+	out := rn.entries(batch, false)
+	if !rn.resending {
+		return out
+	}
+	for i, m := range batch {
+		if e, ok := rn.rs.entry(m); ok {
+			out[i].Seq, out[i].Target = e.Seq, e.Target
+		}
+	}
+	return out
+}
+
+// bookResend books a resend pass: a resent copy the broker confirmed is
+// sent (once: its first copy never counted) and no longer in doubt, and a
+// possible duplicate; one the broker did not confirm stays in doubt, its
+// intent pending, and is never counted sent.
+func (rn *run) bookResend(mr MoveResult, res *StepResult, sentPer map[string]int) {
+	for _, m := range append(append([]Moved(nil), mr.Sent...), mr.Unacked...) {
+		sentPer[m.Target]++
+		res.Sent++
+		rn.r.Sent++
+		rn.r.Resent++
+		rn.r.InDoubt = max(0, rn.r.InDoubt-1)
+	}
+	rn.r.Duplicates += len(mr.Unacked)
+	for _, f := range mr.Failed {
+		res.Failed++
+		detail := "sent again, but " + f.Detail + "; still in doubt"
+		if f.Kind == MoveUnrecorded {
+			detail = "sent again and confirmed, but the ledger could not record it: " + f.Detail + "; still in doubt"
+		}
+		rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: FailureInDoubt, Detail: detail})
+	}
+	if len(mr.Sent)+len(mr.Unacked) > 0 {
+		rn.dropDoubtFailures(append(append([]Moved(nil), mr.Sent...), mr.Unacked...))
+	}
+}
+
+// dropDoubtFailures removes the in-doubt failures of copies now sent.
+func (rn *run) dropDoubtFailures(sent []Moved) {
+	n := map[string]int{}
+	for _, m := range sent {
+		n[m.ID]++
+	}
+	kept := rn.r.Failures[:0]
+	for _, f := range rn.r.Failures {
+		if f.Kind == FailureInDoubt && n[f.ID] > 0 {
+			n[f.ID]--
+			continue
+		}
+		kept = append(kept, f)
+	}
+	rn.r.Failures = kept
 }

@@ -19,7 +19,9 @@ type Change struct {
 	Kind     ChangeKind `json:"kind"`
 	Queue    string     `json:"queue,omitempty"`
 	Messages int        `json:"messages"`
-	Detail   string     `json:"detail"`
+	// Replay names the other replay holding the messages (held_by_replay).
+	Replay string `json:"replay_id,omitempty"`
+	Detail string `json:"detail"`
 }
 
 // Approval is the outcome of approving a preview token.
@@ -90,6 +92,13 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 	if again > 0 {
 		changes = append(changes, Change{Kind: ChangeReplayedElsewhere, Messages: again,
 			Detail: fmt.Sprintf("%d previewed message(s) were sent by another replay after this preview", again)})
+	}
+	if s.d.Claims != nil {
+		held, err := s.d.Claims.Holders(ctx, f.DLQ, "", ids)
+		if err != nil {
+			return f, nil, fmt.Errorf("engine: compare %s: claims: %w", token, err)
+		}
+		changes = append(changes, heldByReplays(held, want)...)
 	}
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Kind < changes[j].Kind })
 	return f, changes, nil
@@ -217,4 +226,23 @@ func NewID(prefix string) string {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// heldByReplays words, one change per replay, the previewed messages
+// (want: id → copies) that other replays hold for the step they are
+// sending now: approving replays only the rest.
+func heldByReplays(held map[string]Claim, want map[string]int) []Change {
+	per := map[string]int{}
+	for id, cl := range held {
+		if !cl.Sent {
+			per[cl.Replay] += want[id]
+		}
+	}
+	var out []Change
+	for rid, n := range per {
+		out = append(out, Change{Kind: ChangeHeldByReplay, Messages: n, Replay: rid,
+			Detail: fmt.Sprintf("%d previewed message(s) are being sent by replay %s now: approved, this replay leaves them to it and sends only the rest", n, rid)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Detail < out[j].Detail })
+	return out
 }

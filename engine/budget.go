@@ -140,6 +140,27 @@ func (e *ReadBudgetError) Error() string {
 // Unwrap makes a ReadBudgetError match ErrReadBudget.
 func (e *ReadBudgetError) Unwrap() error { return ErrReadBudget }
 
+// BudgetUnknownError is a read of a queue refused before it began because
+// its read budget cannot be told: the management API, which alone knows a
+// queue's type, delivery limit and the broker's version, could not answer,
+// or answered with a version dlqbot cannot read. A quorum queue read
+// unbudgeted could have its messages dropped by the broker, so the read is
+// not made (fail closed). It matches ErrBudgetUnknown.
+type BudgetUnknownError struct {
+	Queue string
+	// Reason says what could not be told ("management API unreachable").
+	Reason string
+	// Err is the underlying error, nil when there is none.
+	Err error
+}
+
+func (e *BudgetUnknownError) Error() string {
+	return fmt.Sprintf("cannot tell the delivery limit of %s: %s; dlqbot reads a queue that may be a quorum queue only when it knows what the read costs, so nothing was read", e.Queue, e.Reason)
+}
+
+// Unwrap makes a BudgetUnknownError match ErrBudgetUnknown.
+func (e *BudgetUnknownError) Unwrap() error { return ErrBudgetUnknown }
+
 // budgetError is the error for reading q need more times, nil when the
 // budget allows it; raise says how to raise the limit.
 func budgetError(q QueueInfo, need int, raise string) error {

@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,7 +88,8 @@ func noneLost(t *testing.T, r *testkit.Rabbit, dlq string, rec *recorder, total,
 }
 
 // TestReadBudgetStopsAndResumesOnceRaised sets a small delivery limit by
-// policy: the preview says how many reads a replay needs and how to raise
+// policy. On 4.3, which counts no give-back, the replay simply finishes.
+// Before 4.3 the preview says how many reads a replay needs and how to raise
 // the limit, the replay stops by the budget before a read could bring a
 // message to its limit, a preview is then refused, and once the policy
 // raises the limit the replay resumes and finishes exactly.
@@ -105,6 +111,21 @@ func TestReadBudgetStopsAndResumesOnceRaised(t *testing.T) {
 		r.WaitCount(dlq, total, 20*time.Second)
 
 		p := preview(t, e, engine.Selection{DLQ: dlq})
+		if !on.RequeueCounts() {
+			// 4.3 counts no give-back: no budget, and the replay's eight
+			// steps (17 reads of a DLQ whose limit is 6) finish exactly.
+			if p.Budget != nil {
+				t.Fatalf("preview on 4.3 shows a read budget: %+v", *p.Budget)
+			}
+			rec := &recorder{}
+			r.Consume(src, rec.handle)
+			rep := approveRun(t, e, p.Token, twoAtATime, false)
+			if rep.State != engine.StateFinished || rep.Sent != total || rep.Missing != 0 || rep.Failed != 0 {
+				t.Fatalf("replay on 4.3 %s, %d sent, %d missing: %s; want finished with %d sent", rep.State, rep.Sent, rep.Missing, rep.Note, total)
+			}
+			noneLost(t, r, dlq, rec, total, total)
+			return
+		}
 		b := p.Budget
 		if b == nil {
 			t.Fatalf("preview has no read budget: %+v", p.DLQ)
@@ -201,5 +222,229 @@ func waitLimit(t *testing.T, e *env, dlq string, limit int) {
 	testkit.Eventually(t, 30*time.Second, fmt.Sprintf("delivery limit %d", limit), func() bool {
 		st, err := e.broker.Inspect(context.Background(), dlq)
 		return err == nil && st.DeliveryLimit == limit
+	})
+}
+
+// TestPreviewTenTimesThenReplay previews a quorum DLQ with
+// x-delivery-limit=2 ten times and then replays it in steps of two (each
+// step reads the DLQ twice). RabbitMQ 4.3 does not count a give-back with
+// nack(requeue): every preview reads, none shows a budget, and the replay
+// finishes with every id at the target's consumer once and the DLQ empty;
+// the copies carry neither x-delivery-count nor x-acquired-count. Before
+// 4.3 (3.10, 4.0) every give-back counts: the first preview leaves one
+// give-back in reserve, the other nine are refused by the read budget
+// before reading, and the replay stops by the budget with nothing dropped;
+// two more reads by a plain client then make the broker drop them all.
+func TestPreviewTenTimesThenReplay(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		ctx := context.Background()
+		e := newEnvOn(t, fast, on)
+		r := e.rabbit
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		r.Topology(src, dlq, testkit.Quorum(amqp.Table{"x-delivery-limit": 2}))
+		const total = 12
+		msgs := testkit.Msgs(total, 100)
+		r.Reject(src, msgs...)
+		r.WaitCount(dlq, total, 20*time.Second)
+
+		var first *engine.Preview
+		read, refused := 0, 0
+		for i := range 10 {
+			p, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
+			switch {
+			case err == nil:
+				read++
+				if first == nil {
+					first = p
+				}
+				if on.RequeueCounts() != (p.Budget != nil) {
+					t.Fatalf("preview %d on %s: budget %+v; want one exactly when give-backs count", i+1, on.Series, p.Budget)
+				}
+				if p.Selected != total {
+					t.Fatalf("preview %d selected %d messages, want %d", i+1, p.Selected, total)
+				}
+			case errors.Is(err, engine.ErrReadBudget) && strings.Contains(err.Error(), "nothing was read"):
+				refused++
+			default:
+				t.Fatalf("preview %d: %v", i+1, err)
+			}
+			// Each read's give-backs land in the queue before the next.
+			testkit.Eventually(t, 20*time.Second, "the DLQ whole again", func() bool { return r.Count(dlq) == total })
+		}
+		if wantRead := map[bool]int{true: 1, false: 10}[on.RequeueCounts()]; read != wantRead || read+refused != 10 {
+			t.Fatalf("%d previews read, %d refused on %s; want %d read", read, refused, on.Series, wantRead)
+		}
+
+		rec := &recorder{}
+		r.Consume(src, rec.handle)
+		rep := engine.Replay{State: engine.StateStopped}
+		ap, err := e.svc.Approve(ctx, first.Token, "U_APP", twoAtATime, false)
+		switch {
+		case err == nil:
+			rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner-"+t.Name())
+			if err != nil {
+				t.Fatalf("run: %v", err)
+			}
+		case errors.Is(err, engine.ErrReadBudget) && on.RequeueCounts():
+			rep.Note = "read budget: " + err.Error() // refused at approval: nothing sent
+		default:
+			t.Fatalf("approve on %s: %v", on.Series, err)
+		}
+		t.Logf("%s: %s, %d sent: %s", on.Name, rep.State, rep.Sent, rep.Note)
+
+		if on.RequeueCounts() {
+			if rep.State != engine.StateStopped || !strings.Contains(rep.Note, "read budget") || rep.Missing != 0 {
+				t.Fatalf("replay on %s: %s, %d missing: %s; want stopped by the read budget", on.Series, rep.State, rep.Missing, rep.Note)
+			}
+			noneLost(t, r, dlq, rec, total, rep.Sent)
+			// The control: two more give-backs by a plain reader take the
+			// count past the limit, and the broker drops the messages: the
+			// budget's refusals were needed.
+			left := total - rep.Sent
+			if c := giveBack(t, r, dlq, left); c != 1 {
+				t.Fatalf("after one read the messages carry delivery count %d, want 1", c)
+			}
+			testkit.Eventually(t, 20*time.Second, "the give-back to land", func() bool { return r.Count(dlq) == left })
+			if c := giveBack(t, r, dlq, left); c != 2 {
+				t.Fatalf("after two reads the messages carry delivery count %d, want 2 (the limit)", c)
+			}
+			testkit.Eventually(t, 20*time.Second, "the broker dropping them past the limit", func() bool { return r.Count(dlq) == 0 })
+			if got := r.Drain(dlq, 1, 3*time.Second); len(got) != 0 {
+				t.Fatalf("%s still holds messages past their limit of 2", dlq)
+			}
+			return
+		}
+		if rep.State != engine.StateFinished || rep.Sent != total || rep.Missing != 0 || rep.Failed != 0 || strings.Contains(rep.Note, "budget") {
+			t.Fatalf("replay on 4.3: %s, %d sent, %d missing, %d failed: %s; want finished, all %d sent", rep.State, rep.Sent, rep.Missing, rep.Failed, rep.Note, total)
+		}
+		testkit.Eventually(t, 20*time.Second, "every copy at the consumer", func() bool { return len(rec.got()) >= total })
+		got := ids(rec.got())
+		for _, m := range msgs {
+			if got[m.MessageId] != 1 {
+				t.Fatalf("the consumer got %v, want each of the %d ids once", got, total)
+			}
+		}
+		for _, d := range rec.got() {
+			for _, h := range []string{"x-delivery-count", "x-acquired-count", "x-death"} {
+				if _, ok := d.Headers[h]; ok {
+					t.Fatalf("copy %s carries %s=%v", d.MessageId, h, d.Headers[h])
+				}
+			}
+		}
+		testkit.Eventually(t, 20*time.Second, "the DLQ empty", func() bool { return r.Count(dlq) == 0 })
+		if len(rec.got()) != total {
+			t.Fatalf("the consumer got %d copies, want %d", len(rec.got()), total)
+		}
+	})
+}
+
+// giveBack consumes the n messages of q and gives them back with
+// Nack(multiple, requeue) after cancelling its consumer, as dlqbot does;
+// it returns the highest
+// x-delivery-count they were delivered with.
+func giveBack(t *testing.T, r *testkit.Rabbit, q string, n int) int {
+	t.Helper()
+	ch := r.Channel()
+	defer ch.Close()
+	if err := ch.Qos(n, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	tag := testkit.Name("giveback")
+	ds, err := ch.Consume(q, tag, false, false, false, false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(20 * time.Second)
+	top := 0
+	for range n {
+		select {
+		case d := <-ds:
+			if c, ok := d.Headers["x-delivery-count"].(int64); ok {
+				top = max(top, int(c))
+			}
+		case <-deadline:
+			t.Fatalf("%s: fewer than %d deliveries", q, n)
+		}
+	}
+	// Cancel first: a consumer still there would get the messages again
+	// at once, and the channel's close would give them back a second time.
+	if err := ch.Cancel(tag, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := ch.Nack(0, true, true); err != nil {
+		t.Fatal(err)
+	}
+	return top
+}
+
+// TestBudgetUnknownRefusesAndChangesNothing: while the management API
+// answers 503, the read budget of a quorum DLQ cannot be told: a preview
+// and an approval are refused before reading, saying so, and nothing is
+// sent or changed (the token stays usable). Once the API answers again the
+// same token's replay finishes with every message sent once.
+func TestBudgetUnknownRefusesAndChangesNothing(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		ctx := context.Background()
+		target, err := url.Parse(on.ManagementURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		target.User = nil
+		proxy := httputil.NewSingleHostReverseProxy(target)
+		var down atomic.Bool
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				http.Error(w, "management down for the test", http.StatusServiceUnavailable)
+				return
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		behind := on
+		behind.ManagementURL = "http://guest:guest@" + srv.Listener.Addr().String()
+		e := newEnvOn(t, fast, behind)
+		r := e.rabbit
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		r.Topology(src, dlq, testkit.Quorum(amqp.Table{"x-delivery-limit": 50}))
+		const total = 10
+		msgs := testkit.Msgs(total, 100)
+		r.Reject(src, msgs...)
+		r.WaitCount(dlq, total, 20*time.Second)
+		p := preview(t, e, engine.Selection{DLQ: dlq})
+		rec := &recorder{}
+		r.Consume(src, rec.handle)
+
+		down.Store(true)
+		testkit.Eventually(t, 20*time.Second, "the broker's answers to expire", func() bool {
+			st, err := e.broker.Inspect(ctx, dlq)
+			return err == nil && st.Type == ""
+		})
+		want := "cannot tell the delivery limit of " + dlq + ": management API unreachable"
+		if _, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ"); !errors.Is(err, engine.ErrBudgetUnknown) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("preview without the management API: %v, want %q", err, want)
+		}
+		if _, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, false); !errors.Is(err, engine.ErrBudgetUnknown) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("approval without the management API: %v, want %q", err, want)
+		}
+		if n := r.Count(dlq); n != total || len(rec.got()) != 0 {
+			t.Fatalf("after the refusals the DLQ holds %d and the source got %d; want %d and 0", n, len(rec.got()), total)
+		}
+
+		down.Store(false)
+		rep := approveRun(t, e, p.Token, oneStep, false)
+		if rep.State != engine.StateFinished || rep.Sent != total || rep.Missing != 0 {
+			t.Fatalf("replay once the API answers: %s, %d sent: %s; want finished with %d", rep.State, rep.Sent, rep.Note, total)
+		}
+		noneLost(t, r, dlq, rec, total, total)
+		got := ids(rec.got())
+		for _, m := range msgs {
+			if got[m.MessageId] != 1 {
+				t.Fatalf("the source got %v, want each of %d once", got, total)
+			}
+		}
 	})
 }

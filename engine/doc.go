@@ -58,5 +58,7 @@
 // Reads of a quorum DLQ cost delivery attempts on RabbitMQ before 4.3;
 // budget.go holds the read budget's rules: how many reads the delivery limit
 // leaves, how many a replay needs, and the error that stops a read before it
-// could bring a message to its limit (ErrReadBudget).
+// could bring a message to its limit (ErrReadBudget), and the one that
+// refuses a read whose budget cannot be told (ErrBudgetUnknown: the budget
+// fails closed).
 package engine

@@ -25,7 +25,10 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 	t.Parallel()
 	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		const n = 1000
-		f := newFaultRun(t, on, dlqArgs, n)
+		// Reconnect -1: this paced replay stops at the fault, as an unpaced
+		// one does, so that resuming is tested (reconnect_test.go: one
+		// that goes on).
+		f := newFaultRun(t, on, dlqArgs, n, stopAtOnce)
 		e := f.e
 		ctx := context.Background()
 		ap, err := e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: 100, Timeout: 20 * time.Second}, false)
@@ -69,18 +72,24 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 	})
 }
 
-// eachDLQKind runs f as subtests "classic/<broker>" and "quorum/<broker>"
-// on both brokers, with the DLQ's arguments for the kind (a quorum DLQ
-// with no limit set: RabbitMQ 4.0 applies its default of 20).
+// eachDLQKind runs f as subtests "classic/<broker>" and "quorum/<broker>",
+// with the DLQ's arguments for the kind (a quorum DLQ with no limit set:
+// RabbitMQ 4.x applies its default of 20): quorum on every broker, classic
+// on 3.10 and 4.0 (these fault runs are long; 4.3's classic queues add
+// nothing here that 4.0's do not).
 func eachDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
 	for _, kind := range []struct {
-		name string
-		args amqp.Table
-	}{{"classic", nil}, {"quorum", testkit.Quorum(nil)}} {
+		name    string
+		args    amqp.Table
+		brokers []testkit.Broker
+	}{
+		{"classic", nil, testkit.Named(testkit.Rabbit3.Name, testkit.Rabbit4.Name)},
+		{"quorum", testkit.Quorum(nil), testkit.Brokers()},
+	} {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
-			testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+			testkit.EachBrokerIn(t, kind.brokers, func(t *testing.T, on testkit.Broker) {
 				t.Parallel()
 				f(t, on, kind.args)
 			})
@@ -91,7 +100,7 @@ func eachDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs a
 // newFaultEnv is an engine on broker on whose broker connection has a name
 // of its own, so that a test can close exactly that connection
 // (Broker.CloseConnections).
-func newFaultEnv(t *testing.T, on testkit.Broker) (*env, string) {
+func newFaultEnv(t *testing.T, on testkit.Broker, cfg ...engine.Config) (*env, string) {
 	t.Helper()
 	connName := testkit.Name("conn")
 	b, err := broker.New(broker.Config{URL: on.AMQPURL, ManagementURL: on.ManagementURL, ConnectionName: connName})
@@ -104,8 +113,12 @@ func newFaultEnv(t *testing.T, on testkit.Broker) (*env, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
-		Jobs: st.Jobs(), Registry: st.Workers()})
+	c := fast
+	if len(cfg) > 0 {
+		c = cfg[0]
+	}
+	svc, err := engine.New(c, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,9 +142,9 @@ type faultRun struct {
 // newFaultRun dead-letters n messages into a DLQ with dlqArgs on on,
 // previews it with a fault engine, waits until the management API lists
 // the engine's connection and starts the target's recorder.
-func newFaultRun(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n int) *faultRun {
+func newFaultRun(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n int, cfg ...engine.Config) *faultRun {
 	t.Helper()
-	e, conn := newFaultEnv(t, on)
+	e, conn := newFaultEnv(t, on, cfg...)
 	src, dlq := e.rabbit.DeadLetteredAs(dlqArgs, n, 200)
 	f := &faultRun{e: e, on: on, conn: conn, src: src, dlq: dlq, rec: &recorder{}}
 	f.p = preview(t, e, engine.Selection{DLQ: dlq})

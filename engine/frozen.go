@@ -44,6 +44,13 @@ type Frozen struct {
 	// ParkAfter is the selection's park limit (replays after which a
 	// message is parked rather than replayed).
 	ParkAfter int `json:"park_after"`
+	// Distinct is how many items the preview froze (len(Items) when they
+	// are loaded); LoadHeader sets it without loading them.
+	Distinct int `json:"-"`
+	// ItemTargets are the items' distinct target queues, in order of first
+	// use; Load and LoadHeader set them (a header names every queue a
+	// replay of it publishes to without its items).
+	ItemTargets []string `json:"-"`
 	// Each, when set, yields the items in place of Items when the token
 	// is saved (it may be called more than once): a large preview never
 	// holds all its items at once. A loaded Frozen has Items, never Each.
@@ -58,6 +65,10 @@ type Tokens interface {
 	// Load returns the preview behind token; ErrTokenNotFound when it is
 	// unknown or expired.
 	Load(ctx context.Context, token string) (Frozen, error)
+	// LoadHeader is Load without the items (Items nil; Distinct and
+	// ItemTargets set): what permission checks and summaries need, read
+	// without decoding a large preview's items.
+	LoadHeader(ctx context.Context, token string) (Frozen, error)
 	// Consume marks token used by replayID, atomically: exactly one caller
 	// succeeds; the others get ErrTokenUsed (or ErrTokenNotFound).
 	Consume(ctx context.Context, token, replayID string) error
@@ -79,6 +90,11 @@ func (f Frozen) TargetQueues() []string {
 	for _, t := range f.Targets {
 		if !slices.Contains(out, t.Queue) {
 			out = append(out, t.Queue)
+		}
+	}
+	for _, q := range f.ItemTargets {
+		if q != "" && !slices.Contains(out, q) {
+			out = append(out, q)
 		}
 	}
 	for _, it := range f.Items {

@@ -37,6 +37,7 @@ const (
 	ChangeReplayedElsewhere ChangeKind = "replayed_elsewhere" // previewed messages sent by another replay since
 	ChangeTargetDeleted     ChangeKind = "target_deleted"     // a target queue was deleted since
 	ChangeConsumersGone     ChangeKind = "consumers_gone"     // a target queue lost all its consumers since
+	ChangeHeldByReplay      ChangeKind = "held_by_replay"     // previewed messages another running replay is sending now
 )
 
 // FailureKind names what happened to one message a replay could not
@@ -65,6 +66,10 @@ const (
 	// FailureInDoubt: the copy was in flight when the connection was lost,
 	// so it may have been delivered; it is never sent again.
 	FailureInDoubt FailureKind = "in_doubt"
+	// FailureReplayedElsewhere: another dlqbot replay sent the message, or
+	// holds it for the step it is sending (Detail names it): not sent by
+	// this replay, and not missing.
+	FailureReplayedElsewhere FailureKind = "replayed_elsewhere"
 	// FailureUnrecorded: the broker confirmed the copy but the ledger
 	// could not record it, so its original was kept (a duplicate).
 	FailureUnrecorded FailureKind = "unrecorded"
@@ -74,7 +79,7 @@ const (
 // not sent: the ledger does not name it, so a resumed replay plans it again.
 func (k FailureKind) notSent() bool {
 	switch k {
-	case FailureMissing, FailureUnroutable, FailureNacked, FailureRefused:
+	case FailureMissing, FailureUnroutable, FailureNacked, FailureRefused, FailureReplayedElsewhere:
 		return true
 	}
 	return false

@@ -16,6 +16,10 @@ type LedgerEntry struct {
 	// Pending is true for an intent written before publishing and not yet
 	// confirmed: after a crash it marks a copy that may have been sent.
 	Pending bool `json:"pending,omitempty"`
+	// Copy is the copy's x-dlqbot-copy header ("" in entries written
+	// before it was recorded): a resend of a copy in doubt carries it again,
+	// so a consumer sees both as one copy.
+	Copy string `json:"copy,omitempty"`
 }
 
 // Sent summarises a message id's replay history.

@@ -9,6 +9,10 @@ type Pick struct {
 	// Source is the queue the message failed in ("" when it cannot be
 	// derived): the copy's stroma.dlq.replayed_from.
 	Source string
+	// Copy, when set, is the x-dlqbot-copy the copy carries: a resend of a
+	// copy in doubt keeps the one of the copy that may have arrived. Empty:
+	// the move names the copy itself.
+	Copy string
 }
 
 // Moved is one copy handed to the broker by a move.
@@ -16,6 +20,7 @@ type Moved struct {
 	Seq    int    // DLQ position of the original
 	ID     string // message id (Meta.ID)
 	Target string
+	Copy   string // the copy's x-dlqbot-copy
 }
 
 // MoveFailure is a picked message whose copy the broker did not take; its

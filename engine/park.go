@@ -33,7 +33,7 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (ParkResult, er
 		return ParkResult{}, fmt.Errorf("engine: park %s: %w", replayID, err)
 	}
 	limit := DefaultParkAfter
-	f, err := s.d.Tokens.Load(ctx, r.Token)
+	f, err := s.d.Tokens.LoadHeader(ctx, r.Token)
 	switch {
 	case err == nil && f.ParkAfter > 0:
 		limit = f.ParkAfter

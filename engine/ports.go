@@ -30,6 +30,9 @@ var (
 	ErrReplayBusy = errors.New("replay is owned by another process")
 	// ErrReadBudget means a read of a queue could bring a message to its delivery limit.
 	ErrReadBudget = errors.New("read budget exhausted")
+	// ErrBudgetUnknown means a read of a quorum queue was refused because
+	// its read budget (delivery limit, broker version) cannot be told.
+	ErrBudgetUnknown = errors.New("read budget unknown")
 )
 
 // Clock tells the time and waits. The engine reads the time and waits

@@ -108,7 +108,9 @@ func TestPreviewReportsProblemsAndChangesNothing(t *testing.T) {
 				kinds = append(kinds, pr.Kind)
 			}
 			want := []engine.ProblemKind{engine.ProblemTargetMissing, engine.ProblemNoConsumers, engine.ProblemAlreadyReplayed, engine.ProblemParked}
-			if kind == "quorum" {
+			if kind == "quorum" && c.Broker.RequeueCounts() {
+				// Before 4.3 every read counts against the delivery limit;
+				// 4.3 counts no give-back, so no warning.
 				want = append(want, engine.ProblemDeliveryLimit)
 			}
 			if !reflect.DeepEqual(kinds, want) {

@@ -67,7 +67,7 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 			}
 		}
 		rest := ""
-		if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
+		if f, err := s.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
 			rest = f.Selection
 		} else if !errors.Is(err, ErrTokenNotFound) {
 			// Reported all the same, without the hint to preview the rest.
@@ -84,7 +84,7 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 			cur.Sent = sent
 			cur.Note = fmt.Sprintf("the process running it stopped without releasing it: %d message(s) had been sent", sent)
 			if pending > 0 {
-				cur.Note += fmt.Sprintf(" and %d more were in flight (they may have been delivered and are not sent again)", pending)
+				cur.Note += fmt.Sprintf(" and %d more were in flight (they may have been delivered; resume resend=in-doubt is not possible on an interrupted replay, so they are not sent again)", pending)
 			}
 			cur.Note += fmt.Sprintf("; the rest are still in %s.", cur.DLQ)
 			cur.RestSelection = rest

@@ -70,6 +70,17 @@ type Replay struct {
 	// broker never confirmed them, so they may or may not have been
 	// delivered. Their originals stay in the DLQ and are never sent again.
 	InDoubt int `json:"in_doubt,omitempty"`
+	// Resent counts copies in doubt sent again (resume resend=in-doubt),
+	// each with PossibleDuplicateHeader: they are in Sent, and a consumer
+	// may have received each twice (the first copy and the resend).
+	Resent int `json:"resent,omitempty"`
+	// ResendInDoubt is set by resume resend=in-doubt and cleared by the
+	// run once every copy in doubt was sent again.
+	ResendInDoubt bool `json:"resend_in_doubt,omitempty"`
+	// Elsewhere counts previewed messages another dlqbot replay sent or
+	// is sending (Failures name it, "replayed by r_…"): not sent by this
+	// one, not missing. Json "replayed_elsewhere".
+	Elsewhere int `json:"replayed_elsewhere,omitempty"`
 	// NewFailures counts messages dead-lettered since the replay started
 	// that do not carry its id (failures that are not returns).
 	NewFailures int `json:"new_failures"`
@@ -174,7 +185,7 @@ func (p Params) withDefaults() Params {
 // happens to it now. So missing + not delivered never count a copy twice
 // and never exceed what is left to send.
 func forgetRetried(r *Replay) {
-	r.Missing, r.Failed = 0, 0
+	r.Missing, r.Failed, r.Elsewhere = 0, 0, 0
 	kept := r.Failures[:0]
 	for _, f := range r.Failures {
 		if !f.Kind.notSent() {

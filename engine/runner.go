@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -13,21 +14,18 @@ const maxFailures = 200
 
 // run is one owner's execution of one replay.
 type run struct {
-	s      *Service
-	r      Replay
-	f      Frozen
-	owner  string
-	epoch  int64
-	plan   *plan
-	target map[string]string
-	hb     *heartbeat
-	ctl    *control
+	s     *Service
+	r     Replay
+	f     Frozen
+	owner string
+	epoch int64
+	plan  *plan
+	hb    *heartbeat
+	ctl   *control
 	// returnedSeen are returned copies already counted, id → copies.
 	returnedSeen map[string]int
 	// lastProgress is when a step last wrote its progress.
 	lastProgress time.Time
-	// frozenIDs are the previewed ids (built on first use).
-	frozenIDs map[string]bool
 	// actor is who caused the event being emitted, when a person did.
 	actor string
 	// mode is how this run finds returns, and modeNote why it re-reads.
@@ -37,6 +35,18 @@ type run struct {
 	// look; listed is how many returned events are in r.Failures.
 	tapTotal int
 	listed   int
+	// rs resends the copies in doubt (resume resend=in-doubt); nil when
+	// not asked for.
+	rs *resender
+	// resending is true during a step of rs.
+	resending bool
+	// claimed are the ids this step claimed (Deps.Claims), and stepSent
+	// those it sent or may have sent.
+	claimed  []string
+	stepSent map[string]bool
+	// heldNote names the dlqbot replays that held the DLQ when the last
+	// step found messages held elsewhere.
+	heldNote string
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -106,8 +116,14 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 		ctl:          &control{replays: s.d.Replays, id: id, every: s.cfg.ControlPoll, clock: s.d.Clock, warn: warn},
 		returnedSeen: map[string]int{},
 	}
-	rn.target = rn.plan.targets()
 	rn.noteDoubt(doubt)
+	// The ledger is the truth about what is in doubt: every pending intent,
+	// whichever run wrote it.
+	rn.r.InDoubt = len(doubt)
+	if r.ResendInDoubt && len(doubt) > 0 {
+		rn.rs = newResender(doubt)
+	}
+	rn.r.ResendInDoubt = rn.rs.left() > 0
 	return rn.loop(ctx)
 }
 
@@ -155,7 +171,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	rn.emit(ctx, kind, nil, text)
 	rn.actor = ""
 
-	for rn.plan.remaining() > 0 {
+	for rn.rs.left() > 0 || rn.plan.remaining() > 0 {
 		if err := rn.stopCause(ctx); err != nil {
 			if r, again, err := rn.halt(parent, err); !again {
 				return r, err
@@ -173,18 +189,24 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 			err = stopErr
 		}
 		if err != nil {
+			err = rn.rejoin(ctx, err) // nil: a paced replay goes on after a lost node (reconnect.go)
+		}
+		if err != nil {
 			if r, again, err := rn.halt(parent, err); !again {
 				return r, err
 			}
 			continue
+		}
+		if res.Planned == 0 && res.Sent == 0 && rn.rs.left() == 0 {
+			continue // the rest was another replay's
 		}
 		note := ""
 		switch {
 		case res.Returned > 0 || (res.Sent > 0 && res.Settled == 0):
 			note = res.Observation
 		case res.HeldElsewhere > 0:
-			note = fmt.Sprintf("%d planned message(s) were held unacked by another client of %s for longer than %s: not sent, still planned; resume when it lets go",
-				res.HeldElsewhere, rn.r.DLQ, rn.s.cfg.HeldWait)
+			note = fmt.Sprintf("%d planned message(s) were held unacked by another client of %s%s for longer than %s: not sent, still planned; resume when it lets go",
+				res.HeldElsewhere, rn.r.DLQ, rn.heldNote, rn.s.cfg.HeldWait)
 			if res.Sent > 0 {
 				note += " (step: " + res.Observation + ")"
 			}
@@ -222,9 +244,10 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 func (rn *run) end(ctx context.Context) (Replay, error) {
 	rn.r.EndedAt = rn.s.d.Clock.Now()
 	kind := EventFinished
-	if rn.r.Sent >= rn.r.Total && rn.r.Missing == 0 {
+	if rn.r.Sent+rn.r.Elsewhere >= rn.r.Total && rn.r.Missing == 0 {
 		rn.r.State = StateFinished
 		rn.r.Note = fmt.Sprintf("%d sent, %d settled, %d came back, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.r.Returned, rn.r.Missing, rn.r.Failed)
+		rn.r.Note += elsewhereNote(rn.r) + duplicatesNote(rn.r)
 	} else {
 		rn.r.State = StateStopped
 		rn.r.Note = Shortfall(rn.r)
@@ -247,10 +270,10 @@ func (rn *run) end(ctx context.Context) (Replay, error) {
 // the DLQ) first, then those not delivered (still in the DLQ) and those in
 // doubt. It is "" for a replay that sent everything.
 func Shortfall(r Replay) string {
-	if r.Sent >= r.Total && r.Missing == 0 {
+	if r.Sent+r.Elsewhere >= r.Total && r.Missing == 0 {
 		return ""
 	}
-	s := fmt.Sprintf("not finished: %d of %d sent", r.Sent, r.Total)
+	s := fmt.Sprintf("not finished: %d of %d sent", r.Sent, r.Total) + elsewhereNote(r)
 	if r.Missing > 0 {
 		s += fmt.Sprintf("; %d DISAPPEARED — neither sent by dlqbot nor in %s any more (dlqbot did not send them; something else took them from the DLQ)", r.Missing, r.DLQ)
 	}
@@ -258,7 +281,46 @@ func Shortfall(r Replay) string {
 		s += fmt.Sprintf("; %d not delivered (the broker refused them; their originals stay in %s)", r.Failed, r.DLQ)
 	}
 	if r.InDoubt > 0 {
-		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; originals stay in %s, not sent again)", r.InDoubt, r.DLQ)
+		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; originals stay in %s; resume with resend=in-doubt to send them again, marked %s: true)", r.InDoubt, r.DLQ, PossibleDuplicateHeader)
+	}
+	return s
+}
+
+// elsewhereNote words the previewed messages other dlqbot replays sent or
+// are sending, naming them ("" when none).
+func elsewhereNote(r Replay) string {
+	if r.Elsewhere == 0 {
+		return ""
+	}
+	var by []string
+	for _, f := range r.Failures {
+		if f.Kind != FailureReplayedElsewhere {
+			continue
+		}
+		if _, rest, ok := strings.Cut(f.Detail, " by "); ok {
+			id, _, _ := strings.Cut(rest, " ")
+			if !slices.Contains(by, id) {
+				by = append(by, id)
+			}
+		}
+	}
+	who := "another dlqbot replay"
+	if len(by) > 0 {
+		who = strings.Join(by, ", ")
+	}
+	return fmt.Sprintf("; %d replayed by %s (their preview overlapped this one; not sent again, not missing)", r.Elsewhere, who)
+}
+
+// duplicatesNote words the copies a consumer may have received twice:
+// certain duplicates (their originals stayed in the DLQ) and copies in
+// doubt sent again. It is "" when there are none.
+func duplicatesNote(r Replay) string {
+	s := ""
+	if r.Duplicates > 0 {
+		s += fmt.Sprintf("; %d duplicate(s): delivered, their originals also still in %s", r.Duplicates, r.DLQ)
+	}
+	if r.Resent > 0 {
+		s += fmt.Sprintf("; %d copy(ies) in doubt sent again with %s: true (a consumer may have received them twice)", r.Resent, PossibleDuplicateHeader)
 	}
 	return s
 }
@@ -336,13 +398,18 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 		if err != nil {
 			return rn.r, false, err
 		}
-	case errors.Is(cause, ErrReadBudget):
+	case errors.Is(cause, ErrReadBudget) || errors.Is(cause, ErrBudgetUnknown):
 		// Not a fault: the replay stopped before a read that could drop
-		// messages, and resumes once the limit is raised.
+		// messages, and resumes once the limit is raised (or, when the
+		// budget could not be told, once the management API answers).
 		note := "stopped by the read budget (" + cause.Error() + "); raise the delivery limit, then resume"
 		var rbe *ReadBudgetError
-		if errors.As(cause, &rbe) {
+		var bue *BudgetUnknownError
+		switch {
+		case errors.As(cause, &rbe):
 			note = "stopped by the " + rbe.Error() + ", then resume"
+		case errors.As(cause, &bue):
+			note = "stopped: " + bue.Error() + "; resume once the management API answers"
 		}
 		rn.r.State, rn.r.Note = StateStopped, note
 		rn.r.EndedAt = rn.s.d.Clock.Now()
@@ -443,7 +510,7 @@ func (rn *run) noteDoubt(doubt []LedgerEntry) {
 		if !known[e.ID] {
 			known[e.ID] = true
 			rn.fail(Failure{ID: e.ID, Target: e.Target, Kind: FailureInDoubt,
-				Detail: "in flight when an earlier run ended abruptly: it may have been delivered, so it is not sent again; its original stays in the DLQ"})
+				Detail: "in flight when an earlier run ended abruptly: it may have been delivered, so a plain resume does not send it again (resume resend=in-doubt does, marked x-dlqbot-possible-duplicate); its original stays in the DLQ"})
 		}
 	}
 }

@@ -46,6 +46,12 @@ type Config struct {
 	// messages of the DLQ to let go before it reports the planned messages
 	// it could not find as held elsewhere (default 60s).
 	HeldWait time.Duration
+	// Reconnect bounds how long a paced replay that lost its broker
+	// connection (its node died or was restarted) waits for the broker
+	// through another node, and then for the messages its reader held
+	// through the lost one, before it stops, resumable (default 5m; see
+	// reconnect.go). Negative: stop at once, as an unpaced replay does.
+	Reconnect time.Duration
 	// FollowUps are when a finished or stopped replay is checked again
 	// (default DefaultFollowUps: +5m, +2h, +24h).
 	FollowUps []time.Duration
@@ -94,6 +100,9 @@ func (c Config) withDefaults() Config {
 	if len(c.FollowUps) == 0 {
 		c.FollowUps = DefaultFollowUps
 	}
+	if c.Reconnect == 0 {
+		c.Reconnect = 5 * time.Minute
+	}
 	if c.HeldWait <= 0 {
 		c.HeldWait = 60 * time.Second
 	}
@@ -140,6 +149,10 @@ type Deps struct {
 	// Redactor hides what the operator's rules name in every preview's
 	// view of a message (see redaction.go); optional (nothing hidden).
 	Redactor Redactor
+	// Claims hands each message of a DLQ to one replay at a time, so that
+	// overlapping replays send each once in all and name each other;
+	// optional (without it, overlapping replays race for the messages).
+	Claims Claims
 }
 
 // ScanObserver is told about every completed preview scan: the messages

@@ -36,7 +36,7 @@ type targetWatch struct {
 func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[string]int64 {
 	out := map[string]int64{}
 	for id := range pick {
-		q := rn.target[id]
+		q := rn.plan.target(id)
 		if _, ok := out[q]; ok {
 			continue
 		}
@@ -212,13 +212,7 @@ func diedSince(m Meta, t time.Time) bool {
 // isNew reports whether m is a failure that arrived since the replay
 // started: not one of the previewed messages, and dead-lettered since.
 func (rn *run) isNew(m Meta) bool {
-	if rn.frozenIDs == nil {
-		rn.frozenIDs = make(map[string]bool, len(rn.f.Items))
-		for _, it := range rn.f.Items {
-			rn.frozenIDs[it.ID] = true
-		}
-	}
-	return !rn.frozenIDs[m.ID] && diedSince(m, rn.r.CreatedAt)
+	return !rn.plan.has(m.ID) && diedSince(m, rn.r.CreatedAt)
 }
 
 // describe words what a step showed, claiming no more than was observed.

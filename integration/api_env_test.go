@@ -111,19 +111,12 @@ func newAPIEnv(t *testing.T, o options, mc mcp.Config) *apiEnv {
 	if o.apiChannel == "" {
 		o.apiChannel = channel
 	}
+	o.requireHuman = o.requireHuman || mc.RequireHuman
 	e := newEnv(t, o)
-	var policy *commands.Policy
-	if o.policy != "" {
-		var err error
-		if policy, err = commands.ParsePolicy([]byte(o.policy)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	logs := &lockedBuffer{}
 	log := zerolog.New(io.MultiWriter(logs, logWriter())).With().Timestamp().Logger()
-	svc, err := api.New(api.Config{Policy: policy, EventPoll: 50 * time.Millisecond}, api.Deps{
-		Engine: e.svc, Replays: e.store.Replays(), Tokens: e.store.Tokens(),
-		Events: e.store.Events(), Slack: e.bot, Groups: e.bot.UserGroups(), Log: log,
+	svc, err := api.New(api.Config{EventPoll: 50 * time.Millisecond}, api.Deps{
+		Ops: e.ops, Events: e.store.Events(), Slack: e.bot, Log: log,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -315,7 +315,15 @@ func TestAPIPauseResumeCancel(t *testing.T) {
 	}
 	e.mustCall(http.StatusAccepted, tokRunbook, "POST", base+"/resume", nil)
 	testkit.Eventually(t, 30*time.Second, "the replay to run again", func() bool { return state().State == engine.StateRunning })
-	e.mustCall(http.StatusAccepted, tokViewer, "POST", base+"/cancel", nil)
+	// Cancel cannot be undone: `read` pulls the brake (pause), cancel
+	// needs `replay`.
+	if out := e.mustCall(http.StatusForbidden, tokViewer, "POST", base+"/cancel", nil); out["code"] != "forbidden" {
+		t.Fatalf("viewer cancel: %v", out)
+	}
+	if got := state(); got.State != engine.StateRunning {
+		t.Fatalf("a refused cancel changed the replay: %s", got.State)
+	}
+	e.mustCall(http.StatusAccepted, tokRunbook, "POST", base+"/cancel", nil)
 	evs := e.events(tokViewer, r.ID, "", 60*time.Second)
 	if last := evs[len(evs)-2]; last.kind != "cancelled" {
 		t.Fatalf("stream ended after %q", last.kind)

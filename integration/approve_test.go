@@ -1,6 +1,8 @@
 package integration_test
 
 import (
+	"github.com/stroma/dlqbot/audit"
+
 	"context"
 	"errors"
 	"fmt"
@@ -267,5 +269,40 @@ func TestSocketModeUsesTheSameHandlers(t *testing.T) {
 	e.waitProgress(preview.TS, "Finished", 60*time.Second)
 	if len(e.stub.Calls("apps.connections.open")) == 0 {
 		t.Fatal("Socket Mode did not open its connection through apps.connections.open")
+	}
+}
+
+// TestRequestsFromAnotherTeamAreRefused: with DLQBOT_SLACK_TEAM_ID set to
+// another workspace than the stand-in's, a signed HTTP command, a Socket
+// Mode command and a Socket Mode click are all refused: the commands'
+// acks say so, nothing is posted, no operation is recorded, and the
+// broker shows the DLQ whole and no replay.
+func TestRequestsFromAnotherTeamAreRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, options{appToken: "xapp-1-integration", teamID: "T0ELSEWHERE"})
+	_, dlq := dlqWith(e, 3)
+	testkit.Eventually(t, 10*time.Second, "a Socket Mode connection", e.stub.SocketConnected)
+	if ack := e.command("U0REQUEST1", "preview "+dlq); !strings.Contains(ack, "serves another Slack workspace") {
+		t.Fatalf("HTTP command from another team: %s", ack)
+	}
+	ack, err := e.stub.SocketCommand("/dlq", "preview "+dlq, "U0REQUEST1", channel)
+	if err != nil || !strings.Contains(string(ack), "serves another Slack workspace") {
+		t.Fatalf("Socket Mode command from another team: %s, %v", ack, err)
+	}
+	if err := e.stub.SocketClick(blocks.ActionCancel, "r_0123456789abcdef", "U0REQUEST1", channel, "1732900000.000100"); err != nil {
+		t.Fatal(err)
+	}
+	// Even help, answered in the ack alone, is refused.
+	if ack := e.command("U0REQUEST1", "help"); !strings.Contains(ack, "serves another Slack workspace") {
+		t.Fatalf("help from another team: %s", ack)
+	}
+	if n := len(e.stub.Messages(channel)); n != 0 {
+		t.Fatalf("%d messages posted for another team's requests", n)
+	}
+	if n := len(e.trail.Find("", audit.OpPreview, "")) + len(e.trail.Find("", audit.OpCancel, "")); n != 0 {
+		t.Fatalf("%d operations recorded for another team's requests", n)
+	}
+	if n := e.rabbit.Count(dlq); n != 3 || len(e.replays()) != 0 {
+		t.Fatalf("the DLQ holds %d of 3, %d replays", n, len(e.replays()))
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/ops"
 	"github.com/stroma/dlqbot/store"
 )
 
@@ -52,6 +53,12 @@ type options struct {
 	// signingKey, when set, signs the store's records; refusals are
 	// logged at Error to logs.
 	signingKey []byte
+	// teamID is the bot's DLQBOT_SLACK_TEAM_ID; requireHuman the
+	// operations' DLQBOT_MCP_REQUIRE_HUMAN; scanLimit their scan limit
+	// (0: the default).
+	teamID       string
+	requireHuman bool
+	scanLimit    int
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -60,6 +67,8 @@ type env struct {
 	rabbit *testkit.Rabbit
 	store  *store.Store
 	svc    *engine.Service
+	ops    *ops.Ops
+	trail  *testkit.Trail
 	stub   *slackstub.Stub
 	bot    *bot.Bot
 	srv    *httptest.Server
@@ -114,7 +123,7 @@ func newEnv(t testing.TB, o options) *env {
 	// The Slack notifier comes first: the engine notifies it, and the bot
 	// built on it drives the engine.
 	slack, err := bot.NewNotifier(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
-		APIURL: stub.APIURL(), ActivityChannel: activity, Policy: policy, APIChannel: o.apiChannel},
+		APIURL: stub.APIURL(), ActivityChannel: activity, APIChannel: o.apiChannel, TeamID: o.teamID},
 		bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -129,11 +138,19 @@ func newEnv(t testing.TB, o options) *env {
 		redactor = policy
 	}
 	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Redactor: redactor})
+		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(),
+		Redactor: redactor})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt, err := bot.New(slack, bot.Deps{Engine: svc, Replays: st.Replays(), Tokens: st.Tokens(), Seen: st.SlackRequests()})
+	trail := &testkit.Trail{}
+	ops, err := ops.New(ops.Config{Policy: policy, RequireHuman: o.requireHuman, ScanLimit: o.scanLimit},
+		ops.Deps{Engine: svc, Tokens: st.Tokens(), Replays: st.Replays(), Windows: st.Windows(), Groups: slack.UserGroups(),
+			Audit: trail, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt, err := bot.New(slack, bot.Deps{Ops: ops, Replays: st.Replays(), Tokens: st.Tokens(), Seen: st.SlackRequests()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +182,9 @@ func newEnv(t testing.TB, o options) *env {
 		_ = bt.Shutdown(sctx)
 		srv.Close()
 	})
-	return &env{t: t, rabbit: o.on.Dial(t), store: st, svc: svc, stub: stub, bot: bt, srv: srv, ctx: ctx, rdb: rdb, prefix: prefix}
+	ops.SetAsker(bt)
+	return &env{t: t, rabbit: o.on.Dial(t), store: st, svc: svc, ops: ops, trail: trail, stub: stub, bot: bt, srv: srv, ctx: ctx,
+		rdb: rdb, prefix: prefix}
 }
 
 // command sends a signed slash command and returns its ack body.

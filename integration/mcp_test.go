@@ -171,7 +171,7 @@ func TestMCPTools(t *testing.T) {
 // Approve there.
 func TestMCPRequireHuman(t *testing.T) {
 	t.Parallel()
-	e := newAPIEnv(t, options{policy: apiPolicy(true)}, mcp.Config{})
+	e := newAPIEnv(t, options{policy: apiPolicy(true)}, mcp.Config{RequireHuman: true})
 	src, dlq := dlqWith(e.env, 6)
 	e.rabbit.Consume(src, func(amqp.Delivery) string { return "ack" })
 	// The stdio front end's server, over in-memory transports: the caller
@@ -180,7 +180,7 @@ func TestMCPRequireHuman(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go func() {
-		_ = mcp.Serve(ctx, e.api, mcp.Config{RequireHuman: true}, api.Caller{ID: "api:agent", Principal: "agent", Via: "mcp"}, st, logger())
+		_ = mcp.Serve(ctx, e.api, mcp.Config{RequireHuman: true}, api.Caller{Identity: "api:agent", Principal: "agent", FrontEnd: "mcp"}, st, logger())
 	}()
 	s, err := sdk.NewClient(&sdk.Implementation{Name: "dlqbot-test", Version: "v0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
@@ -204,6 +204,12 @@ func TestMCPRequireHuman(t *testing.T) {
 	pv, tok := e.waitPreview(1)
 	if tok != p.Token || pv.TS != w.TS || !strings.Contains(pv.Content(), "api:agent") {
 		t.Fatalf("posted preview %q with token %q", pv.Content(), tok)
+	}
+	// The same principal's bearer token through REST: refused, not a
+	// way around the person (DLQBOT_MCP_REQUIRE_HUMAN makes it a
+	// property of the caller, not of one tool).
+	if out := e.mustCall(http.StatusForbidden, tokAgent, "POST", "/api/v1/previews/"+p.Token+"/approve", nil); out["code"] != "needs_human" {
+		t.Fatalf("REST approval by a principal that needs a human: %v", out)
 	}
 	if rs := e.replays(); len(rs) != 0 || e.rabbit.Count(dlq) != 6 {
 		t.Fatalf("something moved before a person approved: %d replays, DLQ %d", len(rs), e.rabbit.Count(dlq))

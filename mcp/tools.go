@@ -13,8 +13,12 @@ import (
 
 // Config configures the MCP tools.
 type Config struct {
-	// RequireHuman makes dlq_replay post the preview to Slack for a person
-	// to approve instead of starting the replay (DLQBOT_MCP_REQUIRE_HUMAN).
+	// RequireHuman words dlq_replay for callers that need a human
+	// (DLQBOT_MCP_REQUIRE_HUMAN, which the operations layer applies to
+	// every principal of the HTTP API and MCP). Whoever needs a human —
+	// by this setting or by needs_human in the permissions file — gets
+	// the preview posted to Slack for a person to approve instead of a
+	// replay; the policy decides, not this flag.
 	RequireHuman bool
 	// Version is reported to clients; default "dev".
 	Version string
@@ -33,8 +37,8 @@ type (
 	}
 	replayIn struct {
 		Token          string `json:"token" jsonschema:"the token returned by dlq_preview (p_…); a replay never takes a selection"`
-		Step           int    `json:"step,omitempty" jsonschema:"first canary step size (default 10)"`
-		Cap            int    `json:"cap,omitempty" jsonschema:"largest step (default 500)"`
+		Step           *int   `json:"step,omitempty" jsonschema:"first canary step size, at least 1 (default 10)"`
+		Cap            *int   `json:"cap,omitempty" jsonschema:"largest step, at least 1 (default 500)"`
 		Rate           string `json:"rate,omitempty" jsonschema:"messages per second (default 50), or max"`
 		Timeout        string `json:"timeout,omitempty" jsonschema:"step settle timeout in Go syntax (default 60s)"`
 		ConfirmChanges string `json:"confirm_changes,omitempty" jsonschema:"the changes_digest of an earlier refusal: approve despite exactly those changes since the preview"`
@@ -74,7 +78,7 @@ func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logg
 			if err != nil {
 				ev = log.Warn().Err(err)
 			}
-			ev.Str("principal", c.Principal).Str("as", c.ID).Str("tool", name).Msg("mcp call")
+			ev.Str("principal", c.Principal).Str("as", c.Identity).Str("tool", name).Msg("mcp call")
 			if err == nil {
 				return nil, out, nil
 			}
@@ -100,7 +104,7 @@ func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logg
 		Annotations: &sdk.ToolAnnotations{Title: "Replay a previewed DLQ selection", DestructiveHint: &yes, OpenWorldHint: &no}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in replayIn) (*sdk.CallToolResult, any, error) {
 			return run("dlq_replay", req, func(c api.Caller) (any, error) {
-				if cfg.RequireHuman {
+				if svc.NeedsHuman(c) {
 					ch, ts, err := svc.RequestApproval(ctx, c, in.Token)
 					if err != nil {
 						return nil, err

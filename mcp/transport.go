@@ -39,7 +39,7 @@ func Handler(svc *api.Service, cfg Config, log zerolog.Logger) http.Handler {
 		if name == "" || id == "" {
 			return api.Caller{}, errors.New("no verified principal")
 		}
-		return api.Caller{ID: id, Principal: name, Via: "mcp"}, nil
+		return api.Caller{Identity: id, Principal: name, FrontEnd: "mcp"}, nil
 	}
 	srv := NewServer(svc, cfg, caller, log)
 	h := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{SessionTimeout: 30 * time.Minute})
@@ -50,7 +50,7 @@ func Handler(svc *api.Service, cfg Config, log zerolog.Logger) http.Handler {
 			return nil, auth.ErrInvalidToken
 		}
 		c := api.CallerOf(p, "mcp")
-		return &auth.TokenInfo{UserID: "principal:" + c.Principal, Extra: map[string]any{principalKey: c.Principal, identityKey: c.ID}}, nil
+		return &auth.TokenInfo{UserID: "principal:" + c.Principal, Extra: map[string]any{principalKey: c.Principal, identityKey: c.Identity}}, nil
 	}
 	protected := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -16,7 +16,9 @@
 // Key layout (P is the prefix; every key function is in keys.go, and
 // TestDocListsEveryKey checks this table against them):
 //
-//	P{<token>}:token        string  the frozen preview (JSON, gzip-compressed when large); TTL = token TTL
+//	P{<token>}:token        string  the frozen preview (binary format, tokens_encode.go; JSON or gzip JSON
+//	                                from earlier releases), after "DLQS1" and its HMAC when signed
+//	                                (signing.go); TTL = token TTL
 //	P{<token>}:used         string  id of the replay that consumed the token; same TTL
 //	P{<token>}:msg          hash    where the preview was posted (channel, ts), for threading; same TTL
 //	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch of the last Acquire),
@@ -36,8 +38,14 @@
 //	P{<replay>}:returnlog   list    the first returned events (JSON), for the failures a run lists
 //	Psent:<dlq>             hash    per message id, the latest replays that sent it:
 //	                                "<replay>:<unix ms>:<copies>,…", newest first, at most five
+//	Pclaims:<dlq>           hash    per message id, the replay sending it: "<replay>|c|<expiry ms>"
+//	                                (claimed for a step) or "<replay>|s|<unix ms>" (sent); a per-DLQ
+//	                                key, so its scripts touch it alone (one Cluster slot)
 //	Preads:<vhost>/<queue>  hash    the queue's read mark: count (highest delivery count the last
 //	                                reads left), at (unix ms), reads (since the last whole read)
+//	Pwindow:<name>          zset    a sliding window's takes (windows.go): "<id>:<n>" scored by
+//	                                time taken (unix ms); the four-eyes threshold's self-approved
+//	                                messages and the scan rate limit (names from package ops)
 //	Ptap:<dlq>              string  how many messages the DLQ's tap has recorded in all
 //	Ptaps                   hash    DLQs with a tap → unix ms of the last AddTap
 //	Preplays                zset    replay ids scored by creation time (unix ms)

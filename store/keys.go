@@ -27,6 +27,7 @@ func (k keys) events(id string) string { return k.p + "{" + id + "}:events" }
 // end (slackrefs.go).
 func (k keys) slackRefs(id string) string { return k.p + "{" + id + "}:slack" }
 func (k keys) sent(dlq string) string     { return k.p + "sent:" + dlq }
+func (k keys) claims(dlq string) string   { return k.p + "claims:" + dlq }
 func (k keys) replays() string            { return k.p + "replays" }
 func (k keys) active() string             { return k.p + "active" }
 func (k keys) schedule() string           { return k.p + "schedule" }
@@ -47,6 +48,10 @@ func (k keys) slackRequest(sigHash string) string { return k.p + "slackreq:" + s
 func (k keys) readMark(vhost, queue string) string {
 	return k.p + "reads:" + vhost + "/" + queue
 }
+
+// window is the key of a sliding window (windows.go). It is one key per
+// script, so it needs no hash tag.
+func (k keys) window(name string) string { return k.p + "window:" + name }
 
 // maxIDLen bounds replay ids and tokens used inside hash tags.
 const maxIDLen = 200

@@ -33,7 +33,7 @@ func TestKeysShareSlots(t *testing.T) {
 			t.Errorf("token key %q hashes %q", key, hashTag(key))
 		}
 	}
-	for _, key := range []string{k.replays(), k.schedule(), k.workers(), k.jobs(), k.sent("orders.dlq")} {
+	for _, key := range []string{k.replays(), k.schedule(), k.workers(), k.jobs(), k.sent("orders.dlq"), k.claims("orders.dlq")} {
 		if !strings.HasPrefix(key, "dlqbot:") || strings.ContainsAny(key, "{}") {
 			t.Errorf("global key %q", key)
 		}
@@ -55,10 +55,10 @@ func TestDocListsEveryKey(t *testing.T) {
 		"token": k.token("<token>"), "tokenUsed": k.tokenUsed("<token>"), "tokenMessage": k.tokenMessage("<token>"),
 		"replay": k.replay("<replay>"), "lease": k.lease("<replay>"), "ledger": k.ledger("<replay>"),
 		"events": k.events("<replay>"), "returns": k.returns("<replay>"), "returnLog": k.returnLog("<replay>"),
-		"sent": k.sent("<dlq>"), "readMark": k.readMark("<vhost>", "<queue>"), "tapArrived": k.tapArrived("<dlq>"),
+		"sent": k.sent("<dlq>"), "claims": k.claims("<dlq>"), "readMark": k.readMark("<vhost>", "<queue>"), "tapArrived": k.tapArrived("<dlq>"),
 		"taps": k.taps(), "replays": k.replays(), "active": k.active(), "schedule": k.schedule(),
-		"workers": k.workers(), "jobs": k.jobs(), "slackRequest": k.slackRequest("<sighash>"),
-		"slackRefs": k.slackRefs("<replay>"),
+		"workers": k.workers(), "jobs": k.jobs(), "window": k.window("<name>"),
+		"slackRequest": k.slackRequest("<sighash>"), "slackRefs": k.slackRefs("<replay>"),
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "keys.go", nil, 0)

@@ -46,6 +46,7 @@ type logEntry struct {
 	ID     string `json:"i"`
 	Target string `json:"t"`
 	Seq    int    `json:"s"`
+	Copy   string `json:"c,omitempty"` // the copy's x-dlqbot-copy
 }
 
 // indexScript records confirmed sends in a DLQ's index.
@@ -137,7 +138,7 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 			byKey[k] = g
 			groups = append(groups, g)
 		}
-		g.recs = append(g.recs, logEntry{ID: e.ID, Target: e.Target, Seq: e.Seq})
+		g.recs = append(g.recs, logEntry{ID: e.ID, Target: e.Target, Seq: e.Seq, Copy: e.Copy})
 		if g.copies[e.ID] == 0 {
 			g.order = append(g.order, e.ID)
 		}
@@ -256,7 +257,13 @@ func (l *Ledger) approvers(ctx context.Context, m map[string]string) error {
 		var r struct {
 			Approver string `json:"approver"`
 		}
-		if cmd.Err() == nil && json.Unmarshal([]byte(cmd.Val()), &r) == nil {
+		if cmd.Err() != nil {
+			continue
+		}
+		// A record whose signature fails names no approver (openReplay
+		// reports it through Config.OnBadSignature).
+		data, err := l.b.openReplay(rid, []byte(cmd.Val()))
+		if err == nil && json.Unmarshal(data, &r) == nil {
 			m[rid] = r.Approver
 		}
 	}
@@ -287,7 +294,7 @@ func (l *Ledger) Entries(ctx context.Context, replayID string) ([]engine.LedgerE
 		}
 		at := time.UnixMilli(rec.At).UTC()
 		for _, le := range rec.Entries {
-			e := engine.LedgerEntry{ReplayID: replayID, DLQ: rec.DLQ, ID: le.ID, Target: le.Target, Seq: le.Seq, At: at}
+			e := engine.LedgerEntry{ReplayID: replayID, DLQ: rec.DLQ, ID: le.ID, Target: le.Target, Seq: le.Seq, At: at, Copy: le.Copy}
 			m := match{le.ID, le.Target, le.Seq}
 			switch rec.Kind {
 			case "i":
@@ -303,6 +310,9 @@ func (l *Ledger) Entries(ctx context.Context, replayID string) ([]engine.LedgerE
 				if q := pending[m]; len(q) > 0 {
 					out[q[0]].Pending = false
 					out[q[0]].At = at
+					if le.Copy != "" {
+						out[q[0]].Copy = le.Copy
+					}
 					pending[m] = q[1:]
 					continue
 				}

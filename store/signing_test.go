@@ -49,12 +49,15 @@ func TestSignedPreviewEditedInRedisIsRefused(t *testing.T) {
 		t.Fatalf("stored form %q… (%v): want signed", raw[:min(len(raw), 8)], err)
 	}
 	// Whoever can write Redis sends the copies elsewhere.
-	edited := bytes.Replace(raw, []byte(`"target":"orders"`), []byte(`"target":"attacker"`), 1)
+	edited := bytes.Replace(raw, []byte(`"orders"`), []byte(`"attack"`), 1)
 	if bytes.Equal(edited, raw) {
 		t.Fatal("the fixture's target is not in the stored form")
 	}
 	if err := e.rdb.Set(e.ctx, key, edited, 0).Err(); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := tk.LoadHeader(e.ctx, tok); !errors.Is(err, engine.ErrBadSignature) {
+		t.Fatalf("edited target, header only: %v, want a signature error", err)
 	}
 	_, err = tk.Load(e.ctx, tok)
 	var se *SignatureError
@@ -69,15 +72,15 @@ func TestSignedPreviewEditedInRedisIsRefused(t *testing.T) {
 		t.Fatalf("a record under another token: %v", err)
 	}
 	// Unsigned (written before signing, or by hand).
-	plain, _ := encodeFrozen(f)
+	plain, _ := encodeToken(f)
 	if err := e.rdb.Set(e.ctx, key, plain, 0).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tk.Load(e.ctx, tok); !errors.Is(err, engine.ErrBadSignature) {
 		t.Fatalf("unsigned with a key: %v", err)
 	}
-	if len(*refused) != 3 {
-		t.Fatalf("%d refusals reported, want 3", len(*refused))
+	if len(*refused) != 4 {
+		t.Fatalf("%d refusals reported, want 4", len(*refused))
 	}
 }
 

@@ -112,6 +112,7 @@ type Store struct {
 	schedule *Schedule
 	workers  *Workers
 	jobs     *Jobs
+	claims   *Claims
 }
 
 // New validates cfg and returns a Store on rdb. A nil clock means the system
@@ -137,8 +138,12 @@ func New(cfg Config, rdb redis.UniversalClient, clock engine.Clock) (*Store, err
 		schedule: &Schedule{b},
 		workers:  &Workers{b},
 		jobs:     &Jobs{b: b},
+		claims:   &Claims{b},
 	}, nil
 }
+
+// Claims returns the DLQs' message claims (engine.Claims).
+func (s *Store) Claims() *Claims { return s.claims }
 
 // Tokens returns the preview token store (engine.Tokens).
 func (s *Store) Tokens() *Tokens { return s.tokens }

@@ -70,7 +70,7 @@ type testEnv struct {
 	ctx   context.Context
 }
 
-func newEnv(t *testing.T, mutate ...func(*Config)) *testEnv {
+func newEnv(t testing.TB, mutate ...func(*Config)) *testEnv {
 	t.Helper()
 	rdb, err := Open(testURL())
 	if err != nil {
@@ -99,7 +99,7 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *testEnv {
 }
 
 // deleteKeys removes every key under prefix.
-func deleteKeys(t *testing.T, rdb redis.UniversalClient, prefix string) {
+func deleteKeys(t testing.TB, rdb redis.UniversalClient, prefix string) {
 	ctx := context.Background()
 	iter := rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 	var batch []string

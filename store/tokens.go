@@ -85,7 +85,7 @@ func (t *Tokens) Save(ctx context.Context, f engine.Frozen, ttl time.Duration) (
 			return "", fmt.Errorf("store: save preview: random token: %w", err)
 		}
 		f.Token = tok
-		val, err := encodeFrozen(f)
+		val, err := encodeToken(f)
 		if err != nil {
 			return "", fmt.Errorf("store: save preview: %w", err)
 		}
@@ -112,12 +112,12 @@ func (t *Tokens) Load(ctx context.Context, token string) (engine.Frozen, error) 
 		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 	if err != nil {
-		return engine.Frozen{}, fail(err, "load preview %s", token)
+		return engine.Frozen{}, fail(err, "load preview %s", audit.TokenRef(token))
 	}
 	if val, err = t.b.openToken(token, audit.TokenRef(token), val); err != nil {
 		return engine.Frozen{}, err
 	}
-	f, err := decodeFrozen(val)
+	f, err := decodeToken(val)
 	if err != nil {
 		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), err)
 	}
@@ -138,7 +138,7 @@ func (t *Tokens) Consume(ctx context.Context, token, replayID string) error {
 	n, err := consumeScript.Run(ctx, t.b.rdb,
 		[]string{t.b.k.token(token), t.b.k.tokenUsed(token)}, replayID).Int()
 	if err != nil {
-		return fail(err, "consume preview %s", token)
+		return fail(err, "consume preview %s", audit.TokenRef(token))
 	}
 	switch n {
 	case 1:
@@ -160,7 +160,7 @@ func (t *Tokens) UsedBy(ctx context.Context, token string) (string, error) {
 	exists := pipe.Exists(ctx, t.b.k.token(token))
 	used := pipe.Get(ctx, t.b.k.tokenUsed(token))
 	if err := execPipe(ctx, pipe); err != nil {
-		return "", fail(err, "preview user %s", token)
+		return "", fail(err, "preview user %s", audit.TokenRef(token))
 	}
 	if exists.Val() == 0 {
 		return "", fmt.Errorf("store: preview user %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
@@ -177,7 +177,7 @@ func (t *Tokens) Discard(ctx context.Context, token string) error {
 	n, err := discardScript.Run(ctx, t.b.rdb,
 		[]string{t.b.k.token(token), t.b.k.tokenUsed(token)}).Int()
 	if err != nil {
-		return fail(err, "discard preview %s", token)
+		return fail(err, "discard preview %s", audit.TokenRef(token))
 	}
 	switch n {
 	case 1:

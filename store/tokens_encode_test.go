@@ -2,32 +2,61 @@ package store
 
 import (
 	"bytes"
-	"compress/gzip"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
+	"math"
 	"reflect"
+	"slices"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/legacytoken"
 )
 
-// TestTokenLargeStreamedRoundTrip saves a token of many items, with
-// targets, groups and a selection that need JSON escaping, and loads it
-// back unchanged from Redis; the stored value is gzip of the same JSON
-// encoding/json would write.
-func TestTokenLargeStreamedRoundTrip(t *testing.T) {
+// oddItems are items the 16-byte record cannot hold, which go to a
+// chunk's side table: ids that are not fingerprints (too short, upper
+// case, not hex, empty, not UTF-8), counts and positions out of range.
+var oddItems = []engine.Item{
+	{ID: "m1", Count: 1, Target: "orders", Group: "rejected", Seq: 0},
+	{ID: "0123456789ABCDEF", Count: 2, Target: "orders", Group: "rejected", Seq: 1},
+	{ID: "0123456789abcdeg", Count: 1, Target: "orders", Group: "rejected", Seq: 2},
+	{ID: "", Count: 1, Target: "orders", Group: "rejected", Seq: 3},
+	{ID: "\xff\xfe-ü", Count: 1, Target: "orders", Group: "rejected", Seq: 4},
+	{ID: "00000000000000aa", Count: math.MaxUint16, Target: "orders", Group: "rejected", Seq: 5},
+	{ID: "00000000000000ab", Count: 70000, Target: "orders", Group: "rejected", Seq: math.MaxUint32 + 1},
+	{ID: "00000000000000ac", Count: -1, Target: "", Group: "", Seq: -1},
+}
+
+// bigFrozen is a token of n fingerprint items over several chunks, with
+// targets, groups and a selection that need JSON escaping, and oddItems
+// in the middle.
+func bigFrozen(n int) engine.Frozen {
+	f := engine.Frozen{DLQ: "orders.dlq", Vhost: "/", Selection: `exception="items":null <x> & "ü"`, Requester: "U1",
+		Targets: []engine.TargetSnapshot{{Queue: "orders", Exists: true, Consumers: 1, Messages: 3}}, ParkAfter: 3, To: "x"}
+	groups := []string{"rejected", `Timeout "after" <n>s`, "Fehler: Zeitüberschreitung", "tab\there"}
+	for i := 0; i < n; i++ {
+		if i == n/2 {
+			f.Items = append(f.Items, oddItems...)
+		}
+		f.Items = append(f.Items, engine.Item{ID: fmt.Sprintf("%016x", uint64(i)*0x9e3779b97f4a7c15), Count: 1 + i%3,
+			Target: []string{"orders", "billing.ü", `q"uote`}[i%3], Group: groups[i%len(groups)], Seq: 2 * i})
+	}
+	for _, it := range f.Items {
+		f.Total += it.Count
+	}
+	return f
+}
+
+// TestTokenBinaryRoundTrip saves a token of 10,000 items (three chunks,
+// side entries in one of them) and loads it back unchanged from Redis; the
+// stored value is the binary format, 16 bytes an item plus the header and
+// the side entries, and its header alone loads with LoadHeader.
+func TestTokenBinaryRoundTrip(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	tk := e.st.Tokens()
-	f := engine.Frozen{DLQ: "orders.dlq", Vhost: "/", Selection: `exception="items":null <x> & "ü"`, Requester: "U1",
-		Targets: []engine.TargetSnapshot{{Queue: "orders", Exists: true, Consumers: 1, Messages: 3}}, ParkAfter: 3}
-	groups := []string{"rejected", `Timeout "after" <n>s`, "Fehler: Zeitüberschreitung", "tab\there"}
-	for i := 0; i < 5000; i++ {
-		f.Items = append(f.Items, engine.Item{ID: fmt.Sprintf("%016x", i*7919), Count: 1 + i%3,
-			Target: []string{"orders", "billing.ü", `q"uote`}[i%3], Group: groups[i%len(groups)], Seq: i})
-		f.Total += 1 + i%3
-	}
+	f := bigFrozen(10_000)
 	tok, err := tk.Save(e.ctx, f, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -37,29 +66,183 @@ func TestTokenLargeStreamedRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(got.Items, f.Items) || got.Selection != f.Selection || !reflect.DeepEqual(got.Targets, f.Targets) ||
-		got.Total != f.Total || got.ParkAfter != 3 {
+		got.Total != f.Total || got.ParkAfter != 3 || got.To != "x" || got.Distinct != len(f.Items) {
 		t.Fatalf("round trip changed the token: selection %q, %d items, total %d", got.Selection, len(got.Items), got.Total)
+	}
+	if want := []string{"orders", "billing.ü", `q"uote`}; !reflect.DeepEqual(got.ItemTargets, want) {
+		t.Errorf("item targets %q, want %q", got.ItemTargets, want)
 	}
 	raw, err := e.rdb.Get(e.ctx, e.st.b.k.token(tok)).Bytes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	zr, err := gzip.NewReader(bytes.NewReader(raw))
-	if err != nil {
-		t.Fatalf("stored value is not gzip: %v", err)
+	if !bytes.HasPrefix(raw, tokenMagic[:]) {
+		t.Fatalf("stored value starts %q, not the binary format's magic", raw[:8])
 	}
-	plain, err := io.ReadAll(zr)
+	if per := float64(len(raw)-headLen(raw)) / float64(len(f.Items)); per > 17 {
+		t.Errorf("stored %.1f bytes an item, want about 16", per)
+	}
+	h, err := tk.LoadHeader(e.ctx, tok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Token, f.CreatedAt, f.ExpiresAt = got.Token, got.CreatedAt, got.ExpiresAt
-	want, _ := json.Marshal(f)
-	var a, b any
-	if err := json.Unmarshal(plain, &a); err != nil {
-		t.Fatalf("stored value is not JSON: %v", err)
+	if h.Items != nil || h.Distinct != len(f.Items) || h.Total != f.Total || h.DLQ != f.DLQ || h.Requester != "U1" ||
+		h.Token != tok || !h.CreatedAt.Equal(got.CreatedAt) || !h.ExpiresAt.Equal(got.ExpiresAt) {
+		t.Errorf("header %+v differs from the token %+v", h, got)
 	}
-	_ = json.Unmarshal(want, &b)
-	if !reflect.DeepEqual(a, b) {
-		t.Error("stored JSON differs from encoding/json's")
+	if !reflect.DeepEqual(h.TargetQueues(), got.TargetQueues()) {
+		t.Errorf("header's target queues %q, the token's %q", h.TargetQueues(), got.TargetQueues())
 	}
+}
+
+// TestTokenSavedFromEach writes a token from an iterator (as a preview
+// does) and reads the same items back.
+func TestTokenSavedFromEach(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := bigFrozen(5000)
+	items := f.Items
+	f.Items, f.Each = nil, slices.Values(items)
+	tok, err := e.st.Tokens().Save(e.ctx, f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.st.Tokens().Load(e.ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got.Items, items) {
+		t.Fatalf("%d items back of %d, or changed", len(got.Items), len(items))
+	}
+}
+
+// TestTokenLegacyFormatLoads stores tokens in the JSON/gzip format of
+// earlier releases (written by the encoder they used, small and plain,
+// and large and gzip-streamed) and loads them whole and by header.
+func TestTokenLegacyFormatLoads(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tk := e.st.Tokens()
+	for _, n := range []int{1, 5000} {
+		f := bigFrozen(n)
+		// JSON cannot hold an id that is not UTF-8.
+		f.Items = slices.DeleteFunc(f.Items, func(it engine.Item) bool { return !utf8.ValidString(it.ID) })
+		if n == 1 {
+			f.Items = f.Items[:1]
+			f.Total = f.Items[0].Count
+		}
+		tok, err := newToken()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Token = tok
+		val, err := legacytoken.Encode(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if gz := len(val) > 1 && val[0] == 0x1f; gz != (n > 1) {
+			t.Fatalf("%d items: legacy value gzip %v", n, gz)
+		}
+		if err := e.rdb.Set(e.ctx, e.st.b.k.token(tok), val, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := tk.Load(e.ctx, tok)
+		if err != nil {
+			t.Fatalf("%d items: %v", n, err)
+		}
+		if !reflect.DeepEqual(got.Items, f.Items) || got.Selection != f.Selection || got.Total != f.Total || got.Distinct != len(f.Items) {
+			t.Fatalf("%d items: legacy token changed: %d items", n, len(got.Items))
+		}
+		h, err := tk.LoadHeader(e.ctx, tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Items != nil || h.Distinct != len(f.Items) || h.Total != f.Total || !reflect.DeepEqual(h.TargetQueues(), got.TargetQueues()) {
+			t.Errorf("%d items: legacy header %+v", n, h)
+		}
+		if err := tk.Consume(e.ctx, tok, "r_legacy"); err != nil {
+			t.Errorf("consume a legacy token: %v", err)
+		}
+	}
+}
+
+// TestTokenLongHeader loads the header of a token whose class table is
+// longer than LoadHeader's first read.
+func TestTokenLongHeader(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	f := engine.Frozen{DLQ: "wide.dlq", Requester: "U1"}
+	for i := 0; i < 2000; i++ {
+		f.Items = append(f.Items, engine.Item{ID: fmt.Sprintf("%016x", i), Count: 1, Target: fmt.Sprintf("target-%04d", i%300),
+			Group: fmt.Sprintf("rejected/SomeLongExceptionNameNumber%04d", i), Seq: i})
+		f.Total++
+	}
+	tok, err := e.st.Tokens().Save(e.ctx, f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := e.rdb.Get(e.ctx, e.st.b.k.token(tok)).Val()
+	if n := headLen([]byte(raw)); n <= headProbe {
+		t.Fatalf("header of %d bytes fits the first read of %d: the test proves nothing", n, headProbe)
+	}
+	h, err := e.st.Tokens().LoadHeader(e.ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Distinct != 2000 || len(h.ItemTargets) != 300 || len(h.TargetQueues()) != 300 {
+		t.Errorf("long header: %d items, %d targets", h.Distinct, len(h.ItemTargets))
+	}
+}
+
+// TestTokenCorrupt: a stored value cut short or in no known format is an
+// error (never a panic or a partial preview); a missing token is not found
+// by LoadHeader either.
+func TestTokenCorrupt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	tk := e.st.Tokens()
+	val, err := encodeToken(bigFrozen(5000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range [][]byte{val[:len(val)-8], val[:len(val)/2], val[:headLen(val)+3], val[:6], []byte("garbage")} {
+		if _, err := decodeToken(cut); err == nil {
+			t.Errorf("a value of %d bytes (of %d) decoded", len(cut), len(val))
+		}
+	}
+	if _, err := tk.LoadHeader(e.ctx, "p_missing"); !errors.Is(err, engine.ErrTokenNotFound) {
+		t.Errorf("header of a missing token: %v", err)
+	}
+	tok, _ := newToken()
+	_ = e.rdb.Set(e.ctx, e.st.b.k.token(tok), "garbage", 0).Err()
+	if _, err := tk.LoadHeader(e.ctx, tok); err == nil || errors.Is(err, engine.ErrTokenNotFound) {
+		t.Errorf("header of a garbage value: %v", err)
+	}
+}
+
+// FuzzDecodeToken: no stored value makes decoding panic, and what decodes
+// encodes back to a value that decodes to the same items.
+func FuzzDecodeToken(f *testing.F) {
+	for _, fr := range []engine.Frozen{bigFrozen(3), {DLQ: "q"}, {DLQ: "q", Items: oddItems}} {
+		val, err := encodeToken(fr)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(val)
+	}
+	f.Add([]byte(`{"dlq":"q","items":[{"id":"a","count":1}]}`))
+	f.Fuzz(func(t *testing.T, val []byte) {
+		got, err := decodeToken(val)
+		if err != nil || isLegacyToken(val) {
+			return
+		}
+		again, err := encodeToken(got)
+		if err != nil {
+			t.Fatalf("re-encode: %v", err)
+		}
+		back, err := decodeToken(again)
+		if err != nil || !reflect.DeepEqual(back.Items, got.Items) {
+			t.Fatalf("round trip of a decoded token: %v", err)
+		}
+	})
 }

@@ -35,7 +35,7 @@ func (t *Tokens) Release(ctx context.Context, token, replayID string) error {
 	}
 	n, err := tokenReleaseScript.Run(ctx, t.b.rdb, []string{t.b.k.tokenUsed(token)}, replayID).Int()
 	if err != nil {
-		return fail(err, "release preview %s", token)
+		return fail(err, "release preview %s", audit.TokenRef(token))
 	}
 	if n == 0 {
 		return fmt.Errorf("store: release preview %s: %w", audit.TokenRef(token), engine.ErrTokenUsed)
@@ -53,7 +53,7 @@ func (t *Tokens) Retain(ctx context.Context, token string, d time.Duration) erro
 	pipe.ExpireGT(ctx, t.b.k.token(token), d)
 	pipe.ExpireGT(ctx, t.b.k.tokenUsed(token), d)
 	if err := execPipe(ctx, pipe); err != nil {
-		return fail(err, "retain preview %s", token)
+		return fail(err, "retain preview %s", audit.TokenRef(token))
 	}
 	return nil
 }

@@ -12,43 +12,42 @@ import (
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/mcp"
+	"github.com/stroma/dlqbot/ops"
 )
 
-var _ api.Slack = (*bot.Bot)(nil)
+var (
+	_ api.Slack = (*bot.Bot)(nil)
+	_ ops.Asker = (*bot.Bot)(nil)
+)
 
-// newAPI builds the API's operations on a's engine and store, with b (nil
-// without Slack) to show its replays in Slack.
-func (a *app) newAPI(policy *commands.Policy, b *bot.Bot) (*api.Service, error) {
-	deps := api.Deps{Engine: a.svc, Replays: a.store.Replays(), Tokens: a.store.Tokens(),
-		Events: a.store.Events(), Log: a.log}
+// newAPI builds the program front ends' translation of o, with b (nil
+// without Slack) to show their replays in Slack.
+func (a *app) newAPI(o *ops.Ops, b *bot.Bot) (*api.Service, error) {
+	deps := api.Deps{Ops: o, Events: a.store.Events(), Log: a.log}
 	if b != nil {
-		deps.Slack, deps.Groups = b, b.UserGroups()
+		deps.Slack = b
 	}
-	return api.New(api.Config{Policy: policy}, deps)
+	return api.New(api.Config{}, deps)
 }
 
 // mountAPI serves the JSON HTTP API at /api/ and the MCP tools at /mcp.
 // Both are off (404 with a sentence) without a permissions file.
-func (r *replica) mountAPI(b *bot.Bot) error {
+func (r *replica) mountAPI(o *ops.Ops, b *bot.Bot) error {
 	a := r.a
-	policy, err := commands.LoadPolicy(a.cfg.PermissionsFile)
-	if err != nil {
-		return usageError("DLQBOT_PERMISSIONS: %w", err)
-	}
 	if a.cfg.MCPRequireHuman && (b == nil || a.cfg.APIChannel == "") {
 		return usageError("DLQBOT_MCP_REQUIRE_HUMAN needs Slack (SLACK_BOT_TOKEN) and DLQBOT_API_CHANNEL, where the previews are posted for approval")
 	}
-	svc, err := a.newAPI(policy, b)
+	svc, err := a.newAPI(o, b)
 	if err != nil {
 		return err
 	}
 	r.mux.Handle("/api/", svc.Handler())
 	r.mux.Handle("/mcp", mcp.Handler(svc, mcp.Config{RequireHuman: a.cfg.MCPRequireHuman}, r.log))
 	principals := 0
-	if policy != nil {
-		principals = len(policy.Principals)
+	if p := o.Policy(); p != nil {
+		principals = len(p.Principals)
 	}
-	r.log.Info().Bool("on", policy != nil).Int("principals", principals).Bool("mcp_require_human", a.cfg.MCPRequireHuman).
+	r.log.Info().Bool("on", o.Policy() != nil).Int("principals", principals).Bool("mcp_require_human", a.cfg.MCPRequireHuman).
 		Msg("http api and mcp endpoint")
 	return nil
 }
@@ -75,13 +74,13 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 		return err
 	}
 	defer a.Close()
-	policy, err := commands.LoadPolicy(cfg.PermissionsFile)
+	policy, err := a.loadPolicy()
 	if err != nil {
-		return usageError("DLQBOT_PERMISSIONS: %w", err)
+		return err
 	}
-	caller := api.Caller{ID: "mcp:" + currentUser(), Via: "mcp"}
+	caller := api.Caller{Identity: "mcp:" + currentUser(), FrontEnd: ops.FrontMCP}
 	if currentUser() == "" {
-		caller.ID = "mcp"
+		caller.Identity = "mcp"
 	}
 	if policy != nil {
 		p, ok := policy.Principal(cfg.MCPToken)
@@ -91,13 +90,21 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 		caller = api.CallerOf(p, "mcp")
 	}
 	var b *bot.Bot
+	var n *bot.Notifier
+	var groups commands.UserGroups
 	if cfg.SlackBotToken != "" {
-		n, err := bot.NewNotifier(bot.Config{BotToken: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel,
-			Policy: policy, APIChannel: cfg.APIChannel}, bot.NotifierDeps{Replays: a.store.Replays(), Refs: a.store.SlackRefs(), Log: a.log})
-		if err != nil {
+		if n, err = bot.NewNotifier(bot.Config{BotToken: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel,
+			APIChannel: cfg.APIChannel}, bot.NotifierDeps{Replays: a.store.Replays(), Refs: a.store.SlackRefs(), Log: a.log}); err != nil {
 			return usageError("slack: %w", err)
 		}
-		b, err = bot.New(n, bot.Deps{Engine: a.svc, Replays: a.store.Replays(), Tokens: a.store.Tokens()})
+		groups = n.UserGroups()
+	}
+	o, err := a.newOps(policy, groups)
+	if err != nil {
+		return err
+	}
+	if n != nil {
+		b, err = bot.New(n, bot.Deps{Ops: o, Replays: a.store.Replays(), Tokens: a.store.Tokens()})
 		if err != nil {
 			return usageError("slack: %w", err)
 		}
@@ -110,11 +117,14 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 	if cfg.MCPRequireHuman && (b == nil || cfg.APIChannel == "") {
 		return usageError("DLQBOT_MCP_REQUIRE_HUMAN needs Slack (SLACK_BOT_TOKEN) and DLQBOT_API_CHANNEL, where the previews are posted for approval")
 	}
-	svc, err := a.newAPI(policy, b)
+	if b != nil {
+		o.SetAsker(b)
+	}
+	svc, err := a.newAPI(o, b)
 	if err != nil {
 		return err
 	}
-	a.log.Info().Str("as", caller.ID).Bool("access_control", policy != nil).Bool("require_human", cfg.MCPRequireHuman).Msg("dlqbot mcp on stdio")
+	a.log.Info().Str("as", caller.Identity).Bool("access_control", policy != nil).Bool("require_human", cfg.MCPRequireHuman).Msg("dlqbot mcp on stdio")
 	if err := mcp.Serve(ctx, svc, mcp.Config{RequireHuman: cfg.MCPRequireHuman}, caller, &sdk.StdioTransport{}, a.log); err != nil && ctx.Err() == nil {
 		return failed(fmt.Errorf("mcp: %w", err))
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/amqp"
 )
 
 // config is everything dlqbot reads from its environment (README
@@ -37,14 +38,20 @@ type config struct {
 	APIChannel      string // DLQBOT_API_CHANNEL: where API/MCP previews and replays show in Slack
 	MCPRequireHuman bool   // DLQBOT_MCP_REQUIRE_HUMAN: dlq_replay asks a person in Slack instead of starting
 	MCPToken        string // DLQBOT_MCP_TOKEN: the principal `dlqbot mcp` (stdio) acts as
-	DialectHeaders  string // DLQBOT_DIALECT_HEADERS: an in-house dialect (engine.ParseHeaderDialect)
+
+	// Access control and Slack's identity (README "Configuration").
+	AccessOpen     bool          // DLQBOT_ACCESS=open: serve with Slack and no permissions file
+	SlackTeamID    string        // DLQBOT_SLACK_TEAM_ID: the only workspace whose requests are served
+	SlackAppID     string        // DLQBOT_SLACK_APP_ID: the only app whose requests are served
+	ScanLimit      int           // DLQBOT_SCAN_LIMIT "<n>/<window>" or "off" (-1): scans per principal and DLQ
+	ScanWindow     time.Duration // the window of DLQBOT_SCAN_LIMIT
+	DialectHeaders string        // DLQBOT_DIALECT_HEADERS: an in-house dialect (engine.ParseHeaderDialect)
 
 	// Privacy and integrity (README "Private by default").
 	ExcerptBytes   int    // DLQBOT_EXCERPT_BYTES: payload excerpt size, 0 none (engine: 0 default 200, negative none)
 	SigningKey     string // DLQBOT_SIGNING_KEY: signs frozen previews and replay records
 	SigningKeyFile string // DLQBOT_SIGNING_KEY_FILE: the same, read from a file
 	AcceptUnsigned bool   // DLQBOT_ACCEPT_UNSIGNED: read records written before signing was turned on
-	accessOpen     bool   // DLQBOT_ACCESS=open: serve may run without a signing key
 
 	// Whether DLQBOT_HTTP_ADDR and DLQBOT_REDIS_PREFIX were set (the demo
 	// uses its own defaults otherwise).
@@ -81,6 +88,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		MCPToken:           getenv("DLQBOT_MCP_TOKEN"),
 		SigningKey:         getenv("DLQBOT_SIGNING_KEY"),
 		SigningKeyFile:     getenv("DLQBOT_SIGNING_KEY_FILE"),
+		SlackTeamID:        getenv("DLQBOT_SLACK_TEAM_ID"),
+		SlackAppID:         getenv("DLQBOT_SLACK_APP_ID"),
 		httpAddrSet:        getenv("DLQBOT_HTTP_ADDR") != "",
 		redisPrefixSet:     getenv("DLQBOT_REDIS_PREFIX") != "",
 	}
@@ -94,7 +103,6 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if c.AcceptUnsigned, err = envBool(getenv, "DLQBOT_ACCEPT_UNSIGNED"); err != nil {
 		return c, err
 	}
-	c.accessOpen = getenv("DLQBOT_ACCESS") == "open"
 	if v := getenv("DLQBOT_EXCERPT_BYTES"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 2000 {
@@ -105,18 +113,52 @@ func loadConfig(getenv func(string) string) (config, error) {
 			c.ExcerptBytes = -1
 		}
 	}
+	switch v := getenv("DLQBOT_ACCESS"); v {
+	case "":
+	case "open":
+		c.AccessOpen = true
+	default:
+		return c, usageError("DLQBOT_ACCESS=%q is not a setting; the only one is DLQBOT_ACCESS=open (access control off, for a workspace where everyone may replay)", v)
+	}
+	if c.ScanLimit, c.ScanWindow, err = scanLimit(getenv("DLQBOT_SCAN_LIMIT")); err != nil {
+		return c, err
+	}
 	for _, u := range []struct {
 		name, value string
 		schemes     []string
 	}{
 		{"SLACK_API_URL", c.SlackAPIURL, []string{"http", "https"}},
-		{"AMQP_URL", c.AMQPURL, []string{"amqp", "amqps"}},
-		{"RABBITMQ_MANAGEMENT_URL", c.ManagementURL, []string{"http", "https"}},
 		{"REDIS_URL", c.RedisURL, []string{"redis", "rediss", "unix"}},
 	} {
 		if err := checkURL(u.name, u.value, u.schemes); err != nil {
 			return c, err
 		}
+	}
+	// A cluster's nodes may be listed, separated by commas (amqp.Nodes).
+	for _, u := range []struct {
+		name, value string
+		schemes     []string
+	}{
+		{"AMQP_URL", c.AMQPURL, []string{"amqp", "amqps"}},
+		{"RABBITMQ_MANAGEMENT_URL", c.ManagementURL, []string{"http", "https"}},
+	} {
+		nodes, err := amqp.Nodes(u.value)
+		if err != nil {
+			return c, usageError("%s is not a URL or a comma-separated list of node URLs: %v", u.name, err)
+		}
+		for i, n := range nodes {
+			name := u.name
+			if len(nodes) > 1 {
+				name = fmt.Sprintf("%s (node %d of %d)", u.name, i+1, len(nodes))
+			}
+			if err := checkURL(name, n, u.schemes); err != nil {
+				return c, err
+			}
+		}
+	}
+	// The lists as a whole (one vhost for every AMQP node); New dials nothing.
+	if _, err := amqp.New(amqp.Config{URL: c.AMQPURL, ManagementURL: c.ManagementURL}); err != nil {
+		return c, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %v", err)
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return c, usageError("DLQBOT_HTTP_ADDR=%q is not a host:port address (like :8080): %v", c.HTTPAddr, err)
@@ -125,6 +167,24 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, usageError("DLQBOT_DIALECT_HEADERS is not a header dialect: %v", err)
 	}
 	return c, nil
+}
+
+// scanLimit parses DLQBOT_SCAN_LIMIT: "<n>/<window>" (like 30/10m),
+// "off" (returned as -1), or unset (0: the operations' default).
+func scanLimit(v string) (int, time.Duration, error) {
+	if v == "" {
+		return 0, 0, nil
+	}
+	if v == "off" {
+		return -1, 0, nil
+	}
+	n, w, ok := strings.Cut(v, "/")
+	k, err1 := strconv.Atoi(n)
+	d, err2 := time.ParseDuration(w)
+	if !ok || err1 != nil || err2 != nil || k < 1 || d < time.Second {
+		return 0, 0, usageError("DLQBOT_SCAN_LIMIT=%q is not a limit; write scans per window like 30/10m, or off", v)
+	}
+	return k, d, nil
 }
 
 // envBool parses a boolean setting; unset means false.

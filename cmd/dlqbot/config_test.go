@@ -21,6 +21,11 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"AMQP_URL", "127.0.0.1:5672"},
 		{"RABBITMQ_MANAGEMENT_URL", "amqp://127.0.0.1:15672"},
 		{"RABBITMQ_MANAGEMENT_URL", "http://%zz"},
+		{"AMQP_URL", "amqp://u:p@n1:5672/,,amqp://u:p@n2:5672/"},
+		{"AMQP_URL", "amqp://u:p@n1:5672/,http://n2:5672/"},
+		{"AMQP_URL", "amqp://u:p@n1:5672/a,amqp://u:p@n2:5672/b"},
+		{"RABBITMQ_MANAGEMENT_URL", "http://n1:15672,amqp://n2:15672"},
+		{"RABBITMQ_MANAGEMENT_URL", "http://n1:15672,"},
 		{"REDIS_URL", "localhost:6379"},
 		{"SLACK_API_URL", "slack.com/api"},
 		{"DLQBOT_HTTP_ADDR", "8080"},
@@ -68,7 +73,9 @@ func TestConfigDefaultsAndValues(t *testing.T) {
 		t.Errorf("defaults: %+v", c)
 	}
 	env := map[string]string{"DLQBOT_LEASE_TTL": "30s", "DLQBOT_MCP_REQUIRE_HUMAN": "true",
-		"REDIS_URL": "rediss://h:6380/1", "DLQBOT_HTTP_ADDR": "127.0.0.1:9000", "DLQBOT_REDIS_PREFIX": "x:"}
+		"REDIS_URL": "rediss://h:6380/1", "DLQBOT_HTTP_ADDR": "127.0.0.1:9000", "DLQBOT_REDIS_PREFIX": "x:",
+		"AMQP_URL":                "amqp://u:p@n1:5672/vh, amqp://u:p@n2:5672/vh,amqp://u:p@n3:5672/vh",
+		"RABBITMQ_MANAGEMENT_URL": "http://u:p@n1:15672,http://u:p@n2:15672,http://u:p@n3:15672"}
 	c, err = loadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatalf("good values refused: %v", err)

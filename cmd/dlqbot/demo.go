@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/internal/demo"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
 )
@@ -65,6 +66,7 @@ func demoCommand(ctx context.Context, cfg config, args []string, stdout, stderr 
 	cfg.SlackSigningSecret = hex.EncodeToString(secret)
 	cfg.SlackBotToken, cfg.SlackAppToken = "xoxb-dlqbot-demo", ""
 	cfg.ActivityChannel = demo.ActivityChannel
+	cfg.AccessOpen = cfg.AccessOpen || cfg.PermissionsFile == "" // the demo's stand-in workspace is the newcomer's own
 
 	err := runDemo(ctx, cfg, *addr, demo.NewQueues(*prefix), ownPrefix, stdout, stderr)
 	if err != nil {
@@ -106,7 +108,7 @@ func runDemo(ctx context.Context, cfg config, addr string, q demo.Queues, resetR
 			return failed(fmt.Errorf("reset the demo's Redis keys (%s*): %w", cfg.RedisPrefix, err))
 		}
 	}
-	if _, err := demo.StartTraffic(ctx, cfg.AMQPURL, q); err != nil {
+	if _, err := demo.StartTraffic(ctx, firstNode(cfg.AMQPURL), q); err != nil {
 		_ = botLn.Close()
 		return failed(fmt.Errorf("seed the demo queues: %w", err))
 	}
@@ -124,17 +126,27 @@ func (a *app) checkServices(ctx context.Context) error {
 	defer cancel()
 	if err := a.broker.Ping(ctx); err != nil {
 		return fmt.Errorf("RabbitMQ is not reachable at %s (AMQP_URL): %v\n"+
-			"  start it with: rabbitmq-server -detached && rabbitmq-plugins enable rabbitmq_management", redact.URL(a.cfg.AMQPURL), err)
+			"  start it with: rabbitmq-server -detached && rabbitmq-plugins enable rabbitmq_management", amqp.RedactList(a.cfg.AMQPURL), err)
 	}
-	if err := managementUp(ctx, a.cfg.ManagementURL); err != nil {
+	if err := managementUp(ctx, firstNode(a.cfg.ManagementURL)); err != nil {
 		return fmt.Errorf("the RabbitMQ management API is not reachable at %s (RABBITMQ_MANAGEMENT_URL): %v\n"+
-			"  enable it with: rabbitmq-plugins enable rabbitmq_management", redact.URL(a.cfg.ManagementURL), err)
+			"  enable it with: rabbitmq-plugins enable rabbitmq_management", amqp.RedactList(a.cfg.ManagementURL), err)
 	}
 	if err := a.store.Ping(ctx); err != nil {
 		return fmt.Errorf("Redis is not reachable at %s (REDIS_URL): %v\n"+
 			"  start it with: redis-server --daemonize yes", redact.URL(a.cfg.RedisURL), err)
 	}
 	return nil
+}
+
+// firstNode is the first URL of a node list (AMQP_URL may list a
+// cluster's nodes): the demo's own traffic and checks use one node.
+func firstNode(list string) string {
+	nodes, err := amqp.Nodes(list)
+	if err != nil {
+		return list
+	}
+	return nodes[0]
 }
 
 // managementUp asks the management API for its overview.

@@ -104,7 +104,7 @@ func progressLine(r engine.Replay, now time.Time, withID bool) string {
 		fmt.Fprintf(&b, " · %.1f msg/s", float64(r.Sent)/elapsed.Seconds())
 	}
 	fmt.Fprintf(&b, " · %s", elapsed.Truncate(time.Second))
-	if r.Note != "" && r.State != engine.StateRunning {
+	if r.Note != "" { // while running: waiting for the broker after a lost node
 		b.WriteString(" · " + r.Note)
 	}
 	return b.String()

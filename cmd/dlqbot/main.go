@@ -21,6 +21,7 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	setMemLimit()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	os.Exit(exitCode(err))
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/metrics"
+	"github.com/stroma/dlqbot/ops"
 	"github.com/stroma/dlqbot/store"
 )
 
@@ -39,11 +40,14 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			return err
 		}
 		defer a.Close()
-		if err := checkSigning(cfg, a.signed, a.log); err != nil {
-			return err
-		}
+		// newReplica refuses Slack without a policy unless
+		// DLQBOT_ACCESS=open (closedByDefault); then serve needs a
+		// signing key unless DLQBOT_ACCESS=open (checkSigning).
 		r, err := a.newReplica()
 		if err != nil {
+			return err
+		}
+		if err := checkSigning(cfg, a.signed, a.log); err != nil {
 			return err
 		}
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -76,6 +80,13 @@ type replica struct {
 func (a *app) newReplica() (*replica, error) {
 	r := &replica{a: a, id: engine.NewID("w_"), mux: http.NewServeMux()}
 	r.log = a.log.With().Str("worker", r.id).Logger()
+	policy, err := a.loadPolicy()
+	if err != nil {
+		return nil, err
+	}
+	if err := closedByDefault(a.cfg, policy); err != nil {
+		return nil, err
+	}
 	a.log = r.log
 	logEvents := engine.NotifierFunc(func(_ context.Context, e engine.Event) {
 		r.log.Info().Str("replay_id", e.Replay.ID).Str("event", string(e.Kind)).Str("state", string(e.Replay.State)).Msg(e.Text)
@@ -94,18 +105,29 @@ func (a *app) newReplica() (*replica, error) {
 	if err := a.newEngine(notifiers, a.metrics, true); err != nil {
 		return nil, err
 	}
-	b, err := newSlackBot(a.cfg, a, slack, r.log)
+	var groups commands.UserGroups
+	if slack != nil {
+		groups = slack.UserGroups()
+	}
+	o, err := a.newOps(policy, groups)
+	if err != nil {
+		return nil, err
+	}
+	b, err := newSlackBot(a.cfg, a, slack, o, r.log)
 	if err != nil {
 		return nil, err
 	}
 	r.bot = b
+	if b != nil {
+		o.SetAsker(b)
+	}
 	r.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	r.mux.HandleFunc("GET /readyz", a.readyz)
 	r.mux.Handle("GET /metrics", a.metrics.Handler())
 	if b != nil && a.cfg.SlackSigningSecret != "" {
 		r.mux.Handle("/slack/", b.Handler())
 	}
-	if err := r.mountAPI(b); err != nil {
+	if err := r.mountAPI(o, b); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -205,17 +227,10 @@ func newSlackNotifier(cfg config, st *store.Store, o bot.Observer, log zerolog.L
 		log.Info().Msg("slack not configured (no SLACK_BOT_TOKEN): serving without the bot")
 		return nil, nil
 	}
-	var policy *commands.Policy
-	if cfg.PermissionsFile != "" {
-		p, err := commands.LoadPolicy(cfg.PermissionsFile)
-		if err != nil {
-			return nil, usageError("DLQBOT_PERMISSIONS: %w", err)
-		}
-		policy = p
-	}
 	n, err := bot.NewNotifier(bot.Config{
 		SigningSecret: cfg.SlackSigningSecret, BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken,
-		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, Policy: policy, APIChannel: cfg.APIChannel,
+		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, APIChannel: cfg.APIChannel,
+		TeamID: cfg.SlackTeamID, AppID: cfg.SlackAppID,
 	}, bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log, Observer: o})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
@@ -227,18 +242,32 @@ func newSlackNotifier(cfg config, st *store.Store, o bot.Observer, log zerolog.L
 // SLACK_SIGNING_SECRET it serves the HTTP endpoints, with SLACK_APP_TOKEN
 // Socket Mode; with neither it only posts the progress of the replays this
 // replica runs.
-func newSlackBot(cfg config, a *app, n *bot.Notifier, log zerolog.Logger) (*bot.Bot, error) {
+func newSlackBot(cfg config, a *app, n *bot.Notifier, o *ops.Ops, log zerolog.Logger) (*bot.Bot, error) {
 	if n == nil {
 		return nil, nil
 	}
-	b, err := bot.New(n, bot.Deps{Engine: a.svc, Replays: a.store.Replays(), Tokens: a.store.Tokens(), Seen: a.store.SlackRequests()})
+	b, err := bot.New(n, bot.Deps{Ops: o, Replays: a.store.Replays(), Tokens: a.store.Tokens(), Seen: a.store.SlackRequests()})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
 	}
 	log.Info().Bool("http", cfg.SlackSigningSecret != "").Bool("socket_mode", cfg.SlackAppToken != "").
+		Str("team_id", cfg.SlackTeamID).Str("app_id", cfg.SlackAppID).
 		Bool("access_control", b.AccessControl()).Str("activity_channel", cfg.ActivityChannel).Msg("slack bot ready")
 	if cfg.SlackSigningSecret == "" && cfg.SlackAppToken == "" {
 		log.Warn().Msg("SLACK_BOT_TOKEN without SLACK_SIGNING_SECRET or SLACK_APP_TOKEN: this replica takes no Slack requests and only posts replay progress")
 	}
 	return b, nil
+}
+
+// errOpenAccess is why serve does not start with Slack and no permissions
+// file: the sentence names DLQBOT_ACCESS=open.
+const errOpenAccess = "Slack is configured (SLACK_BOT_TOKEN) but there is no permissions file (DLQBOT_PERMISSIONS), so anyone in any channel the bot is in could preview any DLQ and approve its replay alone; name a permissions file, or set DLQBOT_ACCESS=open to run with access control off"
+
+// closedByDefault refuses to serve Slack without a policy unless the
+// operator said DLQBOT_ACCESS=open (the demo says it for itself).
+func closedByDefault(cfg config, policy *commands.Policy) error {
+	if cfg.SlackBotToken != "" && policy == nil && !cfg.AccessOpen {
+		return usageError("%s", errOpenAccess)
+	}
+	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -51,5 +52,40 @@ func TestServeHealthReadinessMetrics(t *testing.T) {
 	})
 	if c, _ := get("http://" + down + "/healthz"); c != 200 {
 		t.Fatalf("/healthz %d without Redis: liveness must not depend on Redis", c)
+	}
+}
+
+// TestServeIsClosedByDefault: `dlqbot serve` with Slack configured and no
+// permissions file exits with status 2 and a sentence naming
+// DLQBOT_ACCESS=open, listening on nothing; with DLQBOT_ACCESS=open it
+// serves, and /dlq help says access control is off. A value other than
+// open is a usage error naming the variable.
+func TestServeIsClosedByDefault(t *testing.T) {
+	t.Parallel()
+	env := merge(merge(testEnv(t), "SLACK_BOT_TOKEN", "xoxb-closed"), "SLACK_SIGNING_SECRET", "closed-secret")
+	addr := freeAddr(t)
+	_, stderr, code := dlqbot(t, merge(env, "DLQBOT_HTTP_ADDR", addr), "serve")
+	if code != exitUsage || !strings.Contains(stderr, "DLQBOT_ACCESS=open") || !strings.Contains(stderr, "DLQBOT_PERMISSIONS") {
+		t.Fatalf("serve without a policy: exit %d, stderr %q", code, stderr)
+	}
+	if c, _ := get("http://" + addr + "/healthz"); c != 0 {
+		t.Fatalf("a refused serve answered /healthz (%d)", c)
+	}
+	if _, stderr, code := dlqbot(t, merge(env, "DLQBOT_ACCESS", "yes"), "serve"); code != exitUsage || !strings.Contains(stderr, "DLQBOT_ACCESS") {
+		t.Fatalf("DLQBOT_ACCESS=yes: exit %d, stderr %q", code, stderr)
+	}
+	stub := slackstub.New("closed-secret")
+	t.Cleanup(stub.Close)
+	open := merge(merge(merge(env, "DLQBOT_ACCESS", "open"), "DLQBOT_HTTP_ADDR", addr), "SLACK_API_URL", stub.APIURL())
+	start(t, open, "serve")
+	testkit.Eventually(t, 20*time.Second, "/healthz", func() bool { c, _ := get("http://" + addr + "/healthz"); return c == 200 })
+	resp, err := stub.SlashCommand("http://"+addr, "/dlq", "help", "U0ANYONE01", "C0OPEN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "Access control is off") {
+		t.Fatalf("help with DLQBOT_ACCESS=open: %s", body)
 	}
 }

@@ -45,7 +45,7 @@ func checkSigning(cfg config, signed bool, log zerolog.Logger) error {
 	if signed {
 		return nil
 	}
-	if !cfg.accessOpen {
+	if !cfg.AccessOpen {
 		return usageError("dlqbot serve needs a signing key for the previews and replays it keeps in Redis: set DLQBOT_SIGNING_KEY (or DLQBOT_SIGNING_KEY_FILE) to at least 32 random bytes, the same on every replica and terminal, or set DLQBOT_ACCESS=open to run without one")
 	}
 	log.Warn().Msg("no signing key (DLQBOT_SIGNING_KEY): previews and replay records in Redis are unsigned, so whoever can write Redis can change them unnoticed")

@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"time"
 
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // terminal runs one subcommand of the terminal front end (README "Using it
@@ -46,12 +46,15 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		return out.fail(err)
 	}
 	defer a.Close()
+	if err := a.terminalOps(); err != nil {
+		return out.fail(err)
+	}
 	if err := a.ping(ctx); err != nil {
 		return out.fail(failed(err))
 	}
 	switch c := res.Cmd.(type) {
 	case commands.PreviewCmd:
-		p, err := a.svc.Preview(ctx, c.Selection, requester())
+		p, err := a.ops.Preview(ctx, a.caller, c.Selection)
 		if err != nil {
 			return out.fail(failed(err))
 		}
@@ -69,7 +72,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		if c.ReplayID == "" {
 			return a.list(ctx, out)
 		}
-		r, err := a.svc.Status(ctx, c.ReplayID)
+		r, err := a.ops.Replay(ctx, a.caller, c.ReplayID)
 		if err != nil {
 			return out.fail(failed(err))
 		}
@@ -81,7 +84,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	case commands.ListCmd:
 		return a.list(ctx, out)
 	case commands.CheckCmd:
-		rep, err := a.svc.Check(ctx, c.ReplayID, "")
+		rep, err := a.ops.Check(ctx, a.caller, c.ReplayID)
 		if err != nil {
 			return out.fail(failed(err))
 		}
@@ -95,14 +98,30 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	case commands.CancelCmd:
 		return a.control(ctx, out, engine.ControlCancel, c.ReplayID)
 	case commands.ResumeCmd:
-		return a.resume(ctx, out, stderr, c.ReplayID)
+		return a.resume(ctx, out, stderr, c.ReplayID, c.Action())
 	default:
 		return out.fail(usageError("%s is not a terminal command", res.Cmd.Name()))
 	}
 }
 
+// terminalOps builds the operations the terminal calls and the caller it
+// is: with DLQBOT_PERMISSIONS, the principal whose os_users names the OS
+// user (an OS user the policy does not name may change nothing), else
+// "terminal:<os user>" with access control off.
+func (a *app) terminalOps() error {
+	policy, err := a.loadPolicy()
+	if err != nil {
+		return err
+	}
+	if a.ops, err = a.newOps(policy, nil); err != nil {
+		return err
+	}
+	a.caller = ops.TerminalCaller(policy, currentUser())
+	return nil
+}
+
 func (a *app) list(ctx context.Context, out *output) error {
-	rs, err := a.store.Replays().List(ctx, 20)
+	rs, _, err := a.ops.List(ctx, a.caller, 20)
 	if err != nil {
 		return out.fail(failed(err))
 	}
@@ -118,12 +137,9 @@ func (a *app) list(ctx context.Context, out *output) error {
 
 // control pauses or cancels a replay (resume follows it: see resume).
 func (a *app) control(ctx context.Context, out *output, action engine.ControlAction, id string) error {
-	r, err := a.svc.Control(ctx, id, action, requester())
+	r, err := a.ops.Control(ctx, a.caller, action, id)
 	if err != nil {
 		return out.fail(failed(err))
-	}
-	if r2, err := a.svc.Status(ctx, id); err == nil {
-		r = r2
 	}
 	if out.json {
 		return out.doc(r)
@@ -135,14 +151,14 @@ func (a *app) control(ctx context.Context, out *output, action engine.ControlAct
 // replay approves a token and follows the replay to its end (follow.go:
 // handed to the running workers, or run in this process when none is).
 func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c commands.ReplayCmd) error {
-	ap, err := a.svc.Approve(ctx, c.Token, requester(), c.Params, false)
+	ap, err := a.ops.Approve(ctx, a.caller, ops.Approval{Token: c.Token, Params: c.Params})
 	if err != nil {
-		if errors.Is(err, engine.ErrChanged) {
+		if rf, ok := ops.IsRefusal(err); ok && rf.Code == ops.Changed {
 			if out.json {
-				return out.failDoc(failed(err), map[string]any{"changes": ap.Changes})
+				return out.failDoc(failed(err), map[string]any{"changes": rf.Changes})
 			}
 			fmt.Fprintln(out.w, "The DLQ or its targets changed since the preview:")
-			for _, ch := range ap.Changes {
+			for _, ch := range rf.Changes {
 				fmt.Fprintln(out.w, "  -", ch.Detail)
 			}
 			fmt.Fprintln(out.w, "Nothing was sent. Run the preview again and replay its new token.")
@@ -160,9 +176,9 @@ func (a *app) replay(ctx context.Context, out *output, stderr io.Writer, c comma
 // resume asks for a paused or stopped replay to continue and follows it as
 // replay does: handed to the running workers, or run here when none is
 // running, so that a resume never just waits for nobody.
-func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id string) error {
+func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id string, action engine.ControlAction) error {
 	// Record the wish only: follow hands the replay out or runs it here.
-	if _, err := a.svc.Control(ctx, id, engine.ControlResume, requester()); err != nil {
+	if _, err := a.ops.Control(ctx, a.caller, action, id); err != nil {
 		return out.fail(failed(err))
 	}
 	r, err := a.follow(ctx, id, out, out.progress(stderr))
@@ -257,6 +273,9 @@ func (o *output) fail(err error) error {
 func (o *output) failDoc(err error, extra map[string]any) error {
 	if o.json {
 		doc := map[string]any{"error": err.Error()}
+		if r, ok := ops.IsRefusal(err); ok {
+			doc["code"] = r.Code // a refusal's code, for scripts
+		}
 		for k, v := range extra {
 			doc[k] = v
 		}
@@ -265,12 +284,4 @@ func (o *output) failDoc(err error, extra map[string]any) error {
 		fmt.Fprintln(o.w, "dlqbot:", err)
 	}
 	return err
-}
-
-// requester names who runs the terminal command, for the audit trail.
-func requester() string {
-	if u := currentUser(); u != "" {
-		return "terminal:" + u
-	}
-	return "terminal"
 }

@@ -87,7 +87,7 @@ func TestTerminalPreviewReplayStatus(t *testing.T) {
 	}
 	// The token is spent.
 	out, _, code = dlqbot(t, env, "replay", token, "--json")
-	if code != 1 || !strings.Contains(oneJSON(t, out)["error"].(string), "already used") {
+	if doc := oneJSON(t, out); code != 1 || !strings.Contains(doc["error"].(string), "already approved") || doc["code"] != "token_used" {
 		t.Fatalf("second replay exit %d: %s", code, out)
 	}
 }
@@ -104,8 +104,8 @@ func TestTerminalBadInput(t *testing.T) {
 	}{
 		{"malformed filter", env, []string{"preview", "orders.dlq", "resaon=rejected", "--json"}, 2, "resaon"},
 		{"unknown subcommand", env, []string{"frobnicate", "--json"}, 2, "frobnicate"},
-		{"unknown queue", env, []string{"preview", testkit.Name("nope"), "--json"}, 1, "not found"},
-		{"unknown token", env, []string{"replay", "p_doesnotexist000000000", "--json"}, 1, "not found"},
+		{"unknown queue", env, []string{"preview", testkit.Name("nope"), "--json"}, 1, "There is no queue"},
+		{"unknown token", env, []string{"replay", "p_doesnotexist000000000", "--json"}, 1, "unknown or has expired"},
 		{"unreachable broker", merge(env, "AMQP_URL", "amqp://guest:guest@127.0.0.1:1/"), []string{"preview", "x.dlq", "--json"}, 1, "broker unavailable"},
 		{"unreachable redis", merge(env, "REDIS_URL", "redis://127.0.0.1:1/0"), []string{"preview", "x.dlq", "--json"}, 1, "store unavailable"},
 	}

@@ -10,10 +10,12 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/metrics"
+	"github.com/stroma/dlqbot/ops"
 	"github.com/stroma/dlqbot/store"
 )
 
@@ -31,6 +33,36 @@ type app struct {
 	metrics *metrics.Metrics
 	// signed says whether the store signs its records (a signing key is set).
 	signed bool
+	// handOff is newEngine's: whether approved replays go to the workers.
+	handOff bool
+	// audit records every operation through the operations layer (nil:
+	// nothing is kept). The store's trail in Redis is set here once it
+	// exists (issue 25: store/audit.go); tests set an in-memory one.
+	audit audit.Recorder
+	// ops and caller are the terminal's (terminalOps).
+	ops    *ops.Ops
+	caller ops.Caller
+}
+
+// loadPolicy reads the permissions file (DLQBOT_PERMISSIONS); nil without
+// one.
+func (a *app) loadPolicy() (*commands.Policy, error) {
+	policy, err := commands.LoadPolicy(a.cfg.PermissionsFile)
+	if err != nil {
+		return nil, usageError("DLQBOT_PERMISSIONS: %w", err)
+	}
+	return policy, nil
+}
+
+// newOps builds the operations every front end calls, on a's engine and
+// store, with policy (nil: access control off) and groups (Slack's user
+// groups; nil without Slack). Without hand-off (the terminal) the caller
+// runs approved replays itself.
+func (a *app) newOps(policy *commands.Policy, groups commands.UserGroups) (*ops.Ops, error) {
+	return ops.New(ops.Config{Policy: policy, RequireHuman: a.cfg.MCPRequireHuman, ScanLimit: a.cfg.ScanLimit,
+		ScanWindow: a.cfg.ScanWindow, NoHandOff: !a.handOff},
+		ops.Deps{Engine: a.svc, Tokens: a.store.Tokens(), Replays: a.store.Replays(), Windows: a.store.Windows(),
+			Groups: groups, Audit: a.audit, Log: a.log})
 }
 
 // newApp wires RabbitMQ, Redis and an engine that notifies nobody (the
@@ -98,16 +130,16 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 		Broker: b, Mover: b, Counters: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
 		Notifier: notifier, ScanObserver: observer, Schedule: st.Schedule(),
-		Taps: b, Returns: st.Returns(),
+		Taps: b, Returns: st.Returns(), Claims: st.Claims(),
 	}
 	if handOff {
 		deps.Jobs, deps.Registry = st.Jobs(), st.Workers()
 	}
 	// The policy's redaction applies to every front end this engine
 	// serves, the terminal included; its excerpt size wins over the env's.
-	policy, err := commands.LoadPolicy(a.cfg.PermissionsFile)
+	policy, err := a.loadPolicy()
 	if err != nil {
-		return usageError("DLQBOT_PERMISSIONS: %w", err)
+		return err
 	}
 	excerpt := a.cfg.ExcerptBytes
 	if policy != nil {
@@ -129,7 +161,7 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 	if err != nil {
 		return err
 	}
-	a.svc = svc
+	a.svc, a.handOff = svc, handOff
 	return nil
 }
 

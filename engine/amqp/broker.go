@@ -3,7 +3,9 @@ package amqp
 import (
 	"errors"
 	"fmt"
-	"github.com/stroma/dlqbot/internal/redact"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -28,11 +30,16 @@ const (
 
 // Config configures a Broker. Every zero field takes the documented default.
 type Config struct {
-	// URL is the AMQP URL; the vhost is its path ("/" when empty).
-	// Default DefaultURL.
+	// URL is the AMQP URL; the vhost is its path ("/" when empty). A
+	// cluster's nodes may be listed, separated by commas
+	// ("amqp://u:p@n1:5672/,amqp://u:p@n2:5672/"), all with the same vhost:
+	// the Broker connects to the first that answers and, after losing its
+	// node, to the next (see connHolder). Default DefaultURL.
 	URL string
 	// ManagementURL is the base URL of the management HTTP API, with the
-	// credentials as user info. Default DefaultManagementURL.
+	// credentials as user info; a cluster's nodes may be listed, separated
+	// by commas, and any live one is asked (see mgmtClient). Default
+	// DefaultManagementURL.
 	ManagementURL string
 	// Prefetch is the page size of a read: how many messages one channel's
 	// consumer holds (basic.qos prefetch_count). A queue with more messages
@@ -120,7 +127,8 @@ func (c Config) withDefaults() Config {
 // operation works on its own channels over one shared connection.
 type Broker struct {
 	cfg     Config
-	uri     amqp.URI
+	uri     amqp.URI   // the first node's (credentials, vhost)
+	nodes   []amqpNode // the AMQP URL list, in order
 	vhost   string
 	mgmt    *mgmtClient
 	conns   connHolder
@@ -141,15 +149,16 @@ func New(cfg Config) (*Broker, error) {
 	if cfg.Prefetch > MaxPrefetch {
 		return nil, fmt.Errorf("amqp: prefetch %d exceeds %d", cfg.Prefetch, MaxPrefetch)
 	}
-	uri, err := amqp.ParseURI(cfg.URL)
+	nodes, err := parseAMQPNodes(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("amqp: invalid AMQP URL %q: %w", redact.URL(cfg.URL), err)
+		return nil, err
 	}
+	uri := nodes[0].uri
 	mgmt, err := newMgmtClient(cfg.ManagementURL, uri.Vhost, cfg.HTTPTimeout)
 	if err != nil {
 		return nil, err
 	}
-	b := &Broker{cfg: cfg, uri: uri, vhost: uri.Vhost, mgmt: mgmt, marks: marks{shared: cfg.ReadMarks}}
+	b := &Broker{cfg: cfg, uri: uri, nodes: nodes, vhost: uri.Vhost, mgmt: mgmt, marks: marks{shared: cfg.ReadMarks}}
 	b.conns.b = b
 	return b, nil
 }
@@ -187,10 +196,26 @@ func (b *Broker) classify(err error) error {
 		return fmt.Errorf("%w (%v)", engine.ErrQueueNotFound, err)
 	}
 	var ae *amqp.Error
-	if errors.Is(err, amqp.ErrClosed) || (errors.As(err, &ae) && isConnectionCode(ae.Code)) {
-		return unavailable(redact.URL(b.cfg.URL), err)
+	if errors.Is(err, amqp.ErrClosed) || (errors.As(err, &ae) && isConnectionCode(ae.Code)) || isNetworkError(err) {
+		return b.lost(err)
 	}
 	return err
+}
+
+// isNetworkError reports a write or read on a connection whose peer went
+// away ("write: connection reset by peer" from a publish to a node just
+// killed), which the library returns as is rather than as ErrClosed.
+func isNetworkError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// lost is a connection that was open and is gone (its node died or closed
+// it): an engine.NodeLostError naming the node, which a paced replay
+// outlives (engine/reconnect.go).
+func (b *Broker) lost(err error) error {
+	return &engine.NodeLostError{Node: b.conns.node(), Err: err}
 }
 
 // isConnectionCode reports AMQP reply codes that end the connection rather

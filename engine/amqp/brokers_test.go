@@ -17,7 +17,7 @@ type queueCase struct {
 }
 
 // onBrokers puts each kind of queue on the brokers it must be tested on:
-// quorum queues on every broker (RabbitMQ 3.10 and 4.0), others on 3.10.
+// quorum queues on every broker (RabbitMQ 3.10, 4.0 and 4.3), others on 3.10.
 func onBrokers(kinds []struct {
 	name string
 	args amqp.Table

@@ -2,6 +2,8 @@ package amqp
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -13,10 +15,13 @@ import (
 
 // The read budget (see engine/budget.go): every read of a quorum queue
 // gives back what it does not move with Nack(requeue), which RabbitMQ
-// before 4.3 counts against the queue's delivery limit. A read starts only
+// before 4.3 counts against the queue's delivery limit (4.3 counts only
+// failed deliveries: basic.reject, a lost channel). A read starts only
 // when no message can reach its limit by it, stops at a delivery whose
 // count says otherwise, and leaves a mark (the highest count it saw, plus
-// the give-back) for the next read, on any replica.
+// the give-back) for the next read, on any replica. The rules are the
+// broker's version's (requeueCounts), read from the broker, never assumed;
+// a quorum queue whose budget cannot be told is not read.
 
 // marks keeps read marks in memory and, when set, in a shared store.
 type marks struct {
@@ -58,15 +63,28 @@ func (m *marks) record(vhost, queue string, mk engine.ReadMark, whole bool) erro
 }
 
 // readCounts fills the budget part of a queue's state: limit, where it
-// comes from, the policy to raise it in and the mark of the last read.
+// comes from, the policy to raise it in and the mark of the last read. A
+// quorum queue on a broker whose version cannot be told is a
+// *engine.BudgetUnknownError: each version counts differently.
 func (b *Broker) readCounts(ctx context.Context, q *queueJSON) (int, engine.ReadCounts, error) {
 	var rc engine.ReadCounts
-	l := q.limit(q.version)
+	if q.queueType() != "quorum" {
+		return 0, rc, nil
+	}
+	ver := b.budgetVersion(ctx, q.version)
+	if _, ok := parseVersion(ver); !ok {
+		reason := "RabbitMQ's version is unknown (neither the management API nor the AMQP connection tells it)"
+		if ver != "" {
+			reason = fmt.Sprintf("RabbitMQ's version %q is not one dlqbot can read", ver)
+		}
+		return 0, rc, &engine.BudgetUnknownError{Queue: q.Name, Reason: reason}
+	}
+	l := q.limit(ver)
 	if !l.has {
 		return 0, rc, nil
 	}
-	rc.BrokerVersion = q.version
-	rc.RequeueCounts = requeueCounts(rc.BrokerVersion)
+	rc.BrokerVersion = ver
+	rc.RequeueCounts = requeueCounts(ver)
 	rc.LimitFrom = l.from
 	rc.OperatorPolicy = q.OperatorPolicy
 	if q.Policy != "" {
@@ -87,6 +105,37 @@ func (b *Broker) readCounts(ctx context.Context, q *queueJSON) (int, engine.Read
 	return l.limit, rc, nil
 }
 
+// budgetVersion is the version whose rules the read budget follows (see
+// pickVersion): the management API's (mgmtVer) or the AMQP server's own,
+// announced when the connection opened.
+func (b *Broker) budgetVersion(ctx context.Context, mgmtVer string) string {
+	var amqpVer string
+	if conn, err := b.conns.get(ctx); err == nil {
+		amqpVer, _ = conn.Properties["version"].(string)
+	}
+	return pickVersion(mgmtVer, amqpVer)
+}
+
+// pickVersion chooses between the management API's version and the AMQP
+// server's: the one that can be read; when both can and differ (a cluster
+// being upgraded node by node) the older, whose rules are the stricter;
+// when neither can, what there is ("" or an odd string).
+func pickVersion(mgmtVer, amqpVer string) string {
+	mv, mok := parseVersion(mgmtVer)
+	av, aok := parseVersion(amqpVer)
+	switch {
+	case mok && aok && av.older(mv):
+		return amqpVer
+	case mok:
+		return mgmtVer
+	case aok:
+		return amqpVer
+	case mgmtVer != "":
+		return mgmtVer
+	}
+	return amqpVer
+}
+
 // readBudget is one read's budget.
 type readBudget struct {
 	b      *Broker
@@ -97,8 +146,11 @@ type readBudget struct {
 }
 
 // startRead checks, before a read of queue, that it can bring no message to
-// its delivery limit. When the management API cannot be reached the read
-// goes on unbudgeted, as before this check existed.
+// its delivery limit. It fails closed: when the management API cannot say
+// what the queue is (unreachable, or it does not know a queue that
+// exists), the read is refused with a *engine.BudgetUnknownError, unless
+// an earlier answer said the queue is classic (its type changes only when
+// it is deleted and declared again), for which no budget applies.
 func (b *Broker) startRead(ctx context.Context, queue string) (*readBudget, error) {
 	rb := &readBudget{b: b, queue: queue, seen: -1}
 	q, err := b.queueInfo(ctx, queue)
@@ -106,7 +158,22 @@ func (b *Broker) startRead(ctx context.Context, queue string) (*readBudget, erro
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return rb, nil
+		if b.info.knownClassic(queue) {
+			return rb, nil
+		}
+		// Only a queue that exists needs a budget; a missing queue or an
+		// unreachable broker is the read's own error to report.
+		if _, found, perr := b.declarePassive(ctx, queue); perr != nil || !found {
+			return rb, nil
+		}
+		reason := "management API unreachable"
+		switch {
+		case errors.Is(err, errMgmtNotFound):
+			reason = "the management API does not know the queue"
+		case !errors.Is(err, engine.ErrBrokerUnavailable):
+			reason = "the management API did not answer: " + err.Error()
+		}
+		return nil, &engine.BudgetUnknownError{Queue: queue, Reason: reason, Err: err}
 	}
 	rb.quorum = q.queueType() == "quorum"
 	rb.state.Name = queue

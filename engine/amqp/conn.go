@@ -3,12 +3,14 @@ package amqp
 import (
 	"context"
 	"errors"
-	"github.com/stroma/dlqbot/internal/redact"
+	"fmt"
 	"net"
 	"sync"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/internal/redact"
 )
 
 // heartbeat is the AMQP heartbeat interval asked for: a dead broker is
@@ -16,12 +18,28 @@ import (
 const heartbeat = 10 * time.Second
 
 // connHolder owns the Broker's AMQP connection: dialled on first use,
-// re-dialled when the previous one was lost.
+// re-dialled when the previous one was lost. With several nodes (a
+// cluster's AMQP_URL list) it tries them in order, beginning with the
+// first, and after losing a connection beginning with the node after the
+// one it lost: a node that just died (or is restarting) is tried last.
+// Order, not shuffling, keeps which node a replica uses predictable; a
+// load balancer in front of the cluster spreads replicas instead.
 type connHolder struct {
 	b      *Broker
 	mu     sync.Mutex
 	conn   *amqp.Connection
 	closed bool
+	// cur is the node of conn (index into b.nodes); next is the node the
+	// next dial tries first.
+	cur, next int
+}
+
+// node names the node of the connection (the current one, or the last one
+// lost when none is open yet), host:port without credentials.
+func (h *connHolder) node() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.b.nodes[h.cur].endpoint
 }
 
 // get returns a live connection, dialling one if there is none.
@@ -37,17 +55,36 @@ func (h *connHolder) get(ctx context.Context) (*amqp.Connection, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	conn, err := h.dial(ctx)
-	if err != nil {
-		return nil, err
+	if h.conn != nil {
+		// Lost: begin with the next node.
+		h.next = (h.cur + 1) % len(h.b.nodes)
+		h.conn = nil
 	}
-	h.conn = conn
-	return conn, nil
+	var errs []error
+	for k := range h.b.nodes {
+		i := (h.next + k) % len(h.b.nodes)
+		conn, err := h.dial(ctx, h.b.nodes[i])
+		if err == nil {
+			h.conn, h.cur, h.next = conn, i, i
+			return conn, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if len(h.b.nodes) > 1 {
+			err = fmt.Errorf("%s: %w", h.b.nodes[i].endpoint, err)
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 1 {
+		return nil, unavailable("cannot connect to "+redact.URL(h.b.nodes[0].url), errs[0])
+	}
+	return nil, unavailable(fmt.Sprintf("cannot connect to any of the %d nodes", len(errs)), errors.Join(errs...))
 }
 
-// dial opens a connection; ctx bounds the TCP connect, and DialTimeout (or
-// ctx's deadline, when earlier) the whole handshake.
-func (h *connHolder) dial(ctx context.Context) (*amqp.Connection, error) {
+// dial opens a connection to node; ctx bounds the TCP connect, and
+// DialTimeout (or ctx's deadline, when earlier) the whole handshake.
+func (h *connHolder) dial(ctx context.Context, node amqpNode) (*amqp.Connection, error) {
 	cfg := h.b.cfg
 	props := amqp.NewConnectionProperties()
 	props.SetClientConnectionName(cfg.ConnectionName)
@@ -68,16 +105,13 @@ func (h *connHolder) dial(ctx context.Context) (*amqp.Connection, error) {
 		}
 		return c, nil
 	}
-	conn, err := amqp.DialConfig(cfg.URL, amqp.Config{
+	conn, err := amqp.DialConfig(node.url, amqp.Config{
 		Properties: props,
 		Dial:       dialer,
 		Heartbeat:  heartbeat,
 	})
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		return nil, unavailable("cannot connect to "+redact.URL(cfg.URL), err)
+		return nil, err
 	}
 	return conn, nil
 }

@@ -184,11 +184,12 @@ func recordOf(seq int, id, ct string, ts time.Time, body []byte, h map[string]an
 }
 
 // withoutDeliveryCount drops the quorum queue's x-delivery-count, which
-// every requeue may raise.
+// every requeue may raise before RabbitMQ 4.3, and x-acquired-count, which
+// every requeue raises on 4.3.
 func withoutDeliveryCount(h map[string]any) map[string]any {
 	out := make(map[string]any, len(h))
 	for k, v := range h {
-		if k != "x-delivery-count" {
+		if k != "x-delivery-count" && k != "x-acquired-count" {
 			out[k] = v
 		}
 	}

@@ -15,6 +15,18 @@ const infoTTL = time.Second
 type infoCache struct {
 	mu sync.Mutex
 	m  map[string]cachedInfo
+	// classic holds the queues the latest answer for each said are
+	// classic, however old that answer: a queue's type changes only when
+	// it is deleted and declared again, so a read of one needs no budget
+	// while the API is down.
+	classic map[string]bool
+}
+
+// knownClassic reports whether an earlier answer said queue is classic.
+func (c *infoCache) knownClassic(queue string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.classic[queue]
 }
 
 type cachedInfo struct {
@@ -41,6 +53,14 @@ func (b *Broker) queueInfo(ctx context.Context, queue string) (*queueJSON, error
 		b.info.m = map[string]cachedInfo{}
 	}
 	b.info.m[queue] = cachedInfo{q: q, at: time.Now()}
+	if q.queueType() == "classic" {
+		if b.info.classic == nil || len(b.info.classic) > 10000 {
+			b.info.classic = map[string]bool{}
+		}
+		b.info.classic[queue] = true
+	} else {
+		delete(b.info.classic, queue)
+	}
 	return q, nil
 }
 

@@ -2,6 +2,7 @@ package amqp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -28,8 +29,13 @@ func (b *Broker) Inspect(ctx context.Context, queue string) (engine.QueueInfo, e
 		st.Type = info.queueType()
 		// The read budget: the effective limit, where it comes from and
 		// what the last read left. A store that cannot be read is an error:
-		// the budget would be unknown.
-		if st.DeliveryLimit, st.ReadCounts, err = b.readCounts(ctx, info); err != nil {
+		// the budget would be unknown. A broker version that cannot be
+		// read leaves the budget empty, as an unreachable API does: the
+		// read itself refuses (startRead).
+		st.DeliveryLimit, st.ReadCounts, err = b.readCounts(ctx, info)
+		if errors.Is(err, engine.ErrBudgetUnknown) {
+			st.DeliveryLimit, st.ReadCounts = 0, engine.ReadCounts{}
+		} else if err != nil {
 			return st, fmt.Errorf("amqp: inspect %s: read marks: %w", queue, err)
 		}
 	}

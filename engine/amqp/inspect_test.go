@@ -74,8 +74,8 @@ func TestInspect(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !st.Exists || st.Type != "quorum" || st.DeliveryLimit != 5 || !st.RequeueCounts || st.LimitFrom != "argument" {
-				t.Fatalf("Inspect = %+v, want an existing quorum queue with delivery limit 5 from its argument", st)
+			if !st.Exists || st.Type != "quorum" || st.DeliveryLimit != 5 || st.RequeueCounts != on.RequeueCounts() || st.LimitFrom != "argument" {
+				t.Fatalf("Inspect = %+v, want an existing quorum queue with delivery limit 5 from its argument (give-backs counting: %v)", st, on.RequeueCounts())
 			}
 		})
 	})

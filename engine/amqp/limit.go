@@ -97,11 +97,22 @@ func (q *queueJSON) limit(v string) limitInfo {
 	return l
 }
 
-// requeueCounts reports whether a give-back counts against the delivery
-// limit on broker version v: before 4.3 (or when the version is unknown).
+// older reports whether v is an earlier release line than w.
+func (v version) older(w version) bool {
+	return v.major < w.major || v.major == w.major && v.minor < w.minor
+}
+
+// requeueCounts reports whether a give-back (basic.nack with requeue)
+// counts against a quorum queue's delivery limit on broker version v:
+// 3.x counts every return in delivery_count, 4.0–4.2 in acquired_count
+// (both shown as x-delivery-count); from 4.3 the limit applies to
+// delivery_count alone, which only failures raise (basic.reject, a channel
+// or connection lost with the message unacked). A version that cannot be
+// read counts as before 4.3, the stricter rule; the read budget refuses
+// such a quorum queue before asking (see readCounts).
 func requeueCounts(v string) bool {
 	ver, ok := parseVersion(v)
-	return !ok || ver.major < 4 || (ver.major == 4 && ver.minor < 3)
+	return !ok || ver.older(version{4, 3})
 }
 
 // brokerVersion is RabbitMQ's version from the management API, cached;

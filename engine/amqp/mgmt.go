@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/stroma/dlqbot/internal/redact"
 	"io"
 	"math"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
@@ -21,48 +21,60 @@ import (
 var errMgmtNotFound = errors.New("not found by the management API")
 
 // mgmtClient reads the few management API resources the adapter needs,
-// decoding only the fields it uses (newer brokers add fields freely).
+// decoding only the fields it uses (newer brokers add fields freely). With
+// several nodes (a cluster's RABBITMQ_MANAGEMENT_URL list) every node
+// answers for the whole cluster: a request goes to the node that answered
+// last and, when that node cannot be reached or answers 5xx, to the others
+// in order; the first to answer is asked next time.
 type mgmtClient struct {
-	base     string // scheme://host[:port][/prefix], no user info, no trailing slash
-	endpoint string // base for error messages
-	user     string
-	pass     string
-	auth     bool
-	vhost    string
-	http     *http.Client
-	ver      versionCache
+	nodes []mgmtNode
+	vhost string
+	http  *http.Client
+	ver   versionCache
+	// cur is the node asked first (index into nodes).
+	cur atomic.Int32
 }
 
 func newMgmtClient(raw, vhost string, timeout time.Duration) (*mgmtClient, error) {
-	u, err := url.Parse(raw)
+	nodes, err := parseMgmtNodes(raw)
 	if err != nil {
-		return nil, fmt.Errorf("amqp: invalid management URL %q: %w", redact.URL(raw), err)
+		return nil, err
 	}
-	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("amqp: invalid management URL %q: want http(s)://[user:password@]host:port", redact.URL(raw))
-	}
-	m := &mgmtClient{vhost: vhost, http: &http.Client{Timeout: timeout}}
-	if u.User != nil {
-		m.user = u.User.Username()
-		m.pass, _ = u.User.Password()
-		m.auth = true
-	}
-	u.User = nil
-	u.RawQuery, u.Fragment = "", ""
-	m.base = strings.TrimRight(u.String(), "/")
-	m.endpoint = m.base
-	return m, nil
+	return &mgmtClient{nodes: nodes, vhost: vhost, http: &http.Client{Timeout: timeout}}, nil
 }
 
-// get fetches base+path (path already escaped) into out. A 404 is
-// errMgmtNotFound; an unreachable API or a 5xx is ErrBrokerUnavailable.
+// get fetches path (already escaped) from a live node into out. A 404 is
+// errMgmtNotFound; no node reachable, or each answering 5xx, is
+// ErrBrokerUnavailable.
 func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.base+path, nil)
+	first := int(m.cur.Load())
+	var errs []error
+	for k := range m.nodes {
+		i := (first + k) % len(m.nodes)
+		err := m.getFrom(ctx, m.nodes[i], path, out)
+		if !errors.Is(err, engine.ErrBrokerUnavailable) {
+			m.cur.Store(int32(i)) // it answered (a 404 is an answer too)
+			return err
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return fmt.Errorf("%w: none of the %d management API nodes answered: %w", engine.ErrBrokerUnavailable, len(errs), errors.Join(errs...))
+}
+
+// getFrom is one request to one node.
+func (m *mgmtClient) getFrom(ctx context.Context, n mgmtNode, path string, out any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.base+path, nil)
 	if err != nil {
 		return err
 	}
-	if m.auth {
-		req.SetBasicAuth(m.user, m.pass)
+	if n.auth {
+		req.SetBasicAuth(n.user, n.pass)
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := m.http.Do(req)
@@ -70,7 +82,7 @@ func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return unavailable("management API "+m.endpoint, err)
+		return unavailable("management API "+n.base, err)
 	}
 	defer resp.Body.Close()
 	switch {
@@ -83,7 +95,8 @@ func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 		return errMgmtNotFound
 	case resp.StatusCode >= 500:
-		return unavailable("management API "+m.endpoint, fmt.Errorf("GET %s: %s", path, resp.Status))
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+		return unavailable("management API "+n.base, fmt.Errorf("GET %s: %s", path, resp.Status))
 	default:
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("management API GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))

@@ -44,7 +44,7 @@ type mover struct {
 	bounces chan amqp.Return
 	flight  []*inflight // publish order
 	byCopy  map[string]*inflight
-	copies  int         // copies published, for copyHeader
+	copies  int         // copies named, for copyHeader
 	done    []*inflight // confirmed, not yet recorded and acked
 	// doneSince is when the oldest of done was confirmed.
 	doneSince time.Time
@@ -137,7 +137,7 @@ func (m *mover) run(ctx context.Context) error {
 		if !ok {
 			continue
 		}
-		picked = append(picked, pendingPick{h, p})
+		picked = append(picked, pendingPick{h: h, p: p, tag: m.tag(p)})
 		satisfied := m.req.Satisfied != nil && m.req.Satisfied()
 		if len(picked) >= batch || satisfied {
 			next := m.intend(ctx, picked)
@@ -167,8 +167,18 @@ func (m *mover) run(ctx context.Context) error {
 
 // pendingPick is a held message chosen for sending.
 type pendingPick struct {
-	h held
-	p engine.Pick
+	h   held
+	p   engine.Pick
+	tag string // its copyHeader value, known before its intent is written
+}
+
+// tag names the next copy: p.Copy for a resend, else "<move>-<n>".
+func (m *mover) tag(p engine.Pick) string {
+	if p.Copy != "" {
+		return p.Copy
+	}
+	m.copies++
+	return fmt.Sprintf("%s-%d", m.r.id, m.copies)
 }
 
 // intent is a batch whose ledger intent is being written.
@@ -178,7 +188,7 @@ type intent struct {
 }
 
 func moved(pp pendingPick) engine.Moved {
-	return engine.Moved{Seq: pp.h.seq, ID: pp.p.ID, Target: pp.p.Target}
+	return engine.Moved{Seq: pp.h.seq, ID: pp.p.ID, Target: pp.p.Target, Copy: pp.tag}
 }
 
 // intend starts writing batch's intent (req.Intend) in the background.
@@ -235,8 +245,7 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 		if m.req.Rewrite != nil {
 			headers = amqp.Table(m.req.Rewrite(map[string]any(d.Headers), pp.p))
 		}
-		m.copies++
-		tag := fmt.Sprintf("%s-%d", m.r.id, m.copies)
+		tag := pp.tag
 		headers = withHeader(headers, copyHeader, tag)
 		msg := amqp.Publishing{
 			Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,

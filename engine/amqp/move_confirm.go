@@ -178,7 +178,15 @@ func (m *mover) ackRecorded(wait bool) error {
 		for i, f := range rec.batch {
 			hs[i] = f.h
 		}
-		if _, err := m.r.ackAll(hs); err != nil {
+		_, err := m.r.ackAll(hs)
+		if err == nil {
+			// An ack written is not an ack processed: a connection lost
+			// right after it gives the original back. Only acks the
+			// broker is known to have handled count as Sent, so that every
+			// original it may still hold is counted a duplicate.
+			err = m.r.fence(hs)
+		}
+		if err != nil {
 			// The copies are out and recorded; the originals whose ack did
 			// not reach the broker come back when it notices the lost
 			// channel: duplicates, in the ledger. Which acks got through is

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/stroma/dlqbot/internal/redact"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -236,7 +235,7 @@ func (r *holdReader) lost(c *heldChan) error {
 	default:
 	}
 	if r.conn.IsClosed() {
-		return unavailable(redact.URL(r.b.cfg.URL), amqp.ErrClosed)
+		return r.b.lost(amqp.ErrClosed)
 	}
 	c.cancelled = true
 	return fmt.Errorf("the broker cancelled the consumer (queue deleted?)")
@@ -253,6 +252,26 @@ func (r *holdReader) ack(h held) error {
 		h.c.above = map[uint64]bool{}
 	}
 	h.c.above[h.d.DeliveryTag] = true
+	return nil
+}
+
+// fence makes sure the broker processed every ack sent so far on the
+// channels of hs: an ack has no answer, but the broker handles a
+// channel's frames in order, so once a synchronous method sent after the
+// acks is answered (basic.qos with the channel's own prefetch, which
+// changes nothing: with global=false it applies to consumers started
+// later), the acks took effect. An error means the acks' fate is unknown.
+func (r *holdReader) fence(hs []held) error {
+	seen := map[*heldChan]bool{}
+	for _, h := range hs {
+		if seen[h.c] {
+			continue
+		}
+		seen[h.c] = true
+		if err := h.c.ch.Qos(h.c.window, 0, false); err != nil {
+			return r.b.classify(err)
+		}
+	}
 	return nil
 }
 

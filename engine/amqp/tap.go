@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/stroma/dlqbot/internal/redact"
 	"math"
 	"time"
 
@@ -254,7 +253,7 @@ func (b *Broker) DrainTap(ctx context.Context, dlq string, record func([]engine.
 			return total, ctx.Err()
 		case d, ok := <-ds:
 			if !ok {
-				return total, fmt.Errorf("amqp: drain tap %s: %w", tap, unavailable(redact.URL(b.cfg.URL), errors.New("channel closed")))
+				return total, fmt.Errorf("amqp: drain tap %s: %w", tap, unavailable("node "+b.conns.node(), errors.New("channel closed")))
 			}
 			batch = append(batch, d)
 			if len(batch) >= tapBatch {

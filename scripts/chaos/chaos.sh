@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fault-injection runs and fuzzing (`make chaos`), against the RabbitMQ and
-# Redis of this machine (as `make test`), plus private redis-server processes.
+# Redis of this machine (as `make test`), plus private redis-server processes
+# and the three-node RabbitMQ 4.3 cluster of scripts/cluster.sh (started here).
 # Each run is one command, printed before it runs; the figures are collected
 # in $CHAOS_OUT/figures.txt (default bin/chaos) and quoted, with the same
 # commands, in docs/reliability.md.
@@ -39,6 +40,18 @@ for t in TestChaosSIGKILL TestChaosConnectionsClosed TestChaosRedisRestart TestC
   TestChaosUnpacedConnectionClosed TestChaosReadersDuringReplay TestChaosControlEveryPhase; do
   run go test -count=1 -v -timeout 15m -run "^$t\$" ./scripts/chaos
 done
+
+# The cluster runs: a three-node RabbitMQ 4.3 cluster (scripts/cluster.sh,
+# dlqc1–3 on 5691–5693), beside the single brokers.
+echo "+ scripts/cluster.sh start" | tee -a "$log" >&2
+if scripts/cluster.sh start >>"$log" 2>&1; then
+  for t in TestChaosClusterNodeLoss TestChaosClusterRollingRestart; do
+    run go test -count=1 -v -timeout 40m -run "^$t\$" ./scripts/chaos
+  done
+else
+  echo "  the cluster did not start (see $log)" | tee -a "$log" >&2
+  failed=1
+fi
 
 fuzz() { # fuzz <package> <target>
   local cmd=(go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" "$1")

@@ -23,8 +23,15 @@
 //   - TestChaosControlEveryPhase pauses and cancels replays while they
 //     send, settle, and between steps: each request must act within 1 s
 //     (issue 12).
+//   - TestChaosClusterNodeLoss SIGKILLs a node of the three-node RabbitMQ
+//     4.3 cluster of scripts/cluster.sh (dlqbot's node, then the DLQ's
+//     quorum leader) during a paced and an unpaced replay of 5,000 from a
+//     quorum DLQ replicated on all three, and starts it 20 s later; the
+//     paced replay must reach its end in the same run, nothing lost.
+//   - TestChaosClusterRollingRestart stops and starts the three nodes in
+//     turn during a paced replay of 20,000 (DLQBOT_CHAOS_ROLLING_N).
 //
-// The last three run twice, as subtests: on RabbitMQ 3.10 with a classic
+// The issue 12 runs run twice, as subtests: on RabbitMQ 3.10 with a classic
 // DLQ ("rabbit3-classic") and on RabbitMQ 4.0 with a quorum DLQ
 // ("rabbit4-quorum", figures suffixed _rabbit4_quorum); the others run on
 // 3.10.

@@ -27,6 +27,7 @@ import (
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/ops"
 )
 
 const chaosSecret = "chaos-signing-secret"
@@ -70,7 +71,22 @@ func (e *effects) Load(context.Context, string) (engine.Frozen, error) {
 	e.n.Add(1)
 	return engine.Frozen{}, engine.ErrTokenNotFound
 }
+func (e *effects) LoadHeader(ctx context.Context, token string) (engine.Frozen, error) {
+	return e.Load(ctx, token)
+}
 func (e *effects) Discard(context.Context, string) error { e.n.Add(1); return nil }
+func (e *effects) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
+	e.n.Add(1)
+	return engine.Frozen{}, nil, nil
+}
+
+// Take and Give are the operations' windows (ops.Windows): any use is an
+// effect.
+func (e *effects) Take(context.Context, string, int, int, time.Duration) (ops.Take, error) {
+	e.n.Add(1)
+	return ops.Take{OK: true}, nil
+}
+func (e *effects) Give(context.Context, string, string) error { e.n.Add(1); return nil }
 func (e *effects) SetMessage(context.Context, string, string, string) error {
 	e.n.Add(1)
 	return nil
@@ -227,7 +243,11 @@ func TestChaosSlackRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bot.New(n, bot.Deps{Engine: fx, Replays: fx, Tokens: fx})
+	o, err := ops.New(ops.Config{}, ops.Deps{Engine: fx, Tokens: fx, Replays: fx, Windows: fx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bot.New(n, bot.Deps{Ops: o, Replays: fx, Tokens: fx})
 	if err != nil {
 		t.Fatal(err)
 	}

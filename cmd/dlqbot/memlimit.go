@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// Memory limit defaults (README "Configuration"): when GOMEMLIMIT is unset,
+// the Go runtime's soft memory limit is memLimitShare of the container's
+// memory limit (cgroup v2 memory.max or v1 memory.limit_in_bytes), or
+// memLimitFixed when the process runs without one. The limit is soft: the
+// collector works harder near it, it never fails an allocation, and the
+// runtime caps the collector's share of the CPU, so a replay slows rather
+// than dies near it. GOMEMLIMIT (any value, "off" too) takes precedence.
+const (
+	memLimitShare = 0.7
+	memLimitFixed = 512 << 20
+)
+
+// cgroupLimitFiles are where a container's memory limit is read, v2 first.
+var cgroupLimitFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// defaultMemLimit returns the soft memory limit to set and whether to set
+// one: none when GOMEMLIMIT is set (the runtime applied it already).
+// readFile reads a cgroup file (os.ReadFile in the binary).
+func defaultMemLimit(getenv func(string) string, readFile func(string) ([]byte, error)) (int64, bool) {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0, false
+	}
+	for _, p := range cgroupLimitFiles {
+		b, err := readFile(p)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		// "max" (v2) or a page-rounded MaxInt64 (v1) mean no limit.
+		if err != nil || n <= 0 || n >= 1<<62 {
+			break
+		}
+		return int64(float64(n) * memLimitShare), true
+	}
+	return memLimitFixed, true
+}
+
+// setMemLimit applies defaultMemLimit to the runtime.
+func setMemLimit() {
+	if n, ok := defaultMemLimit(os.Getenv, os.ReadFile); ok {
+		debug.SetMemoryLimit(n)
+	}
+}

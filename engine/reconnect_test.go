@@ -1,0 +1,142 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	broker "github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/store"
+)
+
+// stopAtOnce is fast with Reconnect off: a paced replay stops at a lost
+// connection, as before clusters.
+var stopAtOnce = func() engine.Config { c := fast; c.Reconnect = -1; return c }()
+
+// eventLog records a replay's events.
+type eventLog struct {
+	mu sync.Mutex
+	es []engine.Event
+}
+
+func (ev *eventLog) Notify(_ context.Context, e engine.Event) {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	ev.es = append(ev.es, e)
+}
+
+func (ev *eventLog) texts(kind engine.EventKind) []string {
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	var out []string
+	for _, e := range ev.es {
+		if e.Kind == kind {
+			out = append(out, e.Text)
+		}
+	}
+	return out
+}
+
+// TestPacedReplayGoesOnAfterLosingItsConnection closes the replaying
+// engine's broker connection in the middle of a paced replay, on both
+// brokers, from a classic and a quorum DLQ. The same run must go on
+// through a new connection, saying that it waits and then that it goes
+// on, and end with every message either sent or in doubt (never missing);
+// afterwards every original is at the consumer or in the DLQ, and every
+// copy the consumer got is in the ledger.
+func TestPacedReplayGoesOnAfterLosingItsConnection(t *testing.T) {
+	t.Parallel()
+	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+		const n = 600
+		ev := &eventLog{}
+		f := newNotifiedFaultRun(t, on, dlqArgs, n, ev)
+		e := f.e
+		ctx := context.Background()
+		ap, err := e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: 150, Timeout: 20 * time.Second}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan engine.Replay, 1)
+		go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
+		testkit.Eventually(t, 20*time.Second, "150 sent", func() bool { return len(f.rec.got()) >= 150 })
+		if f.on.CloseConnections(t, f.conn) == 0 {
+			t.Fatal("no connection of the replaying engine found to close")
+		}
+		var rep engine.Replay
+		select {
+		case rep = <-done:
+		case <-time.After(3 * time.Minute):
+			t.Fatal("the replay did not end within 3 minutes of the fault")
+		}
+		t.Logf("after the fault: state %s, sent %d, duplicates %d, in doubt %d, missing %d: %s", rep.State, rep.Sent, rep.Duplicates, rep.InDoubt, rep.Missing, rep.Note)
+		finished := rep.State == engine.StateFinished && rep.Sent == n && rep.InDoubt == 0
+		inDoubt := rep.State == engine.StateStopped && rep.InDoubt > 0 && rep.Sent+rep.InDoubt == n && strings.Contains(rep.Note, "in doubt")
+		if !finished && !inDoubt || rep.Missing != 0 {
+			t.Fatalf("the paced replay did not go on to its end: state %s, sent %d of %d, in doubt %d, missing %d: %s", rep.State, rep.Sent, n, rep.InDoubt, rep.Missing, rep.Note)
+		}
+		waits := ev.texts(engine.EventWaiting)
+		u, _ := url.Parse(on.AMQPURL)
+		host := u.Host
+		if len(waits) < 2 || !strings.Contains(waits[0], "lost the broker connection through node "+host) ||
+			!strings.Contains(waits[len(waits)-1], "going on") {
+			t.Errorf("waiting events %q; want the lost node %s named, then going on", waits, host)
+		}
+		if got := ev.texts(engine.EventStopped); finished && len(got) > 0 {
+			t.Errorf("a stop was announced although the replay went on and finished: %q", got)
+		}
+		dups := f.account(t, "after the fault", ap.Replay.ID)
+		extra := 0
+		for _, k := range dups {
+			extra += k
+		}
+		t.Logf("the consumer got %d duplicate copies; the replay reports %d duplicate(s), %d in doubt", extra, rep.Duplicates, rep.InDoubt)
+		if extra > rep.Duplicates+rep.InDoubt {
+			// Possible by design (an ack lost with its connection is not
+			// confirmed by AMQP 0-9-1): reported, not failed, until the
+			// accounting reconciles it.
+			t.Logf("NOTE: %d duplicate copies beyond the %d duplicates and in-doubt copies reported", extra-rep.Duplicates-rep.InDoubt, rep.Duplicates+rep.InDoubt)
+		}
+	})
+}
+
+// newNotifiedFaultRun is newFaultRun with a notifier and the default
+// Reconnect (a paced replay goes on).
+func newNotifiedFaultRun(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n int, notifier engine.Notifier) *faultRun {
+	t.Helper()
+	connName := testkit.Name("conn")
+	b, err := broker.New(broker.Config{URL: on.AMQPURL, ManagementURL: on.ManagementURL, ConnectionName: connName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	rdb, prefix := testkit.Redis(t)
+	st, err := store.New(store.Config{Prefix: prefix}, rdb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+		Jobs: st.Jobs(), Registry: st.Workers(), Notifier: notifier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{rabbit: on.Dial(t), broker: b, store: st, svc: svc}
+	src, dlq := e.rabbit.DeadLetteredAs(dlqArgs, n, 200)
+	f := &faultRun{e: e, on: on, conn: connName, src: src, dlq: dlq, rec: &recorder{}}
+	f.p = preview(t, e, engine.Selection{DLQ: dlq})
+	testkit.Eventually(t, 20*time.Second, "the engine's connection in the management API", func() bool {
+		return on.CountConnections(t, connName) > 0
+	})
+	for i := range n {
+		f.originals = append(f.originals, fmt.Sprintf("m-%d", i))
+	}
+	e.rabbit.Consume(src, f.rec.handle)
+	return f
+}

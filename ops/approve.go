@@ -1,0 +1,217 @@
+package ops
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/stroma/dlqbot/audit"
+	"github.com/stroma/dlqbot/engine"
+)
+
+// Approval asks to turn a preview token into a replay.
+type Approval struct {
+	Token  string
+	Params engine.Params
+	// ConfirmDigest is the Digest of an earlier Changed refusal: approve
+	// despite exactly those changes (the HTTP API, MCP).
+	ConfirmDigest string
+	// Confirmed approves despite whatever changed, because the caller was
+	// just shown it and clicked "Approve anyway" (Slack).
+	Confirmed bool
+	// Show, when set, is called with the new replay before it is handed
+	// to the workers, so the front end can post where its progress will
+	// be edited.
+	Show func(ctx context.Context, r engine.Replay)
+}
+
+// Approved is an approval's outcome.
+type Approved struct {
+	Replay engine.Replay
+	Frozen engine.Frozen
+	// HandOffErr is set when the replay was approved but could not be
+	// handed to the workers: nothing was sent, and it should be
+	// cancelled.
+	HandOffErr error
+}
+
+// ChangesDigest names a list of changes: an approval confirms the changes
+// it was shown by quoting their digest.
+func ChangesDigest(changes []engine.Change) string {
+	h := sha256.New()
+	for _, c := range changes {
+		fmt.Fprintf(h, "%s\x00%s\x00%d\n", c.Kind, c.Queue, c.Messages)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// Approve approves a.Token for c: `replay` on the DLQ and `publish` on
+// every target, c named by the policy, not needing a human, and the
+// four-eyes rule (comparing principals, with the threshold counted per
+// requester and DLQ over the window). The engine then compares the world
+// with the preview (a Changed refusal lists what changed; nothing is
+// sent) and consumes the token atomically. The new replay is shown
+// (a.Show) and, unless Config.NoHandOff, handed to the workers.
+func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, err error) {
+	e := audit.Entry{Op: audit.OpApprove, TokenRef: audit.TokenRef(a.Token)}
+	defer func() {
+		e.ReplayID = out.Replay.ID
+		if err == nil && out.HandOffErr != nil {
+			e.Detail = "approved but not handed to a worker"
+		}
+		o.record(ctx, c, e, err)
+	}()
+	if strings.TrimSpace(a.Token) == "" {
+		return out, refuse(BadParams, "A replay needs the token of a preview; preview first.")
+	}
+	f, err := o.d.Tokens.LoadHeader(ctx, a.Token)
+	if err != nil {
+		return out, classify(err, a.Token)
+	}
+	out.Frozen = f
+	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
+	if err := o.mayChange(c); err != nil {
+		return out, err
+	}
+	if err := o.permit(ctx, c, func(id string, g []string) error {
+		return o.policy.CheckApprove(id, g, f.DLQ, f.TargetQueues())
+	}); err != nil {
+		return out, err
+	}
+	if err := o.human(c, "approve this replay"); err != nil {
+		return out, err
+	}
+	release, err := o.fourEyes(ctx, c, f)
+	if err != nil {
+		return out, err
+	}
+	approved := false
+	defer func() {
+		if !approved {
+			release()
+		}
+	}()
+	confirmed := a.Confirmed
+	if a.ConfirmDigest != "" && !confirmed {
+		_, changes, err := o.d.Engine.Compare(ctx, a.Token)
+		if err != nil {
+			return out, classify(err, f.DLQ)
+		}
+		if len(changes) > 0 && ChangesDigest(changes) != a.ConfirmDigest {
+			return out, changedRefusal(changes, true)
+		}
+		confirmed = len(changes) > 0
+	}
+	ap, err := o.d.Engine.Approve(ctx, a.Token, o.acting(c), a.Params, confirmed)
+	if errors.Is(err, engine.ErrChanged) {
+		return out, changedRefusal(ap.Changes, false)
+	}
+	if err != nil {
+		return out, classify(err, f.DLQ)
+	}
+	approved = true
+	out.Replay = ap.Replay
+	if a.Show != nil {
+		a.Show(ctx, out.Replay)
+	}
+	if o.cfg.NoHandOff {
+		return out, nil
+	}
+	if err := o.d.Engine.Enqueue(ctx, out.Replay.ID); err != nil {
+		o.log.Error().Err(err).Str("replay_id", out.Replay.ID).Msg("replay approved but not handed to a worker")
+		out.HandOffErr = err
+		return out, nil
+	}
+	if cur, err := o.d.Engine.Status(ctx, out.Replay.ID); err == nil {
+		out.Replay = cur
+	}
+	return out, nil
+}
+
+func changedRefusal(changes []engine.Change, again bool) *Refusal {
+	msg := "The DLQ or its targets changed since the preview, so nothing was sent."
+	if again {
+		msg = "What changed since the preview is not what this approval confirmed, so nothing was sent."
+	}
+	r := refuse(Changed, "%s", msg)
+	r.Changes, r.Digest = changes, ChangesDigest(changes)
+	return r
+}
+
+// RequestApproval posts the preview of token to Slack for a person to
+// approve, instead of approving it (the MCP tools when their caller needs
+// a human). The trail records it as the caller's approval refused with
+// NeedsHuman: nothing was approved. c needs `read` on the DLQ (it could preview it); whoever
+// clicks Approve needs what approving needs. p may be nil (the preview is
+// then rendered from the frozen one).
+func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *engine.Preview) (channel, ts string, err error) {
+	e := audit.Entry{Op: audit.OpApprove, TokenRef: audit.TokenRef(token)}
+	defer func() {
+		if err == nil {
+			// The caller's approval was not done: a person was asked.
+			e.Detail = "asked a person in Slack to approve"
+			err = refuse(NeedsHuman, "%s", e.Detail)
+			o.record(ctx, c, e, err)
+			err = nil
+			return
+		}
+		o.record(ctx, c, e, err)
+	}()
+	if o.d.Asker == nil {
+		return "", "", refuse(Unavailable, "Approval by a person is required, but no Slack front end is configured to ask one. Nothing was sent.")
+	}
+	f, err := o.d.Tokens.Load(ctx, token)
+	if err != nil {
+		return "", "", classify(err, token)
+	}
+	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
+	if err := o.permit(ctx, c, func(id string, g []string) error {
+		return o.policy.CheckRead(id, g, f.DLQ, "to ask for this replay")
+	}); err != nil {
+		return "", "", err
+	}
+	if ch := o.d.Asker.ApprovalChannel(); ch != "" {
+		// The DLQ's channel allowlist, before anything is posted.
+		if err := o.policy.CheckChannel(f.DLQ, ch); err != nil {
+			return "", "", classify(err, f.DLQ)
+		}
+	}
+	channel, ts, err = o.d.Asker.RequestApproval(ctx, f, p)
+	if err != nil {
+		return "", "", fmt.Errorf("ops: ask in slack: %w", err)
+	}
+	return channel, ts, nil
+}
+
+// Discard drops an unused preview token. Its requester (compared as a
+// principal) may always discard it; anyone else needs `replay` on the
+// DLQ.
+func (o *Ops) Discard(ctx context.Context, c Caller, token string) (f engine.Frozen, err error) {
+	e := audit.Entry{Op: audit.OpDiscard, TokenRef: audit.TokenRef(token)}
+	defer func() { o.record(ctx, c, e, err) }()
+	f, err = o.d.Tokens.LoadHeader(ctx, token)
+	if err != nil {
+		return f, classify(err, token)
+	}
+	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
+	if o.policy.Person(f.Requester) != o.acting(c) {
+		if err := o.permit(ctx, c, func(id string, g []string) error {
+			return o.policy.Require(id, g, "to discard someone else's preview",
+				needReplay(f.DLQ))
+		}); err != nil {
+			return f, err
+		}
+	}
+	if err := o.d.Tokens.Discard(ctx, token); err != nil {
+		if errors.Is(err, engine.ErrTokenUsed) {
+			r := refuse(TokenUsed, "That preview was already approved, so it cannot be discarded; pause or cancel its replay instead.")
+			r.err = err
+			return f, r
+		}
+		return f, classify(err, f.DLQ)
+	}
+	return f, nil
+}

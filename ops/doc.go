@@ -1,0 +1,22 @@
+// Package ops is dlqbot's one operations layer: every front end — the
+// Slack bot (bot/), the terminal (cmd/dlqbot), the HTTP API (api/) and
+// the MCP tools (mcp/) — turns its input into a Caller and typed values,
+// calls one operation here, and words the outcome in its own idiom. No
+// front end decides who may do what.
+//
+// Each operation applies the whole policy (commands.Policy): the grants
+// (read, replay, publish on queue globs), the four-eyes rule comparing
+// principals rather than identity strings (a preview made as
+// terminal:alice is approved by Slack's U012ALICE only when the policy
+// does not map both to one person), "needs a human" as a property of a
+// caller, the four-eyes threshold counted per requester and DLQ over a
+// window, and a rate limit on scans per principal and DLQ. It returns a
+// typed result, or a *Refusal whose Code says why nothing was done, or an
+// error when an allowed operation failed. Every operation is recorded
+// once in the audit trail (audit.Recorder), done, refused or failed,
+// with the preview token only as its audit.TokenRef.
+//
+// Without a policy (DLQBOT_ACCESS=open) every grant is allowed and no
+// second person is required; the rate limit and "needs a human" still
+// apply.
+package ops

@@ -1,0 +1,176 @@
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/ops"
+	"github.com/stroma/dlqbot/store"
+)
+
+// fakeEngine stands in for the engine (which is tested against
+// RabbitMQ); the windows are the store's, on the real Redis. It knows one
+// token per requester ("p_<requester>", 60 messages out of q) and one
+// paused replay.
+type fakeEngine struct {
+	mu       sync.Mutex
+	changed  bool // Approve answers ErrChanged
+	approved []string
+	controls []string
+}
+
+func (f *fakeEngine) Preview(_ context.Context, sel engine.Selection, req string) (*engine.Preview, error) {
+	return &engine.Preview{Token: "p_" + req, Requester: req, DLQ: engine.QueueInfo{Name: sel.DLQ}}, nil
+}
+func (f *fakeEngine) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
+	return engine.Frozen{}, nil, nil
+}
+func (f *fakeEngine) Approve(_ context.Context, token, by string, _ engine.Params, _ bool) (engine.Approval, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.changed {
+		return engine.Approval{Changes: []engine.Change{{Kind: engine.ChangeMessagesGone, Detail: "gone"}}}, engine.ErrChanged
+	}
+	f.approved = append(f.approved, token+" by "+by)
+	return engine.Approval{Replay: engine.Replay{ID: "r_" + token, Token: token, DLQ: "q", Approver: by}}, nil
+}
+func (f *fakeEngine) Control(_ context.Context, id string, a engine.ControlAction, by string) (engine.Replay, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.controls = append(f.controls, string(a)+" by "+by)
+	return engine.Replay{ID: id, DLQ: "q", State: engine.StatePaused}, nil
+}
+func (f *fakeEngine) Enqueue(context.Context, string) error { return nil }
+func (f *fakeEngine) Status(_ context.Context, id string) (engine.Replay, error) {
+	return engine.Replay{ID: id, DLQ: "q", Token: "p_U0OTHER001", State: engine.StatePaused}, nil
+}
+func (f *fakeEngine) Check(context.Context, string, string) (engine.CheckReport, error) {
+	return engine.CheckReport{}, nil
+}
+func (f *fakeEngine) Park(context.Context, string, string) (engine.ParkResult, error) {
+	return engine.ParkResult{}, nil
+}
+func (f *fakeEngine) LoadHeader(ctx context.Context, token string) (engine.Frozen, error) {
+	return f.Load(ctx, token)
+}
+
+func (f *fakeEngine) Load(_ context.Context, token string) (engine.Frozen, error) {
+	return engine.Frozen{Token: token, DLQ: "q", Requester: token[2:], Total: 60,
+		Targets: []engine.TargetSnapshot{{Queue: "t"}}}, nil
+}
+func (f *fakeEngine) Discard(context.Context, string) error              { return nil }
+func (f *fakeEngine) List(context.Context, int) ([]engine.Replay, error) { return nil, nil }
+
+func newOps(t *testing.T, policy string, cfg ops.Config) (*ops.Ops, *fakeEngine, *testkit.Trail) {
+	t.Helper()
+	p, err := commands.ParsePolicy([]byte(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, prefix := testkit.Redis(t)
+	st, err := store.New(store.Config{Prefix: prefix}, rdb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, tr := &fakeEngine{}, &testkit.Trail{}
+	cfg.Policy = p
+	o, err := ops.New(cfg, ops.Deps{Engine: f, Tokens: f, Replays: f, Windows: st.Windows(), Audit: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, f, tr
+}
+
+const policy = `principals:
+  - name: alice
+    as_user: U0ALICE001
+    os_users: [alice]
+  - name: ci
+    os_users: [ci]
+    needs_human: true
+roles:
+  - name: sre
+    users: [U0ALICE001, U0OTHER001]
+    principals: [ci]
+    grants:
+      - queues: ["*"]
+        actions: [read, replay, publish]
+  - name: viewers
+    users: [U0VIEWER01]
+    grants:
+      - queues: ["*"]
+        actions: [read]
+approval:
+  require_distinct_approver: 100
+`
+
+func code(err error) ops.Code {
+	if r, ok := ops.IsRefusal(err); ok {
+		return r.Code
+	}
+	if err != nil {
+		return "error: " + ops.Code(err.Error())
+	}
+	return "ok"
+}
+
+// TestPolicyInOps: the decisions ops makes whichever front end asks —
+// cancel needs replay while pause needs read, an OS user the policy does
+// not name may change nothing, a principal that needs a human may not
+// resume, the terminal's alice is Slack's alice for the four-eyes rule,
+// and a self-approval that the engine then refuses gives its count back.
+// Each call is recorded once.
+func TestPolicyInOps(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o, f, tr := newOps(t, policy, ops.Config{})
+	viewer, stranger := ops.SlackCaller("U0VIEWER01"), ops.TerminalCaller(o.Policy(), "mallory")
+	termAlice, ci := ops.TerminalCaller(o.Policy(), "alice"), ops.TerminalCaller(o.Policy(), "ci")
+	for _, c := range []struct {
+		name string
+		err  error
+		want ops.Code
+	}{
+		{"viewer pauses", err2(o.Control(ctx, viewer, engine.ControlPause, "r_1")), "ok"},
+		{"viewer cancels", err2(o.Control(ctx, viewer, engine.ControlCancel, "r_1")), ops.Forbidden},
+		{"unnamed OS user pauses", err2(o.Control(ctx, stranger, engine.ControlPause, "r_1")), ops.Forbidden},
+		{"unnamed OS user previews", err2(o.Preview(ctx, stranger, engine.Selection{DLQ: "q"})), ops.Forbidden},
+		{"ci resumes", err2(o.Control(ctx, ci, engine.ControlResume, "r_1")), ops.NeedsHuman},
+		{"ci pauses", err2(o.Control(ctx, ci, engine.ControlPause, "r_1")), "ok"},
+		{"terminal alice approves Slack alice's", err2(o.Approve(ctx, termAlice, ops.Approval{Token: "p_U0ALICE001"})), "ok"},
+		{"a second 60 of her own", err2(o.Approve(ctx, ops.SlackCaller("U0ALICE001"), ops.Approval{Token: "p_U0ALICE001"})), ops.NeedsSecondPerson},
+		{"someone else's", err2(o.Approve(ctx, ops.SlackCaller("U0ALICE001"), ops.Approval{Token: "p_U0OTHER001"})), "ok"},
+	} {
+		if got := code(c.err); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+	if n := len(tr.Find("", "", "")); n != 9 {
+		t.Errorf("%d entries recorded for 9 operations", n)
+	}
+	if len(f.controls) != 2 || len(f.approved) != 2 {
+		t.Errorf("the engine was asked %v and %v", f.controls, f.approved)
+	}
+
+	// A self-approval the engine refuses (the world changed) does not
+	// count: after it, the next one of the same size still fits.
+	o2, f2, _ := newOps(t, policy, ops.Config{})
+	f2.changed = true
+	if got := code(err2(o2.Approve(ctx, termAlice, ops.Approval{Token: "p_U0ALICE001"}))); got != ops.Changed {
+		t.Fatalf("changed world: %s", got)
+	}
+	f2.changed = false
+	if got := code(err2(o2.Approve(ctx, termAlice, ops.Approval{Token: "p_U0ALICE001"}))); got != "ok" {
+		t.Fatalf("after a refused self-approval: %s, want its count given back", got)
+	}
+	if !errors.Is(err2(o2.Approve(ctx, ops.SlackCaller("U0NOBODY01"), ops.Approval{Token: "p_x"})), commands.ErrForbidden) {
+		t.Fatal("a Forbidden refusal does not wrap commands.ErrForbidden")
+	}
+}
+
+func err2[T any](_ T, err error) error { return err }
