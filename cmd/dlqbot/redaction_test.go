@@ -9,6 +9,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -20,9 +21,19 @@ func TestTerminalRedacts(t *testing.T) {
 	t.Parallel()
 	const card, holder = "4111111111111111", "Jane Q Holder"
 	perm := filepath.Join(t.TempDir(), "permissions.yaml")
-	if err := os.WriteFile(perm, []byte(`roles:
+	// The terminal acts as the principal the policy names for the OS user.
+	me := currentUser()
+	if me == "" {
+		t.Skip("no OS user name to map in the policy")
+	}
+	if err := os.WriteFile(perm, []byte(`principals:
+  - name: me
+    token_sha256: `+commands.HashToken("unused-terminal-token")+`
+    os_users: [`+me+`]
+roles:
   - name: ops
     users: [U012ABCDEF]
+    principals: [me]
     grants:
       - queues: ["*"]
         actions: [read, replay, publish]
