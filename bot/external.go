@@ -88,7 +88,7 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 	}
 	b.previews.put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl})
 	if err := b.d.Tokens.SetMessage(ctx, f.Token, b.cfg.APIChannel, ts); err != nil {
-		b.log.Warn().Err(err).Str("token", audit.TokenRef(f.Token)).Msg("could not record where the preview was posted")
+		b.log.Warn().Err(err).Str("token_ref", audit.TokenRef(f.Token)).Msg("could not record where the preview was posted")
 	}
 	return b.cfg.APIChannel, ts, nil
 }
