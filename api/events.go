@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -67,6 +68,11 @@ func (h *handler) serveEvents(w http.ResponseWriter, r *http.Request, c Caller) 
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		return 0, newError(http.StatusInternalServerError, CodeInternal, "This server cannot stream responses.")
+	}
+	// The server's write timeout bounds ordinary answers; a stream lasts
+	// as long as the replay, so it lifts the deadline for itself.
+	if err := http.NewResponseController(w).SetWriteDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		s.log.Warn().Err(err).Str("replay_id", id).Msg("event stream: cannot lift the write deadline")
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")

@@ -18,6 +18,9 @@ const (
 	OpPark    = "park"
 	OpCheck   = "check"
 	OpResend  = "resend"
+	// OpSamples: a preview's sample messages shown to someone who asked
+	// for them (Slack's Show samples button).
+	OpSamples = "samples"
 )
 
 // Outcomes of an operation.

@@ -18,6 +18,9 @@ const (
 	ActionResume  = "dlq.resume"
 	ActionCancel  = "dlq.cancel"
 	ActionPark    = "dlq.park"
+	// ActionSamples asks for a preview's sample messages (value: the
+	// preview token); they are shown only to a reader of the DLQ, ephemerally.
+	ActionSamples = "dlq.samples"
 	// ActionResend (value: the replay id) resumes a paused or stopped
 	// replay with resend=in-doubt; shown while copies are in doubt.
 	ActionResend = "dlq.resend"

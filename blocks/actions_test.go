@@ -59,6 +59,7 @@ func TestButtons(t *testing.T) {
 	first := func(b []slack.Block, _ string) []slack.Block { return b }
 	approve := btn{"dlq.approve", token, true}
 	discard := btn{"dlq.discard", token, false}
+	samples := btn{"dlq.samples", token, false}
 	pause := btn{"dlq.pause", replayID, false}
 	resume := btn{"dlq.resume", replayID, false}
 	cont := btn{"dlq.resume", replayID, true}
@@ -68,7 +69,7 @@ func TestButtons(t *testing.T) {
 		b    []slack.Block
 		want []btn
 	}{
-		{"preview", first(Preview(previewWithProblems(), fixedNow())), []btn{approve, discard}},
+		{"preview", first(Preview(previewWithProblems(), fixedNow())), []btn{approve, discard, samples}},
 		{"preview, nothing selected", first(Preview(previewNothing(), fixedNow())), nil},
 		{"preview approved", first(PreviewApproved(previewWithProblems(), approver, replayID)), nil},
 		{"preview discarded", first(PreviewDiscarded(previewWithProblems(), approver)), nil},
@@ -89,7 +90,7 @@ func TestButtons(t *testing.T) {
 		{"preview with arrivals", first(Preview(previewArrivals(), fixedNow())), []btn{
 			{"dlq.preview_group", "orders.dlq reason=rejected group=" + engine.GroupID("order <n> not found"), false},
 			{"dlq.preview_group", "orders.dlq reason=rejected group=" + engine.GroupID("java.lang.IllegalArgumentException: currency XTS not supported"), false},
-			approve, discard}},
+			approve, discard, samples}},
 		{"preview with arrivals by source", first(Preview(previewArrivalsBySource(), fixedNow())), nil},
 		{"check, nothing back", first(Check(checkNothingBack())), nil},
 	}

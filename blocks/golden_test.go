@@ -39,6 +39,7 @@ func goldenCases() map[string]render {
 		"progress_resent":      rendered(Progress(resent, nil)),
 		"preview_problems":     rendered(Preview(previewWithProblems(), fixedNow())),
 		"preview_nothing":      rendered(Preview(previewNothing(), fixedNow())),
+		"preview_samples":      rendered(Samples(previewWithProblems())),
 		"preview_arrivals":     rendered(Preview(previewArrivals(), fixedNow())),
 		"preview_arrivals_src": rendered(Preview(previewArrivalsBySource(), fixedNow())),
 		"preview_approved":     rendered(PreviewApproved(previewWithProblems(), approver, replayID)),

@@ -13,7 +13,7 @@ import (
 // Caps on what a preview lists; the rest is summarised as "and N more".
 const (
 	maxTargets       = 10 // target queues listed
-	maxSamples       = 3  // sample messages shown with their payload
+	maxSamples       = 3  // sample messages shown to a reader (Samples)
 	maxProblemQueues = 5  // queue names named in one aggregated problem line
 	excerptChars     = 900
 )
@@ -31,13 +31,14 @@ func Preview(p *engine.Preview, now time.Time) ([]slack.Block, string) {
 	if p.Token == "" {
 		return out, previewText(p)
 	}
-	out = append(out,
-		contextBlock(BlockPreviewExpiry, expiryLine(p, now)),
-		actions(BlockPreviewActions,
-			button(ActionApprove, ApproveValue(p.Token, false), "Approve replay", slack.StylePrimary, approveConfirm(p)),
-			button(ActionDiscard, p.Token, "Discard", "", nil),
-		),
-	)
+	buttons := []*slack.ButtonBlockElement{
+		button(ActionApprove, ApproveValue(p.Token, false), "Approve replay", slack.StylePrimary, approveConfirm(p)),
+		button(ActionDiscard, p.Token, "Discard", "", nil),
+	}
+	if len(samples(p)) > 0 {
+		buttons = append(buttons, button(ActionSamples, p.Token, "Show samples", "", nil))
+	}
+	out = append(out, contextBlock(BlockPreviewExpiry, expiryLine(p, now)), actions(BlockPreviewActions, buttons...))
 	return out, previewText(p)
 }
 
@@ -62,7 +63,10 @@ func discardedLine(by string) string {
 	return fmt.Sprintf(":wastebasket: Discarded by %s — nothing was replayed, the DLQ is unchanged.", who(by))
 }
 
-// previewBody renders everything of a preview except expiry and buttons.
+// previewBody renders everything of a preview except expiry and buttons:
+// counts, problems, failure groups and targets. It never shows a payload
+// or an exception's text: the preview is posted in a channel, and those
+// go only to readers of the DLQ (see Samples).
 func previewBody(p *engine.Preview) []slack.Block {
 	name := p.DLQ.Name
 	out := []slack.Block{
@@ -79,12 +83,8 @@ func previewBody(p *engine.Preview) []slack.Block {
 		out = append(out, section(nothingText(p)))
 	}
 	out = append(out, arrivalBlocks(p)...)
-	rest := sampleBlocks(p)
 	if len(p.Targets) > 0 {
-		rest = append([]slack.Block{section(targetsText(p.Targets))}, rest...)
-	}
-	if len(rest) > 0 {
-		out = append(append(out, slack.NewDividerBlock()), rest...)
+		out = append(out, slack.NewDividerBlock(), section(targetsText(p.Targets)))
 	}
 	return out
 }

@@ -247,7 +247,10 @@ func otherFailuresText(r engine.Replay) string {
 	})
 }
 
-// failureLine describes one failure: id, target, kind or reason, detail.
+// failureLine describes one failure: id, target, kind or reason, and the
+// broker's detail of a copy not delivered. A returned copy's detail is its
+// exception text, which the progress message (posted in a channel) never
+// shows: `check` shows it to a reader.
 func failureLine(f engine.Failure) string {
 	s := "• " + code(f.ID, 40)
 	if f.Target != "" {
@@ -263,7 +266,7 @@ func failureLine(f engine.Failure) string {
 	if why != "" {
 		s += " — *" + esc(oneLine(why), 60) + "*"
 	}
-	if f.Detail != "" {
+	if f.Detail != "" && f.Kind != engine.FailureReturned {
 		s += ": " + code(f.Detail, 200)
 	}
 	return s

@@ -9,26 +9,44 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// sampleBlocks shows the first few messages that carry a payload excerpt:
-// where each goes, why it died, its exception, its replay history and the
-// start of its payload.
-func sampleBlocks(p *engine.Preview) []slack.Block {
-	var samples []engine.PreviewMessage
+// Samples renders the sample messages of a preview for a reader of its
+// DLQ, as an ephemeral reply: where each goes, why it died, its exception,
+// its replay history and the start of its payload (redacted, and as long
+// as the engine's excerpt size allows; none when it is zero). The preview's
+// channel post never carries them. It returns the blocks and a plain-text
+// fallback.
+func Samples(p *engine.Preview) ([]slack.Block, string) {
+	if p == nil {
+		return Error("There is no preview to show samples of.")
+	}
+	ms := samples(p)
+	if len(ms) == 0 {
+		text := "The preview of " + code(p.DLQ.Name, 300) + " has no sample messages to show."
+		return []slack.Block{section(text)}, fallback(text)
+	}
+	head := fmt.Sprintf(":lock: *Sample messages of %s* — %s of %s distinct; only you can see this.",
+		code(p.DLQ.Name, 300), num(len(ms)), num(distinctRows(p)))
+	out := []slack.Block{section(head)}
+	for _, m := range ms {
+		out = append(out, section(sampleText(m)))
+	}
+	return out, fallback(fmt.Sprintf("Sample messages of %s (only you can see this).", escape(p.DLQ.Name)))
+}
+
+// HasSamples reports whether p has sample messages to show a reader.
+func HasSamples(p *engine.Preview) bool { return p != nil && len(samples(p)) > 0 }
+
+// samples picks the first few messages of p that have anything a reader
+// would want to see: a payload excerpt or an exception.
+func samples(p *engine.Preview) []engine.PreviewMessage {
+	var out []engine.PreviewMessage
 	for _, m := range p.Messages {
-		if m.Excerpt != "" {
-			samples = append(samples, m)
-			if len(samples) == maxSamples {
+		if m.Excerpt != "" || m.Exception != "" || m.ExceptionType != "" {
+			out = append(out, m)
+			if len(out) == maxSamples {
 				break
 			}
 		}
-	}
-	if len(samples) == 0 {
-		return nil
-	}
-	out := []slack.Block{section(fmt.Sprintf("*Sample messages* — %s of %s distinct",
-		num(len(samples)), num(distinctRows(p))))}
-	for _, m := range samples {
-		out = append(out, section(sampleText(m)))
 	}
 	return out
 }
@@ -71,7 +89,9 @@ func sampleText(m engine.PreviewMessage) string {
 	if len(m.Problems) > 0 {
 		b.WriteString("\n:grey_question: Could not read: " + esc(oneLine(strings.Join(m.Problems, "; ")), 300))
 	}
-	b.WriteString("\n" + codeBlock(m.Excerpt, excerptChars))
+	if m.Excerpt != "" {
+		b.WriteString("\n" + codeBlock(m.Excerpt, excerptChars))
+	}
 	return b.String()
 }
 

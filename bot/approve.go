@@ -6,6 +6,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/ops"
@@ -106,7 +107,7 @@ func locate(a approval, pm previewMsg, known bool) previewLoc {
 // was sent. It goes in the preview's thread when that is known, else to
 // the approver alone.
 func (b *Bot) changed(ctx context.Context, a approval, loc previewLoc, params engine.Params, changes []engine.Change) {
-	b.log.Info().Str("token", a.token).Str("user", a.to.user).Int("changes", len(changes)).Msg("approval asks again: the world changed")
+	b.log.Info().Str("token_ref", audit.TokenRef(a.token)).Str("user", a.to.user).Int("changes", len(changes)).Msg("approval asks again: the world changed")
 	if a.fromCommand {
 		b.previews.setParams(a.token, params)
 	}
@@ -140,12 +141,7 @@ func (b *Bot) show(ctx context.Context, a approval, loc previewLoc, r engine.Rep
 	}
 	where := location{channel: channel, thread: thread, progress: pts}
 	b.feeds.remember(r.ID, where)
-	if err := b.d.Replays.Update(ctx, r.ID, func(cur *engine.Replay) error {
-		cur.Channel, cur.ThreadTS, cur.ProgressTS = where.channel, where.thread, where.progress
-		return nil
-	}); err != nil {
-		log.Warn().Err(err).Msg("could not record where the replay's progress is")
-	}
+	b.record(ctx, r.ID, where)
 }
 
 // started edits the preview to show who approved the replay now handed

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/ops"
@@ -29,6 +30,13 @@ type Tokens interface {
 	Message(ctx context.Context, token string) (channel, ts string, err error)
 }
 
+// SeenRequests remembers accepted signed Slack requests across replicas
+// (the store's SlackRequests implements it): FirstSeen records sig for
+// ttl and reports whether it was new.
+type SeenRequests interface {
+	FirstSeen(ctx context.Context, sig string, ttl time.Duration) (bool, error)
+}
+
 // Deps are the bot's collaborators.
 type Deps struct {
 	// Ops are the operations every front end calls; the bot only turns
@@ -36,6 +44,10 @@ type Deps struct {
 	Ops     *ops.Ops
 	Replays Replays
 	Tokens  Tokens
+	// Seen refuses a signed request that arrives a second time within its
+	// signature's window; nil keeps no record (every replica of serve has
+	// the store's).
+	Seen SeenRequests
 }
 
 // Observer is told about Slack API calls (the metrics package has one).

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/internal/redact"
 )
 
 // previewClick posts the preview a Preview-this-group or
@@ -14,7 +15,7 @@ import (
 func (b *Bot) previewClick(ctx context.Context, to replyTo, value string) {
 	sel, msg := commands.ParseSelection(value, b.now())
 	if msg != "" {
-		b.log.Info().Str("value", value).Str("reply", msg).Msg("preview button refused: not a selection")
+		b.log.Info().Str("value", redact.Tokens(value)).Str("reply", msg).Msg("preview button refused: not a selection")
 		b.refuse(ctx, to, "That button does not name a selection I can preview; nothing was done. Run `"+b.cfg.CommandName+" preview <dlq> group=<id>` instead.")
 		return
 	}

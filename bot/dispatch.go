@@ -11,6 +11,7 @@ import (
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/redact"
 )
 
 // requestKind tells a slash command from a button click.
@@ -122,10 +123,10 @@ func (b *Bot) dispatchCommand(req request) *ackReply {
 	}
 	res := commands.ParseAs(prefix, commands.UnescapeSlack(c.Text), b.now())
 	if res.Cmd == nil {
-		log.Info().Str("text", c.Text).Str("reply", res.Reply).Msg("command refused: user mistake")
+		log.Info().Str("text", redact.Tokens(c.Text)).Str("reply", res.Reply).Msg("command refused: user mistake")
 		return ephemeralAck(res.Reply)
 	}
-	log.Info().Str("command", res.Cmd.String()).Msg("command")
+	log.Info().Str("command", redact.Tokens(res.Cmd.String())).Msg("command")
 	if h, ok := res.Cmd.(commands.HelpCmd); ok {
 		return ephemeralAck(commands.HelpAs(prefix, h.Topic, b.AccessControl()))
 	}
@@ -147,7 +148,7 @@ func (b *Bot) dispatchAction(req request) {
 	}
 	act := *cb.ActionCallback.BlockActions[0]
 	to := replyTo{user: cb.User.ID, channel: firstNonEmpty(cb.Channel.ID, cb.Container.ChannelID), responseURL: cb.ResponseURL}
-	b.log.Info().Str("user", cb.User.ID).Str("action", act.ActionID).Str("value", act.Value).Str("via", req.via).Msg("click")
+	b.log.Info().Str("user", cb.User.ID).Str("action", act.ActionID).Str("value", redact.Tokens(act.Value)).Str("via", req.via).Msg("click")
 	if !b.start(func(ctx context.Context) { b.runAction(ctx, to, cb, act) }) {
 		b.spawnEphemeral(to, "dlqbot is busy with other requests right now; nothing was done. Click again in a minute.")
 	}
@@ -224,6 +225,8 @@ func (b *Bot) runAction(ctx context.Context, to replyTo, cb slack.InteractionCal
 		b.control(ctx, to, engine.ControlCancel, value, true)
 	case blocks.ActionPark:
 		b.park(ctx, to, value)
+	case blocks.ActionSamples:
+		b.showSamples(ctx, to, value)
 	case blocks.ActionPreviewGroup, blocks.ActionPreviewReturned:
 		b.previewClick(ctx, to, value)
 	default:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
@@ -53,12 +54,7 @@ func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 	}
 	where := location{channel: loc.channel, thread: loc.ts, progress: pts}
 	b.feeds.remember(r.ID, where)
-	if err := b.d.Replays.Update(ctx, r.ID, func(cur *engine.Replay) error {
-		cur.Channel, cur.ThreadTS, cur.ProgressTS = where.channel, where.thread, where.progress
-		return nil
-	}); err != nil {
-		b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("could not record where the replay's progress is")
-	}
+	b.record(ctx, r.ID, where)
 	if loc.blocks != nil {
 		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Approved(loc.blocks, r.Approver, r.ID), line); err != nil {
 			b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("preview could not be edited")
@@ -88,14 +84,18 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 	bl = append([]slack.Block{slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, intro, false, false), nil, nil)}, bl...)
 	ts, err = b.post(ctx, requestAttempts, b.cfg.APIChannel, "", bl, text)
 	if err != nil {
-		return "", "", fmt.Errorf("bot: request approval of %s: %w", f.Token, err)
+		return "", "", fmt.Errorf("bot: request approval of %s: %w", audit.TokenRef(f.Token), err)
 	}
 	b.previews.put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl})
 	if err := b.d.Tokens.SetMessage(ctx, f.Token, b.cfg.APIChannel, ts); err != nil {
-		b.log.Warn().Err(err).Str("token", f.Token).Msg("could not record where the preview was posted")
+		b.log.Warn().Err(err).Str("token_ref", audit.TokenRef(f.Token)).Msg("could not record where the preview was posted")
 	}
 	return b.cfg.APIChannel, ts, nil
 }
+
+// ApprovalChannel is where RequestApproval posts (Config.APIChannel);
+// ops checks the DLQ's channel allowlist against it.
+func (b *Bot) ApprovalChannel() string { return b.cfg.APIChannel }
 
 // previewOf renders what a frozen preview knows as a preview: its DLQ,
 // selection, requester, counts and targets as they were.

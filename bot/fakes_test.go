@@ -83,10 +83,42 @@ func (f *fakeEngine) Status(_ context.Context, id string) (engine.Replay, error)
 	return r, nil
 }
 
-// fakeStore implements the bot's Replays and Tokens.
+// fakeStore implements the bot's Replays, Tokens and SlackRefs.
 type fakeStore struct {
 	mu      sync.Mutex
 	replays map[string]engine.Replay
+	refs    map[string][3]string // channel, thread, progress
+}
+
+func (s *fakeStore) Set(_ context.Context, id, channel, thread, progress string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur := s.refs[id]
+	for i, v := range []string{channel, thread, progress} {
+		if v != "" {
+			cur[i] = v
+		}
+	}
+	s.refs[id] = cur
+	return nil
+}
+
+func (s *fakeStore) Refs(id string) [3]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refs[id]
+}
+
+// refsOf is the fake's SlackRefs (its Get is the Replays' one).
+type refsOf struct{ s *fakeStore }
+
+func (r refsOf) Set(ctx context.Context, id, channel, thread, progress string) error {
+	return r.s.Set(ctx, id, channel, thread, progress)
+}
+
+func (r refsOf) Get(_ context.Context, id string) (string, string, string, error) {
+	v := r.s.Refs(id)
+	return v[0], v[1], v[2], nil
 }
 
 func (s *fakeStore) Get(_ context.Context, id string) (engine.Replay, error) {
@@ -185,14 +217,14 @@ func newPolicyHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config), poli
 		eng = &fakeEngine{}
 	}
 	eng.replays = map[string]engine.Replay{}
-	st := &fakeStore{replays: map[string]engine.Replay{}}
+	st := &fakeStore{replays: map[string]engine.Replay{}, refs: map[string][3]string{}}
 	stub := slackstub.New(secret)
 	t.Cleanup(stub.Close)
 	cfg := bot.Config{SigningSecret: secret, BotToken: "xoxb-test", APIURL: stub.APIURL(), ActivityChannel: "C_ACTIVITY"}
 	if mod != nil {
 		mod(&cfg)
 	}
-	n, err := bot.NewNotifier(cfg, bot.NotifierDeps{Replays: st, Log: zerolog.Nop()})
+	n, err := bot.NewNotifier(cfg, bot.NotifierDeps{Replays: st, Refs: refsOf{st}, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 )
 
@@ -56,7 +58,34 @@ func (b *Bot) verified(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		http.Error(w, "invalid request signature or timestamp", http.StatusUnauthorized)
 		return nil, false
 	}
-	return body, true
+	return body, b.firstArrival(w, r, log)
+}
+
+// seenFor is how long an accepted request is remembered: longer than its
+// signature stays valid (its timestamp may be up to 5 minutes either side
+// of now).
+const seenFor = 10 * time.Minute
+
+// firstArrival refuses a signed request that was accepted before (a
+// captured request sent again): 409 and no effect. When the record cannot
+// be read, the request is refused too (503), since it cannot be told from
+// a replay.
+func (b *Bot) firstArrival(w http.ResponseWriter, r *http.Request, log zerolog.Logger) bool {
+	if b.d.Seen == nil {
+		return true
+	}
+	first, err := b.d.Seen.FirstSeen(r.Context(), r.Header.Get("X-Slack-Signature"), seenFor)
+	switch {
+	case err != nil:
+		log.Warn().Err(err).Msg("slack request refused: cannot check whether it was received before")
+		http.Error(w, "dlqbot cannot check this request right now; nothing was done, try again", http.StatusServiceUnavailable)
+		return false
+	case !first:
+		log.Warn().Str("retry", r.Header.Get("X-Slack-Retry-Num")).Msg("slack request refused: the same signed request was received before")
+		http.Error(w, "this request was already received; a signed request is acted on once, so nothing was done", http.StatusConflict)
+		return false
+	}
+	return true
 }
 
 // serveCommand acks a slash command.

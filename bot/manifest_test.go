@@ -49,7 +49,7 @@ func TestManifestMatchesTheBot(t *testing.T) {
 	if i := m.Settings.Interactivity; !i.Enabled || !strings.HasSuffix(i.URL, slackstub.InteractionsPath) {
 		t.Errorf("interactivity %+v", i)
 	}
-	for _, scope := range []string{"commands", "chat:write", "chat:write.public", "files:write", "usergroups:read"} {
+	for _, scope := range []string{"commands", "chat:write", "chat:write.public", "files:write", "im:write", "usergroups:read"} {
 		if !slices.Contains(m.OAuth.Scopes.Bot, scope) {
 			t.Errorf("scope %s missing", scope)
 		}

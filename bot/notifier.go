@@ -28,6 +28,7 @@ type Notifier struct {
 	log      zerolog.Logger
 	now      func() time.Time
 	replays  Replays
+	refs     SlackRefs
 	observer Observer
 
 	ctx     context.Context // lives until Shutdown
@@ -45,7 +46,10 @@ type NotifierDeps struct {
 	// Replays tells where a replay shows in Slack (another replica may have
 	// approved it) and records the progress message it posts; required.
 	Replays Replays
-	Log     zerolog.Logger
+	// Refs records where each replay shows in Slack, for every replica;
+	// nil keeps it in this process only.
+	Refs SlackRefs
+	Log  zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
 	// Observer, when set, is told about every Slack API call and retry
@@ -82,7 +86,11 @@ func NewNotifier(cfg Config, d NotifierDeps) (*Notifier, error) {
 		log:      d.Log.With().Str("component", "bot").Logger(),
 		now:      d.Now,
 		replays:  d.Replays,
+		refs:     d.Refs,
 		observer: d.Observer,
+	}
+	if n.refs == nil {
+		n.refs = &memRefs{}
 	}
 	n.ctx, n.cancel = context.WithCancel(context.Background())
 	n.feeds = newFeeds(n)

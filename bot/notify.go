@@ -120,9 +120,6 @@ func (fs *feeds) push(e engine.Event) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	f := fs.get(e.Replay.ID)
-	if e.Replay.Channel != "" {
-		f.loc.merge(location{channel: e.Replay.Channel, thread: e.Replay.ThreadTS, progress: e.Replay.ProgressTS})
-	}
 	if state {
 		ev := e
 		f.latest, f.dirty = &ev, true
@@ -200,7 +197,7 @@ func (fs *feeds) serve(f *feed) {
 	}
 }
 
-// locate returns where f's replay shows, reading the replay record when
+// locate returns where f's replay shows, reading the bot's record when
 // this process does not know yet (another replica approved it).
 func (fs *feeds) locate(ctx context.Context, f *feed) location {
 	fs.mu.Lock()
@@ -209,13 +206,16 @@ func (fs *feeds) locate(ctx context.Context, f *feed) location {
 	if loc.channel != "" && loc.progress != "" {
 		return loc
 	}
-	r, err := fs.n.replays.Get(ctx, f.id)
-	if err != nil || r.Channel == "" {
+	channel, thread, progress, err := fs.n.refs.Get(ctx, f.id)
+	if err != nil {
+		fs.n.log.Warn().Err(err).Str("replay_id", f.id).Msg("could not read where the replay shows in Slack")
+	}
+	if err != nil || channel == "" {
 		return loc
 	}
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	f.loc.merge(location{channel: r.Channel, thread: r.ThreadTS, progress: r.ProgressTS})
+	f.loc.merge(location{channel: channel, thread: thread, progress: progress})
 	return f.loc
 }
 
@@ -308,12 +308,7 @@ func (fs *feeds) postProgress(ctx context.Context, f *feed, loc location, bl []s
 	}
 	where := f.loc
 	fs.mu.Unlock()
-	if err := nt.replays.Update(ctx, f.id, func(cur *engine.Replay) error {
-		cur.Channel, cur.ThreadTS, cur.ProgressTS = where.channel, where.thread, where.progress
-		return nil
-	}); err != nil {
-		nt.log.Warn().Err(err).Str("replay_id", f.id).Msg("could not record the progress message")
-	}
+	nt.record(ctx, f.id, where)
 	return nil
 }
 

@@ -26,7 +26,8 @@ func seedThread(t *testing.T, h *harness, id string) (parent, progress string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.store.replays[id] = engine.Replay{ID: id, Channel: "C_OPS", ThreadTS: parent, ProgressTS: progress}
+	h.store.replays[id] = engine.Replay{ID: id}
+	_ = h.store.Set(context.Background(), id, "C_OPS", parent, progress)
 	return parent, progress
 }
 
@@ -121,7 +122,7 @@ func TestFollowUpsAndParkingPostInTheThreadOnly(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, nil)
 	parent, progress := seedThread(t, h, "r_follow")
-	r := engine.Replay{ID: "r_follow", DLQ: "orders.dlq", State: engine.StateFinished, Channel: "C_OPS", ThreadTS: parent, ProgressTS: progress}
+	r := engine.Replay{ID: "r_follow", DLQ: "orders.dlq", State: engine.StateFinished}
 	h.bot.Notify(context.Background(), engine.Event{Kind: engine.EventFollowUp, Replay: r, At: time.Now(),
 		Check: &engine.CheckReport{ReplayID: r.ID, DLQ: r.DLQ, Replayed: 10, Returned: 2, Label: "+5m", Groups: []engine.CheckGroup{{Group: "timeout", Count: 2}}}})
 	h.bot.Notify(context.Background(), engine.Event{Kind: engine.EventParked, Replay: r, Actor: "U0PARKER01", At: time.Now(),
@@ -162,7 +163,7 @@ func TestDeletedProgressMessageIsPostedAgain(t *testing.T) {
 		return false
 	})
 	testkit.Eventually(t, 5*time.Second, "the record to point at it", func() bool {
-		r, _ := h.store.Get(context.Background(), "r_gone")
-		return r.ProgressTS != "" && r.ProgressTS != progress
+		now := h.store.Refs("r_gone")[2]
+		return now != "" && now != progress
 	})
 }

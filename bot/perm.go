@@ -40,6 +40,8 @@ func userMessage(err error, subject string) string {
 		return "RabbitMQ cannot be reached right now, so nothing was done. Try again shortly."
 	case errors.Is(err, engine.ErrStoreUnavailable):
 		return "dlqbot's Redis cannot be reached right now, so nothing was done. Try again shortly."
+	case errors.Is(err, engine.ErrBadSignature):
+		return "Refused: dlqbot's record of this in Redis failed its signature check (it was changed outside dlqbot), so nothing was done or sent. The operators have been alerted in dlqbot's log."
 	case errors.Is(err, context.DeadlineExceeded):
 		return "That took too long and was abandoned; nothing was changed. Try again, perhaps with a narrower selection."
 	}

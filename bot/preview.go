@@ -29,7 +29,7 @@ const previewShows = 3
 func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 	sel := c.Selection
 	started := b.now()
-	p, err := b.d.Ops.Preview(ctx, ops.SlackCaller(to.user), sel)
+	p, err := b.d.Ops.Preview(ctx, ops.SlackCaller(to.user).InChannel(to.channel), sel)
 	if err != nil {
 		b.refuse(ctx, to, userMessage(err, sel.DLQ))
 		return
@@ -48,15 +48,71 @@ func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 		return
 	}
 	if p.Token != "" {
-		b.previews.put(p.Token, previewMsg{channel: to.channel, ts: ts, blocks: bl})
+		b.previews.put(p.Token, previewMsg{channel: to.channel, ts: ts, blocks: bl, preview: p})
 		// Any replica approving the token threads the replay under it.
 		if err := b.d.Tokens.SetMessage(ctx, p.Token, to.channel, ts); err != nil {
-			b.log.Warn().Err(err).Str("token", p.Token).Msg("could not record where the preview was posted")
+			b.log.Warn().Err(err).Str("token_ref", audit.TokenRef(p.Token)).Msg("could not record where the preview was posted")
 		}
 	}
-	if max(p.Rows, len(p.Messages)) > previewShows {
-		b.attachList(ctx, to.channel, ts, p)
+	// The requester has read on the DLQ (a preview needs it): the samples
+	// and the list come to them alone.
+	b.sendSamples(ctx, to, p)
+}
+
+// sendSamples shows p's sample messages to to.user ephemerally and, when p
+// lists more messages than the samples, sends the full list as a CSV file
+// in their direct message with the bot. The caller has checked that
+// to.user may read p's DLQ.
+func (b *Bot) sendSamples(ctx context.Context, to replyTo, p *engine.Preview) {
+	if sb, st := blocks.Samples(p); blocks.HasSamples(p) {
+		b.ephemeral(ctx, to, sb, st)
 	}
+	if max(p.Rows, len(p.Messages)) <= previewShows {
+		return
+	}
+	dm, err := b.directMessage(ctx, to.user)
+	if err != nil {
+		b.log.Warn().Err(err).Str("user", to.user).Msg("could not open a direct message for the message list")
+		b.say(ctx, to, "I could not send you the preview's message list: your direct message with me could not be opened ("+slackErrorText(err)+").")
+		return
+	}
+	b.attachList(ctx, dm, "", p)
+}
+
+// directMessage opens (or finds) the direct message between the bot and user.
+func (b *Bot) directMessage(ctx context.Context, user string) (string, error) {
+	var id string
+	err := b.retry(ctx, "conversations.open", requestAttempts, func(ctx context.Context) error {
+		ch, _, _, err := b.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
+		if err == nil {
+			id = ch.ID
+		}
+		return err
+	})
+	return id, err
+}
+
+// showSamples answers a click on a preview's Show samples button: the
+// samples go, ephemerally, to whoever clicked if they may read the DLQ.
+// Only the replica that made the preview holds them; elsewhere the clicker
+// is told to preview again.
+func (b *Bot) showSamples(ctx context.Context, to replyTo, token string) {
+	pm, known := b.previews.get(token)
+	dlq := ""
+	if known && pm.preview != nil {
+		dlq = pm.preview.DLQ.Name
+	}
+	dlq, err := b.d.Ops.Samples(ctx, ops.SlackCaller(to.user), token, dlq)
+	if err != nil {
+		b.refuse(ctx, to, userMessage(err, dlq))
+		return
+	}
+	if !known || pm.preview == nil {
+		b.refuse(ctx, to, fmt.Sprintf("The samples of this preview are held only by the dlqbot that made it, which is not the one answering (it restarted, or another replica did). Preview `%s` again: the samples come to you alone.", blocks.EscapeKeepCode(dlq)))
+		return
+	}
+	b.log.Info().Str("user", to.user).Str("dlq", dlq).Str("token_ref", audit.TokenRef(token)).Msg("samples shown")
+	b.sendSamples(ctx, to, pm.preview)
 }
 
 // slackErrorText names a Slack failure briefly ("not_in_channel").
@@ -69,8 +125,9 @@ func slackErrorText(err error) string {
 }
 
 // attachList uploads the preview's full per-message list as a CSV file in
-// the preview's thread (files upload v2). If the upload fails it posts the
-// start of the list as a snippet reply instead.
+// channel (a reader's direct message: the list has exception text), in
+// the thread ts when not empty (files upload v2). If the upload fails it
+// posts the start of the list as a snippet instead.
 func (b *Bot) attachList(ctx context.Context, channel, ts string, p *engine.Preview) {
 	data, rows := listCSV(p, b.cfg.MaxListRows)
 	copies := 0
@@ -153,6 +210,9 @@ func fileSafe(s string) string {
 type previewMsg struct {
 	channel, ts string
 	blocks      []slack.Block
+	// preview is the preview itself, with its (redacted) samples, kept
+	// for Show samples; nil for a preview made elsewhere.
+	preview *engine.Preview
 	// params were given with `replay <token>` when the world had changed,
 	// so that "Approve anyway" applies them.
 	params *engine.Params

@@ -11,6 +11,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/stroma/dlqbot/blocks"
+	"github.com/stroma/dlqbot/internal/redact"
 )
 
 // replyTo is where a request's answers go.
@@ -153,7 +154,7 @@ func (b *Bot) say(ctx context.Context, to replyTo, text string) {
 // refuse answers a refused or failed request: ephemeral, naming the
 // problem, logged but never posted to the activity channel.
 func (b *Bot) refuse(ctx context.Context, to replyTo, msg string) {
-	b.log.Info().Str("user", to.user).Str("channel", to.channel).Str("reason", msg).Msg("request refused")
+	b.log.Info().Str("user", to.user).Str("channel", to.channel).Str("reason", redact.Tokens(msg)).Msg("request refused")
 	bl, text := blocks.Error(msg)
 	b.ephemeral(ctx, to, bl, text)
 }

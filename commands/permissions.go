@@ -48,6 +48,11 @@ type Policy struct {
 	// Principals are the HTTP API's and MCP endpoint's clients; without
 	// any, the API lets nobody in.
 	Principals []Principal
+	// Redaction hides header and body values before anything leaves the
+	// process; Channels limits where previews may be posted (see
+	// policy_redaction.go).
+	Redaction Redaction
+	Channels  []ChannelRule
 }
 
 // Role binds Slack users and user groups to grants.

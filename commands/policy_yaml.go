@@ -58,8 +58,12 @@ func parsePolicy(data []byte) (*Policy, error) {
 	}
 	p := &Policy{}
 	roleNodes := map[string]*yaml.Node{}
-	err := fields(doc.Content[0], "the top level", []string{"roles", "approval", "principals"}, func(key string, v *yaml.Node) error {
+	err := fields(doc.Content[0], "the top level", []string{"roles", "approval", "principals", "redaction", "channels"}, func(key string, v *yaml.Node) error {
 		switch key {
+		case "redaction":
+			return parseRedaction(v, &p.Redaction)
+		case "channels":
+			return parseChannels(v, p)
 		case "approval":
 			return parseApproval(v, &p.Approval)
 		case "principals":

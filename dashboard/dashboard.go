@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/rand"
 	"embed"
 	"errors"
@@ -50,9 +51,18 @@ type Config struct {
 // Deps are the dashboard's collaborators.
 type Deps struct {
 	Backend Backend
+	// Threads tells where a replay shows in Slack (the Slack front end's
+	// record, store.SlackRefs); optional: without it no thread is linked.
+	Threads Threads
 	Log     zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
+}
+
+// Threads reads where a replay shows in Slack; *store.SlackRefs
+// implements it.
+type Threads interface {
+	Get(ctx context.Context, id string) (channel, thread, progress string, err error)
 }
 
 //go:embed templates/*.html

@@ -136,11 +136,17 @@ func (d *Dashboard) view(r *http.Request, s session, rep engine.Replay) replayVi
 			v.Controls = append(v.Controls, c)
 		}
 	}
-	if rep.Channel != "" && rep.ThreadTS != "" {
-		v.Where = "Slack thread in " + rep.Channel
+	var channel, thread string
+	if d.d.Threads != nil {
+		if c, t, _, err := d.d.Threads.Get(r.Context(), rep.ID); err == nil {
+			channel, thread = c, t
+		}
+	}
+	if channel != "" && thread != "" {
+		v.Where = "Slack thread in " + channel
 		if d.cfg.SlackURL != "" {
-			v.Thread = strings.TrimRight(d.cfg.SlackURL, "/") + "/archives/" + url.PathEscape(rep.Channel) + "/p" +
-				strings.ReplaceAll(rep.ThreadTS, ".", "") + "?thread_ts=" + url.QueryEscape(rep.ThreadTS) + "&cid=" + url.QueryEscape(rep.Channel)
+			v.Thread = strings.TrimRight(d.cfg.SlackURL, "/") + "/archives/" + url.PathEscape(channel) + "/p" +
+				strings.ReplaceAll(thread, ".", "") + "?thread_ts=" + url.QueryEscape(thread) + "&cid=" + url.QueryEscape(channel)
 		}
 	}
 	return v

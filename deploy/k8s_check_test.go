@@ -16,7 +16,7 @@ import (
 // secretEnv are the settings that hold credentials: the Deployment reads
 // each from the Secret, under its own name, never from a literal value.
 // All but SLACK_APP_TOKEN (Socket Mode only) must be wired.
-var secretEnv = []string{"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "AMQP_URL", "RABBITMQ_MANAGEMENT_URL", "REDIS_URL"}
+var secretEnv = []string{"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "AMQP_URL", "RABBITMQ_MANAGEMENT_URL", "REDIS_URL", "DLQBOT_SIGNING_KEY"}
 
 // subset says whether every label of sel is in labels (and sel has some).
 func subset(sel, labels map[string]string) bool {

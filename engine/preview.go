@@ -81,6 +81,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	rows := newPreviewRows()
 	selected := 0
 	arr := newArrivals(s.d.Clock.Now())
+	red := newRedactor(s.d.Redactor, sel.DLQ)
 	info, err := s.d.Broker.Scan(ctx, sel.DLQ, func(m Message) error {
 		p.Scanned++
 		meta := s.ParseMeta(sel.DLQ, m)
@@ -95,11 +96,15 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 			arr.add(meta)
 		}
 		p.Matched++
+		// What is shown of the message is redacted; what is matched and
+		// frozen is not.
+		view := meta
+		red.headers(m, &view)
 		if _, fresh := rows.add(meta, v == Parked); fresh && len(p.Messages) < s.cfg.ListRows {
 			if len(p.Messages) < s.cfg.Samples {
-				meta.Excerpt = excerpt(m.Body, s.cfg.ExcerptBytes)
+				view.Excerpt = red.excerpt(m, &view, s.cfg.ExcerptBytes)
 			}
-			p.Messages = append(p.Messages, PreviewMessage{Meta: meta, Parked: v == Parked})
+			p.Messages = append(p.Messages, PreviewMessage{Meta: view, Parked: v == Parked})
 		}
 		if v == Selected {
 			selected++
@@ -122,6 +127,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		s.d.ScanObserver.ScanObserved(info.Read, info.Duration)
 	}
 	p.Arrivals = arr.view()
+	red.arrivals(p.Arrivals)
 	p.Coverage = info.Coverage
 	if err := s.previewBudget(ctx, p); err != nil {
 		return nil, err

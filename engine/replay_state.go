@@ -101,11 +101,8 @@ type Replay struct {
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
-
-	// Slack bookkeeping (set by the bot; opaque to the engine).
-	Channel    string `json:"channel,omitempty"`
-	ThreadTS   string `json:"thread_ts,omitempty"`
-	ProgressTS string `json:"progress_ts,omitempty"`
+	// (Where a replay shows in Slack is the Slack front end's own record,
+	// bot.SlackRefs, not part of the replay.)
 }
 
 // Replays stores replay records. Writes by the running owner are fenced:

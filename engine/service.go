@@ -15,7 +15,8 @@ type Config struct {
 	// Samples is how many messages a preview shows with a payload excerpt
 	// (default 5).
 	Samples int
-	// ExcerptBytes is the longest payload excerpt (default 200 bytes).
+	// ExcerptBytes is the longest payload excerpt (default 200 bytes;
+	// negative: no excerpt at all).
 	ExcerptBytes int
 	// ListRows is how many distinct messages a preview lists in full
 	// (Preview.Messages, default 20,000, the bot's attached list); the rest
@@ -72,7 +73,7 @@ func (c Config) withDefaults() Config {
 	if c.Samples <= 0 {
 		c.Samples = 5
 	}
-	if c.ExcerptBytes <= 0 {
+	if c.ExcerptBytes == 0 {
 		c.ExcerptBytes = 200
 	}
 	if c.ListRows <= 0 {
@@ -145,6 +146,9 @@ type Deps struct {
 	// (the terminal, when no worker is running), and Enqueue fails.
 	Jobs     Jobs
 	Registry Registry
+	// Redactor hides what the operator's rules name in every preview's
+	// view of a message (see redaction.go); optional (nothing hidden).
+	Redactor Redactor
 	// Claims hands each message of a DLQ to one replay at a time, so that
 	// overlapping replays send each once in all and name each other;
 	// optional (without it, overlapping replays race for the messages).

@@ -76,14 +76,14 @@ func TestAPIPreviewApproveEventsCheck(t *testing.T) {
 	}
 	// Slack shows it like any other, naming the principal: a thread in the
 	// API channel with the finished progress, and the activity lines.
-	rec, err := e.store.Replays().Get(e.ctx, r.ID)
-	if err != nil || rec.Channel != channel || rec.ThreadTS == "" {
-		t.Fatalf("replay not shown in Slack: %+v %v", rec, err)
+	ch, thread, _, err := e.store.SlackRefs().Get(e.ctx, r.ID)
+	if err != nil || ch != channel || thread == "" {
+		t.Fatalf("replay not shown in Slack: %s %s %v", ch, thread, err)
 	}
-	if top := e.thread(rec.ThreadTS); !strings.Contains(top.Text, "approved by api:runbook") {
+	if top := e.thread(thread); !strings.Contains(top.Text, "approved by api:runbook") {
 		t.Errorf("thread head %q does not name the principal", top.Text)
 	}
-	e.waitProgress(rec.ThreadTS, "Finished", 30*time.Second)
+	e.waitProgress(thread, "Finished", 30*time.Second)
 	testkit.Eventually(t, 10*time.Second, "the finished activity line", func() bool { return contains(e.activityLines(), "finished") })
 	if !contains(e.activityLines(), "approved by api:runbook") {
 		t.Errorf("activity %q does not name the principal", e.activityLines())

@@ -84,7 +84,7 @@ func newDashEnv(t *testing.T) *dashEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	d, err := dashboard.New(dashboard.Config{Policy: policy}, dashboard.Deps{Backend: dashapi.New(e.ops, svc, b, e.store.Tokens()), Log: logger()})
+	d, err := dashboard.New(dashboard.Config{Policy: policy}, dashboard.Deps{Backend: dashapi.New(e.ops, svc, b, e.store.Tokens()), Threads: e.store.SlackRefs(), Log: logger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +234,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	}
 	e.rabbit.WaitCount(dlq, total-r.Sent, 30*time.Second)
 	testkit.Eventually(t, 20*time.Second, "the pause in the Slack thread", func() bool {
-		return r.ThreadTS != "" && strings.Contains(threadContent(e.thread(r.ThreadTS)), "Paused: "+strconv.Itoa(r.Sent))
+		_, thread, _, err := e.store.SlackRefs().Get(context.Background(), r.ID)
+		return err == nil && thread != "" && strings.Contains(threadContent(e.thread(thread)), "Paused: "+strconv.Itoa(r.Sent))
 	})
 
 	// An agent checks it through MCP (reads the DLQ, changes nothing).

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/api"
@@ -48,6 +49,11 @@ type options struct {
 	events     bool
 	// on is the broker (testkit.EachBroker); zero means RabbitMQ 3.10.
 	on testkit.Broker
+	// logs, when set, receives the bot's and the engine's log lines.
+	logs io.Writer
+	// signingKey, when set, signs the store's records; refusals are
+	// logged at Error to logs.
+	signingKey []byte
 	// teamID is the bot's DLQBOT_SLACK_TEAM_ID; requireHuman the
 	// operations' DLQBOT_MCP_REQUIRE_HUMAN; scanLimit their scan limit
 	// (0: the default).
@@ -71,6 +77,10 @@ type env struct {
 	bot    *bot.Bot
 	srv    *httptest.Server
 	ctx    context.Context
+	// rdb and prefix are the store's Redis and key prefix, for tests
+	// that change Redis behind dlqbot's back.
+	rdb    redis.UniversalClient
+	prefix string
 }
 
 func logger() zerolog.Logger {
@@ -86,7 +96,18 @@ func newEnv(t testing.TB, o options) *env {
 		o.on = testkit.Rabbit3
 	}
 	rdb, prefix := testkit.Redis(t)
-	st, err := store.New(store.Config{Prefix: prefix}, rdb, engine.SystemClock{})
+	log, cfg := logger(), fast
+	if o.logs != nil {
+		log = zerolog.New(io.MultiWriter(o.logs, logWriter())).With().Timestamp().Logger()
+		cfg.Log = log
+	}
+	sc := store.Config{Prefix: prefix, SigningKey: o.signingKey}
+	if o.signingKey != nil {
+		sc.OnBadSignature = func(err *store.SignatureError) {
+			log.Error().Str("record", err.Kind).Str("id", err.ID).Str("reason", err.Reason).Msg("refused a record that failed its signature check")
+		}
+	}
+	st, err := store.New(sc, rdb, engine.SystemClock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +128,7 @@ func newEnv(t testing.TB, o options) *env {
 	// built on it drives the engine.
 	slack, err := bot.NewNotifier(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
 		APIURL: stub.APIURL(), ActivityChannel: activity, APIChannel: o.apiChannel, TeamID: o.teamID},
-		bot.NotifierDeps{Replays: st.Replays(), Log: logger()})
+		bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +136,14 @@ func newEnv(t testing.TB, o options) *env {
 	if o.events {
 		notifier = engine.Notifiers{slack, api.RecordEvents(st.Events(), logger())}
 	}
-	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
+	// The policy's redaction applies to every preview, as serve wires it.
+	var redactor engine.Redactor
+	if policy != nil {
+		redactor = policy
+	}
+	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(),
+		Redactor: redactor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,11 +154,11 @@ func newEnv(t testing.TB, o options) *env {
 	}
 	ops, err := ops.New(ops.Config{Policy: policy, RequireHuman: o.requireHuman, ScanLimit: o.scanLimit},
 		ops.Deps{Engine: svc, Tokens: st.Tokens(), Replays: st.Replays(), Windows: st.Windows(), Groups: slack.UserGroups(),
-			Audit: rec, Log: logger()})
+			Audit: rec, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt, err := bot.New(slack, bot.Deps{Ops: ops, Replays: st.Replays(), Tokens: st.Tokens()})
+	bt, err := bot.New(slack, bot.Deps{Ops: ops, Replays: st.Replays(), Tokens: st.Tokens(), Seen: st.SlackRequests()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +191,8 @@ func newEnv(t testing.TB, o options) *env {
 		srv.Close()
 	})
 	ops.SetAsker(bt)
-	return &env{t: t, rabbit: o.on.Dial(t), store: st, svc: svc, ops: ops, trail: trail, stub: stub, bot: bt, srv: srv, ctx: ctx}
+	return &env{t: t, rabbit: o.on.Dial(t), store: st, svc: svc, ops: ops, trail: trail, stub: stub, bot: bt, srv: srv, ctx: ctx,
+		rdb: rdb, prefix: prefix}
 }
 
 // command sends a signed slash command and returns its ack body.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -39,11 +40,15 @@ func TestPreviewApproveAndFinish(t *testing.T) {
 	if n := e.rabbit.Count(dlq); n != 30 {
 		t.Fatalf("the preview changed the DLQ: %d messages, want 30", n)
 	}
-	// 30 messages do not fit in the preview: the full list is attached.
+	// 30 messages do not fit in the samples: the full list goes to the
+	// requester's direct message, never to the channel.
 	testkit.Eventually(t, 10*time.Second, "the message list file", func() bool { return len(e.stub.Files()) == 1 })
 	f := e.stub.Files()[0]
-	if f.ThreadTS != preview.TS || strings.Count(string(f.Content), "\n") != 31 {
-		t.Fatalf("file in thread %q with %d lines, want the preview's thread and 31 lines", f.ThreadTS, strings.Count(string(f.Content), "\n"))
+	if f.Channel != slackstub.DMChannel("U0REQUEST1") || f.ThreadTS != "" || strings.Count(string(f.Content), "\n") != 31 {
+		t.Fatalf("file in %s thread %q with %d lines, want the requester's DM and 31 lines", f.Channel, f.ThreadTS, strings.Count(string(f.Content), "\n"))
+	}
+	if eph := e.waitEphemeral("U0REQUEST1", 1); !strings.Contains(eph.Text, "Sample messages") {
+		t.Fatalf("the requester's first ephemeral reply: %q", eph.Text)
 	}
 
 	e.click("U0APPROVE1", blocks.ActionApprove, token, preview.TS)
@@ -71,8 +76,12 @@ func TestPreviewApproveAndFinish(t *testing.T) {
 		t.Fatalf("activity %q", act)
 	}
 	r := e.replays()[0]
-	if r.State != engine.StateFinished || r.Sent != 30 || r.Channel != channel || r.ThreadTS != preview.TS || r.ProgressTS != prog.TS {
+	if r.State != engine.StateFinished || r.Sent != 30 {
 		t.Fatalf("replay %+v", r)
+	}
+	// Where it shows is the bot's own record, not the engine's.
+	if ch, thread, progress, err := e.store.SlackRefs().Get(e.ctx, r.ID); err != nil || ch != channel || thread != preview.TS || progress != prog.TS {
+		t.Fatalf("slack refs %s %s %s (%v), want %s %s %s", ch, thread, progress, err, channel, preview.TS, prog.TS)
 	}
 	if n := e.rabbit.Count(dlq); n != 0 {
 		t.Fatalf("%d messages left in the DLQ", n)
@@ -99,19 +108,19 @@ func TestRejectingConsumerStopsThenCancel(t *testing.T) {
 
 	// Did it work? And where is it? Answers go to the asker alone.
 	e.command("U0REQUEST1", "check "+id)
-	if got := e.waitEphemeral("U0REQUEST1", 1); !strings.Contains(got.Text, "10 of 10 replayed came back") {
+	if got := e.waitEphemeral("U0REQUEST1", 2); !strings.Contains(got.Text, "10 of 10 replayed came back") {
 		t.Fatalf("check: %q", got.Text)
 	}
 	e.command("U0REQUEST1", "status "+id)
-	if got := e.waitEphemeral("U0REQUEST1", 2); !strings.Contains(got.Text, "stopped") {
+	if got := e.waitEphemeral("U0REQUEST1", 3); !strings.Contains(got.Text, "stopped") {
 		t.Fatalf("status: %q", got.Text)
 	}
 	e.command("U0REQUEST1", "list")
-	if got := e.waitEphemeral("U0REQUEST1", 3); !strings.Contains(got.Text, id) {
+	if got := e.waitEphemeral("U0REQUEST1", 4); !strings.Contains(got.Text, id) {
 		t.Fatalf("list: %q", got.Text)
 	}
 	e.command("U0REQUEST1", "pause "+id)
-	if got := e.waitEphemeral("U0REQUEST1", 4); !strings.Contains(got.Text, "is stopped, so it cannot be paused") {
+	if got := e.waitEphemeral("U0REQUEST1", 5); !strings.Contains(got.Text, "is stopped, so it cannot be paused") {
 		t.Fatalf("pause of a stopped replay: %q", got.Text)
 	}
 
@@ -152,13 +161,16 @@ func TestPermissionsAreCheckedForTheClicker(t *testing.T) {
 	}
 	e.command("U0OKAYED01", "preview "+dlq)
 	preview, token := e.waitPreview(1)
+	if got := e.waitEphemeral("U0OKAYED01", 1); !strings.Contains(got.Text, "Sample messages") {
+		t.Fatalf("the requester's samples: %q", got.Text)
+	}
 
 	e.click("U0NOPERM01", blocks.ActionApprove, token, preview.TS)
 	if got := e.waitEphemeral("U0NOPERM01", 2); !strings.Contains(got.Text, "You need `replay`") || !strings.Contains(got.Text, "`publish`") {
 		t.Fatalf("refusal %q", got.Text)
 	}
 	e.click("U0OKAYED01", blocks.ActionApprove, token, preview.TS)
-	if got := e.waitEphemeral("U0OKAYED01", 1); !strings.Contains(got.Text, "someone else has to approve") {
+	if got := e.waitEphemeral("U0OKAYED01", 2); !strings.Contains(got.Text, "someone else has to approve") {
 		t.Fatalf("refusal %q", got.Text)
 	}
 	// Nothing moved: the DLQ is whole, no replay exists, the token is unused.

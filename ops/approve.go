@@ -173,6 +173,12 @@ func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *en
 	}); err != nil {
 		return "", "", err
 	}
+	if ch := o.d.Asker.ApprovalChannel(); ch != "" {
+		// The DLQ's channel allowlist, before anything is posted.
+		if err := o.policy.CheckChannel(f.DLQ, ch); err != nil {
+			return "", "", classify(err, f.DLQ)
+		}
+	}
 	channel, ts, err = o.d.Asker.RequestApproval(ctx, f, p)
 	if err != nil {
 		return "", "", fmt.Errorf("ops: ask in slack: %w", err)

@@ -28,11 +28,21 @@ type Caller struct {
 	Principal string
 	// FrontEnd is one of the Front constants.
 	FrontEnd string
+	// Channel is the chat channel the call comes from and its outcome is
+	// shown in (a Slack channel id), "" when there is none. The policy's
+	// per-DLQ channel allowlists are checked against it.
+	Channel string
 }
 
 // SlackCaller is Slack user user (a member id) clicking or typing.
 func SlackCaller(user string) Caller {
 	return Caller{Identity: user, FrontEnd: FrontSlack}
+}
+
+// InChannel returns c calling from chat channel channel.
+func (c Caller) InChannel(channel string) Caller {
+	c.Channel = channel
+	return c
 }
 
 // PrincipalCaller is principal p, authenticated by its bearer token,

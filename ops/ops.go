@@ -109,6 +109,10 @@ type Take struct {
 // the Slack bot implements it (RequestApproval).
 type Asker interface {
 	RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Preview) (channel, ts string, err error)
+	// ApprovalChannel is the channel RequestApproval posts in ("" when
+	// none is configured); the policy's channel allowlist is checked
+	// against it before anything is posted.
+	ApprovalChannel() string
 }
 
 // Deps are the operations' collaborators.

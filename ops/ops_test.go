@@ -252,3 +252,32 @@ func (noWindows) Take(context.Context, string, int, int, time.Duration) (ops.Tak
 	return ops.Take{OK: true}, nil
 }
 func (noWindows) Give(context.Context, string, string) error { return nil }
+
+// TestSamplesAndChannels: the samples of a preview go to a reader of its
+// DLQ only, whoever made it, and each decision is recorded; a preview
+// asked for in a channel its DLQ's allowlist does not name is refused
+// (Forbidden), and allowed in a channel it names.
+func TestSamplesAndChannels(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o, _, tr := newOps(t, policy+`channels:
+  - queues: ["q"]
+    allow: [C_OK]
+`, ops.Config{})
+	if dlq, err := o.Samples(ctx, ops.SlackCaller("U0VIEWER01"), "p_U0ALICE001", ""); err != nil || dlq != "q" {
+		t.Fatalf("a reader's samples: %q %v", dlq, err)
+	}
+	if _, err := o.Samples(ctx, ops.SlackCaller("U0STRANGER"), "p_U0ALICE001", "q"); code(err) != ops.Forbidden {
+		t.Fatalf("a stranger's samples: %v", err)
+	}
+	if ok, refused := tr.Find(ops.FrontSlack, audit.OpSamples, audit.OutcomeOK), tr.Find(ops.FrontSlack, audit.OpSamples, audit.OutcomeRefused); len(ok) != 1 || len(refused) != 1 {
+		t.Fatalf("trail: %d shown, %d refused; want 1 and 1", len(ok), len(refused))
+	}
+	_, err := o.Preview(ctx, ops.SlackCaller("U0ALICE001").InChannel("C_ELSE"), engine.Selection{DLQ: "q"})
+	if code(err) != ops.Forbidden {
+		t.Fatalf("a preview in another channel: %v", err)
+	}
+	if _, err := o.Preview(ctx, ops.SlackCaller("U0ALICE001").InChannel("C_OK"), engine.Selection{DLQ: "q"}); err != nil {
+		t.Fatalf("a preview in its channel: %v", err)
+	}
+}

@@ -8,7 +8,8 @@ import (
 )
 
 // Preview previews sel for c: `read` on the DLQ (a preview shows
-// payloads) and the scan rate limit. It changes nothing. A preview that
+// payloads), the DLQ's channel allowlist when c calls from a channel, and
+// the scan rate limit. It changes nothing. A preview that
 // selected nothing has no token.
 func (o *Ops) Preview(ctx context.Context, c Caller, sel engine.Selection) (p *engine.Preview, err error) {
 	e := audit.Entry{Op: audit.OpPreview, DLQ: sel.DLQ, Vhost: sel.Vhost}
@@ -21,6 +22,12 @@ func (o *Ops) Preview(ctx context.Context, c Caller, sel engine.Selection) (p *e
 	if err := o.permit(ctx, c, func(id string, g []string) error { return o.policy.CheckPreview(id, g, sel.DLQ) }); err != nil {
 		return nil, err
 	}
+	if c.Channel != "" {
+		// Where the preview will be shown, before anything is read.
+		if err := o.policy.CheckChannel(sel.DLQ, c.Channel); err != nil {
+			return nil, classify(err, sel.DLQ)
+		}
+	}
 	if err := o.scan(ctx, c, sel.Vhost, sel.DLQ); err != nil {
 		return nil, err
 	}
@@ -29,4 +36,28 @@ func (o *Ops) Preview(ctx context.Context, c Caller, sel engine.Selection) (p *e
 		return nil, classify(err, sel.DLQ)
 	}
 	return p, nil
+}
+
+// Samples decides whether c may see the sample messages of the preview
+// behind token, which show payloads and exception text: c needs `read`
+// on the DLQ, whoever made the preview. dlq is the preview's DLQ when the
+// front end knows it ("" loads the token's header). It returns the DLQ and
+// records the decision; the front end shows the samples only when err is
+// nil. It reads nothing from the broker.
+func (o *Ops) Samples(ctx context.Context, c Caller, token, dlq string) (_ string, err error) {
+	e := audit.Entry{Op: audit.OpSamples, TokenRef: audit.TokenRef(token), DLQ: dlq}
+	defer func() { o.record(ctx, c, e, err) }()
+	if dlq == "" {
+		f, err := o.d.Tokens.LoadHeader(ctx, token)
+		if err != nil {
+			return "", classify(err, token)
+		}
+		dlq, e.DLQ, e.Vhost, e.Messages = f.DLQ, f.DLQ, f.Vhost, f.Total
+	}
+	if err := o.permit(ctx, c, func(id string, g []string) error {
+		return o.policy.CheckRead(id, g, dlq, "to see its sample messages")
+	}); err != nil {
+		return dlq, err
+	}
+	return dlq, nil
 }

@@ -101,10 +101,15 @@ func classify(err error, subject string) error {
 	}
 	r := &Refusal{err: err, Subject: subject}
 	var fe *commands.ForbiddenError
+	var ce *commands.ChannelError
 	var rbe *engine.ReadBudgetError
 	switch {
 	case errors.As(err, &fe):
 		r.Code, r.Reason = Forbidden, fe.Error()
+	case errors.As(err, &ce):
+		// The policy's per-DLQ channel allowlist: Forbidden, as a
+		// missing grant is, whichever front end asked.
+		r.Code, r.Reason = Forbidden, ce.Error()
 	case errors.Is(err, engine.ErrTokenNotFound):
 		r.Code, r.Reason = TokenExpired, "That preview token is unknown or has expired (tokens last 24 hours): preview again to get a new one. Nothing was sent."
 	case errors.Is(err, engine.ErrTokenUsed):

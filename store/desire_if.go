@@ -129,7 +129,7 @@ func (rs *Replays) Yield(ctx context.Context, r engine.Replay, owner string, epo
 	if err != nil {
 		return fmt.Errorf("store: yield replay %s: %w", r.ID, err)
 	}
-	args := []any{owner, epoch, data, rs.b.cfg.retentionMs(), string(desired)}
+	args := []any{owner, epoch, rs.b.signReplay(r.ID, data), rs.b.cfg.retentionMs(), string(desired)}
 	for _, s := range unless {
 		args = append(args, string(s))
 	}

@@ -17,7 +17,8 @@
 // TestDocListsEveryKey checks this table against them):
 //
 //	P{<token>}:token        string  the frozen preview (binary format, tokens_encode.go; JSON or gzip JSON
-//	                                from earlier releases); TTL = token TTL
+//	                                from earlier releases), after "DLQS1" and its HMAC when signed
+//	                                (signing.go); TTL = token TTL
 //	P{<token>}:used         string  id of the replay that consumed the token; same TTL
 //	P{<token>}:msg          hash    where the preview was posted (channel, ts), for threading; same TTL
 //	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch of the last Acquire),
@@ -32,6 +33,8 @@
 //	                                tap: n (events), base (tap arrivals when recording began),
 //	                                g:<group> and r:<x-replay-count> counts, x:<group> an example
 //	                                event (JSON), i:<id> the highest x-replay-count seen for that id
+//	P{<replay>}:slack       hash    where the replay shows in Slack (channel, thread_ts,
+//	                                progress_ts), owned by the Slack front end; same retention
 //	P{<replay>}:returnlog   list    the first returned events (JSON), for the failures a run lists
 //	Psent:<dlq>             hash    per message id, the latest replays that sent it:
 //	                                "<replay>:<unix ms>:<copies>,…", newest first, at most five
@@ -52,6 +55,8 @@
 //	Pjobs                   stream  replay jobs (field "replay"), consumer group "dlqbot"
 //	Paudit                  stream  the audit trail (field "e": entry JSON), never edited; entries
 //	                                older than Config.AuditRetention trimmed by MINID on append
+//	Pslackreq:<sighash>     string  a signed Slack request accepted (128 bits of the SHA-256 of its
+//	                                signature); PX = 10 min, longer than the signature stays valid
 //
 // Replay records, ledgers, event logs, returns, read marks and the tap
 // counters expire after the retention (Config.Retention) from their last

@@ -18,24 +18,32 @@ func (k keys) tokenUsed(tok string) string { return k.p + "{" + tok + "}:used" }
 func (k keys) tokenMessage(tok string) string {
 	return k.p + "{" + tok + "}:msg"
 }
-func (k keys) replay(id string) string  { return k.p + "{" + id + "}:replay" }
-func (k keys) lease(id string) string   { return k.p + "{" + id + "}:lease" }
-func (k keys) ledger(id string) string  { return k.p + "{" + id + "}:ledger" }
-func (k keys) events(id string) string  { return k.p + "{" + id + "}:events" }
-func (k keys) sent(dlq string) string   { return k.p + "sent:" + dlq }
-func (k keys) claims(dlq string) string { return k.p + "claims:" + dlq }
-func (k keys) replays() string          { return k.p + "replays" }
-func (k keys) active() string           { return k.p + "active" }
-func (k keys) schedule() string         { return k.p + "schedule" }
-func (k keys) workers() string          { return k.p + "workers" }
-func (k keys) jobs() string             { return k.p + "jobs" }
-func (k keys) audit() string            { return k.p + "audit" }
+func (k keys) replay(id string) string { return k.p + "{" + id + "}:replay" }
+func (k keys) lease(id string) string  { return k.p + "{" + id + "}:lease" }
+func (k keys) ledger(id string) string { return k.p + "{" + id + "}:ledger" }
+func (k keys) events(id string) string { return k.p + "{" + id + "}:events" }
+
+// slackRefs is where a replay shows in Slack, owned by the Slack front
+// end (slackrefs.go).
+func (k keys) slackRefs(id string) string { return k.p + "{" + id + "}:slack" }
+func (k keys) sent(dlq string) string     { return k.p + "sent:" + dlq }
+func (k keys) claims(dlq string) string   { return k.p + "claims:" + dlq }
+func (k keys) replays() string            { return k.p + "replays" }
+func (k keys) active() string             { return k.p + "active" }
+func (k keys) schedule() string           { return k.p + "schedule" }
+func (k keys) workers() string            { return k.p + "workers" }
+func (k keys) jobs() string               { return k.p + "jobs" }
+func (k keys) audit() string              { return k.p + "audit" }
 
 // Keys of the taps' record (returns.go).
 func (k keys) returns(id string) string     { return k.p + "{" + id + "}:returns" }
 func (k keys) returnLog(id string) string   { return k.p + "{" + id + "}:returnlog" }
 func (k keys) tapArrived(dlq string) string { return k.p + "tap:" + dlq }
 func (k keys) taps() string                 { return k.p + "taps" }
+
+// slackRequest is the key of an accepted signed Slack request
+// (slackrequests.go), by a hash of its signature.
+func (k keys) slackRequest(sigHash string) string { return k.p + "slackreq:" + sigHash }
 
 // readMark is the key of a queue's read mark (readmarks.go).
 func (k keys) readMark(vhost, queue string) string {

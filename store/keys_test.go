@@ -58,6 +58,7 @@ func TestDocListsEveryKey(t *testing.T) {
 		"sent": k.sent("<dlq>"), "claims": k.claims("<dlq>"), "readMark": k.readMark("<vhost>", "<queue>"), "tapArrived": k.tapArrived("<dlq>"),
 		"taps": k.taps(), "replays": k.replays(), "active": k.active(), "schedule": k.schedule(),
 		"workers": k.workers(), "jobs": k.jobs(), "audit": k.audit(), "window": k.window("<name>"),
+		"slackRequest": k.slackRequest("<sighash>"), "slackRefs": k.slackRefs("<replay>"),
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "keys.go", nil, 0)

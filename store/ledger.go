@@ -257,7 +257,13 @@ func (l *Ledger) approvers(ctx context.Context, m map[string]string) error {
 		var r struct {
 			Approver string `json:"approver"`
 		}
-		if cmd.Err() == nil && json.Unmarshal([]byte(cmd.Val()), &r) == nil {
+		if cmd.Err() != nil {
+			continue
+		}
+		// A record whose signature fails names no approver (openReplay
+		// reports it through Config.OnBadSignature).
+		data, err := l.b.openReplay(rid, []byte(cmd.Val()))
+		if err == nil && json.Unmarshal(data, &r) == nil {
 			m[rid] = r.Approver
 		}
 	}

@@ -78,7 +78,7 @@ func (rs *Replays) Create(ctx context.Context, r engine.Replay) error {
 		return fmt.Errorf("store: create replay %s: %w", r.ID, err)
 	}
 	n, err := createScript.Run(ctx, rs.b.rdb, []string{rs.b.k.replay(r.ID)},
-		data, rs.b.cfg.retentionMs()).Int()
+		rs.b.signReplay(r.ID, data), rs.b.cfg.retentionMs()).Int()
 	if err != nil {
 		return fail(err, "create replay %s", r.ID)
 	}
@@ -157,6 +157,9 @@ func (rs *Replays) Get(ctx context.Context, id string) (engine.Replay, error) {
 	if err != nil {
 		return engine.Replay{}, fail(err, "get replay %s", id)
 	}
+	if data, err = rs.b.openReplay(id, data); err != nil {
+		return engine.Replay{}, err
+	}
 	var r engine.Replay
 	if err := json.Unmarshal(data, &r); err != nil {
 		return engine.Replay{}, fmt.Errorf("store: get replay %s: decode: %w", id, err)
@@ -180,7 +183,7 @@ func (rs *Replays) Put(ctx context.Context, r engine.Replay, owner string, epoch
 		return fmt.Errorf("store: put replay %s: %w", r.ID, err)
 	}
 	n, err := putScript.Run(ctx, rs.b.rdb, []string{rs.b.k.replay(r.ID), rs.b.k.lease(r.ID)},
-		owner, epoch, data, rs.b.cfg.retentionMs()).Int()
+		owner, epoch, rs.b.signReplay(r.ID, data), rs.b.cfg.retentionMs()).Int()
 	if err != nil {
 		return fail(err, "put replay %s", r.ID)
 	}
@@ -238,6 +241,10 @@ func (rs *Replays) update(ctx context.Context, id string, unowned bool, fn func(
 		if err != nil {
 			return err
 		}
+		if data, err = rs.b.openReplay(id, data); err != nil {
+			fnErr = err
+			return err
+		}
 		var r engine.Replay
 		if err := json.Unmarshal(data, &r); err != nil {
 			return fmt.Errorf("decode: %w", err)
@@ -256,7 +263,7 @@ func (rs *Replays) update(ctx context.Context, id string, unowned bool, fn func(
 		}
 		written = r.State
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, rk, fieldData, data)
+			p.HSet(ctx, rk, fieldData, rs.b.signReplay(id, data))
 			if ms := rs.b.cfg.retentionMs(); ms > 0 {
 				p.PExpire(ctx, rk, time.Duration(ms)*time.Millisecond)
 			}
@@ -309,7 +316,11 @@ func (rs *Replays) List(ctx context.Context, n int) ([]engine.Replay, error) {
 			stale = append(stale, ids[i])
 			continue
 		}
-		if err := json.Unmarshal([]byte(cmd.Val()), &r); err != nil {
+		data, err := rs.b.openReplay(ids[i], []byte(cmd.Val()))
+		if err != nil {
+			return nil, fmt.Errorf("store: list replays: %w", err)
+		}
+		if err := json.Unmarshal(data, &r); err != nil {
 			return nil, fmt.Errorf("store: list replays: decode %s: %w", ids[i], err)
 		}
 		out = append(out, r)

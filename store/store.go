@@ -19,6 +19,8 @@ const (
 	DefaultRetention  = 30 * 24 * time.Hour
 	DefaultJobReclaim = 30 * time.Second
 	DefaultJobsMaxLen = 10000
+	// MinSigningKey is the shortest signing key accepted, in bytes.
+	MinSigningKey = 32
 )
 
 // Config tunes the store; zero values mean the defaults.
@@ -42,6 +44,16 @@ type Config struct {
 	// (DLQBOT_AUDIT_RETENTION); default 90 days, negative keeps them
 	// forever.
 	AuditRetention time.Duration
+	// SigningKey signs frozen previews and replay records (signing.go);
+	// it is never written to Redis. Empty: records are written unsigned,
+	// and a signed record is refused (it cannot be checked).
+	SigningKey []byte
+	// AcceptUnsigned lets a store with a key read records written
+	// unsigned (before signing was turned on); default false: refused.
+	AcceptUnsigned bool
+	// OnBadSignature is told of every record refused by its signature
+	// check (to log it at Error); optional.
+	OnBadSignature func(err *SignatureError)
 }
 
 func (c Config) withDefaults() (Config, error) {
@@ -66,6 +78,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.AuditRetention = DefaultAuditRetention
 	} else if c.AuditRetention > 0 && c.AuditRetention < time.Second {
 		return c, fmt.Errorf("store: audit retention %s is too short", c.AuditRetention)
+	}
+	if n := len(c.SigningKey); n > 0 && n < MinSigningKey {
+		return c, fmt.Errorf("store: signing key of %d bytes is too short; use at least %d random bytes", n, MinSigningKey)
 	}
 	if c.JobReclaim == 0 {
 		c.JobReclaim = DefaultJobReclaim

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -88,7 +89,7 @@ func (t *Tokens) Save(ctx context.Context, f engine.Frozen, ttl time.Duration) (
 		if err != nil {
 			return "", fmt.Errorf("store: save preview: %w", err)
 		}
-		err = t.b.rdb.SetArgs(ctx, t.b.k.token(tok), val, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
+		err = t.b.rdb.SetArgs(ctx, t.b.k.token(tok), t.b.signToken(tok, val), redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
 		switch {
 		case err == nil:
 			return tok, nil
@@ -108,14 +109,17 @@ func (t *Tokens) Load(ctx context.Context, token string) (engine.Frozen, error) 
 	}
 	val, err := t.b.rdb.Get(ctx, t.b.k.token(token)).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", token, engine.ErrTokenNotFound)
+		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 	if err != nil {
-		return engine.Frozen{}, fail(err, "load preview %s", token)
+		return engine.Frozen{}, fail(err, "load preview %s", audit.TokenRef(token))
+	}
+	if val, err = t.b.openToken(token, audit.TokenRef(token), val); err != nil {
+		return engine.Frozen{}, err
 	}
 	f, err := decodeToken(val)
 	if err != nil {
-		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", token, err)
+		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), err)
 	}
 	return f, nil
 }
@@ -129,20 +133,20 @@ func (t *Tokens) Consume(ctx context.Context, token, replayID string) error {
 		return fmt.Errorf("store: consume preview: %w", engine.ErrTokenNotFound)
 	}
 	if replayID == "" {
-		return fmt.Errorf("store: consume preview %s: empty replay id", token)
+		return fmt.Errorf("store: consume preview %s: empty replay id", audit.TokenRef(token))
 	}
 	n, err := consumeScript.Run(ctx, t.b.rdb,
 		[]string{t.b.k.token(token), t.b.k.tokenUsed(token)}, replayID).Int()
 	if err != nil {
-		return fail(err, "consume preview %s", token)
+		return fail(err, "consume preview %s", audit.TokenRef(token))
 	}
 	switch n {
 	case 1:
 		return nil
 	case 0:
-		return fmt.Errorf("store: consume preview %s: %w", token, engine.ErrTokenUsed)
+		return fmt.Errorf("store: consume preview %s: %w", audit.TokenRef(token), engine.ErrTokenUsed)
 	default:
-		return fmt.Errorf("store: consume preview %s: %w", token, engine.ErrTokenNotFound)
+		return fmt.Errorf("store: consume preview %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 }
 
@@ -156,10 +160,10 @@ func (t *Tokens) UsedBy(ctx context.Context, token string) (string, error) {
 	exists := pipe.Exists(ctx, t.b.k.token(token))
 	used := pipe.Get(ctx, t.b.k.tokenUsed(token))
 	if err := execPipe(ctx, pipe); err != nil {
-		return "", fail(err, "preview user %s", token)
+		return "", fail(err, "preview user %s", audit.TokenRef(token))
 	}
 	if exists.Val() == 0 {
-		return "", fmt.Errorf("store: preview user %s: %w", token, engine.ErrTokenNotFound)
+		return "", fmt.Errorf("store: preview user %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 	return used.Val(), nil
 }
@@ -173,14 +177,14 @@ func (t *Tokens) Discard(ctx context.Context, token string) error {
 	n, err := discardScript.Run(ctx, t.b.rdb,
 		[]string{t.b.k.token(token), t.b.k.tokenUsed(token)}).Int()
 	if err != nil {
-		return fail(err, "discard preview %s", token)
+		return fail(err, "discard preview %s", audit.TokenRef(token))
 	}
 	switch n {
 	case 1:
 		return nil
 	case 0:
-		return fmt.Errorf("store: discard preview %s: %w", token, engine.ErrTokenUsed)
+		return fmt.Errorf("store: discard preview %s: %w", audit.TokenRef(token), engine.ErrTokenUsed)
 	default:
-		return fmt.Errorf("store: discard preview %s: %w", token, engine.ErrTokenNotFound)
+		return fmt.Errorf("store: discard preview %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 }

@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -19,7 +21,8 @@ const headProbe = 16 << 10
 // unknown or expired. A binary token's header is read with GETRANGE (one
 // read of headProbe bytes, a second when the header is longer), so a
 // permission check never transfers or decodes a large preview's items; a
-// token in the earlier JSON format is read whole.
+// token in the earlier JSON format, or a signed one (signing.go), is read
+// whole through Load.
 func (t *Tokens) LoadHeader(ctx context.Context, token string) (engine.Frozen, error) {
 	if checkTag("token", token) != nil {
 		return engine.Frozen{}, fmt.Errorf("store: load preview header: %w", engine.ErrTokenNotFound)
@@ -27,13 +30,15 @@ func (t *Tokens) LoadHeader(ctx context.Context, token string) (engine.Frozen, e
 	key := t.b.k.token(token)
 	val, err := t.b.rdb.GetRange(ctx, key, 0, headProbe-1).Bytes()
 	if err != nil {
-		return engine.Frozen{}, fail(err, "load preview header %s", token)
+		return engine.Frozen{}, fail(err, "load preview header %s", audit.TokenRef(token))
 	}
 	if len(val) == 0 {
 		// GETRANGE answers "" for a missing key; no token is empty.
-		return engine.Frozen{}, fmt.Errorf("store: load preview header %s: %w", token, engine.ErrTokenNotFound)
+		return engine.Frozen{}, fmt.Errorf("store: load preview header %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
-	if isLegacyToken(val) {
+	if isLegacyToken(val) || bytes.HasPrefix(val, tokenSigMagic) {
+		// A signed token's MAC covers the whole value: it is read whole
+		// and checked before its header is believed.
 		f, err := t.Load(ctx, token)
 		f.Items = nil
 		return f, err
@@ -41,15 +46,15 @@ func (t *Tokens) LoadHeader(ctx context.Context, token string) (engine.Frozen, e
 	if n := headLen(val); n > len(val) {
 		val, err = t.b.rdb.GetRange(ctx, key, 0, int64(n)-1).Bytes()
 		if errors.Is(err, redis.Nil) || err == nil && len(val) == 0 {
-			return engine.Frozen{}, fmt.Errorf("store: load preview header %s: %w", token, engine.ErrTokenNotFound)
+			return engine.Frozen{}, fmt.Errorf("store: load preview header %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 		}
 		if err != nil {
-			return engine.Frozen{}, fail(err, "load preview header %s", token)
+			return engine.Frozen{}, fail(err, "load preview header %s", audit.TokenRef(token))
 		}
 	}
 	f, _, _, err := decodeHead(val)
 	if err != nil {
-		return engine.Frozen{}, fmt.Errorf("store: load preview header %s: %w", token, err)
+		return engine.Frozen{}, fmt.Errorf("store: load preview header %s: %w", audit.TokenRef(token), err)
 	}
 	return f, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -33,10 +34,10 @@ func (t *Tokens) SetMessage(ctx context.Context, token, channel, ts string) erro
 	}
 	n, err := setMessageScript.Run(ctx, t.b.rdb, []string{t.b.k.token(token), t.b.k.tokenMessage(token)}, channel, ts).Int()
 	if err != nil {
-		return fail(err, "preview message %s", token)
+		return fail(err, "preview message %s", audit.TokenRef(token))
 	}
 	if n == 0 {
-		return fmt.Errorf("store: preview message %s: %w", token, engine.ErrTokenNotFound)
+		return fmt.Errorf("store: preview message %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 	return nil
 }
@@ -48,7 +49,7 @@ func (t *Tokens) Message(ctx context.Context, token string) (channel, ts string,
 	}
 	v, err := t.b.rdb.HMGet(ctx, t.b.k.tokenMessage(token), "channel", "ts").Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return "", "", fail(err, "preview message %s", token)
+		return "", "", fail(err, "preview message %s", audit.TokenRef(token))
 	}
 	if len(v) == 2 {
 		channel, _ = v[0].(string)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -34,10 +35,10 @@ func (t *Tokens) Release(ctx context.Context, token, replayID string) error {
 	}
 	n, err := tokenReleaseScript.Run(ctx, t.b.rdb, []string{t.b.k.tokenUsed(token)}, replayID).Int()
 	if err != nil {
-		return fail(err, "release preview %s", token)
+		return fail(err, "release preview %s", audit.TokenRef(token))
 	}
 	if n == 0 {
-		return fmt.Errorf("store: release preview %s: %w", token, engine.ErrTokenUsed)
+		return fmt.Errorf("store: release preview %s: %w", audit.TokenRef(token), engine.ErrTokenUsed)
 	}
 	return nil
 }
@@ -52,7 +53,7 @@ func (t *Tokens) Retain(ctx context.Context, token string, d time.Duration) erro
 	pipe.ExpireGT(ctx, t.b.k.token(token), d)
 	pipe.ExpireGT(ctx, t.b.k.tokenUsed(token), d)
 	if err := execPipe(ctx, pipe); err != nil {
-		return fail(err, "retain preview %s", token)
+		return fail(err, "retain preview %s", audit.TokenRef(token))
 	}
 	return nil
 }

@@ -53,6 +53,11 @@ type config struct {
 	SessionKey        string         // DLQBOT_DASHBOARD_SESSION_KEY: signs sessions; ≥ 32 bytes
 	TrustedProxies    []netip.Prefix // DLQBOT_DASHBOARD_TRUSTED_PROXIES: addresses whose identity headers count
 	SlackWorkspaceURL string         // DLQBOT_SLACK_WORKSPACE_URL: links to replay threads
+	// Privacy and integrity (README "Private by default").
+	ExcerptBytes   int    // DLQBOT_EXCERPT_BYTES: payload excerpt size, 0 none (engine: 0 default 200, negative none)
+	SigningKey     string // DLQBOT_SIGNING_KEY: signs frozen previews and replay records
+	SigningKeyFile string // DLQBOT_SIGNING_KEY_FILE: the same, read from a file
+	AcceptUnsigned bool   // DLQBOT_ACCEPT_UNSIGNED: read records written before signing was turned on
 
 	// Whether DLQBOT_HTTP_ADDR and DLQBOT_REDIS_PREFIX were set (the demo
 	// uses its own defaults otherwise).
@@ -87,6 +92,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		DialectHeaders:     getenv("DLQBOT_DIALECT_HEADERS"),
 		APIChannel:         getenv("DLQBOT_API_CHANNEL"),
 		MCPToken:           getenv("DLQBOT_MCP_TOKEN"),
+		SigningKey:         getenv("DLQBOT_SIGNING_KEY"),
+		SigningKeyFile:     getenv("DLQBOT_SIGNING_KEY_FILE"),
 		SlackTeamID:        getenv("DLQBOT_SLACK_TEAM_ID"),
 		SlackAppID:         getenv("DLQBOT_SLACK_APP_ID"),
 		httpAddrSet:        getenv("DLQBOT_HTTP_ADDR") != "",
@@ -113,6 +120,19 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	c.SlackWorkspaceURL = getenv("DLQBOT_SLACK_WORKSPACE_URL")
+	if c.AcceptUnsigned, err = envBool(getenv, "DLQBOT_ACCEPT_UNSIGNED"); err != nil {
+		return c, err
+	}
+	if v := getenv("DLQBOT_EXCERPT_BYTES"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > 2000 {
+			return c, usageError("DLQBOT_EXCERPT_BYTES=%q must be a whole number of bytes from 0 (no payload excerpt) to 2000", v)
+		}
+		c.ExcerptBytes = n
+		if n == 0 {
+			c.ExcerptBytes = -1
+		}
+	}
 	switch v := getenv("DLQBOT_ACCESS"); v {
 	case "":
 	case "open":

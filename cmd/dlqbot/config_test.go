@@ -30,6 +30,9 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"SLACK_API_URL", "slack.com/api"},
 		{"DLQBOT_HTTP_ADDR", "8080"},
 		{"DLQBOT_DIALECT_HEADERS", "nonsense"},
+		{"DLQBOT_EXCERPT_BYTES", "lots"},
+		{"DLQBOT_EXCERPT_BYTES", "-1"},
+		{"DLQBOT_ACCEPT_UNSIGNED", "maybe"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			getenv := func(k string) string {

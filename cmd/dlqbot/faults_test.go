@@ -39,7 +39,7 @@ func newFixture(t testing.TB, n int) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = rdb.Close() })
-	st, err := store.New(store.Config{Prefix: env["DLQBOT_REDIS_PREFIX"]}, rdb, nil)
+	st, err := store.New(store.Config{Prefix: env["DLQBOT_REDIS_PREFIX"], SigningKey: []byte(env["DLQBOT_SIGNING_KEY"])}, rdb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

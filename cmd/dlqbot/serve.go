@@ -23,6 +23,12 @@ import (
 	"github.com/stroma/dlqbot/store"
 )
 
+// The store implements the Slack front end's ports.
+var (
+	_ bot.SlackRefs    = (*store.SlackRefs)(nil)
+	_ bot.SeenRequests = (*store.SlackRequests)(nil)
+)
+
 // serve runs, until ctx ends: a replay worker, the reaper that reports
 // replays whose owner died, and the HTTP server (health, readiness and the
 // Slack endpoints when Slack is configured). Every replica runs the same
@@ -34,8 +40,14 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 			return err
 		}
 		defer a.Close()
+		// newReplica refuses Slack without a policy unless
+		// DLQBOT_ACCESS=open (closedByDefault); then serve needs a
+		// signing key unless DLQBOT_ACCESS=open (checkSigning).
 		r, err := a.newReplica()
 		if err != nil {
+			return err
+		}
+		if err := checkSigning(cfg, a.signed, a.log); err != nil {
 			return err
 		}
 		ln, err := net.Listen("tcp", cfg.HTTPAddr)
@@ -127,7 +139,7 @@ func (a *app) newReplica() (*replica, error) {
 // Slack.
 func (r *replica) run(ctx context.Context, ln net.Listener) error {
 	a, log := r.a, r.log
-	srv := &http.Server{Handler: r.mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := newHTTPServer(r.mux, httpTimeouts{})
 	log.Info().Str("addr", ln.Addr().String()).Msg("dlqbot serving")
 	var wg sync.WaitGroup
 	wg.Add(4)
@@ -219,7 +231,7 @@ func newSlackNotifier(cfg config, st *store.Store, o bot.Observer, log zerolog.L
 		SigningSecret: cfg.SlackSigningSecret, BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken,
 		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, APIChannel: cfg.APIChannel,
 		TeamID: cfg.SlackTeamID, AppID: cfg.SlackAppID,
-	}, bot.NotifierDeps{Replays: st.Replays(), Log: log, Observer: o})
+	}, bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log, Observer: o})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
 	}
@@ -234,7 +246,7 @@ func newSlackBot(cfg config, a *app, n *bot.Notifier, o *ops.Ops, log zerolog.Lo
 	if n == nil {
 		return nil, nil
 	}
-	b, err := bot.New(n, bot.Deps{Ops: o, Replays: a.store.Replays(), Tokens: a.store.Tokens()})
+	b, err := bot.New(n, bot.Deps{Ops: o, Replays: a.store.Replays(), Tokens: a.store.Tokens(), Seen: a.store.SlackRequests()})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
 	}

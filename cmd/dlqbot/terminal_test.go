@@ -25,9 +25,13 @@ func dlqbot(t testing.TB, env map[string]string, args ...string) (string, string
 	return out.String(), errw.String(), exitCode(err)
 }
 
+// testSigningKey signs the records of every dlqbot a test runs.
+const testSigningKey = "cmd-test-signing-key-0123456789abcdef"
+
 func testEnv(t testing.TB) map[string]string {
 	_, prefix := testkit.Redis(t)
-	return map[string]string{"DLQBOT_REDIS_PREFIX": prefix, "AMQP_URL": testkit.AMQPURL, "RABBITMQ_MANAGEMENT_URL": testkit.ManagementURL, "REDIS_URL": testkit.RedisURL}
+	return map[string]string{"DLQBOT_REDIS_PREFIX": prefix, "AMQP_URL": testkit.AMQPURL, "RABBITMQ_MANAGEMENT_URL": testkit.ManagementURL, "REDIS_URL": testkit.RedisURL,
+		"DLQBOT_SIGNING_KEY": testSigningKey}
 }
 
 func oneJSON(t testing.TB, s string) map[string]any {

@@ -34,6 +34,8 @@ type app struct {
 	// demoDashboard signs people in to the demo's dashboard when no
 	// permissions file is set (access control stays off).
 	demoDashboard *commands.Policy
+	// signed says whether the store signs its records (a signing key is set).
+	signed bool
 	// handOff is newEngine's: whether approved replays go to the workers.
 	handOff bool
 	// audit records every operation through the operations layer: the
@@ -99,7 +101,14 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 	if err != nil {
 		return nil, usageError("REDIS_URL: %w", err)
 	}
-	st, err := store.New(store.Config{Prefix: cfg.RedisPrefix, AuditRetention: cfg.AuditRetention}, rdb, engine.SystemClock{})
+	key, err := signingKey(cfg)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	sc := store.Config{Prefix: cfg.RedisPrefix, AuditRetention: cfg.AuditRetention}
+	storeSigning(cfg, key, log, &sc)
+	st, err := store.New(sc, rdb, engine.SystemClock{})
 	if err != nil {
 		_ = rdb.Close()
 		return nil, usageError("DLQBOT_REDIS_PREFIX: %w", err)
@@ -110,7 +119,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 		_ = rdb.Close()
 		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
 	}
-	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st, audit: st.Audit()}, nil
+	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st, audit: st.Audit(), signed: key != nil}, nil
 }
 
 // newEngine builds a.svc on a's broker and store, notifying notifier and
@@ -130,11 +139,28 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 	if handOff {
 		deps.Jobs, deps.Registry = st.Jobs(), st.Workers()
 	}
+	// The policy's redaction applies to every front end this engine
+	// serves, the terminal included; its excerpt size wins over the env's.
+	policy, err := a.loadPolicy()
+	if err != nil {
+		return err
+	}
+	excerpt := a.cfg.ExcerptBytes
+	if policy != nil {
+		deps.Redactor = policy
+		if n, ok := policy.ExcerptBytes(); ok {
+			excerpt = n
+			if n == 0 {
+				excerpt = -1
+			}
+		}
+	}
 	svc, err := engine.New(engine.Config{
-		Vhost:    b.Vhost(),
-		LeaseTTL: a.cfg.LeaseTTL,
-		Dialect:  a.dialect,
-		Log:      log.With().Str("component", "engine").Logger(),
+		Vhost:        b.Vhost(),
+		LeaseTTL:     a.cfg.LeaseTTL,
+		Dialect:      a.dialect,
+		ExcerptBytes: excerpt,
+		Log:          log.With().Str("component", "engine").Logger(),
 	}, deps)
 	if err != nil {
 		return err

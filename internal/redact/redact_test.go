@@ -22,3 +22,14 @@ func TestURL(t *testing.T) {
 		}
 	}
 }
+
+func TestTokens(t *testing.T) {
+	tok := "p_AbCdEfGhIjKlMnOpQrStUv"
+	got := Tokens("replay " + tok + " step=5; again " + tok + ".")
+	if strings.Contains(got, tok) || !strings.Contains(got, "t_") {
+		t.Fatalf("Tokens left the token or named no reference: %q", got)
+	}
+	if s := "replay p_short and p_AbCdEfGhIjKlMnOpQrStUvWXYZ"; Tokens(s) != s {
+		t.Fatalf("Tokens changed what is not a token: %q", Tokens(s))
+	}
+}

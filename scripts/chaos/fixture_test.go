@@ -106,7 +106,7 @@ func newFixtureOn(t *testing.T, tg target, n int, redisURL string, extra map[str
 		t.Cleanup(func() { _ = rdb.Close() })
 		prefix = testkit.Name("chaos") + ":"
 	}
-	st, err := store.New(store.Config{Prefix: prefix}, rdb, nil)
+	st, err := store.New(store.Config{Prefix: prefix, SigningKey: []byte(chaosSigningKey)}, rdb, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,6 +123,7 @@ func newFixtureOn(t *testing.T, tg target, n int, redisURL string, extra map[str
 	env := map[string]string{
 		"DLQBOT_REDIS_PREFIX": prefix, "REDIS_URL": redisURL, "AMQP_URL": tg.on.AMQPURL,
 		"RABBITMQ_MANAGEMENT_URL": tg.on.ManagementURL, "DLQBOT_LEASE_TTL": "2s",
+		"DLQBOT_SIGNING_KEY": chaosSigningKey,
 	}
 	for k, v := range extra {
 		env[k] = v
@@ -447,3 +448,6 @@ func sortedPoints(next func(int) int, k, n int) []int {
 	sort.Ints(out)
 	return out
 }
+
+// chaosSigningKey signs the records of the harness and of every dlqbot it runs.
+const chaosSigningKey = "chaos-signing-key-0123456789abcdef0123"

@@ -171,6 +171,13 @@ func (s *Stub) method(c *Call, token string) obj {
 		return obj{"ok": true, "upload_url": s.base + "/upload/" + id, "file_id": id}
 	case "files.completeUploadExternal":
 		return s.completeUpload(c)
+	case "conversations.open":
+		// A direct message with one user: its id is "D" and the user's.
+		users := a.Get("users")
+		if users == "" || strings.Contains(users, ",") {
+			return fail("invalid_arguments")
+		}
+		return obj{"ok": true, "channel": obj{"id": DMChannel(users)}}
 	case "apps.connections.open":
 		if !strings.HasPrefix(token, "xapp-") {
 			return fail("invalid_auth")

@@ -297,3 +297,7 @@ func (s *Stub) Files() []File {
 func trimMethod(path string) string {
 	return strings.Trim(strings.TrimPrefix(path, "/api/"), "/")
 }
+
+// DMChannel is the id of the direct message conversations.open opens
+// between the bot and user.
+func DMChannel(user string) string { return "D" + user }
