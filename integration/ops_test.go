@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stroma/dlqbot/audit"
+	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/mcp"
 )
 
@@ -26,8 +28,20 @@ func TestScanRateLimitAndAuditTrail(t *testing.T) {
 	e.command("U0ALICE001", "preview "+dlq)
 	_, tok2 := e.waitPreview(2)
 	e.command("U0ALICE001", "preview "+dlq)
-	if got := e.waitEphemeral("U0ALICE001", 1); !strings.Contains(got.Text, "as often as dlqbot allows") || !strings.Contains(got.Text, "Nothing was read") {
-		t.Fatalf("third preview in Slack: %q", got.Text)
+	// Each allowed preview also sent its requester the samples, ephemerally;
+	// the refusal is the one that says so.
+	var refusal string
+	testkit.Eventually(t, 20*time.Second, "the third preview's refusal", func() bool {
+		for _, m := range e.stub.Ephemerals("U0ALICE001") {
+			if strings.Contains(m.Text, "as often as dlqbot allows") {
+				refusal = m.Text
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(refusal, "Nothing was read") {
+		t.Fatalf("third preview in Slack: %q", refusal)
 	}
 	// Another DLQ, and another principal, are counted apart.
 	e.command("U0ALICE001", "preview "+other)
