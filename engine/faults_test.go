@@ -31,24 +31,16 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 		f := newFaultRun(t, on, dlqArgs, n, stopAtOnce)
 		e := f.e
 		ctx := context.Background()
-		ap, err := e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: 100, Timeout: 20 * time.Second}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan engine.Replay, 1)
-		go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
-		testkit.Eventually(t, 20*time.Second, "300 sent", func() bool { return len(f.rec.got()) >= 300 })
-		if f.on.CloseConnections(t, f.conn) == 0 {
-			t.Fatal("no connection of the replaying engine found to close")
-		}
-		rep := <-done
+		rep := <-f.runAndCut(t, n, 100, 300)
+		id := rep.ID
+		var err error
 		if rep.State == engine.StateFinished && rep.Sent == n {
 			t.Fatal("the fault came too late: the replay finished")
 		}
 		t.Logf("after the fault: state %s, sent %d, duplicates %d, failed %d: %s", rep.State, rep.Sent, rep.Duplicates, rep.Failed, rep.Note)
 		f.expectStoppedByFault(t, rep)
 
-		dups := f.account(t, "after the fault", ap.Replay.ID)
+		dups := f.account(t, "after the fault", id)
 		for mid, k := range dups {
 			if k > 1 {
 				t.Errorf("%s duplicated %d times by one fault", mid, k)
@@ -57,10 +49,10 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 		t.Logf("duplicates after one fault: %d (all in the ledger)", len(dups))
 
 		// Resume: the rest is sent, nothing the ledger recorded is sent again.
-		if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
+		if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
 			t.Fatal(err)
 		}
-		rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner2")
+		rep, err = e.svc.Run(ctx, id, "owner2")
 		// Copies in doubt (no confirm before the connection closed) are never
 		// sent again, so such a replay cannot finish: it stops, saying so.
 		exact := rep.State == engine.StateFinished && rep.InDoubt == 0
@@ -68,7 +60,7 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 		if err != nil || !(exact || inDoubt) {
 			t.Fatalf("resumed replay: %v, state %s, sent %d, in doubt %d: %s", err, rep.State, rep.Sent, rep.InDoubt, rep.Note)
 		}
-		f.expectNoResend(t, dups, f.account(t, "after resuming", ap.Replay.ID))
+		f.expectNoResend(t, dups, f.account(t, "after resuming", id))
 	})
 }
 
@@ -247,4 +239,24 @@ func (f *faultRun) expectNoResend(t *testing.T, before, after map[string]int) {
 	if len(after) != len(before) {
 		t.Errorf("%d duplicates after resuming, %d before", len(after), len(before))
 	}
+}
+
+// runAndCut approves f's preview as one paced step of n at rate msg/s,
+// runs it in the background, closes the engine's broker connections once
+// the consumer has received after copies, and returns the channel the
+// run's final record arrives on.
+func (f *faultRun) runAndCut(t *testing.T, n int, rate float64, after int) <-chan engine.Replay {
+	t.Helper()
+	ctx := context.Background()
+	ap, err := f.e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: rate, Timeout: 20 * time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan engine.Replay, 1)
+	go func() { rep, _ := f.e.svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
+	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("%d sent", after), func() bool { return len(f.rec.got()) >= after })
+	if f.on.CloseConnections(t, f.conn) == 0 {
+		t.Fatal("no connection of the replaying engine found to close")
+	}
+	return done
 }

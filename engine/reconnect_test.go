@@ -58,18 +58,7 @@ func TestPacedReplayGoesOnAfterLosingItsConnection(t *testing.T) {
 		const n = 600
 		ev := &eventLog{}
 		f := newNotifiedFaultRun(t, on, dlqArgs, n, ev)
-		e := f.e
-		ctx := context.Background()
-		ap, err := e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: 150, Timeout: 20 * time.Second}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan engine.Replay, 1)
-		go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
-		testkit.Eventually(t, 20*time.Second, "150 sent", func() bool { return len(f.rec.got()) >= 150 })
-		if f.on.CloseConnections(t, f.conn) == 0 {
-			t.Fatal("no connection of the replaying engine found to close")
-		}
+		done := f.runAndCut(t, n, 150, 150)
 		var rep engine.Replay
 		select {
 		case rep = <-done:
@@ -92,7 +81,7 @@ func TestPacedReplayGoesOnAfterLosingItsConnection(t *testing.T) {
 		if got := ev.texts(engine.EventStopped); finished && len(got) > 0 {
 			t.Errorf("a stop was announced although the replay went on and finished: %q", got)
 		}
-		dups := f.account(t, "after the fault", ap.Replay.ID)
+		dups := f.account(t, "after the fault", rep.ID)
 		extra := 0
 		for _, k := range dups {
 			extra += k
