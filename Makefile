@@ -4,7 +4,7 @@ PKGS      ?= ./...
 FUZZTIME  ?= 10s
 BENCH_MESSAGES ?= 100000
 
-.PHONY: all build test fuzz bench demo vet image clean services services-all services4 chaos
+.PHONY: all build test test-all fuzz bench demo vet image clean services services-all services4 chaos
 
 all: build
 
@@ -26,19 +26,29 @@ services-all services4:
 	./scripts/services.sh all
 
 ## test: the whole suite against the local RabbitMQ 3.10, 4.0 and 4.3 and
-## Redis with the race detector; then, alone and without it (which makes
+## Redis, in three lanes at once (scripts/test.sh; its tests wait on the
+## brokers far more than on the CPU): the engine package with the race
+## detector; every other package with it; and, without it (which makes
 ## them several times slower, so they skip under -race), the whole-DLQ
-## replays of 100,000 (README "Tests" says which run on which broker); then
-## brief fuzzing.
+## replays of 100,000 (README "Tests" says which run on which broker), then
+## brief fuzzing. Quorum-queue cases run on every broker, classic-queue
+## cases of the long fault tests on one each (testkit.ClassicOn). Each
+## lane's log is in bin/test/; README "Tests" has the times measured.
 test: services-all vet
-	$(GO) test -race -count=1 -timeout 9m $(PKGS)
-	$(GO) test -count=1 -timeout 15m -parallel 8 -run 'Of100k' ./engine/
-	$(MAKE) fuzz FUZZTIME=$(FUZZTIME)
+	PKGS="$(PKGS)" FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/test.sh
+
+## test-all: make test with every case on every broker: classic-queue
+## cases on all three (DLQBOT_CLASSIC_ALL=1) and every 100,000-message
+## replay on every broker and queue type (DLQBOT_100K_ALL=1); about three
+## times as long.
+test-all: services-all vet
+	DLQBOT_CLASSIC_ALL=1 DLQBOT_100K_ALL=1 PKGS="$(PKGS)" FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/test.sh
 
 ## fuzz: run every fuzz target for FUZZTIME each.
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseMeta$$' -fuzztime $(FUZZTIME) ./engine
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./commands
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeToken$$' -fuzztime $(FUZZTIME) ./store
 
 ## bench: benchmarks against the reference programs, figures to docs/benchmarks.md.
 bench:

@@ -33,6 +33,7 @@ const (
 	CodeUnsupported     = "unsupported"         // something this bot cannot do (another vhost)
 	CodeUnavailable     = "unavailable"         // RabbitMQ or Redis cannot be reached
 	CodeTimeout         = "timeout"             // the work took too long and was abandoned
+	CodeBadSignature    = "bad_signature"       // a record in Redis failed its signature check: refused
 	CodeNotFound        = "not_found"           // no such endpoint
 	CodeInternal        = "internal"            // anything else
 )
@@ -119,6 +120,7 @@ var refusals = map[ops.Code]struct {
 	ops.Unsupported:       {http.StatusBadRequest, CodeUnsupported},
 	ops.ReadBudget:        {http.StatusConflict, CodeReadBudget},
 	ops.Unavailable:       {http.StatusServiceUnavailable, CodeUnavailable},
+	ops.BadSignature:      {http.StatusConflict, CodeBadSignature},
 }
 
 // refusalError words a refusal of the operations layer for a client.

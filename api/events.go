@@ -55,6 +55,13 @@ func finalEvent(e engine.Event) bool {
 // (id: the log entry's id; event: the kind; data: the event's JSON), from
 // the start of the log or after Last-Event-ID, until the replay ends (an
 // event "end" follows its final event) or the client goes away.
+// finalEventWait is how long a stream whose replay's record is already
+// final keeps reading the log for its final event before it ends without
+// it: the record is written before the event is logged, and under load the
+// log's write came more than a poll later (the stream then ended after
+// "step_started", without "cancelled").
+const finalEventWait = 5 * time.Second
+
 func (h *handler) serveEvents(w http.ResponseWriter, r *http.Request, c Caller) (int, *Error) {
 	s := h.s
 	id := r.PathValue("id")
@@ -99,7 +106,7 @@ func (h *handler) serveEvents(w http.ResponseWriter, r *http.Request, c Caller) 
 	poll := time.NewTicker(s.cfg.EventPoll)
 	defer poll.Stop()
 	lastWrite, lastStatus := time.Now(), time.Now()
-	ended := ""
+	ended, endedAt := "", time.Time{}
 	for {
 		ids, evs, err := s.d.Events.Read(ctx, id, after, 100)
 		if err != nil && ctx.Err() == nil {
@@ -119,7 +126,7 @@ func (h *handler) serveEvents(w http.ResponseWriter, r *http.Request, c Caller) 
 		if len(evs) == 100 {
 			continue
 		}
-		if len(evs) == 0 && ended != "" {
+		if len(evs) == 0 && ended != "" && time.Since(endedAt) >= finalEventWait {
 			write("", "end", map[string]string{"replay_id": id, "state": ended})
 			return http.StatusOK, nil
 		}
@@ -128,8 +135,8 @@ func (h *handler) serveEvents(w http.ResponseWriter, r *http.Request, c Caller) 
 			// log was unreachable then) must not hold the stream open:
 			// read the log once more, then end.
 			lastStatus = time.Now()
-			if cur, err := s.ops.Replay(ctx, c, id); err == nil && cur.State.Terminal() {
-				ended = string(cur.State)
+			if cur, err := s.ops.Replay(ctx, c, id); err == nil && cur.State.Terminal() && ended == "" {
+				ended, endedAt = string(cur.State), time.Now()
 				continue
 			}
 		}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/stroma/dlqbot/engine"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stroma/dlqbot/audit"
+	"github.com/stroma/dlqbot/engine"
 )
 
 // handler serves the HTTP API.
@@ -123,12 +125,14 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint, str
 		}
 		status = aerr.Status
 		writeJSON(w, status, aerr)
-		ev = h.s.log.Warn().Str("code", aerr.Code).Str("error", aerr.Message)
+		ev = h.s.log.Warn().Str("code", aerr.Code).Str("error", audit.ScrubTokens(aerr.Message))
 		if aerr.err != nil {
-			ev = ev.AnErr("cause", aerr.err)
+			ev = ev.Str("cause", audit.ScrubTokens(aerr.err.Error()))
 		}
 	}
-	ev.Str("principal", c.Principal).Str("as", c.Identity).Str("method", r.Method).Str("path", r.URL.Path).
+	// Tokens are never logged: a path or error quoting one shows its
+	// audit.TokenRef.
+	ev.Str("principal", c.Principal).Str("as", c.Identity).Str("method", r.Method).Str("path", audit.ScrubTokens(r.URL.Path)).
 		Str("remote", r.RemoteAddr).Int("status", status).Dur("took", time.Since(started)).Msg("api call")
 }
 

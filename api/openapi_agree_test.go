@@ -23,6 +23,14 @@ import (
 	"github.com/stroma/dlqbot/ops"
 )
 
+// badSignature is a record refused by its signature check, as the
+// store reports one (store.SignatureError).
+type badSignature struct{}
+
+func (badSignature) Error() string            { return "store: replay r_probe: bad signature" }
+func (badSignature) Unwrap() error            { return engine.ErrBadSignature }
+func (badSignature) Record() (string, string) { return "replay", "r_probe" }
+
 // probeEngine stands in for the operations' engine, tokens, replays,
 // windows and the event log in the agreement test (which is about the
 // HTTP layer; the real engine and store are tested against RabbitMQ and
@@ -194,6 +202,11 @@ func probes(method, path string) []probe {
 	}
 	if path != "/api/v1/replays" && path != "/api/v1/audit" {
 		ps = append(ps, probe{name: "not found", engine: probeEngine{fail: notFound}, token: probeAll, policy: true, event: true})
+	}
+	if path != "/api/v1/audit" && path != "/api/v1/previews" {
+		// A record in Redis (a token, a replay) that fails its signature
+		// check: 409 bad_signature wherever one is read.
+		ps = append(ps, probe{name: "bad signature", engine: probeEngine{fail: badSignature{}}, token: probeAll, policy: true, event: true})
 	}
 	if method == "POST" {
 		ps = append(ps,

@@ -40,6 +40,9 @@ type Params struct {
 	Rate Rate `json:"rate,omitempty"`
 	// Timeout is a step's settle timeout in Go syntax ("30s").
 	Timeout string `json:"timeout,omitempty"`
+	// TakeOver, at approval, sends the previewed messages another running
+	// or paused replay owns from this replay (engine.Params.TakeOver).
+	TakeOver bool `json:"take_over,omitempty"`
 }
 
 func (p Params) params() (engine.Params, error) {
@@ -47,6 +50,7 @@ func (p Params) params() (engine.Params, error) {
 	if msg != "" {
 		return engine.Params{}, newError(http.StatusBadRequest, CodeBadRequest, "%s. Nothing was sent.", msg)
 	}
+	prm.TakeOver = p.TakeOver
 	return prm, nil
 }
 

@@ -53,6 +53,12 @@ func changeLine(c engine.Change) string {
 	case engine.ChangeMessagesGone:
 		return fmt.Sprintf(":ghost: *Messages gone* — %s %s no longer in %s (consumed, moved or replayed since); they would be reported missing.", plural(c.Messages, "previewed message", "previewed messages"), isAre(c.Messages), q)
 	case engine.ChangeHeldByReplay:
+		if c.Owned && c.TakeOver {
+			return fmt.Sprintf(":handshake: *Taken over* — %s %s to replay %s (approved first, not sent yet): this approval takes %s over, so this replay sends %s and %s will not.", plural(c.Messages, "previewed message", "previewed messages"), belongs(c.Messages), code(c.Replay, 80), pick(c.Messages, "it", "them"), pick(c.Messages, "it", "them"), code(c.Replay, 80))
+		}
+		if c.Owned {
+			return fmt.Sprintf(":handshake: *Owned by another replay* — %s %s to replay %s (approved first, not sent yet): approved, this replay leaves %s to it and sends only the rest; approve with `takeover=yes` to send %s from this one.", plural(c.Messages, "previewed message", "previewed messages"), belongs(c.Messages), code(c.Replay, 80), pick(c.Messages, "it", "them"), pick(c.Messages, "it", "them"))
+		}
 		return fmt.Sprintf(":handshake: *Being replayed* — %s %s being sent by replay %s now: approved, this replay leaves %s to it and sends only the rest.", plural(c.Messages, "previewed message", "previewed messages"), isAre(c.Messages), code(c.Replay, 80), pick(c.Messages, "it", "them"))
 	case engine.ChangeReplayedElsewhere:
 		return fmt.Sprintf(":repeat: *Replayed elsewhere* — %s %s sent by another replay after this preview; approving sends %s again.", plural(c.Messages, "previewed message", "previewed messages"), wasWere(c.Messages), pick(c.Messages, "it", "them"))
@@ -67,3 +73,5 @@ func changesText(changes []engine.Change) string {
 	}
 	return fallback(s + ". Nothing has been sent.")
 }
+
+func belongs(n int) string { return pick(n, "belongs", "belong") }

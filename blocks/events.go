@@ -42,8 +42,8 @@ func StepReplyAs(command string, e engine.Event) string {
 	case engine.EventCancelled:
 		s = fmt.Sprintf(":black_square_for_stop: Cancelled: %s sent; the remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
 	case engine.EventFinished:
-		s = fmt.Sprintf(":checkered_flag: Finished: %s sent, %s left the target queue, %s came back, %s missing, %s not delivered.",
-			msgs(r.Sent), num(r.Settled), num(r.Returned), num(r.Missing), num(r.Failed))
+		s = fmt.Sprintf(":checkered_flag: Finished: %s sent, %s left the target queue, %s, %s missing, %s not delivered.",
+			msgs(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen), num(r.Missing), num(r.Failed))
 	case engine.EventWaiting:
 		s = ":hourglass_flowing_sand: " + esc(oneLine(e.Text), 600)
 	case engine.EventInterrupted:
@@ -82,8 +82,8 @@ func itThem(n int) string {
 // stepLine describes a finished step on one line, after lead ("Step 3
 // passed").
 func stepLine(st *engine.StepResult, lead string) string {
-	s := fmt.Sprintf("%s — %s sent, %s left the target queue, %s came back",
-		lead, num(st.Sent), num(st.Settled), num(st.Returned))
+	s := fmt.Sprintf("%s — %s sent, %s left the target queue, %s",
+		lead, num(st.Sent), num(st.Settled), cameBackShort(st.Returned, st.Unseen))
 	if st.Failed > 0 {
 		s += fmt.Sprintf(", %s not delivered or missing", num(st.Failed))
 	}
@@ -130,13 +130,13 @@ func Activity(e engine.Event) string {
 		if e.Step != nil {
 			s += " after step " + num(e.Step.Step)
 		}
-		s += fmt.Sprintf(": %s, %s came back", counts, num(r.Returned))
+		s += fmt.Sprintf(": %s, %s", counts, cameBack(r.Returned, r.Unseen))
 		if why := firstOf(r.Note, e.Text); why != "" {
 			s += " — " + esc(oneLine(why), 300)
 		}
 	case engine.EventFinished:
-		s = fmt.Sprintf(":checkered_flag: %s finished: %s sent, %s left the target queue, %s came back, %s missing, %s not delivered",
-			id, num(r.Sent), num(r.Settled), num(r.Returned), num(r.Missing), num(r.Failed))
+		s = fmt.Sprintf(":checkered_flag: %s finished: %s sent, %s left the target queue, %s, %s missing, %s not delivered",
+			id, num(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen), num(r.Missing), num(r.Failed))
 	case engine.EventInterrupted:
 		s = fmt.Sprintf(":zap: %s interrupted: %s; the rest are still in the DLQ", id, counts)
 	default:
@@ -157,8 +157,12 @@ func ActivityCheck(c engine.CheckReport) string {
 	if c.Label != "" {
 		s += " (follow-up " + esc(oneLine(c.Label), 20) + ")"
 	}
-	s += fmt.Sprintf(": %s of %s replayed came back, %s not seen in a dead-letter queue",
-		num(c.Returned), num(c.Replayed), num(max(c.Replayed-c.Returned, 0)))
+	if c.Unseen != nil {
+		s += fmt.Sprintf(": %s of %s replayed seen back; %s", num(c.Returned), num(c.Replayed), esc(c.Unseen.Words(), 300))
+	} else {
+		s += fmt.Sprintf(": %s of %s replayed came back, %s not seen in a dead-letter queue",
+			num(c.Returned), num(c.Replayed), num(max(c.Replayed-c.Returned, 0)))
+	}
 	if c.NewFailures > 0 {
 		s += fmt.Sprintf("; %s dead-lettered meanwhile without this replay's id", plural(c.NewFailures, "new failure", "new failures"))
 	}
@@ -166,4 +170,22 @@ func ActivityCheck(c engine.CheckReport) string {
 		s += fmt.Sprintf("; %s at the park limit", num(c.AtParkLimit))
 	}
 	return clip(oneLine(s), maxLine)
+}
+
+// cameBack words n copies back, and, when u is set, for how many copies it
+// could not be told (the tap was gone): never "0 came back" then.
+func cameBack(n int, u *engine.Unseen) string {
+	if u == nil {
+		return num(n) + " came back"
+	}
+	return num(n) + " seen back, " + esc(u.Words(), 300)
+}
+
+// cameBackShort is cameBack without the window, for a step's line whose
+// observation names it.
+func cameBackShort(n int, u *engine.Unseen) string {
+	if u == nil {
+		return num(n) + " came back"
+	}
+	return fmt.Sprintf("%s seen back, could not tell for %s", num(n), num(u.Count))
 }

@@ -22,15 +22,16 @@ const (
 func previewWithProblems() *engine.Preview {
 	now := fixedNow()
 	return &engine.Preview{
-		Token:     token,
-		ExpiresAt: now.Add(24 * time.Hour).Format(time.RFC3339),
-		DLQ:       engine.QueueInfo{Name: "orders.dlq", Exists: true, Ready: 57, Type: "quorum", DeliveryLimit: 20},
-		Selection: "orders.dlq reason=rejected",
-		Requester: asker,
-		Scanned:   57,
-		Selected:  48,
-		Distinct:  45,
-		Parked:    3,
+		Token:          token,
+		ExpiresAt:      now.Add(24 * time.Hour).Format(time.RFC3339),
+		DLQ:            engine.QueueInfo{Name: "orders.dlq", Exists: true, Ready: 57, Type: "quorum", DeliveryLimit: 20},
+		Selection:      "orders.dlq reason=rejected",
+		Requester:      asker,
+		Scanned:        57,
+		Selected:       48,
+		FirstStepDepth: 12,
+		Distinct:       45,
+		Parked:         3,
 		Problems: []engine.Problem{
 			{Kind: engine.ProblemTargetMissing, Queue: "payments.settle", Messages: 5, Detail: "target queue payments.settle does not exist: its 5 message(s) would stay in the DLQ"},
 			{Kind: engine.ProblemNoTarget, Messages: 2, Detail: "2 message(s) have no source queue that can be derived; they are left out — replay them with to=<queue>"},
@@ -145,6 +146,7 @@ func changes() []engine.Change {
 		{Kind: engine.ChangeReplayedElsewhere, Messages: 1, Detail: "1 previewed message(s) were sent by another replay after this preview"},
 		{Kind: engine.ChangeTargetDeleted, Queue: "payments.settle", Messages: 5, Detail: "target queue payments.settle was deleted since the preview"},
 		{Kind: engine.ChangeHeldByReplay, Messages: 120, Replay: "r_feedc0ffee123456", Detail: "120 previewed message(s) are being sent by replay r_feedc0ffee123456 now"},
+		{Kind: engine.ChangeHeldByReplay, Messages: 30, Replay: "r_0123456789abcdef", Owned: true, Detail: "30 previewed message(s) belong to replay r_0123456789abcdef"},
 	}
 }
 
@@ -161,4 +163,30 @@ func checkWithGroups() engine.CheckReport {
 
 func checkNothingBack() engine.CheckReport {
 	return engine.CheckReport{ReplayID: replayID, DLQ: "orders.dlq", At: fixedNow(), Replayed: 1000, Groups: []engine.CheckGroup{}, ParkAfter: 3, Label: "+2h"}
+}
+
+// unseen is a window without the tap that could not be re-read: 3
+// seconds, 392 copies.
+func unseen() *engine.Unseen {
+	return &engine.Unseen{Count: 392, From: fixedNow().Add(-40 * time.Minute), To: fixedNow().Add(-40*time.Minute + 3*time.Second)}
+}
+
+// checkUnseen is a follow-up that could not tell for some copies.
+func checkUnseen() engine.CheckReport {
+	c := checkNothingBack()
+	c.Replayed, c.Unseen = 400, unseen()
+	c.Unseen.Count = 400
+	return c
+}
+
+// finishedUnseen is a replay that finished while its tap was gone for a
+// while and its DLQ could not be re-read.
+func finishedUnseen() (engine.Replay, *engine.StepResult) {
+	r := replay(engine.StateFinished)
+	r.Total, r.Sent, r.Settled, r.Step, r.EndedAt, r.Unseen = 400, 400, 400, 6, fixedNow(), unseen()
+	r.Note = "400 sent, 400 settled, 0 seen back, " + r.Unseen.Words() + ", 0 missing, 0 not delivered"
+	u := *r.Unseen
+	st := &engine.StepResult{Step: 6, Planned: 90, Sent: 90, Settled: 90, Unseen: &u, Duration: 4 * time.Second,
+		Observation: "all 90 left the target queue; " + u.Words()}
+	return r, st
 }

@@ -52,6 +52,8 @@ func goldenCases() map[string]render {
 		"changes":              rendered(Changes(changes(), token)),
 		"check_groups_park":    rendered(Check(checkWithGroups())),
 		"check_nothing_back":   rendered(Check(checkNothingBack())),
+		"check_unseen":         rendered(Check(checkUnseen())),
+		"progress_unseen":      rendered(Progress(finishedUnseen())),
 		"error":                rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
 	}
 }
@@ -127,6 +129,15 @@ func TestEventLinesGolden(t *testing.T) {
 	}
 	buf.WriteString("-- check --\nactivity: " + ActivityCheck(checkWithGroups()) + "\n")
 	buf.WriteString("-- check, nothing back --\nactivity: " + ActivityCheck(checkNothingBack()) + "\n")
+	buf.WriteString("-- check, tap gone --\nactivity: " + ActivityCheck(checkUnseen()) + "\n")
+	ur, ust := finishedUnseen()
+	for _, k := range []engine.EventKind{engine.EventStepPassed, engine.EventFinished} {
+		e := engine.Event{Kind: k, Replay: ur, At: fixedNow()}
+		if k == engine.EventStepPassed {
+			e.Step = ust
+		}
+		buf.WriteString("-- tap gone, " + string(k) + " --\nreply: " + StepReply(e) + "\nactivity: " + Activity(e) + "\n")
+	}
 	path := filepath.Join("testdata", "event_lines.golden")
 	if *update {
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {

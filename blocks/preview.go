@@ -95,7 +95,7 @@ func previewFields(p *engine.Preview) []string {
 		dlq += " (" + esc(p.DLQ.Type, 20) + ")"
 	}
 	sel := fmt.Sprintf("%s (%s distinct)", msgs(p.Selected), num(p.Distinct))
-	return []string{
+	out := []string{
 		"*DLQ*\n" + dlq,
 		"*Selection*\n" + code(p.Selection, 1000),
 		"*Scanned*\n" + msgs(p.Scanned),
@@ -104,6 +104,10 @@ func previewFields(p *engine.Preview) []string {
 		"*Target queues*\n" + num(len(p.Targets)),
 		"*Requested by*\n" + who(p.Requester),
 	}
+	if p.FirstStepDepth > 0 {
+		out = append(out, "*First step reads*\nthe first "+msgs(p.FirstStepDepth)+" of the DLQ")
+	}
+	return out
 }
 
 // nothingText explains a preview without a token.

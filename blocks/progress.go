@@ -3,6 +3,7 @@ package blocks
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/slack-go/slack"
 
@@ -52,7 +53,7 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 		fields(
 			"*Sent*\n"+num(r.Sent),
 			"*Left the target queue*\n"+num(r.Settled),
-			"*Came back*\n"+num(r.Returned)+" dead-lettered again",
+			cameBackField(r),
 			"*Remaining*\n"+num(rest)+" still in the DLQ",
 			"*Missing*\n"+num(r.Missing)+" gone from the DLQ since the preview",
 			"*Not delivered*\n"+num(r.Failed)+" refused by the broker, originals kept",
@@ -126,8 +127,8 @@ func stepText(s engine.StepResult) string {
 	if s.Sent == 0 && s.Observation == "" {
 		return fmt.Sprintf("*Step %s* — sending %s…", num(s.Step), msgs(s.Planned))
 	}
-	t := fmt.Sprintf("*Step %s* — sent %s of %s · %s left the target queue · %s came back",
-		num(s.Step), num(s.Sent), num(s.Planned), num(s.Settled), num(s.Returned))
+	t := fmt.Sprintf("*Step %s* — sent %s of %s · %s left the target queue · %s",
+		num(s.Step), num(s.Sent), num(s.Planned), num(s.Settled), cameBackShort(s.Returned, s.Unseen))
 	if s.Failed > 0 {
 		t += fmt.Sprintf(" · %s not delivered or missing", num(s.Failed))
 	}
@@ -157,7 +158,7 @@ func stateText(r engine.Replay, rest int, extra, command string) string {
 	case engine.StateCancelled:
 		return fmt.Sprintf(":black_square_for_stop: *Cancelled* after %s were sent. The remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
 	case engine.StateFinished:
-		return fmt.Sprintf(":checkered_flag: *Finished*: %s sent, %s left the target queue, %s came back. Follow-up checks will report whether any are dead-lettered later.", msgs(r.Sent), num(r.Settled), num(r.Returned))
+		return fmt.Sprintf(":checkered_flag: *Finished*: %s sent, %s left the target queue, %s. Follow-up checks will report whether any are dead-lettered later.", msgs(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen))
 	case engine.StateInterrupted:
 		return interruptedText(r, rest, extra, command)
 	case engine.StateRunning:
@@ -316,4 +317,30 @@ func controls(r engine.Replay, rest int) slack.Block {
 					"Continue", "Not yet", slack.StyleDanger))}, append(resend, cancel)...)...)
 	}
 	return nil
+}
+
+// cameBackField is the progress field of the copies that came back, or,
+// when the tap was gone and the DLQ could not be re-read, of those seen
+// back and those nobody could see.
+func cameBackField(r engine.Replay) string {
+	if r.Unseen == nil {
+		return "*Came back*\n" + num(r.Returned) + " dead-lettered again"
+	}
+	return fmt.Sprintf("*Came back*\n%s seen; could not tell for %s (no tap from %s to %s)",
+		num(r.Returned), num(r.Unseen.Count), dateSecs(r.Unseen.From), untilText(r.Unseen.To))
+}
+
+// untilText is the end of a window without the tap: its time, or "now"
+// while the tap is still gone.
+func untilText(t time.Time) string {
+	if t.IsZero() {
+		return "now"
+	}
+	return dateSecs(t)
+}
+
+// dateSecs is date to the second: a window without the tap is often
+// shorter than a minute.
+func dateSecs(t time.Time) string {
+	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time_secs}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04:05 UTC"))
 }

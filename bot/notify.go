@@ -135,6 +135,17 @@ func (fs *feeds) push(e engine.Event) {
 	}
 }
 
+// channelCheck is a follow-up check as a channel post shows it: counts
+// and failure groups, without the examples' exception text, which only
+// readers of the DLQ see (the check command answers them ephemerally).
+func channelCheck(c engine.CheckReport) engine.CheckReport {
+	c.Groups = append([]engine.CheckGroup(nil), c.Groups...)
+	for i := range c.Groups {
+		c.Groups[i].Example = ""
+	}
+	return c
+}
+
 // eventPosts returns what an event posts in the thread and the activity
 // channel, and whether it changes what the progress message shows
 // (follow-up checks and parking do not).
@@ -145,7 +156,7 @@ func eventPosts(e engine.Event, activity bool, command string) ([]outPost, bool)
 		if e.Check == nil {
 			return nil, false
 		}
-		bl, text := blocks.Check(*e.Check)
+		bl, text := blocks.Check(channelCheck(*e.Check))
 		out = append(out, outPost{blocks: bl, text: text})
 		if activity {
 			out = append(out, outPost{activity: true, text: blocks.ActivityCheck(*e.Check)})
@@ -207,7 +218,12 @@ func (fs *feeds) locate(ctx context.Context, f *feed) location {
 		return loc
 	}
 	channel, thread, progress, err := fs.n.refs.Get(ctx, f.id)
-	if err != nil {
+	switch {
+	case errors.Is(err, engine.ErrBadSignature):
+		// Changed in Redis: what it names is not where this replay was
+		// approved, and nothing is posted there.
+		fs.n.log.Error().Err(err).Str("replay_id", f.id).Msg("refused the record of where the replay shows in Slack: it failed its signature check; nothing is posted where it points")
+	case err != nil:
 		fs.n.log.Warn().Err(err).Str("replay_id", f.id).Msg("could not read where the replay shows in Slack")
 	}
 	if err != nil || channel == "" {

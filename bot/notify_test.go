@@ -51,6 +51,10 @@ func TestProgressEditsAreCoalescedAndTheFinalStateArrives(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, nil)
 	_, progress := seedThread(t, h, "r_coal")
+	// Slack holds the first two edits off for a second each (429,
+	// Retry-After: 1): a Notify that waited for Slack would take that long,
+	// which no amount of machine load makes 30 in-memory calls take.
+	h.stub.RateLimit("chat.update", 2)
 	start := time.Now()
 	h.bot.Notify(context.Background(), event("r_coal", engine.EventStarted, engine.StateRunning, 0, nil))
 	for i := 1; i <= 28; i++ {
@@ -58,7 +62,7 @@ func TestProgressEditsAreCoalescedAndTheFinalStateArrives(t *testing.T) {
 			&engine.StepResult{Step: i, Planned: 3, Sent: 3, Settled: 3, Observation: "left the target queue"}))
 	}
 	h.bot.Notify(context.Background(), event("r_coal", engine.EventFinished, engine.StateFinished, 100, nil))
-	if took := time.Since(start); took > 100*time.Millisecond {
+	if took := time.Since(start); took > 900*time.Millisecond {
 		t.Fatalf("30 Notify calls took %s: they must not wait for Slack", took)
 	}
 	testkit.Eventually(t, 10*time.Second, "the finished state", func() bool {
@@ -166,4 +170,30 @@ func TestDeletedProgressMessageIsPostedAgain(t *testing.T) {
 		now := h.store.Refs("r_gone")[2]
 		return now != "" && now != progress
 	})
+}
+
+// TestFollowUpInTheThreadShowsNoExceptionText: a follow-up check posted
+// in the replay's thread (seen by the whole channel) shows the counts and
+// failure groups but not the examples' exception text, which readers get
+// from `check` (ephemeral).
+func TestFollowUpInTheThreadShowsNoExceptionText(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, nil)
+	parent, _ := seedThread(t, h, "r_private")
+	r := engine.Replay{ID: "r_private", DLQ: "orders.dlq", State: engine.StateFinished}
+	h.bot.Notify(context.Background(), engine.Event{Kind: engine.EventFollowUp, Replay: r, At: time.Now(),
+		Check: &engine.CheckReport{ReplayID: r.ID, DLQ: r.DLQ, Replayed: 10, Returned: 2, Label: "+5m",
+			Groups: []engine.CheckGroup{{Group: "card <n> declined", Count: 2, ExampleID: "m1", Example: "card 4111111111111111 of Jane declined"}}}})
+	testkit.Eventually(t, 5*time.Second, "the follow-up in the thread", func() bool {
+		p, _ := h.stub.Message("C_OPS", parent)
+		return len(p.Replies) == 2
+	})
+	p, _ := h.stub.Message("C_OPS", parent)
+	c := p.Replies[1].Content()
+	if !strings.Contains(c, "card &lt;n&gt; declined") && !strings.Contains(c, "card <n> declined") {
+		t.Errorf("the follow-up lost its group: %q", c)
+	}
+	if strings.Contains(c, "4111111111111111") || strings.Contains(c, "Jane") {
+		t.Errorf("the follow-up in the channel shows exception text: %q", c)
+	}
 }

@@ -13,7 +13,9 @@ import (
 // RunSocketMode connects to Slack in Socket Mode (Config.AppToken) and
 // serves requests until ctx ends: each envelope is acked at once — a slash
 // command's ack carrying its immediate reply, as over HTTP — and handed to
-// the same dispatch as the HTTP endpoints. slack-go reconnects by itself.
+// the same dispatch as the HTTP endpoints, once: a request Slack delivers
+// again is acked and dropped (socket_dedup.go). slack-go reconnects by
+// itself.
 func (b *Bot) RunSocketMode(ctx context.Context) error {
 	if b.cfg.AppToken == "" {
 		return errors.New("bot: socket mode: no app-level token (SLACK_APP_TOKEN)")
@@ -59,6 +61,14 @@ func (b *Bot) socketEvent(ctx context.Context, client *socketmode.Client, evt so
 			b.ack(ctx, client, evt.Request, nil)
 			return
 		}
+		switch first, err := b.socketFirst(ctx, evt.Request, cmd.TriggerID, log); {
+		case err != nil:
+			b.ack(ctx, client, evt.Request, ephemeralAck("dlqbot cannot check this request right now; nothing was done, try again."))
+			return
+		case !first:
+			b.ack(ctx, client, evt.Request, nil)
+			return
+		}
 		reply := b.dispatch(request{kind: kindCommand, cmd: cmd, via: "socket"})
 		b.ack(ctx, client, evt.Request, reply)
 	case socketmode.EventTypeInteractive:
@@ -69,6 +79,9 @@ func (b *Bot) socketEvent(ctx context.Context, client *socketmode.Client, evt so
 		cb, ok := evt.Data.(slack.InteractionCallback)
 		if !ok || validAction(cb) != nil {
 			log.Warn().Msg("socket mode: malformed interaction acked and ignored")
+			return
+		}
+		if first, err := b.socketFirst(ctx, evt.Request, cb.TriggerID, log); err != nil || !first {
 			return
 		}
 		b.dispatch(request{kind: kindAction, cb: cb, via: "socket"})

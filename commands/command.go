@@ -153,6 +153,9 @@ func (c ReplayCmd) String() string {
 	if p.Timeout > 0 {
 		parts = append(parts, "timeout="+p.Timeout.String())
 	}
+	if p.TakeOver {
+		parts = append(parts, "takeover=yes")
+	}
 	return strings.Join(parts, " ")
 }
 

@@ -41,7 +41,7 @@ type Flags struct {
 // The keys each subcommand takes, in canonical order.
 var (
 	previewKeys = []string{"ids", "reason", "source", "since", "until", "exception", "limit", "park_after", "include_parked", "vhost", "to", "group", "replayed_by"}
-	replayKeys  = []string{"step", "cap", "rate", "timeout"}
+	replayKeys  = []string{"step", "cap", "rate", "timeout", "takeover"}
 	verbs       = []string{"help", "list", "preview", "replay", "status", "pause", "resume", "cancel", "check"}
 )
 
@@ -51,7 +51,7 @@ var keyAliases = map[string]string{
 	"before": "until", "error": "exception", "err": "exception", "max": "limit",
 	"count": "limit", "target": "to", "dest": "to", "destination": "to",
 	"parked": "include_parked", "pace": "rate", "speed": "rate", "wait": "timeout",
-	"steps": "step", "max_step": "cap",
+	"steps": "step", "max_step": "cap", "take_over": "takeover", "take-over": "takeover",
 }
 
 // verbAliases maps words people reach for to the subcommand they meant.
@@ -68,7 +68,7 @@ var examples = map[string]string{
 	"exception": `exception="timeout while"`, "limit": "limit=100",
 	"park_after": "park_after=5", "include_parked": "include_parked=true",
 	"vhost": "vhost=prod", "to": "to=orders.scratch",
-	"step": "step=5", "cap": "cap=200", "rate": "rate=20", "timeout": "timeout=2m",
+	"step": "step=5", "cap": "cap=200", "rate": "rate=20", "timeout": "timeout=2m", "takeover": "takeover=yes",
 	"group": "group=g3f2a9c1b7e4d", "replayed_by": "replayed_by=r_0123456789abcdef",
 }
 

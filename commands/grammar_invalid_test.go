@@ -91,6 +91,7 @@ func TestParseInvalid(t *testing.T) {
 		{"replay abcd step=1000", []string{"`step=1000`", "default cap of 500", "step=1000 cap=1000"}},
 		{"replay abcd cap=5", []string{"`cap=5`", "default first step of 10", "step=5 cap=5"}},
 		{"replay abcd rate=0", []string{"`rate=0`", "rate=max"}},
+		{"replay abcd takeover=maybe", []string{"`takeover=`", "`maybe`"}},
 		{"replay abcd rate=-3", []string{"`rate=-3`"}},
 		{"replay abcd rate=fast", []string{"`rate=fast`"}},
 		{"replay abcd rate=NaN", []string{"`rate=NaN`"}},

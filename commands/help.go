@@ -21,7 +21,7 @@ var commandHelp = []helpEntry{
 		"what a replay would do, per message and per target queue; changes nothing and gives a token",
 		"preview orders.dlq reason=rejected since=2h",
 		"The summary leads with what would go wrong: missing targets, targets without consumers, messages already replayed, messages to be parked. Each message goes back to its source queue unless to= names another. The token is valid for 24 hours by default and starts at most one replay."},
-	{"replay", "replay <token> [step= cap= rate= timeout=]",
+	{"replay", "replay <token> [step= cap= rate= timeout= takeover=yes]",
 		"start the replay a preview froze (the preview's Approve button does the same)",
 		"replay <token> step=5 rate=20",
 		"A replay sends exactly the previewed messages, in canary steps: the first step holds one message of every target and failure group, then steps double up to the cap. It stops by itself when a message comes back to a dead-letter queue or a step does not settle before the timeout."},
@@ -57,6 +57,7 @@ var paramHelp = []helpEntry{
 	{"cap", "cap=<n>", "largest step (default 500); at least step", examples["cap"], ""},
 	{"rate", "rate=<n>", "messages per second (default 50); rate=max sends without pacing", examples["rate"], ""},
 	{"timeout", "timeout=<duration>", "how long a step may take to settle (default 60s), like 30s or 2m", examples["timeout"], ""},
+	{"takeover", "takeover=yes", "send the previewed messages another running or paused replay owns from this one instead (that replay then leaves them; without it this replay leaves them to it)", examples["takeover"], ""},
 }
 
 const (

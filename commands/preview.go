@@ -109,7 +109,7 @@ func (p *parser) extraPreviewWord(args []token, i int, dlq string) Result {
 		"preview "+dlq+" reason=rejected")
 }
 
-// replay parses "replay <token> [step= cap= rate= timeout=]".
+// replay parses "replay <token> [step= cap= rate= timeout= takeover=yes]".
 func (p *parser) replay(args []token) Result {
 	var c ReplayCmd
 	for _, t := range args {
@@ -141,6 +141,8 @@ func (p *parser) replay(args []token) Result {
 			c.Params.Rate, msg = parseRate(t.value)
 		case "timeout":
 			c.Params.Timeout, msg = parseTimeout(t.value)
+		case "takeover":
+			c.Params.TakeOver, msg = parseTakeOver(t.value)
 		}
 		return msg, ""
 	})
@@ -213,4 +215,16 @@ func ParseSelection(text string, now time.Time) (engine.Selection, string) {
 		return engine.Selection{}, "The selection does not parse as a preview's selection."
 	}
 	return engine.Selection{}, res.Reply
+}
+
+// parseTakeOver reads takeover=yes (or no): whether the replay takes over
+// the previewed messages another replay owns (engine.Params.TakeOver).
+func parseTakeOver(v string) (bool, string) {
+	switch strings.ToLower(v) {
+	case "yes", "true":
+		return true, ""
+	case "no", "false":
+		return false, ""
+	}
+	return false, fmt.Sprintf("`takeover=` is `yes` (send the previewed messages another replay owns from this one; that replay then leaves them) or `no`, not `%s`", v)
 }

@@ -26,7 +26,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	if rate < 0 {
 		rate = 0
 	}
-	mr, moveErr := rn.s.d.Mover.Move(ctx, MoveRequest{
+	mr, moveErr := rn.move(ctx, MoveRequest{
 		Queue: rn.r.DLQ,
 		Pick: func(m Message) (Pick, bool) {
 			if *left == 0 {
@@ -35,7 +35,8 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 			meta := rn.s.ParseMeta(rn.r.DLQ, m)
 			id := meta.ID
 			if pick[id] == 0 {
-				return Pick{}, false
+				// A later step's: a cursor keeps it for that step.
+				return Pick{Later: !rn.resending && rn.plan.leftOf(id) > 0}, false
 			}
 			if rn.resending {
 				e, ok := rn.rs.take(id, rn.r.ID)
@@ -60,15 +61,14 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		},
 		Window:   rn.s.cfg.Window,
 		Rate:     rate,
-		Continue: func() error { return rn.stopCause(ctx) },
-		Intend: func(ctx context.Context, batch []Moved) error {
+		Continue: rn.mayContinue(ctx),
+		Intend: func(ctx context.Context, batch []Moved) (map[string]string, error) {
 			if err := rn.hb.check(ctx); err != nil {
-				return err
+				return nil, err
 			}
-			if rn.resending {
-				return nil // the first copy's intent is still pending
-			}
-			return rn.s.d.Ledger.Intend(ctx, rn.entries(batch, true))
+			// A resend's window is fenced only: the first copy's intent is
+			// still pending.
+			return rn.s.d.Ledger.IntendWindow(ctx, rn.window(batch))
 		},
 		Confirmed: func(ctx context.Context, batch []Moved) error {
 			if err := rn.s.d.Ledger.Confirm(ctx, rn.confirmations(batch)); err != nil {
@@ -79,6 +79,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		},
 	})
 	rn.r.Sent = sentBefore
+	rn.refused(mr, res)
 	if rn.resending {
 		rn.bookResend(mr, res, sentPer)
 		return mr, rn.abandon(ctx, mr)
@@ -130,6 +131,41 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	return mr, moveErr
 }
 
+// readyNow is the DLQ's ready count now (a passive declare); -1 when the
+// broker cannot say.
+func (rn *run) readyNow(ctx context.Context) int {
+	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+	if err != nil || !st.Exists {
+		return -1
+	}
+	return st.Ready
+}
+
+// letGo reports whether what held messages of the DLQ after a step's last
+// pass has let them go, so that reading again now may find its picks: a
+// consumer seen since (holder) is gone, or more is ready than right after
+// the pass (readyAt) with no consumer. It reads again rather than wait for
+// statistics that may lag past the deadline on a loaded broker; only a
+// quiet moment the statistics prove makes anything missing.
+func (rn *run) letGo(ctx context.Context, holder *bool, readyAt int) bool {
+	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+	switch {
+	case err != nil || !st.Exists:
+		return false
+	case st.Consumers > 0:
+		*holder = true
+		return false
+	case *holder || readyAt >= 0 && st.Ready > readyAt:
+		*holder = false
+		return true
+	}
+	return false
+}
+
+// maxLetGoPasses bounds the reads a step looking for its picks makes
+// because a consumer of the DLQ let go (findRest).
+const maxLetGoPasses = 3
+
 // findRest accounts for the picked messages the first pass did not find:
 // it reads again once no other client holds messages of the DLQ, and calls
 // missing only what a whole read between two quiet moments did not find.
@@ -138,14 +174,33 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res *StepResult, sentPer map[string]int, mr MoveResult) (MoveResult, error) {
 	deadline := rn.s.d.Clock.Now().Add(rn.s.cfg.HeldWait)
 	passEnd := rn.s.d.Clock.Now()
+	// Seeking: a settling replay whose cursor holds the picks gives them
+	// back (readers.go).
+	rn.markReading(ctx, true)
+	defer rn.doneReading(ctx)
 	// provenBefore: the broker reported no unacknowledged message on the
 	// DLQ after the previous pass and before the last one began.
 	provenBefore := false
+	// holder: a consumer held messages of the DLQ after the last pass;
+	// readyAt: the DLQ's ready count right after it (-1: unknown); letGos
+	// counts the passes made because a holder let go (see letGo).
+	holder, letGos := false, 0
+	readyAt := rn.readyNow(ctx)
+	// The replays this search sees reading, named by heldBy if it gives up
+	// after they ended; they mean nothing to a later step's heldBy.
+	rn.sawReaders = nil
+	defer func() { rn.sawReaders = nil }()
 	for *left > 0 {
 		// After a whole read, only the broker's unacked count can tell a
 		// message held by a client without a consumer from a message gone.
 		strict := mr.Coverage.Whole()
-		quiet, err := rn.s.awaitQuiet(ctx, rn.r.ID, rn.r.DLQ, passEnd, deadline, strict, func() error { return rn.stopCause(ctx) })
+		// Wait in slices: between them, see whether the holder is another
+		// dlqbot replay (see readerWait).
+		slice := rn.s.d.Clock.Now().Add(rn.readerSlice())
+		if slice.After(deadline) {
+			slice = deadline
+		}
+		quiet, err := rn.s.awaitQuiet(ctx, rn.r.ID, rn.r.DLQ, passEnd, slice, strict, func() error { return rn.stopCause(ctx) })
 		if err != nil {
 			return mr, err
 		}
@@ -157,7 +212,25 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 			return mr, nil
 		}
 		if !quiet {
-			break
+			again, ok := rn.readerWait(ctx, &deadline, passEnd)
+			if !again && letGos < maxLetGoPasses && rn.letGo(ctx, &holder, readyAt) {
+				again, ok, letGos = true, true, letGos+1
+			}
+			if !ok {
+				break
+			}
+			if !again {
+				continue
+			}
+			// Another replay's reader may have given them back by now:
+			// read again (proves nothing about missing messages).
+			provenBefore = false
+			var moveErr error
+			if mr, moveErr = rn.pass(ctx, pick, left, res, sentPer); moveErr != nil || mr.Stopped != nil {
+				return mr, moveErr
+			}
+			passEnd, readyAt = rn.s.d.Clock.Now(), rn.readyNow(ctx)
+			continue
 		}
 		if strict && provenBefore {
 			// A whole read between two quiet moments did not find them:
@@ -167,9 +240,10 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 			if !rn.resending {
 				*left -= rn.others(ctx, pick)
 			}
-			if *left > 0 && rn.heldBy(ctx) != "" {
+			if *left > 0 && len(rn.liveReaders(ctx)) > 0 {
 				provenBefore = false
 				passEnd = rn.s.d.Clock.Now()
+				deadline = passEnd.Add(rn.s.cfg.HeldWait)
 				continue
 			}
 			rn.missing(pick, left, res)
@@ -180,7 +254,7 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		if mr, moveErr = rn.pass(ctx, pick, left, res, sentPer); moveErr != nil || mr.Stopped != nil {
 			return mr, moveErr
 		}
-		passEnd = rn.s.d.Clock.Now()
+		passEnd, readyAt = rn.s.d.Clock.Now(), rn.readyNow(ctx)
 	}
 	if *left > 0 && !rn.resending {
 		// Held by another replay's read, or already sent by it.
@@ -283,7 +357,9 @@ func (rn *run) confirmations(batch []Moved) []LedgerEntry {
 	}
 	for i, m := range batch {
 		if e, ok := rn.rs.entry(m); ok {
-			out[i].Seq, out[i].Target = e.Seq, e.Target
+			// The intent's own copy tag ("" for one written before copies
+			// were named: the ledger then matches id, target and seq).
+			out[i].Seq, out[i].Target, out[i].Copy = e.Seq, e.Target, e.Copy
 		}
 	}
 	return out

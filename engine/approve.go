@@ -21,7 +21,12 @@ type Change struct {
 	Messages int        `json:"messages"`
 	// Replay names the other replay holding the messages (held_by_replay).
 	Replay string `json:"replay_id,omitempty"`
-	Detail string `json:"detail"`
+	// Owned (held_by_replay): Replay owns them (approved first, not sent
+	// yet) rather than sending them now; TakeOver: this approval takes
+	// them over.
+	Owned    bool   `json:"owned,omitempty"`
+	TakeOver bool   `json:"take_over,omitempty"`
+	Detail   string `json:"detail"`
 }
 
 // Approval is the outcome of approving a preview token.
@@ -34,15 +39,27 @@ type Approval struct {
 // messages gone from the DLQ or sent by another replay since, targets
 // deleted, targets that lost all their consumers. It changes nothing.
 func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, error) {
-	f, err := s.d.Tokens.Load(ctx, token)
+	f, changes, _, err := s.compare(ctx, token, false)
+	return f, changes, err
+}
+
+// compare is Compare, wording the overlap with other replays for an
+// approval that takes it over (takeOver) or not; lapsed are the replays
+// that own previewed messages but ended (their ownership lapses).
+func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f Frozen, changes []Change, lapsed []string, err error) {
+	defer func() {
+		if err != nil {
+			changes, lapsed = nil, nil
+		}
+	}()
+	f, err = s.d.Tokens.Load(ctx, token)
 	if err != nil {
-		return Frozen{}, nil, fmt.Errorf("engine: compare %s: %w", token, err)
+		return Frozen{}, nil, nil, fmt.Errorf("engine: compare %s: %w", token, err)
 	}
-	var changes []Change
 	for _, t := range f.Targets {
 		st, err := s.d.Broker.Inspect(ctx, t.Queue)
 		if err != nil {
-			return f, nil, fmt.Errorf("engine: compare %s: inspect %s: %w", token, t.Queue, err)
+			return f, nil, nil, fmt.Errorf("engine: compare %s: inspect %s: %w", token, t.Queue, err)
 		}
 		switch {
 		case t.Exists && !st.Exists:
@@ -53,38 +70,40 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 				Detail: fmt.Sprintf("target queue %s had %d consumer(s) at the preview and has none now", t.Queue, t.Consumers)})
 		}
 	}
-	want := make(map[string]int, len(f.Items))
-	for _, it := range f.Items {
-		want[it.ID] = it.Count
+	ids := make([]string, len(f.Items))
+	for i, it := range f.Items {
+		ids[i] = it.ID
 	}
-	found, cov, err := s.findPreviewed(ctx, f.DLQ, want)
-	if err != nil {
-		return f, nil, fmt.Errorf("engine: compare %s: scan %s: %w", token, f.DLQ, err)
-	}
-	gone := 0
-	for id, n := range want {
-		gone += n - found[id]
-	}
-	if gone > 0 {
-		d := fmt.Sprintf("%d previewed message(s) are no longer in %s (consumed, moved or replayed since); they would be reported missing", gone, f.DLQ)
-		if !cov.Whole() {
-			d = fmt.Sprintf("%d previewed message(s) were not found in %s, which another client was reading (%d of %d read); the replay will wait for them and never call them missing unless a whole read does not find them", gone, f.DLQ, cov.Read, max(cov.Queued, cov.Read))
+	// What other dlqbot replays sent or hold is read from the store while
+	// the broker proves the DLQ unchanged: neither waits for the other (at
+	// 100,000 ids the two reads took as long as the proof).
+	others := s.othersAsync(ctx, f, ids)
+	// The DLQ is read only when the broker cannot prove that no previewed
+	// message left it (approve_proof.go).
+	if s.cfg.CompareAlways || !s.proveUnchanged(ctx, f) {
+		<-others
+		want := make(map[string]int, len(f.Items))
+		for _, it := range f.Items {
+			want[it.ID] = it.Count
 		}
-		changes = append(changes, Change{Kind: ChangeMessagesGone, Queue: f.DLQ, Messages: gone, Detail: d})
+		found, cov, err := s.findPreviewed(ctx, f.DLQ, want)
+		if err != nil {
+			return f, nil, nil, fmt.Errorf("engine: compare %s: scan %s: %w", token, f.DLQ, err)
+		}
+		changes = append(changes, goneChanges(f.DLQ, want, found, cov)...)
+		// A read takes long: what other replays did meanwhile is read after it.
+		others = s.othersAsync(ctx, f, ids)
 	}
-	ids := make([]string, 0, len(want))
-	for id := range want {
-		ids = append(ids, id)
+	o := <-others
+	if o.err != nil {
+		return f, nil, nil, fmt.Errorf("engine: compare %s: %w", token, o.err)
 	}
-	hist, err := s.d.Ledger.History(ctx, f.DLQ, ids)
-	if err != nil {
-		return f, nil, fmt.Errorf("engine: compare %s: history: %w", token, err)
-	}
+	copies := copiesOf(f.Items, o.hist, o.held)
 	again := 0
-	for id, sends := range hist {
+	for id, sends := range o.hist {
 		for _, h := range sends {
 			if h.At.After(f.CreatedAt) {
-				again += want[id]
+				again += copies[id]
 				break
 			}
 		}
@@ -93,15 +112,27 @@ func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, 
 		changes = append(changes, Change{Kind: ChangeReplayedElsewhere, Messages: again,
 			Detail: fmt.Sprintf("%d previewed message(s) were sent by another replay after this preview", again)})
 	}
-	if s.d.Claims != nil {
-		held, err := s.d.Claims.Holders(ctx, f.DLQ, "", ids)
-		if err != nil {
-			return f, nil, fmt.Errorf("engine: compare %s: claims: %w", token, err)
-		}
-		changes = append(changes, heldByReplays(held, want)...)
-	}
+	changes = append(changes, heldByReplays(o.held, copies, takeOver)...)
+	lapsed = o.lapsed
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Kind < changes[j].Kind })
-	return f, changes, nil
+	return f, changes, lapsed, nil
+}
+
+// goneChanges words what a compare's read did not find of the previewed
+// messages (want and found: id → copies; cov: how much the read saw).
+func goneChanges(dlq string, want, found map[string]int, cov Coverage) []Change {
+	gone := 0
+	for id, n := range want {
+		gone += n - found[id]
+	}
+	if gone == 0 {
+		return nil
+	}
+	d := fmt.Sprintf("%d previewed message(s) are no longer in %s (consumed, moved or replayed since); they would be reported missing", gone, dlq)
+	if !cov.Whole() {
+		d = fmt.Sprintf("%d previewed message(s) were not found in %s, which another client was reading (%d of %d read); the replay will wait for them and never call them missing unless a whole read does not find them", gone, dlq, cov.Read, max(cov.Queued, cov.Read))
+	}
+	return []Change{{Kind: ChangeMessagesGone, Queue: dlq, Messages: gone, Detail: d}}
 }
 
 // findPreviewed scans dlq for the previewed ids (want: id → copies) and
@@ -115,7 +146,7 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 	var cov Coverage
 	for try := 0; try < 2; try++ {
 		found = make(map[string]int, len(want))
-		info, err := s.d.Broker.Scan(ctx, dlq, func(m Message) error {
+		info, err := s.scanWhole(ctx, dlq, func(m Message) error {
 			id := s.ParseMeta(dlq, m).ID
 			if found[id] < want[id] {
 				found[id]++
@@ -153,7 +184,7 @@ func (s *Service) Approve(ctx context.Context, token, approver string, p Params,
 	if err := s.d.Tokens.Consume(ctx, token, id); err != nil {
 		return Approval{}, fmt.Errorf("engine: approve %s: %w", token, err)
 	}
-	f, changes, err := s.Compare(ctx, token)
+	f, changes, lapsed, err := s.compare(ctx, token, p.TakeOver)
 	if err != nil || (len(changes) > 0 && !confirmed) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
@@ -169,6 +200,12 @@ func (s *Service) Approve(ctx context.Context, token, approver string, p Params,
 	r := Replay{
 		ID: id, Token: token, DLQ: f.DLQ, Vhost: f.Vhost, Requester: f.Requester, Approver: approver,
 		State: StateQueued, Params: p.withDefaults(), Total: f.Total, CreatedAt: now, UpdatedAt: now,
+	}
+	// Owned before the record exists: ownership by a replay without a
+	// record lapses, so a failure below gives nothing away for good.
+	if err := s.own(ctx, f, &r, lapsed); err != nil {
+		err = fmt.Errorf("engine: approve %s: own the previewed messages: %w", token, err)
+		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, false, err)
 	}
 	if err := s.d.Replays.Create(ctx, r); err != nil {
 		err = fmt.Errorf("engine: approve %s: create replay: %w", token, err)
@@ -226,23 +263,4 @@ func NewID(prefix string) string {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return prefix + hex.EncodeToString(b[:])
-}
-
-// heldByReplays words, one change per replay, the previewed messages
-// (want: id → copies) that other replays hold for the step they are
-// sending now: approving replays only the rest.
-func heldByReplays(held map[string]Claim, want map[string]int) []Change {
-	per := map[string]int{}
-	for id, cl := range held {
-		if !cl.Sent {
-			per[cl.Replay] += want[id]
-		}
-	}
-	var out []Change
-	for rid, n := range per {
-		out = append(out, Change{Kind: ChangeHeldByReplay, Messages: n, Replay: rid,
-			Detail: fmt.Sprintf("%d previewed message(s) are being sent by replay %s now: approved, this replay leaves them to it and sends only the rest", n, rid)})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Detail < out[j].Detail })
-	return out
 }

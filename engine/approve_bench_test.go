@@ -2,15 +2,20 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/store"
 )
 
 // BenchmarkPreviewApproveStep measures dlqbot alone on one classic DLQ of
@@ -100,4 +105,124 @@ func processCPU() time.Duration {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkApproveToFirstCopy measures, on one classic DLQ of
+// DLQBOT_BENCH_REPLAY_MESSAGES (default 100,000) 1 KB dead letters on
+// RabbitMQ 3.10, the time from Approve to the first copy at the target's
+// consumer, by both paths in the same run: the approval that proves from
+// the broker's counts that nothing previewed left the DLQ (issue 23, no
+// read), and the approval that reads the whole DLQ to compare it
+// (Config.CompareAlways, the path before). Each approval comes after the
+// management statistics caught up with its preview (as a person's click
+// does); its first step is 10 copies, then the replay is cancelled and the
+// next path previews what is left.
+//
+//	go test ./engine -run '^$' -bench BenchmarkApproveToFirstCopy -benchtime 1x -timeout 30m
+func BenchmarkApproveToFirstCopy(b *testing.B) {
+	n := benchEnvInt(b, "DLQBOT_BENCH_REPLAY_MESSAGES", 100000)
+	testkit.Rabbit3.Require(b)
+	var deps engine.Deps
+	e := newEnvTuned(b, engine.Config{}, testkit.Rabbit3, func(d *engine.Deps) { deps = *d })
+	r := e.rabbit
+	ctx := context.Background()
+	fan := testkit.Name("fan")
+	ch := r.Channel()
+	if err := ch.ExchangeDeclare(fan, "fanout", true, false, false, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Channel().ExchangeDelete(fan, false, false) })
+	dlq, target := r.Queue(testkit.Name("dlq"), nil), r.Queue(testkit.Name("tgt"), nil)
+	if err := ch.QueueBind(dlq, "", fan, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	fillFanout(b, r, fan, testkit.Name("src"), n)
+	r.WaitCount(dlq, n, time.Minute+time.Duration(n/500)*time.Second)
+	var got atomic.Int64
+	r.Consume(target, func(amqp.Delivery) string { got.Add(1); return "ack" })
+	old, err := engine.New(engine.Config{CompareAlways: true}, deps)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for _, path := range []struct {
+		metric string
+		svc    *engine.Service
+	}{{"proof-approve-to-first-copy-s", e.svc}, {"compare-approve-to-first-copy-s", old}} {
+		left := r.Count(dlq)
+		p, err := path.svc.Preview(ctx, engine.Selection{DLQ: dlq, To: target}, "U_BENCH")
+		if err != nil || p.Selected != left {
+			b.Fatalf("preview: %v, selected %d of %d", err, p.Selected, left)
+		}
+		b.StopTimer()
+		since := time.Now()
+		testkit.Eventually(b, 2*time.Minute, "the DLQ's statistics after the preview", func() bool {
+			cs, err := e.broker.Counters(ctx, dlq)
+			return err == nil && cs.SampledAt.After(since.Add(7*time.Second)) && cs.Unacked == 0 && cs.Ready == left
+		})
+		b.StartTimer()
+		before := got.Load()
+		start := time.Now()
+		ap, err := path.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 10, Rate: -1, Timeout: time.Minute}, false)
+		if err != nil {
+			b.Fatalf("approve: %v: %+v", err, ap.Changes)
+		}
+		approved := time.Since(start)
+		done := make(chan engine.Replay, 1)
+		go func() { rep, _ := path.svc.Run(context.Background(), ap.Replay.ID, "owner"); done <- rep }()
+		testkit.Eventually(b, 10*time.Minute, "the first copy at the target", func() bool { return got.Load() > before })
+		took := time.Since(start)
+		if _, err := path.svc.Control(ctx, ap.Replay.ID, engine.ControlCancel, "U_BENCH"); err != nil {
+			b.Logf("cancel: %v", err)
+		}
+		<-done
+		b.Logf("%s: approval %v, first copy %v after Approve (%d messages)", path.metric, approved.Round(time.Millisecond), took.Round(time.Millisecond), left)
+		b.ReportMetric(took.Seconds(), path.metric)
+	}
+}
+
+// BenchmarkApprovalStoreWork measures the approval's per-id Redis work
+// alone, on DLQBOT_BENCH_REPLAY_MESSAGES (default 100,000) previewed ids
+// that no replay has touched: the ledger's history and the claims'
+// holders (read while the broker is asked for the proof, so the longer of
+// the two counts), then the new replay's ownership of every id (after the
+// proof: only an approval that goes ahead owns anything). It is what an
+// approval of an unchanged preview costs besides the proof's few
+// management calls and the token's decode.
+//
+//	DLQBOT_BENCH_REPLAY_MESSAGES=1000000 go test ./engine -run '^$' -bench BenchmarkApprovalStoreWork -benchtime 1x
+func BenchmarkApprovalStoreWork(b *testing.B) {
+	n := benchEnvInt(b, "DLQBOT_BENCH_REPLAY_MESSAGES", 100000)
+	rdb, prefix := testkit.Redis(b)
+	st, err := store.New(store.Config{Prefix: prefix}, rdb, engine.SystemClock{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("fp:%016x", i)
+	}
+	ctx := context.Background()
+	dlq := testkit.Name("dlq")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		if _, err := st.Ledger().History(ctx, dlq, ids); err != nil {
+			b.Fatal(err)
+		}
+		hist := time.Since(start)
+		start = time.Now()
+		if _, err := st.Claims().Holders(ctx, dlq, "", ids); err != nil {
+			b.Fatal(err)
+		}
+		holders := time.Since(start)
+		start = time.Now()
+		if _, _, err := st.Claims().Own(ctx, dlq, engine.NewReplayID(), ids, time.Now(), false, nil); err != nil {
+			b.Fatal(err)
+		}
+		own := time.Since(start)
+		b.ReportMetric(hist.Seconds(), "history-s")
+		b.ReportMetric(holders.Seconds(), "holders-s")
+		b.ReportMetric(own.Seconds(), "own-s")
+	}
 }

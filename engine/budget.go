@@ -107,12 +107,21 @@ type ReadBudgetError struct {
 	Version string
 	// Raise says how to raise the limit (see RaiseLimit); "" when unknown.
 	Raise string
+	// Failures is set on RabbitMQ 4.3+, which counts no give-back but
+	// does count a delivery lost with its connection or rejected: Count is
+	// then the message's failed deliveries (x-delivery-count), at its
+	// limit, and one more — the read's connection lost while it holds the
+	// message — would take it past and the broker would drop it.
+	Failures bool
 }
 
 func (e *ReadBudgetError) Error() string {
 	counts := "RabbitMQ before 4.3 counts every give-back"
 	if e.Version != "" {
 		counts = "RabbitMQ " + e.Version + " counts every give-back"
+	}
+	if e.Failures {
+		counts = "RabbitMQ " + e.Version + " counts no give-back, but counts a delivery lost with its connection (x-delivery-count), and one more lost read would take that message past its limit"
 	}
 	from := ""
 	if e.LimitFrom != "" {
@@ -327,5 +336,11 @@ func (rn *run) stepBudget(ctx context.Context) error {
 		rereads = 0
 	}
 	rest, _ := ReadsNeeded(rn.plan.remaining(), rn.r.Params, rereads)
-	return budgetError(st, 1+rereads, RaiseLimit(rn.s.cfg.Vhost, st, SuggestedLimit(st, rest-1)))
+	// A step that continues the run's cursor makes no new read: what the
+	// cursor holds is given back once, when it is released (cursor.go).
+	reads := 1
+	if rn.cur != nil {
+		reads = 0
+	}
+	return budgetError(st, reads+rereads, RaiseLimit(rn.s.cfg.Vhost, st, SuggestedLimit(st, rest-1)))
 }

@@ -27,6 +27,7 @@ var twoAtATime = engine.Params{Step: 2, Cap: 2, Rate: -1, Timeout: 20 * time.Sec
 // set (RabbitMQ 4.0 applies 20; 3.10 has none). Nothing may be lost, and
 // the replay either finishes exactly or stops by the read budget.
 func TestReplayNeverDropsOnQuorumDLQ(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		args  amqp.Table
@@ -94,6 +95,7 @@ func noneLost(t *testing.T, r *testkit.Rabbit, dlq string, rec *recorder, total,
 // message to its limit, a preview is then refused, and once the policy
 // raises the limit the replay resumes and finishes exactly.
 func TestReadBudgetStopsAndResumesOnceRaised(t *testing.T) {
+	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
 		t.Parallel()
 		ctx := context.Background()
@@ -161,30 +163,37 @@ func TestReadBudgetStopsAndResumesOnceRaised(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run: %v", err)
 		}
-		// Compare (count 2), step 1 (move 3, look 4): then 6−1−4 = 1 < 2.
-		if rep.State != engine.StateStopped || !strings.Contains(rep.Note, "read budget") || rep.Sent != 2 || rep.Missing != 0 {
-			t.Fatalf("replay %s, %d sent, %d missing: %s; want stopped by the read budget after 2", rep.State, rep.Sent, rep.Missing, rep.Note)
+		// The preview counted the approval's check and a read per step; the
+		// approval's proof (when the broker's counts allow it) and the
+		// cursor (steps continue one read) spend less, so the replay gets
+		// at least one step of 2 before the budget stops it, never all.
+		if rep.State != engine.StateStopped || !strings.Contains(rep.Note, "read budget") || rep.Sent < 2 || rep.Sent >= total || rep.Missing != 0 {
+			t.Fatalf("replay %s, %d sent, %d missing: %s; want stopped by the read budget after a step or more", rep.State, rep.Sent, rep.Missing, rep.Note)
 		}
 		t.Logf("stopped: %s", rep.Note)
 		noneLost(t, r, dlq, rec, total, rep.Sent)
 
-		// One read is left (count 4 of 6): a preview may take it, the next
-		// is refused.
-		p2 := preview(t, e, engine.Selection{DLQ: dlq})
-		if p2.Budget == nil || p2.Budget.ReadsLeft != 0 || p2.Budget.DeliveryCount != 5 {
-			t.Fatalf("preview after the stop: budget %+v, want count 5 and no read left", p2.Budget)
-		}
-		_, err = e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
-		if !errors.Is(err, engine.ErrReadBudget) || !strings.Contains(err.Error(), "nothing was read") {
-			t.Fatalf("preview with the budget spent: %v, want a refusal by the read budget", err)
+		// What is left of the budget (at most one read) a preview may
+		// take; then a preview is refused and reads nothing.
+		for i := 0; ; i++ {
+			_, err = e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
+			if errors.Is(err, engine.ErrReadBudget) {
+				if !strings.Contains(err.Error(), "nothing was read") {
+					t.Fatalf("preview with the budget spent: %v, want 'nothing was read'", err)
+				}
+				break
+			}
+			if err != nil || i >= 1 {
+				t.Fatalf("preview %d after the stop: %v, want a refusal by the read budget by the second", i+1, err)
+			}
 		}
 		// check reads this DLQ too (dead letters reach it through the default
 		// exchange, so no tap can see them): refused the same way.
 		if _, err := e.svc.Check(ctx, rep.ID, ""); !errors.Is(err, engine.ErrReadBudget) {
 			t.Fatalf("check with the budget spent: %v, want a refusal by the read budget", err)
 		}
-		if n := r.Count(dlq); n != total-2 {
-			t.Fatalf("DLQ holds %d after the refused preview and check, want %d", n, total-2)
+		if n := r.Count(dlq); n != total-rep.Sent {
+			t.Fatalf("DLQ holds %d after the refused preview and check, want %d", n, total-rep.Sent)
 		}
 
 		on.SetPolicy(t, policy, "^"+dlq+"$", map[string]any{"delivery-limit": 100})

@@ -3,8 +3,10 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,7 +121,9 @@ func TestCanaryStopsWhenNothingSettles(t *testing.T) {
 	r.WaitCount(dlq, 20, 10*time.Second)
 }
 
-func TestCanaryFirstStepIsStratified(t *testing.T) {
+// TestCanaryFirstStepTakesTheFirstInDLQOrder checks that the first step
+// sends the first messages in DLQ order, so that it reads no deeper.
+func TestCanaryFirstStepTakesTheFirstInDLQOrder(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, fast)
 	r := e.rabbit
@@ -156,23 +160,17 @@ func TestCanaryFirstStepIsStratified(t *testing.T) {
 		t.Fatalf("state %s after step %d, want stopped after step 1 (its copies came back)", rep.State, rep.Step)
 	}
 	testkit.Eventually(t, 10*time.Second, "first step delivered", func() bool { return len(ra.got())+len(rb.got()) == rep.Sent })
+	// The first step reads no further than its picks: the first five in
+	// DLQ order, all of a's rejected ones. The other classes, further on,
+	// go out one copy each in the step that reaches them (plan_test.go).
 	got := ids(ra.got())
-	groups := map[string]bool{}
-	for id := range got {
-		switch {
-		case strings.Contains(id, "timeout"):
-			groups["timeout"] = true
-		case strings.Contains(id, "not found"):
-			groups["not found"] = true
-		default:
-			groups["rejected"] = true
+	for i := range 5 {
+		if got[fmt.Sprintf("m-%d", i)] != 1 {
+			t.Fatalf("first step sent %v to a: want m-0 … m-4, the first five in DLQ order", got)
 		}
 	}
-	if len(groups) != 3 || len(rb.got()) != 1 {
-		t.Fatalf("first step sent %v to a and %d to b: want all three failure groups of a and b's one", got, len(rb.got()))
-	}
-	if rep.Sent != 5 {
-		t.Fatalf("first step sent %d, want 5 (4 strata + 1 filler)", rep.Sent)
+	if len(got) != 5 || len(rb.got()) != 0 || rep.Sent != 5 {
+		t.Fatalf("first step sent %d (%v) to a and %d to b, %d in all: want the first 5 in DLQ order, all to a", len(got), got, len(rb.got()), rep.Sent)
 	}
 }
 
@@ -252,13 +250,18 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 
 func TestOwnerThatLostItsLeaseStopsSending(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fast)
+	// The zombie's publishes are timed where it makes them (each publish
+	// its move allowed), not where a consumer sees them: under load the
+	// broker's delivery lags by more than the bound checked here.
+	pubs := &publishClock{}
+	e := newEnvTuned(t, fast, testkit.Rabbit3, func(d *engine.Deps) {
+		d.Mover = timedMover{CursorMover: d.Mover.(engine.CursorMover), clock: pubs}
+	})
 	r := e.rabbit
 	src, dlq := r.DeadLettered(100, 100)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
-	var mu sync.Mutex
-	var last time.Time
-	r.Consume(src, func(amqp.Delivery) string { mu.Lock(); last = time.Now(); mu.Unlock(); return "ack" })
+	var got atomic.Int64
+	r.Consume(src, func(amqp.Delivery) string { got.Add(1); return "ack" })
 
 	ctx := context.Background()
 	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100, Rate: 40, Timeout: 20 * time.Second}, false)
@@ -267,7 +270,7 @@ func TestOwnerThatLostItsLeaseStopsSending(t *testing.T) {
 	}
 	runDone := make(chan error, 1)
 	go func() { _, err := e.svc.Run(ctx, ap.Replay.ID, "zombie"); runDone <- err }()
-	testkit.Eventually(t, 10*time.Second, "some sent", func() bool { mu.Lock(); defer mu.Unlock(); return !last.IsZero() })
+	testkit.Eventually(t, 10*time.Second, "some sent", func() bool { return got.Load() > 0 })
 	// Another process takes the lease (simulated: release it under the
 	// owner, whose lease value is its run's token).
 	held, err := e.store.Leases().Owner(ctx, ap.Replay.ID)
@@ -284,10 +287,78 @@ func TestOwnerThatLostItsLeaseStopsSending(t *testing.T) {
 	if err := <-runDone; !errors.Is(err, engine.ErrLeaseLost) {
 		t.Fatalf("zombie run ended with %v, want ErrLeaseLost", err)
 	}
-	mu.Lock()
-	d := last.Sub(taken)
-	mu.Unlock()
-	if d > 200*time.Millisecond {
-		t.Fatalf("zombie delivered %s after losing its lease", d)
+	last, n := pubs.last()
+	if n >= 100 {
+		t.Fatalf("the zombie published all %d copies: the lease swap came too late to test", n)
 	}
+	if d := last.Sub(taken); d > 200*time.Millisecond {
+		t.Fatalf("zombie published %s after losing its lease", d)
+	}
+	// Every message is either delivered once or back in the DLQ, and what
+	// the broker delivered is no more than the zombie was allowed to
+	// publish (a batch its fence refused was never published).
+	testkit.Eventually(t, time.Minute, "each message delivered or in the DLQ", func() bool { return got.Load()+int64(r.Count(dlq)) == 100 })
+	if g := got.Load(); g > int64(n) {
+		t.Fatalf("the consumer got %d copies; the zombie published at most %d", g, n)
+	}
+}
+
+// publishClock records when a move last allowed a publish, and how many.
+type publishClock struct {
+	mu sync.Mutex
+	at time.Time
+	n  int
+}
+
+func (c *publishClock) tick() {
+	c.mu.Lock()
+	c.at, c.n = time.Now(), c.n+1
+	c.mu.Unlock()
+}
+
+func (c *publishClock) last() (time.Time, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at, c.n
+}
+
+// timedMover times every publish a move's Continue allows.
+type timedMover struct {
+	engine.CursorMover
+	clock *publishClock
+}
+
+func (m timedMover) timed(req engine.MoveRequest) engine.MoveRequest {
+	next := req.Continue
+	req.Continue = func() error {
+		if next != nil {
+			if err := next(); err != nil {
+				return err
+			}
+		}
+		m.clock.tick()
+		return nil
+	}
+	return req
+}
+
+func (m timedMover) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
+	return m.CursorMover.Move(ctx, m.timed(req))
+}
+
+func (m timedMover) OpenCursor(ctx context.Context, queue string) (engine.Cursor, error) {
+	c, err := m.CursorMover.OpenCursor(ctx, queue)
+	if err != nil {
+		return nil, err
+	}
+	return timedCursor{Cursor: c, m: m}, nil
+}
+
+type timedCursor struct {
+	engine.Cursor
+	m timedMover
+}
+
+func (c timedCursor) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
+	return c.Cursor.Move(ctx, c.m.timed(req))
 }

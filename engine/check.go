@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 )
 
 // maxParkIDs caps the ids a check report lists for parking.
@@ -36,38 +35,21 @@ func (s *Service) Check(ctx context.Context, replayID, label string) (CheckRepor
 		// preview is the usual case and not worth a line).
 		s.warn(r.ID, r.DLQ, "check: load preview", err)
 	}
-	entries, err := s.d.Ledger.Entries(ctx, r.ID)
+	sent, _, err := s.ledgerCounts(ctx, r.ID, nil)
 	if err != nil {
 		return c, fmt.Errorf("engine: check %s: ledger: %w", replayID, err)
 	}
-	for _, e := range entries {
-		if !e.Pending {
-			c.Replayed++
-		}
-	}
+	c.Replayed = sent
 	if done, err := s.checkFromTap(ctx, r, &c); done || err != nil {
 		return c, err
 	}
-	groups := map[string]*CheckGroup{}
-	parked := map[string]bool{}
-	_, err = s.d.Broker.Scan(ctx, r.DLQ, func(m Message) error {
-		meta := s.ParseMeta(r.DLQ, m)
+	tally := newReturnTally()
+	_, err = s.scanWhole(ctx, r.DLQ, func(m Message) error {
+		meta := s.viewMeta(r.DLQ, m)
 		switch {
 		case meta.ReplayID == r.ID && meta.Returned:
 			c.Returned++
-			g := groups[meta.FailureGroup]
-			if g == nil {
-				g = &CheckGroup{Group: meta.FailureGroup, ExampleID: meta.ID, Reason: string(meta.Reason), Example: meta.Exception}
-				groups[meta.FailureGroup] = g
-			}
-			g.Count++
-			if meta.ReplayCount >= c.ParkAfter {
-				c.AtParkLimit++
-				if !parked[meta.ID] && len(c.ParkIDs) < maxParkIDs {
-					parked[meta.ID] = true
-					c.ParkIDs = append(c.ParkIDs, meta.ID)
-				}
-			}
+			tally.add(meta, c.ParkAfter)
 		case meta.ReplayID != r.ID && !previewed[meta.ID] && diedSince(meta, r.CreatedAt):
 			c.NewFailures++
 		}
@@ -76,14 +58,10 @@ func (s *Service) Check(ctx context.Context, replayID, label string) (CheckRepor
 	if err != nil {
 		return c, fmt.Errorf("engine: check %s: scan %s: %w", replayID, r.DLQ, err)
 	}
-	for _, g := range groups {
+	for _, g := range tally.groups {
 		c.Groups = append(c.Groups, *g)
 	}
-	sort.Slice(c.Groups, func(i, j int) bool {
-		if c.Groups[i].Count != c.Groups[j].Count {
-			return c.Groups[i].Count > c.Groups[j].Count
-		}
-		return c.Groups[i].Group < c.Groups[j].Group
-	})
+	c.AtParkLimit, c.ParkIDs = tally.atPark, tally.parkIDs
+	sortGroups(c.Groups)
 	return c, nil
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"time"
 )
 
 // checkFromTap fills c from the tap's record of r's returns when r's runs
@@ -26,8 +28,21 @@ func (s *Service) checkFromTap(ctx context.Context, r Replay, c *CheckReport) (d
 	if !rec.Tapped {
 		return false, nil
 	}
-	// A tap gone since (x-expires) has nothing more to record.
-	if _, err := s.recordTap(ctx, r.DLQ); err != nil && !errors.Is(err, ErrQueueNotFound) {
+	// A tap gone since (deleted, or x-expires) has nothing more to
+	// record: the window without it is recorded, and it is declared again
+	// so that later follow-ups count exactly from now on.
+	var noticed []TapGap
+	if _, err := s.recordTap(ctx, r.DLQ); errors.Is(err, ErrQueueNotFound) {
+		gap := TapGap{From: s.lastSawTap(r.DLQ, r.CreatedAt)}
+		s.addGap(ctx, r.ID, r.DLQ, gap)
+		if to, err := s.redeclareTap(ctx, r.DLQ); err == nil {
+			gap.To = to
+			s.addGap(ctx, r.ID, r.DLQ, gap)
+		} else {
+			s.warn(r.ID, r.DLQ, "check: declare missing tap again", err) // the window stays open
+		}
+		noticed = append(noticed, gap)
+	} else if err != nil {
 		return true, fmt.Errorf("engine: check %s: %w", r.ID, err)
 	}
 	if rec, err = s.d.Returns.Returned(ctx, r.ID, -1); err != nil {
@@ -43,12 +58,7 @@ func (s *Service) checkFromTap(ctx context.Context, r Replay, c *CheckReport) (d
 		c.Groups = append(c.Groups, CheckGroup{Group: g.Group, Count: g.Count, ExampleID: g.Example.ID,
 			Reason: g.Example.Reason, Example: g.Example.Exception})
 	}
-	sort.Slice(c.Groups, func(i, j int) bool {
-		if c.Groups[i].Count != c.Groups[j].Count {
-			return c.Groups[i].Count > c.Groups[j].Count
-		}
-		return c.Groups[i].Group < c.Groups[j].Group
-	})
+	sortGroups(c.Groups)
 	for rc, n := range rec.ReplayCounts {
 		if rc >= c.ParkAfter {
 			c.AtParkLimit += n
@@ -63,5 +73,133 @@ func (s *Service) checkFromTap(ctx context.Context, r Replay, c *CheckReport) (d
 	if len(c.ParkIDs) > maxParkIDs {
 		c.ParkIDs = c.ParkIDs[:maxParkIDs]
 	}
+	if gaps := append(s.gapsOf(ctx, r), noticed...); len(gaps) > 0 {
+		return true, s.reconcileCheck(ctx, r, gaps, c)
+	}
 	return true, nil
+}
+
+// gapsOf lists the windows without r's tap since r began: those the store
+// recorded for its DLQ, and the one its last run could not reconcile.
+func (s *Service) gapsOf(ctx context.Context, r Replay) []TapGap {
+	var out []TapGap
+	if s.d.TapGaps != nil {
+		gaps, err := s.d.TapGaps.TapGaps(ctx, r.DLQ)
+		if err != nil {
+			// Without the record, the check cannot know the tap was
+			// gone: say so in the log (the run's own record still counts).
+			s.warn(r.ID, r.DLQ, "check: read tap gaps", err)
+		}
+		for _, g := range gaps {
+			if g.Touches(r.CreatedAt, time.Time{}) {
+				out = append(out, g)
+			}
+		}
+	}
+	if u := r.Unseen; u != nil {
+		out = append(out, TapGap{From: u.From, To: u.To})
+	}
+	return out
+}
+
+// reconcileCheck completes c after windows without the tap: a counted
+// re-read of the DLQ finds the copies of r that came back, and per failure
+// group the larger of what the tap recorded and what the DLQ holds is
+// counted (each is a lower bound of the truth: the tap missed the
+// window, the DLQ lost what left it since). When the read is impossible
+// (refused by the read budget) c says for how many copies it could not
+// tell, and when the tap was gone.
+func (s *Service) reconcileCheck(ctx context.Context, r Replay, gaps []TapGap, c *CheckReport) error {
+	tally := newReturnTally()
+	groups := tally.groups
+	_, err := s.scanWhole(ctx, r.DLQ, func(m Message) error {
+		meta := s.viewMeta(r.DLQ, m)
+		if meta.ReplayID == r.ID && meta.Returned {
+			tally.add(meta, c.ParkAfter)
+		}
+		return nil
+	})
+	if errors.Is(err, ErrReadBudget) || errors.Is(err, ErrBudgetUnknown) {
+		u := unseenOf(0, gaps)
+		sent := 0
+		if _, _, lerr := s.ledgerCounts(ctx, r.ID, func(e LedgerEntry) {
+			if u.To.IsZero() || e.At.Before(u.To) {
+				sent++
+			}
+		}); lerr != nil {
+			return fmt.Errorf("engine: check %s: ledger: %w", r.ID, lerr)
+		}
+		u.Count = max(0, sent-c.Returned)
+		c.Unseen = u
+		s.warn(r.ID, r.DLQ, "check: re-read the DLQ for returns while its tap was gone", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("engine: check %s: re-read %s for returns while its tap was gone: %w", r.ID, r.DLQ, err)
+	}
+	total := 0
+	for i := range c.Groups {
+		if g := groups[c.Groups[i].Group]; g != nil {
+			c.Groups[i].Count = max(c.Groups[i].Count, g.Count)
+			delete(groups, c.Groups[i].Group)
+		}
+	}
+	for _, g := range groups {
+		c.Groups = append(c.Groups, *g)
+	}
+	for _, g := range c.Groups {
+		total += g.Count
+	}
+	c.Returned = max(c.Returned, total)
+	c.AtParkLimit = max(c.AtParkLimit, tally.atPark)
+	for _, id := range tally.parkIDs {
+		if !slices.Contains(c.ParkIDs, id) && len(c.ParkIDs) < maxParkIDs {
+			c.ParkIDs = append(c.ParkIDs, id)
+		}
+	}
+	sort.Strings(c.ParkIDs)
+	sortGroups(c.Groups)
+	return nil
+}
+
+// sortGroups orders groups largest first, then by name.
+func sortGroups(gs []CheckGroup) {
+	sort.Slice(gs, func(i, j int) bool {
+		if gs[i].Count != gs[j].Count {
+			return gs[i].Count > gs[j].Count
+		}
+		return gs[i].Group < gs[j].Group
+	})
+}
+
+// returnTally counts a replay's copies found back in its DLQ by failure
+// group (the first copy of a group is its example) and those at the park
+// limit, keeping at most maxParkIDs of their ids.
+type returnTally struct {
+	groups  map[string]*CheckGroup
+	parked  map[string]bool
+	parkIDs []string
+	atPark  int
+}
+
+func newReturnTally() *returnTally {
+	return &returnTally{groups: map[string]*CheckGroup{}, parked: map[string]bool{}}
+}
+
+// add counts one returned copy (meta); parkAfter is the park limit.
+func (t *returnTally) add(meta Meta, parkAfter int) {
+	g := t.groups[meta.FailureGroup]
+	if g == nil {
+		g = &CheckGroup{Group: meta.FailureGroup, ExampleID: meta.ID, Reason: string(meta.Reason), Example: meta.Exception}
+		t.groups[meta.FailureGroup] = g
+	}
+	g.Count++
+	if meta.ReplayCount < parkAfter {
+		return
+	}
+	t.atPark++
+	if !t.parked[meta.ID] && len(t.parkIDs) < maxParkIDs {
+		t.parked[meta.ID] = true
+		t.parkIDs = append(t.parkIDs, meta.ID)
+	}
 }

@@ -1,6 +1,9 @@
 package engine
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // CheckGroup is one kind of failure among a replay's returned copies.
 type CheckGroup struct {
@@ -40,4 +43,67 @@ type CheckReport struct {
 	ParkAfter   int      `json:"park_after"`
 	// Label names a scheduled follow-up ("+5m"), "" for an on-demand check.
 	Label string `json:"label,omitempty"`
+	// Unseen, when set, says for how many copies the check could not tell
+	// whether they came back: the DLQ's tap was gone for a while and the
+	// DLQ could not be re-read in its place. Returned then counts only
+	// what was seen, and is never to be read as "none came back".
+	Unseen *Unseen `json:"unseen,omitempty"`
+}
+
+// Unseen names copies whose return nobody could see: the DLQ's tap was
+// missing from From to To (To zero: still missing) and the counted
+// re-read of the DLQ that reconciles such a window was impossible (the
+// read budget refused it, say).
+type Unseen struct {
+	// Count is how many copies sent could have come back unseen: sent
+	// before the tap came back, and not seen back.
+	Count int `json:"count"`
+	// From is when the tap was last known to exist; To when it was
+	// declared again (zero while it is still gone).
+	From time.Time `json:"from"`
+	To   time.Time `json:"to,omitzero"`
+}
+
+// unseenTime is how Words writes the window's ends (UTC, to the
+// millisecond: a window is often shorter than a second).
+const unseenTime = "2006-01-02T15:04:05.000Z07:00"
+
+// Words says it for a person: "could not tell for 8 copies (the tap was
+// gone from 2026-12-01T10:00:00.120Z to 2026-12-01T10:00:00.480Z)".
+func (u Unseen) Words() string {
+	s := fmt.Sprintf("could not tell for %d %s (the tap was gone from %s", u.Count, pick(u.Count, "copy", "copies"), u.From.UTC().Format(unseenTime))
+	if u.To.IsZero() {
+		return s + " and is still gone)"
+	}
+	return s + " to " + u.To.UTC().Format(unseenTime) + ")"
+}
+
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// unseenOf is the Unseen of count copies over gaps (nil when gaps is
+// empty): from the earliest start to the latest end, open when any is.
+func unseenOf(count int, gaps []TapGap) *Unseen {
+	if len(gaps) == 0 {
+		return nil
+	}
+	u := &Unseen{Count: max(0, count), From: gaps[0].From}
+	open := false
+	for _, g := range gaps {
+		if g.From.Before(u.From) {
+			u.From = g.From
+		}
+		open = open || g.Open()
+		if g.To.After(u.To) {
+			u.To = g.To
+		}
+	}
+	if open {
+		u.To = time.Time{}
+	}
+	return u
 }

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	mrand "math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -24,7 +25,9 @@ func (rn *run) claim(ctx context.Context, pick map[string]int) error {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	refused, err := rn.s.d.Claims.Claim(ctx, rn.r.DLQ, rn.r.ID, ids, rn.r.CreatedAt, claimTTL)
+	// Sends by others since the preview refuse: the approver saw only
+	// what was replayed before it (issue 23).
+	refused, err := rn.s.d.Claims.Claim(ctx, rn.r.DLQ, rn.r.ID, ids, rn.f.CreatedAt, claimTTL)
 	if err != nil {
 		return fmt.Errorf("claim step messages: %w", err)
 	}
@@ -47,8 +50,21 @@ func (rn *run) elsewhere(id string, n int, cl Claim) {
 	rn.fail(Failure{ID: id, Target: rn.plan.target(id), Kind: FailureReplayedElsewhere, Detail: cl.words()})
 }
 
-// words says who holds a message: "replayed by r_…" or "being replayed by r_…".
+// words says who holds a message: "replayed by r_…", "being replayed by
+// r_…", "left to r_…" (it owns it) or "taken over by r_…".
 func (cl Claim) words() string {
+	if cl.TakenOver {
+		switch {
+		case cl.Sent:
+			return "taken over by " + cl.Replay + ", which sent it (its approval took it over with takeover=yes; not sent by this one)"
+		case cl.Owned:
+			return "taken over by " + cl.Replay + " (its approval took it over with takeover=yes: it sends it, this one does not)"
+		}
+		return "taken over by " + cl.Replay + ", which is sending it (its approval took it over with takeover=yes; not sent by this one)"
+	}
+	if cl.Owned {
+		return "left to " + cl.Replay + " (it owned it when this replay was approved, and sends it; not sent by this one)"
+	}
 	if cl.Sent {
 		return "replayed by " + cl.Replay + " (another dlqbot replay sent it; not sent again)"
 	}
@@ -81,14 +97,87 @@ func (rn *run) settleClaims(ctx context.Context, sent map[string]bool) {
 // heldBy names the dlqbot replays reading the DLQ now, for a "held by
 // another client" note ("" when none is known).
 func (rn *run) heldBy(ctx context.Context) string {
+	var rs []string
+	scans := false
+	for _, id := range rn.liveReaders(ctx) {
+		if strings.HasPrefix(id, scanReaderPrefix) {
+			scans = true // a preview's, an approval's or a check's read
+			continue
+		}
+		rs = append(rs, id)
+	}
+	switch {
+	case len(rs) > 0:
+		return " (dlqbot replay " + strings.Join(rs, ", ") + " is sending from it)"
+	case scans:
+		return " (a dlqbot preview, approval or check is reading it)"
+	case len(rn.sawReaders) > 0:
+		// Seen reading by the step looking for its picks, ended since.
+		return " (dlqbot replay " + strings.Join(rn.sawReaders, ", ") + " was sending from it)"
+	}
+	return ""
+}
+
+// liveReaders lists the other dlqbot replays that may hold messages of the
+// DLQ unacked now: those with unexpired claims on it (a step in flight)
+// or an unexpired reading mark (an open cursor, a step seeking its picks:
+// readers.go) whose record says running. A claim left behind by a replay that ended
+// (its settle failed) holds nothing, and a running replay whose owner died
+// is reported interrupted by the reaper within the lease time. A record
+// that cannot be read counts as running: waiting is safe, a false "held
+// by another client" is not.
+func (rn *run) liveReaders(ctx context.Context) []string {
 	if rn.s.d.Claims == nil {
-		return ""
+		return nil
 	}
 	rs, err := rn.s.d.Claims.Readers(ctx, rn.r.DLQ, rn.r.ID)
-	if err != nil || len(rs) == 0 {
-		return ""
+	if err != nil {
+		rn.warn("claim readers", err)
+		return nil
 	}
-	return " (dlqbot replay " + strings.Join(rs, ", ") + " is sending from it)"
+	live := rs[:0]
+	for _, id := range rs {
+		r, err := rn.s.d.Replays.Get(ctx, id)
+		if err == nil && r.State != StateRunning {
+			continue
+		}
+		live = append(live, id)
+	}
+	return live
+}
+
+// readerSlice is how long a step looking for its picked messages waits
+// for a quiet DLQ before it looks at who holds them.
+func (rn *run) readerSlice() time.Duration {
+	return min(rn.s.cfg.HeldWait, 2*rn.s.cfg.StatsLag)
+}
+
+// readerWait decides, after a wait for a quiet DLQ ended without one,
+// what a step still looking for picked messages does. While another
+// dlqbot replay reads the DLQ (liveReaders), its reader can hold this
+// step's picks unacked while it scans for its own, however often: that is
+// never "held by another client". The step then keeps waiting for as long
+// as such a reader exists and Config.HeldWait after the last one was seen
+// (deadline moves), and reads again (again) once a slice with some jitter
+// passed since its last pass, so two replays reading at once do not keep
+// meeting. Those picks are this step's (it claimed them): the other
+// replay gives them back at the end of its read. Without a dlqbot reader
+// it waits until deadline (ok false then: held by another client).
+func (rn *run) readerWait(ctx context.Context, deadline *time.Time, passEnd time.Time) (again, ok bool) {
+	now := rn.s.d.Clock.Now()
+	rn.markReading(ctx, true) // still seeking: refreshed
+	live := rn.liveReaders(ctx)
+	if len(live) == 0 {
+		return false, now.Before(*deadline)
+	}
+	for _, id := range live {
+		if !strings.HasPrefix(id, scanReaderPrefix) && !slices.Contains(rn.sawReaders, id) {
+			rn.sawReaders = append(rn.sawReaders, id)
+		}
+	}
+	*deadline = now.Add(rn.s.cfg.HeldWait)
+	jitter := time.Duration(mrand.Int64N(int64(rn.readerSlice()) + 1))
+	return now.Sub(passEnd) >= rn.readerSlice()+jitter, true
 }
 
 // others takes out of pick what another replay holds now, before it could
@@ -115,4 +204,47 @@ func (rn *run) others(ctx context.Context, pick map[string]int) int {
 		pick[id] = 0
 	}
 	return took
+}
+
+// elsewhereWords words the previewed messages other dlqbot replays sent,
+// are sending, own or took over, naming them per verb, and what this
+// replay took over ("" when none).
+func elsewhereWords(r Replay) string {
+	s := ""
+	if tw := TakeOverWords(r); tw != "" {
+		s = "; " + tw
+	}
+	if r.Elsewhere == 0 {
+		return s
+	}
+	verbs := []string{"replayed by", "being replayed by", "left to", "taken over by"}
+	by := map[string][]string{}
+	for _, f := range r.Failures {
+		if f.Kind != FailureReplayedElsewhere {
+			continue
+		}
+		for _, v := range verbs {
+			rest, ok := strings.CutPrefix(f.Detail, v+" ")
+			if !ok {
+				continue
+			}
+			id, _, _ := strings.Cut(rest, " ")
+			id = strings.TrimSuffix(id, ",")
+			if !slices.Contains(by[v], id) {
+				by[v] = append(by[v], id)
+			}
+			break
+		}
+	}
+	var who []string
+	for _, v := range verbs {
+		if len(by[v]) > 0 {
+			who = append(who, v+" "+strings.Join(by[v], ", "))
+		}
+	}
+	w := "another dlqbot replay"
+	if len(who) > 0 {
+		w = strings.Join(who, "; ")
+	}
+	return s + fmt.Sprintf("; %d left to other dlqbot replays — %s (their previews overlapped this one; not sent by this one, not missing)", r.Elsewhere, w)
 }

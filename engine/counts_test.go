@@ -128,13 +128,14 @@ func TestResumedReplayCountsRefusedOnce(t *testing.T) {
 	a, b, dlq := testkit.Name("a"), testkit.Name("b"), testkit.Name("dlq")
 	r.Topology(a, dlq, nil)
 	r.Queue(b, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
-	r.Reject(a, testkit.Msgs(10, 50)...)
 	var bs []amqp.Publishing
 	for i, m := range testkit.Msgs(4, 50) {
 		m.MessageId = "b-" + string(rune('0'+i))
 		bs = append(bs, m)
 	}
-	r.Reject(b, bs...)
+	r.Reject(b, bs...) // first in the DLQ: the first step (in DLQ order) takes them
+	r.WaitCount(dlq, 4, 20*time.Second)
+	r.Reject(a, testkit.Msgs(10, 50)...)
 	r.WaitCount(dlq, 14, 20*time.Second)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	testkit.DeleteQueue(b) // b's copies are now unroutable

@@ -8,7 +8,8 @@
 // declared beside the code that needs them. Every interface, by file:
 //
 //	ports.go          Clock, Broker, CounterReader (RabbitMQ)
-//	ports_tap.go      Taps, Returns (the DLQ's tap and the copies that came back)
+//	ports_tap.go      Taps, Returns, TapGaps (the DLQ's tap, the copies that came
+//	                  back, and the windows the tap was missing)
 //	ports_work.go     Jobs, Registry (work hand-off)
 //	replay_state.go   Replays, Leases (replay records and ownership)
 //	frozen.go         Tokens (preview tokens: what a preview froze)
@@ -35,8 +36,14 @@
 //	plan.go, step.go  what each step sends; account.go accounts for every
 //	                  planned message (missing, held elsewhere)
 //	settle.go         a step settling; settle_returns.go the copies that
-//	                  came back (from the tap, or by re-reading the DLQ)
+//	                  came back (from the tap, or by re-reading the DLQ);
+//	                  settle_proof.go the counters' proof that ends it early;
+//	                  settle_overlap.go a step settling while the next sends,
+//	                  and settle_breaker.go the breaker that stops it on returns
 //	tapper.go         draining the DLQs' taps into the returns record
+//	tap_watch.go      a run's watch over its tap: a lost tap is noticed at once,
+//	                  declared again, and its window recorded (reconciled in
+//	                  settle_returns.go and check_tap.go, else Unseen)
 //	check.go, check_tap.go, scheduler.go  the check and its follow-ups
 //	park.go           moving copies at the park limit to a parking queue
 //	worker.go, heartbeat.go, reaper.go, control.go, desire.go, control_action.go

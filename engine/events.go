@@ -45,6 +45,9 @@ type StepResult struct {
 	// queue within 60s", …).
 	Observation string        `json:"observation"`
 	Duration    time.Duration `json:"duration"`
+	// Unseen, when set, names the copies whose return the step could not
+	// tell (the tap was gone, and the DLQ could not be re-read instead).
+	Unseen *Unseen `json:"unseen,omitempty"`
 }
 
 // Event is one progress event of a replay, with the record as it stood.

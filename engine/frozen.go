@@ -44,6 +44,10 @@ type Frozen struct {
 	// ParkAfter is the selection's park limit (replays after which a
 	// message is parked rather than replayed).
 	ParkAfter int `json:"park_after"`
+	// Proof is what the approval needs to prove, without reading the DLQ,
+	// that no previewed message left it (approve_proof.go); nil when the
+	// preview could not freeze one.
+	Proof *ApprovalProof `json:"proof,omitempty"`
 	// Distinct is how many items the preview froze (len(Items) when they
 	// are loaded); LoadHeader sets it without loading them.
 	Distinct int `json:"-"`
@@ -111,6 +115,7 @@ func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview, r *prev
 	f := Frozen{
 		DLQ: sel.DLQ, Vhost: s.cfg.Vhost, Selection: p.Selection, To: sel.To,
 		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected, ParkAfter: sel.ParkLimit(),
+		Proof: p.proof,
 	}
 	f.Each = func(yield func(Item) bool) {
 		for i, row := range r.rows {

@@ -13,6 +13,9 @@ type Pick struct {
 	// copy in doubt keeps the one of the copy that may have arrived. Empty:
 	// the move names the copy itself.
 	Copy string
+	// Later, returned with ok=false, says a later step wants the message:
+	// a Cursor keeps it in memory and offers it to the next move first.
+	Later bool
 }
 
 // Moved is one copy handed to the broker by a move.
@@ -29,6 +32,13 @@ type MoveFailure struct {
 	Moved
 	Kind   MoveFailureKind
 	Detail string
+}
+
+// RefusedMove is a picked message Intend refused, and the replay that
+// sent it.
+type RefusedMove struct {
+	Moved
+	By string
 }
 
 // MoveRequest describes one pass over a DLQ that sends some messages.
@@ -52,8 +62,10 @@ type MoveRequest struct {
 	// confirmed and their originals acked; the rest stay in the DLQ.
 	Continue func() error
 	// Intend is called with each batch before it is published (ledger
-	// intent, fencing); an error stops the move before that batch.
-	Intend func(ctx context.Context, batch []Moved) error
+	// intent, fencing); an error stops the move before that batch. The
+	// ids it refuses (id → the replay that sent them) are not published:
+	// their copies are reported Refused and their originals stay.
+	Intend func(ctx context.Context, batch []Moved) (refused map[string]string, err error)
 	// Confirmed is called with confirmed copies before their originals are
 	// acked; an error leaves those originals in the DLQ and stops the move.
 	Confirmed func(ctx context.Context, batch []Moved) error
@@ -69,9 +81,12 @@ type MoveResult struct {
 	Unacked []Moved
 	// Unsent were handed to Intend but never published (the move stopped
 	// first): certainly not sent.
-	Unsent  []Moved
-	Failed  []MoveFailure // picked but not delivered; original left in place
-	Stopped error         // why publishing stopped early (Continue/Intend), if it did
+	Unsent []Moved
+	Failed []MoveFailure // picked but not delivered; original left in place
+	// Refused were picked and refused by Intend (another replay sent
+	// them): never published, their originals left in place.
+	Refused []RefusedMove
+	Stopped error // why publishing stopped early (Continue/Intend), if it did
 	// Coverage is how much of the DLQ the pass read. A pass that ended
 	// once every picked message was found is Cut, not Whole.
 	Coverage Coverage
@@ -80,4 +95,33 @@ type MoveResult struct {
 // Mover performs confirm-then-ack passes over a DLQ.
 type Mover interface {
 	Move(ctx context.Context, req MoveRequest) (MoveResult, error)
+}
+
+// Cursor is one read of a DLQ that lives across moves: each Move continues
+// from where the last one stopped, offering first the messages an earlier
+// move was told a later step wants (Pick.Later), and what no move takes
+// stays held (unacknowledged: no other read sees it, and the DLQ's order is
+// kept) until Release gives it all back, in order. A Cursor is used by one
+// goroutine, except Release, which may come from another.
+type Cursor interface {
+	// Move is Mover.Move continued from the cursor. Its Coverage is the
+	// read's since the cursor opened. After an error the cursor is
+	// released.
+	Move(ctx context.Context, req MoveRequest) (MoveResult, error)
+	// Held is how many messages of the DLQ the cursor holds, as the
+	// broker counts them (read or prefetched, neither moved nor given
+	// back): they are not in the DLQ's ready count.
+	Held() int
+	// Done reports whether the read has ended (it saw every message
+	// ready when it opened, or the broker had none left for it).
+	Done() bool
+	// Release gives back everything held, in order, and ends the read;
+	// it reports how many messages it gave back.
+	Release() (int, error)
+}
+
+// CursorMover is a Mover that can also keep one read open across moves.
+type CursorMover interface {
+	Mover
+	OpenCursor(ctx context.Context, queue string) (Cursor, error)
 }

@@ -15,10 +15,13 @@ type plan struct {
 	// cursor is the first item whose id still has copies left; every item
 	// before it has none.
 	cursor int
+	// reached are the classes (target × failure group) a step has picked
+	// a copy of.
+	reached map[[2]string]bool
 }
 
 func newPlan(items []Item, sent map[string]int) *plan {
-	p := &plan{items: items, index: make(map[string]int32, len(items)), left: make([]int32, len(items))}
+	p := &plan{items: items, index: make(map[string]int32, len(items)), left: make([]int32, len(items)), reached: map[[2]string]bool{}}
 	for i, it := range items {
 		first, ok := p.index[it.ID]
 		if !ok {
@@ -29,6 +32,17 @@ func newPlan(items []Item, sent map[string]int) *plan {
 			p.left[first] += int32(n)
 			p.total += n
 		}
+	}
+	// An earlier run's reads reached every class up to the last copy it
+	// sent (DLQ order).
+	last := -1
+	for i, it := range items {
+		if sent[it.ID] > 0 {
+			last = i
+		}
+	}
+	for _, it := range items[:last+1] {
+		p.reached[[2]string{it.Target, it.Group}] = true
 	}
 	return p
 }
@@ -64,6 +78,15 @@ func (p *plan) target(id string) string {
 	return ""
 }
 
+// leftOf is how many copies of id are still to be sent (0 for an id not
+// in the plan).
+func (p *plan) leftOf(id string) int {
+	if i, ok := p.index[id]; ok {
+		return int(p.left[i])
+	}
+	return 0
+}
+
 // leftAt is how many copies of item i's id are still to be sent.
 func (p *plan) leftAt(i int) int { return int(p.left[p.index[p.items[i].ID]]) }
 
@@ -83,35 +106,64 @@ func stepSize(first, limit, k int) int {
 	return min(n, limit)
 }
 
-// next picks up to n copies for a step, as id → copies. A stratified step
-// first takes one copy of every (target × failure group) still left, even
-// when that exceeds n, then fills up in DLQ order.
-func (p *plan) next(n int, stratified bool) map[string]int {
+// next picks the copies of the next step, as id → copies, in DLQ order
+// from the cursor, so that a replay's steps read the DLQ once, front to
+// back (see cursor.go). The first step takes the first n copies: every
+// class (target × failure group) among them is reached. A later step takes
+// n copies too, and for each class it reaches for the first time one copy
+// more (its canary, up to n such), leaving that class's other copies it
+// passes to the next step (up to n; past that the step ends there), so a
+// class's first copy never goes out with its bulk. A resumed run counts
+// as reached every class up to the last copy an earlier run sent; a step
+// before any class is reached is a first step.
+func (p *plan) next(n int, first bool) map[string]int {
 	p.advance()
+	// A run resumed before any copy was sent starts as a first step.
+	first = first || len(p.reached) == 0
 	pick := map[string]int{}
-	taken := 0
-	if stratified {
-		seen := map[[2]string]bool{}
-		for i := p.cursor; i < len(p.items); i++ {
-			it := p.items[i]
-			k := [2]string{it.Target, it.Group}
-			if seen[k] || p.leftAt(i) == 0 {
-				continue
-			}
-			seen[k] = true
-			pick[it.ID]++
-			taken++
-		}
-	}
+	taken, extra, deferred := 0, 0, 0
+	fresh := map[[2]string]bool{} // classes this step reached first
 	for i := p.cursor; i < len(p.items) && taken < n; i++ {
-		id := p.items[i].ID
-		if int(p.index[id]) != i {
+		it := p.items[i]
+		if int(p.index[it.ID]) != i || p.left[i] == 0 {
 			continue // a later item of the same id: its copies are the first's
 		}
-		if more := min(int(p.left[i])-pick[id], n-taken); more > 0 {
-			pick[id] += more
-			taken += more
+		k := [2]string{it.Target, it.Group}
+		if !first && !p.reached[k] {
+			if extra == n {
+				break
+			}
+			p.reached[k], fresh[k] = true, true
+			pick[it.ID]++
+			extra++
+			if p.left[i] > 1 {
+				deferred++ // its other copies wait for the next step
+			}
+			continue
 		}
+		if fresh[k] {
+			if deferred == n {
+				break
+			}
+			deferred++
+			continue
+		}
+		p.reached[k] = true
+		more := min(int(p.left[i]), n-taken)
+		pick[it.ID] += more
+		taken += more
 	}
 	return pick
+}
+
+// depth is how many DLQ messages a read must pass to find the copies of
+// pick: one past the DLQ position of the last of them.
+func (p *plan) depth(pick map[string]int) int {
+	d := 0
+	for id := range pick {
+		if i, ok := p.index[id]; ok {
+			d = max(d, p.items[i].Seq+1)
+		}
+	}
+	return d
 }

@@ -10,16 +10,26 @@ import (
 // mapPlan is the plan as it was before it became arrays with a cursor
 // (maps keyed by id), kept as the reference the arrays must agree with.
 type mapPlan struct {
-	items []Item
-	left  map[string]int
+	items   []Item
+	left    map[string]int
+	reached map[[2]string]bool
 }
 
 func newMapPlan(items []Item, sent map[string]int) *mapPlan {
-	p := &mapPlan{items: items, left: make(map[string]int, len(items))}
+	p := &mapPlan{items: items, left: make(map[string]int, len(items)), reached: map[[2]string]bool{}}
 	for _, it := range items {
 		if n := it.Count - sent[it.ID]; n > 0 {
 			p.left[it.ID] += n
 		}
+	}
+	last := -1
+	for i, it := range items {
+		if sent[it.ID] > 0 {
+			last = i
+		}
+	}
+	for _, it := range items[:last+1] {
+		p.reached[[2]string{it.Target, it.Group}] = true
 	}
 	return p
 }
@@ -40,31 +50,94 @@ func (p *mapPlan) drop(id string, n int) {
 	p.left[id] -= n
 }
 
-func (p *mapPlan) next(n int, stratified bool) map[string]int {
+func (p *mapPlan) next(n int, first bool) map[string]int {
+	first = first || len(p.reached) == 0
 	pick := map[string]int{}
-	taken := 0
-	if stratified {
-		seen := map[[2]string]bool{}
-		for _, it := range p.items {
-			k := [2]string{it.Target, it.Group}
-			if seen[k] || p.left[it.ID] == 0 {
-				continue
-			}
-			seen[k] = true
-			pick[it.ID]++
-			taken++
-		}
-	}
+	taken, extra, deferred := 0, 0, 0
+	fresh, seen := map[[2]string]bool{}, map[string]bool{}
 	for _, it := range p.items {
 		if taken >= n {
 			break
 		}
-		for pick[it.ID] < p.left[it.ID] && taken < n {
+		if seen[it.ID] || p.left[it.ID] == 0 {
+			seen[it.ID] = true
+			continue
+		}
+		seen[it.ID] = true
+		k := [2]string{it.Target, it.Group}
+		switch {
+		case !first && !p.reached[k]:
+			if extra == n {
+				return pick
+			}
+			p.reached[k], fresh[k] = true, true
 			pick[it.ID]++
-			taken++
+			extra++
+			if p.left[it.ID] > 1 {
+				deferred++
+			}
+		case fresh[k]:
+			if deferred == n {
+				return pick
+			}
+			deferred++
+		default:
+			p.reached[k] = true
+			more := min(p.left[it.ID], n-taken)
+			pick[it.ID] += more
+			taken += more
 		}
 	}
 	return pick
+}
+
+// TestPlanStepsGoInDLQOrder checks the steps of one DLQ: the first step
+// takes the first copies in DLQ order; a later step that reaches a new
+// class (target × failure group) adds one copy of it and leaves the rest
+// of that class it passes to the next step.
+func TestPlanStepsGoInDLQOrder(t *testing.T) {
+	t.Parallel()
+	var items []Item
+	add := func(id, group string) {
+		items = append(items, Item{ID: id, Count: 1, Target: "q", Group: group, Seq: len(items)})
+	}
+	for i := range 12 {
+		add(fmt.Sprintf("a%02d", i), "a")
+	}
+	add("t", "timeout")
+	add("n1", "not found")
+	add("n2", "not found")
+	add("b", "b")
+	for i := 12; i < 18; i++ {
+		add(fmt.Sprintf("a%02d", i), "a")
+	}
+	p := newPlan(items, nil)
+	want := [][]string{
+		{"a00", "a01", "a02", "a03", "a04"},
+		{"a05", "a06", "a07", "a08", "a09"},
+		{"a10", "a11", "t", "n1", "b", "a12", "a13", "a14"},
+		{"n2", "a15", "a16", "a17"},
+	}
+	depths := []int{5, 10, 19, 22}
+	for k, w := range want {
+		pick := p.next(5, k == 0)
+		exp := map[string]int{}
+		for _, id := range w {
+			exp[id] = 1
+		}
+		if !reflect.DeepEqual(pick, exp) {
+			t.Fatalf("step %d picked %v, want %v", k+1, pick, exp)
+		}
+		if d := p.depth(pick); d != depths[k] {
+			t.Fatalf("step %d reads %d deep, want %d", k+1, d, depths[k])
+		}
+		for id, n := range pick {
+			p.drop(id, n)
+		}
+	}
+	if p.remaining() != 0 {
+		t.Fatalf("%d left after the steps, want 0", p.remaining())
+	}
 }
 
 // TestPlanAgreesWithMaps runs random plans (copies, earlier sends,

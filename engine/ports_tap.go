@@ -49,6 +49,14 @@ type Taps interface {
 	// far as its ready count tells), with how many messages it recorded.
 	// A missing tap is ErrQueueNotFound.
 	DrainTap(ctx context.Context, dlq string, record func([]Message) error) (int, error)
+	// WatchTap holds a consumer on dlq's tap, handing what arrives to
+	// record in batches (each acknowledged once record returned nil, given
+	// back otherwise), until ctx ends (it then returns nil). It returns
+	// ErrQueueNotFound as soon as the tap is missing: at once when it does
+	// not exist, or when the broker cancels the consumer because the tap
+	// was deleted. Any other error means its channel closed (the watch may
+	// be started again).
+	WatchTap(ctx context.Context, dlq string, record func([]Message) error) error
 }
 
 // ReturnEvent is one copy of a replay that came back to the DLQ.
@@ -115,4 +123,40 @@ type Returns interface {
 	Tapped(ctx context.Context) ([]string, error)
 	// RemoveTap unregisters dlq (its tap is gone).
 	RemoveTap(ctx context.Context, dlq string) error
+}
+
+// TapGap is a window in which a DLQ's tap was missing (deleted by an
+// operator, a policy, a broker restart): dead letters routed to the DLQ
+// then reached no tap, so the tap's record may lack returns of that time.
+type TapGap struct {
+	// From is when the tap was last known to exist before it went.
+	From time.Time `json:"from"`
+	// To is when it was declared again; zero while it is still gone.
+	To time.Time `json:"to,omitzero"`
+}
+
+// Open reports whether the tap is still gone.
+func (g TapGap) Open() bool { return g.To.IsZero() }
+
+// Touches reports whether g overlaps the time from since to until (a zero
+// until: now, open-ended).
+func (g TapGap) Touches(since, until time.Time) bool {
+	if !until.IsZero() && g.From.After(until) {
+		return false
+	}
+	return g.Open() || !g.To.Before(since)
+}
+
+// TapGaps is the store side of a tap's losses: per DLQ, the windows its
+// tap was missing, so that a check of any replay of the DLQ, by any
+// process, knows what its tap record cannot have seen.
+type TapGaps interface {
+	// AddTapGap records a window without dlq's tap. An open gap (To zero)
+	// is merged into the gap already open (keeping the earlier From) and
+	// ignored when a gap closed at or after its From already covers it
+	// (another process saw the same loss and the tap is back); a closed
+	// gap closes the open one (keeping the earlier From), else it is added.
+	AddTapGap(ctx context.Context, dlq string, g TapGap) error
+	// TapGaps lists dlq's recorded gaps, oldest first.
+	TapGaps(ctx context.Context, dlq string) ([]TapGap, error)
 }

@@ -34,6 +34,8 @@ type PreviewMessage struct {
 
 // Preview is what a replay of a selection would do. Making one changes nothing.
 type Preview struct {
+	// proof is what the token freezes for its approval (Frozen.Proof).
+	proof     *ApprovalProof
 	Token     string    `json:"token,omitempty"`
 	ExpiresAt string    `json:"expires_at,omitempty"`
 	DLQ       QueueInfo `json:"dlq"`
@@ -43,12 +45,17 @@ type Preview struct {
 	// Coverage is how much of the DLQ the scan saw; a scan that could not
 	// see all of it leads the problems with ProblemPartialRead, and the
 	// token covers only what was read.
-	Coverage Coverage     `json:"coverage"`
-	Selected int          `json:"selected"` // copies in the token
-	Distinct int          `json:"distinct"` // distinct ids in the token
-	Parked   int          `json:"parked"`
-	Problems []Problem    `json:"problems"`
-	Targets  []TargetView `json:"targets"`
+	Coverage Coverage `json:"coverage"`
+	Selected int      `json:"selected"` // copies in the token
+	// FirstStepDepth is how many messages of the DLQ, from its head, the
+	// replay's first step (of DefaultStep messages) must read: one past
+	// the DLQ position of its last copy. The steps read on from there,
+	// once in all (see cursor.go). 0 when nothing is selected.
+	FirstStepDepth int          `json:"first_step_depth"`
+	Distinct       int          `json:"distinct"` // distinct ids in the token
+	Parked         int          `json:"parked"`
+	Problems       []Problem    `json:"problems"`
+	Targets        []TargetView `json:"targets"`
 	// Messages lists the first Config.ListRows distinct matching messages
 	// (selected, parked or without a target) in DLQ order; Rows and
 	// Matched count all of them, and their copies.
@@ -78,11 +85,12 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, ErrQueueNotFound)
 	}
 	p := &Preview{DLQ: dlq, Selection: sel.String(), Requester: requester, Problems: []Problem{}}
+	proof := s.proofBefore(ctx, dlq) // before the read: see approve_proof.go
 	rows := newPreviewRows()
 	selected := 0
 	arr := newArrivals(s.d.Clock.Now())
 	red := newRedactor(s.d.Redactor, sel.DLQ)
-	info, err := s.d.Broker.Scan(ctx, sel.DLQ, func(m Message) error {
+	info, err := s.scanWhole(ctx, sel.DLQ, func(m Message) error {
 		p.Scanned++
 		meta := s.ParseMeta(sel.DLQ, m)
 		v := sel.Match(meta)
@@ -107,6 +115,9 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 			p.Messages = append(p.Messages, PreviewMessage{Meta: view, Parked: v == Parked})
 		}
 		if v == Selected {
+			if selected < DefaultStep {
+				p.FirstStepDepth = m.Seq + 1
+			}
 			selected++
 		}
 		return nil
@@ -129,6 +140,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	p.Arrivals = arr.view()
 	red.arrivals(p.Arrivals)
 	p.Coverage = info.Coverage
+	p.proof = proofAfter(proof, info)
 	if err := s.previewBudget(ctx, p); err != nil {
 		return nil, err
 	}

@@ -20,7 +20,10 @@ import (
 // test holds an exact copy of the queue's contents (x-death included).
 func snapshot(t *testing.T, r *testkit.Rabbit, q string, n int) []amqp.Delivery {
 	t.Helper()
-	ds := r.Drain(q, n, 3*time.Second)
+	// It stops at the nth message; the idle bound only ends a wait for
+	// messages that are not there (a 5 MB message took longer than 3 s to
+	// arrive beside make test's other lanes).
+	ds := r.Drain(q, n, 30*time.Second)
 	if len(ds) != n {
 		t.Fatalf("snapshot %s: drained %d, want %d", q, len(ds), n)
 	}
@@ -64,6 +67,7 @@ func sameQueue(t *testing.T, r *testkit.Rabbit, q string, want []amqp.Delivery) 
 }
 
 func TestPreviewReportsProblemsAndChangesNothing(t *testing.T) {
+	t.Parallel()
 	for _, c := range testkit.Matrix("classic", "quorum") {
 		t.Run(c.Name(), func(t *testing.T) {
 			t.Parallel()

@@ -53,18 +53,10 @@ func (s *Service) ReapOnce(ctx context.Context) ([]Replay, error) {
 			continue
 		}
 		// The ledger, not the last progress write, says what was sent.
-		entries, err := s.d.Ledger.Entries(ctx, id)
+		sent, pending, err := s.ledgerCounts(ctx, id, nil)
 		if err != nil {
 			s.warn(id, r.DLQ, "reap: read ledger", err)
 			continue
-		}
-		sent, pending := 0, 0
-		for _, e := range entries {
-			if e.Pending {
-				pending++
-			} else {
-				sent++
-			}
 		}
 		rest := ""
 		if f, err := s.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
@@ -120,17 +112,14 @@ func (s *Service) announceInterrupted(ctx context.Context, r Replay) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "replay %s was interrupted: %d sent", r.ID, r.Sent)
-	if entries, err := s.d.Ledger.Entries(ctx, r.ID); err != nil {
+	sent := []string{}
+	if _, pending, err := s.ledgerCounts(ctx, r.ID, func(e LedgerEntry) {
+		if len(sent) < 20 {
+			sent = append(sent, e.ID)
+		}
+	}); err != nil {
 		s.warn(r.ID, r.DLQ, "announce interrupted: read ledger", err)
 	} else {
-		sent, pending := []string{}, 0
-		for _, e := range entries {
-			if e.Pending {
-				pending++
-			} else if len(sent) < 20 {
-				sent = append(sent, e.ID)
-			}
-		}
 		if len(sent) > 0 {
 			fmt.Fprintf(&b, " (%s", strings.Join(sent, ", "))
 			if r.Sent > len(sent) {

@@ -18,12 +18,20 @@ import (
 // sent nor missing, and the step that follows would not find them. So the
 // run waits until the broker reports nothing unacknowledged on the DLQ (as
 // findRest does before it calls anything missing), saying so in the
-// record's note, and goes on with its plan. Copies in flight at the loss
-// are in doubt, as after any lost connection (never sent again).
+// record's note, settles the step the loss cut, reconciles its counts with
+// the DLQ (reconcile.go: originals acked just before the loss that came
+// back are duplicates), and goes on with its plan. Copies in flight at the
+// loss are in doubt, as after any lost connection; a paced replay that
+// goes on sends them again first, in the same run, marked
+// PossibleDuplicateHeader exactly as resume resend=in-doubt does
+// (resendAfterLoss), so that it can finish without a person's action: at
+// its pace only the few copies in flight at the loss are in doubt.
 //
 // An unpaced replay stops instead, resumable: at full speed a lost
 // connection leaves many copies in doubt, which a person should look at
-// before it goes on.
+// before it goes on. Before it stops it settles the cut step and
+// reconciles its counts too, when the broker answers, and its note says
+// what is left.
 
 // EventWaiting reports a running replay that waits for the broker after
 // losing its node (the text says for what).
@@ -55,8 +63,18 @@ func (e *NodeLostError) Unwrap() []error { return []error{ErrBrokerUnavailable, 
 // resumable).
 func (rn *run) rejoin(ctx context.Context, err error) error {
 	var lost *NodeLostError
+	rn.markLost(err)
 	if rn.s.cfg.Reconnect < 0 || rn.r.Params.Rate <= 0 || !errors.As(err, &lost) {
-		return err
+		if !errors.Is(err, ErrBrokerUnavailable) || rn.stopCause(ctx) != nil {
+			return err
+		}
+		// Stopping: settle what the cut step sent and count the
+		// duplicates now, if the broker answers, so that the stop says
+		// exactly what is left (reconcile.go).
+		if aerr := rn.afterLoss(ctx); aerr != nil {
+			return fmt.Errorf("%w; %w", err, aerr)
+		}
+		return fmt.Errorf("%w; %s", err, rn.lossNote())
 	}
 	since := rn.s.d.Clock.Now()
 	deadline := since.Add(rn.s.cfg.Reconnect)
@@ -70,6 +88,12 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 		quiet, n, werr := rn.heldThrough(ctx, since)
 		switch {
 		case werr == nil && quiet:
+			if aerr := rn.afterLoss(ctx); aerr != nil {
+				return fmt.Errorf("%w; %w", err, aerr)
+			}
+			if rerr := rn.resendAfterLoss(ctx); rerr != nil {
+				return fmt.Errorf("%w; %w", err, rerr)
+			}
 			rn.r.Note = ""
 			rn.emit(ctx, EventWaiting, nil, fmt.Sprintf("reconnected after losing node %s; nothing of %s is held any more: going on", node, rn.r.DLQ))
 			return nil
@@ -87,9 +111,9 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 		}
 		if rn.s.d.Clock.Now().After(deadline) {
 			if werr != nil {
-				return fmt.Errorf("%w; the broker did not answer through another node within %s", err, rn.s.cfg.Reconnect)
+				return fmt.Errorf("%w; the broker did not answer through another node within %s; %s", err, rn.s.cfg.Reconnect, rn.lossNote())
 			}
-			return fmt.Errorf("%w; waited %s for the messages held through node %s (still %d unacknowledged in %s); resume once it is back", err, rn.s.cfg.Reconnect, node, max(held, 0), rn.r.DLQ)
+			return fmt.Errorf("%w; waited %s for the messages held through node %s (still %d unacknowledged in %s); resume once it is back; %s", err, rn.s.cfg.Reconnect, node, max(held, 0), rn.r.DLQ, rn.lossNote())
 		}
 		select {
 		case <-ctx.Done():

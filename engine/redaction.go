@@ -108,3 +108,24 @@ func hideValues(s string, values []string) string {
 	}
 	return s
 }
+
+// viewMeta is m's metadata (ParseMeta) with the redaction rules' values
+// hidden in its texts — exception, its type, the failure group, the
+// source note, the problems — for what shows a message's failure outside
+// a preview: a check report's groups and examples (follow-ups too), a
+// returned copy's Failure.Detail, and the tap's record of returns. Ids
+// and counts are ParseMeta's.
+func (s *Service) viewMeta(dlq string, m Message) Meta {
+	meta := s.ParseMeta(dlq, m)
+	if s.d.Redactor == nil {
+		return meta
+	}
+	hidden := s.d.Redactor.HiddenHeaders(dlq, m.Headers)
+	if _, h, ok := s.d.Redactor.RedactBody(dlq, m.Body); ok {
+		hidden = append(hidden, h...)
+	}
+	if len(hidden) > 0 {
+		hideIn(&meta, hidden)
+	}
+	return meta
+}

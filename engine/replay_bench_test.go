@@ -51,29 +51,11 @@ func BenchmarkWholeReplay(b *testing.B) {
 	ctx := context.Background()
 
 	contenders := []string{"dlqbot", "minimal-mover", "minimal-mover+replay-headers", "shovel"}
-	dlqs, targets := map[string]string{}, map[string]string{}
-	fan := testkit.Name("fan")
-	ch := r.Channel()
-	if err := ch.ExchangeDeclare(fan, "fanout", true, false, false, false, nil); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = r.Channel().ExchangeDelete(fan, false, false) })
-	for _, c := range contenders {
-		dlqs[c], targets[c] = r.Queue(testkit.Name("dlq"), dlqArgs), r.Queue(testkit.Name("tgt"), nil)
-		if err := ch.QueueBind(dlqs[c], "", fan, false, nil); err != nil {
-			b.Fatal(err)
-		}
-	}
-	start := time.Now()
-	fillFanout(b, r, fan, testkit.Name("src"), n)
-	for _, c := range contenders {
-		r.WaitCount(dlqs[c], n, time.Minute+time.Duration(n/500)*time.Second)
-	}
-	b.Logf("filled %d DLQs with the same %d dead letters in %v", len(contenders), n, time.Since(start).Round(time.Second))
+	dlqs, targets := fanoutDLQs(b, r, contenders, dlqArgs, n)
 	dlq := dlqs["dlqbot"]
 
 	// The preview, against the minimal reader on the same queue.
-	start = time.Now()
+	start := time.Now()
 	if got, err := testkit.ReferenceRead(r.Conn, dlq, n); err != nil || got != n {
 		b.Fatalf("reference read %d of %d: %v", got, n, err)
 	}
@@ -168,6 +150,34 @@ func benchEnvInt(b *testing.B, name string, def int) int {
 		b.Fatalf("%s=%q: want a positive integer", name, s)
 	}
 	return v
+}
+
+// fanoutDLQs declares a DLQ (with dlqArgs) and a target queue for each
+// contender, the DLQs bound to one fanout exchange, and fills them all
+// with the same n dead letters (fillFanout), so that every contender moves
+// the same messages.
+func fanoutDLQs(b *testing.B, r *testkit.Rabbit, contenders []string, dlqArgs amqp.Table, n int) (dlqs, targets map[string]string) {
+	b.Helper()
+	dlqs, targets = map[string]string{}, map[string]string{}
+	fan := testkit.Name("fan")
+	ch := r.Channel()
+	if err := ch.ExchangeDeclare(fan, "fanout", true, false, false, false, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = r.Channel().ExchangeDelete(fan, false, false) })
+	for _, c := range contenders {
+		dlqs[c], targets[c] = r.Queue(testkit.Name("dlq"), dlqArgs), r.Queue(testkit.Name("tgt"), nil)
+		if err := ch.QueueBind(dlqs[c], "", fan, false, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	start := time.Now()
+	fillFanout(b, r, fan, testkit.Name("src"), n)
+	for _, c := range contenders {
+		r.WaitCount(dlqs[c], n, time.Minute+time.Duration(n/500)*time.Second)
+	}
+	b.Logf("filled %d DLQs with the same %d dead letters in %v", len(contenders), n, time.Since(start).Round(time.Second))
+	return dlqs, targets
 }
 
 // fillFanout publishes n distinct 1 KB dead letters of src ("m-0" …) to the

@@ -32,6 +32,12 @@ type Params struct {
 	Cap     int           `json:"cap"`     // largest step (default 500)
 	Rate    float64       `json:"rate"`    // messages per second (default 50; <0 = unpaced)
 	Timeout time.Duration `json:"timeout"` // step settle timeout (default 60s)
+	// TakeOver, at approval only, makes the new replay send the previewed
+	// messages another running, paused or stopped replay owns (and has
+	// not sent or claimed for the step it is sending): that replay then
+	// leaves them, "taken over by r_…". Without it the new replay leaves
+	// them to their owner. Json "take_over".
+	TakeOver bool `json:"take_over,omitempty"`
 }
 
 // Failure is one message a replay could not deliver or that came back.
@@ -64,7 +70,9 @@ type Replay struct {
 	// lost connection), or whose send the ledger could not record after the
 	// broker confirmed it: those originals are back in the DLQ, and the
 	// ledger lists them (confirmed, or pending when unrecorded), so they are
-	// never sent again.
+	// never sent again. After a lost connection a counted read of the DLQ
+	// makes it exact (see Unreconciled): the confirmed copies whose
+	// originals the DLQ holds.
 	Duplicates int `json:"duplicates,omitempty"`
 	// InDoubt counts copies in flight when the connection was lost: the
 	// broker never confirmed them, so they may or may not have been
@@ -74,6 +82,11 @@ type Replay struct {
 	// each with PossibleDuplicateHeader: they are in Sent, and a consumer
 	// may have received each twice (the first copy and the resend).
 	Resent int `json:"resent,omitempty"`
+	// Unreconciled is set when a run lost its broker connection after
+	// sending, and cleared once a counted read of the DLQ made Duplicates
+	// and InDoubt equal what the broker holds (engine/reconcile.go); the
+	// next run reads the DLQ first while it is set.
+	Unreconciled bool `json:"unreconciled,omitempty"`
 	// ResendInDoubt is set by resume resend=in-doubt and cleared by the
 	// run once every copy in doubt was sent again.
 	ResendInDoubt bool `json:"resend_in_doubt,omitempty"`
@@ -81,12 +94,20 @@ type Replay struct {
 	// is sending (Failures name it, "replayed by r_…"): not sent by this
 	// one, not missing. Json "replayed_elsewhere".
 	Elsewhere int `json:"replayed_elsewhere,omitempty"`
+	// TookOver counts, per replay, the previewed messages this replay
+	// took over from it at its approval (Params.TakeOver). Json
+	// "took_over".
+	TookOver map[string]int `json:"took_over,omitempty"`
 	// NewFailures counts messages dead-lettered since the replay started
 	// that do not carry its id (failures that are not returns).
 	NewFailures int `json:"new_failures"`
 	Step        int `json:"step"` // current step number, from 1
 	// ReturnsMode is how the last run found returns: "tap" or "reread".
 	ReturnsMode ReturnsMode `json:"returns_mode,omitempty"`
+	// Unseen, when set, names the copies whose return could not be told:
+	// the DLQ's tap was gone for a while and the DLQ could not be re-read
+	// in its place (tap_watch.go). Returned then counts what was seen.
+	Unseen *Unseen `json:"unseen,omitempty"`
 
 	Failures []Failure `json:"failures,omitempty"`
 	// Note is the last human-readable reason for the state (why it stopped,

@@ -16,7 +16,7 @@ import (
 )
 
 // fast makes steps settle quickly in tests.
-var fast = engine.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond, ControlPoll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second}
+var fast = engine.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond, ControlPoll: 50 * time.Millisecond, LeaseTTL: 15 * time.Second} // LeaseTTL, the default: heartbeats beside make test's other lanes came later than 3 s, and once (at 10 s) a run lost its lease mid-save
 
 // oneStep sends everything in one unpaced step.
 var oneStep = engine.Params{Step: 100000, Cap: 100000, Rate: -1, Timeout: 20 * time.Second}
@@ -48,16 +48,25 @@ func approveRun(t *testing.T, e *env, token string, prm engine.Params, confirmed
 }
 
 // runAsync runs replay id on e in the background (owner "owner") and
-// hands its final record over the returned channel; a failed run fails t.
+// hands its final record over the returned channel; a run that fails
+// while the test runs fails t. When the test ends first (it failed), the
+// run is shut down and waited for, so it never outlives its test.
 func runAsync(t *testing.T, e *env, id string) <-chan engine.Replay {
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan engine.Replay, 1)
+	exited := make(chan struct{})
 	go func() {
-		rep, err := e.svc.Run(context.Background(), id, "owner")
-		if err != nil {
+		defer close(exited)
+		rep, err := e.svc.Run(ctx, id, "owner")
+		if err != nil && ctx.Err() == nil {
 			t.Errorf("run: %v", err)
 		}
 		done <- rep
 	}()
+	t.Cleanup(func() {
+		cancel()
+		<-exited
+	})
 	return done
 }
 
@@ -95,6 +104,7 @@ func ids(ds []amqp.Delivery) map[string]int {
 }
 
 func TestReplayAppliesExactlyThePreview(t *testing.T) {
+	t.Parallel()
 	for _, c := range testkit.Matrix("classic", "quorum-with-limit") {
 		t.Run(c.Name(), func(t *testing.T) {
 			t.Parallel()

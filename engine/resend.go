@@ -26,11 +26,11 @@ func (s *Service) ResumeResend(ctx context.Context, id, by string) (Replay, erro
 	if r.State != StatePaused && r.State != StateStopped {
 		return r, fmt.Errorf("engine: resume %s resend=in-doubt: %w: it is %s (a paused or stopped replay can resend; pause it first)", id, ErrNotControllable, r.State)
 	}
-	entries, err := s.d.Ledger.Entries(ctx, id)
+	_, pending, err := s.ledgerCounts(ctx, id, nil)
 	if err != nil {
 		return r, fmt.Errorf("engine: resume %s resend=in-doubt: ledger: %w", id, err)
 	}
-	if len(pendingEntries(entries)) == 0 {
+	if pending == 0 {
 		return r, fmt.Errorf("engine: resume %s resend=in-doubt: %w: no copy of it is in doubt", id, ErrNotControllable)
 	}
 	err = s.d.Replays.UpdateUnowned(ctx, id, func(cur *Replay) error {
@@ -111,12 +111,13 @@ func (rs *resender) take(id, runID string) (LedgerEntry, bool) {
 	}
 	e := es[0]
 	rs.out[id] = es[1:]
+	orig := e // as the ledger knows it (entry)
 	if e.Copy == "" {
 		rs.n++
 		e.Copy = fmt.Sprintf("%s-resend-%d-%d", runID, e.Seq, rs.n)
 	}
 	rs.mu.Lock()
-	rs.byCopy[e.Copy] = e
+	rs.byCopy[e.Copy] = orig
 	rs.mu.Unlock()
 	return e, true
 }
@@ -150,5 +151,25 @@ func (rs *resender) endStep(gone bool) []LedgerEntry {
 		return rest
 	}
 	rs.giveBack(rest...)
+	return nil
+}
+
+// resendAfterLoss, for a paced replay going on after a lost connection,
+// queues every copy in doubt (the ledger's pending intents) to be sent
+// again first, as resume resend=in-doubt does: same message_id and
+// x-dlqbot-copy, marked PossibleDuplicateHeader. An unpaced replay stops
+// instead and leaves that choice to a person.
+func (rn *run) resendAfterLoss(ctx context.Context) error {
+	pending, err := rn.s.pendingLedger(ctx, rn.r.ID)
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	rn.r.InDoubt = len(pending)
+	if len(pending) == 0 {
+		return nil
+	}
+	rn.rs = newResender(pending)
+	rn.r.ResendInDoubt = true
+	rn.emit(ctx, EventWaiting, nil, fmt.Sprintf("%d copy(ies) were in flight when the connection was lost (in doubt): sending them again first, marked %s: true", len(pending), PossibleDuplicateHeader))
 	return nil
 }

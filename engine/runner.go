@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -35,6 +35,10 @@ type run struct {
 	// look; listed is how many returned events are in r.Failures.
 	tapTotal int
 	listed   int
+	// watch follows the tap (tap_watch.go); gapExtra counts the returns
+	// found by re-reading the DLQ after windows without the tap.
+	watch    *tapWatch
+	gapExtra int
 	// rs resends the copies in doubt (resume resend=in-doubt); nil when
 	// not asked for.
 	rs *resender
@@ -47,6 +51,27 @@ type run struct {
 	// heldNote names the dlqbot replays that held the DLQ when the last
 	// step found messages held elsewhere.
 	heldNote string
+	// sawReaders are the other dlqbot replays a step looking for its picks
+	// (findRest) has seen reading the DLQ (readerWait), while it looks:
+	// heldBy names them when they ended before it gave up.
+	sawReaders []string
+	// cut is the step a lost connection ended, settled after the
+	// reconnect (reconcile.go).
+	cut *cutStep
+	// cur is the read of the DLQ the steps continue (nil: none open), and
+	// curOpened when it opened (see cursor.go).
+	cur       Cursor
+	curOpened time.Time
+	// marked is when the run last marked itself reading the DLQ (and
+	// looked for replays seeking what its cursor holds, readers.go).
+	marked time.Time
+	// pending is the step sent and not judged yet while the next one
+	// sends (settle_overlap.go), tripped the breaker's verdict on the step
+	// sending beside it (settle_breaker.go), and proofs what the targets'
+	// counters can prove (settle_proof.go).
+	pending *sentStep
+	tripped atomic.Bool
+	proofs  map[string]*targetProof
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -91,20 +116,23 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	if err != nil {
 		return r, fmt.Errorf("engine: run %s: load preview: %w", id, err)
 	}
-	entries, err := s.d.Ledger.Entries(ctx, id)
-	if err != nil {
-		return r, fmt.Errorf("engine: run %s: ledger: %w", id, err)
-	}
 	// Confirmed sends are done; pending intents were in flight when an
 	// earlier run ended abruptly: they may have been sent, so they are never
-	// sent again (they stay in the DLQ and are reported in doubt).
+	// sent again (they stay in the DLQ and are reported in doubt). The
+	// ledger is read in pages.
 	sent := map[string]int{}
 	var doubt []LedgerEntry
-	for _, e := range entries {
-		sent[e.ID]++
-		if e.Pending {
-			doubt = append(doubt, e)
+	err = s.eachLedgerPage(ctx, id, func(page []LedgerEntry) error {
+		for _, e := range page {
+			sent[e.ID]++
+			if e.Pending {
+				doubt = append(doubt, e)
+			}
 		}
+		return nil
+	})
+	if err != nil {
+		return r, fmt.Errorf("engine: run %s: ledger: %w", id, err)
 	}
 	if r.State == StatePaused || r.State == StateStopped {
 		forgetRetried(&r)
@@ -130,6 +158,7 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 func (rn *run) loop(parent context.Context) (Replay, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	defer rn.releaseCursor("the run ended")
 	go rn.hb.run(ctx, cancel)
 	rn.ctl.refresh(ctx)
 	go rn.ctl.watch(ctx)
@@ -160,6 +189,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		r, _, err := rn.halt(parent, err)
 		return r, err
 	}
+	defer rn.watchTap(ctx)() // the tap's loss is noticed at once, and repaired
 	rn.r.State, rn.r.Note = StateRunning, ""
 	if err := rn.put(ctx); err != nil {
 		return rn.r, err
@@ -170,15 +200,19 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	}
 	rn.emit(ctx, kind, nil, text)
 	rn.actor = ""
+	if _, err := rn.reconcile(ctx); err != nil { // after a lost connection (reconcile.go)
+		r, _, err := rn.halt(parent, err)
+		return r, err
+	}
 
-	for rn.rs.left() > 0 || rn.plan.remaining() > 0 {
+	for rn.rs.left() > 0 || rn.plan.remaining() > 0 || rn.pending != nil {
 		if err := rn.stopCause(ctx); err != nil {
 			if r, again, err := rn.halt(parent, err); !again {
 				return r, err
 			}
 			continue
 		}
-		if err := rn.stepBudget(ctx); err != nil {
+		if err := rn.sendBudget(ctx); err != nil {
 			if r, again, err := rn.halt(parent, err); !again {
 				return r, err
 			}
@@ -218,6 +252,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 			res.Observation = note
 		}
 		if note != "" {
+			rn.releaseCursor("the replay stopped")
 			rn.r.State = StateStopped
 			rn.r.Note = note
 			rn.r.EndedAt = rn.s.d.Clock.Now()
@@ -242,11 +277,12 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 // stopped, saying loudly what did not happen — above all how many
 // messages disappeared, neither sent by dlqbot nor in the DLQ.
 func (rn *run) end(ctx context.Context) (Replay, error) {
+	rn.releaseCursor("the plan is exhausted")
 	rn.r.EndedAt = rn.s.d.Clock.Now()
 	kind := EventFinished
 	if rn.r.Sent+rn.r.Elsewhere >= rn.r.Total && rn.r.Missing == 0 {
 		rn.r.State = StateFinished
-		rn.r.Note = fmt.Sprintf("%d sent, %d settled, %d came back, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.r.Returned, rn.r.Missing, rn.r.Failed)
+		rn.r.Note = fmt.Sprintf("%d sent, %d settled, %s, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.cameBack(), rn.r.Missing, rn.r.Failed)
 		rn.r.Note += elsewhereNote(rn.r) + duplicatesNote(rn.r)
 	} else {
 		rn.r.State = StateStopped
@@ -286,30 +322,9 @@ func Shortfall(r Replay) string {
 	return s
 }
 
-// elsewhereNote words the previewed messages other dlqbot replays sent or
-// are sending, naming them ("" when none).
-func elsewhereNote(r Replay) string {
-	if r.Elsewhere == 0 {
-		return ""
-	}
-	var by []string
-	for _, f := range r.Failures {
-		if f.Kind != FailureReplayedElsewhere {
-			continue
-		}
-		if _, rest, ok := strings.Cut(f.Detail, " by "); ok {
-			id, _, _ := strings.Cut(rest, " ")
-			if !slices.Contains(by, id) {
-				by = append(by, id)
-			}
-		}
-	}
-	who := "another dlqbot replay"
-	if len(by) > 0 {
-		who = strings.Join(by, ", ")
-	}
-	return fmt.Sprintf("; %d replayed by %s (their preview overlapped this one; not sent again, not missing)", r.Elsewhere, who)
-}
+// elsewhereNote words the previewed messages other dlqbot replays sent,
+// are sending or own, naming them ("" when none); see elsewhereWords.
+func elsewhereNote(r Replay) string { return elsewhereWords(r) }
 
 // duplicatesNote words the copies a consumer may have received twice:
 // certain duplicates (their originals stayed in the DLQ) and copies in
@@ -361,6 +376,8 @@ func (rn *run) stopCause(ctx context.Context) error {
 // again is true when the run must carry on instead: an operator resumed it
 // after the owner decided to pause, before the pause was written.
 func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, err error) {
+	rn.releaseCursor("the replay halted") // a paused or stopped replay holds nothing
+	rn.pending = nil                      // sent, never judged: like a step a pause interrupts while it settles
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 	defer cancel()
 	switch {
@@ -456,6 +473,8 @@ func (rn *run) yield(ctx context.Context, desired State, unless ...State) error 
 	if err := rn.s.d.Replays.Yield(ctx, rn.r, rn.owner, rn.epoch, desired, unless...); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			rn.hb.lost.Store(true)
+		} else if rn.hb.lost.Load() && !errors.Is(err, ErrDesireChanged) {
+			err = ErrLeaseLost // the run was cancelled for it (see put)
 		}
 		if errors.Is(err, ErrDesireChanged) {
 			return err
@@ -472,6 +491,11 @@ func (rn *run) put(ctx context.Context) error {
 	if err := rn.s.d.Replays.Put(ctx, rn.r, rn.owner, rn.epoch); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			rn.hb.lost.Store(true)
+		} else if rn.hb.lost.Load() {
+			// The heartbeat found the lease gone and cancelled the run:
+			// the write failed for that (a cancelled context), not for
+			// the store.
+			err = ErrLeaseLost
 		}
 		return fmt.Errorf("engine: run %s: save: %w", rn.r.ID, err)
 	}

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -34,8 +35,18 @@ type Config struct {
 	// SettlePoll is how often a step's settling is checked (default 250ms).
 	SettlePoll time.Duration
 	// SettleGrace is how long a step waits, after its messages were all
-	// delivered, for any of them to come back (default 3s).
+	// delivered, for any of them to come back (default 3s), unless the
+	// targets' counters prove sooner that every copy was delivered and
+	// acked (settle_proof.go).
 	SettleGrace time.Duration
+	// StrictSteps makes every step of every replay settle before the next
+	// one sends. By default (false) an unpaced replay that finds returns
+	// through its tap lets a step past the canary phase (the doubling
+	// steps up to the cap) settle while the next one sends, with at most
+	// one such step outstanding and a breaker that stops the sends on
+	// returns (overlap.go; README "Overlapping steps"); paced replays and
+	// the canary phase always send, then settle.
+	StrictSteps bool
 	// Window is the most unconfirmed publishes in flight (default 500).
 	Window int
 	// StatsLag is how long after a step's confirm a management sample must
@@ -46,12 +57,37 @@ type Config struct {
 	// messages of the DLQ to let go before it reports the planned messages
 	// it could not find as held elsewhere (default 60s).
 	HeldWait time.Duration
+	// CompareAlways makes every approval read the DLQ to compare it with
+	// the preview, even when the broker's counts prove nothing left it
+	// (approve_proof.go); default false. For benchmarks of the old path.
+	CompareAlways bool
+	// ProofWait is the most an approval waits for the DLQ's management
+	// statistics to catch up with its preview before it compares instead
+	// (approve_proof.go): default 2m. It waits no longer than twice the
+	// preview's read took (about what the compare costs), and at least
+	// three times StatsLag (the sample must be StatsLag newer than the
+	// approval's start).
+	ProofWait time.Duration
+	// ProofFrom is the fewest messages a previewed DLQ holds for its
+	// approval to try the proof (approve_proof.go) instead of comparing:
+	// below it a compare reads the DLQ in about the time the proof waits
+	// for the statistics, and is exact where the proof has a blind spot
+	// (acks the statistics have not shown yet). Default 20,000.
+	ProofFrom int
 	// Reconnect bounds how long a paced replay that lost its broker
 	// connection (its node died or was restarted) waits for the broker
 	// through another node, and then for the messages its reader held
 	// through the lost one, before it stops, resumable (default 5m; see
 	// reconnect.go). Negative: stop at once, as an unpaced replay does.
 	Reconnect time.Duration
+	// CursorHold is the most messages a replay's cursor (one read of the
+	// DLQ across its steps, see cursor.go) holds unacknowledged before it
+	// gives them back (default DefaultCursorHold; negative: no cursor,
+	// every step reads the DLQ from its head).
+	CursorHold int
+	// CursorAge is the longest a replay's cursor stays open (default
+	// DefaultCursorAge, half of RabbitMQ's default consumer_timeout).
+	CursorAge time.Duration
 	// FollowUps are when a finished or stopped replay is checked again
 	// (default DefaultFollowUps: +5m, +2h, +24h).
 	FollowUps []time.Duration
@@ -106,8 +142,20 @@ func (c Config) withDefaults() Config {
 	if c.HeldWait <= 0 {
 		c.HeldWait = 60 * time.Second
 	}
+	if c.CursorHold == 0 {
+		c.CursorHold = DefaultCursorHold
+	}
+	if c.CursorAge <= 0 {
+		c.CursorAge = DefaultCursorAge
+	}
 	if c.StatsLag <= 0 {
 		c.StatsLag = 6 * time.Second
+	}
+	if c.ProofWait <= 0 {
+		c.ProofWait = 2 * time.Minute
+	}
+	if c.ProofFrom <= 0 {
+		c.ProofFrom = DefaultProofFrom
 	}
 	return c
 }
@@ -153,6 +201,10 @@ type Deps struct {
 	// overlapping replays send each once in all and name each other;
 	// optional (without it, overlapping replays race for the messages).
 	Claims Claims
+	// TapGaps records the windows a DLQ's tap was missing, so that checks
+	// by any process know what the tap cannot have seen; optional
+	// (without it, only the run that noticed a loss knows of it).
+	TapGaps TapGaps
 }
 
 // ScanObserver is told about every completed preview scan: the messages
@@ -166,6 +218,9 @@ type Service struct {
 	cfg  Config
 	d    Deps
 	logs *logThrottle
+	// tapSeen is, per DLQ, when this process last found its tap in
+	// place (time.Time), the start of any window without it it notices.
+	tapSeen sync.Map
 }
 
 // New validates cfg and deps and returns a Service. Broker, Tokens, Ledger,

@@ -32,7 +32,8 @@ type targetWatch struct {
 }
 
 // sampleTargets reads the publish counters of the step's targets before it
-// sends, so the first sample that counts its publishes can be recognised.
+// sends, so the first sample that counts its publishes can be recognised;
+// each sample may also become its target's anchor (noteBaseline).
 func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[string]int64 {
 	out := map[string]int64{}
 	for id := range pick {
@@ -44,6 +45,7 @@ func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[strin
 		if rn.s.d.Counters != nil {
 			if st, err := rn.s.d.Counters.Counters(ctx, q); err == nil {
 				out[q] = st.Publish
+				rn.noteBaseline(q, st)
 			} else {
 				// Unknown: the baseline then goes by the sample's time alone.
 				rn.warn("read target counters", err)
@@ -53,20 +55,30 @@ func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[strin
 	return out
 }
 
-// settle waits until every copy of the step was delivered from its target
-// and a grace period passed with no return, or the step timeout passes, and
-// fills res with what was observed. It ends within a second of a pause,
-// cancel, lost lease or shutdown, returning that cause as stop (the copies
-// were sent; what became of them is left to the next step or a check); err
-// is a failure to look for returns (a read refused by the read budget).
-func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) (stop, err error) {
-	ctx, cancel := context.WithCancel(parent)
-	defer cancel()
-	go rn.cancelOnStop(ctx, cancel)
+// sentStep is a step whose copies went out, from the end of its sends
+// until it is judged: what its settling has observed so far.
+type sentStep struct {
+	res      StepResult
+	start    time.Time // when the step began
+	sentPer  map[string]int
+	publish0 map[string]int64
+	look     *returnsLook
+	watches  []*targetWatch
+	// before is the replay's returned count when the step began to settle
+	// (from), and graceFrom when all its copies were first seen delivered.
+	before    int
+	from      time.Time
+	graceFrom time.Time
+	// proven is true once the targets' counters showed every copy
+	// delivered and acked (settle_proof.go).
+	proven bool
+}
+
+// beginSettle starts watching what res sent (sentPer: confirmed copies per
+// target) right after its last confirm.
+func (rn *run) beginSettle(ctx context.Context, res StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) *sentStep {
 	clock := rn.s.d.Clock
-	start := clock.Now()
-	deadline := start.Add(rn.r.Params.Timeout)
-	var watches []*targetWatch
+	p := &sentStep{res: res, start: clock.Now(), sentPer: sentPer, publish0: publish0, look: look, before: rn.r.Returned, from: clock.Now()}
 	for q, n := range sentPer {
 		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: clock.Now()}
 		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
@@ -76,30 +88,60 @@ func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[strin
 			rn.warn("inspect target", err)
 		}
 		w.minReady = w.ready
-		watches = append(watches, w)
+		p.watches = append(p.watches, w)
 	}
-	before := rn.r.Returned
-	var graceFrom time.Time
+	return p
+}
+
+// settle waits until every copy of the step was delivered from its target
+// and a grace period passed with no return, or the step timeout passes, and
+// fills res with what was observed; see settleSteps.
+func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) (stop, err error) {
+	p := rn.beginSettle(parent, *res, sentPer, publish0, look)
+	stop, err = rn.settleSteps(parent, p, nil)
+	*res = p.res
+	return stop, err
+}
+
+// settleSteps waits until every copy of step p was delivered from its
+// target and then either the targets' counters proved every copy acked
+// with no return seen (settle_proof.go) or a grace period passed with no
+// return, or the step timeout passes, and fills p.res with what was
+// observed. also, when set, is the step sent since p (settle_overlap.go): it is
+// watched meanwhile, so that its own settling is under way when p is
+// judged, and a return seen meanwhile counts against p, the step judged
+// (a copy that comes back late counts against the next step judged, as it
+// always has). It ends within a second of a pause, cancel, lost lease or
+// shutdown, returning that cause as stop (the copies were sent; what
+// became of them is left to the next step or a check); err is a failure to
+// look for returns (a read refused by the read budget).
+func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err error) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	go rn.cancelOnStop(ctx, cancel)
+	clock := rn.s.d.Clock
+	deadline := p.from.Add(rn.r.Params.Timeout)
 	for {
 		if stop := rn.stopCause(parent); stop != nil {
 			return stop, nil
 		}
-		all := true
-		for _, w := range watches {
-			rn.observe(ctx, w)
-			all = all && w.delivered == w.sent
-		}
 		now := clock.Now()
-		if err := rn.lookForReturns(ctx, look, now, false); err != nil {
+		delivered := rn.watchStep(ctx, p, now)
+		if also != nil {
+			rn.watchStep(ctx, also, now)
+		}
+		if err := rn.lookForReturns(ctx, p.look, now, false); err != nil {
 			if stop := rn.stopCause(parent); stop != nil {
 				return stop, nil
 			}
 			return nil, err
 		}
-		if all && graceFrom.IsZero() {
-			graceFrom = now
+		rn.yieldCursor(ctx, p, also)
+		if delivered && !p.proven && rn.r.Returned == p.before {
+			p.proven = rn.provenAll(ctx, p)
 		}
-		if (all && now.Sub(graceFrom) >= rn.s.cfg.SettleGrace) || !now.Before(deadline) {
+		early := p.proven && rn.r.Returned == p.before
+		if (delivered && (early || now.Sub(p.graceFrom) >= rn.s.cfg.SettleGrace)) || !now.Before(deadline) {
 			break
 		}
 		select {
@@ -108,21 +150,55 @@ func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[strin
 		}
 	}
 	mode := rn.mode
-	if err := rn.lookForReturns(ctx, look, clock.Now(), true); err != nil {
+	if err := rn.lookForReturns(ctx, p.look, clock.Now(), true); err != nil {
 		if stop := rn.stopCause(parent); stop != nil {
 			return stop, nil
 		}
 		return nil, err
 	}
-	for _, w := range watches {
+	res := &p.res
+	res.Settled = 0
+	for _, w := range p.watches {
 		res.Settled += w.delivered
 	}
-	res.Returned = rn.r.Returned - before
-	res.Observation = rn.describe(res, clock.Now().Sub(start))
+	res.Returned = rn.r.Returned - p.before
+	if rn.r.Unseen != nil {
+		u := *rn.r.Unseen
+		res.Unseen = &u
+	}
+	res.Observation = rn.describe(res, clock.Now().Sub(p.from))
+	if p.proven && res.Returned == 0 && res.Settled == res.Sent {
+		res.Observation += "; the target's counters show every copy delivered and acked"
+	}
 	if mode != rn.mode {
 		res.Observation += "; from now on returns are found by re-reading the DLQ: " + rn.modeNote
 	}
 	return nil, nil
+}
+
+// watchStep observes p's targets at now and reports whether all its copies
+// are known delivered (noting when that was first seen).
+func (rn *run) watchStep(ctx context.Context, p *sentStep, now time.Time) bool {
+	all := true
+	for _, w := range p.watches {
+		rn.observe(ctx, w)
+		all = all && w.delivered == w.sent
+	}
+	if all && p.graceFrom.IsZero() {
+		p.graceFrom = now
+	}
+	return all
+}
+
+// provenAll reports whether the counters of every target of p prove its
+// copies delivered and acked.
+func (rn *run) provenAll(ctx context.Context, p *sentStep) bool {
+	for _, w := range p.watches {
+		if !rn.proven(ctx, w.queue) {
+			return false
+		}
+	}
+	return len(p.watches) > 0
 }
 
 // cancelOnStop cancels a settling step's context as soon as sending must
@@ -227,10 +303,14 @@ func (rn *run) describe(res *StepResult, took time.Duration) string {
 	default:
 		s = fmt.Sprintf("%d of %d left the target queue within %s", res.Settled, res.Sent, t)
 	}
-	if res.Returned > 0 {
+	switch {
+	case res.Returned > 0:
 		s += fmt.Sprintf("; %d came back to %s", res.Returned, rn.r.DLQ)
-	} else {
+	case res.Unseen == nil:
 		s += "; none seen back in " + rn.r.DLQ
+	}
+	if res.Unseen != nil {
+		s += "; " + res.Unseen.Words()
 	}
 	return s
 }

@@ -2,14 +2,57 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
 
-// step sends one canary step and waits for it to settle. stopErr is why
-// sending stopped early (pause, cancel, lost lease, shutdown); err is a
-// failure to talk to the broker or the store.
-func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
+// step sends one canary step and waits for it to settle, and returns the
+// step it judged. stopErr is why sending stopped early (pause, cancel, lost
+// lease, shutdown); err is a failure to talk to the broker or the store.
+//
+// Past the canary phase an unpaced replay's step may instead stay unjudged
+// while the next one sends (settle_overlap.go): step then returns a zero
+// StepResult (nothing judged yet), and the next call sends the next step
+// and judges this one. A step left unjudged when the run halts is dropped
+// unjudged, like a step a pause interrupts while it settles.
+func (rn *run) step(ctx context.Context) (StepResult, error, error) {
+	older := rn.pending
+	if older != nil && !rn.mayOverlap(older) {
+		rn.pending = nil
+		return rn.judge(ctx, older, nil, false)
+	}
+	p, stopErr, err := rn.send(ctx)
+	rn.pending = nil
+	if p == nil || err != nil || (stopErr != nil && !errors.Is(stopErr, errTripped)) {
+		if older != nil && p == nil && err == nil && stopErr == nil {
+			return rn.judge(ctx, older, nil, false) // nothing more to send
+		}
+		if p == nil {
+			return StepResult{Step: rn.r.Step}, stopErr, err
+		}
+		return p.res, stopErr, err
+	}
+	if older == nil {
+		if rn.mayOverlap(p) {
+			rn.pending = p
+			return StepResult{}, nil, nil
+		}
+		return rn.judge(ctx, p, nil, false)
+	}
+	tripped := errors.Is(stopErr, errTripped)
+	res, stop, err := rn.judge(ctx, older, p, tripped)
+	if stop == nil && err == nil && tripped && res.Returned == 0 {
+		return res, errTripped, nil // seen by the breaker, not by the step judged
+	}
+	return res, stop, err
+}
+
+// send sends the next step and begins its settling (nil: there was no step
+// to send, the rest being another replay's). stopErr is why sending
+// stopped early; errTripped when returns were seen while it sent beside an
+// unjudged step.
+func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	start := rn.s.d.Clock.Now()
 	k := rn.r.Step + 1
 	size := stepSize(rn.r.Params.Step, rn.r.Params.Cap, k)
@@ -18,6 +61,8 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	rn.resending = rn.rs.left() > 0
 	var pick map[string]int
 	if rn.resending {
+		// A resend reads the DLQ afresh: the cursor must hold nothing.
+		rn.releaseCursor("a resend of copies in doubt")
 		pick = rn.rs.next(size)
 	} else {
 		// Another replay of the same DLQ may hold some of them: those are
@@ -25,7 +70,7 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 		for {
 			pick = rn.plan.next(size, k == 1)
 			if err := rn.claim(ctx, pick); err != nil {
-				return StepResult{Step: k}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, err)
+				return &sentStep{res: StepResult{Step: k}}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, err)
 			}
 			if len(pick) > 0 || rn.plan.remaining() == 0 {
 				break
@@ -33,7 +78,7 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 		}
 		if len(pick) == 0 {
 			// Everything left was another replay's: no step to send.
-			return StepResult{Step: rn.r.Step}, nil, rn.put(ctx)
+			return nil, nil, rn.put(ctx)
 		}
 	}
 	rn.stepSent = map[string]bool{}
@@ -43,9 +88,9 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 		left += n
 	}
 	rn.r.Step = k
-	res = StepResult{Step: k, Planned: left}
+	res := StepResult{Step: k, Planned: left}
 	if err := rn.put(ctx); err != nil {
-		return res, nil, err
+		return &sentStep{res: res}, nil, err
 	}
 	text := fmt.Sprintf("step %d: sending %d message(s)", k, left)
 	if rn.resending {
@@ -61,46 +106,80 @@ func (rn *run) step(ctx context.Context) (res StepResult, stopErr, err error) {
 	}()
 
 	baseline := rn.sampleTargets(ctx, pick)
-	look := rn.newLook(ctx) // before the publishes: the DLQ's size and its tap's arrivals
+	heldBefore := rn.cursorHeld() // not in the DLQ's ready count below
+	look := rn.newLook(ctx)       // before the publishes: the DLQ's size and its tap's arrivals
 	sentPer := map[string]int{}
+	rn.openCursor(ctx)
+	stopBreaker := rn.breaker(ctx) // returns of the unjudged step stop this one's sends
 	mr, moveErr := rn.pass(ctx, pick, &left, &res, sentPer)
 	if moveErr == nil && mr.Stopped == nil && left > 0 {
 		// Not every picked message was found: account for each of them
-		// before anything is called missing (see account.go).
+		// before anything is called missing (see account.go), with reads
+		// that must not find dlqbot's own cursor holding messages.
+		rn.releaseCursor("a step did not find all its picks")
 		mr, moveErr = rn.findRest(ctx, pick, &left, &res, sentPer, mr)
+	}
+	stopBreaker()
+	rn.countSent(sentPer, mr, moveErr)
+	rn.boundCursor(ctx)
+	moved := heldBefore - rn.cursorHeld()
+	if look.ready0 >= 0 {
+		// What the cursor took out of the ready count since (prefetched)
+		// or gave back to it (released) changes the DLQ's size without
+		// any return.
+		look.ready0 += moved
+	}
+	if o := rn.pending; o != nil {
+		// The unjudged step's look spans this step's move too.
+		o.look.removed += len(mr.Sent)
+		if o.look.ready0 >= 0 {
+			o.look.ready0 += moved
+		}
 	}
 	if rn.resending {
 		rn.rs.endStep(false)
 		rn.r.ResendInDoubt = rn.rs.left() > 0
 	}
 	if err := rn.put(ctx); err != nil {
-		return res, nil, err
+		return &sentStep{res: res}, nil, err
 	}
 	if moveErr != nil {
-		return res, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, moveErr)
+		rn.keepCut(res, sentPer, baseline, look, len(mr.Sent)) // settled after a reconnect (reconcile.go)
+		return &sentStep{res: res}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, moveErr)
 	}
-	if mr.Stopped != nil {
-		return res, mr.Stopped, nil
+	if mr.Stopped != nil && !errors.Is(mr.Stopped, errTripped) {
+		return &sentStep{res: res, start: start}, mr.Stopped, nil // a pause acts now
 	}
-	if res.Sent > 0 {
-		look.removed = len(mr.Sent)
-		stop, err := rn.settle(ctx, &res, sentPer, baseline, look)
-		if stop != nil || err != nil {
-			// Sent, not judged: halt records the state asked for.
-			res.Duration = rn.s.d.Clock.Now().Sub(start)
-			return res, stop, err
-		}
-	} else {
-		res.Observation = "nothing was sent in this step"
-	}
-	res.Duration = rn.s.d.Clock.Now().Sub(start)
-	rn.r.Settled += res.Settled
-	if err := rn.put(ctx); err != nil {
-		return res, nil, err
-	}
-	return res, nil, nil
+	look.removed = len(mr.Sent)
+	p = rn.beginSettle(ctx, res, sentPer, baseline, look)
+	p.start = start
+	return p, mr.Stopped, nil
 }
 
+// judge waits until step p has settled, watching also (the step sent since,
+// unjudged; may be nil) meanwhile, and returns p's result; see settleSteps
+// and keepOrClose (tripped: the breaker cut also's sends).
+func (rn *run) judge(ctx context.Context, p, also *sentStep, tripped bool) (StepResult, error, error) {
+	if p.res.Sent > 0 {
+		stop, err := rn.settleSteps(ctx, p, also)
+		if stop != nil || err != nil {
+			// Sent, not judged: halt records the state asked for.
+			p.res.Duration = rn.s.d.Clock.Now().Sub(p.start)
+			return p.res, stop, err
+		}
+	} else {
+		p.res.Observation = "nothing was sent in this step"
+	}
+	p.res.Duration = rn.s.d.Clock.Now().Sub(p.start)
+	rn.r.Settled += p.res.Settled
+	if also != nil {
+		rn.keepOrClose(p, also, tripped)
+	}
+	if err := rn.put(ctx); err != nil {
+		return p.res, nil, err
+	}
+	return p.res, nil, nil
+}
 func (rn *run) entries(batch []Moved, pending bool) []LedgerEntry {
 	now := rn.s.d.Clock.Now()
 	out := make([]LedgerEntry, len(batch))

@@ -77,6 +77,7 @@ func givenBack(on testkit.Broker, d amqp.Delivery) int {
 }
 
 func TestTapFindsReturnsOfEveryDialectWithoutReadingTheDLQ(t *testing.T) {
+	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
 		for _, kind := range []string{"classic", "quorum"} {
 			t.Run(kind, func(t *testing.T) {

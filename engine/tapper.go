@@ -21,30 +21,35 @@ func (s *Service) recordTap(ctx context.Context, dlq string) (int, error) {
 	if !s.tapping() {
 		return 0, nil
 	}
-	n, err := s.d.Taps.DrainTap(ctx, dlq, func(ms []Message) error {
-		var evs []ReturnEvent
-		now := s.d.Clock.Now()
-		for _, m := range ms {
-			meta := s.ParseMeta(dlq, m)
-			if meta.ReplayID == "" || !meta.Returned {
-				continue
-			}
-			at := latestDeath(meta)
-			if at.IsZero() {
-				at = now
-			}
-			evs = append(evs, ReturnEvent{
-				ReplayID: meta.ReplayID, ID: meta.ID, Source: meta.Source, Group: meta.FailureGroup,
-				Reason: string(meta.Reason), Exception: meta.Exception, ReplayCount: meta.ReplayCount,
-				At: at, Redelivered: m.Redelivered,
-			})
-		}
-		return s.d.Returns.Record(ctx, dlq, evs, len(ms))
-	})
+	n, err := s.d.Taps.DrainTap(ctx, dlq, func(ms []Message) error { return s.recordBatch(ctx, dlq, ms) })
 	if err != nil {
 		return n, fmt.Errorf("engine: record tap of %s: %w", dlq, err)
 	}
+	s.sawTap(dlq)
 	return n, nil
+}
+
+// recordBatch records one batch of dlq's tap: every message is an
+// arrival, and one with a replay id and a new death a return.
+func (s *Service) recordBatch(ctx context.Context, dlq string, ms []Message) error {
+	var evs []ReturnEvent
+	now := s.d.Clock.Now()
+	for _, m := range ms {
+		meta := s.viewMeta(dlq, m)
+		if meta.ReplayID == "" || !meta.Returned {
+			continue
+		}
+		at := latestDeath(meta)
+		if at.IsZero() {
+			at = now
+		}
+		evs = append(evs, ReturnEvent{
+			ReplayID: meta.ReplayID, ID: meta.ID, Source: meta.Source, Group: meta.FailureGroup,
+			Reason: string(meta.Reason), Exception: meta.Exception, ReplayCount: meta.ReplayCount,
+			At: at, Redelivered: m.Redelivered,
+		})
+	}
+	return s.d.Returns.Record(ctx, dlq, evs, len(ms))
 }
 
 // DrainTaps records every registered tap into the store, every poll
@@ -70,6 +75,9 @@ func (s *Service) DrainTaps(ctx context.Context, poll time.Duration) {
 				_, err := s.recordTap(ctx, q)
 				switch {
 				case errors.Is(err, ErrQueueNotFound):
+					// Gone since this process last saw it: the window is
+					// open until a run or a check declares it again.
+					s.addGap(ctx, "", q, TapGap{From: s.lastSawTap(q, s.d.Clock.Now())})
 					if err := s.d.Returns.RemoveTap(ctx, q); err != nil && ctx.Err() == nil {
 						s.warn("", q, "unregister deleted tap", err) // tried again at the next poll
 					}
@@ -106,6 +114,7 @@ func (rn *run) prepareTap(ctx context.Context) (ReturnsMode, string) {
 	if st.Mode != ReturnsTap {
 		return ReturnsReread, st.Reason
 	}
+	s.closeOpenGap(ctx, rn.r.ID, rn.r.DLQ) // a window without the tap ends here
 	if err := s.d.Returns.AddTap(ctx, rn.r.DLQ); err != nil {
 		return ReturnsReread, "the tap could not be registered: " + err.Error()
 	}

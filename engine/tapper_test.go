@@ -9,6 +9,7 @@ import (
 )
 
 func TestWorkersRecordEveryRegisteredTap(t *testing.T) {
+	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
 		t.Parallel()
 		e := newTapEnv(t, b, fast, nil)

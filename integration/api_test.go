@@ -9,6 +9,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/testkit"
@@ -70,9 +71,13 @@ func TestAPIPreviewApproveEventsCheck(t *testing.T) {
 	if again["code"] != "token_used" || again["error"] == "" {
 		t.Fatalf("second approval %v", again)
 	}
-	// Every call is logged with its principal.
-	if l := e.logs.lines(`"principal":"runbook"`, `"path":"/api/v1/previews/`+token+`/approve"`, `"status":201`); len(l) != 1 {
+	// Every call is logged with its principal, and a path naming a token
+	// shows its reference instead (tokens are never logged).
+	if l := e.logs.lines(`"principal":"runbook"`, `"path":"/api/v1/previews/`+audit.TokenRef(token)+`/approve"`, `"status":201`); len(l) != 1 {
 		t.Errorf("approval logged %d times with its principal: %q", len(l), e.logs.lines("api call"))
+	}
+	if l := e.logs.lines(token); len(l) != 0 {
+		t.Errorf("the log holds the token: %q", l)
 	}
 	// Slack shows it like any other, naming the principal: a thread in the
 	// API channel with the finished progress, and the activity lines.

@@ -164,7 +164,7 @@ func TestReplayCommandPauseResumeAndRateLimits(t *testing.T) {
 		if c.Args.Get("ts") != prog.TS {
 			continue
 		}
-		if !last.IsZero() && c.At.Sub(last) < 900*time.Millisecond {
+		if !last.IsZero() && c.At.Sub(last) < 750*time.Millisecond {
 			t.Errorf("progress edits %s apart", c.At.Sub(last))
 		}
 		last = c.At

@@ -130,7 +130,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		testkit.DeleteQueue(dlq)
 	}
 	t.Cleanup(func() { testkit.DeleteQueue(src); testkit.DeleteQueue(dlq) })
-	const total = 80
+	// Enough, at 5 a second, that the pause below comes before the last
+	// is sent however slowly a loaded machine drives the browser (80 at
+	// 10 a second were all sent once before the click).
+	const total = 300
 	e.rabbit.Topology(src, dlq, nil)
 	e.rabbit.Reject(src, testkit.Msgs(total, 300)...)
 	e.rabbit.WaitCount(dlq, total, 20*time.Second)
@@ -139,7 +142,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	out := e.call(http.StatusCreated, tokRunbook, "POST", "/api/v1/previews", map[string]string{"selection": dlq})
 	token, _ := out["token"].(string)
 	rep := replayOf(t, e.call(http.StatusCreated, tokRunbook, "POST", "/api/v1/previews/"+token+"/approve",
-		map[string]any{"step": 5, "cap": 10, "rate": 10}))
+		map[string]any{"step": 5, "cap": 10, "rate": 5}))
 	t.Cleanup(func() { // end it, so the worker has nothing left to run
 		(&apiEnv{env: e.env, url: e.url}).call(tokRunbook, "POST", "/api/v1/replays/"+rep.ID+"/cancel", nil)
 	})

@@ -105,7 +105,7 @@ func TestMCPTools(t *testing.T) {
 		}
 	}
 	slices.Sort(names)
-	if want := []string{"dlq_cancel", "dlq_check", "dlq_pause", "dlq_preview", "dlq_replay", "dlq_status"}; !slices.Equal(names, want) {
+	if want := []string{"dlq_cancel", "dlq_check", "dlq_pause", "dlq_preview", "dlq_replay", "dlq_resume", "dlq_status"}; !slices.Equal(names, want) {
 		t.Fatalf("tools %q, want %q", names, want)
 	}
 	// dlq_replay takes a token, never a selection.
@@ -156,6 +156,14 @@ func TestMCPTools(t *testing.T) {
 	}
 	if msg := callTool(t, s, "dlq_cancel", map[string]any{"replay_id": r.ID}, &struct{}{}); !strings.Contains(msg, "[not_controllable]") {
 		t.Errorf("cancelling a finished replay: %q", msg)
+	}
+	// dlq_resume takes resend=in-doubt as the API does: a finished replay
+	// is not controllable, an unknown resend is refused before anything.
+	if msg := callTool(t, s, "dlq_resume", map[string]any{"replay_id": r.ID, "resend": "in-doubt"}, &struct{}{}); !strings.Contains(msg, "[not_controllable]") {
+		t.Errorf("resuming a finished replay: %q", msg)
+	}
+	if msg := callTool(t, s, "dlq_resume", map[string]any{"replay_id": r.ID, "resend": "everything"}, &struct{}{}); msg == "" || !strings.Contains(msg, "Nothing was done") {
+		t.Errorf("resume with an unknown resend: %q", msg)
 	}
 	// The session belongs to the agent: another principal's token cannot
 	// use it.

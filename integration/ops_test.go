@@ -31,7 +31,7 @@ func TestScanRateLimitAndAuditTrail(t *testing.T) {
 	// Each allowed preview also sent its requester the samples, ephemerally;
 	// the refusal is the one that says so.
 	var refusal string
-	testkit.Eventually(t, 20*time.Second, "the third preview's refusal", func() bool {
+	testkit.Eventually(t, time.Minute, "the third preview's refusal", func() bool {
 		for _, m := range e.stub.Ephemerals("U0ALICE001") {
 			if strings.Contains(m.Text, "as often as dlqbot allows") {
 				refusal = m.Text

@@ -56,7 +56,7 @@ func TestRascalImmediateNackThroughSlack(t *testing.T) {
 
 	fixed := startRascal(t, src, dlq, false)
 	e.click("U0APPROVE1", blocks.ActionApprove, token, preview.TS)
-	e.waitProgress(preview.TS, "Finished", 90*time.Second)
+	e.waitProgress(preview.TS, "Finished", 3*time.Minute) // a loaded machine: the rascal consumer and the statistics lag
 	r := e.replays()[0]
 	e.rabbit.WaitCount(dlq, 0, 30*time.Second)
 	testkit.Eventually(t, 30*time.Second, "the rascal handler to receive every copy", func() bool {

@@ -29,12 +29,13 @@ func TestEditedTokenInRedisIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The stored form: "DLQS1", a 32-byte MAC, then the binary token
-	// (store/tokens_encode.go), whose header names the targets in JSON.
+	// The stored form: "DLQS2", the header's and the whole's 32-byte MACs,
+	// then the binary token (store/tokens_encode.go), whose header names
+	// the targets in JSON.
 	// Whoever can write Redis keeps the MAC and sends the copies to a
 	// queue of their own (a name of the same length keeps the format).
-	const head = 5 + 32
-	if !bytes.HasPrefix(raw, []byte("DLQS1")) || len(raw) < head {
+	const head = 5 + 2*32
+	if !bytes.HasPrefix(raw, []byte("DLQS2")) || len(raw) < head {
 		t.Fatalf("the token is not signed: %q…", raw[:min(len(raw), 8)])
 	}
 	attacker := strings.Repeat("x", len(src))

@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/api"
+	"github.com/stroma/dlqbot/engine"
 )
 
 // Config configures the MCP tools.
@@ -41,10 +42,15 @@ type (
 		Cap            *int   `json:"cap,omitempty" jsonschema:"largest step, at least 1 (default 500)"`
 		Rate           string `json:"rate,omitempty" jsonschema:"messages per second (default 50), or max"`
 		Timeout        string `json:"timeout,omitempty" jsonschema:"step settle timeout in Go syntax (default 60s)"`
+		TakeOver       bool   `json:"take_over,omitempty" jsonschema:"send the previewed messages another running or paused replay owns from this replay instead (that replay then leaves them); default false: leave them to it"`
 		ConfirmChanges string `json:"confirm_changes,omitempty" jsonschema:"the changes_digest of an earlier refusal: approve despite exactly those changes since the preview"`
 	}
 	replayIDIn struct {
 		ReplayID string `json:"replay_id" jsonschema:"the replay id (r_…)"`
+	}
+	resumeIn struct {
+		ReplayID string `json:"replay_id" jsonschema:"the replay id (r_…)"`
+		Resend   string `json:"resend,omitempty" jsonschema:"in-doubt: first send again the copies a lost connection left in doubt (marked x-dlqbot-possible-duplicate); omit to send only the rest"`
 	}
 	statusIn struct {
 		ReplayID string `json:"replay_id,omitempty" jsonschema:"the replay id (r_…); omit to list recent replays"`
@@ -112,7 +118,7 @@ func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logg
 					return waiting{Status: "waiting_for_approval", Token: in.Token, Channel: ch, TS: ts,
 						Message: "The preview was posted to Slack for a person to approve; nothing is sent until someone clicks Approve. Follow it with dlq_status."}, nil
 				}
-				return svc.Approve(ctx, c, in.Token, api.Params{Step: in.Step, Cap: in.Cap, Rate: api.Rate(in.Rate), Timeout: in.Timeout}, in.ConfirmChanges)
+				return svc.Approve(ctx, c, in.Token, api.Params{Step: in.Step, Cap: in.Cap, Rate: api.Rate(in.Rate), Timeout: in.Timeout, TakeOver: in.TakeOver}, in.ConfirmChanges)
 			})
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dlq_status", Title: "Replay status",
@@ -128,10 +134,22 @@ func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logg
 			})
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dlq_pause", Title: "Pause a replay",
-		Description: "Pause a running replay within a second; messages not yet sent stay in the DLQ untouched. A person resumes it." + safety,
+		Description: "Pause a running replay within a second; messages not yet sent stay in the DLQ untouched. dlq_resume resumes it (refused to a caller that needs a human)." + safety,
 		Annotations: &sdk.ToolAnnotations{Title: "Pause a replay", DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in replayIDIn) (*sdk.CallToolResult, any, error) {
 			return run("dlq_pause", req, func(c api.Caller) (any, error) { return svc.Control(ctx, c, "pause", in.ReplayID) })
+		})
+	sdk.AddTool(s, &sdk.Tool{Name: "dlq_resume", Title: "Resume a replay",
+		Description: "Resume a paused or stopped replay: it sends the rest of what was approved, in its steps, and stops by itself again if copies come back. With resend \"in-doubt\" it first sends again, at least once, the copies a lost connection left in doubt, each with its message_id, the same x-dlqbot-copy and the header x-dlqbot-possible-duplicate: true, so consumers can drop a second one. A principal that needs a human is refused." + safety,
+		Annotations: &sdk.ToolAnnotations{Title: "Resume a replay", DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}},
+		func(ctx context.Context, req *sdk.CallToolRequest, in resumeIn) (*sdk.CallToolResult, any, error) {
+			return run("dlq_resume", req, func(c api.Caller) (any, error) {
+				action, err := engine.ControlResume.WithResend(in.Resend)
+				if err != nil {
+					return nil, fmt.Errorf("%w. Nothing was done", err)
+				}
+				return svc.Control(ctx, c, string(action), in.ReplayID)
+			})
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dlq_cancel", Title: "Cancel a replay",
 		Description: "Cancel a replay within a second; messages not yet sent stay in the DLQ untouched, and a cancelled replay cannot be resumed." + safety,
@@ -140,7 +158,7 @@ func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logg
 			return run("dlq_cancel", req, func(c api.Caller) (any, error) { return svc.Control(ctx, c, "cancel", in.ReplayID) })
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dlq_check", Title: "Did the replay work?",
-		Description: "Check a replay: how many of its copies came back to the DLQ (with a new death), grouped by exception or reason, new failures meanwhile, and messages at the park limit. Messages not back are 'not seen in a dead-letter queue', never 'processed'. Reads the DLQ without changing it." + safety,
+		Description: "Check a replay: how many of its copies came back to the DLQ (with a new death), grouped by exception or reason, new failures meanwhile, and messages at the park limit. Messages not back are 'not seen in a dead-letter queue', never 'processed'. When the DLQ's tap was gone for a while and the DLQ could not be re-read, 'unseen' {count, from, to} names the copies it could not tell about: then 'returned' counts only what was seen. Reads the DLQ without changing it." + safety,
 		Annotations: &sdk.ToolAnnotations{Title: "Did the replay work?", ReadOnlyHint: true, OpenWorldHint: &no}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in replayIDIn) (*sdk.CallToolResult, any, error) {
 			return run("dlq_check", req, func(c api.Caller) (any, error) { return svc.Check(ctx, c, in.ReplayID) })

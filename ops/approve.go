@@ -60,7 +60,7 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 	defer func() {
 		e.ReplayID = out.Replay.ID
 		if err == nil && out.HandOffErr != nil {
-			e.Detail = "approved but not handed to a worker"
+			e.Detail = joinDetail(e.Detail, "approved but not handed to a worker")
 		}
 		o.record(ctx, c, e, err)
 	}()
@@ -114,6 +114,7 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 	}
 	approved = true
 	out.Replay = ap.Replay
+	e.Detail = engine.TakeOverWords(ap.Replay) // the trail names every take-over
 	if a.Show != nil {
 		a.Show(ctx, out.Replay)
 	}
@@ -214,4 +215,12 @@ func (o *Ops) Discard(ctx context.Context, c Caller, token string) (f engine.Fro
 		return f, classify(err, f.DLQ)
 	}
 	return f, nil
+}
+
+// joinDetail joins two audit details with "; ".
+func joinDetail(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
 }

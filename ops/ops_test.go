@@ -3,6 +3,7 @@ package ops_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,14 +33,18 @@ func (f *fakeEngine) Preview(_ context.Context, sel engine.Selection, req string
 func (f *fakeEngine) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
 	return engine.Frozen{}, nil, nil
 }
-func (f *fakeEngine) Approve(_ context.Context, token, by string, _ engine.Params, _ bool) (engine.Approval, error) {
+func (f *fakeEngine) Approve(_ context.Context, token, by string, p engine.Params, _ bool) (engine.Approval, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.changed {
 		return engine.Approval{Changes: []engine.Change{{Kind: engine.ChangeMessagesGone, Detail: "gone"}}}, engine.ErrChanged
 	}
 	f.approved = append(f.approved, token+" by "+by)
-	return engine.Approval{Replay: engine.Replay{ID: "r_" + token, Token: token, DLQ: "q", Approver: by}}, nil
+	r := engine.Replay{ID: "r_" + token, Token: token, DLQ: "q", Approver: by, Params: p}
+	if p.TakeOver {
+		r.TookOver = map[string]int{"r_0ld0000000000000": 30}
+	}
+	return engine.Approval{Replay: r}, nil
 }
 func (f *fakeEngine) Control(_ context.Context, id string, a engine.ControlAction, by string) (engine.Replay, error) {
 	f.mu.Lock()
@@ -176,6 +181,21 @@ func TestPolicyInOps(t *testing.T) {
 }
 
 func err2[T any](_ T, err error) error { return err }
+
+// TestTakeOverInTheTrail: an approval that took messages over from
+// another replay says so, naming it, in the audit trail.
+func TestTakeOverInTheTrail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o, _, tr := newOps(t, policy, ops.Config{})
+	if _, err := o.Approve(ctx, ops.SlackCaller("U0ALICE001"), ops.Approval{Token: "p_U0OTHER001", Params: engine.Params{TakeOver: true}}); err != nil {
+		t.Fatal(err)
+	}
+	es := tr.Find("", audit.OpApprove, audit.OutcomeOK)
+	if len(es) != 1 || !strings.Contains(es[0].Detail, "took over 30 message(s) from r_0ld0000000000000") {
+		t.Fatalf("the trail has %+v; want the approval naming the take-over", es)
+	}
+}
 
 // TestPolicyQueries: MayControl answers what Control would decide for the
 // caller, changing and recording nothing; AuditVisible shows the entries

@@ -28,7 +28,12 @@ func (o *Ops) record(ctx context.Context, c Caller, e audit.Entry, err error) {
 			Str("replay_id", e.ReplayID).Str("outcome", e.Outcome).Msg("audit entry could not be recorded")
 	}
 	ev := o.log.Info()
-	if e.Outcome != audit.OutcomeOK {
+	switch {
+	case e.Code == string(BadSignature):
+		// Someone changed what dlqbot keeps in Redis: loudly, and with
+		// the token's reference only.
+		ev = o.log.Error().Str("code", e.Code).AnErr("error", err)
+	case e.Outcome != audit.OutcomeOK:
 		ev = o.log.Warn().Str("code", e.Code)
 	}
 	ev.Str("op", e.Op).Str("principal", e.Principal).Str("identity", e.Identity).Str("front_end", e.FrontEnd).

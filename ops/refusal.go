@@ -54,7 +54,20 @@ const (
 	// Unavailable: a part the operation needs is not configured (no Slack
 	// to ask a person in).
 	Unavailable Code = "unavailable"
+	// BadSignature: a record dlqbot keeps in Redis (a frozen preview, a
+	// replay record, Slack's record of where a replay shows) failed its
+	// signature check: it was changed outside dlqbot, or written without
+	// this signing key. Nothing is done with it; the refusal is logged at
+	// Error level.
+	BadSignature Code = "bad_signature"
 )
+
+// signedRecord is what a record refused by its signature tells about
+// itself (the store's SignatureError): its kind and its id — a replay id,
+// or a token's audit.TokenRef, never the token.
+type signedRecord interface {
+	Record() (kind, id string)
+}
 
 // Refusal is an operation that was not done: Code for programs, Reason (a
 // sentence, plain text) for people. It wraps the engine error that
@@ -124,6 +137,15 @@ func classify(err error, subject string) error {
 		r.Code, r.Reason = Unsupported, "dlqbot cannot do that: "+err.Error()+". Nothing was done."
 	case errors.As(err, &rbe):
 		r.Code, r.Reason = ReadBudget, "Not done, to keep the broker from dropping messages: "+rbe.Error()+"."
+	case errors.Is(err, engine.ErrBadSignature):
+		what := "dlqbot's record of this"
+		var sr signedRecord
+		if errors.As(err, &sr) {
+			kind, id := sr.Record()
+			what = fmt.Sprintf("dlqbot's %s record %s", kind, id)
+		}
+		r.Code, r.Subject = BadSignature, ""
+		r.Reason = what + " failed its signature check: refused. It was changed in Redis outside dlqbot, or written without this signing key, so nothing was done or sent; the operators have been alerted in dlqbot's log."
 	default:
 		return err
 	}

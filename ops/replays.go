@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -120,6 +121,8 @@ func (o *Ops) mayControl(ctx context.Context, c Caller, action engine.ControlAct
 	var targets []string
 	if f, err := o.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
 		targets = f.TargetQueues()
+	} else if errors.Is(err, engine.ErrBadSignature) {
+		return classify(err, r.ID)
 	} else if verb == engine.ControlResume {
 		rf := refuse(NotControllable, "Replay %s cannot be resumed: its preview can no longer be read (%v).", r.ID, err)
 		rf.err = err

@@ -30,6 +30,7 @@ run ./engine 'BenchmarkReturnsLookup' 1x
 run ./engine 'BenchmarkWholeReplay' 1x
 run ./store 'BenchmarkTokenFormats|BenchmarkTokenLoadHeader' 1x
 run ./engine 'BenchmarkPreviewApproveStep' 1x
+run ./engine 'BenchmarkFilteredReplay' 1x
 
 summary=$(python3 - "$lines" <<'PY'
 import re, sys
@@ -55,6 +56,7 @@ rows = [
   ("Preview of the same DLQ, before that replay", "peak RSS ≤ 300 MB at 1M; against the minimal reader", f"{g('BenchmarkWholeReplay','preview-msgs/s')} msg/s, read {g('BenchmarkWholeReplay','preview-read')}, peak RSS {g('BenchmarkWholeReplay','preview-peak-RSS-MB')} MB vs {g('BenchmarkWholeReplay','ref-read-msgs/s')} msg/s", ""),
   ("Preview token of 1,000,000 items: size, decode CPU (binary vs JSON/gzip)", "compact, streamed", f"{g('BenchmarkTokenFormats/1000000','binary-MB','{:.1f}')} MB, {g('BenchmarkTokenFormats/1000000','binary-dec-cpu-ms')} ms, {g('BenchmarkTokenFormats/1000000','binary-dec-alloc-MB')} MB allocated vs {g('BenchmarkTokenFormats/1000000','json-gzip-MB','{:.1f}')} MB, {g('BenchmarkTokenFormats/1000000','json-gzip-dec-cpu-ms')} ms, {g('BenchmarkTokenFormats/1000000','json-gzip-dec-alloc-MB')} MB", "header alone " + g('BenchmarkTokenLoadHeader','load-header-ms','{:.2f}') + " ms vs whole " + g('BenchmarkTokenLoadHeader','load-ms') + " ms"),
   ("Preview, approval, one unpaced step, DLQBOT_BENCH_REPLAY_MESSAGES × 1 KB", "peak RSS ≤ 300 MB at 1M", f"{g('BenchmarkPreviewApproveStep','preview-s','{:.1f}')} s + {g('BenchmarkPreviewApproveStep','approve-s','{:.1f}')} s + {g('BenchmarkPreviewApproveStep','step-s','{:.1f}')} s; peak RSS {g('BenchmarkPreviewApproveStep','preview-peak-RSS-MB')} / {g('BenchmarkPreviewApproveStep','approve+step-peak-RSS-MB')} MB", "preview / approval and step"),
+  ("Filtered replay of a tenth of DLQBOT_BENCH_MESSAGES × 1 KB, default steps, unpaced, exact", "deliveries ≤ 2× the DLQ; time ≤ 1.5× a one-pass filtered mover, same run", f"{g('BenchmarkFilteredReplay','dlqbot-s','{:.1f}')} s, {g('BenchmarkFilteredReplay','dlqbot-deliveries')} deliveries in {g('BenchmarkFilteredReplay','steps')} steps (preview {g('BenchmarkFilteredReplay','preview-deliveries')}, approval {g('BenchmarkFilteredReplay','approve-deliveries')} apart) vs mover {g('BenchmarkFilteredReplay','mover-s','{:.1f}')} s, {g('BenchmarkFilteredReplay','mover-deliveries')} deliveries", g('BenchmarkFilteredReplay','time-ratio-dlqbot/mover','{:.2f}×') + " time, " + g('BenchmarkFilteredReplay','deliveries/DLQ','{:.2f}×') + " the DLQ read"),
   ("Pacing, rate=100 over 30 s", "within 5%", f"{g('BenchmarkPacing','achieved-msgs/s','{:.2f}')} msg/s", g('BenchmarkPacing','error-%','{:+.3f}%')),
   ("Pause click → last copy delivered (rate=200)", "≤ 1 s", f"mean {g('BenchmarkStopLatency/pause','mean-ms')} ms, worst {g('BenchmarkStopLatency/pause','worst-ms')} ms", ""),
   ("Cancel click → last copy delivered (rate=200)", "≤ 1 s", f"mean {g('BenchmarkStopLatency/cancel','mean-ms')} ms, worst {g('BenchmarkStopLatency/cancel','worst-ms')} ms", ""),

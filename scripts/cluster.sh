@@ -22,6 +22,13 @@
 # RABBITMQ_LOG_BASE, RABBITMQ_ENABLED_PLUGINS_FILE and RABBITMQ_PID_FILE,
 # never /etc/rabbitmq (the single 4.3's). guest/guest works from 127.0.0.1.
 #
+# `start` launches every node that is down at once and then waits for all
+# three (DLQBOT_CLUSTER_WAIT seconds, default 600): a node of a formed
+# cluster cannot finish booting until a majority of its metadata store
+# (Khepri) runs, so nodes started one after the other, each waited for, hang
+# after a stop or a reboot. When all three answer and are joined, `start`
+# changes nothing and runs no Erlang tool (about a second).
+#
 # usage: scripts/cluster.sh start          start the nodes that are down and join them (idempotent)
 #        scripts/cluster.sh stop           stop all three (their data stays)
 #        scripts/cluster.sh status         which nodes run, and the cluster's members
@@ -35,6 +42,7 @@ cd "$(dirname "$0")/.."
 ROOT=${DLQBOT_RABBIT43_ROOT:-/var/lib/dlqbot/rabbit43}
 DIR=${DLQBOT_CLUSTER_DIR:-/var/lib/dlqbot/cluster}
 NODES=(dlqc1 dlqc2 dlqc3)
+WAIT=${DLQBOT_CLUSTER_WAIT:-600}
 EPMD=4372
 COOKIE=DLQBOTCLUSTERCOOKIE
 
@@ -66,13 +74,13 @@ in_node() {
     RABBITMQ_LOG_BASE=/cluster/$n/log \
     RABBITMQ_PID_FILE=/cluster/$n/pid \
     RABBITMQ_DIST_PORT=$((25690 + $(index "$n"))) \
-    /usr/lib/rabbitmq/bin/$*"
+    /usr/lib/rabbitmq/bin/$*" 9>&- # the VM it launches must not hold the lock
 }
 
 prepare() {
   if [ ! -x "$ROOT/usr/sbin/rabbitmq-server" ]; then
     log "no RabbitMQ 4.3 chroot in $ROOT: running scripts/services.sh to build it"
-    scripts/services.sh rabbit43 >&2 || die "scripts/services.sh could not build $ROOT"
+    scripts/services.sh rabbit43 >&2 9>&- || die "scripts/services.sh could not build $ROOT"
     [ -x "$ROOT/usr/sbin/rabbitmq-server" ] || die "$ROOT/usr/sbin/rabbitmq-server is still missing"
   fi
   mkdir -p "$DIR" "$ROOT/cluster"
@@ -103,51 +111,113 @@ CONF
   chmod 400 "$DIR/home/.erlang.cookie"
 }
 
-running() { in_node "$1" rabbitmqctl -q -t 5 ping >/dev/null 2>&1; }
+# vm_pid NODE: the pid of NODE's Erlang VM (booting or up) from its pid
+# file, checked against the process's environment (a killed node leaves a
+# stale file; a reused pid is another process); false when none runs. It
+# needs no Erlang, so it is instant under any load.
+vm_pid() {
+  local pid
+  pid=$(cat "$DIR/$1/pid" 2>/dev/null) || return 1
+  [ -n "$pid" ] && grep -qzx "RABBITMQ_NODENAME=$1@localhost" "/proc/$pid/environ" 2>/dev/null || return 1
+  echo "$pid"
+}
 
-wait_up() { # wait_up NODE: until its AMQP and management ports answer
-  local n=$1 i
-  for ((i = 0; i < 180; i++)); do
-    if port_open "$(amqp_port "$n")" && curl -sf -u guest:guest "http://127.0.0.1:$(mgmt_port "$n")/api/overview" >/dev/null 2>&1; then
-      return 0
+answers() { # answers NODE: its AMQP port and its management API answer
+  port_open "$(amqp_port "$1")" &&
+    curl -sf -m 10 -u guest:guest "http://127.0.0.1:$(mgmt_port "$1")/api/overview" >/dev/null 2>&1
+}
+
+running() { answers "$1" || vm_pid "$1" >/dev/null; }
+
+# wait_up NODE…: until every NODE answers, at most $WAIT seconds in all
+# (DLQBOT_CLUSTER_WAIT, default 600: a 4.3 node boots in about 10 s on an
+# idle machine, minutes on two cores at load 20). It says every 30 s which
+# nodes it still waits for; at the deadline it shows the end of their logs.
+wait_up() {
+  local deadline=$((SECONDS + WAIT)) next=$((SECONDS + 30)) n left
+  while :; do
+    left=()
+    for n in "$@"; do answers "$n" || left+=("$n"); done
+    [ ${#left[@]} -eq 0 ] && return 0
+    if [ $SECONDS -ge $deadline ]; then
+      for n in "${left[@]}"; do
+        log "$n: the VM $(vm_pid "$n" >/dev/null && echo runs || echo is gone); the end of $DIR/$n/log/$n@localhost.log:"
+        tail -5 "$DIR/$n/log/$n@localhost.log" 2>/dev/null | cut -c1-300 >&2
+        tail -5 "$DIR/$n/log/startup_log" 2>/dev/null >&2
+      done
+      die "${left[*]} did not answer within $WAIT s (DLQBOT_CLUSTER_WAIT; logs in $DIR/<node>/log)"
+    fi
+    if [ $SECONDS -ge $next ]; then
+      log "waiting for ${left[*]} to answer ($((deadline - SECONDS)) s left)"
+      next=$((SECONDS + 30))
     fi
     sleep 1
   done
-  die "$n did not answer on :$(amqp_port "$n") / :$(mgmt_port "$n") within 180 s (log: $DIR/$n/log)"
 }
 
-start_node() { # start_node NODE: start it when it is down; true when it was started
-  local n=$1
-  if running "$n"; then return 1; fi
-  in_node "$n" rabbitmq-server -detached ">/cluster/$n/log/startup_log" "2>&1"
-  wait_up "$n"
-  return 0
+launch() { # launch NODE: start NODE's VM, detached (wait_up waits for it)
+  in_node "$1" rabbitmq-server -detached ">>/cluster/$1/log/startup_log" "2>&1"
+}
+
+# start_nodes NODE…: start those of NODE… that do not run, all at once, then
+# wait until all of NODE… answer. All at once, because a node of a formed
+# cluster does not finish booting alone: its metadata store (Khepri, a Raft
+# group over the three nodes) waits for a majority, so starting the nodes
+# one after the other, each waited for, never ends (after `stop`, or a
+# reboot). STARTED lists the nodes it started.
+STARTED=()
+start_nodes() {
+  local n
+  STARTED=()
+  for n in "$@"; do
+    if ! running "$n"; then
+      launch "$n"
+      STARTED+=("$n")
+    fi
+  done
+  wait_up "$@"
 }
 
 members() { # members NODE: the running nodes the cluster reports, one a line
-  curl -sf -u guest:guest "http://127.0.0.1:$(mgmt_port "$1")/api/nodes?columns=name,running" |
+  curl -sf -m 10 -u guest:guest "http://127.0.0.1:$(mgmt_port "$1")/api/nodes?columns=name,running" |
     tr '}' '\n' | sed -nE 's/.*"name":"([^"]+)","running":true.*/\1/p'
 }
 
-joined() { # joined NODE: NODE is a disc member of dlqc1's cluster
-  in_node dlqc1 rabbitmqctl -q -t 10 cluster_status --formatter json 2>/dev/null |
+joined() { # joined NODE: NODE is a member of dlqc1's cluster (running or not)
+  curl -sf -m 10 -u guest:guest "http://127.0.0.1:$(mgmt_port dlqc1)/api/nodes?columns=name" |
     grep -q "\"$1@localhost\""
 }
 
-join() { # join NODE: make NODE a member of dlqc1's cluster
-  local n=$1
+# join NODE: make NODE (a fresh node, booted alone) a member of dlqc1's
+# cluster. join_cluster can time out on a loaded machine: it is tried
+# three times.
+join() {
+  local n=$1 i
   in_node "$n" rabbitmqctl -q stop_app >/dev/null
   in_node "$n" rabbitmqctl -q reset >/dev/null
-  in_node "$n" rabbitmqctl -q join_cluster dlqc1@localhost >/dev/null
+  for i in 1 2 3; do
+    if in_node "$n" rabbitmqctl -q -t 120 join_cluster dlqc1@localhost >/dev/null; then break; fi
+    [ $i -lt 3 ] || die "$n could not join dlqc1's cluster"
+    log "join_cluster $n failed; trying again"
+    sleep 5
+  done
   in_node "$n" rabbitmqctl -q start_app >/dev/null
   wait_up "$n"
 }
 
+# cmd_start starts what does not run and joins what is not joined. When all
+# three answer and are joined it changes nothing and takes about a second
+# (no Erlang CLI is run). Two at once are serialised by a lock.
 cmd_start() {
-  prepare
   local did=() n
-  for n in "${NODES[@]}"; do
-    if start_node "$n"; then did+=("started $n on :$(amqp_port "$n") (management :$(mgmt_port "$n"))"); fi
+  if all_up_and_joined; then
+    log "all three nodes run and are joined; changed nothing"
+    return
+  fi
+  prepare
+  start_nodes "${NODES[@]}"
+  for n in ${STARTED[@]+"${STARTED[@]}"}; do
+    did+=("started $n on :$(amqp_port "$n") (management :$(mgmt_port "$n"))")
   done
   for n in dlqc2 dlqc3; do
     if ! joined "$n"; then
@@ -162,12 +232,31 @@ cmd_start() {
   fi
 }
 
+all_up_and_joined() {
+  local n
+  for n in "${NODES[@]}"; do answers "$n" || return 1; done
+  joined dlqc2 && joined dlqc3
+}
+
+# stop_node NODE: stop NODE gracefully (rabbitmqctl stop, which also halts
+# a node still booting); SIGKILL its VM if it is still there a minute later.
+stop_node() {
+  local n=$1 i pid
+  in_node "$n" rabbitmqctl -q -t 120 stop >/dev/null 2>&1 || true
+  for ((i = 0; i < 60; i++)); do
+    vm_pid "$n" >/dev/null || return 0
+    sleep 1
+  done
+  pid=$(vm_pid "$n") && kill -KILL "$pid" && log "$n did not stop within 60 s: SIGKILLed it (pid $pid)"
+  return 0
+}
+
 cmd_stop() {
   mountpoint -q "$ROOT/cluster" 2>/dev/null || { log "not set up; nothing to stop"; return; }
   local n any=0
   for n in "${NODES[@]}"; do
     if running "$n"; then
-      in_node "$n" rabbitmqctl -q stop >/dev/null 2>&1 || true
+      stop_node "$n"
       log "stopped $n"; any=1
     fi
   done
@@ -178,9 +267,11 @@ cmd_status() {
   mountpoint -q "$ROOT/cluster" 2>/dev/null || { log "not set up (scripts/cluster.sh start)"; exit 1; }
   local n up=0
   for n in "${NODES[@]}"; do
-    if running "$n"; then
+    if answers "$n"; then
       echo "$n@localhost up: amqp://guest:guest@127.0.0.1:$(amqp_port "$n")/ http://guest:guest@127.0.0.1:$(mgmt_port "$n")"
       up=$n
+    elif vm_pid "$n" >/dev/null; then
+      echo "$n@localhost booting (its VM runs, it does not answer yet)"
     else
       echo "$n@localhost down"
     fi
@@ -194,8 +285,7 @@ cmd_kill() {
   local n=${1:?usage: scripts/cluster.sh kill NODE}
   index "$n" >/dev/null
   local pid
-  pid=$(cat "$DIR/$n/pid" 2>/dev/null || true)
-  if [ -z "$pid" ] || ! kill -0 "$pid" 2>/dev/null; then
+  if ! pid=$(vm_pid "$n"); then
     log "$n is not running; killed nothing"
     return
   fi
@@ -207,14 +297,15 @@ cmd_start_node() {
   local n=${1:?usage: scripts/cluster.sh start-node NODE}
   index "$n" >/dev/null
   prepare >/dev/null
-  if start_node "$n"; then log "started $n"; else log "$n runs already; changed nothing"; fi
+  start_nodes "$n"
+  if [ ${#STARTED[@]} -eq 1 ]; then log "started $n"; else log "$n runs already; changed nothing"; fi
 }
 
 cmd_stop_node() {
   local n=${1:?usage: scripts/cluster.sh stop-node NODE}
   index "$n" >/dev/null
   if running "$n"; then
-    in_node "$n" rabbitmqctl -q stop >/dev/null
+    stop_node "$n"
     log "stopped $n"
   else
     log "$n is not running; changed nothing"
@@ -229,13 +320,16 @@ cmd_reset() {
 }
 
 [ "$(id -u)" -eq 0 ] || die "needs root (chroot, mount)"
+# One change at a time: two starts (two chaos runs, a run and a person)
+# would launch a node twice or join it twice.
+lock() { mkdir -p "$DIR"; exec 9>"$DIR/.lock"; flock 9; }
 case "${1:-}" in
-start) cmd_start ;;
-stop) cmd_stop ;;
+start) lock; cmd_start ;;
+stop) lock; cmd_stop ;;
 status) cmd_status ;;
 kill) cmd_kill "${2:-}" ;;
-start-node) cmd_start_node "${2:-}" ;;
-stop-node) cmd_stop_node "${2:-}" ;;
-reset) cmd_reset ;;
+start-node) lock; cmd_start_node "${2:-}" ;;
+stop-node) lock; cmd_stop_node "${2:-}" ;;
+reset) lock; cmd_reset ;;
 *) sed -n '/^# usage:/,/^# Needs/p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac

@@ -37,8 +37,8 @@ did=()
 log() { echo "services: $*" >&2; }
 apt_updated=
 apt_install() {
-  if [ -z "$apt_updated" ]; then apt-get update -qq; apt_updated=1; fi
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+  if [ -z "$apt_updated" ]; then apt-get -o DPkg::Lock::Timeout=600 update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$@" >/dev/null
   did+=("installed $*")
 }
 wait_for() { # wait_for <what> <seconds> <command…>

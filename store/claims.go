@@ -17,8 +17,11 @@ var _ engine.Claims = (*Claims)(nil)
 
 // Claims hands a DLQ's messages to one replay at a time (engine.Claims).
 // Each DLQ has one hash (Pclaims:<dlq>) from message id to
-// "<replay>|c|<expiry ms>" (claimed for a step) or "<replay>|s|<ms>"
-// (sent, or maybe sent). The key is per DLQ, not per replay, so it cannot
+// "<replay>|c|<expiry ms>" (claimed for a step), "<replay>|s|<ms>"
+// (sent, or maybe sent), "<replay>|o|<ms>" (owned since its approval at
+// ms: its to send) or "<replay>|t|<ms>" (owned by a take-over at ms);
+// what a replay took over stays marked so through its claim and send:
+// "k" is a claim and "x" a send of an id taken over. The key is per DLQ, not per replay, so it cannot
 // share a replay's hash tag: its scripts touch that one key only, which
 // keeps them in one Cluster slot; what a replay's own keys say (its
 // ledger) is written apart, and a crash between the two leaves a claim
@@ -33,9 +36,9 @@ type Claims struct{ b *base }
 //	ARGV[5] retention in ms (0: none), then the ids
 //
 // It returns the refused ids, each followed by its current value. An id
-// is refused when another replay holds an unexpired claim on it or sent
-// it at or after since; every other id is claimed (an own send stays a
-// send).
+// is refused when another replay holds an unexpired claim on it, owns it
+// (o, t: its approval owned it first, or it took it over), or sent it at
+// or after since; every other id is claimed (an own send stays a send).
 var claimScript = redis.NewScript(`
 local key, rid = KEYS[1], ARGV[1]
 local now, exp, since = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
@@ -43,22 +46,73 @@ local refused = {}
 for i = 6, #ARGV do
   local id = ARGV[i]
   local cur = redis.call('HGET', key, id)
-  local take = true
+  local take, mark = true, 'c'
   if cur then
     local r, st, ms = string.match(cur, '^(.*)|(%a)|(%d+)$')
     ms = tonumber(ms)
     if r == rid then
-      if st == 's' then take = false end
-    elseif (st == 'c' and ms and ms > now) or (st == 's' and ms and ms >= since) then
+      if st == 's' or st == 'x' then take = false end
+      if st == 't' or st == 'k' then mark = 'k' end
+    elseif ((st == 'c' or st == 'k') and ms and ms > now) or ((st == 's' or st == 'x') and ms and ms >= since) or st == 'o' or st == 't' then
       refused[#refused+1] = id
       refused[#refused+1] = cur
       take = false
     end
   end
-  if take then redis.call('HSET', key, id, rid .. '|c|' .. exp) end
+  if take then redis.call('HSET', key, id, rid .. '|' .. mark .. '|' .. exp) end
 end
 if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', key, ARGV[5]) end
 return refused
+`)
+
+// ownScript makes a replay, at its approval, the owner of the ids no
+// other replay owns.
+//
+//	KEYS[1] the DLQ's claims hash
+//	ARGV[1] replay id, ARGV[2] now (unix ms), ARGV[3] since (unix ms):
+//	sends by others before it do not refuse, ARGV[4] "1" to take over
+//	what other replays own, ARGV[5] retention in ms (0: none), ARGV[6] how
+//	many replay ids follow whose ownership lapsed (they ended), then those
+//	replay ids, then the ids
+//
+// It returns triples: id, its value before, and "r" (refused: another
+// replay is sending it now, sent it at or after since, or owns it and
+// there is no take-over) or "t" (taken over from the replay that owned
+// it; the id is now "<replay>|t|<now>"). Every other id becomes
+// "<replay>|o|<now>" (an own claim or send stays).
+var ownScript = redis.NewScript(`
+local key, rid = KEYS[1], ARGV[1]
+local now, since, takeover = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
+local nlapsed = tonumber(ARGV[6])
+local lapsed = {}
+for i = 7, 6 + nlapsed do lapsed[ARGV[i]] = true end
+local out = {}
+for i = 7 + nlapsed, #ARGV do
+  local id = ARGV[i]
+  local cur = redis.call('HGET', key, id)
+  local set = 'o'
+  if cur then
+    local r, st, ms = string.match(cur, '^(.*)|(%a)|(%d+)$')
+    ms = tonumber(ms)
+    if r == rid then
+      set = nil
+    elseif ((st == 'c' or st == 'k') and ms and ms > now) or ((st == 's' or st == 'x') and ms and ms >= since) then
+      set = nil
+      out[#out+1] = id; out[#out+1] = cur; out[#out+1] = 'r'
+    elseif st ~= 's' and st ~= 'x' and not lapsed[r] then
+      if takeover then
+        set = 't'
+        out[#out+1] = id; out[#out+1] = cur; out[#out+1] = 't'
+      else
+        set = nil
+        out[#out+1] = id; out[#out+1] = cur; out[#out+1] = 'r'
+      end
+    end
+  end
+  if set then redis.call('HSET', key, id, rid .. '|' .. set .. '|' .. ARGV[2]) end
+end
+if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', key, ARGV[5]) end
+return out
 `)
 
 // settleScript ends a replay's step on the DLQ.
@@ -67,18 +121,25 @@ return refused
 //	ARGV[1] replay id, ARGV[2] now (unix ms), ARGV[3] retention in ms,
 //	ARGV[4] how many sent ids follow, then the sent ids, then the released ids
 //
-// Sent ids become "<replay>|s|<now>"; released ids are deleted while the
-// replay's own claim (not a send) is on them.
+// Sent ids become "<replay>|s|<now>" ("x" for a claim "k" of an id taken
+// over); released ids on which the replay's own claim (not a send) is go
+// back to being owned by it ("<replay>|o|<now>", or "t": still its to
+// send).
 var settleScript = redis.NewScript(`
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
 local nsent = tonumber(ARGV[4])
 for i = 5, 4 + nsent do
-  redis.call('HSET', key, ARGV[i], rid .. '|s|' .. now)
+  local cur = redis.call('HGET', key, ARGV[i])
+  local st = 's'
+  if cur and string.sub(cur, 1, #rid + 3) == rid .. '|k|' then st = 'x' end
+  redis.call('HSET', key, ARGV[i], rid .. '|' .. st .. '|' .. now)
 end
 for i = 5 + nsent, #ARGV do
   local cur = redis.call('HGET', key, ARGV[i])
   if cur and string.sub(cur, 1, #rid + 3) == rid .. '|c|' then
-    redis.call('HDEL', key, ARGV[i])
+    redis.call('HSET', key, ARGV[i], rid .. '|o|' .. now)
+  elseif cur and string.sub(cur, 1, #rid + 3) == rid .. '|k|' then
+    redis.call('HSET', key, ARGV[i], rid .. '|t|' .. now)
   end
 end
 if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', key, ARGV[3]) end
@@ -112,6 +173,51 @@ func (c *Claims) Claim(ctx context.Context, dlq, replay string, ids []string, si
 	return out, nil
 }
 
+// Own makes replay the owner of those of ids no other replay owns; see
+// engine.Claims. It goes in batches of ownBatch ids, each atomic.
+func (c *Claims) Own(ctx context.Context, dlq, replay string, ids []string, since time.Time, takeOver bool, lapsed []string) (refused, taken map[string]engine.Claim, err error) {
+	if err := checkTag("replay id", replay); err != nil {
+		return nil, nil, fmt.Errorf("store: own: %w", err)
+	}
+	refused, taken = map[string]engine.Claim{}, map[string]engine.Claim{}
+	tk := "0"
+	if takeOver {
+		tk = "1"
+	}
+	now := c.b.now()
+	for start := 0; start < len(ids); start += ownBatch {
+		batch := ids[start:min(len(ids), start+ownBatch)]
+		args := make([]any, 0, 6+len(lapsed)+len(batch))
+		args = append(args, replay, now.UnixMilli(), since.UnixMilli(), tk, c.b.cfg.retentionMs(), len(lapsed))
+		for _, r := range lapsed {
+			args = append(args, r)
+		}
+		for _, id := range batch {
+			args = append(args, id)
+		}
+		res, err := ownScript.Run(ctx, c.b.rdb, []string{c.b.k.claims(dlq)}, args...).StringSlice()
+		if err != nil {
+			return nil, nil, fail(err, "own %d id(s) of %s for %s", len(batch), dlq, replay)
+		}
+		for i := 0; i+2 < len(res); i += 3 {
+			cl, ok := parseClaim(res[i+1])
+			if !ok {
+				continue
+			}
+			if res[i+2] == "t" {
+				taken[res[i]] = cl
+			} else {
+				refused[res[i]] = cl
+			}
+		}
+	}
+	return refused, taken, nil
+}
+
+// ownBatch bounds the ids one ownership script handles, so that a large
+// preview does not hold Redis in one long script.
+const ownBatch = 5000
+
 // Settle marks sent ids sent by replay and releases its claims on released.
 func (c *Claims) Settle(ctx context.Context, dlq, replay string, sent, released []string) error {
 	if len(sent) == 0 && len(released) == 0 {
@@ -144,23 +250,27 @@ func (c *Claims) Holders(ctx context.Context, dlq, replay string, ids []string) 
 	now := c.b.now()
 	for i, v := range vals {
 		s, _ := v.(string)
-		if cl, ok := parseClaim(s); ok && cl.Replay != replay && (cl.Sent || cl.At.After(now)) {
+		if cl, ok := parseClaim(s); ok && cl.Replay != replay && (cl.Sent || cl.Owned || cl.At.After(now)) {
 			out[ids[i]] = cl
 		}
 	}
 	return out, nil
 }
 
-// Readers lists the replays other than replay with unexpired claims on dlq.
+// Readers lists the replays other than replay with unexpired claims on
+// dlq or an unexpired reading mark (readers.go).
 func (c *Claims) Readers(ctx context.Context, dlq, replay string) ([]string, error) {
 	vals, err := c.b.rdb.HVals(ctx, c.b.k.claims(dlq)).Result()
 	if err != nil {
 		return nil, fail(err, "claim readers on %s", dlq)
 	}
+	out, err := c.marked(ctx, dlq, replay, "")
+	if err != nil {
+		return nil, err
+	}
 	now := c.b.now()
-	var out []string
 	for _, v := range vals {
-		if cl, ok := parseClaim(v); ok && !cl.Sent && cl.At.After(now) && cl.Replay != replay && !slices.Contains(out, cl.Replay) {
+		if cl, ok := parseClaim(v); ok && !cl.Sent && !cl.Owned && cl.At.After(now) && cl.Replay != replay && !slices.Contains(out, cl.Replay) {
 			out = append(out, cl.Replay)
 		}
 	}
@@ -168,16 +278,20 @@ func (c *Claims) Readers(ctx context.Context, dlq, replay string) ([]string, err
 	return out, nil
 }
 
-// parseClaim reads "<replay>|c|<expiry ms>" or "<replay>|s|<ms>"; a
-// claim's At is its expiry, a send's its time.
+// parseClaim reads "<replay>|c|<expiry ms>", "<replay>|s|<ms>",
+// "<replay>|o|<ms>", "<replay>|t|<ms>" and the take-over's "k" (claim)
+// and "x" (send); a claim's At is its expiry, a send's or an ownership's
+// its time.
 func parseClaim(v string) (engine.Claim, bool) {
 	f := strings.Split(v, "|")
 	if len(f) != 3 || f[0] == "" {
 		return engine.Claim{}, false
 	}
 	ms, err := strconv.ParseInt(f[2], 10, 64)
-	if err != nil || (f[1] != "c" && f[1] != "s") {
+	if err != nil || len(f[1]) != 1 || !strings.Contains("csotkx", f[1]) {
 		return engine.Claim{}, false
 	}
-	return engine.Claim{Replay: f[0], Sent: f[1] == "s", At: time.UnixMilli(ms).UTC()}, true
+	st := f[1]
+	return engine.Claim{Replay: f[0], Sent: st == "s" || st == "x", Owned: st == "o" || st == "t",
+		TakenOver: st == "t" || st == "k" || st == "x", At: time.UnixMilli(ms).UTC()}, true
 }

@@ -25,14 +25,18 @@ func TestClaimsOneReplayAtATime(t *testing.T) {
 	if rs, err := c.Readers(e.ctx, "orders.dlq", "r_b"); err != nil || !slices.Equal(rs, []string{"r_a"}) {
 		t.Fatalf("readers seen by r_b: %v %v", rs, err)
 	}
-	// r_a sends x and releases y: y is free, x stays r_a's (sent).
+	// r_a sends x and releases y: x stays r_a's (sent), y stays r_a's to
+	// send (owned).
 	e.clock.Advance(time.Second)
 	if err := c.Settle(e.ctx, "orders.dlq", "r_a", []string{"x"}, []string{"y"}); err != nil {
 		t.Fatal(err)
 	}
 	refused, err = c.Claim(e.ctx, "orders.dlq", "r_b", []string{"x", "y"}, since, time.Minute)
-	if err != nil || len(refused) != 1 || !refused["x"].Sent || refused["x"].Replay != "r_a" {
-		t.Fatalf("after r_a's step: %v, refused %+v; want x sent by r_a", err, refused)
+	if err != nil || len(refused) != 2 || !refused["x"].Sent || refused["x"].Replay != "r_a" || !refused["y"].Owned || refused["y"].Replay != "r_a" {
+		t.Fatalf("after r_a's step: %v, refused %+v; want x sent by r_a, y owned by it", err, refused)
+	}
+	if rs, err := c.Readers(e.ctx, "orders.dlq", "r_b"); err != nil || len(rs) != 0 {
+		t.Fatalf("readers after r_a's step: %v %v; want none (owning is not reading)", rs, err)
 	}
 	// A send before since (the approver saw it as replayed) does not refuse.
 	if refused, err = c.Claim(e.ctx, "orders.dlq", "r_c", []string{"x"}, e.clock.Now().Add(time.Second), time.Minute); err != nil || len(refused) != 0 {
@@ -44,7 +48,7 @@ func TestClaimsOneReplayAtATime(t *testing.T) {
 		t.Fatalf("claim after expiry: %v, refused %+v", err, refused)
 	}
 	h, err := c.Holders(e.ctx, "orders.dlq", "r_b", []string{"x", "y", "w"})
-	if err != nil || h["x"].Replay != "r_d" || h["y"].Replay != "" || len(h) != 1 {
+	if err != nil || h["x"].Replay != "r_d" || h["y"].Replay != "r_a" || !h["y"].Owned || len(h) != 2 {
 		t.Fatalf("holders: %v %+v", err, h)
 	}
 	if err := c.Settle(e.ctx, "orders.dlq", "r_a", nil, []string{"x"}); err != nil {
@@ -91,5 +95,79 @@ func TestClaimsConcurrent(t *testing.T) {
 		if granted[id] != 1 {
 			t.Errorf("%s granted to %d replays", id, granted[id])
 		}
+	}
+}
+
+// TestClaimsOwn: the first approval owns the overlap; a later one is
+// refused it (or takes it over, explicitly); what another replay is
+// sending now or sent since the preview is never taken over; ownership by
+// a replay that ended lapses.
+func TestClaimsOwn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.st.Claims()
+	since := e.clock.Now()
+	refused, taken, err := c.Own(e.ctx, "o.dlq", "r_a", []string{"a", "b", "c", "d"}, since, false, nil)
+	if err != nil || len(refused)+len(taken) != 0 {
+		t.Fatalf("first owner: %v %+v %+v", err, refused, taken)
+	}
+	// r_a sends a and is sending b now.
+	e.clock.Advance(time.Second)
+	if refused, err := c.Claim(e.ctx, "o.dlq", "r_a", []string{"a", "b"}, since, time.Minute); err != nil || len(refused) != 0 {
+		t.Fatalf("owner's claim: %v %+v", err, refused)
+	}
+	if err := c.Settle(e.ctx, "o.dlq", "r_a", []string{"a"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	refused, taken, err = c.Own(e.ctx, "o.dlq", "r_b", []string{"a", "b", "c", "e"}, since, false, nil)
+	if err != nil || len(taken) != 0 || len(refused) != 3 || !refused["a"].Sent || refused["b"].Sent || refused["b"].Owned || !refused["c"].Owned || refused["c"].Replay != "r_a" {
+		t.Fatalf("second owner: %v refused %+v taken %+v", err, refused, taken)
+	}
+	// A take-over takes c and d, never a (sent) nor b (being sent).
+	refused, taken, err = c.Own(e.ctx, "o.dlq", "r_c", []string{"a", "b", "c", "d"}, since, true, nil)
+	if err != nil || len(refused) != 2 || len(taken) != 2 || taken["c"].Replay != "r_a" || taken["d"].Replay != "r_a" {
+		t.Fatalf("take-over: %v refused %+v taken %+v", err, refused, taken)
+	}
+	// r_a's next claim is refused d: taken over by r_c.
+	if refused, err := c.Claim(e.ctx, "o.dlq", "r_a", []string{"d"}, since, time.Minute); err != nil || !refused["d"].TakenOver || refused["d"].Replay != "r_c" {
+		t.Fatalf("taken-over claim: %v %+v", err, refused)
+	}
+	// r_b ended: its ownership of e lapses for r_d.
+	refused, taken, err = c.Own(e.ctx, "o.dlq", "r_d", []string{"e"}, since, false, []string{"r_b"})
+	if err != nil || len(refused)+len(taken) != 0 {
+		t.Fatalf("lapsed owner: %v %+v %+v", err, refused, taken)
+	}
+	if h, _ := c.Holders(e.ctx, "o.dlq", "", []string{"e"}); h["e"].Replay != "r_d" || !h["e"].Owned {
+		t.Fatalf("e after r_b lapsed: %+v", h)
+	}
+}
+
+// TestClaimsTakeOverStaysNamed: an id taken over keeps that mark through
+// the new owner's claim and send, so the replay it was taken from can say
+// so; a release gives it back to the new owner.
+func TestClaimsTakeOverStaysNamed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.st.Claims()
+	since := e.clock.Now()
+	if _, _, err := c.Own(e.ctx, "t.dlq", "r_a", []string{"x", "y"}, since, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, taken, err := c.Own(e.ctx, "t.dlq", "r_b", []string{"x", "y"}, since, true, nil); err != nil || len(taken) != 2 {
+		t.Fatalf("take-over: %v %+v", err, taken)
+	}
+	if refused, err := c.Claim(e.ctx, "t.dlq", "r_b", []string{"x", "y"}, since, time.Minute); err != nil || len(refused) != 0 {
+		t.Fatalf("new owner's claim: %v %+v", err, refused)
+	}
+	if rs, _ := c.Readers(e.ctx, "t.dlq", "r_a"); !slices.Equal(rs, []string{"r_b"}) {
+		t.Fatalf("readers: %v, want r_b", rs)
+	}
+	e.clock.Advance(time.Second)
+	if err := c.Settle(e.ctx, "t.dlq", "r_b", []string{"x"}, []string{"y"}); err != nil {
+		t.Fatal(err)
+	}
+	refused, err := c.Claim(e.ctx, "t.dlq", "r_a", []string{"x", "y"}, since, time.Minute)
+	if err != nil || !refused["x"].Sent || !refused["x"].TakenOver || !refused["y"].Owned || !refused["y"].TakenOver || refused["y"].Replay != "r_b" {
+		t.Fatalf("old owner's claim: %v %+v; want x sent and y owned by r_b, both taken over", err, refused)
 	}
 }

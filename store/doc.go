@@ -5,28 +5,38 @@
 // the worker registry and the job queue that hands replays to workers, each
 // replay's event log that the HTTP API's event stream follows, the audit
 // trail, the record of copies that came back (from the DLQs' taps) and the
-// read marks that budget reads of quorum DLQs.
+// read marks that budget reads of quorum DLQs, and the windows in which a
+// DLQ's tap was missing.
 //
 // Every key starts with the configured prefix (DLQBOT_REDIS_PREFIX, default
 // "dlqbot:"). Keys that belong to one replay carry the hash tag
 // "{<replay id>}" and keys that belong to one preview token carry
 // "{<token>}", so that Redis Cluster keeps them in one slot; every Lua script
-// and MULTI/EXEC in this package touches the keys of a single slot only.
+// and MULTI/EXEC in this package touches the keys of a single slot only,
+// but for a ledger window on a single Redis (windowScript: the replay's
+// keys and the DLQ's sent index at once), which on Cluster is two
+// scripts, one per slot (ledger_window.go).
 //
 // Key layout (P is the prefix; every key function is in keys.go, and
 // TestDocListsEveryKey checks this table against them):
 //
 //	P{<token>}:token        string  the frozen preview (binary format, tokens_encode.go; JSON or gzip JSON
-//	                                from earlier releases), after "DLQS1" and its HMAC when signed
-//	                                (signing.go); TTL = token TTL
+//	                                from earlier releases), after "DLQS2", its header's HMAC and its
+//	                                whole's HMAC when signed ("DLQS1" and one HMAC from earlier
+//	                                releases; signing.go); TTL = token TTL
 //	P{<token>}:used         string  id of the replay that consumed the token; same TTL
 //	P{<token>}:msg          hash    where the preview was posted (channel, ts), for threading; same TTL
 //	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch of the last Acquire),
 //	                                desired and desired_by (the state an operator asked for, and who;
 //	                                an owner's last write sets it to what the run became)
 //	P{<replay>}:lease       string  lease owner: worker id "/" random run token; PX = lease TTL
-//	P{<replay>}:ledger      list    the replay's ledger log in send order: intent ("i"), confirm
-//	                                ("c") and abandon ("a") records as compact JSON
+//	P{<replay>}:ledger      list    the replay's ledger log in send order: one intent record ("i")
+//	                                per window of copies, as compact JSON; ledgers of earlier
+//	                                releases also hold confirm ("c") and abandon ("a") records
+//	P{<replay>}:acks        hash    layout ("2": every record of the ledger is a window; absent or
+//	                                "mixed": read whole, as earlier releases wrote it) and the
+//	                                compact confirms and abandons per copy block:
+//	                                c:<copy prefix>:<block> → "c<unix ms>:<lo>-<hi>,…;a:<lo>-<hi>;…"
 //	P{<replay>}:events      stream  progress events (field "e": event JSON), for the HTTP API's
 //	                                event stream; capped near DefaultEventsMaxLen
 //	P{<replay>}:returns     hash    copies of the replay that came back, recorded from the DLQ's
@@ -34,13 +44,21 @@
 //	                                g:<group> and r:<x-replay-count> counts, x:<group> an example
 //	                                event (JSON), i:<id> the highest x-replay-count seen for that id
 //	P{<replay>}:slack       hash    where the replay shows in Slack (channel, thread_ts,
-//	                                progress_ts), owned by the Slack front end; same retention
+//	                                progress_ts, and _sig: their HMAC when signed), owned by the Slack
+//	                                front end; same retention
 //	P{<replay>}:returnlog   list    the first returned events (JSON), for the failures a run lists
-//	Psent:<dlq>             hash    per message id, the latest replays that sent it:
-//	                                "<replay>:<unix ms>:<copies>,…", newest first, at most five
-//	Pclaims:<dlq>           hash    per message id, the replay sending it: "<replay>|c|<expiry ms>"
-//	                                (claimed for a step) or "<replay>|s|<unix ms>" (sent); a per-DLQ
-//	                                key, so its scripts touch it alone (one Cluster slot)
+//	Psent:<dlq>             hash    per message id, the latest replays that sent it or are sending
+//	                                it: "<replay>:<unix ms>:<copies>,…", newest first, at most five;
+//	                                written with each window's intents (ledger_window.go)
+//	Pclaims:<dlq>           hash    per message id, the replay that owns or sends it:
+//	                                "<replay>|c|<expiry ms>" (claimed for a step), "<replay>|s|<unix ms>"
+//	                                (sent), "<replay>|o|<unix ms>" (owned since its approval) or
+//	                                "<replay>|t|<unix ms>" (taken over); a per-DLQ key, so its scripts
+//	                                touch it alone (one Cluster slot)
+//	Preaders:<dlq>          hash    the readers of the DLQ now (readers.go): replay (or a read's
+//	                                "read_…" id) → "s|<expiry ms>" (seeking its picks) or
+//	                                "c|<expiry ms>" (a cursor open between steps); expires a day
+//	                                after the last mark
 //	Preads:<vhost>/<queue>  hash    the queue's read mark: count (highest delivery count the last
 //	                                reads left), at (unix ms), reads (since the last whole read)
 //	Pwindow:<name>          zset    a sliding window's takes (windows.go): "<id>:<n>" scored by
@@ -48,6 +66,8 @@
 //	                                messages and the scan rate limit (names from package ops)
 //	Ptap:<dlq>              string  how many messages the DLQ's tap has recorded in all
 //	Ptaps                   hash    DLQs with a tap → unix ms of the last AddTap
+//	Ptapgap:<dlq>           hash    windows the DLQ's tap was missing: start (unix ms) → end (unix ms,
+//	                                0 while still gone); at most 100, the oldest dropped
 //	Preplays                zset    replay ids scored by creation time (unix ms)
 //	Pactive                 set     ids of replays not in a final state (the reaper's index)
 //	Pschedule               zset    timed work: deterministic members scored by due time (unix ms)
@@ -58,8 +78,8 @@
 //	Pslackreq:<sighash>     string  a signed Slack request accepted (128 bits of the SHA-256 of its
 //	                                signature); PX = 10 min, longer than the signature stays valid
 //
-// Replay records, ledgers, event logs, returns, read marks and the tap
-// counters expire after the retention (Config.Retention) from their last
+// Replay records, ledgers, event logs, returns, read marks, the tap
+// counters and the tap gaps expire after the retention (Config.Retention) from their last
 // write. The global keys are single keys, used by single-key commands and
 // scripts only; the per-DLQ keys are written and read with pipelines of
 // single-key commands, which Cluster splits by node. Lua scripts run inside

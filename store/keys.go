@@ -21,6 +21,10 @@ func (k keys) tokenMessage(tok string) string {
 func (k keys) replay(id string) string { return k.p + "{" + id + "}:replay" }
 func (k keys) lease(id string) string  { return k.p + "{" + id + "}:lease" }
 func (k keys) ledger(id string) string { return k.p + "{" + id + "}:ledger" }
+
+// acks holds a replay's compact confirm and abandon records and its
+// ledger's layout (ledger_acks.go).
+func (k keys) acks(id string) string   { return k.p + "{" + id + "}:acks" }
 func (k keys) events(id string) string { return k.p + "{" + id + "}:events" }
 
 // slackRefs is where a replay shows in Slack, owned by the Slack front
@@ -41,6 +45,10 @@ func (k keys) returnLog(id string) string   { return k.p + "{" + id + "}:returnl
 func (k keys) tapArrived(dlq string) string { return k.p + "tap:" + dlq }
 func (k keys) taps() string                 { return k.p + "taps" }
 
+// tapGap is a DLQ's record of the windows its tap was missing
+// (tapgap.go).
+func (k keys) tapGap(dlq string) string { return k.p + "tapgap:" + dlq }
+
 // slackRequest is the key of an accepted signed Slack request
 // (slackrequests.go), by a hash of its signature.
 func (k keys) slackRequest(sigHash string) string { return k.p + "slackreq:" + sigHash }
@@ -49,6 +57,9 @@ func (k keys) slackRequest(sigHash string) string { return k.p + "slackreq:" + s
 func (k keys) readMark(vhost, queue string) string {
 	return k.p + "reads:" + vhost + "/" + queue
 }
+
+// readers is a DLQ's hash of the replays reading it now (readers.go).
+func (k keys) readers(dlq string) string { return k.p + "readers:" + dlq }
 
 // window is the key of a sliding window (windows.go). It is one key per
 // script, so it needs no hash tag.

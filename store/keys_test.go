@@ -23,7 +23,7 @@ func hashTag(key string) string {
 func TestKeysShareSlots(t *testing.T) {
 	t.Parallel()
 	k := keys{p: DefaultPrefix}
-	for _, key := range []string{k.replay("r_abc"), k.lease("r_abc"), k.ledger("r_abc")} {
+	for _, key := range []string{k.replay("r_abc"), k.lease("r_abc"), k.ledger("r_abc"), k.acks("r_abc")} {
 		if !strings.HasPrefix(key, "dlqbot:{r_abc}:") || hashTag(key) != "r_abc" {
 			t.Errorf("replay key %q hashes %q", key, hashTag(key))
 		}
@@ -33,7 +33,7 @@ func TestKeysShareSlots(t *testing.T) {
 			t.Errorf("token key %q hashes %q", key, hashTag(key))
 		}
 	}
-	for _, key := range []string{k.replays(), k.schedule(), k.workers(), k.jobs(), k.audit(), k.sent("orders.dlq"), k.claims("orders.dlq")} {
+	for _, key := range []string{k.replays(), k.schedule(), k.workers(), k.jobs(), k.audit(), k.sent("orders.dlq"), k.claims("orders.dlq"), k.readers("orders.dlq")} {
 		if !strings.HasPrefix(key, "dlqbot:") || strings.ContainsAny(key, "{}") {
 			t.Errorf("global key %q", key)
 		}
@@ -53,9 +53,9 @@ func TestDocListsEveryKey(t *testing.T) {
 	k := keys{p: "P"}
 	rendered := map[string]string{
 		"token": k.token("<token>"), "tokenUsed": k.tokenUsed("<token>"), "tokenMessage": k.tokenMessage("<token>"),
-		"replay": k.replay("<replay>"), "lease": k.lease("<replay>"), "ledger": k.ledger("<replay>"),
+		"replay": k.replay("<replay>"), "lease": k.lease("<replay>"), "ledger": k.ledger("<replay>"), "acks": k.acks("<replay>"),
 		"events": k.events("<replay>"), "returns": k.returns("<replay>"), "returnLog": k.returnLog("<replay>"),
-		"sent": k.sent("<dlq>"), "claims": k.claims("<dlq>"), "readMark": k.readMark("<vhost>", "<queue>"), "tapArrived": k.tapArrived("<dlq>"),
+		"sent": k.sent("<dlq>"), "claims": k.claims("<dlq>"), "readers": k.readers("<dlq>"), "readMark": k.readMark("<vhost>", "<queue>"), "tapArrived": k.tapArrived("<dlq>"), "tapGap": k.tapGap("<dlq>"),
 		"taps": k.taps(), "replays": k.replays(), "active": k.active(), "schedule": k.schedule(),
 		"workers": k.workers(), "jobs": k.jobs(), "audit": k.audit(), "window": k.window("<name>"),
 		"slackRequest": k.slackRequest("<sighash>"), "slackRefs": k.slackRefs("<replay>"),

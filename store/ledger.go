@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -22,15 +21,17 @@ const historyChunk = 10000
 // Ledger records what replays sent and answers "was this replayed?". It
 // implements engine.Ledger.
 //
-// Each replay has a log (P{<replay>}:ledger, a list) with one record per
-// batch of intents, confirms or abandons, in the order they were written.
-// Each DLQ has an index (Psent:<dlq>, a hash) from message id to the latest
-// replays that sent it ("<replay>:<unix ms>:<copies>", newest first, at most
-// five), updated by one Lua script per confirmed batch, called by SHA. A write is one
-// pipelined round trip of a few commands whatever the batch size — the
-// ledger must cost per batch, not per message, or it would slow a replay.
-// A pipeline is not a transaction: a call that fails midway may have
-// recorded part of its batch.
+// Each replay has a log (P{<replay>}:ledger, a list) with one intent
+// record per window of copies, written by one Lua script per window that
+// also checks the run's fence and the DLQ's sent index (ledger_window.go),
+// and a hash of compact confirm and abandon records (P{<replay>}:acks,
+// ledger_acks.go). Each DLQ has an index (Psent:<dlq>, a hash) from message
+// id to the latest replays that sent or are sending it
+// ("<replay>:<unix ms>:<copies>", newest first, at most five), written with
+// the intents. Every write costs per window, not per message, or the
+// ledger would slow a replay. The log is read in pages (ledger_pages.go);
+// ledgers written by earlier releases (confirm and abandon records in the
+// log, the index written at confirm) are still read, whole.
 type Ledger struct{ b *base }
 
 // logRec is one ledger log record: a batch of entries of one kind.
@@ -49,48 +50,17 @@ type logEntry struct {
 	Copy   string `json:"c,omitempty"` // the copy's x-dlqbot-copy
 }
 
-// indexScript records confirmed sends in a DLQ's index.
-//
-//	KEYS[1] the DLQ's sent hash
-//	ARGV[1] retention in ms (0: none), ARGV[2] replay id, ARGV[3] unix ms,
-//	then pairs of message id and copies sent
-//
-// Each id's value lists the latest replays that sent it, newest first, at
-// most five: "<replay>:<ms>:<copies>,…"; a replay sending an id again adds
-// to its copies and moves to the front.
-var indexScript = redis.NewScript(`
-local key, rid, ms = KEYS[1], ARGV[2], ARGV[3]
-for i = 4, #ARGV, 2 do
-  local id, n = ARGV[i], tonumber(ARGV[i+1])
-  local rest = {}
-  local cur = redis.call('HGET', key, id)
-  if cur then
-    for part in string.gmatch(cur, '[^,]+') do
-      local r, c = string.match(part, '^([^:]+):[^:]+:(%d+)$')
-      if r == rid then n = n + tonumber(c) elseif #rest < 4 then rest[#rest+1] = part end
-    end
-  end
-  local v = rid .. ':' .. ms .. ':' .. n
-  if #rest > 0 then v = v .. ',' .. table.concat(rest, ',') end
-  redis.call('HSET', key, id, v)
-end
-if tonumber(ARGV[1]) > 0 then redis.call('PEXPIRE', key, ARGV[1]) end
-return 1
-`)
-
-// Intend records entries as pending (an intent) before they are published.
-func (l *Ledger) Intend(ctx context.Context, entries []engine.LedgerEntry) error {
-	if err := l.write(ctx, "i", entries); err != nil {
-		return fail(err, "ledger intend")
-	}
-	return nil
-}
-
-// Confirm records entries as confirmed sends. An entry turns its replay's
-// oldest matching pending intent (same id, target and seq) into a confirmed
-// send; one without an intent is recorded as a confirmed send at the end.
+// Confirm records entries as confirmed sends. An entry with a copy tag
+// confirms the intent of that copy, in a compact record (ledger_acks.go);
+// one without turns its replay's oldest matching pending intent (same id,
+// target and seq) into a confirmed send, or is recorded as a confirmed
+// send at the end, as earlier releases did.
 func (l *Ledger) Confirm(ctx context.Context, entries []engine.LedgerEntry) error {
-	if err := l.write(ctx, "c", entries); err != nil {
+	rest, err := l.ack(ctx, 'c', entries)
+	if err == nil {
+		err = l.write(ctx, "c", rest)
+	}
+	if err != nil {
 		return fail(err, "ledger confirm")
 	}
 	return nil
@@ -98,14 +68,58 @@ func (l *Ledger) Confirm(ctx context.Context, entries []engine.LedgerEntry) erro
 
 // Abandon withdraws pending intents whose copies were certainly not sent
 // (never published, bounced as unroutable, nacked): they stop counting as
-// "maybe sent".
+// "maybe sent", in the replay's ledger and in the DLQ's sent index.
 func (l *Ledger) Abandon(ctx context.Context, entries []engine.LedgerEntry) error {
-	if err := l.write(ctx, "a", entries); err != nil {
+	rest, err := l.ack(ctx, 'a', entries)
+	if err == nil {
+		err = l.unmarkEntries(ctx, entries, rest)
+	}
+	if err == nil {
+		err = l.write(ctx, "a", rest)
+	}
+	if err != nil {
 		return fail(err, "ledger abandon")
 	}
 	return nil
 }
 
+// unmarkEntries withdraws from the DLQs' sent indexes the marks of the
+// abandoned entries their windows made (those with a copy tag: not in
+// rest).
+func (l *Ledger) unmarkEntries(ctx context.Context, entries, rest []engine.LedgerEntry) error {
+	if len(rest) == len(entries) {
+		return nil
+	}
+	type key struct{ rid, dlq string }
+	n := map[key]map[string]int{}
+	order := map[key][]string{}
+	var keys []key
+	for _, e := range entries {
+		if _, _, ok := parseCopy(e.Copy); !ok {
+			continue
+		}
+		k := key{e.ReplayID, e.DLQ}
+		if n[k] == nil {
+			n[k] = map[string]int{}
+			keys = append(keys, k)
+		}
+		if n[k][e.ID] == 0 {
+			order[k] = append(order[k], e.ID)
+		}
+		n[k][e.ID]++
+	}
+	for _, k := range keys {
+		if err := l.unmarkIDs(ctx, k.rid, k.dlq, order[k], n[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// write records entries as earlier releases did: one JSON record per
+// replay and batch, and for confirms the DLQ's sent index, updated at
+// confirm. It is used for entries without a copy tag, and marks the
+// ledger's layout "mixed" (read whole).
 func (l *Ledger) write(ctx context.Context, kind string, entries []engine.LedgerEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -114,8 +128,6 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 		rid, dlq string
 		at       int64
 		recs     []logEntry
-		copies   map[string]int
-		order    []string
 	}
 	now := l.b.now()
 	var groups []*group
@@ -134,15 +146,11 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 		k := [3]string{e.ReplayID, e.DLQ, strconv.FormatInt(at.UnixMilli(), 10)}
 		g := byKey[k]
 		if g == nil {
-			g = &group{rid: e.ReplayID, dlq: e.DLQ, at: at.UnixMilli(), copies: map[string]int{}}
+			g = &group{rid: e.ReplayID, dlq: e.DLQ, at: at.UnixMilli()}
 			byKey[k] = g
 			groups = append(groups, g)
 		}
 		g.recs = append(g.recs, logEntry{ID: e.ID, Target: e.Target, Seq: e.Seq, Copy: e.Copy})
-		if g.copies[e.ID] == 0 {
-			g.order = append(g.order, e.ID)
-		}
-		g.copies[e.ID]++
 	}
 	keep := l.b.cfg.retentionMs()
 	sp := l.b.pipeline()
@@ -154,18 +162,21 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 		}
 		key := l.b.k.ledger(g.rid)
 		pipe.RPush(ctx, key, rec)
+		pipe.HSet(ctx, l.b.k.acks(g.rid), fieldLayout, layoutMixed)
 		if keep > 0 {
 			pipe.PExpire(ctx, key, time.Duration(keep)*time.Millisecond)
+			pipe.PExpire(ctx, l.b.k.acks(g.rid), time.Duration(keep)*time.Millisecond)
 		}
 		if kind != "c" {
 			continue
 		}
-		args := make([]any, 0, 3+2*len(g.order))
-		args = append(args, keep, g.rid, g.at)
-		for _, id := range g.order {
-			args = append(args, id, g.copies[id])
+		// The index, as a resend window marks it: counted, never refused.
+		args := make([]any, 0, 8+2*len(g.recs))
+		args = append(args, g.rid, "", "", strconv.FormatInt(g.at, 10), "0", keep, "", "1")
+		for _, r := range g.recs {
+			args = append(args, r.ID, "")
 		}
-		sp.Script(ctx, indexScript, []string{l.b.k.sent(g.dlq)}, args...)
+		sp.Script(ctx, windowMarkScript, []string{l.b.k.sent(g.dlq)}, args...)
 	}
 	return sp.Exec(ctx)
 }
@@ -268,57 +279,4 @@ func (l *Ledger) approvers(ctx context.Context, m map[string]string) error {
 		}
 	}
 	return nil
-}
-
-// Entries returns everything replayID recorded, in send order: confirmed
-// sends, and intents not (yet) confirmed flagged Pending. Abandoned intents
-// are left out.
-func (l *Ledger) Entries(ctx context.Context, replayID string) ([]engine.LedgerEntry, error) {
-	if err := checkTag("replay id", replayID); err != nil {
-		return nil, fmt.Errorf("store: ledger entries: %w", err)
-	}
-	raw, err := l.b.rdb.LRange(ctx, l.b.k.ledger(replayID), 0, -1).Result()
-	if err != nil {
-		return nil, fail(err, "ledger entries %s", replayID)
-	}
-	type match struct {
-		id, target string
-		seq        int
-	}
-	var out []engine.LedgerEntry
-	pending := map[match][]int{} // indexes in out of unconfirmed intents
-	for _, r := range raw {
-		var rec logRec
-		if err := json.Unmarshal([]byte(r), &rec); err != nil {
-			return nil, fmt.Errorf("store: ledger entries %s: decode: %w", replayID, err)
-		}
-		at := time.UnixMilli(rec.At).UTC()
-		for _, le := range rec.Entries {
-			e := engine.LedgerEntry{ReplayID: replayID, DLQ: rec.DLQ, ID: le.ID, Target: le.Target, Seq: le.Seq, At: at, Copy: le.Copy}
-			m := match{le.ID, le.Target, le.Seq}
-			switch rec.Kind {
-			case "i":
-				e.Pending = true
-				out = append(out, e)
-				pending[m] = append(pending[m], len(out)-1)
-			case "a":
-				if q := pending[m]; len(q) > 0 {
-					out[q[0]].ID = "" // dropped below: that copy was never sent
-					pending[m] = q[1:]
-				}
-			default:
-				if q := pending[m]; len(q) > 0 {
-					out[q[0]].Pending = false
-					out[q[0]].At = at
-					if le.Copy != "" {
-						out[q[0]].Copy = le.Copy
-					}
-					pending[m] = q[1:]
-					continue
-				}
-				out = append(out, e)
-			}
-		}
-	}
-	return slices.DeleteFunc(out, func(e engine.LedgerEntry) bool { return e.ID == "" }), nil
 }

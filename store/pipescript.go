@@ -12,7 +12,8 @@ import (
 // lifetime rather than with every call; Script.Run on a pipeline would send
 // the whole text each time. Redis forgets loaded scripts when it restarts or
 // is told SCRIPT FLUSH; Exec then loads the scripts that answered NOSCRIPT
-// and runs just those calls again.
+// and runs just those calls again (by their text when the cache was
+// flushed once more in between).
 type scriptPipe struct {
 	rdb   redis.UniversalClient
 	pipe  redis.Pipeliner
@@ -59,6 +60,11 @@ func (p *scriptPipe) Exec(ctx context.Context) error {
 			loaded[c.s] = true
 		}
 		again := c.s.EvalSha(ctx, p.rdb, c.keys, c.args...)
+		if isNoScript(again.Err()) {
+			// Flushed again between the load and the call (another client's
+			// SCRIPT FLUSH): send the text, which Redis always runs.
+			again = c.s.Eval(ctx, p.rdb, c.keys, c.args...)
+		}
 		c.cmd.SetVal(again.Val())
 		c.cmd.SetErr(again.Err())
 	}

@@ -18,13 +18,27 @@ import (
 // cannot be moved under another token or replay id. Whoever can write
 // Redis can still delete records, but not change one unnoticed.
 //
-// A frozen preview is stored as tokenSigMagic, the 32-byte MAC, then its
-// encoding (JSON or gzip). A replay record stays JSON that Lua can read
+// A frozen preview in the binary format is stored as tokenSigMagic2, the
+// 32-byte MAC of its header (tokens_encode.go: magic, length and header
+// JSON, the class table included), the 32-byte MAC of its whole encoding,
+// then the encoding: a permission check (LoadHeader) reads and checks
+// only the header, and loading the items checks the whole. Tokens signed
+// before the header had its own MAC (tokenSigMagic, one MAC over the
+// whole) are still read, whole. A replay record stays JSON that Lua can read
 // (cjson): its signature is a last member, "_sig", over the JSON without
 // it.
 
-// tokenSigMagic starts a signed frozen preview (neither JSON nor gzip do).
+// tokenSigMagic starts a frozen preview signed by one MAC over the whole
+// (neither JSON, gzip nor the binary format start so); earlier releases
+// wrote it.
 var tokenSigMagic = []byte("DLQS1")
+
+// tokenSigMagic2 starts a frozen preview signed twice: its header, and
+// the whole.
+var tokenSigMagic2 = []byte("DLQS2")
+
+// tokenSig2Len is what precedes the encoding of a tokenSigMagic2 token.
+const tokenSig2Len = 5 + 2*sha256.Size
 
 // replaySigMember is how a replay record's signature ends its JSON.
 const (
@@ -35,7 +49,7 @@ const (
 // SignatureError is a record that failed its signature check. It wraps
 // engine.ErrBadSignature.
 type SignatureError struct {
-	Kind   string // "preview" or "replay"
+	Kind   string // "preview", "replay" or "slack refs"
 	ID     string // the token's reference (audit.TokenRef) or the replay id
 	Reason string
 }
@@ -45,6 +59,10 @@ func (e *SignatureError) Error() string {
 }
 
 func (e *SignatureError) Unwrap() error { return engine.ErrBadSignature }
+
+// Record returns the refused record's kind and id (a token's reference,
+// never the token), for a front end to name it.
+func (e *SignatureError) Record() (kind, id string) { return e.Kind, e.ID }
 
 // mac is the signature of a record of kind and id.
 func (b *base) mac(kind, id string, data []byte) []byte {
@@ -82,13 +100,29 @@ func (b *base) signToken(token string, val []byte) []byte {
 	if len(b.cfg.SigningKey) == 0 {
 		return val
 	}
-	out := make([]byte, 0, len(tokenSigMagic)+sha256.Size+len(val))
-	out = append(append(append(out, tokenSigMagic...), b.mac("preview", token, val)...), val...)
-	return out
+	n := headLen(val)
+	if n == 0 || n > len(val) {
+		out := make([]byte, 0, len(tokenSigMagic)+sha256.Size+len(val))
+		return append(append(append(out, tokenSigMagic...), b.mac("preview", token, val)...), val...)
+	}
+	out := make([]byte, 0, tokenSig2Len+len(val))
+	out = append(out, tokenSigMagic2...)
+	out = append(out, b.mac("preview header", token, val[:n])...)
+	out = append(out, b.mac("preview", token, val)...)
+	return append(out, val...)
 }
 
 // openToken checks a stored frozen preview and returns its encoding.
 func (b *base) openToken(token, ref string, stored []byte) ([]byte, error) {
+	if bytes.HasPrefix(stored, tokenSigMagic2) {
+		if len(b.cfg.SigningKey) == 0 {
+			return nil, b.refuse("preview", ref, "it is signed, but this dlqbot has no signing key (DLQBOT_SIGNING_KEY) to check it")
+		}
+		if len(stored) < tokenSig2Len || !hmac.Equal(stored[5+sha256.Size:tokenSig2Len], b.mac("preview", token, stored[tokenSig2Len:])) {
+			return nil, b.refuse("preview", ref, "its signature does not match its contents (changed in Redis, or signed with another key)")
+		}
+		return stored[tokenSig2Len:], nil
+	}
 	if !bytes.HasPrefix(stored, tokenSigMagic) {
 		return stored, b.unsigned("preview", ref)
 	}
@@ -100,6 +134,34 @@ func (b *base) openToken(token, ref string, stored []byte) ([]byte, error) {
 		return nil, b.refuse("preview", ref, "its signature does not match its contents (changed in Redis, or signed with another key)")
 	}
 	return rest[sha256.Size:], nil
+}
+
+// openTokenHead checks the header of a tokenSigMagic2 token: head is its
+// stored form's beginning, holding at least the header (headSigned says
+// how much that is). It returns the encoding's header bytes.
+func (b *base) openTokenHead(token, ref string, head []byte) ([]byte, error) {
+	if len(b.cfg.SigningKey) == 0 {
+		return nil, b.refuse("preview", ref, "it is signed, but this dlqbot has no signing key (DLQBOT_SIGNING_KEY) to check it")
+	}
+	n := headSigned(head)
+	if n == 0 || len(head) < n || !hmac.Equal(head[5:5+sha256.Size], b.mac("preview header", token, head[tokenSig2Len:n])) {
+		return nil, b.refuse("preview", ref, "its header's signature does not match the header (changed in Redis, or signed with another key)")
+	}
+	return head[tokenSig2Len:n], nil
+}
+
+// headSigned is how many bytes of a stored tokenSigMagic2 token end its
+// header, known from its first tokenSig2Len+headPrefix bytes; 0 when they
+// are not such a token's.
+func headSigned(prefix []byte) int {
+	if !bytes.HasPrefix(prefix, tokenSigMagic2) || len(prefix) < tokenSig2Len {
+		return 0
+	}
+	n := headLen(prefix[tokenSig2Len:])
+	if n == 0 {
+		return 0
+	}
+	return tokenSig2Len + n
 }
 
 // signReplay returns a replay record's stored JSON.

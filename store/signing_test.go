@@ -45,7 +45,7 @@ func TestSignedPreviewEditedInRedisIsRefused(t *testing.T) {
 	}
 	key := e.st.b.k.token(tok)
 	raw, err := e.rdb.Get(e.ctx, key).Bytes()
-	if err != nil || !bytes.HasPrefix(raw, tokenSigMagic) {
+	if err != nil || !bytes.HasPrefix(raw, tokenSigMagic2) {
 		t.Fatalf("stored form %q… (%v): want signed", raw[:min(len(raw), 8)], err)
 	}
 	// Whoever can write Redis sends the copies elsewhere.

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/hmac"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,7 +21,10 @@ import (
 // Replays recorded before this record existed carried the three values in
 // the replay record itself ("channel", "thread_ts", "progress_ts"): Get
 // reads them from there when the record is missing, and keeps them in the
-// new record (migration on read).
+// new record (migration on read). The record is signed as replay records
+// are (signing.go), so that whoever can write Redis cannot make the bot
+// post a replay's progress, and its payload-free summaries, into another
+// channel.
 type SlackRefs struct{ b *base }
 
 // SlackRefs returns the Slack front end's record of where replays show.
@@ -27,33 +32,70 @@ func (s *Store) SlackRefs() *SlackRefs { return &SlackRefs{s.b} }
 
 // Set records where replay id shows; empty values leave what was recorded
 // (two writers, the approval and a re-posted progress message, each add
-// what they know). The record lives as long as the replay's.
+// what they know). The record lives as long as the replay's. With a
+// signing key the record carries "_sig", the MAC of its three values
+// (signing.go): Set reads, checks and merges what is recorded and writes
+// the whole record again, so a record changed in Redis is refused rather
+// than extended.
 func (sr *SlackRefs) Set(ctx context.Context, id, channel, thread, progress string) error {
 	if err := checkTag("replay id", id); err != nil {
 		return fmt.Errorf("store: slack refs: %w", err)
 	}
-	var fields []any
-	for _, f := range [][2]string{{"channel", channel}, {"thread_ts", thread}, {"progress_ts", progress}} {
-		if f[1] != "" {
-			fields = append(fields, f[0], f[1])
-		}
-	}
-	if len(fields) == 0 {
+	if channel == "" && thread == "" && progress == "" {
 		return nil
 	}
 	k := sr.b.k.slackRefs(id)
-	pipe := sr.b.rdb.TxPipeline()
-	pipe.HSet(ctx, k, fields...)
-	if ms := sr.b.cfg.retentionMs(); ms > 0 {
-		pipe.PExpire(ctx, k, time.Duration(ms)*time.Millisecond)
+	var fnErr error
+	txf := func(tx *redis.Tx) error {
+		m, err := tx.HGetAll(ctx, k).Result()
+		if err != nil {
+			return err
+		}
+		rec := [3]string{m["channel"], m["thread_ts"], m["progress_ts"]}
+		if len(m) > 0 {
+			if fnErr = sr.open(id, m); fnErr != nil {
+				return fnErr
+			}
+		}
+		for i, v := range [3]string{channel, thread, progress} {
+			if v != "" {
+				rec[i] = v
+			}
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			fields := []any{"channel", rec[0], "thread_ts", rec[1], "progress_ts", rec[2]}
+			if len(sr.b.cfg.SigningKey) > 0 {
+				fields = append(fields, slackRefsSig, sr.sign(id, rec))
+			}
+			p.HSet(ctx, k, fields...)
+			if ms := sr.b.cfg.retentionMs(); ms > 0 {
+				p.PExpire(ctx, k, time.Duration(ms)*time.Millisecond)
+			}
+			return nil
+		})
+		return err
 	}
-	if err := execPipe(ctx, pipe); err != nil {
-		return fail(err, "slack refs %s", id)
+	for attempt := 0; attempt < updateAttempts; attempt++ {
+		fnErr = nil
+		err := sr.b.rdb.Watch(ctx, txf, k)
+		switch {
+		case err == nil:
+			return nil
+		case errors.Is(err, redis.TxFailedErr):
+			continue
+		case fnErr != nil:
+			return fnErr
+		default:
+			return fail(err, "slack refs %s", id)
+		}
 	}
-	return nil
+	return fmt.Errorf("store: slack refs %s: %d attempts lost to concurrent writers", id, updateAttempts)
 }
 
-// Get returns where replay id shows ("" for what is not recorded).
+// Get returns where replay id shows ("" for what is not recorded). A
+// record that fails its signature check is refused (a *SignatureError,
+// reported through Config.OnBadSignature): nothing is posted where it
+// points.
 func (sr *SlackRefs) Get(ctx context.Context, id string) (channel, thread, progress string, err error) {
 	if err := checkTag("replay id", id); err != nil {
 		return "", "", "", fmt.Errorf("store: slack refs: %w", err)
@@ -63,9 +105,36 @@ func (sr *SlackRefs) Get(ctx context.Context, id string) (channel, thread, progr
 		return "", "", "", fail(err, "slack refs %s", id)
 	}
 	if len(m) > 0 {
+		if err := sr.open(id, m); err != nil {
+			return "", "", "", err
+		}
 		return m["channel"], m["thread_ts"], m["progress_ts"], nil
 	}
 	return sr.legacy(ctx, id)
+}
+
+// slackRefsSig is the field holding a signed record's MAC.
+const slackRefsSig = "_sig"
+
+// sign is the MAC of replay id's three values, in hex.
+func (sr *SlackRefs) sign(id string, rec [3]string) string {
+	return hex.EncodeToString(sr.b.mac("slack refs", id, []byte(rec[0]+"\x00"+rec[1]+"\x00"+rec[2])))
+}
+
+// open checks a stored record m of replay id against its signature.
+func (sr *SlackRefs) open(id string, m map[string]string) error {
+	sig, ok := m[slackRefsSig]
+	if !ok {
+		return sr.b.unsigned("slack refs", id)
+	}
+	if len(sr.b.cfg.SigningKey) == 0 {
+		return sr.b.refuse("slack refs", id, "it is signed, but this dlqbot has no signing key (DLQBOT_SIGNING_KEY) to check it")
+	}
+	want := sr.sign(id, [3]string{m["channel"], m["thread_ts"], m["progress_ts"]})
+	if !hmac.Equal([]byte(sig), []byte(want)) {
+		return sr.b.refuse("slack refs", id, "its signature does not match its contents (changed in Redis, or signed with another key)")
+	}
+	return nil
 }
 
 // legacy reads the values an older replay record carries, and records

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -61,5 +62,64 @@ func TestSlackRefs(t *testing.T) {
 	}
 	if c, _, _, err := sr.Get(e.ctx, "r_nobody"); err != nil || c != "" {
 		t.Fatalf("unknown replay: %q %v", c, err)
+	}
+}
+
+// TestSlackRefsEditedInRedisIsRefused: a signed Slack record whose channel
+// is changed in Redis is refused by Get (reported, nothing returned to
+// post into) and by Set (nothing written); an unsigned one is refused
+// unless AcceptUnsigned says so.
+func TestSlackRefsEditedInRedisIsRefused(t *testing.T) {
+	t.Parallel()
+	e, refused := signedEnv(t)
+	sr := e.st.SlackRefs()
+	id := "r_refssigned01"
+	if err := sr.Set(e.ctx, id, "C0OPS", "111.1", "222.2"); err != nil {
+		t.Fatal(err)
+	}
+	k := e.st.b.k.slackRefs(id)
+	if sig, _ := e.rdb.HGet(e.ctx, k, slackRefsSig).Result(); len(sig) != 64 {
+		t.Fatalf("stored signature %q: want a MAC", sig)
+	}
+	if err := e.rdb.HSet(e.ctx, k, "channel", "C0ATTACKER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	c, _, _, err := sr.Get(e.ctx, id)
+	var se *SignatureError
+	if !errors.Is(err, engine.ErrBadSignature) || !errors.As(err, &se) || se.Kind != "slack refs" || c != "" {
+		t.Fatalf("edited channel: %q %v, want a signature error and no channel", c, err)
+	}
+	if err := sr.Set(e.ctx, id, "", "", "333.3"); !errors.Is(err, engine.ErrBadSignature) {
+		t.Fatalf("Set over an edited record: %v", err)
+	}
+	if p, _ := e.rdb.HGet(e.ctx, k, "progress_ts").Result(); p != "222.2" {
+		t.Fatalf("a refused Set wrote progress_ts %q", p)
+	}
+	if len(*refused) != 2 {
+		t.Fatalf("%d refusals reported, want 2", len(*refused))
+	}
+	// Unsigned (from before signing): refused, unless accepted.
+	if err := e.rdb.HDel(e.ctx, k, slackRefsSig).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HSet(e.ctx, k, "channel", "C0OPS").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := sr.Get(e.ctx, id); !errors.Is(err, engine.ErrBadSignature) {
+		t.Fatalf("unsigned: %v", err)
+	}
+	lenient, err := New(Config{Prefix: e.st.b.cfg.Prefix, SigningKey: testKey, AcceptUnsigned: true}, e.rdb, e.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, _, p, err := lenient.SlackRefs().Get(e.ctx, id); err != nil || c != "C0OPS" || p != "222.2" {
+		t.Fatalf("unsigned, accepted: %q %q %v", c, p, err)
+	}
+	// The next write signs it.
+	if err := lenient.SlackRefs().Set(e.ctx, id, "", "", "444.4"); err != nil {
+		t.Fatal(err)
+	}
+	if c, th, p, err := sr.Get(e.ctx, id); err != nil || c != "C0OPS" || th != "111.1" || p != "444.4" {
+		t.Fatalf("after a lenient write: %q %q %q %v", c, th, p, err)
 	}
 }

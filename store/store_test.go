@@ -72,7 +72,13 @@ type testEnv struct {
 
 func newEnv(t testing.TB, mutate ...func(*Config)) *testEnv {
 	t.Helper()
-	rdb, err := Open(testURL())
+	return newEnvURL(t, testURL(), mutate...)
+}
+
+// newEnvURL is newEnv on the Redis at url (a private server or Cluster).
+func newEnvURL(t testing.TB, url string, mutate ...func(*Config)) *testEnv {
+	t.Helper()
+	rdb, err := Open(url)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -89,10 +95,12 @@ func newEnv(t testing.TB, mutate ...func(*Config)) *testEnv {
 	}
 	ctx := context.Background()
 	if err := st.Ping(ctx); err != nil {
-		t.Fatalf("redis at %s: %v", testURL(), err)
+		t.Fatalf("redis at %s: %v", url, err)
 	}
 	t.Cleanup(func() {
-		deleteKeys(t, rdb, cfg.Prefix)
+		if _, cluster := rdb.(*redis.ClusterClient); !cluster { // a private Cluster goes with its test
+			deleteKeys(t, rdb, cfg.Prefix)
+		}
 		_ = rdb.Close()
 	})
 	return &testEnv{st: st, rdb: rdb, clock: clock, ctx: ctx}

@@ -68,6 +68,9 @@ type tokenHead struct {
 	ParkAfter int                     `json:"park_after"`
 	// Distinct is the number of items (records).
 	Distinct int `json:"distinct"`
+	// Proof is what an approval needs to prove that nothing previewed
+	// left the DLQ without reading it (engine.ApprovalProof, issue 23).
+	Proof *engine.ApprovalProof `json:"proof,omitempty"`
 	// Classes is the class table: every (target, failure group) an item
 	// refers to by index, in order of first use.
 	Classes []tokenClass `json:"classes"`
@@ -85,7 +88,8 @@ type tokenClass struct {
 func encodeToken(f engine.Frozen) ([]byte, error) {
 	items := itemsOf(f)
 	h := tokenHead{Token: f.Token, DLQ: f.DLQ, Vhost: f.Vhost, Selection: f.Selection, To: f.To, Requester: f.Requester,
-		CreatedAt: f.CreatedAt, ExpiresAt: f.ExpiresAt, Targets: f.Targets, Total: f.Total, ParkAfter: f.ParkAfter}
+		CreatedAt: f.CreatedAt, ExpiresAt: f.ExpiresAt, Targets: f.Targets, Total: f.Total, ParkAfter: f.ParkAfter,
+		Proof: f.Proof}
 	class := map[tokenClass]int{}
 	for it := range items {
 		c := tokenClass{Target: it.Target, Group: it.Group}

@@ -21,8 +21,9 @@ const headProbe = 16 << 10
 // unknown or expired. A binary token's header is read with GETRANGE (one
 // read of headProbe bytes, a second when the header is longer), so a
 // permission check never transfers or decodes a large preview's items; a
-// token in the earlier JSON format, or a signed one (signing.go), is read
-// whole through Load.
+// signed token's header carries its own MAC (signing.go), checked here, so
+// signing costs no more reads; a token in the earlier JSON format, or one
+// signed by a single MAC over the whole, is read whole through Load.
 func (t *Tokens) LoadHeader(ctx context.Context, token string) (engine.Frozen, error) {
 	if checkTag("token", token) != nil {
 		return engine.Frozen{}, fmt.Errorf("store: load preview header: %w", engine.ErrTokenNotFound)
@@ -36,20 +37,33 @@ func (t *Tokens) LoadHeader(ctx context.Context, token string) (engine.Frozen, e
 		// GETRANGE answers "" for a missing key; no token is empty.
 		return engine.Frozen{}, fmt.Errorf("store: load preview header %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
-	if isLegacyToken(val) || bytes.HasPrefix(val, tokenSigMagic) {
-		// A signed token's MAC covers the whole value: it is read whole
-		// and checked before its header is believed.
+	signed := bytes.HasPrefix(val, tokenSigMagic2)
+	if isLegacyToken(val) || !signed && bytes.HasPrefix(val, tokenSigMagic) {
+		// A token signed by one MAC over the whole (before the header had
+		// its own) is read whole and checked before its header is
+		// believed.
 		f, err := t.Load(ctx, token)
 		f.Items = nil
 		return f, err
 	}
-	if n := headLen(val); n > len(val) {
+	n := headLen(val)
+	if signed {
+		n = headSigned(val)
+	} else if err := t.b.unsigned("preview", audit.TokenRef(token)); err != nil {
+		return engine.Frozen{}, err // refused unless accepted
+	}
+	if n > len(val) {
 		val, err = t.b.rdb.GetRange(ctx, key, 0, int64(n)-1).Bytes()
 		if errors.Is(err, redis.Nil) || err == nil && len(val) == 0 {
 			return engine.Frozen{}, fmt.Errorf("store: load preview header %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 		}
 		if err != nil {
 			return engine.Frozen{}, fail(err, "load preview header %s", audit.TokenRef(token))
+		}
+	}
+	if signed {
+		if val, err = t.b.openTokenHead(token, audit.TokenRef(token), val); err != nil {
+			return engine.Frozen{}, err
 		}
 	}
 	f, _, _, err := decodeHead(val)

@@ -76,9 +76,16 @@ func TestTerminalQuorumReadBudget(t *testing.T) {
 		testkit.Eventually(t, 20*time.Second, "sent copies consumed", func() bool { a, _ := consumer.Counts(); return a == sent })
 		testkit.Eventually(t, 30*time.Second, "nothing lost", func() bool { return r.Count(dlq)+sent == 10 })
 
+		// The approval reads the DLQ only when its proof could not show
+		// nothing changed (approve_proof.go), so the budget left is one
+		// read more or less: either the preview is refused before it
+		// reads, or it reads and warns of what is left.
 		out, _, code = dlqbot(t, env, "preview", dlq, "--json")
-		if msg, _ := oneJSON(t, out)["error"].(string); code != 1 || !strings.Contains(msg, "read budget") || !strings.Contains(msg, "nothing was read") {
-			t.Fatalf("preview with the budget spent (exit %d): %s", code, out)
+		doc = oneJSON(t, out)
+		msg, _ := doc["error"].(string)
+		refused := code == 1 && strings.Contains(msg, "read budget") && strings.Contains(msg, "nothing was read")
+		if !refused && (code != 0 || doc["read_budget"] == nil) {
+			t.Fatalf("preview with the budget (nearly) spent (exit %d): %s; want refused, or a read_budget warning", code, out)
 		}
 		if n := r.Count(dlq); n+sent != 10 {
 			t.Fatalf("DLQ holds %d after the refused preview, %d sent: want 10 in all", n, sent)

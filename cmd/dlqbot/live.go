@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -94,6 +95,9 @@ func progressLine(r engine.Replay, now time.Time, withID bool) string {
 		b.WriteString(r.ID + " ")
 	}
 	fmt.Fprintf(&b, "%s · step %d · sent %d/%d · settled %d · came back %d", r.State, r.Step, r.Sent, r.Total, r.Settled, r.Returned)
+	if r.Unseen != nil {
+		fmt.Fprintf(&b, " (could not tell for %d: no tap)", r.Unseen.Count)
+	}
 	if r.Missing > 0 {
 		fmt.Fprintf(&b, " · !! %d DISAPPEARED (neither sent by dlqbot nor in the DLQ)", r.Missing)
 	}
@@ -125,4 +129,17 @@ func elapsedOf(r engine.Replay, now time.Time) time.Duration {
 		end = r.EndedAt
 	}
 	return max(end.Sub(r.CreatedAt), 0)
+}
+
+// lockedWriter serialises writes to w: progress lines and the engine's log
+// lines share stderr and are written from different goroutines.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

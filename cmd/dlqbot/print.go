@@ -25,7 +25,11 @@ func printPreview(w io.Writer, p *engine.Preview) {
 		fmt.Fprintf(w, "!! PARTIAL READ: %s\n", p.Problems[0].Detail)
 	}
 	fmt.Fprintf(w, "Selection: %s\n", p.Selection)
-	fmt.Fprintf(w, "Scanned %d message(s): %d selected (%d distinct), %d parked. Nothing was changed.\n\n", p.Scanned, p.Selected, p.Distinct, p.Parked)
+	fmt.Fprintf(w, "Scanned %d message(s): %d selected (%d distinct), %d parked. Nothing was changed.\n", p.Scanned, p.Selected, p.Distinct, p.Parked)
+	if p.FirstStepDepth > 0 {
+		fmt.Fprintf(w, "The replay's first step reads the first %d message(s) of the DLQ; the later steps read on from there (the DLQ is read once).\n", p.FirstStepDepth)
+	}
+	fmt.Fprintln(w)
 	if len(p.Problems) > 0 {
 		fmt.Fprintln(w, "What would go wrong:")
 		for _, pr := range p.Problems {
@@ -98,6 +102,9 @@ func printReplay(w io.Writer, r engine.Replay) {
 	fmt.Fprintf(w, "  from %s, approved by %s, requested by %s\n", r.DLQ, r.Approver, r.Requester)
 	fmt.Fprintf(w, "  step %d; sent %d of %d; left the target queue %d; came back %d; missing %d; not delivered %d; new failures meanwhile %d\n",
 		r.Step, r.Sent, r.Total, r.Settled, r.Returned, r.Missing, r.Failed, r.NewFailures)
+	if r.Unseen != nil {
+		fmt.Fprintf(w, "  !! %s: the DLQ's tap was gone and the DLQ could not be re-read; \"came back\" counts only what was seen\n", r.Unseen.Words())
+	}
 	if r.InDoubt > 0 || r.Duplicates > 0 {
 		fmt.Fprintf(w, "  in doubt %d (in flight when the connection was lost), duplicates %d (confirmed, original not acked): all listed in the ledger, never sent again\n", r.InDoubt, r.Duplicates)
 	}
@@ -171,11 +178,16 @@ func clip(s string, n int) string {
 }
 
 func printCheck(w io.Writer, c engine.CheckReport) {
-	fmt.Fprintf(w, "Replay %s: of %d message(s) sent, %d came back to %s", c.ReplayID, c.Replayed, c.Returned, c.DLQ)
-	if c.Replayed > 0 {
-		fmt.Fprintf(w, "; %d not seen in a dead-letter queue", max(0, c.Replayed-c.Returned))
+	if c.Unseen != nil {
+		fmt.Fprintf(w, "Replay %s: of %d message(s) sent, %d seen back in %s; %s: the DLQ could not be re-read in its place, so copies that came back then were not seen.\n",
+			c.ReplayID, c.Replayed, c.Returned, c.DLQ, c.Unseen.Words())
+	} else {
+		fmt.Fprintf(w, "Replay %s: of %d message(s) sent, %d came back to %s", c.ReplayID, c.Replayed, c.Returned, c.DLQ)
+		if c.Replayed > 0 {
+			fmt.Fprintf(w, "; %d not seen in a dead-letter queue", max(0, c.Replayed-c.Returned))
+		}
+		fmt.Fprintln(w, ".")
 	}
-	fmt.Fprintln(w, ".")
 	if len(c.Groups) > 0 {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "COUNT\tGROUP ID\tFAILURE\tEXAMPLE")

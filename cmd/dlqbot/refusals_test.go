@@ -71,11 +71,17 @@ roles:
 // operations in trail. It returns its base URL.
 func tableServer(t *testing.T, env map[string]string, trail *testkit.Trail) string {
 	t.Helper()
+	return tableServerLog(t, env, trail, io.Discard)
+}
+
+// tableServerLog is tableServer writing its log to logw.
+func tableServerLog(t *testing.T, env map[string]string, trail *testkit.Trail, logw io.Writer) string {
+	t.Helper()
 	cfg, err := loadConfig(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := openApp(cfg, io.Discard)
+	a, err := openApp(cfg, logw)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,9 @@ import (
 // slash command's grammar, a readable report, or with --json exactly one
 // JSON document on stdout.
 func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	// The engine logs from its own goroutines while the terminal prints
+	// progress there: one write at a time, so lines never interleave.
+	stderr = &lockedWriter{w: stderr}
 	res, flags := commands.ParseArgs(args, time.Now())
 	out := &output{w: stdout, json: flags.JSON, tty: isTerminal(stdout), getenv: getenv}
 	if res.Cmd == nil {

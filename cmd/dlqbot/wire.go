@@ -134,7 +134,7 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 		Broker: b, Mover: b, Counters: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
 		Notifier: notifier, ScanObserver: observer, Schedule: st.Schedule(),
-		Taps: b, Returns: st.Returns(), Claims: st.Claims(),
+		Taps: b, Returns: st.Returns(), Claims: st.Claims(), TapGaps: st.TapGaps(),
 	}
 	if handOff {
 		deps.Jobs, deps.Registry = st.Jobs(), st.Workers()

@@ -207,6 +207,17 @@ func (rb *readBudget) see(d amqp.Delivery) error {
 		return &engine.ReadBudgetError{Queue: rb.queue, Limit: st.DeliveryLimit, LimitFrom: st.LimitFrom,
 			Count: n, Midway: true, Version: st.BrokerVersion, Raise: rb.raise()}
 	}
+	// 4.3 counts no give-back, but a delivery lost with its connection (a
+	// node dying under the read) is a failure, in x-delivery-count, and a
+	// message past its limit is dropped: the read stops at a message one
+	// such loss would take past it (the reserve of one kept before 4.3,
+	// where the give-back itself also counts).
+	if f := headerInt(d.Headers["x-delivery-count"]); !st.RequeueCounts && st.DeliveryLimit > 0 && f >= st.DeliveryLimit {
+		st.DeliveryCount = f
+		return &engine.ReadBudgetError{Queue: rb.queue, Limit: st.DeliveryLimit, LimitFrom: st.LimitFrom,
+			Count: f, Midway: true, Failures: true, Version: st.BrokerVersion,
+			Raise: engine.RaiseLimit(rb.b.vhost, st, engine.SuggestedLimit(st, 1))}
+	}
 	return nil
 }
 

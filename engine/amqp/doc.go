@@ -41,6 +41,9 @@
 //     dead letter routed to the DLQ reaches it too; DrainTap hands its
 //     messages to the engine, which records returns without reading the
 //     DLQ. A DLQ fed only through the default exchange cannot be tapped.
+//     WatchTap (tap_watch.go) holds a consumer on the tap while a replay
+//     runs and returns engine.ErrQueueNotFound the moment the broker
+//     cancels it (the tap was deleted: Channel.NotifyCancel).
 //
 // The reader behind Scan (holdReader) yields deliveries in queue order and
 // can acknowledge individual ones before giving the rest back, so the

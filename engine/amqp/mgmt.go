@@ -287,8 +287,9 @@ type QueueStats struct {
 	Ack        int64
 	Redeliver  int64
 	// SampledAt is the time of the newest length sample the API returned,
-	// on the statistics interval's boundary (zero when unknown): the counts
-	// are at least as new as that.
+	// on the statistics interval's boundary (zero when unknown). The
+	// boundary can lie ahead of when the counts were taken (see sampleAge):
+	// they are at least as new as SampledAt less sampleAge.
 	SampledAt time.Time
 	// Fetched is when this client received the answer.
 	Fetched time.Time

@@ -44,7 +44,6 @@ type mover struct {
 	bounces chan amqp.Return
 	flight  []*inflight // publish order
 	byCopy  map[string]*inflight
-	copies  int         // copies named, for copyHeader
 	done    []*inflight // confirmed, not yet recorded and acked
 	// doneSince is when the oldest of done was confirmed.
 	doneSince time.Time
@@ -55,6 +54,13 @@ type mover struct {
 	res       engine.MoveResult
 	user      string
 	next      time.Time // pacing: earliest time of the next publish
+	// cursor is the cursor a move continues (nil for a one-shot Move);
+	// keptAt is how far its kept list has been offered, and keptOld and
+	// keptNew what this move keeps again and newly (see settleKept).
+	cursor  *Cursor
+	keptAt  int
+	keptOld []held
+	keptNew []held
 }
 
 // Move makes one confirm-then-ack pass over req.Queue (README "Replaying"): it reads
@@ -69,19 +75,12 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	if req.Window <= 0 {
 		req.Window = 500
 	}
-	r, err := b.openReader(ctx, req.Queue)
+	// Like Scan: a quorum queue with a delivery limit scrambles a large
+	// one-shot requeue, so what the move leaves is given back in paced chunks.
+	r, unacked, err := b.openMoveReader(ctx, req.Queue)
 	if err != nil {
 		return engine.MoveResult{}, fmt.Errorf("amqp: move from %s: %w", req.Queue, err)
 	}
-	// Like Scan: a quorum queue with a delivery limit scrambles a large
-	// one-shot requeue, so what the move leaves is given back in paced chunks.
-	tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
-	unacked := -1
-	if q, _ := b.mgmt.queue(tctx, req.Queue, false); q != nil {
-		r.paced = q.queueType() == "quorum" && q.deliveryLimit() > 0
-		unacked = int(q.MessagesUnacked)
-	}
-	cancel()
 	m := &mover{b: b, req: req, r: r, user: b.uri.Username}
 	m.startRecorder(ctx)
 	err = m.run(ctx)
@@ -90,6 +89,12 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	m.res.Coverage = r.coverage(unacked)
 	if _, relErr := r.release(); relErr != nil && err == nil && !m.connLost() {
 		err = relErr
+	}
+	if err == nil && m.connLost() && m.leftInDoubt() {
+		// Every copy was handed over, but the connection went before
+		// their confirms or acks: a lost connection all the same, so the
+		// engine settles, reconciles and says so (engine/reconcile.go).
+		err = b.lost(amqp.ErrClosed)
 	}
 	if m.pub != nil {
 		closeQuietly(m.pub)
@@ -125,16 +130,21 @@ func (m *mover) run(ctx context.Context) error {
 		if m.req.Satisfied != nil && m.req.Satisfied() && len(picked) == 0 {
 			break
 		}
-		h, err := m.r.next(ctx)
+		h, fromKept, err := m.pull(ctx)
 		if errors.Is(err, errReadDone) {
 			break
 		}
 		if err != nil {
 			return err
 		}
-		m.res.Read++
+		if !fromKept {
+			m.res.Read++
+		}
 		p, ok := m.req.Pick(toMessage(h))
 		if !ok {
+			if p.Later && m.cursor != nil {
+				m.keep(h, fromKept)
+			}
 			continue
 		}
 		picked = append(picked, pendingPick{h: h, p: p, tag: m.tag(p)})
@@ -177,14 +187,23 @@ func (m *mover) tag(p engine.Pick) string {
 	if p.Copy != "" {
 		return p.Copy
 	}
-	m.copies++
-	return fmt.Sprintf("%s-%d", m.r.id, m.copies)
+	// Numbered by the read, not the move: a cursor's moves go on with
+	// the numbers, so each copy of a read has its own tag (the ledger
+	// names copies by it).
+	m.r.copies++
+	return fmt.Sprintf("%s-%d", m.r.id, m.r.copies)
 }
 
 // intent is a batch whose ledger intent is being written.
 type intent struct {
 	batch []pendingPick
-	done  chan error
+	done  chan intentDone
+}
+
+// intentDone is what req.Intend said of a batch.
+type intentDone struct {
+	refused map[string]string
+	err     error
 }
 
 func moved(pp pendingPick) engine.Moved {
@@ -193,29 +212,49 @@ func moved(pp pendingPick) engine.Moved {
 
 // intend starts writing batch's intent (req.Intend) in the background.
 func (m *mover) intend(ctx context.Context, batch []pendingPick) *intent {
-	in := &intent{batch: batch, done: make(chan error, 1)}
+	in := &intent{batch: batch, done: make(chan intentDone, 1)}
 	if m.req.Intend == nil || m.res.Stopped != nil {
-		in.done <- m.res.Stopped
+		in.done <- intentDone{err: m.res.Stopped}
 		return in
 	}
 	mv := make([]engine.Moved, len(batch))
 	for i, pp := range batch {
 		mv[i] = moved(pp)
 	}
-	go func() { in.done <- m.req.Intend(ctx, mv) }()
+	go func() {
+		refused, err := m.req.Intend(ctx, mv)
+		in.done <- intentDone{refused: refused, err: err}
+	}()
 	return in
 }
 
 // abandonIntent waits for an intent that will not be published and
-// reports its batch Unsent (certainly not sent).
+// reports its batch Unsent (certainly not sent), but for what Intend
+// refused (Refused: never recorded).
 func (m *mover) abandonIntent(in *intent) {
 	if in == nil {
 		return
 	}
-	<-in.done
+	m.sortRefused(in, <-in.done)
 	for _, pp := range in.batch {
 		m.res.Unsent = append(m.res.Unsent, moved(pp))
 	}
+}
+
+// sortRefused takes what Intend refused out of in's batch, into Refused.
+func (m *mover) sortRefused(in *intent, done intentDone) {
+	if len(done.refused) == 0 {
+		return
+	}
+	kept := make([]pendingPick, 0, len(in.batch))
+	for _, pp := range in.batch {
+		if by, no := done.refused[pp.p.ID]; no {
+			m.res.Refused = append(m.res.Refused, engine.RefusedMove{Moved: moved(pp), By: by})
+			continue
+		}
+		kept = append(kept, pp)
+	}
+	in.batch = kept
 }
 
 // publish waits for the batch's intent, then publishes each copy; once
@@ -224,9 +263,11 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 	if in == nil {
 		return nil
 	}
-	if err := <-in.done; err != nil && m.res.Stopped == nil {
-		m.res.Stopped = err
+	done := <-in.done
+	if done.err != nil && m.res.Stopped == nil {
+		m.res.Stopped = done.err
 	}
+	m.sortRefused(in, done)
 	for i, pp := range in.batch {
 		if m.cont() != nil || m.pace(ctx) != nil {
 			for _, rest := range in.batch[i:] {
@@ -375,4 +416,19 @@ func (b *Broker) DeclareQueue(ctx context.Context, name string) error {
 		return fmt.Errorf("amqp: declare %s: %w", name, b.classify(err))
 	}
 	return nil
+}
+
+// leftInDoubt reports whether the pass left copies whose fate the lost
+// connection hid: unconfirmed (in doubt) or confirmed with their originals
+// unacked.
+func (m *mover) leftInDoubt() bool {
+	if len(m.res.Unacked) > 0 {
+		return true
+	}
+	for _, f := range m.res.Failed {
+		if f.Kind == engine.MoveLost {
+			return true
+		}
+	}
+	return false
 }

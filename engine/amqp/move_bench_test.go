@@ -64,7 +64,7 @@ func BenchmarkMove(b *testing.B) {
 		move func(src, dst string)
 	}
 	cs := []contender{
-		{"dlqbot", func(src, dst string) { dlqbotMove(b, br, st.Ledger(), src, dst) }},
+		{"dlqbot", func(src, dst string) { dlqbotMove(b, br, st, src, dst) }},
 		{"minimal-mover", func(src, dst string) { must(b, testkit.MinimalMove(ctx, r.Conn, src, dst, n, moveWindow, nil)) }},
 		{"minimal-mover+replay-headers", func(src, dst string) {
 			must(b, testkit.MinimalMove(ctx, r.Conn, src, dst, n, moveWindow, testkit.ReplayHeaders(src)))
@@ -122,14 +122,23 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-func dlqbotMove(b *testing.B, br *broker.Broker, led *store.Ledger, src, dst string) {
+func dlqbotMove(b *testing.B, br *broker.Broker, st *store.Store, src, dst string) {
+	const rid = "r_bench000000000000"
+	led := st.Ledger()
 	entries := func(batch []engine.Moved, pending bool) []engine.LedgerEntry {
 		out := make([]engine.LedgerEntry, len(batch))
 		for i, m := range batch {
-			out[i] = engine.LedgerEntry{ReplayID: "r_bench000000000000", DLQ: src, ID: m.ID, Target: m.Target, Seq: m.Seq, Pending: pending}
+			out[i] = engine.LedgerEntry{ReplayID: rid, DLQ: src, ID: m.ID, Target: m.Target, Seq: m.Seq, Pending: pending, Copy: m.Copy}
 		}
 		return out
 	}
+	// Each window is fenced by the run's lease, as a replay's are.
+	_ = st.Leases().Release(context.Background(), rid, "bench")
+	epoch, ok, err := st.Leases().Acquire(context.Background(), rid, "bench", time.Minute)
+	if err != nil || !ok {
+		b.Fatalf("lease: %v %v", ok, err)
+	}
+	defer func() { _ = st.Leases().Release(context.Background(), rid, "bench") }()
 	res, err := br.Move(context.Background(), engine.MoveRequest{
 		Queue: src,
 		Pick: func(m engine.Message) (engine.Pick, bool) {
@@ -138,8 +147,10 @@ func dlqbotMove(b *testing.B, br *broker.Broker, led *store.Ledger, src, dst str
 		Rewrite: func(h map[string]any, _ engine.Pick) map[string]any {
 			return engine.ReplayHeaders(h, "r_bench000000000000", src)
 		},
-		Window:    moveWindow,
-		Intend:    func(ctx context.Context, batch []engine.Moved) error { return led.Intend(ctx, entries(batch, true)) },
+		Window: moveWindow,
+		Intend: func(ctx context.Context, batch []engine.Moved) (map[string]string, error) {
+			return led.IntendWindow(ctx, engine.Window{ReplayID: rid, DLQ: src, Owner: "bench", Epoch: epoch, Entries: entries(batch, true)})
+		},
 		Confirmed: func(ctx context.Context, batch []engine.Moved) error { return led.Confirm(ctx, entries(batch, false)) },
 	})
 	if err != nil || len(res.Failed) > 0 {

@@ -219,9 +219,11 @@ func TestManagementFailover(t *testing.T) {
 	u, _ := url.Parse(sick.URL)
 	u.User = url.UserPassword("guest", "guest")
 	b := testBroker(t, Config{ManagementURL: u.String() + "," + DefaultManagementURL})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	testkit.Eventually(t, 20*time.Second, "the live node's count of "+q, func() bool {
+	// The live node's first sample of a new queue comes a statistics
+	// interval or more after it (on a loaded 3.10, past 20 s).
+	testkit.Eventually(t, 2*time.Minute, "the live node's count of "+q, func() bool {
 		s, err := b.QueueStats(ctx, q)
 		return err == nil && s.Sampled && s.Ready == 2
 	})

@@ -61,7 +61,13 @@ func (r *holdReader) release() (int, error) {
 	requeued, unsettled := 0, 0
 	for i, c := range r.chans {
 		if c.ch.IsClosed() {
-			errs = append(errs, fmt.Errorf("channel %d closed before its messages were given back: the broker requeued them itself", i))
+			err := fmt.Errorf("channel %d closed before its messages were given back: the broker requeued them itself", i)
+			if r.conn != nil && r.conn.IsClosed() {
+				// The connection went with it: the node is lost, which a
+				// paced replay outlives (engine/reconnect.go).
+				err = fmt.Errorf("%w: %w", err, r.b.classify(amqp.ErrClosed))
+			}
+			errs = append(errs, err)
 			continue
 		}
 		n, err := p.requeueAll(c)
@@ -250,14 +256,30 @@ func (b *Broker) stillLanding(ctx context.Context, queue string, e requeueExpect
 	return short
 }
 
+// sampleAge bounds how much older than its SampledAt a management sample's
+// counts can be: the sample is dated on the statistics interval's boundary
+// at or after the collector stored it (measured on 3.10: dated 2.1 s ahead
+// of the clock), and the queue emitted the counts up to one interval
+// (collect_statistics_interval, 5 s by default) before that.
+const sampleAge = 10 * time.Second
+
+// sampledAfter reports whether st's counts were certainly taken after at.
+func sampledAfter(st QueueStats, at time.Time) bool {
+	return st.Sampled && st.SampledAt.After(at.Add(sampleAge))
+}
+
 // settledSince reports whether the management API has a sample of queue
 // taken after at showing no unacknowledged message: requeues given back
 // before at are then all applied. A requeue not yet applied keeps its
 // message unacknowledged (checked out, on a quorum queue), so a ready count
-// that stopped rising proves nothing by itself.
+// that stopped rising proves nothing by itself. A sample merely dated
+// after at is not enough (see sampleAge): one taken before the read that
+// gave the messages back (nothing unacknowledged then) made a read of a
+// 20,000-message quorum queue whose requeues had not landed read 0 and
+// call that whole.
 func (b *Broker) settledSince(ctx context.Context, queue string, at time.Time) bool {
 	st, err := b.statsNow(ctx, queue)
-	return err == nil && st.Sampled && st.SampledAt.After(at) && st.Unacked == 0
+	return err == nil && sampledAfter(st, at) && st.Unacked == 0
 }
 
 // mayStillLand reports whether the messages expected in queue could all
@@ -266,11 +288,15 @@ func (b *Broker) settledSince(ctx context.Context, queue string, at time.Time) b
 // keeps its message checked out; a quorum queue on 3.10 showed none of
 // 100,000 ready for 10 s after a read gave them back, while the API counted
 // them all). When it counts fewer, some left the queue for good (acked by
-// another client) and waiting cannot make the read whole. An unanswered
-// API says no.
+// another client) and waiting cannot make the read whole. A sample that
+// may predate the give-back (see sampleAge) says nothing yet: they may
+// still land. An unanswered API says no.
 func (b *Broker) mayStillLand(ctx context.Context, queue string, e requeueExpectation) bool {
 	st, err := b.statsNow(ctx, queue)
-	return err == nil && st.Sampled && st.Ready+st.Unacked >= int64(e.count)
+	if err != nil || !st.Sampled {
+		return false
+	}
+	return !sampledAfter(st, e.at) || st.Ready+st.Unacked >= int64(e.count)
 }
 
 // statsNow is QueueStats bounded by typeLookupTimeout.

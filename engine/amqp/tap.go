@@ -208,6 +208,9 @@ func (b *Broker) DrainTap(ctx context.Context, dlq string, record func([]engine.
 	if err := ch.Qos(2*tapBatch, 0, false); err != nil {
 		return 0, fmt.Errorf("amqp: drain tap %s: qos: %w", tap, b.classify(err))
 	}
+	// A tap deleted while it is drained cancels the consumer: the drain
+	// then reports it missing, not a lost channel.
+	cancelled := ch.NotifyCancel(make(chan string, 1))
 	tag := "dlqbot-tap-" + randomID()
 	ds, err := ch.Consume(tap, tag, false, false, false, false, nil)
 	if err != nil {
@@ -253,6 +256,11 @@ func (b *Broker) DrainTap(ctx context.Context, dlq string, record func([]engine.
 			return total, ctx.Err()
 		case d, ok := <-ds:
 			if !ok {
+				select {
+				case <-cancelled:
+					return total, fmt.Errorf("amqp: drain tap %s: the broker cancelled its consumer (the tap was deleted): %w", tap, engine.ErrQueueNotFound)
+				default:
+				}
 				return total, fmt.Errorf("amqp: drain tap %s: %w", tap, unavailable("node "+b.conns.node(), errors.New("channel closed")))
 			}
 			batch = append(batch, d)

@@ -29,6 +29,7 @@ func tapBindings(t *testing.T, b *Broker, tap string) []string {
 }
 
 func TestTapCopiesTheDLQsBindingsAndFollowsTheirChanges(t *testing.T) {
+	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, tb testkit.Broker) {
 		t.Parallel()
 		ctx := context.Background()
@@ -103,6 +104,7 @@ func TestTapCopiesTheDLQsBindingsAndFollowsTheirChanges(t *testing.T) {
 }
 
 func TestDrainTapGivesABatchBackWhenItCannotBeRecorded(t *testing.T) {
+	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, tb testkit.Broker) {
 		t.Parallel()
 		ctx := context.Background()

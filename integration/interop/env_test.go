@@ -18,9 +18,11 @@ import (
 	"github.com/stroma/dlqbot/store"
 )
 
-// fast makes canary steps settle quickly.
+// fast makes canary steps settle quickly. Its lease is long: no test here
+// takes a replay over, and beside make test's other lanes a heartbeat can
+// miss a 10-second lease (the run then stops, lease lost).
 var fast = engine.Config{SettleGrace: 500 * time.Millisecond, SettlePoll: 100 * time.Millisecond,
-	ControlPoll: 100 * time.Millisecond, LeaseTTL: 5 * time.Second}
+	ControlPoll: 100 * time.Millisecond, LeaseTTL: 30 * time.Second}
 
 // oneStep sends a whole selection of up to 100 messages in one unpaced step.
 var oneStep = engine.Params{Step: 100, Cap: 100, Rate: -1, Timeout: 45 * time.Second}

@@ -19,7 +19,7 @@ import (
 
 // fast makes steps settle quickly.
 var fast = engine.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond,
-	ControlPoll: 50 * time.Millisecond, LeaseTTL: 3 * time.Second}
+	ControlPoll: 50 * time.Millisecond, LeaseTTL: 10 * time.Second}
 
 // deliveries counts what the test consumer received, by message id.
 type deliveries struct {

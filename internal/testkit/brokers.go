@@ -137,12 +137,13 @@ type Case struct {
 func (c Case) Name() string { return c.Kind + "-" + c.Broker.Name }
 
 // Matrix returns the cases for kinds of queue: a kind starting with
-// "quorum" runs on every broker (Brokers), any other on RabbitMQ 3.10 only.
-// Call Require on the case's broker first thing in its subtest.
+// "quorum" runs on every broker (Brokers), any other on RabbitMQ 3.10 only
+// (on every broker with DLQBOT_CLASSIC_ALL=1, make test-all). Call Require
+// on the case's broker first thing in its subtest.
 func Matrix(kinds ...string) []Case {
 	var out []Case
 	for _, k := range kinds {
-		if len(k) >= 6 && k[:6] == "quorum" {
+		if len(k) >= 6 && k[:6] == "quorum" || AllBrokers() {
 			for _, b := range Brokers() {
 				out = append(out, Case{Kind: k, Broker: b})
 			}

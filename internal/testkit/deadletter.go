@@ -23,6 +23,7 @@ func (r *Rabbit) Reject(source string, msgs ...amqp.Publishing) {
 	r.t.Helper()
 	r.Publish(source, msgs...)
 	ch := r.Channel()
+	defer func() { _ = ch.Close() }() // nothing stays held after the rejects
 	if err := ch.Qos(len(msgs)+1, 0, false); err != nil {
 		r.t.Fatalf("testkit: qos: %v", err)
 	}

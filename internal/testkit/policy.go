@@ -70,3 +70,10 @@ func (b Broker) mgmt(method, path string, body []byte) error {
 	}
 	return nil
 }
+
+// DeleteQueueHTTP deletes queue on b's vhost "/" through the management
+// API, as an operator cleaning up would; it returns an error for a queue
+// that does not exist.
+func (b Broker) DeleteQueueHTTP(queue string) error {
+	return b.mgmt(http.MethodDelete, "/api/queues/%2F/"+url.PathEscape(queue), nil)
+}

@@ -152,9 +152,14 @@ func PublishTo(conn *amqp.Connection, exchange, key string, msgs ...amqp.Publish
 // Drain reads every message of queue destructively (consumer with acks)
 // until it has want messages or nothing arrives for idle, and returns them
 // in order. Use it at the end of a test to check a queue's exact contents.
+// The channel is closed on return: the broker may have delivered more than
+// want by then (its prefetch runs ahead of the count), and what was
+// delivered but not taken must go back to the queue, not stay held unacked
+// until the test ends (the queue's ready count would miss it).
 func (r *Rabbit) Drain(queue string, want int, idle time.Duration) []amqp.Delivery {
 	r.t.Helper()
 	ch := r.Channel()
+	defer func() { _ = ch.Close() }()
 	if err := ch.Qos(1000, 0, false); err != nil {
 		r.t.Fatalf("testkit: qos: %v", err)
 	}
@@ -196,9 +201,17 @@ func (r *Rabbit) Count(queue string) int {
 	return q.Messages
 }
 
+// countPatience multiplies WaitCount's bound (see there).
+const countPatience = 3
+
 // WaitCount polls until queue holds n ready messages.
 func (r *Rabbit) WaitCount(queue string, n int, within time.Duration) {
 	r.t.Helper()
+	// A count the broker reaches goes on at once; the bound only ends a
+	// wait for one it never reaches. Beside make test's other lanes on two
+	// cores, the brokers took several times a test's bound (written for a
+	// quiet machine) to apply dead-letterings and requeues: it is tripled.
+	within *= countPatience
 	Eventually(r.t, within, fmt.Sprintf("%s to hold %d messages", queue, n), func() bool { return r.Count(queue) == n })
 }
 

@@ -80,6 +80,7 @@ fuzz() { # fuzz <package> <target>
 }
 fuzz ./engine FuzzParseMeta
 fuzz ./commands FuzzParse
+fuzz ./store FuzzDecodeToken
 
 echo >&2
 echo "chaos: figures (seed $DLQBOT_CHAOS_SEED):" >&2

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"sort"
@@ -35,8 +36,23 @@ type fixture struct {
 	src, dlq string
 	msgs     []amqp.Publishing
 	mu       sync.Mutex
-	got      map[string]int    // message_id → deliveries
-	byMsgID  map[string]string // message_id → fingerprint id
+	got      map[string]int // message_id → deliveries
+	// marked counts the deliveries that carried
+	// x-dlqbot-possible-duplicate: true (a copy in doubt sent again, which
+	// stands in the ledger entry of the copy that may have arrived).
+	marked  map[string]int
+	byMsgID map[string]string // message_id → fingerprint id
+}
+
+// record counts one delivery to the target (f.mu held by the caller).
+func (f *fixture) record(d amqp.Delivery) {
+	f.got[d.MessageId]++
+	if d.Headers[engine.PossibleDuplicateHeader] == true {
+		if f.marked == nil {
+			f.marked = map[string]int{}
+		}
+		f.marked[d.MessageId]++
+	}
 }
 
 // newFixture builds a fixture of n messages on RabbitMQ 3.10, with a
@@ -136,7 +152,7 @@ func newFixtureOn(t *testing.T, tg target, n int, redisURL string, extra map[str
 	f.rabbit.WaitCount(f.dlq, n, time.Minute)
 	f.rabbit.Consume(f.src, func(d amqp.Delivery) string {
 		f.mu.Lock()
-		f.got[d.MessageId]++
+		f.record(d)
 		f.mu.Unlock()
 		return "ack"
 	})
@@ -312,6 +328,16 @@ type account struct {
 	DupPending, DupConfirmed, DupUnrecorded int
 	// LedgerEntries is how many entries the replays' ledgers hold.
 	LedgerEntries int
+	// HeldTwice counts the originals left in the DLQ whose message was
+	// also delivered (the broker holds it twice); HeldTwicePending those
+	// of them with a pending ledger entry (in doubt). ExtraDeliveries
+	// counts deliveries beyond the first of each message.
+	HeldTwice, HeldTwicePending, ExtraDeliveries int
+	// Distinct is how many messages reached the consumer at least once;
+	// PendingInDLQ counts the originals left in the DLQ whose ledger entry
+	// is pending (the copies in doubt, as the broker shows them: each
+	// original still there, its copy delivered or not).
+	Distinct, PendingInDLQ int
 }
 
 // accountFor waits until every message is in the DLQ or was delivered,
@@ -345,6 +371,9 @@ func (f *fixture) accountFor(t *testing.T, replays []string) account {
 		return stable >= 25 // 25 polls of 20 ms: half a second without a delivery
 	})
 	got := f.delivered()
+	f.mu.Lock()
+	marked := maps.Clone(f.marked)
+	f.mu.Unlock()
 	lost, dups := testkit.NoneLost(originals, got, inDLQ)
 	a := account{Messages: n, InDLQ: len(left), Lost: lost, DupMessages: len(dups)}
 	for _, c := range got {
@@ -376,7 +405,7 @@ func (f *fixture) accountFor(t *testing.T, replays []string) account {
 		// Every delivery needs an entry, and so does every copy beyond one
 		// (an original left in the DLQ after its copy was sent counts).
 		switch d := got[mid]; {
-		case !ok || d > listed || d+inDLQ[mid] > listed+1:
+		case !ok || d > listed+marked[mid] || d+inDLQ[mid] > listed+1+marked[mid]:
 			a.DupUnrecorded += extra
 		case pend > 0:
 			a.DupPending += extra
@@ -384,21 +413,37 @@ func (f *fixture) accountFor(t *testing.T, replays []string) account {
 			a.DupConfirmed += extra
 		}
 	}
+	a.Distinct = len(got)
+	for mid, c := range inDLQ {
+		if pending[f.byMsgID[mid]] > 0 {
+			a.PendingInDLQ += c
+		}
+		if got[mid] == 0 {
+			continue
+		}
+		a.HeldTwice += c
+		if pending[f.byMsgID[mid]] > 0 {
+			a.HeldTwicePending += c
+		}
+	}
+	for _, c := range got {
+		a.ExtraDeliveries += max(0, c-1)
+	}
 	for mid, c := range got {
 		listed := 0
 		if fp, ok := f.byMsgID[mid]; ok {
 			listed = entries[fp]
 		}
-		if c > listed {
-			a.Unaccounted += c - listed
+		if c > listed+marked[mid] {
+			a.Unaccounted += c - listed - marked[mid]
 		}
 	}
 	return a
 }
 
 func (a account) String() string {
-	return fmt.Sprintf("%d messages: %d lost, %d delivered, %d duplicate copies of %d messages (%d with a pending ledger entry, %d with a confirmed entry whose original was not acked, %d not in any ledger), %d left in the DLQ; ledgers: %d entries (%d pending), %d deliveries without a ledger entry",
-		a.Messages, len(a.Lost), a.Deliveries, a.DupCopies, a.DupMessages, a.DupPending, a.DupConfirmed, a.DupUnrecorded, a.InDLQ, a.LedgerEntries, a.Pending, a.Unaccounted)
+	return fmt.Sprintf("%d messages: %d lost, %d delivered, %d duplicate copies of %d messages (%d with a pending ledger entry, %d with a confirmed entry whose original was not acked, %d not in any ledger), %d left in the DLQ (%d of them delivered too, %d of those in doubt), %d extra deliveries; ledgers: %d entries (%d pending), %d deliveries without a ledger entry",
+		a.Messages, len(a.Lost), a.Deliveries, a.DupCopies, a.DupMessages, a.DupPending, a.DupConfirmed, a.DupUnrecorded, a.InDLQ, a.HeldTwice, a.HeldTwicePending, a.ExtraDeliveries, a.LedgerEntries, a.Pending, a.Unaccounted)
 }
 
 // freeAddr returns a free loopback address for a server's HTTP listener.

@@ -25,8 +25,10 @@ type socketHub struct {
 	conn    *websocket.Conn
 	writeMu sync.Mutex
 	waiters map[string]chan json.RawMessage
-	closed  bool
-	done    chan struct{}
+	// last is the last envelope sent, for SocketRetry.
+	last   map[string]any
+	closed bool
+	done   chan struct{}
 }
 
 func newSocketHub(s *Stub) *socketHub {
@@ -144,12 +146,20 @@ func (h *socketHub) send(kind string, payload any) (json.RawMessage, error) {
 	h.s.mu.Lock()
 	id := fmt.Sprintf("env-%08d", h.s.nextID())
 	h.s.mu.Unlock()
+	env := map[string]any{"envelope_id": id, "type": kind, "payload": payload,
+		"accepts_response_payload": kind == "slash_commands", "retry_attempt": 0, "retry_reason": ""}
+	h.mu.Lock()
+	h.last = env
+	h.mu.Unlock()
+	return h.deliver(conn, id, env)
+}
+
+// deliver writes env and waits for the ack of envelope id.
+func (h *socketHub) deliver(conn *websocket.Conn, id string, env map[string]any) (json.RawMessage, error) {
 	ch := make(chan json.RawMessage, 1)
 	h.mu.Lock()
 	h.waiters[id] = ch
 	h.mu.Unlock()
-	env := map[string]any{"envelope_id": id, "type": kind, "payload": payload,
-		"accepts_response_payload": kind == "slash_commands", "retry_attempt": 0, "retry_reason": ""}
 	if err := h.write(conn, env); err != nil {
 		return nil, fmt.Errorf("slackstub: send envelope: %w", err)
 	}
@@ -192,4 +202,31 @@ func (s *Stub) SocketClick(actionID, value, user, channel, messageTS string) err
 	}
 	_, err = s.sock.send("interactive", json.RawMessage(payload))
 	return err
+}
+
+// SocketRetry delivers the last Socket Mode envelope again, as Slack does
+// when it saw no ack in time: retry_attempt 1, retry_reason "timeout",
+// the same payload (and so the same trigger_id), under the same envelope
+// id or, with newEnvelope, a new one. It waits for the bot's ack.
+func (s *Stub) SocketRetry(newEnvelope bool) (json.RawMessage, error) {
+	h := s.sock
+	h.mu.Lock()
+	last, conn := h.last, h.conn
+	h.mu.Unlock()
+	if last == nil || conn == nil {
+		return nil, errors.New("slackstub: no envelope to retry, or no Socket Mode connection")
+	}
+	env := map[string]any{}
+	for k, v := range last {
+		env[k] = v
+	}
+	env["retry_attempt"], env["retry_reason"] = 1, "timeout"
+	id := env["envelope_id"].(string)
+	if newEnvelope {
+		s.mu.Lock()
+		id = fmt.Sprintf("env-%08d", s.nextID())
+		s.mu.Unlock()
+		env["envelope_id"] = id
+	}
+	return h.deliver(conn, id, env)
 }

@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Who owns a previewed message (issue 22). A message of a DLQ belongs to
+// at most one replay at a time, recorded in Deps.Claims:
+//   - at approval, a replay owns the previewed ids no other replay owns:
+//     of two overlapping previews the first approved owns the overlap
+//     (even while it is paused or stopped), and the second leaves it to it
+//     (Change held_by_replay; its run reports those ids "left to r_…");
+//   - an approval with Params.TakeOver takes over what another replay owns
+//     and has neither sent nor claimed for the step it is sending now: the
+//     other replay then leaves those ids, "taken over by r_…";
+//   - a step claims its picks before it sends them, and afterwards what it
+//     sent is sent and the rest stays owned by it;
+//   - ownership by a replay that ended (finished, cancelled, interrupted)
+//     lapses: a later approval owns those ids.
+// So a paused replay keeps what it planned: a replay running beside it
+// sends none of it ("left to r_…", not missing), and what the paused one
+// already sent is "replayed by r_…".
+
+// liveHolders keeps of held (id → who holds it) the claims that count at
+// an approval: sends, claims and the ownership of replays that have not
+// ended. lapsed lists the replays whose ownership lapsed (they ended).
+func (s *Service) liveHolders(ctx context.Context, held map[string]Claim) (map[string]Claim, []string, error) {
+	state := map[string]State{}
+	for _, cl := range held {
+		if !cl.Owned {
+			continue
+		}
+		if _, ok := state[cl.Replay]; ok {
+			continue
+		}
+		r, err := s.d.Replays.Get(ctx, cl.Replay)
+		if err != nil {
+			// Unknown (expired record): its ownership lapsed with it.
+			state[cl.Replay] = StateFinished
+			continue
+		}
+		state[cl.Replay] = r.State
+	}
+	var lapsed []string
+	for rid, st := range state {
+		if st.Terminal() {
+			lapsed = append(lapsed, rid)
+		}
+	}
+	slices.Sort(lapsed)
+	out := make(map[string]Claim, len(held))
+	for id, cl := range held {
+		if cl.Owned && state[cl.Replay].Terminal() {
+			continue
+		}
+		out[id] = cl
+	}
+	return out, lapsed, nil
+}
+
+// heldByReplays words, one change per replay, the previewed messages
+// (want: id → copies) that other replays are sending now or own: an
+// approval replays only the rest, or with takeOver also what they own.
+func heldByReplays(held map[string]Claim, want map[string]int, takeOver bool) []Change {
+	sending, owned := map[string]int{}, map[string]int{}
+	for id, cl := range held {
+		switch {
+		case cl.Sent:
+		case cl.Owned:
+			owned[cl.Replay] += want[id]
+		default:
+			sending[cl.Replay] += want[id]
+		}
+	}
+	var out []Change
+	for rid, n := range sending {
+		out = append(out, Change{Kind: ChangeHeldByReplay, Messages: n, Replay: rid,
+			Detail: fmt.Sprintf("%d previewed message(s) are being sent by replay %s now: approved, this replay leaves them to it and sends only the rest", n, rid)})
+	}
+	for rid, n := range owned {
+		d := fmt.Sprintf("%d previewed message(s) belong to replay %s (approved before this one, not sent yet): approved, this replay leaves them to it and sends only the rest; approve with takeover=yes to send them from this replay instead", n, rid)
+		if takeOver {
+			d = fmt.Sprintf("%d previewed message(s) belong to replay %s (approved before this one, not sent yet): this approval takes them over (takeover=yes), so this replay sends them and %s will not", n, rid, rid)
+		}
+		out = append(out, Change{Kind: ChangeHeldByReplay, Messages: n, Replay: rid, Owned: true, TakeOver: takeOver, Detail: d})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Detail < out[j].Detail })
+	return out
+}
+
+// own makes the approved replay r the owner of its previewed messages
+// that no other replay owns (with r.Params.TakeOver, also of those that
+// other replays own but neither sent nor are sending), and records in
+// r.TookOver what it took from whom.
+func (s *Service) own(ctx context.Context, f Frozen, r *Replay, lapsed []string) error {
+	if s.d.Claims == nil {
+		return nil
+	}
+	ids := make([]string, 0, len(f.Items))
+	for _, it := range f.Items {
+		ids = append(ids, it.ID)
+	}
+	_, taken, err := s.d.Claims.Own(ctx, f.DLQ, r.ID, ids, f.CreatedAt, r.Params.TakeOver, lapsed)
+	if err != nil {
+		return err
+	}
+	if len(taken) == 0 {
+		return nil
+	}
+	copies := make(map[string]int, len(f.Items))
+	for _, it := range f.Items {
+		copies[it.ID] += it.Count
+	}
+	r.TookOver = map[string]int{}
+	for id, cl := range taken {
+		r.TookOver[cl.Replay] += copies[id]
+	}
+	return nil
+}
+
+// TakeOverWords says what r took over at its approval ("" when nothing):
+// "took over 40 message(s) from r_…".
+func TakeOverWords(r Replay) string {
+	if len(r.TookOver) == 0 {
+		return ""
+	}
+	var parts []string
+	for rid, n := range r.TookOver {
+		parts = append(parts, fmt.Sprintf("%d message(s) from %s", n, rid))
+	}
+	slices.Sort(parts)
+	return "took over " + strings.Join(parts, ", ") + " (approved with takeover=yes: those replays do not send them)"
+}

@@ -1,0 +1,185 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// Approval without a read (issue 23). A compare reads the whole DLQ again
+// (234 s at 1,000,000 messages). It is needed only when something may
+// have left the DLQ since the preview, and the broker's own counts can
+// prove that nothing did:
+//
+//   - a message leaves a queue by an ack (a consumer's, a basic.get's, a
+//     replay's: the management ack counter grows), or by being dropped
+//     (a purge, a TTL, a length limit: the ready count falls);
+//   - the preview froze, before its read, the DLQ's exact ready count (a
+//     passive declare) and a management sample with no consumer and no
+//     unacknowledged message, and its read saw the whole DLQ;
+//   - at approval, a management sample that has caught up with the
+//     preview and the approval — taken Config.StatsLag after the later
+//     of the two began, nothing
+//     unacknowledged, no consumer, the ready count a passive declare gives
+//     — shows the same ready count and the same ack count, and a passive
+//     declare right after it shows no consumer and the same ready count.
+//
+// The management statistics lag behind the queue, on a loaded broker by
+// more than a statistics interval (4.3 gave samples dated after the
+// preview that still counted its read unacknowledged): a sample that has
+// not caught up proves nothing either way, so the approval waits for one
+// (see proveUnchanged) rather than compare for a lag alone. What settles
+// the question at once is an ack count that moved (a message left, or
+// the counters were reset) or a caught-up sample whose ready count is not
+// the preview's.
+//
+// Then no previewed message left: none was acked (the ack count), and a
+// drop would show in the ready count (a message dead-lettered into the
+// DLQ raises it) unless a message arrived to replace it in the same
+// moment. That needs a DLQ that drops (a TTL, a length limit, a purge)
+// and an arrival at once: the one blind spot, where the replay's own
+// accounting still reports the dropped message missing, never sent. (The
+// publish counter cannot close it: it lags the ready count by seconds
+// after a burst of dead letters, so it would fail most proofs.) The proof
+// fails — and approval falls back to the compare — on a counter that
+// moved or went backwards (a reset: a broker restart) or a preview that
+// did not see the whole DLQ at once, and on a missing sample or a
+// consumer on the DLQ once the wait is over. What
+// other dlqbot replays sent is decided from the ledger and the claims
+// either way (cheap Redis reads), and the targets are inspected either
+// way, so the approver still sees every change before anything is sent.
+// The statistics' lag is the proof's second blind spot: an ack a loaded
+// broker has not counted yet StatsLag after the approval began (a quorum
+// DLQ drained and refilled just before Approve, on 4.3 under load) shows
+// as nothing. So a proof is tried only where a compare is costly (a DLQ
+// of Config.ProofFrom messages or more); smaller DLQs are compared.
+// The proof covers the DLQ up to the management sample's time, which is
+// newer than the preview: like a compare, it is a snapshot, and the
+// replay's own accounting (account.go) stays the judge of what is missing.
+
+// DefaultProofFrom is Config.ProofFrom's default: a DLQ of fewer messages
+// is compared at approval (a read of 20,000 takes a few seconds; the
+// proof waits at least three StatsLags).
+const DefaultProofFrom = 20000
+
+// ApprovalProof is what a preview freezes for its approval's proof.
+type ApprovalProof struct {
+	// Ready is the DLQ's ready count when the preview's read began (a
+	// passive declare: exact).
+	Ready int `json:"ready"`
+	// Ack is the DLQ's management ack counter in a sample from before the
+	// read (the read acks nothing).
+	Ack int64 `json:"ack"`
+	// SampledAt is when the broker took that sample.
+	SampledAt time.Time `json:"sampled_at"`
+	// Read is how long the preview's read took (0 in tokens from before
+	// it was kept): about what a compare costs, so the most worth waiting
+	// for the statistics instead.
+	Read time.Duration `json:"read_ns,omitempty"`
+}
+
+// proofBefore samples, before a preview's read, what a proof needs; nil
+// when it cannot (no management statistics, a consumer or a message held
+// unacknowledged on the DLQ).
+func (s *Service) proofBefore(ctx context.Context, dlq QueueInfo) *ApprovalProof {
+	if s.d.Counters == nil || dlq.Consumers > 0 {
+		return nil
+	}
+	cs, err := s.d.Counters.Counters(ctx, dlq.Name)
+	if err != nil || cs.SampledAt.IsZero() || cs.Consumers > 0 || cs.Unacked > 0 {
+		return nil
+	}
+	return &ApprovalProof{Ready: dlq.Ready, Ack: cs.Ack, SampledAt: cs.SampledAt}
+}
+
+// proofAfter keeps pr only when the preview's read saw the whole DLQ
+// (nothing held by others, no other consumer, not cut short), with how
+// long the read took.
+func proofAfter(pr *ApprovalProof, info ScanInfo) *ApprovalProof {
+	if pr == nil || !info.Coverage.Whole() || info.Coverage.Ready != pr.Ready {
+		return nil
+	}
+	pr.Read = info.Duration
+	return pr
+}
+
+// proveUnchanged reports whether the broker proves that no message left
+// f's DLQ since its preview (see above), without reading the DLQ. It
+// waits, polling every Config.SettlePoll on the Clock, for a management
+// sample that has caught up with the preview, for as long as the
+// fallback would take (twice the preview's read, at least three StatsLags,
+// at most Config.ProofWait): an approval a few seconds after its preview
+// waits that long, a later one not at all. Any doubt left then is false
+// (compare).
+func (s *Service) proveUnchanged(ctx context.Context, f Frozen) bool {
+	pr := f.Proof
+	if pr == nil || s.d.Counters == nil || pr.Ready < s.cfg.ProofFrom {
+		return false
+	}
+	clock := s.d.Clock
+	start := clock.Now()
+	wait := min(max(3*s.cfg.StatsLag, 2*pr.Read), s.cfg.ProofWait)
+	for {
+		unchanged, settled := s.proofLook(ctx, f, start)
+		if settled {
+			return unchanged
+		}
+		if clock.Now().Sub(start) >= wait {
+			s.cfg.Log.Info().Str("dlq", f.DLQ).Dur("waited", clock.Now().Sub(start)).
+				Msg("approval: the DLQ's management statistics did not catch up with the preview; comparing instead")
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-clock.After(s.cfg.SettlePoll):
+		}
+	}
+}
+
+// proofLook is one look at f's DLQ for its proof. settled is false when
+// the broker's views do not agree yet (a lag: wait and look again);
+// otherwise unchanged is the proof's verdict.
+//
+// The sample must have caught up with the approval too (begun at start):
+// its counters lag its time by up to StatsLag, so only a sample taken
+// StatsLag after the later of the preview and the approval's start counts
+// every ack before the approval (a previewed message consumed and another
+// published in its place a moment before Approve keeps the ready count;
+// only the ack counter shows it).
+func (s *Service) proofLook(ctx context.Context, f Frozen, start time.Time) (unchanged, settled bool) {
+	pr := f.Proof
+	st, err := s.d.Broker.Inspect(ctx, f.DLQ)
+	if err != nil || !st.Exists {
+		return false, true
+	}
+	cs, err := s.d.Counters.Counters(ctx, f.DLQ)
+	if err != nil {
+		return false, true
+	}
+	if cs.SampledAt.IsZero() {
+		return false, false
+	}
+	if cs.Ack != pr.Ack {
+		// Something acked a message of the DLQ since (the counter never
+		// shows an ack that did not happen), or the counters were reset.
+		return false, true
+	}
+	// The counters lag behind the sample's time by up to StatsLag; a
+	// sample still counting a read's deliveries (the preview's, landing
+	// back on a quorum DLQ) or a consumer has not caught up either.
+	since := f.CreatedAt
+	if start.After(since) {
+		since = start
+	}
+	caughtUp := cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 &&
+		cs.Consumers == 0 && st.Consumers == 0 && cs.Ready == st.Ready
+	if !caughtUp {
+		return false, false
+	}
+	if st.Ready != pr.Ready {
+		return false, true
+	}
+	// The instant count again: nothing left while the sample was read.
+	st, err = s.d.Broker.Inspect(ctx, f.DLQ)
+	return err == nil && st.Exists && st.Consumers == 0 && st.Ready == pr.Ready, true
+}

@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// A replay reads its DLQ once, not once per step. Its steps pick in DLQ
+// order (plan.next), so one read, a Cursor, serves them all: each step's
+// move continues from where the last one stopped, and what the read passed
+// without taking stays held unacknowledged by it — invisible to other
+// reads, in its place in the DLQ — instead of being given back and read
+// again by the next step. The cursor gives everything it holds back, in
+// order, when it is bounded:
+//
+//   - it holds more than Config.CursorHold messages;
+//   - it has been open for Config.CursorAge (half of RabbitMQ's default
+//     consumer_timeout of 30 minutes, past which the broker closes a
+//     channel holding an unacknowledged delivery), or the next settle
+//     could take it past that;
+//   - its read ended and no message it holds is wanted any more;
+//   - a step did not find all its picks (they are then looked for by the
+//     one-shot reads of account.go, which must not take dlqbot's own
+//     cursor for another client holding messages);
+//   - a resend of copies in doubt, which reads the DLQ afresh;
+//   - a pause, a stop, a cancel, a lost lease, a shutdown or the end.
+//
+// A paused or stopped replay therefore holds nothing. The next step after
+// a release opens a new cursor at the head of the DLQ. A replay that finds
+// returns by re-reading the DLQ (ReturnsReread) uses no cursor: its
+// re-reads would wait for the cursor's consumer and could not see what it
+// holds.
+
+// Cursor defaults.
+const (
+	// DefaultCursorHold is the default of Config.CursorHold.
+	DefaultCursorHold = 250000
+	// DefaultCursorAge is the default of Config.CursorAge: half of
+	// RabbitMQ's default consumer_timeout (30 minutes).
+	DefaultCursorAge = 15 * time.Minute
+)
+
+// cursorRefillWait bounds how long a step's bypass check waits for the
+// broker to refill the cursor's window after the step's acks (see
+// checkBypass) before it takes the DLQ's growth for a bypass.
+const cursorRefillWait = 10 * time.Second
+
+// cursorMover is the mover's cursor support, if the run may use it now.
+func (rn *run) cursorMover() (CursorMover, bool) {
+	cm, ok := rn.s.d.Mover.(CursorMover)
+	if !ok || rn.s.cfg.CursorHold < 0 || rn.mode == ReturnsReread || rn.resending {
+		return nil, false
+	}
+	return cm, true
+}
+
+// openCursor opens the run's cursor on the DLQ unless one is open or the
+// run reads without one. A cursor that cannot be opened is no error: the
+// step reads the DLQ once as before, and reports what that read finds.
+func (rn *run) openCursor(ctx context.Context) {
+	cm, ok := rn.cursorMover()
+	if !ok {
+		// Resending, or re-reading for returns from now on (the tap
+		// missed some): those reads must find the DLQ whole.
+		rn.releaseCursor("the step reads without a cursor")
+		return
+	}
+	if rn.cur != nil {
+		return
+	}
+	c, err := cm.OpenCursor(ctx, rn.r.DLQ)
+	if err != nil {
+		rn.warn("open cursor", err)
+		return
+	}
+	rn.cur, rn.curOpened = c, rn.s.d.Clock.Now()
+	rn.markReading(ctx, false) // readers.go
+	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened")
+}
+
+// move is one move of a step: from the cursor when one is open, else a
+// one-shot read of the DLQ. A cursor whose move failed is released (by
+// the cursor) and dropped.
+func (rn *run) move(ctx context.Context, req MoveRequest) (MoveResult, error) {
+	if rn.cur == nil {
+		return rn.s.d.Mover.Move(ctx, req)
+	}
+	mr, err := rn.cur.Move(ctx, req)
+	if err != nil {
+		rn.cur = nil
+	}
+	return mr, err
+}
+
+// boundCursor releases the cursor when it holds too much, is too old (or
+// would be by the end of the step's settle), its read ended with nothing
+// it holds still wanted, or another dlqbot replay sends from the same DLQ
+// (whose picks the cursor may hold: it gets them between this run's
+// steps, as without a cursor).
+func (rn *run) boundCursor(ctx context.Context) {
+	if rn.cur == nil {
+		return
+	}
+	age := rn.s.d.Clock.Now().Sub(rn.curOpened)
+	switch {
+	case rn.heldBy(ctx) != "":
+		rn.releaseCursor("another dlqbot replay sends from the DLQ")
+	case rn.cur.Held() > rn.s.cfg.CursorHold:
+		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", rn.s.cfg.CursorHold))
+	case age+rn.r.Params.Timeout > rn.s.cfg.CursorAge:
+		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.cfg.CursorAge))
+	case rn.cur.Done() && !rn.wantsHeld():
+		rn.releaseCursor("its read ended")
+	}
+}
+
+// wantsHeld reports whether the plan still has copies a read may already
+// have passed: planned copies of items before the furthest one sent.
+func (rn *run) wantsHeld() bool {
+	return rn.plan.remaining() > 0
+}
+
+// releaseCursor gives back everything the cursor holds (why says why, for
+// the log) and drops it.
+func (rn *run) releaseCursor(why string) {
+	if rn.cur == nil {
+		return
+	}
+	c := rn.cur
+	rn.cur = nil
+	held := c.Held()
+	n, err := c.Release()
+	if err != nil {
+		rn.warn("release cursor ("+why+")", err)
+	}
+	rn.doneReading(context.Background())
+	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).
+		Int("held", held).Int("given_back", n).Msg("cursor released: " + why)
+}
+
+// cursorHeld is how many messages the run's cursor holds (0: none open).
+func (rn *run) cursorHeld() int {
+	if rn.cur == nil {
+		return 0
+	}
+	return rn.cur.Held()
+}

@@ -1,0 +1,168 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+// BenchmarkFilteredReplay measures, in the same run, a filtered replay of
+// a tenth of a DLQ of DLQBOT_BENCH_MESSAGES dead letters (every tenth from
+// one source; the default steps, unpaced) against a one-pass filtered
+// mover written here: it reads every message of an identical DLQ once,
+// republishes the selected with confirms, acks each original once its copy
+// is confirmed and gives the rest back. Both are exact or the benchmark
+// fails. It reports each one's time and deliveries from its DLQ (the
+// broker's deliver_get): dlqbot's replay (approval → finished), and apart
+// its preview's and its approval's compare.
+//
+//	DLQBOT_BENCH_MESSAGES=100000 go test ./engine -run '^$' -bench BenchmarkFilteredReplay -benchtime 1x -timeout 60m
+func BenchmarkFilteredReplay(b *testing.B) {
+	n := benchEnvInt(b, "DLQBOT_BENCH_MESSAGES", 100000)
+	on := testkit.Rabbit3
+	on.Require(b)
+	f := fillFiltered(b, on, nil, n)
+	r := f.e.rabbit
+	mdlq, mwork := r.Queue(testkit.Name("mdlq"), nil), r.Queue(testkit.Name("mwork"), nil)
+	fillTenth(r, mdlq, mwork, n)
+	mgot := &counter{}
+	r.Consume(mwork, mgot.handle)
+	ctx := context.Background()
+	selected := n / 10
+	b.ResetTimer()
+
+	// The one-pass mover first: what dlqbot's replay is measured against.
+	m0, _ := settledDeliveries(b, f.e.broker, mdlq)
+	start := time.Now()
+	moved, err := filteredMove(ctx, r.Conn, mdlq, mwork, n)
+	moverTook := time.Since(start)
+	if err != nil || moved != selected {
+		b.Fatalf("one-pass mover moved %d of %d: %v", moved, selected, err)
+	}
+	testkit.Eventually(b, time.Minute, "the mover's copies to arrive", func() bool { return mgot.n.Load() == int64(selected) })
+	r.WaitCount(mdlq, n-selected, time.Minute)
+	m1, _ := settledDeliveries(b, f.e.broker, mdlq)
+
+	d0, _ := f.deliveries(b)
+	p, err := f.e.svc.Preview(ctx, engine.Selection{DLQ: f.dlq, Source: f.work}, "U_BENCH")
+	if err != nil || p.Selected != selected {
+		b.Fatalf("preview: %v (selected %d of %d)", err, p.Selected, selected)
+	}
+	d1, _ := f.deliveries(b)
+	start = time.Now()
+	ap, err := f.e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Rate: -1}, false)
+	if err != nil {
+		b.Fatalf("approve: %v", err)
+	}
+	approveTook := time.Since(start)
+	d2, _ := f.deliveries(b)
+	start = time.Now()
+	rep, err := f.e.svc.Run(ctx, ap.Replay.ID, "owner")
+	runTook := time.Since(start)
+	if err != nil || rep.State != engine.StateFinished || rep.Sent != selected {
+		b.Fatalf("replay: %v: %s, sent %d of %d: %s", err, rep.State, rep.Sent, selected, rep.Note)
+	}
+	testkit.Eventually(b, time.Minute, "the replay's copies to arrive", func() bool { return f.got.n.Load() == int64(selected) })
+	d3, _ := f.deliveries(b)
+	b.StopTimer()
+	b.ReportMetric(moverTook.Seconds(), "mover-s")
+	b.ReportMetric(float64(m1-m0), "mover-deliveries")
+	b.ReportMetric(runTook.Seconds(), "dlqbot-s")
+	b.ReportMetric(float64(d3-d2), "dlqbot-deliveries")
+	b.ReportMetric(float64(rep.Step), "steps")
+	b.ReportMetric(approveTook.Seconds(), "approve-s")
+	b.ReportMetric(float64(d1-d0), "preview-deliveries")
+	b.ReportMetric(float64(d2-d1), "approve-deliveries")
+	b.ReportMetric(runTook.Seconds()/moverTook.Seconds(), "time-ratio-dlqbot/mover")
+	b.ReportMetric(float64(d3-d2)/float64(n), "deliveries/DLQ")
+}
+
+// filteredMove is the one-pass filtered mover: it reads the n messages of
+// dlq once (no prefetch limit: it holds what it passes), republishes those
+// that died in work to work with confirms (at most 500 unconfirmed), acks
+// each original once its copy is confirmed, and gives the rest back with
+// one nack(multiple, requeue) after cancelling its consumer. It returns
+// how many it moved.
+func filteredMove(ctx context.Context, conn *amqp.Connection, dlq, work string, n int) (int, error) {
+	in, err := conn.Channel()
+	if err != nil {
+		return 0, err
+	}
+	defer in.Close()
+	out, err := conn.Channel()
+	if err != nil {
+		return 0, err
+	}
+	defer out.Close()
+	if err := out.Confirm(false); err != nil {
+		return 0, err
+	}
+	if err := in.Qos(0, 0, false); err != nil {
+		return 0, err
+	}
+	tag := testkit.Name("mover")
+	ds, err := in.Consume(dlq, tag, false, false, false, false, nil)
+	if err != nil {
+		return 0, err
+	}
+	type pending struct {
+		dc  *amqp.DeferredConfirmation
+		tag uint64
+	}
+	var flight []pending
+	settle := func(wait int) error { // confirm and ack the oldest, waiting while more than wait are in flight
+		for len(flight) > 0 {
+			f := flight[0]
+			if len(flight) <= wait {
+				select {
+				case <-f.dc.Done():
+				default:
+					return nil
+				}
+			}
+			if ok, err := f.dc.WaitContext(ctx); err != nil || !ok {
+				return fmt.Errorf("copy not confirmed: %v", err)
+			}
+			if err := in.Ack(f.tag, false); err != nil {
+				return err
+			}
+			flight = flight[1:]
+		}
+		return nil
+	}
+	moved := 0
+	for read := 0; read < n; read++ {
+		d, ok := <-ds
+		if !ok {
+			return moved, errors.New("the consumer was cancelled")
+		}
+		if src, _ := d.Headers["x-first-death-queue"].(string); src != work {
+			continue
+		}
+		dc, err := out.PublishWithDeferredConfirmWithContext(ctx, "", work, true, false, amqp.Publishing{
+			Headers: d.Headers, ContentType: d.ContentType, DeliveryMode: d.DeliveryMode, MessageId: d.MessageId, Body: d.Body})
+		if err != nil {
+			return moved, err
+		}
+		flight = append(flight, pending{dc, d.DeliveryTag})
+		moved++
+		if err := settle(500); err != nil {
+			return moved, err
+		}
+	}
+	if err := settle(0); err != nil {
+		return moved, err
+	}
+	// Cancelled first, so that nothing given back is delivered again.
+	if err := in.Cancel(tag, false); err != nil {
+		return moved, err
+	}
+	return moved, in.Nack(0, true, true)
+}

@@ -1,0 +1,55 @@
+package engine
+
+import "context"
+
+// breaker watches for returns while a step sends beside the step before
+// it, still unjudged (settle_overlap.go): it drains the DLQ's tap every
+// SettlePoll and trips as soon as the replay's record holds more returns
+// than the run counted, which stops the step's sends before its next
+// publish (errTripped, through the move's Continue). The returns
+// themselves are counted, listed and judged afterwards by the unjudged
+// step's settling, as always. stop ends the watch; without an unjudged
+// step there is nothing to watch, and stop does nothing.
+func (rn *run) breaker(parent context.Context) (stop func()) {
+	rn.tripped.Store(false)
+	if rn.pending == nil || rn.mode != ReturnsTap {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(parent)
+	done := make(chan struct{})
+	id, dlq, counted, listed := rn.r.ID, rn.r.DLQ, rn.tapTotal, rn.listed
+	go func() {
+		defer close(done)
+		for {
+			// Errors are for the step's settling to report; the watch
+			// only ever stops sends early.
+			if _, err := rn.s.recordTap(ctx, dlq); err == nil {
+				if rec, err := rn.s.d.Returns.Returned(ctx, id, listed); err == nil && rec.Total > counted {
+					rn.tripped.Store(true)
+					return
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-rn.s.d.Clock.After(rn.s.cfg.SettlePoll):
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// mayContinue is a step's MoveRequest.Continue: its sends stop on a stop
+// cause (pause, cancel, lost lease, shutdown) or once the breaker tripped
+// (errTripped).
+func (rn *run) mayContinue(ctx context.Context) func() error {
+	return func() error {
+		if err := rn.stopCause(ctx); err != nil {
+			return err
+		}
+		if rn.tripped.Load() {
+			return errTripped
+		}
+		return nil
+	}
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# make test's body: the suite in three lanes that run at the same time,
+# each a go test of its own, since the tests spend most of their time
+# waiting on the brokers (statistics intervals, settle graces) rather than
+# on the CPU:
+#
+#   engine  the engine package with the race detector
+#   rest    every other package with the race detector
+#   100k    the whole-DLQ replays of 100,000 without the race detector
+#           (engine, -run Of100k; README "Tests" says which run where),
+#           then the fuzzing (FUZZTIME per target)
+#
+# Each lane writes bin/test/<lane>.log, printed when the lane ends with its
+# wall time; the script fails when any lane failed, after all have ended.
+# Environment: PKGS (default ./...), FUZZTIME (10s), ENGINE_PARALLEL (6:
+# engine tests at once), PARALLEL (4: tests at once in the other packages),
+# PARALLEL_100K (8), TESTFLAGS (more go test flags, e.g. -v) and GO.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+GO=${GO:-go}
+PKGS=${PKGS:-./...}
+FUZZTIME=${FUZZTIME:-10s}
+ENGINE_PARALLEL=${ENGINE_PARALLEL:-6}
+PARALLEL=${PARALLEL:-4}
+PARALLEL_100K=${PARALLEL_100K:-8}
+TESTFLAGS=${TESTFLAGS:-}
+logs=bin/test
+mkdir -p "$logs"
+
+engine=github.com/stroma/dlqbot/engine
+# shellcheck disable=SC2086 # PKGS is a list of patterns
+mapfile -t all < <($GO list $PKGS) || exit 1
+rest=()
+has_engine=
+for p in "${all[@]}"; do
+  if [ "$p" = "$engine" ]; then has_engine=1; else rest+=("$p"); fi
+done
+
+lane_engine() {
+  $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$ENGINE_PARALLEL" ./engine/
+}
+lane_rest() {
+  [ ${#rest[@]} -eq 0 ] && return 0
+  $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$PARALLEL" "${rest[@]}"
+}
+lane_100k() {
+  local rc=0
+  if [ -n "$has_engine" ]; then
+    $GO test $TESTFLAGS -count=1 -timeout 15m -parallel "$PARALLEL_100K" -run 'Of100k' ./engine/ || rc=1
+  fi
+  make --no-print-directory fuzz FUZZTIME="$FUZZTIME" GO="$GO" || rc=1
+  return $rc
+}
+
+lanes=(rest 100k)
+[ -n "$has_engine" ] && lanes=(engine rest 100k)
+start=$(date +%s)
+declare -A pid_lane began
+for l in "${lanes[@]}"; do
+  began[$l]=$(date +%s)
+  "lane_$l" >"$logs/$l.log" 2>&1 &
+  pid_lane[$!]=$l
+  echo "test: lane $l started (bin/test/$l.log)"
+done
+
+failed=()
+for _ in "${lanes[@]}"; do
+  wait -n -p done_pid
+  rc=$?
+  l=${pid_lane[$done_pid]}
+  took=$(($(date +%s) - ${began[$l]}))
+  echo "=== lane $l: $([ $rc -eq 0 ] && echo ok || echo FAILED) in $((took / 60))m$((took % 60))s"
+  cat "$logs/$l.log"
+  [ $rc -eq 0 ] || failed+=("$l")
+done
+took=$(($(date +%s) - start))
+echo "test: all lanes in $((took / 60))m$((took % 60))s"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "test: FAILED: ${failed[*]}"
+  exit 1
+fi

@@ -1,0 +1,59 @@
+package store
+
+import (
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestReadingMarks: a replay's cursor mark makes it a reader of the DLQ for
+// the others (never for itself), a seeking mark makes it a seeker too, a
+// mark counts until its time is up, and DoneReading removes it.
+func TestReadingMarks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.st.Claims()
+	dlq := "orders.dlq"
+	if err := c.Reading(e.ctx, dlq, "r_a", false, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Reading(e.ctx, dlq, "r_b", true, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if rs, err := c.Readers(e.ctx, dlq, "r_c"); err != nil || !slices.Equal(rs, []string{"r_a", "r_b"}) {
+		t.Fatalf("readers seen by r_c: %v %v; want r_a (cursor) and r_b (seeking)", rs, err)
+	}
+	if rs, err := c.Readers(e.ctx, dlq, "r_a"); err != nil || !slices.Equal(rs, []string{"r_b"}) {
+		t.Fatalf("readers seen by r_a: %v %v; want only r_b", rs, err)
+	}
+	if ss, err := c.Seekers(e.ctx, dlq, "r_a"); err != nil || !slices.Equal(ss, []string{"r_b"}) {
+		t.Fatalf("seekers seen by r_a: %v %v; want r_b", ss, err)
+	}
+	if ss, err := c.Seekers(e.ctx, dlq, "r_b"); err != nil || len(ss) != 0 {
+		t.Fatalf("seekers seen by r_b: %v %v; want none (r_a only holds a cursor)", ss, err)
+	}
+	// A claim of a step in flight still makes a reader beside the marks.
+	if _, err := c.Claim(e.ctx, dlq, "r_d", []string{"x"}, e.clock.Now(), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if rs, _ := c.Readers(e.ctx, dlq, "r_c"); !slices.Equal(rs, []string{"r_a", "r_b", "r_d"}) {
+		t.Fatalf("readers with a claim: %v", rs)
+	}
+	// r_a's mark lapses; r_b turns its seeking mark back into a reader's.
+	e.clock.Advance(11 * time.Second)
+	if err := c.Reading(e.ctx, dlq, "r_b", false, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if rs, _ := c.Readers(e.ctx, dlq, "r_d"); !slices.Equal(rs, []string{"r_b"}) {
+		t.Fatalf("readers after r_a's mark lapsed: %v; want r_b", rs)
+	}
+	if ss, _ := c.Seekers(e.ctx, dlq, "r_d"); len(ss) != 0 {
+		t.Fatalf("seekers after r_b found its picks: %v", ss)
+	}
+	if err := c.DoneReading(e.ctx, dlq, "r_b"); err != nil {
+		t.Fatal(err)
+	}
+	if rs, _ := c.Readers(e.ctx, dlq, "r_d"); len(rs) != 0 {
+		t.Fatalf("readers after DoneReading: %v", rs)
+	}
+}
