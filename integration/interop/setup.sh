@@ -3,9 +3,16 @@
 # npm and the locked npm packages (rascal, amqplib: testdata/node's
 # package-lock.json, installed with npm ci), and Debian's python3-pika for
 # /usr/bin/python3. Installs nothing that is already there; run as root
-# (apt-get) when something is missing. The Go tests call it once per run.
+# (apt-get) when something is missing. The Go tests call it once per run
+# and package; concurrent runs wait for each other (flock).
 set -euo pipefail
 cd "$(dirname "$0")"
+
+# Two test packages (integration, integration/interop) run this at once on
+# a fresh clone: one at a time, or their npm ci runs remove each other's
+# node_modules (ENOTEMPTY) and their apt-get runs race for dpkg's lock.
+exec 9>"${TMPDIR:-/tmp}/dlqbot-interop-setup.lock"
+flock 9
 
 log() { echo "interop setup: $*" >&2; }
 apt_updated=
