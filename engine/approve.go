@@ -217,6 +217,7 @@ func (s *Service) Approve(ctx context.Context, token, approver string, p Params,
 		err = fmt.Errorf("engine: approve %s: keep the preview: %w", token, err)
 		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, true, err)
 	}
+	s.closeWatch(ctx, f.Proof) // its approval is made: the watch has done its work
 	return Approval{Replay: r, Changes: changes}, nil
 }
 

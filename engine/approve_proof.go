@@ -69,33 +69,55 @@ type ApprovalProof struct {
 	// Ack is the DLQ's management ack counter in a sample from before the
 	// read (the read acks nothing).
 	Ack int64 `json:"ack"`
-	// SampledAt is when the broker took that sample.
+	// SampledAt is when the broker took that sample (zero when there was
+	// none: only the watch can prove then).
 	SampledAt time.Time `json:"sampled_at"`
 	// Read is how long the preview's read took (0 in tokens from before
 	// it was kept): about what a compare costs, so the most worth waiting
 	// for the statistics instead.
 	Read time.Duration `json:"read_ns,omitempty"`
+	// Watch is the queue that counts what reached the DLQ after the
+	// preview (approve_watch.go), "" when none was opened; WatchArrived
+	// and WatchReady are the watch's count and the DLQ's ready count
+	// right after it was opened.
+	Watch        string `json:"watch,omitempty"`
+	WatchArrived int    `json:"watch_arrived,omitempty"`
+	WatchReady   int    `json:"watch_ready,omitempty"`
 }
 
-// proofBefore samples, before a preview's read, what a proof needs; nil
-// when it cannot (no management statistics, a consumer or a message held
-// unacknowledged on the DLQ).
+// proofBefore samples, before a preview's read, what a proof needs: the
+// management counters and, for a DLQ large enough to be proven, a watch;
+// nil when it can do neither (a consumer on the DLQ, no statistics and no
+// watch).
 func (s *Service) proofBefore(ctx context.Context, dlq QueueInfo) *ApprovalProof {
-	if s.d.Counters == nil || dlq.Consumers > 0 {
+	if dlq.Consumers > 0 {
 		return nil
 	}
-	cs, err := s.d.Counters.Counters(ctx, dlq.Name)
-	if err != nil || cs.SampledAt.IsZero() || cs.Consumers > 0 || cs.Unacked > 0 {
+	pr := &ApprovalProof{Ready: dlq.Ready}
+	if s.d.Counters != nil {
+		cs, err := s.d.Counters.Counters(ctx, dlq.Name)
+		if err == nil && !cs.SampledAt.IsZero() && cs.Consumers == 0 && cs.Unacked == 0 {
+			pr.Ack, pr.SampledAt = cs.Ack, cs.SampledAt
+		}
+	}
+	if dlq.Ready >= s.cfg.ProofFrom {
+		s.openWatch(ctx, dlq.Name, pr)
+	}
+	if pr.SampledAt.IsZero() && pr.Watch == "" {
 		return nil
 	}
-	return &ApprovalProof{Ready: dlq.Ready, Ack: cs.Ack, SampledAt: cs.SampledAt}
+	return pr
 }
 
 // proofAfter keeps pr only when the preview's read saw the whole DLQ
 // (nothing held by others, no other consumer, not cut short), with how
-// long the read took.
-func proofAfter(pr *ApprovalProof, info ScanInfo) *ApprovalProof {
-	if pr == nil || !info.Coverage.Whole() || info.Coverage.Ready != pr.Ready {
+// long the read took; a proof it drops closes its watch.
+func (s *Service) proofAfter(ctx context.Context, pr *ApprovalProof, info ScanInfo) *ApprovalProof {
+	if pr == nil {
+		return nil
+	}
+	if !info.Coverage.Whole() || info.Coverage.Ready != pr.Ready {
+		s.closeWatch(ctx, pr)
 		return nil
 	}
 	pr.Read = info.Duration
@@ -112,7 +134,13 @@ func proofAfter(pr *ApprovalProof, info ScanInfo) *ApprovalProof {
 // (compare).
 func (s *Service) proveUnchanged(ctx context.Context, f Frozen) bool {
 	pr := f.Proof
-	if pr == nil || s.d.Counters == nil || pr.Ready < s.cfg.ProofFrom {
+	if pr == nil || pr.Ready < s.cfg.ProofFrom {
+		return false
+	}
+	if unchanged, decided := s.proveByWatch(ctx, f); decided {
+		return unchanged
+	}
+	if s.d.Counters == nil || pr.SampledAt.IsZero() {
 		return false
 	}
 	clock := s.d.Clock

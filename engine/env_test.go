@@ -45,7 +45,7 @@ func newEnvTuned(t testing.TB, cfg engine.Config, on testkit.Broker, tune func(*
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	deps := engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(),
+	deps := engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(),
 		Leases: st.Leases(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), TapGaps: st.TapGaps()}
 	if tune != nil {
 		tune(&deps)

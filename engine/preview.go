@@ -86,6 +86,11 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	}
 	p := &Preview{DLQ: dlq, Selection: sel.String(), Requester: requester, Problems: []Problem{}}
 	proof := s.proofBefore(ctx, dlq) // before the read: see approve_proof.go
+	defer func() {
+		if p.Token == "" {
+			s.closeWatch(ctx, proof) // no token will be approved by it
+		}
+	}()
 	rows := newPreviewRows()
 	selected := 0
 	arr := newArrivals(s.d.Clock.Now())
@@ -140,7 +145,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	p.Arrivals = arr.view()
 	red.arrivals(p.Arrivals)
 	p.Coverage = info.Coverage
-	p.proof = proofAfter(proof, info)
+	p.proof = s.proofAfter(ctx, proof, info)
 	if err := s.previewBudget(ctx, p); err != nil {
 		return nil, err
 	}

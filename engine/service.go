@@ -177,6 +177,10 @@ type Deps struct {
 	// Counters reads the management API's queue counters; optional (settling
 	// is then judged from the ready count alone).
 	Counters CounterReader
+	// Watches count what reaches a DLQ between a preview and its approval,
+	// so an approval proves it unchanged without waiting for statistics;
+	// optional (the proof then waits for a management sample).
+	Watches Watches
 	// Notifier receives progress events; optional.
 	Notifier Notifier
 	// ScanObserver is told about every completed preview scan, for

@@ -141,7 +141,7 @@ func newEnv(t testing.TB, o options) *env {
 	if policy != nil {
 		redactor = policy
 	}
-	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(),
 		Redactor: redactor})
 	if err != nil {

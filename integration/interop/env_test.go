@@ -46,7 +46,7 @@ func newEnv(t *testing.T, b testkit.Broker, cfg engine.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := engine.New(cfg, engine.Deps{Broker: br, Mover: br, Counters: br, Tokens: st.Tokens(),
+	svc, err := engine.New(cfg, engine.Deps{Broker: br, Mover: br, Counters: br, Watches: br, Tokens: st.Tokens(),
 		Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
 	if err != nil {
 		t.Fatal(err)

@@ -88,7 +88,7 @@ func TestReplayOnRedisCluster(t *testing.T) {
 	var events []engine.EventKind // of the first replay
 	var first string
 	svc, err := engine.New(fast, engine.Deps{
-		Broker: b, Mover: b, Counters: b,
+		Broker: b, Mover: b, Counters: b, Watches: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(),
 		Notifier: engine.NotifierFunc(func(_ context.Context, e engine.Event) {
 			mu.Lock()

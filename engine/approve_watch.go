@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// The watch: approval without a read and without waiting (issue 23). The
+// management statistics lag the queue by up to a statistics interval, so a
+// proof from them alone waits StatsLag after the click. A watch counts
+// exactly, at once, what reached the DLQ since the preview: a queue bound
+// as the DLQ is (Deps.Watches), opened by the preview before its read and
+// read by no one. Every message that leaves the DLQ (acked, dropped,
+// dead-lettered on, or held unacknowledged) is then missing from
+//
+//	ready at the preview + what the watch gained − ready now
+//
+// which is zero exactly when nothing left: a message that left and
+// another that arrived in its place no longer cancel out (the gap in the
+// statistics' proof). The watch is looked at after the DLQ at approval
+// and before it at the preview, so a dead letter routed between two looks
+// can only make the sum positive (compare), never hide a loss.
+//
+// What the watch cannot see is a message put into the DLQ other than
+// through its bindings: a publish straight to it through the default
+// exchange (a DLQ that a queue dead-letters into that way gets no watch),
+// or through a binding added after the preview. A sum below zero shows
+// such an arrival, and the approval then waits for the statistics instead;
+// one that arrived just as a message left, within a statistics interval
+// before the approval, cancels it unseen — the ack counter of the latest
+// sample catches everything older. As with any proof the replay's own
+// accounting stays the judge: a message that left is reported missing,
+// never sent.
+//
+// The watch holds copies, at most WatchMaxLength (the adapter's bound: a
+// full watch proves nothing), kept by the broker until the approval closes
+// it, or for the token's life when no one approves.
+
+// openWatch opens a watch of dlq for pr; without one the proof waits for
+// the statistics.
+func (s *Service) openWatch(ctx context.Context, dlq string, pr *ApprovalProof) {
+	if s.d.Watches == nil {
+		return
+	}
+	lk, err := s.d.Watches.OpenWatch(ctx, dlq, s.cfg.TokenTTL)
+	if err != nil {
+		if !errors.Is(err, ErrUnsupported) {
+			s.cfg.Log.Warn().Err(err).Str("dlq", dlq).Msg("preview: no watch for the approval's proof")
+		}
+		return
+	}
+	if lk.Consumers > 0 {
+		s.closeWatch(ctx, &ApprovalProof{Watch: lk.Watch})
+		return
+	}
+	pr.Watch, pr.WatchArrived, pr.WatchReady = lk.Watch, lk.Arrived, lk.Ready
+}
+
+// closeWatch deletes pr's watch, if any; a failure leaves it to expire.
+func (s *Service) closeWatch(ctx context.Context, pr *ApprovalProof) {
+	if pr == nil || pr.Watch == "" || s.d.Watches == nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := s.d.Watches.CloseWatch(cctx, pr.Watch); err != nil {
+		s.cfg.Log.Warn().Err(err).Str("watch", pr.Watch).Msg("could not delete a watch queue; the broker deletes it when it expires")
+	}
+}
+
+// proveByWatch is the watch's verdict on f (see above). decided is false
+// when the watch cannot tell (none, gone, full, or an arrival it did not
+// see): the statistics' proof is tried then. A sum above zero is waited
+// on for a moment (a preview's give-backs landing late on a quorum DLQ),
+// then decided against.
+func (s *Service) proveByWatch(ctx context.Context, f Frozen) (unchanged, decided bool) {
+	pr := f.Proof
+	if pr == nil || pr.Watch == "" || s.d.Watches == nil {
+		return false, false
+	}
+	clock := s.d.Clock
+	start := clock.Now()
+	wait := min(3*s.cfg.StatsLag, s.cfg.ProofWait)
+	for {
+		lk, err := s.d.Watches.LookWatch(ctx, f.DLQ, pr.Watch)
+		if err != nil || lk.Full {
+			return false, false
+		}
+		if lk.Consumers > 0 {
+			return false, true
+		}
+		left := pr.WatchReady + (lk.Arrived - pr.WatchArrived) - lk.Ready
+		switch {
+		case left < 0:
+			return false, false
+		case left == 0:
+			return s.ackUnmoved(ctx, f), true
+		}
+		if clock.Now().Sub(start) >= wait {
+			s.cfg.Log.Info().Str("dlq", f.DLQ).Int("not_ready", left).
+				Msg("approval: messages of the DLQ are gone or held since the preview; comparing")
+			return false, true
+		}
+		select {
+		case <-ctx.Done():
+			return false, true
+		case <-clock.After(s.cfg.SettlePoll):
+		}
+	}
+}
+
+// ackUnmoved reports whether the latest management sample, however old,
+// shows the DLQ's ack counter where the preview found it: an ack older
+// than a statistics interval that the watch's sum missed (see above). No
+// sample, or none at the preview, leaves the watch's verdict standing.
+func (s *Service) ackUnmoved(ctx context.Context, f Frozen) bool {
+	pr := f.Proof
+	if s.d.Counters == nil || pr.SampledAt.IsZero() {
+		return true
+	}
+	cs, err := s.d.Counters.Counters(ctx, f.DLQ)
+	if err != nil || cs.SampledAt.IsZero() {
+		return true
+	}
+	return cs.Ack == pr.Ack
+}
