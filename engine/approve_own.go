@@ -92,16 +92,30 @@ func heldByReplays(held map[string]Claim, want map[string]int, takeOver bool) []
 	return out
 }
 
+// DefaultOwnAtApproval is Config.OwnAtApproval's default: how many
+// previewed messages an approval owns before it returns; its runs own the
+// rest beside their first steps (ownRest). A
+// replay's first steps send far fewer (the canary doubles from 10), and
+// owning 1,000,000 ids takes seconds of Redis scripts the first copy
+// need not wait for. An approval that takes over owns everything at once:
+// it must say what it took from whom.
+const DefaultOwnAtApproval = 10000
+
 // own makes the approved replay r the owner of its previewed messages
 // that no other replay owns (with r.Params.TakeOver, also of those that
 // other replays own but neither sent nor are sending), and records in
-// r.TookOver what it took from whom.
+// r.TookOver what it took from whom. Past Config.OwnAtApproval it leaves the
+// rest to the runs (r.OwnFrom).
 func (s *Service) own(ctx context.Context, f Frozen, r *Replay, lapsed []string) error {
 	if s.d.Claims == nil {
 		return nil
 	}
-	ids := make([]string, 0, len(f.Items))
-	for _, it := range f.Items {
+	items := f.Items
+	if n := s.cfg.OwnAtApproval; !r.Params.TakeOver && len(items) > n {
+		items, r.OwnFrom = items[:n], n
+	}
+	ids := make([]string, 0, len(items))
+	for _, it := range items {
 		ids = append(ids, it.ID)
 	}
 	_, taken, err := s.d.Claims.Own(ctx, f.DLQ, r.ID, ids, f.CreatedAt, r.Params.TakeOver, lapsed)
@@ -120,6 +134,49 @@ func (s *Service) own(ctx context.Context, f Frozen, r *Replay, lapsed []string)
 		r.TookOver[cl.Replay] += copies[id]
 	}
 	return nil
+}
+
+// ownRest owns, beside the run, the previewed messages r's approval left
+// to its runs (r.OwnFrom on), and returns a wait for it to end: a run
+// waits before it lets its lease go, so a paused replay owns all it
+// planned. Every run does it again (a resume after a crash): owning what
+// one owns already changes nothing. Until it is done another replay
+// approved meanwhile may own some of the rest first; then this one leaves
+// those to it ("left to r_…"), each id still sent by one replay only,
+// since every step claims its picks before it sends them.
+func (s *Service) ownRest(ctx context.Context, f Frozen, r Replay) (wait func()) {
+	if s.d.Claims == nil || r.OwnFrom <= 0 || r.OwnFrom >= len(f.Items) {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rest := f.Items[r.OwnFrom:]
+		ids := make([]string, 0, len(rest))
+		for _, it := range rest {
+			ids = append(ids, it.ID)
+		}
+		refused, _, err := s.d.Claims.Own(ctx, f.DLQ, r.ID, ids, f.CreatedAt, false, nil)
+		if err == nil && len(refused) > 0 {
+			// Owned by replays that ended: theirs lapsed, so these are
+			// this replay's too.
+			var live map[string]Claim
+			var lapsed []string
+			if live, lapsed, err = s.liveHolders(ctx, refused); err == nil && len(lapsed) > 0 {
+				var again []string
+				for id := range refused {
+					if _, ok := live[id]; !ok {
+						again = append(again, id)
+					}
+				}
+				_, _, err = s.d.Claims.Own(ctx, f.DLQ, r.ID, again, f.CreatedAt, false, lapsed)
+			}
+		}
+		if err != nil && ctx.Err() == nil {
+			s.warn(r.ID, f.DLQ, "own the rest of the previewed messages", err)
+		}
+	}()
+	return func() { <-done }
 }
 
 // TakeOverWords says what r took over at its approval ("" when nothing):

@@ -21,30 +21,36 @@ import (
 // instead, B sends what A owns and has not sent, and A, resumed, leaves
 // those ("taken over by r_B"). Either way A resumed finishes, and the
 // consumer received every message exactly once. Decided on the consumer
-// and the DLQ.
+// and the DLQ. The same holds when A's approval owned only its first ten
+// messages and A's run owned the rest (Config.OwnAtApproval).
 func TestPausedReplayKeepsWhatItOwns(t *testing.T) {
 	t.Parallel()
-	for _, takeOver := range []bool{false, true} {
-		name := "left"
-		if takeOver {
-			name = "takeover"
-		}
-		t.Run(name, func(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		takeOver bool
+		ownAt    int
+	}{{"left", false, 0}, {"takeover", true, 0}, {"left-owned-by-run", false, 10}} {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
-				pausedOwner(t, on, dlqArgs, takeOver)
+				pausedOwner(t, on, dlqArgs, tc.takeOver, tc.ownAt)
 			})
 		})
 	}
 }
 
-func pausedOwner(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, takeOver bool) {
+// pausedOwner is one case of TestPausedReplayKeepsWhatItOwns; ownAt, when
+// not 0, is Config.OwnAtApproval: A's approval owns only its first ownAt
+// messages and A's run owns the rest beside its first step.
+func pausedOwner(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, takeOver bool, ownAt int) {
 	onlyA, both, onlyB := 50, 100, 100
 	n := onlyA + both + onlyB
 	if dlqArgs != nil {
 		dlqArgs = testkit.Quorum(amqp.Table{"x-delivery-limit": 200})
 	}
-	e := newEnvOn(t, fast, on)
+	cfg := fast
+	cfg.OwnAtApproval = ownAt
+	e := newEnvOn(t, cfg, on)
 	r := e.rabbit
 	src, dlq := r.DeadLetteredAs(dlqArgs, n, 100)
 	all := preview(t, e, engine.Selection{DLQ: dlq})
@@ -73,6 +79,9 @@ func pausedOwner(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, takeOver b
 		t.Fatal(err)
 	}
 	a := apA.Replay.ID
+	if ownAt > 0 && apA.Replay.OwnFrom != ownAt {
+		t.Fatalf("A's approval owned up to %d, want its first %d (the run owns the rest)", apA.Replay.OwnFrom, ownAt)
+	}
 	runA := runAsyncReplay(e, a, "owner-a")
 	testkit.Eventually(t, 2*time.Minute, "A sent 60 messages", func() bool {
 		rep, err := e.svc.Status(ctx, a)

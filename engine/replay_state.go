@@ -98,6 +98,10 @@ type Replay struct {
 	// took over from it at its approval (Params.TakeOver). Json
 	// "took_over".
 	TookOver map[string]int `json:"took_over,omitempty"`
+	// OwnFrom is the first item of the frozen preview the approval did not
+	// own (0: it owned them all): its runs own the rest beside their steps
+	// (approve_own.go).
+	OwnFrom int `json:"own_from,omitempty"`
 	// NewFailures counts messages dead-lettered since the replay started
 	// that do not carry its id (failures that are not returns).
 	NewFailures int `json:"new_failures"`

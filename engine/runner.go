@@ -116,6 +116,7 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	if err != nil {
 		return r, fmt.Errorf("engine: run %s: load preview: %w", id, err)
 	}
+	defer s.ownRest(ctx, f, r)() // before the lease goes (deferred above)
 	// Confirmed sends are done; pending intents were in flight when an
 	// earlier run ended abruptly: they may have been sent, so they are never
 	// sent again (they stay in the DLQ and are reported in doubt). The

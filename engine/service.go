@@ -68,6 +68,10 @@ type Config struct {
 	// three times StatsLag (the sample must be StatsLag newer than the
 	// approval's start).
 	ProofWait time.Duration
+	// OwnAtApproval is how many previewed messages an approval owns itself
+	// before it returns; its replay's runs own the rest beside their first
+	// steps (approve_own.go). Default 10,000.
+	OwnAtApproval int
 	// ProofFrom is the fewest messages a previewed DLQ holds for its
 	// approval to try the proof (approve_proof.go) instead of comparing:
 	// below it a compare reads the DLQ in about the time the proof waits
@@ -156,6 +160,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ProofFrom <= 0 {
 		c.ProofFrom = DefaultProofFrom
+	}
+	if c.OwnAtApproval <= 0 {
+		c.OwnAtApproval = DefaultOwnAtApproval
 	}
 	return c
 }
