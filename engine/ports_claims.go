@@ -19,6 +19,14 @@ type Claim struct {
 	TakenOver bool `json:"taken_over,omitempty"`
 }
 
+// ClaimsBy is what one replay holds of a DLQ, summed up (Claims.Summary).
+type ClaimsBy struct {
+	Replay string
+	// LastWrite is when the replay last claimed, owned or settled an id of
+	// the DLQ; ClaimsUntil is when the latest claim it made runs out.
+	LastWrite, ClaimsUntil time.Time
+}
+
 // Claims hands a DLQ's messages to one replay at a time, so that replays
 // whose previews overlap send each message once in all. At approval a
 // replay becomes the owner of its previewed ids that no other replay owns
@@ -48,6 +56,12 @@ type Claims interface {
 	// Holders returns, for those of ids that another replay than replay
 	// holds now (claimed, owned or sent), who holds them.
 	Holders(ctx context.Context, dlq, replay string, ids []string) (map[string]Claim, error)
+	// Summary sums dlq's claims up per replay: every replay that claimed,
+	// owned or settled any of its ids within the store's retention, when
+	// it last did and until when its latest claim runs. known is false
+	// when the store cannot tell (claims recorded before it kept the
+	// summary): then only Holders can.
+	Summary(ctx context.Context, dlq string) (by []ClaimsBy, known bool, err error)
 	// Readers lists the replays other than replay with unexpired claims on
 	// dlq (those sending from it now) or an unexpired reading mark (those
 	// whose reads hold its messages now).

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -28,6 +29,37 @@ var _ engine.Claims = (*Claims)(nil)
 // that expires by itself.
 type Claims struct{ b *base }
 
+// whoField is the field of a DLQ's claims hash that sums it up per
+// replay (Claims.Summary): "<replay>=<last write ms>=<latest claim expiry
+// ms>;" for each replay that wrote there within the retention. It starts
+// with a NUL byte, which no message id the engine keys by does.
+const whoField = "\x00who"
+
+// noteLua is the scripts' shared function note(key, rid, now, exp, keep),
+// which keeps whoField up to date: every script below calls it once.
+const noteLua = `
+-- note: the DLQ's summary (field "\0who", see whoField): per replay
+-- "<replay>=<last write ms>=<latest claim expiry ms>;", entries older
+-- than the retention (ARGV retention, 0: none) dropped.
+local function note(key, rid, now, exp, keep)
+  local who = redis.call('HGET', key, '\0who') or ''
+  local out, seen = {}, false
+  now, exp, keep = tonumber(now), tonumber(exp), tonumber(keep)
+  for r, w, e in string.gmatch(who, '([^=;]+)=(%d+)=(%d+);') do
+    w, e = tonumber(w), tonumber(e)
+    if r == rid then
+      w, seen = now, true
+      if exp > e then e = exp end
+    end
+    if r == rid or keep <= 0 or math.max(w, e) + keep > now then
+      out[#out+1] = r .. '=' .. string.format('%d', w) .. '=' .. string.format('%d', e) .. ';'
+    end
+  end
+  if not seen then out[#out+1] = rid .. '=' .. string.format('%d', now) .. '=' .. string.format('%d', exp) .. ';' end
+  redis.call('HSET', key, '\0who', table.concat(out))
+end
+`
+
 // claimScript claims ids for a replay.
 //
 //	KEYS[1] the DLQ's claims hash
@@ -39,7 +71,7 @@ type Claims struct{ b *base }
 // is refused when another replay holds an unexpired claim on it, owns it
 // (o, t: its approval owned it first, or it took it over), or sent it at
 // or after since; every other id is claimed (an own send stays a send).
-var claimScript = redis.NewScript(`
+var claimScript = redis.NewScript(noteLua + `
 local key, rid = KEYS[1], ARGV[1]
 local now, exp, since = tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local refused = {}
@@ -61,6 +93,7 @@ for i = 6, #ARGV do
   end
   if take then redis.call('HSET', key, id, rid .. '|' .. mark .. '|' .. exp) end
 end
+note(key, rid, ARGV[2], exp, ARGV[5])
 if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', key, ARGV[5]) end
 return refused
 `)
@@ -80,7 +113,7 @@ return refused
 // there is no take-over) or "t" (taken over from the replay that owned
 // it; the id is now "<replay>|t|<now>"). Every other id becomes
 // "<replay>|o|<now>" (an own claim or send stays).
-var ownScript = redis.NewScript(`
+var ownScript = redis.NewScript(noteLua + `
 local key, rid = KEYS[1], ARGV[1]
 local now, since, takeover = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
 local nlapsed = tonumber(ARGV[6])
@@ -111,6 +144,7 @@ for i = 7 + nlapsed, #ARGV do
   end
   if set then redis.call('HSET', key, id, rid .. '|' .. set .. '|' .. ARGV[2]) end
 end
+note(key, rid, ARGV[2], ARGV[2], ARGV[5])
 if tonumber(ARGV[5]) > 0 then redis.call('PEXPIRE', key, ARGV[5]) end
 return out
 `)
@@ -125,7 +159,7 @@ return out
 // over); released ids on which the replay's own claim (not a send) is go
 // back to being owned by it ("<replay>|o|<now>", or "t": still its to
 // send).
-var settleScript = redis.NewScript(`
+var settleScript = redis.NewScript(noteLua + `
 local key, rid, now = KEYS[1], ARGV[1], ARGV[2]
 local nsent = tonumber(ARGV[4])
 for i = 5, 4 + nsent do
@@ -142,6 +176,7 @@ for i = 5 + nsent, #ARGV do
     redis.call('HSET', key, ARGV[i], rid .. '|t|' .. now)
   end
 end
+note(key, rid, now, now, ARGV[3])
 if tonumber(ARGV[3]) > 0 then redis.call('PEXPIRE', key, ARGV[3]) end
 return 1
 `)
@@ -255,6 +290,39 @@ func (c *Claims) Holders(ctx context.Context, dlq, replay string, ids []string) 
 		}
 	}
 	return out, nil
+}
+
+// Summary sums up dlq's claims per replay (engine.Claims). A hash written
+// before the summary existed has entries but no summary: not known.
+func (c *Claims) Summary(ctx context.Context, dlq string) ([]engine.ClaimsBy, bool, error) {
+	key := c.b.k.claims(dlq)
+	pipe := c.b.rdb.Pipeline()
+	who := pipe.HGet(ctx, key, whoField)
+	n := pipe.HLen(ctx, key)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, false, fail(err, "claims summary of %s", dlq)
+	}
+	v, err := who.Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, n.Val() == 0, nil
+	}
+	if err != nil {
+		return nil, false, fail(err, "claims summary of %s", dlq)
+	}
+	var out []engine.ClaimsBy
+	for _, e := range strings.Split(v, ";") {
+		f := strings.Split(e, "=")
+		if len(f) != 3 {
+			continue
+		}
+		w, err1 := strconv.ParseInt(f[1], 10, 64)
+		x, err2 := strconv.ParseInt(f[2], 10, 64)
+		if f[0] == "" || err1 != nil || err2 != nil {
+			return nil, false, nil
+		}
+		out = append(out, engine.ClaimsBy{Replay: f[0], LastWrite: time.UnixMilli(w).UTC(), ClaimsUntil: time.UnixMilli(x).UTC()})
+	}
+	return out, true, nil
 }
 
 // Readers lists the replays other than replay with unexpired claims on

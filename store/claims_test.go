@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 func TestClaimsOneReplayAtATime(t *testing.T) {
@@ -169,5 +171,60 @@ func TestClaimsTakeOverStaysNamed(t *testing.T) {
 	refused, err := c.Claim(e.ctx, "t.dlq", "r_a", []string{"x", "y"}, since, time.Minute)
 	if err != nil || !refused["x"].Sent || !refused["x"].TakenOver || !refused["y"].Owned || !refused["y"].TakenOver || refused["y"].Replay != "r_b" {
 		t.Fatalf("old owner's claim: %v %+v; want x sent and y owned by r_b, both taken over", err, refused)
+	}
+}
+
+// TestClaimsSummary: every script keeps the DLQ's summary per replay (last
+// write, latest claim expiry), entries past the retention are dropped,
+// and a hash without a summary (written before it existed) is not known.
+func TestClaimsSummary(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.st.Claims()
+	dlq := "sum.dlq"
+	if by, known, err := c.Summary(e.ctx, dlq); err != nil || !known || len(by) != 0 {
+		t.Fatalf("summary of an untouched DLQ: %v, known %v, %+v; want known and empty", err, known, by)
+	}
+	t0 := e.clock.Now()
+	if _, _, err := c.Own(e.ctx, dlq, "r_a", []string{"x", "y"}, t0, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+	if _, err := c.Claim(e.ctx, dlq, "r_b", []string{"z"}, t0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+	if err := c.Settle(e.ctx, dlq, "r_b", []string{"z"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	by, known, err := c.Summary(e.ctx, dlq)
+	if err != nil || !known || len(by) != 2 {
+		t.Fatalf("summary: %v, known %v, %+v; want r_a and r_b", err, known, by)
+	}
+	got := map[string]engine.ClaimsBy{}
+	for _, b := range by {
+		got[b.Replay] = b
+	}
+	if a := got["r_a"]; !a.LastWrite.Equal(t0.Truncate(time.Millisecond)) || !a.ClaimsUntil.Equal(a.LastWrite) {
+		t.Errorf("r_a: %+v, want its ownership at %v and no claim", a, t0)
+	}
+	if b := got["r_b"]; !b.LastWrite.Equal(t0.Add(2*time.Second).Truncate(time.Millisecond)) || !b.ClaimsUntil.Equal(t0.Add(time.Second+time.Minute).Truncate(time.Millisecond)) {
+		t.Errorf("r_b: %+v, want its settle at t0+2s and its claim until t0+1m1s", b)
+	}
+	// Past the retention, r_a's entry goes at the next write.
+	e.clock.Advance(31 * 24 * time.Hour)
+	if _, err := c.Claim(e.ctx, dlq, "r_c", []string{"w"}, t0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	by, _, _ = c.Summary(e.ctx, dlq)
+	if len(by) != 1 || by[0].Replay != "r_c" {
+		t.Errorf("summary after the retention: %+v, want r_c only", by)
+	}
+	// A hash with claims but no summary: not known.
+	if err := e.st.b.rdb.HSet(e.ctx, e.st.b.k.claims("old.dlq"), "x", "r_old|o|1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, known, err := c.Summary(e.ctx, "old.dlq"); err != nil || known {
+		t.Errorf("summary of a hash from before it: known %v, %v; want not known", known, err)
 	}
 }
