@@ -129,12 +129,7 @@ func approveWithoutRead(t *testing.T, e *env, dlq string, n int, sel engine.Sele
 	read := after.DeliverGet > reads
 	t.Logf("approval in %v; the DLQ's deliver_get %d (the preview and others: %d), redeliver %d", took.Round(time.Millisecond), after.DeliverGet, reads, after.Redeliver)
 	if consumed {
-		gone := 0
-		for _, c := range ap.Changes {
-			if c.Kind == engine.ChangeMessagesGone {
-				gone += c.Messages
-			}
-		}
+		gone := changed(ap.Changes, engine.ChangeMessagesGone)
 		if !errors.Is(err, engine.ErrChanged) || gone != 1 {
 			t.Fatalf("approval after one message was consumed: %v, changes %+v; want ErrChanged with 1 message gone", err, ap.Changes)
 		}
@@ -174,4 +169,15 @@ func quietCounters(t *testing.T, e *env, dlq string, since time.Time) engine.Que
 		return err == nil && cs.SampledAt.After(since.Add(8*time.Second)) && cs.Unacked == 0
 	})
 	return cs
+}
+
+// changed sums the messages of the changes of kind.
+func changed(cs []engine.Change, kind engine.ChangeKind) int {
+	n := 0
+	for _, c := range cs {
+		if c.Kind == kind {
+			n += c.Messages
+		}
+	}
+	return n
 }

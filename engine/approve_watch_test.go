@@ -39,7 +39,7 @@ func TestApprovalByWatchNeedsNoStatistics(t *testing.T) {
 			t.Parallel()
 			everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 				ctx := context.Background()
-				n := 1000
+				n := 300
 				cfg := fast
 				cfg.ProofFrom = 1
 				// No management statistics: only the watch can prove. The
@@ -99,12 +99,7 @@ func TestApprovalByWatchNeedsNoStatistics(t *testing.T) {
 					t.Errorf("the approval read the DLQ: %v, want %v", read, tc.consumed)
 				}
 				if tc.consumed {
-					gone := 0
-					for _, c := range ap.Changes {
-						if c.Kind == engine.ChangeMessagesGone {
-							gone += c.Messages
-						}
-					}
+					gone := changed(ap.Changes, engine.ChangeMessagesGone)
 					if !errors.Is(err, engine.ErrChanged) || gone != 1 {
 						t.Fatalf("approval after one message was consumed and one arrived: %v, changes %+v; want ErrChanged with 1 message gone", err, ap.Changes)
 					}

@@ -54,7 +54,9 @@
 //	                                "<replay>|c|<expiry ms>" (claimed for a step), "<replay>|s|<unix ms>"
 //	                                (sent), "<replay>|o|<unix ms>" (owned since its approval) or
 //	                                "<replay>|t|<unix ms>" (taken over); a per-DLQ key, so its scripts
-//	                                touch it alone (one Cluster slot)
+//	                                touch it alone (one Cluster slot); the field "\x00who" sums it up
+//	                                per replay, "<replay>=<last write ms>=<latest claim expiry ms>;…"
+//	                                (Claims.Summary), entries past the retention dropped
 //	Preaders:<dlq>          hash    the readers of the DLQ now (readers.go): replay (or a read's
 //	                                "read_…" id) → "s|<expiry ms>" (seeking its picks) or
 //	                                "c|<expiry ms>" (a cursor open between steps); expires a day
