@@ -35,7 +35,13 @@ import (
 //
 // The watch holds copies, at most WatchMaxLength (the adapter's bound: a
 // full watch proves nothing), kept by the broker until the approval closes
-// it, or for the token's life when no one approves.
+// it, or for watchTTL when no one approves.
+
+// watchTTL is how long the broker keeps a watch nobody approved (its
+// x-expires, at most the token's life): an approval later than that proves
+// by the statistics, or compares. Ten previews nobody approves keep at
+// most ten watches of copies, for an hour.
+const watchTTL = time.Hour
 
 // openWatch opens a watch of dlq for pr; without one the proof waits for
 // the statistics.
@@ -43,7 +49,7 @@ func (s *Service) openWatch(ctx context.Context, dlq string, pr *ApprovalProof) 
 	if s.d.Watches == nil {
 		return
 	}
-	lk, err := s.d.Watches.OpenWatch(ctx, dlq, s.cfg.TokenTTL)
+	lk, err := s.d.Watches.OpenWatch(ctx, dlq, min(s.cfg.TokenTTL, watchTTL))
 	if err != nil {
 		if !errors.Is(err, ErrUnsupported) {
 			s.cfg.Log.Warn().Err(err).Str("dlq", dlq).Msg("preview: no watch for the approval's proof")
@@ -57,12 +63,14 @@ func (s *Service) openWatch(ctx context.Context, dlq string, pr *ApprovalProof) 
 	pr.Watch, pr.WatchArrived, pr.WatchReady = lk.Watch, lk.Arrived, lk.Ready
 }
 
-// closeWatch deletes pr's watch, if any; a failure leaves it to expire.
+// closeWatch deletes pr's watch, if any; a failure (or a ctx that ended:
+// the caller is shutting down, and nothing here outlives it) leaves it to
+// expire.
 func (s *Service) closeWatch(ctx context.Context, pr *ApprovalProof) {
 	if pr == nil || pr.Watch == "" || s.d.Watches == nil {
 		return
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := s.d.Watches.CloseWatch(cctx, pr.Watch); err != nil {
 		s.cfg.Log.Warn().Err(err).Str("watch", pr.Watch).Msg("could not delete a watch queue; the broker deletes it when it expires")

@@ -44,6 +44,10 @@
 //     WatchTap (tap_watch.go) holds a consumer on the tap while a replay
 //     runs and returns engine.ErrQueueNotFound the moment the broker
 //     cancels it (the tap was deleted: Channel.NotifyCancel).
+//   - the watch (watch.go): a bounded classic queue "dlqbot.watch.<random>"
+//     bound as the DLQ is, opened by a preview and deleted by its
+//     approval; its count is what reached the DLQ in between, read with a
+//     passive declare (engine.Watches).
 //
 // The reader behind Scan (holdReader) yields deliveries in queue order and
 // can acknowledge individual ones before giving the rest back, so the
