@@ -80,8 +80,8 @@ func (s *Service) closeWatch(ctx context.Context, pr *ApprovalProof) {
 // proveByWatch is the watch's verdict on f (see above). decided is false
 // when the watch cannot tell (none, gone, full, or an arrival it did not
 // see): the statistics' proof is tried then. A sum above zero is waited
-// on for a moment (a preview's give-backs landing late on a quorum DLQ),
-// then decided against.
+// on for a moment, StatsLag at most (a preview's give-backs landing late
+// on a quorum DLQ), then decided against: compare.
 func (s *Service) proveByWatch(ctx context.Context, f Frozen) (unchanged, decided bool) {
 	pr := f.Proof
 	if pr == nil || pr.Watch == "" || s.d.Watches == nil {
@@ -89,7 +89,7 @@ func (s *Service) proveByWatch(ctx context.Context, f Frozen) (unchanged, decide
 	}
 	clock := s.d.Clock
 	start := clock.Now()
-	wait := min(3*s.cfg.StatsLag, s.cfg.ProofWait)
+	wait := min(s.cfg.StatsLag, s.cfg.ProofWait)
 	for {
 		lk, err := s.d.Watches.LookWatch(ctx, f.DLQ, pr.Watch)
 		if err != nil || lk.Full {
