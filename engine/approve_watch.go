@@ -80,8 +80,8 @@ func (s *Service) closeWatch(ctx context.Context, pr *ApprovalProof) {
 // proveByWatch is the watch's verdict on f (see above). decided is false
 // when the watch cannot tell (none, gone, full, or an arrival it did not
 // see): the statistics' proof is tried then. A sum above zero is waited
-// on for a moment, StatsLag at most (a preview's give-backs landing late
-// on a quorum DLQ), then decided against: compare.
+// on while it shrinks (a preview's give-backs landing late: a quorum DLQ,
+// or the last windows of a large read), then decided against: compare.
 func (s *Service) proveByWatch(ctx context.Context, f Frozen) (unchanged, decided bool) {
 	pr := f.Proof
 	if pr == nil || pr.Watch == "" || s.d.Watches == nil {
@@ -89,7 +89,12 @@ func (s *Service) proveByWatch(ctx context.Context, f Frozen) (unchanged, decide
 	}
 	clock := s.d.Clock
 	start := clock.Now()
-	wait := min(s.cfg.StatsLag, s.cfg.ProofWait)
+	// Give-backs landing shrink the sum; a message that left keeps it.
+	// Wait while it shrinks (the preview's last windows of 1,000,000 took
+	// longer than StatsLag to land), at most as long as the statistics'
+	// proof would, and StatsLag without progress.
+	most := min(max(3*s.cfg.StatsLag, 2*pr.Read), s.cfg.ProofWait)
+	best, progress := -1, start
 	for {
 		lk, err := s.d.Watches.LookWatch(ctx, f.DLQ, pr.Watch)
 		if err != nil || lk.Full {
@@ -105,7 +110,11 @@ func (s *Service) proveByWatch(ctx context.Context, f Frozen) (unchanged, decide
 		case left == 0:
 			return s.ackUnmoved(ctx, f), true
 		}
-		if clock.Now().Sub(start) >= wait {
+		now := clock.Now()
+		if best < 0 || left < best {
+			best, progress = left, now
+		}
+		if now.Sub(progress) >= min(s.cfg.StatsLag, s.cfg.ProofWait) || now.Sub(start) >= most {
 			s.cfg.Log.Info().Str("dlq", f.DLQ).Int("not_ready", left).
 				Msg("approval: messages of the DLQ are gone or held since the preview; comparing")
 			return false, true
