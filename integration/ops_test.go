@@ -24,7 +24,10 @@ func TestScanRateLimitAndAuditTrail(t *testing.T) {
 	_, dlq := dlqWith(e.env, 4)
 	_, other := dlqWith(e.env, 2)
 
+	// One after the other: two reads of a DLQ of 4 at once can leave the
+	// second nothing to read (the first holds all 4), and then no token.
 	e.command("U0ALICE001", "preview "+dlq)
+	e.waitPreview(1)
 	e.command("U0ALICE001", "preview "+dlq)
 	_, tok2 := e.waitPreview(2)
 	e.command("U0ALICE001", "preview "+dlq)
