@@ -95,27 +95,25 @@ func (b *Broker) LookWatch(ctx context.Context, dlq, watch string) (engine.Watch
 }
 
 func (b *Broker) lookDLQ(ctx context.Context, dlq string, lk *engine.WatchLook) error {
-	q, found, err := b.declarePassive(ctx, dlq)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("%s: %w", dlq, engine.ErrQueueNotFound)
-	}
+	q, err := b.lookQueue(ctx, dlq)
 	lk.Ready, lk.Consumers = q.Messages, lk.Consumers+q.Consumers
-	return nil
+	return err
 }
 
 func (b *Broker) lookWatch(ctx context.Context, watch string, lk *engine.WatchLook) error {
-	q, found, err := b.declarePassive(ctx, watch)
-	if err != nil {
-		return err
-	}
-	if !found {
-		return fmt.Errorf("watch %s: %w", watch, engine.ErrQueueNotFound)
-	}
+	q, err := b.lookQueue(ctx, watch)
 	lk.Arrived, lk.Full, lk.Consumers = q.Messages, q.Messages >= WatchMaxLength, lk.Consumers+q.Consumers
-	return nil
+	return err
+}
+
+// lookQueue is one passive declare of queue; a missing one is
+// engine.ErrQueueNotFound.
+func (b *Broker) lookQueue(ctx context.Context, queue string) (amqp.Queue, error) {
+	q, found, err := b.declarePassive(ctx, queue)
+	if err == nil && !found {
+		err = fmt.Errorf("%s: %w", queue, engine.ErrQueueNotFound)
+	}
+	return q, err
 }
 
 // CloseWatch deletes a watch; one already gone is not an error.
