@@ -24,6 +24,10 @@ import (
 // its preview's and its approval's compare.
 //
 //	DLQBOT_BENCH_MESSAGES=100000 go test ./engine -run '^$' -bench BenchmarkFilteredReplay -benchtime 1x -timeout 60m
+//
+// DLQBOT_BENCH_STEP and DLQBOT_BENCH_CAP set the replay's step= and cap=
+// (default: the default steps); DLQBOT_BENCH_STEP=100000
+// DLQBOT_BENCH_CAP=100000 at 1,000,000 replays the selection in one step.
 func BenchmarkFilteredReplay(b *testing.B) {
 	n := benchEnvInt(b, "DLQBOT_BENCH_MESSAGES", 100000)
 	on := testkit.Rabbit3
@@ -57,7 +61,8 @@ func BenchmarkFilteredReplay(b *testing.B) {
 	}
 	d1, _ := f.deliveries(b)
 	start = time.Now()
-	ap, err := f.e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Rate: -1}, false)
+	params := engine.Params{Rate: -1, Step: benchEnvInt(b, "DLQBOT_BENCH_STEP", 0), Cap: benchEnvInt(b, "DLQBOT_BENCH_CAP", 0)}
+	ap, err := f.e.svc.Approve(ctx, p.Token, "U_APP", params, false)
 	if err != nil {
 		b.Fatalf("approve: %v", err)
 	}
@@ -81,6 +86,7 @@ func BenchmarkFilteredReplay(b *testing.B) {
 	b.ReportMetric(float64(d1-d0), "preview-deliveries")
 	b.ReportMetric(float64(d2-d1), "approve-deliveries")
 	b.ReportMetric(runTook.Seconds()/moverTook.Seconds(), "time-ratio-dlqbot/mover")
+	b.ReportMetric((approveTook+runTook).Seconds()/moverTook.Seconds(), "time-ratio-approve+run/mover")
 	b.ReportMetric(float64(d3-d2)/float64(n), "deliveries/DLQ")
 }
 

@@ -85,6 +85,7 @@ func BenchmarkWholeReplay(b *testing.B) {
 	}
 	runtime.GC()
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	heap := startHeapPeak()
 	start = time.Now()
 	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 5 * time.Minute}, false)
 	if err != nil {
@@ -98,6 +99,7 @@ func BenchmarkWholeReplay(b *testing.B) {
 	}
 	runTook := time.Since(start)
 	replayRSS := vmHWM()
+	replayHeap := heap.end()
 	if rep.State != engine.StateFinished || rep.Sent != n || rep.Total != n || rep.Missing != 0 || rep.Failed != 0 {
 		b.Fatalf("replay %s: state %s, sent %d of %d, missing %d, failed %d: %s; want finished with all %d sent",
 			rep.ID, rep.State, rep.Sent, rep.Total, rep.Missing, rep.Failed, rep.Note, n)
@@ -131,6 +133,7 @@ func BenchmarkWholeReplay(b *testing.B) {
 	b.ReportMetric(approveTook.Seconds(), "approve-s")
 	b.ReportMetric(rate(runTook), "dlqbot-msgs/s")
 	b.ReportMetric(float64(replayRSS)/1024, "replay-peak-RSS-MB")
+	b.ReportMetric(replayHeap, "replay-peak-live-heap-MB")
 	for _, c := range contenders[1:] {
 		b.ReportMetric(rate(took[c]), c+"-msgs/s")
 	}
