@@ -84,8 +84,10 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		rn.bookResend(mr, res, sentPer)
 		return mr, rn.abandon(ctx, mr)
 	}
-	for _, m := range append(append([]Moved(nil), mr.Sent...), mr.Unacked...) {
-		rn.stepSent[m.ID] = true
+	for _, moved := range [2][]Moved{mr.Sent, mr.Unacked} {
+		for _, m := range moved {
+			rn.stepSent[m.ID] = true
+		}
 	}
 	for _, f := range mr.Failed {
 		if !f.Kind.notSent() {

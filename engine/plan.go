@@ -1,5 +1,10 @@
 package engine
 
+import (
+	"maps"
+	"math"
+)
+
 // plan tracks which copies of a frozen multiset are still to be sent and
 // picks each canary step's messages. It is arrays over the frozen items
 // (in DLQ order) with a cursor, and one id → item index: no map per
@@ -117,43 +122,101 @@ func stepSize(first, limit, k int) int {
 // as reached every class up to the last copy an earlier run sent; a step
 // before any class is reached is a first step.
 func (p *plan) next(n int, first bool) map[string]int {
+	return p.start(n, first).more(math.MaxInt)
+}
+
+// DefaultStepChunk is Config.StepChunk's default: a step of 1,000,000
+// copies holds the picks, claims and move results of 10,000 at a time,
+// some megabytes, instead of hundreds (docs/benchmarks.md).
+const DefaultStepChunk = 10000
+
+// stepWalk is next's walk over the items for one step, paused between the
+// chunks a large step is sent in (Config.StepChunk): the chunks of one
+// walk together pick exactly what next would.
+type stepWalk struct {
+	p                      *plan
+	n                      int
+	first                  bool
+	i                      int // the next item to look at
+	taken, extra, deferred int
+	fresh                  map[[2]string]bool // classes this step reached first
+	done                   bool               // the step has all its copies
+}
+
+// start begins the walk of a step of n copies (see next).
+func (p *plan) start(n int, first bool) *stepWalk {
 	p.advance()
 	// A run resumed before any copy was sent starts as a first step.
-	first = first || len(p.reached) == 0
+	return &stepWalk{p: p, n: n, first: first || len(p.reached) == 0, i: p.cursor, fresh: map[[2]string]bool{}}
+}
+
+// more continues the walk until it has picked at least max more copies
+// or the step is complete, and returns those copies (id → copies).
+func (w *stepWalk) more(max int) map[string]int {
 	pick := map[string]int{}
-	taken, extra, deferred := 0, 0, 0
-	fresh := map[[2]string]bool{} // classes this step reached first
-	for i := p.cursor; i < len(p.items) && taken < n; i++ {
-		it := p.items[i]
-		if int(p.index[it.ID]) != i || p.left[i] == 0 {
+	w.walk(max, func(id string, n int) { pick[id] += n })
+	return pick
+}
+
+// count reports, without moving the walk, how many copies the rest of the
+// step will pick and the targets they go to.
+func (w *stepWalk) count() (copies int, targets map[string]bool) {
+	reached := maps.Clone(w.p.reached)
+	defer func() { w.p.reached = reached }()
+	c := *w
+	c.fresh = maps.Clone(w.fresh)
+	targets = map[string]bool{}
+	c.walk(math.MaxInt, func(id string, n int) {
+		copies += n
+		targets[w.p.target(id)] = true
+	})
+	return copies, targets
+}
+
+// walk is the loop of next: add is called for each copy picked.
+func (w *stepWalk) walk(max int, add func(id string, n int)) {
+	p, got := w.p, 0
+	for ; !w.done && got < max; w.i++ {
+		if w.i >= len(p.items) || w.taken >= w.n {
+			w.done = true
+			return
+		}
+		it := p.items[w.i]
+		if int(p.index[it.ID]) != w.i || p.left[w.i] == 0 {
 			continue // a later item of the same id: its copies are the first's
 		}
 		k := [2]string{it.Target, it.Group}
-		if !first && !p.reached[k] {
-			if extra == n {
-				break
+		if !w.first && !p.reached[k] {
+			if w.extra == w.n {
+				w.done = true
+				return
 			}
-			p.reached[k], fresh[k] = true, true
-			pick[it.ID]++
-			extra++
-			if p.left[i] > 1 {
-				deferred++ // its other copies wait for the next step
+			p.reached[k], w.fresh[k] = true, true
+			add(it.ID, 1)
+			got++
+			w.extra++
+			if p.left[w.i] > 1 {
+				w.deferred++ // its other copies wait for the next step
 			}
 			continue
 		}
-		if fresh[k] {
-			if deferred == n {
-				break
+		if w.fresh[k] {
+			if w.deferred == w.n {
+				w.done = true
+				return
 			}
-			deferred++
+			w.deferred++
 			continue
 		}
 		p.reached[k] = true
-		more := min(int(p.left[i]), n-taken)
-		pick[it.ID] += more
-		taken += more
+		more := min(int(p.left[w.i]), w.n-w.taken)
+		add(it.ID, more)
+		got += more
+		w.taken += more
 	}
-	return pick
+	if w.i >= len(p.items) || w.taken >= w.n {
+		w.done = true
+	}
 }
 
 // depth is how many DLQ messages a read must pass to find the copies of

@@ -167,17 +167,47 @@ func TestPlanAgreesWithMaps(t *testing.T) {
 			}
 			n := stepSize(1+r.IntN(5), 1+r.IntN(60), k)
 			strat := k == 1 || r.IntN(4) == 0
-			pa, pb := a.next(n, strat), b.next(n, strat)
-			if !reflect.DeepEqual(pa, pb) {
-				t.Fatalf("trial %d step %d: picked %v, want %v", trial, k, pa, pb)
-			}
-			for id, c := range pa {
-				d := c
-				if r.IntN(6) == 0 {
-					d = c + 1 // given up on, more than picked
+			pb := b.next(n, strat)
+			drop := func(pick map[string]int) {
+				for id, c := range pick {
+					d := c
+					if r.IntN(6) == 0 {
+						d = c + 1 // given up on, more than picked
+					}
+					a.drop(id, d)
+					b.drop(id, d)
 				}
-				a.drop(id, d)
-				b.drop(id, d)
+			}
+			if trial%3 != 2 {
+				pa := a.next(n, strat)
+				if !reflect.DeepEqual(pa, pb) {
+					t.Fatalf("trial %d step %d: picked %v, want %v", trial, k, pa, pb)
+				}
+				drop(pa)
+			} else {
+				// The step in chunks (Config.StepChunk), each dropped before
+				// the next is picked, as a chunked step sends them: together
+				// they are next's pick, and count said so beforehand.
+				w := a.start(n, strat)
+				copies, targets := w.count()
+				pa, wantTargets := map[string]int{}, map[string]bool{}
+				for id, c := range pb {
+					copies -= c
+					wantTargets[a.target(id)] = true
+				}
+				if copies != 0 || !reflect.DeepEqual(targets, wantTargets) {
+					t.Fatalf("trial %d step %d: count off by %d, targets %v, want %v", trial, k, copies, targets, wantTargets)
+				}
+				for chunk := 1 + r.IntN(4); !w.done; {
+					part := w.more(chunk)
+					for id, c := range part {
+						pa[id] += c
+					}
+					drop(part)
+				}
+				if !reflect.DeepEqual(pa, pb) {
+					t.Fatalf("trial %d step %d: chunks picked %v, want %v", trial, k, pa, pb)
+				}
 			}
 			a.drop("not-previewed", 1)
 			b.drop("not-previewed", 1)

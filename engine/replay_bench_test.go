@@ -27,6 +27,13 @@ import (
 // times dlqbot's preview of the DLQ (rate, peak RSS, how much it read)
 // against the minimal reader on the same queue.
 //
+// Memory: the process's peak RSS (VmHWM) over the preview, and over the
+// approval and replay; and over the latter the peak live heap (the bytes a
+// collection kept: the engine's own memory, without what the collector
+// has not returned yet; DLQBOT_BENCH_HEAPPROFILE=<file> writes a heap
+// profile at each new peak). Run with GOMEMLIMIT set as the binary sets it
+// (cmd/dlqbot/memlimit.go) to see the RSS a deployment gets.
+//
 // dlqbot's replay is exact or the benchmark fails: finished, sent == total,
 // nothing missing, the DLQ empty, and the target's consumer given each
 // message once. Each reference's target consumer must get every message too.
@@ -76,8 +83,25 @@ func BenchmarkWholeReplay(b *testing.B) {
 		b.Fatalf("preview selected %d, coverage %+v; want all %d read", p.Selected, p.Coverage, n)
 	}
 
-	// dlqbot's replay: approval (which compares the DLQ with the preview)
-	// and one unpaced step.
+	// The click comes once the preview's give-backs have landed and the
+	// management statistics show it (as a person's click after reading
+	// the preview does; BenchmarkApproveToFirstCopy's rule), or with
+	// DLQBOT_BENCH_APPROVE_AT_ONCE=1 the moment the preview returns.
+	// giveback-s is how long after the preview returned its DLQ was whole
+	// again (its ready count, by passive declare).
+	gaveBack := time.Duration(0)
+	if os.Getenv("DLQBOT_BENCH_APPROVE_AT_ONCE") == "" {
+		since := time.Now()
+		testkit.Eventually(b, 10*time.Minute, "the preview's give-backs in the DLQ", func() bool { return r.Count(dlq) == n })
+		gaveBack = time.Since(since)
+		testkit.Eventually(b, 2*time.Minute, "the DLQ's statistics after the preview", func() bool {
+			cs, err := e.broker.Counters(ctx, dlq)
+			return err == nil && cs.SampledAt.After(since.Add(7*time.Second)) && cs.Unacked == 0 && cs.Ready == n
+		})
+	}
+
+	// dlqbot's replay: approval (which proves the DLQ unchanged since the
+	// preview, or compares) and one unpaced step.
 	got := map[string]*idSet{}
 	for _, c := range contenders {
 		got[c] = newIDSet(n)
@@ -131,6 +155,8 @@ func BenchmarkWholeReplay(b *testing.B) {
 	b.ReportMetric(float64(p.Coverage.Read), "preview-read")
 	b.ReportMetric(float64(previewRSS)/1024, "preview-peak-RSS-MB")
 	b.ReportMetric(approveTook.Seconds(), "approve-s")
+	b.ReportMetric(gaveBack.Seconds(), "giveback-s")
+	b.ReportMetric(took["shovel"].Seconds()/(approveTook+runTook).Seconds(), "ratio-approve+run/shovel")
 	b.ReportMetric(rate(runTook), "dlqbot-msgs/s")
 	b.ReportMetric(float64(replayRSS)/1024, "replay-peak-RSS-MB")
 	b.ReportMetric(replayHeap, "replay-peak-live-heap-MB")

@@ -16,7 +16,12 @@ import (
 )
 
 // fast makes steps settle quickly in tests.
-var fast = engine.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond, ControlPoll: 50 * time.Millisecond, LeaseTTL: 15 * time.Second} // LeaseTTL, the default: heartbeats beside make test's other lanes came later than 3 s, and once (at 10 s) a run lost its lease mid-save
+// LeaseTTL is the default: heartbeats beside make test's other lanes came
+// later than 3 s, and once (at 10 s) a run lost its lease mid-save.
+// StepChunk is small so that every step larger than 64 copies in the tests
+// (one step of a few hundred, the later canary steps) is sent in chunks,
+// as a step of more than 10,000 is by default.
+var fast = engine.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond, ControlPoll: 50 * time.Millisecond, LeaseTTL: 15 * time.Second, StepChunk: 64}
 
 // oneStep sends everything in one unpaced step.
 var oneStep = engine.Params{Step: 100000, Cap: 100000, Rate: -1, Timeout: 20 * time.Second}

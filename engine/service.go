@@ -49,6 +49,12 @@ type Config struct {
 	StrictSteps bool
 	// Window is the most unconfirmed publishes in flight (default 500).
 	Window int
+	// StepChunk is the most copies a step claims and moves at once
+	// (default DefaultStepChunk): a larger step (cap= the user chose) is
+	// sent in chunks of its picks, one after the other over the same read
+	// of the DLQ, so that what a step holds in memory is bounded by the
+	// chunk, not the step. The step still settles once, as a whole.
+	StepChunk int
 	// StatsLag is how long after a step's confirm a management sample must
 	// be taken before its counters serve as a baseline: the broker's
 	// statistics interval plus a margin (default 6s, for RabbitMQ's 5s).
@@ -136,6 +142,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Window <= 0 {
 		c.Window = 500
+	}
+	if c.StepChunk <= 0 {
+		c.StepChunk = DefaultStepChunk
 	}
 	if len(c.FollowUps) == 0 {
 		c.FollowUps = DefaultFollowUps

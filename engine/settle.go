@@ -34,13 +34,9 @@ type targetWatch struct {
 // sampleTargets reads the publish counters of the step's targets before it
 // sends, so the first sample that counts its publishes can be recognised;
 // each sample may also become its target's anchor (noteBaseline).
-func (rn *run) sampleTargets(ctx context.Context, pick map[string]int) map[string]int64 {
+func (rn *run) sampleTargets(ctx context.Context, targets map[string]bool) map[string]int64 {
 	out := map[string]int64{}
-	for id := range pick {
-		q := rn.plan.target(id)
-		if _, ok := out[q]; ok {
-			continue
-		}
+	for q := range targets {
 		out[q] = -1
 		if rn.s.d.Counters != nil {
 			if st, err := rn.s.d.Counters.Counters(ctx, q); err == nil {

@@ -60,16 +60,29 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	// of the same sizes.
 	rn.resending = rn.rs.left() > 0
 	var pick map[string]int
+	// walk is the step's walk over the plan, sent in chunks of at most
+	// Config.StepChunk picks (nil for a resend: one pick); planned counts
+	// the copies of all its chunks, and targets are where they go.
+	var walk *stepWalk
+	planned, targets := 0, map[string]bool{}
 	if rn.resending {
 		// A resend reads the DLQ afresh: the cursor must hold nothing.
 		rn.releaseCursor("a resend of copies in doubt")
 		pick = rn.rs.next(size)
+		for id := range pick {
+			targets[rn.plan.target(id)] = true
+		}
+		planned = copiesIn(pick)
 	} else {
 		// Another replay of the same DLQ may hold some of them: those are
 		// its to send (out of the plan), and this step sends the rest.
 		for {
-			pick = rn.plan.next(size, k == 1)
-			if err := rn.claim(ctx, pick); err != nil {
+			if walk == nil || walk.done {
+				walk = rn.plan.start(size, k == 1)
+				planned, targets = walk.count()
+			}
+			var err error
+			if pick, err = rn.claimChunk(ctx, walk, &planned); err != nil {
 				return &sentStep{res: StepResult{Step: k}}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, err)
 			}
 			if len(pick) > 0 || rn.plan.remaining() == 0 {
@@ -82,19 +95,16 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 		}
 	}
 	rn.stepSent = map[string]bool{}
-	defer rn.settleClaims(ctx, rn.stepSent)
-	left := 0
-	for _, n := range pick {
-		left += n
-	}
+	defer func() { rn.settleClaims(ctx, rn.stepSent) }()
+	left := copiesIn(pick)
 	rn.r.Step = k
-	res := StepResult{Step: k, Planned: left}
+	res := StepResult{Step: k, Planned: planned}
 	if err := rn.put(ctx); err != nil {
 		return &sentStep{res: res}, nil, err
 	}
-	text := fmt.Sprintf("step %d: sending %d message(s)", k, left)
+	text := fmt.Sprintf("step %d: sending %d message(s)", k, planned)
 	if rn.resending {
-		text = fmt.Sprintf("step %d: sending %d copy(ies) in doubt again, marked %s: true", k, left, PossibleDuplicateHeader)
+		text = fmt.Sprintf("step %d: sending %d copy(ies) in doubt again, marked %s: true", k, planned, PossibleDuplicateHeader)
 	}
 	rn.emit(ctx, EventStepStarted, &res, text)
 	defer func() {
@@ -105,22 +115,57 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 		}
 	}()
 
-	baseline := rn.sampleTargets(ctx, pick)
+	baseline := rn.sampleTargets(ctx, targets)
 	heldBefore := rn.cursorHeld() // not in the DLQ's ready count below
 	look := rn.newLook(ctx)       // before the publishes: the DLQ's size and its tap's arrivals
 	sentPer := map[string]int{}
 	rn.openCursor(ctx)
 	stopBreaker := rn.breaker(ctx) // returns of the unjudged step stop this one's sends
-	mr, moveErr := rn.pass(ctx, pick, &left, &res, sentPer)
-	if moveErr == nil && mr.Stopped == nil && left > 0 {
-		// Not every picked message was found: account for each of them
-		// before anything is called missing (see account.go), with reads
-		// that must not find dlqbot's own cursor holding messages.
-		rn.releaseCursor("a step did not find all its picks")
-		mr, moveErr = rn.findRest(ctx, pick, &left, &res, sentPer, mr)
+	// The chunks, one after the other: sent counts the copies their moves
+	// sent, and unsure keeps what countSent needs of each (its failures
+	// and unacked originals).
+	var (
+		mr       MoveResult
+		moveErr  error
+		sentN    int
+		unsure   MoveResult
+		chunkErr error
+	)
+	for {
+		mr, moveErr = rn.pass(ctx, pick, &left, &res, sentPer)
+		if moveErr == nil && mr.Stopped == nil && left > 0 {
+			// Not every picked message was found: account for each of them
+			// before anything is called missing (see account.go), with reads
+			// that must not find dlqbot's own cursor holding messages.
+			rn.releaseCursor("a step did not find all its picks")
+			mr, moveErr = rn.findRest(ctx, pick, &left, &res, sentPer, mr)
+		}
+		sentN += len(mr.Sent)
+		unsure.Failed = append(unsure.Failed, mr.Failed...)
+		unsure.Unacked = append(unsure.Unacked, mr.Unacked...)
+		if walk == nil || walk.done || moveErr != nil || mr.Stopped != nil || res.HeldElsewhere > 0 {
+			// Held elsewhere: the rest of the step stays planned, for a
+			// later step, rather than wait HeldWait once more per chunk.
+			break
+		}
+		rn.settleClaims(ctx, rn.stepSent)
+		rn.stepSent = map[string]bool{}
+		pick = nil
+		for len(pick) == 0 && chunkErr == nil && !walk.done {
+			pick, chunkErr = rn.claimChunk(ctx, walk, &res.Planned) // a chunk all another replay's: the next one
+		}
+		if chunkErr != nil {
+			moveErr = chunkErr
+			break
+		}
+		if len(pick) == 0 {
+			break
+		}
+		left = copiesIn(pick)
+		rn.openCursor(ctx) // released when a chunk looked for the rest of its picks
 	}
 	stopBreaker()
-	rn.countSent(sentPer, mr, moveErr)
+	rn.countSent(sentPer, unsure, moveErr)
 	rn.boundCursor(ctx)
 	moved := heldBefore - rn.cursorHeld()
 	if look.ready0 >= 0 {
@@ -131,7 +176,7 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	}
 	if o := rn.pending; o != nil {
 		// The unjudged step's look spans this step's move too.
-		o.look.removed += len(mr.Sent)
+		o.look.removed += sentN
 		if o.look.ready0 >= 0 {
 			o.look.ready0 += moved
 		}
@@ -144,16 +189,37 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 		return &sentStep{res: res}, nil, err
 	}
 	if moveErr != nil {
-		rn.keepCut(res, sentPer, baseline, look, len(mr.Sent)) // settled after a reconnect (reconcile.go)
+		rn.keepCut(res, sentPer, baseline, look, sentN) // settled after a reconnect (reconcile.go)
 		return &sentStep{res: res}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, moveErr)
 	}
 	if mr.Stopped != nil && !errors.Is(mr.Stopped, errTripped) {
 		return &sentStep{res: res, start: start}, mr.Stopped, nil // a pause acts now
 	}
-	look.removed = len(mr.Sent)
+	look.removed = sentN
 	p = rn.beginSettle(ctx, res, sentPer, baseline, look)
 	p.start = start
 	return p, mr.Stopped, nil
+}
+
+// claimChunk picks walk's next chunk (Config.StepChunk copies) and claims
+// it: what another replay holds is taken out of the pick and of *planned.
+func (rn *run) claimChunk(ctx context.Context, walk *stepWalk, planned *int) (map[string]int, error) {
+	pick := walk.more(rn.s.cfg.StepChunk)
+	before := copiesIn(pick)
+	if err := rn.claim(ctx, pick); err != nil {
+		return nil, err
+	}
+	*planned -= before - copiesIn(pick)
+	return pick, nil
+}
+
+// copiesIn is how many copies pick holds.
+func copiesIn(pick map[string]int) int {
+	n := 0
+	for _, c := range pick {
+		n += c
+	}
+	return n
 }
 
 // judge waits until step p has settled, watching also (the step sent since,
