@@ -143,19 +143,16 @@ func (s *Service) own(ctx context.Context, f Frozen, r *Replay, lapsed []string)
 // one owns already changes nothing. Until it is done another replay
 // approved meanwhile may own some of the rest first; then this one leaves
 // those to it ("left to r_…"), each id still sent by one replay only,
-// since every step claims its picks before it sends them.
-func (s *Service) ownRest(ctx context.Context, f Frozen, r Replay) (wait func()) {
-	if s.d.Claims == nil || r.OwnFrom <= 0 || r.OwnFrom >= len(f.Items) {
+// since every step claims its picks before it sends them. items are the
+// previewed ids in DLQ order (the run's plan's), read and never changed.
+func (s *Service) ownRest(ctx context.Context, f Frozen, r Replay, items []string) (wait func()) {
+	if s.d.Claims == nil || r.OwnFrom <= 0 || r.OwnFrom >= len(items) {
 		return func() {}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		rest := f.Items[r.OwnFrom:]
-		ids := make([]string, 0, len(rest))
-		for _, it := range rest {
-			ids = append(ids, it.ID)
-		}
+		ids := items[r.OwnFrom:] // read only
 		refused, _, err := s.d.Claims.Own(ctx, f.DLQ, r.ID, ids, f.CreatedAt, false, nil)
 		if err == nil && len(refused) > 0 {
 			// Owned by replays that ended: theirs lapsed, so these are

@@ -93,8 +93,9 @@ func eachDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs a
 
 // newFaultEnv is an engine on broker on whose broker connection has a name
 // of its own, so that a test can close exactly that connection
-// (Broker.CloseConnections).
-func newFaultEnv(t *testing.T, on testkit.Broker, cfg ...engine.Config) (*env, string) {
+// (Broker.CloseConnections). With tapped, it finds returns through a tap
+// (and so reads the DLQ through a cursor); without, by re-reads.
+func newFaultEnv(t *testing.T, on testkit.Broker, tapped bool, cfg ...engine.Config) (*env, string) {
 	t.Helper()
 	connName := testkit.Name("conn")
 	b, err := broker.New(broker.Config{URL: on.AMQPURL, ManagementURL: on.ManagementURL, ConnectionName: connName})
@@ -111,8 +112,12 @@ func newFaultEnv(t *testing.T, on testkit.Broker, cfg ...engine.Config) (*env, s
 	if len(cfg) > 0 {
 		c = cfg[0]
 	}
-	svc, err := engine.New(c, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
-		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
+	d := engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()}
+	if tapped {
+		d.Taps, d.Returns, d.TapGaps = b, st.Returns(), st.TapGaps()
+	}
+	svc, err := engine.New(c, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,8 +143,32 @@ type faultRun struct {
 // the engine's connection and starts the target's recorder.
 func newFaultRun(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n int, cfg ...engine.Config) *faultRun {
 	t.Helper()
-	e, conn := newFaultEnv(t, on, cfg...)
-	src, dlq := e.rabbit.DeadLetteredAs(dlqArgs, n, 200)
+	e, conn := newFaultEnv(t, on, false, cfg...)
+	return startFaultRun(t, e, conn, on, dlqArgs, n, false)
+}
+
+// newTappedFaultRun is newFaultRun with a tap (newFaultEnv), on a DLQ fed
+// through a dead-letter exchange (testkit.DLXTopology), which a tap needs:
+// its replays read the DLQ through a cursor.
+func newTappedFaultRun(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n int, cfg ...engine.Config) *faultRun {
+	t.Helper()
+	e, conn := newFaultEnv(t, on, true, cfg...)
+	return startFaultRun(t, e, conn, on, dlqArgs, n, true)
+}
+
+// startFaultRun is newFaultRun's body on the fault engine e (conn: its
+// connection's name); dlx feeds the DLQ through a dead-letter exchange.
+func startFaultRun(t *testing.T, e *env, conn string, on testkit.Broker, dlqArgs amqp.Table, n int, dlx bool) *faultRun {
+	t.Helper()
+	var src, dlq string
+	if dlx {
+		src, dlq = testkit.Name("src"), testkit.Name("dlq")
+		e.rabbit.DLXTopology(src, dlq, dlqArgs)
+		e.rabbit.Reject(src, testkit.Msgs(n, 200)...)
+		e.rabbit.WaitCount(dlq, n, 30*time.Second)
+	} else {
+		src, dlq = e.rabbit.DeadLetteredAs(dlqArgs, n, 200)
+	}
 	f := &faultRun{e: e, on: on, conn: conn, src: src, dlq: dlq, rec: &recorder{}}
 	f.p = preview(t, e, engine.Selection{DLQ: dlq})
 	testkit.Eventually(t, 20*time.Second, "the engine's connection in the management API", func() bool {

@@ -8,14 +8,20 @@ import (
 // plan tracks which copies of a frozen multiset are still to be sent and
 // picks each canary step's messages. It is arrays over the frozen items
 // (in DLQ order) with a cursor, and one id → item index: no map per
-// purpose, nothing copied per item.
+// purpose, nothing copied per item. It keeps of each item only its id,
+// its class and its DLQ position (24 bytes, where an Item takes 64), so
+// that a run need not keep its preview's items (runner.go).
 type plan struct {
-	items []Item           // DLQ order
-	index map[string]int32 // id → its first item
+	ids     []string         // DLQ order
+	class   []uint32         // each item's class, an index into classes
+	seq     []int32          // each item's DLQ position when previewed
+	classes [][2]string      // target × failure group
+	index   map[string]int32 // id → its first item
 	// left is, at an id's first item, its copies not yet sent (0 at any
 	// later item of the same id: a preview's items have distinct ids, an
-	// older token might not).
+	// older token might not); count, there, its copies previewed.
 	left  []int32
+	count []int32
 	total int // sum of left
 	// cursor is the first item whose id still has copies left; every item
 	// before it has none.
@@ -26,13 +32,25 @@ type plan struct {
 }
 
 func newPlan(items []Item, sent map[string]int) *plan {
-	p := &plan{items: items, index: make(map[string]int32, len(items)), left: make([]int32, len(items)), reached: map[[2]string]bool{}}
+	n := len(items)
+	p := &plan{ids: make([]string, n), class: make([]uint32, n), seq: make([]int32, n),
+		index: make(map[string]int32, n), left: make([]int32, n), count: make([]int32, n), reached: map[[2]string]bool{}}
+	classOf := map[[2]string]uint32{}
 	for i, it := range items {
+		k := [2]string{it.Target, it.Group}
+		c, ok := classOf[k]
+		if !ok {
+			c = uint32(len(p.classes))
+			classOf[k] = c
+			p.classes = append(p.classes, k)
+		}
+		p.ids[i], p.class[i], p.seq[i] = it.ID, c, int32(it.Seq)
 		first, ok := p.index[it.ID]
 		if !ok {
 			first = int32(i)
 			p.index[it.ID] = first
 		}
+		p.count[first] += int32(it.Count)
 		if n := it.Count - sent[it.ID]; n > 0 {
 			p.left[first] += int32(n)
 			p.total += n
@@ -41,15 +59,24 @@ func newPlan(items []Item, sent map[string]int) *plan {
 	// An earlier run's reads reached every class up to the last copy it
 	// sent (DLQ order).
 	last := -1
-	for i, it := range items {
-		if sent[it.ID] > 0 {
+	for i, id := range p.ids {
+		if sent[id] > 0 {
 			last = i
 		}
 	}
-	for _, it := range items[:last+1] {
-		p.reached[[2]string{it.Target, it.Group}] = true
+	for i := range last + 1 {
+		p.reached[p.classes[p.class[i]]] = true
 	}
 	return p
+}
+
+// previewed is how many copies of id the preview froze (0 for an id not
+// in the plan).
+func (p *plan) previewed(id string) int {
+	if i, ok := p.index[id]; ok {
+		return int(p.count[i])
+	}
+	return 0
 }
 
 // remaining is how many copies are still to be sent.
@@ -78,7 +105,7 @@ func (p *plan) has(id string) bool {
 // target returns id's target queue ("" for an id not in the plan).
 func (p *plan) target(id string) string {
 	if i, ok := p.index[id]; ok {
-		return p.items[i].Target
+		return p.classes[p.class[i]][0]
 	}
 	return ""
 }
@@ -93,11 +120,11 @@ func (p *plan) leftOf(id string) int {
 }
 
 // leftAt is how many copies of item i's id are still to be sent.
-func (p *plan) leftAt(i int) int { return int(p.left[p.index[p.items[i].ID]]) }
+func (p *plan) leftAt(i int) int { return int(p.left[p.index[p.ids[i]]]) }
 
 // advance moves the cursor past the items with no copies left.
 func (p *plan) advance() {
-	for p.cursor < len(p.items) && p.leftAt(p.cursor) == 0 {
+	for p.cursor < len(p.ids) && p.leftAt(p.cursor) == 0 {
 		p.cursor++
 	}
 }
@@ -177,22 +204,22 @@ func (w *stepWalk) count() (copies int, targets map[string]bool) {
 func (w *stepWalk) walk(max int, add func(id string, n int)) {
 	p, got := w.p, 0
 	for ; !w.done && got < max; w.i++ {
-		if w.i >= len(p.items) || w.taken >= w.n {
+		if w.i >= len(p.ids) || w.taken >= w.n {
 			w.done = true
 			return
 		}
-		it := p.items[w.i]
-		if int(p.index[it.ID]) != w.i || p.left[w.i] == 0 {
+		id := p.ids[w.i]
+		if int(p.index[id]) != w.i || p.left[w.i] == 0 {
 			continue // a later item of the same id: its copies are the first's
 		}
-		k := [2]string{it.Target, it.Group}
+		k := p.classes[p.class[w.i]]
 		if !w.first && !p.reached[k] {
 			if w.extra == w.n {
 				w.done = true
 				return
 			}
 			p.reached[k], w.fresh[k] = true, true
-			add(it.ID, 1)
+			add(id, 1)
 			got++
 			w.extra++
 			if p.left[w.i] > 1 {
@@ -210,11 +237,11 @@ func (w *stepWalk) walk(max int, add func(id string, n int)) {
 		}
 		p.reached[k] = true
 		more := min(int(p.left[w.i]), w.n-w.taken)
-		add(it.ID, more)
+		add(id, more)
 		got += more
 		w.taken += more
 	}
-	if w.i >= len(p.items) || w.taken >= w.n {
+	if w.i >= len(p.ids) || w.taken >= w.n {
 		w.done = true
 	}
 }
@@ -225,7 +252,7 @@ func (p *plan) depth(pick map[string]int) int {
 	d := 0
 	for id := range pick {
 		if i, ok := p.index[id]; ok {
-			d = max(d, p.items[i].Seq+1)
+			d = max(d, int(p.seq[i])+1)
 		}
 	}
 	return d

@@ -96,7 +96,7 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 		if lerr != nil {
 			return false, fmt.Errorf("engine: run %s: reconcile: ledger: %w", rn.r.ID, lerr)
 		}
-		dups := heldTwice(rn.f.Items, confirmed, held)
+		dups := heldTwice(rn.plan, confirmed, held)
 		rn.r.Duplicates, rn.r.InDoubt = dups, pending
 		rn.r.Unreconciled = false
 		return true, nil
@@ -122,13 +122,9 @@ func (rn *run) readsStillNeeded() int {
 // sends and the originals a whole read found in the DLQ (per id), the
 // copies the broker holds twice: per id, the originals beyond those whose
 // copies were never confirmed (items not sent plus pending intents).
-func heldTwice(items []Item, confirmed map[string]int, inDLQ map[string]int) (dups int) {
-	previewed := map[string]int{}
-	for _, it := range items {
-		previewed[it.ID] += it.Count
-	}
+func heldTwice(p *plan, confirmed map[string]int, inDLQ map[string]int) (dups int) {
 	for id, c := range confirmed {
-		unconfirmed := max(0, previewed[id]-c)
+		unconfirmed := max(0, p.previewed(id)-c)
 		dups += min(c, max(0, inDLQ[id]-unconfirmed))
 	}
 	return dups

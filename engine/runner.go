@@ -116,7 +116,6 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	if err != nil {
 		return r, fmt.Errorf("engine: run %s: load preview: %w", id, err)
 	}
-	defer s.ownRest(ctx, f, r)() // before the lease goes (deferred above)
 	// Confirmed sends are done; pending intents were in flight when an
 	// earlier run ended abruptly: they may have been sent, so they are never
 	// sent again (they stay in the DLQ and are reported in doubt). The
@@ -139,8 +138,13 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 		forgetRetried(&r)
 	}
 	warn := func(op string, err error) { s.warn(id, r.DLQ, op, err) }
+	// The plan keeps what the run needs of the items; the items themselves
+	// (64 bytes each, and 1,000,000 of them in a large preview) are let go.
+	pl := newPlan(f.Items, sent)
+	f.Items = nil
+	defer s.ownRest(ctx, f, r, pl.ids)() // before the lease goes (deferred above)
 	rn := &run{
-		s: s, r: r, f: f, owner: owner, epoch: epoch, plan: newPlan(f.Items, sent),
+		s: s, r: r, f: f, owner: owner, epoch: epoch, plan: pl,
 		hb:           &heartbeat{leases: s.d.Leases, id: id, owner: owner, ttl: s.cfg.LeaseTTL, clock: s.d.Clock, warn: warn},
 		ctl:          &control{replays: s.d.Replays, id: id, every: s.cfg.ControlPoll, clock: s.d.Clock, warn: warn},
 		returnedSeen: map[string]int{},

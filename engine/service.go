@@ -50,10 +50,12 @@ type Config struct {
 	// Window is the most unconfirmed publishes in flight (default 500).
 	Window int
 	// StepChunk is the most copies a step claims and moves at once
-	// (default DefaultStepChunk): a larger step (cap= the user chose) is
-	// sent in chunks of its picks, one after the other over the same read
-	// of the DLQ, so that what a step holds in memory is bounded by the
-	// chunk, not the step. The step still settles once, as a whole.
+	// (default DefaultStepChunk): a larger step (cap= the user chose) that
+	// reads the DLQ through its cursor is sent in chunks of its picks, one
+	// after the other over the same read, so that what a step holds in
+	// memory is bounded by the chunk, not the step. The step still settles
+	// once, as a whole. A step without a cursor (returns found by
+	// re-reads) is one move: each move would be a read of the DLQ.
 	StepChunk int
 	// StatsLag is how long after a step's confirm a management sample must
 	// be taken before its counters serve as a baseline: the broker's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -201,10 +202,19 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	return p, mr.Stopped, nil
 }
 
-// claimChunk picks walk's next chunk (Config.StepChunk copies) and claims
-// it: what another replay holds is taken out of the pick and of *planned.
+// claimChunk picks walk's next chunk (Config.StepChunk copies, when the
+// step reads through the cursor) and claims it: what another replay holds
+// is taken out of the pick and of *planned.
 func (rn *run) claimChunk(ctx context.Context, walk *stepWalk, planned *int) (map[string]int, error) {
-	pick := walk.more(rn.s.cfg.StepChunk)
+	chunk := rn.s.cfg.StepChunk
+	if _, ok := rn.cursorMover(); !ok {
+		// Without a cursor each move reads the DLQ from its head and gives
+		// back what it passed: a chunk would be one more read (and on a
+		// quorum DLQ one more delivery of each message passed), so the
+		// step is one.
+		chunk = math.MaxInt
+	}
+	pick := walk.more(chunk)
 	before := copiesIn(pick)
 	if err := rn.claim(ctx, pick); err != nil {
 		return nil, err

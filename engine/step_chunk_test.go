@@ -30,42 +30,124 @@ func (c *claimCounter) Claim(ctx context.Context, dlq, replay string, ids []stri
 }
 
 // TestLargeStepIsSentInChunks: one step of 300 with a StepChunk of 64 is
-// claimed and moved in 5 chunks over one read of the DLQ, and is still one
-// step: planned 300, sent 300, settled as a whole, every message delivered
-// once and the DLQ empty. On every broker, classic and quorum DLQs.
+// claimed and moved in 5 chunks over one read of the DLQ (the cursor of a
+// tapped replay), and is still one step: planned 300, sent 300, settled as
+// a whole, every message delivered once and the DLQ empty. Without a
+// cursor (returns found by re-reads, each move a read of the DLQ from its
+// head) the same step is one claim and one move. On every broker, classic
+// and quorum DLQs.
 func TestLargeStepIsSentInChunks(t *testing.T) {
 	t.Parallel()
 	const n, chunk = 300, 64
-	everyDLQKindOn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
-		cfg := fast
-		cfg.StepChunk = chunk
-		var cc *claimCounter
-		ev := &events{}
-		e := newEnvTuned(t, cfg, on, func(d *engine.Deps) {
-			cc = &claimCounter{Claims: d.Claims}
-			d.Claims, d.Notifier = cc, ev
+	for _, tc := range []struct {
+		name   string
+		tapped bool
+		claims int64
+	}{{"through-the-cursor", true, (n + chunk - 1) / chunk}, {"re-reads", false, 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			everyDLQKindOn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+				cfg := fast
+				cfg.StepChunk = chunk
+				var cc *claimCounter
+				ev := &events{}
+				tune := func(d *engine.Deps) {
+					cc = &claimCounter{Claims: d.Claims}
+					d.Claims, d.Notifier = cc, ev
+				}
+				e := newEnvTuned(t, cfg, on, tune)
+				var src, dlq string
+				if tc.tapped { // a DLQ fed through an exchange: a tap, and so a cursor
+					src, dlq = testkit.Name("src"), testkit.Name("dlq")
+					e.rabbit.DLXTopology(src, dlq, dlqArgs)
+					e.rabbit.Reject(src, testkit.Msgs(n, 100)...)
+					e.rabbit.WaitCount(dlq, n, 30*time.Second)
+				} else { // through the default exchange: no tap, re-reads
+					src, dlq = e.rabbit.DeadLetteredAs(dlqArgs, n, 100)
+				}
+				r := e.rabbit
+				got := &counter{}
+				r.Consume(src, got.handle)
+				p := preview(t, e, engine.Selection{DLQ: dlq})
+				before := cc.calls.Load()
+				rep := approveRun(t, e, p.Token, oneStep, false)
+				expectExact(t, r, rep, n, dlq, got)
+				res, started, _ := passed(ev)
+				if rep.Step != 1 || len(res) != 1 || len(started) != 1 {
+					t.Fatalf("step %d, %d started and %d passed; want the one step the parameters ask for", rep.Step, len(started), len(res))
+				}
+				if s := res[1]; s.Planned != n || s.Sent != n || s.Settled != n {
+					t.Errorf("step: planned %d, sent %d, settled %d; want %d of each", s.Planned, s.Sent, s.Settled, n)
+				}
+				calls := cc.calls.Load() - before
+				cc.mu.Lock()
+				most := cc.most
+				cc.mu.Unlock()
+				if want := tc.claims; calls != want || tc.tapped && most > chunk {
+					t.Errorf("the step made %d claim(s), the largest of %d ids; want %d (of at most %d ids through the cursor)", calls, most, want, chunk)
+				}
+			})
 		})
-		r := e.rabbit
-		src, dlq := r.DeadLetteredAs(dlqArgs, n, 100)
-		got := &counter{}
-		r.Consume(src, got.handle)
-		p := preview(t, e, engine.Selection{DLQ: dlq})
-		before := cc.calls.Load()
-		rep := approveRun(t, e, p.Token, oneStep, false)
-		expectExact(t, r, rep, n, dlq, got)
-		res, started, _ := passed(ev)
-		if rep.Step != 1 || len(res) != 1 || len(started) != 1 {
-			t.Fatalf("step %d, %d started and %d passed; want the one step the parameters ask for", rep.Step, len(started), len(res))
+	}
+}
+
+// TestConnectionLostInAChunkedStep closes the engine's broker connection in
+// the middle of one unpaced step of 3,000 sent in chunks of 64 through the
+// cursor (a tapped engine): the close lands in a chunk's move or between
+// two, and either way the step stops there, saying why, nothing lost and
+// nothing called missing, every copy the target got in the ledger; the
+// rest stays planned (no later chunk goes out on a new connection), and a
+// resume sends it without sending again anything the ledger lists. A
+// classic and a quorum DLQ on every broker.
+func TestConnectionLostInAChunkedStep(t *testing.T) {
+	t.Parallel()
+	everyDLQKindOn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+		const n = 3000
+		cfg := fast
+		cfg.Reconnect = -1 // stops at the loss, as an unpaced replay does by default
+		f := newTappedFaultRun(t, on, dlqArgs, n, cfg)
+		e := f.e
+		ctx := context.Background()
+		ap, err := e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, true)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if s := res[1]; s.Planned != n || s.Sent != n || s.Settled != n {
-			t.Errorf("step: planned %d, sent %d, settled %d; want %d of each", s.Planned, s.Sent, s.Settled, n)
+		done := make(chan engine.Replay, 1)
+		go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
+		testkit.Eventually(t, 30*time.Second, "500 delivered", func() bool { return len(f.rec.got()) >= 500 })
+		if f.on.CloseConnections(t, f.conn) == 0 {
+			t.Fatal("no connection of the replaying engine found to close")
 		}
-		calls := cc.calls.Load() - before
-		cc.mu.Lock()
-		most := cc.most
-		cc.mu.Unlock()
-		if want := int64((n + chunk - 1) / chunk); calls != want || most > chunk {
-			t.Errorf("the step made %d claim(s), the largest of %d ids; want %d of at most %d", calls, most, want, chunk)
+		var rep engine.Replay
+		select {
+		case rep = <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatal("the replay did not end within 60s of its connection closing")
+		}
+		if rep.State == engine.StateFinished {
+			t.Fatal("the fault came too late: the replay finished")
+		}
+		t.Logf("after the fault: state %s, step %d, sent %d, in doubt %d, duplicates %d: %s", rep.State, rep.Step, rep.Sent, rep.InDoubt, rep.Duplicates, rep.Note)
+		f.expectStoppedByFault(t, rep)
+		if rep.Step != 1 || rep.Sent >= n {
+			t.Fatalf("stopped at step %d with %d sent; want step 1 cut short", rep.Step, rep.Sent)
+		}
+		dups := f.account(t, "after the fault", ap.Replay.ID)
+		if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
+			t.Fatal(err)
+		}
+		rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
+		if rep, err = e.svc.Run(rctx, ap.Replay.ID, "owner2"); err != nil {
+			t.Fatalf("resumed replay: %v", err)
+		}
+		f.expectNoResend(t, dups, f.account(t, "after resuming", ap.Replay.ID))
+		t.Logf("resumed: state %s, sent %d of %d, in doubt %d: %s", rep.State, rep.Sent, rep.Total, rep.InDoubt, rep.Note)
+		if rep.State != engine.StateFinished && !(rep.State == engine.StateStopped && rep.InDoubt > 0) {
+			t.Errorf("resumed replay %s with %d in doubt: %s; want finished, or stopped by copies in doubt", rep.State, rep.InDoubt, rep.Note)
+		}
+		if rep.Sent+rep.InDoubt < n-rep.Duplicates && rep.State == engine.StateFinished {
+			t.Errorf("finished with %d sent and %d in doubt of %d", rep.Sent, rep.InDoubt, n)
 		}
 	})
 }
