@@ -271,7 +271,13 @@ func (f *faultRun) account(t *testing.T, stage, replayID string) map[string]int 
 		}
 	}
 	r.Publish(f.dlq, republish(left)...) // put the drained ones back for the next stage
-	r.WaitCount(f.dlq, len(left), 20*time.Second)
+	// At least those: a quorum DLQ on 3.10 can still take back a late burst
+	// of a lost connection's returns beside them (the next stage's drain
+	// accounts for every message there).
+	testkit.Eventually(t, 20*time.Second, stage+": the drained messages back in the DLQ", func() bool { return r.Count(f.dlq) >= len(left) })
+	if k := r.Count(f.dlq); k > len(left) {
+		t.Logf("%s: %d more in the DLQ than were drained: a late return", stage, k-len(left))
+	}
 	return dups
 }
 

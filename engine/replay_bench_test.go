@@ -13,6 +13,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/testkit"
@@ -40,7 +41,7 @@ import (
 //
 //	DLQBOT_BENCH_REPLAY_MESSAGES=1000000 go test ./engine -run '^$' -bench BenchmarkWholeReplay -benchtime 1x -timeout 150m
 //
-// DLQBOT_BENCH_BROKER=rabbit4 runs it on RabbitMQ 4 and
+// DLQBOT_BENCH_LOG=1 writes the engine's log to stderr. DLQBOT_BENCH_BROKER=rabbit4 runs it on RabbitMQ 4 and
 // DLQBOT_BENCH_QUEUE=quorum on quorum DLQs (default: RabbitMQ 3.10, classic).
 func BenchmarkWholeReplay(b *testing.B) {
 	n := benchEnvInt(b, "DLQBOT_BENCH_REPLAY_MESSAGES", 100000)
@@ -53,7 +54,11 @@ func BenchmarkWholeReplay(b *testing.B) {
 		dlqArgs = testkit.Quorum(nil)
 	}
 	on.Require(b)
-	e := newEnvOn(b, engine.Config{}, on)
+	var cfg engine.Config
+	if os.Getenv("DLQBOT_BENCH_LOG") != "" {
+		cfg.Log = zerolog.New(os.Stderr).Level(zerolog.InfoLevel) // the cursor's opens and releases, warnings
+	}
+	e := newEnvOn(b, cfg, on)
 	r := e.rabbit
 	ctx := context.Background()
 

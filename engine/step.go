@@ -269,7 +269,11 @@ func (rn *run) entries(batch []Moved, pending bool) []LedgerEntry {
 const progressEvery = 500 * time.Millisecond
 
 // progress counts n more confirmed copies and, at most every
-// progressEvery, writes the record so others see a long step advance.
+// progressEvery, writes the record so others see a long step advance. A
+// step sending through the cursor also refreshes the run's reader mark
+// every markEvery: a step longer than the mark's life (a paced one, or
+// one of many chunks) would otherwise look to another replay seeking its
+// picks like a client that is not dlqbot, held past its HeldWait.
 func (rn *run) progress(ctx context.Context, n int) {
 	rn.r.Sent += n
 	now := rn.s.d.Clock.Now()
@@ -281,6 +285,9 @@ func (rn *run) progress(ctx context.Context, n int) {
 		// The next write carries the count again; a lost lease stops the
 		// move via Intend.
 		rn.warn("write progress", err)
+	}
+	if rn.cur != nil && now.Sub(rn.marked) >= markEvery {
+		rn.markReading(ctx, false)
 	}
 }
 

@@ -106,48 +106,12 @@ func TestConnectionLostInAChunkedStep(t *testing.T) {
 		cfg := fast
 		cfg.Reconnect = -1 // stops at the loss, as an unpaced replay does by default
 		f := newTappedFaultRun(t, on, dlqArgs, n, cfg)
-		e := f.e
-		ctx := context.Background()
-		ap, err := e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, true)
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan engine.Replay, 1)
-		go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
-		testkit.Eventually(t, 30*time.Second, "500 delivered", func() bool { return len(f.rec.got()) >= 500 })
-		if f.on.CloseConnections(t, f.conn) == 0 {
-			t.Fatal("no connection of the replaying engine found to close")
-		}
-		var rep engine.Replay
-		select {
-		case rep = <-done:
-		case <-time.After(60 * time.Second):
-			t.Fatal("the replay did not end within 60s of its connection closing")
-		}
-		if rep.State == engine.StateFinished {
-			t.Fatal("the fault came too late: the replay finished")
-		}
+		id, rep := f.breakOneStep(t, n, 60*time.Second)
 		t.Logf("after the fault: state %s, step %d, sent %d, in doubt %d, duplicates %d: %s", rep.State, rep.Step, rep.Sent, rep.InDoubt, rep.Duplicates, rep.Note)
 		f.expectStoppedByFault(t, rep)
 		if rep.Step != 1 || rep.Sent >= n {
 			t.Fatalf("stopped at step %d with %d sent; want step 1 cut short", rep.Step, rep.Sent)
 		}
-		dups := f.account(t, "after the fault", ap.Replay.ID)
-		if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
-			t.Fatal(err)
-		}
-		rctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-		defer cancel()
-		if rep, err = e.svc.Run(rctx, ap.Replay.ID, "owner2"); err != nil {
-			t.Fatalf("resumed replay: %v", err)
-		}
-		f.expectNoResend(t, dups, f.account(t, "after resuming", ap.Replay.ID))
-		t.Logf("resumed: state %s, sent %d of %d, in doubt %d: %s", rep.State, rep.Sent, rep.Total, rep.InDoubt, rep.Note)
-		if rep.State != engine.StateFinished && !(rep.State == engine.StateStopped && rep.InDoubt > 0) {
-			t.Errorf("resumed replay %s with %d in doubt: %s; want finished, or stopped by copies in doubt", rep.State, rep.InDoubt, rep.Note)
-		}
-		if rep.Sent+rep.InDoubt < n-rep.Duplicates && rep.State == engine.StateFinished {
-			t.Errorf("finished with %d sent and %d in doubt of %d", rep.Sent, rep.InDoubt, n)
-		}
+		f.resumeAfterFault(t, id, f.account(t, "after the fault", id), 90*time.Second)
 	})
 }

@@ -14,9 +14,15 @@ import (
 // collector works harder near it, it never fails an allocation, and the
 // runtime caps the collector's share of the CPU, so a replay slows rather
 // than dies near it. GOMEMLIMIT (any value, "off" too) takes precedence.
+//
+// memLimitFixed holds a whole replay of 1,000,000 messages (preview,
+// approval and one unpaced step) under 300 MB of RSS: its live heap peaked
+// at 192.5 MB, and the process at 289.2 MB with this limit, at no loss of
+// speed (docs/benchmarks.md, 2026-12-03). Several such replays at once in
+// one process need more: set GOMEMLIMIT.
 const (
 	memLimitShare = 0.7
-	memLimitFixed = 512 << 20
+	memLimitFixed = 280 << 20
 )
 
 // cgroupLimitFiles are where a container's memory limit is read, v2 first.

@@ -50,9 +50,10 @@ func TestWatchTapRecordsArrivalsAndNoticesTheTapsDeletionAtOnce(t *testing.T) {
 		})
 		// Decided by the broker: the tap is empty, the DLQ untouched.
 		r.WaitCount(tap, 0, 10*time.Second)
-		if got := r.Count(dlq); got != n {
-			t.Fatalf("the DLQ holds %d, want %d", got, n)
-		}
+		// The DLQ's count can trail the tap's deliveries for a moment (two
+		// queues of one routing; 290 of 300 once beside make test's other
+		// lanes): polled, not read once.
+		testkit.Eventually(t, 10*time.Second, "the DLQ to hold every dead letter", func() bool { return r.Count(dlq) == n })
 		mu.Lock()
 		for id, c := range ids {
 			if c != 1 {
