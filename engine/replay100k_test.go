@@ -53,7 +53,6 @@ func fillBig(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, policy func(dl
 	t.Helper()
 	cfg := fast
 	cfg.LeaseTTL = 15 * time.Second // the default: a long step on a loaded machine
-	cfg.StepChunk = 0               // the default: a step of 100,000 in 10 chunks
 	e := newEnvOn(t, cfg, on)
 	r := e.rabbit
 	src, dlq, target := testkit.Name("src"), testkit.Name("dlq"), testkit.Name("tgt")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 )
@@ -62,28 +63,21 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	rn.resending = rn.rs.left() > 0
 	var pick map[string]int
 	// walk is the step's walk over the plan, sent in chunks of at most
-	// Config.StepChunk picks (nil for a resend: one pick); planned counts
-	// the copies of all its chunks, and targets are where they go.
+	// Config.StepChunk picks (nil for a resend: one pick).
 	var walk *stepWalk
-	planned, targets := 0, map[string]bool{}
 	if rn.resending {
 		// A resend reads the DLQ afresh: the cursor must hold nothing.
 		rn.releaseCursor("a resend of copies in doubt")
 		pick = rn.rs.next(size)
-		for id := range pick {
-			targets[rn.plan.target(id)] = true
-		}
-		planned = copiesIn(pick)
 	} else {
 		// Another replay of the same DLQ may hold some of them: those are
 		// its to send (out of the plan), and this step sends the rest.
 		for {
 			if walk == nil || walk.done {
 				walk = rn.plan.start(size, k == 1)
-				planned, targets = walk.count()
 			}
 			var err error
-			if pick, err = rn.claimChunk(ctx, walk, &planned); err != nil {
+			if pick, err = rn.claimChunk(ctx, walk, nil); err != nil {
 				return &sentStep{res: StepResult{Step: k}}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, err)
 			}
 			if len(pick) > 0 || rn.plan.remaining() == 0 {
@@ -94,6 +88,17 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 			// Everything left was another replay's: no step to send.
 			return nil, nil, rn.put(ctx)
 		}
+	}
+	// planned counts the copies of all the step's chunks, and targets are
+	// where they go: the later chunks are counted without being picked.
+	planned, targets := copiesIn(pick), map[string]bool{}
+	for id := range pick {
+		targets[rn.plan.target(id)] = true
+	}
+	if walk != nil && !walk.done {
+		rest, more := walk.count()
+		planned += rest
+		maps.Copy(targets, more)
 	}
 	rn.stepSent = map[string]bool{}
 	defer func() { rn.settleClaims(ctx, rn.stepSent) }()
@@ -204,7 +209,7 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 
 // claimChunk picks walk's next chunk (Config.StepChunk copies, when the
 // step reads through the cursor) and claims it: what another replay holds
-// is taken out of the pick and of *planned.
+// is taken out of the pick and (when planned is set) of *planned.
 func (rn *run) claimChunk(ctx context.Context, walk *stepWalk, planned *int) (map[string]int, error) {
 	chunk := rn.s.cfg.StepChunk
 	if _, ok := rn.cursorMover(); !ok {
@@ -219,7 +224,9 @@ func (rn *run) claimChunk(ctx context.Context, walk *stepWalk, planned *int) (ma
 	if err := rn.claim(ctx, pick); err != nil {
 		return nil, err
 	}
-	*planned -= before - copiesIn(pick)
+	if planned != nil {
+		*planned -= before - copiesIn(pick)
+	}
 	return pick, nil
 }
 
