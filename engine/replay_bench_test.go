@@ -41,7 +41,8 @@ import (
 //
 //	DLQBOT_BENCH_REPLAY_MESSAGES=1000000 go test ./engine -run '^$' -bench BenchmarkWholeReplay -benchtime 1x -timeout 150m
 //
-// DLQBOT_BENCH_LOG=1 writes the engine's log to stderr. DLQBOT_BENCH_BROKER=rabbit4 runs it on RabbitMQ 4 and
+// DLQBOT_BENCH_WINDOW=<n> sets dlqbot's confirm window (Config.Window;
+// default 500) to see what a wider one buys. DLQBOT_BENCH_LOG=1 writes the engine's log to stderr. DLQBOT_BENCH_BROKER=rabbit4 runs it on RabbitMQ 4 and
 // DLQBOT_BENCH_QUEUE=quorum on quorum DLQs (default: RabbitMQ 3.10, classic).
 func BenchmarkWholeReplay(b *testing.B) {
 	n := benchEnvInt(b, "DLQBOT_BENCH_REPLAY_MESSAGES", 100000)
@@ -55,6 +56,9 @@ func BenchmarkWholeReplay(b *testing.B) {
 	}
 	on.Require(b)
 	var cfg engine.Config
+	if w := os.Getenv("DLQBOT_BENCH_WINDOW"); w != "" {
+		cfg.Window, _ = strconv.Atoi(w)
+	}
 	if os.Getenv("DLQBOT_BENCH_LOG") != "" {
 		cfg.Log = zerolog.New(os.Stderr).Level(zerolog.InfoLevel) // the cursor's opens and releases, warnings
 	}
