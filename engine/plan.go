@@ -29,6 +29,9 @@ type plan struct {
 	// reached are the classes (target × failure group) a step has picked
 	// a copy of.
 	reached map[[2]string]bool
+	// reach is how deep the preview read to find every item: one past the
+	// largest DLQ position (see holdBound).
+	reach int
 }
 
 func newPlan(items []Item, sent map[string]int) *plan {
@@ -45,6 +48,7 @@ func newPlan(items []Item, sent map[string]int) *plan {
 			p.classes = append(p.classes, k)
 		}
 		p.ids[i], p.class[i], p.seq[i] = it.ID, c, int32(it.Seq)
+		p.reach = max(p.reach, it.Seq+1)
 		first, ok := p.index[it.ID]
 		if !ok {
 			first = int32(i)

@@ -222,3 +222,27 @@ func TestPlanAgreesWithMaps(t *testing.T) {
 		}
 	}
 }
+
+// TestCursorHoldBoundCoversThePreviewsDepth checks the cursor's default
+// bound: a sparse selection whose last pick lies deeper than
+// DefaultCursorHold (10% of 1,000,000) may be held to its last pick, so
+// that its steps read the DLQ once; a bound the operator sets is kept.
+func TestCursorHoldBoundCoversThePreviewsDepth(t *testing.T) {
+	items := make([]Item, 0, 100)
+	for i := 9; i < 1000000; i += 10000 {
+		items = append(items, Item{ID: fmt.Sprint("m-", i), Target: "work", Count: 1, Seq: i})
+	}
+	p := newPlan(items, nil)
+	if p.reach != 990010 {
+		t.Fatalf("reach %d, want 990010 (one past the last item's position)", p.reach)
+	}
+	for _, c := range []struct{ hold, reach, want int }{
+		{0, p.reach, 990010},
+		{0, 5000, DefaultCursorHold},
+		{1000, p.reach, 1000},
+	} {
+		if got := holdBound(c.hold, c.reach); got != c.want {
+			t.Errorf("holdBound(%d, %d) = %d, want %d", c.hold, c.reach, got, c.want)
+		}
+	}
+}

@@ -94,7 +94,9 @@ type Config struct {
 	Reconnect time.Duration
 	// CursorHold is the most messages a replay's cursor (one read of the
 	// DLQ across its steps, see cursor.go) holds unacknowledged before it
-	// gives them back (default DefaultCursorHold; negative: no cursor,
+	// gives them back (default: DefaultCursorHold, or how deep the
+	// replay's preview read when that is more, so that the cursor never
+	// holds more than the preview's own read did; negative: no cursor,
 	// every step reads the DLQ from its head).
 	CursorHold int
 	// CursorAge is the longest a replay's cursor stays open (default
@@ -156,9 +158,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HeldWait <= 0 {
 		c.HeldWait = 60 * time.Second
-	}
-	if c.CursorHold == 0 {
-		c.CursorHold = DefaultCursorHold
 	}
 	if c.CursorAge <= 0 {
 		c.CursorAge = DefaultCursorAge
