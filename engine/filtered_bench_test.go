@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -31,6 +32,9 @@ import (
 // holds, so a mover holding everything on one channel
 // (DLQBOT_BENCH_MOVER_WINDOW=0) slows as it goes (234 s for 100,000 here).
 //
+// The engine runs the tests' short settle grace and polls (fast) unless
+// DLQBOT_BENCH_DEFAULTS=1, which runs the product's defaults.
+//
 // DLQBOT_BENCH_STEP and DLQBOT_BENCH_CAP set the replay's step= and cap=
 // (default: the default steps); DLQBOT_BENCH_STEP=100000
 // DLQBOT_BENCH_CAP=100000 at 1,000,000 replays the selection in one step.
@@ -38,7 +42,11 @@ func BenchmarkFilteredReplay(b *testing.B) {
 	n := benchEnvInt(b, "DLQBOT_BENCH_MESSAGES", 100000)
 	on := testkit.Rabbit3
 	on.Require(b)
-	f := fillFiltered(b, on, nil, n)
+	cfg := fast
+	if os.Getenv("DLQBOT_BENCH_DEFAULTS") != "" {
+		cfg = engine.Config{} // the product's settle grace and polls
+	}
+	f := fillFilteredWith(b, on, nil, n, cfg)
 	r := f.e.rabbit
 	mdlq, mwork := r.Queue(testkit.Name("mdlq"), nil), r.Queue(testkit.Name("mwork"), nil)
 	fillTenth(r, mdlq, mwork, n)

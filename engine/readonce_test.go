@@ -40,7 +40,14 @@ type filtered struct {
 
 func fillFiltered(t testing.TB, on testkit.Broker, dlqArgs amqp.Table, n int) *filtered {
 	t.Helper()
-	cfg := fast
+	return fillFilteredWith(t, on, dlqArgs, n, fast)
+}
+
+// fillFilteredWith is fillFiltered with the engine's settle settings of
+// base (a benchmark runs the defaults).
+func fillFilteredWith(t testing.TB, on testkit.Broker, dlqArgs amqp.Table, n int, base engine.Config) *filtered {
+	t.Helper()
+	cfg := base
 	cfg.LeaseTTL = 15 * time.Second
 	// The approval's proof at 5,000 too (by default a DLQ this small is compared).
 	cfg.ProofFrom = 1
