@@ -176,6 +176,7 @@ const maxLetGoPasses = 3
 func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res *StepResult, sentPer map[string]int, mr MoveResult) (MoveResult, error) {
 	deadline := rn.s.d.Clock.Now().Add(rn.s.cfg.HeldWait)
 	passEnd := rn.s.d.Clock.Now()
+	rn.flushProgress(ctx) // what the first pass sent, on record before the wait
 	// Seeking: a settling replay whose cursor holds the picks gives them
 	// back (readers.go).
 	rn.markReading(ctx, true)

@@ -287,14 +287,22 @@ func (rn *run) progress(ctx context.Context, n int) {
 	if now.Sub(rn.lastProgress) < progressEvery {
 		return
 	}
-	rn.lastProgress = now
+	rn.flushProgress(ctx)
+	if rn.cur != nil && now.Sub(rn.marked) >= markEvery {
+		rn.markReading(ctx, false)
+	}
+}
+
+// flushProgress writes the replay's record now, with every copy sent so
+// far: progress writes at most every progressEvery, so a step that waits
+// after its sends (for messages another client holds) writes first, or
+// its status would show fewer sent than it sent for the whole wait.
+func (rn *run) flushProgress(ctx context.Context) {
+	rn.lastProgress = rn.s.d.Clock.Now()
 	if err := rn.put(ctx); err != nil {
 		// The next write carries the count again; a lost lease stops the
 		// move via Intend.
 		rn.warn("write progress", err)
-	}
-	if rn.cur != nil && now.Sub(rn.marked) >= markEvery {
-		rn.markReading(ctx, false)
 	}
 }
 
