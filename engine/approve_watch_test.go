@@ -15,8 +15,8 @@ import (
 
 // TestApprovalByWatchNeedsNoStatistics is issue 23's approval without a
 // read and without waiting for the management statistics, on a DLQ fed
-// through a dead-letter exchange (the watch's case), on every broker,
-// classic and quorum. The engine is given no management statistics (so
+// through a dead-letter exchange (the watch's case), quorum on every
+// broker and classic on one (everyDLQKind). The engine is given no management statistics (so
 // an approval the watch does not decide compares and reads the DLQ), and
 // then:
 //   - an unchanged preview is approved without a read of the DLQ, its

@@ -18,8 +18,8 @@ import (
 // TestOverlappingReplaysSendEachOnce is issue 22's case 1 at a tenth of
 // its size (DLQBOT_OVERLAP_SCALE=10 for the issue's 1,500 and 2,000 with
 // 1,000 in common): two previews of one DLQ overlap, both are approved
-// before either sends, and both run at once, on every broker, from a
-// classic and a quorum DLQ. Decided against the consumer and the DLQ:
+// before either sends, and both run at once, from a quorum DLQ on every
+// broker and a classic one on one (everyDLQKind). Decided against the consumer and the DLQ:
 // every message was delivered exactly once, with one of the two replay
 // ids, and the DLQ is empty; both replays end finished, each naming the
 // other for the messages it left to it, none called missing or held.
@@ -127,28 +127,49 @@ func runAsyncReplay(e *env, id, owner string) chan engine.Replay {
 	return ch
 }
 
-// everyDLQKind runs f as subtests for a classic and a quorum DLQ, each on
-// every broker (testkit.Brokers).
+// everyDLQKind runs f as subtests for a classic and a quorum DLQ: the
+// quorum one on every broker (testkit.Brokers), the classic one on the
+// broker testkit.ClassicOn picks for the test (every broker with
+// DLQBOT_CLASSIC_ALL=1, make test-all).
 func everyDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
 	everyDLQKindOn(t, testkit.Brokers(), f)
 }
 
-// everyDLQKindOn is everyDLQKind on the brokers on.
+// everyDLQKindOn is everyDLQKind on the brokers on: quorum on each of them,
+// classic on the one of them testkit.ClassicOn picks (the first of on when
+// it picks another), or on all of them with DLQBOT_CLASSIC_ALL=1.
 func everyDLQKindOn(t *testing.T, on []testkit.Broker, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
 	for _, kind := range []struct {
-		name string
-		args amqp.Table
-	}{{"classic", nil}, {"quorum", testkit.Quorum(nil)}} {
+		name    string
+		args    amqp.Table
+		brokers []testkit.Broker
+	}{{"classic", nil, classicAmong(t.Name(), on)}, {"quorum", testkit.Quorum(nil), on}} {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
-			testkit.EachBrokerIn(t, on, func(t *testing.T, on testkit.Broker) {
+			testkit.EachBrokerIn(t, kind.brokers, func(t *testing.T, on testkit.Broker) {
 				t.Parallel()
 				f(t, on, kind.args)
 			})
 		})
 	}
+}
+
+// classicAmong is the brokers of on a classic-queue case of the test named
+// key runs on: testkit.ClassicOn's pick when it is one of on, else on's
+// first; all of on with DLQBOT_CLASSIC_ALL=1 or when on is one broker.
+func classicAmong(key string, on []testkit.Broker) []testkit.Broker {
+	if testkit.AllBrokers() || len(on) < 2 {
+		return on
+	}
+	pick := testkit.ClassicOn(key)[0]
+	for _, b := range on {
+		if b.Name == pick.Name {
+			return []testkit.Broker{b}
+		}
+	}
+	return on[:1]
 }
 
 // TestASettlingCursorGivesWayToAnotherReplay: replay A reads the whole DLQ

@@ -260,7 +260,9 @@ func (o *otherFirst) Move(ctx context.Context, req engine.MoveRequest) (engine.M
 // TestStepsThatCannotBeProvenWaitTheGrace: where the counters cannot prove
 // a step's copies consumed — another publisher on the target, or no
 // management counters at all — every step waits the grace after its copies
-// left the target, as before.
+// left the target, as before. The other publisher on every broker (each
+// version's counters), the case without counters on one (testkit.ClassicOn:
+// it reads none of the broker's).
 func TestStepsThatCannotBeProvenWaitTheGrace(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -273,7 +275,11 @@ func TestStepsThatCannotBeProvenWaitTheGrace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+			brokers := testkit.Brokers()
+			if !tc.publisher {
+				brokers = testkit.ClassicOn(t.Name())
+			}
+			testkit.EachBrokerIn(t, brokers, func(t *testing.T, on testkit.Broker) {
 				t.Parallel()
 				on.Require(t)
 				cfg := fast

@@ -34,8 +34,8 @@ func (c *claimCounter) Claim(ctx context.Context, dlq, replay string, ids []stri
 // tapped replay), and is still one step: planned 300, sent 300, settled as
 // a whole, every message delivered once and the DLQ empty. Without a
 // cursor (returns found by re-reads, each move a read of the DLQ from its
-// head) the same step is one claim and one move. On every broker, classic
-// and quorum DLQs.
+// head) the same step is one claim and one move. A quorum DLQ on every
+// broker, a classic one on one (everyDLQKindOn).
 func TestLargeStepIsSentInChunks(t *testing.T) {
 	t.Parallel()
 	const n, chunk = 300, 64
@@ -98,7 +98,7 @@ func TestLargeStepIsSentInChunks(t *testing.T) {
 // nothing called missing, every copy the target got in the ledger; the
 // rest stays planned (no later chunk goes out on a new connection), and a
 // resume sends it without sending again anything the ledger lists. A
-// classic and a quorum DLQ on every broker.
+// quorum DLQ on every broker, a classic one on one (everyDLQKindOn).
 func TestConnectionLostInAChunkedStep(t *testing.T) {
 	t.Parallel()
 	everyDLQKindOn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
