@@ -325,21 +325,34 @@ func (c *Claims) Summary(ctx context.Context, dlq string) ([]engine.ClaimsBy, bo
 	return out, true, nil
 }
 
+// readersPage is how many fields of a DLQ's claims hash Readers asks for
+// at a time (HSCAN's COUNT): the hash holds a field per message of every
+// live replay of the DLQ, 1,000,000 of them after an incident, and one
+// HVALS of that was a 37 MB reply.
+const readersPage = 10000
+
 // Readers lists the replays other than replay with unexpired claims on
-// dlq or an unexpired reading mark (readers.go).
+// dlq or an unexpired reading mark (readers.go). It walks the claims hash
+// a page at a time, so its memory is a page's, not the hash's.
 func (c *Claims) Readers(ctx context.Context, dlq, replay string) ([]string, error) {
-	vals, err := c.b.rdb.HVals(ctx, c.b.k.claims(dlq)).Result()
-	if err != nil {
-		return nil, fail(err, "claim readers on %s", dlq)
-	}
 	out, err := c.marked(ctx, dlq, replay, "")
 	if err != nil {
 		return nil, err
 	}
 	now := c.b.now()
-	for _, v := range vals {
-		if cl, ok := parseClaim(v); ok && !cl.Sent && !cl.Owned && cl.At.After(now) && cl.Replay != replay && !slices.Contains(out, cl.Replay) {
-			out = append(out, cl.Replay)
+	var cursor uint64
+	for {
+		kv, next, err := c.b.rdb.HScan(ctx, c.b.k.claims(dlq), cursor, "", readersPage).Result()
+		if err != nil {
+			return nil, fail(err, "claim readers on %s", dlq)
+		}
+		for i := 1; i < len(kv); i += 2 { // field, value, field, value…
+			if cl, ok := parseClaim(kv[i]); ok && !cl.Sent && !cl.Owned && cl.At.After(now) && cl.Replay != replay && !slices.Contains(out, cl.Replay) {
+				out = append(out, cl.Replay)
+			}
+		}
+		if cursor = next; cursor == 0 {
+			break
 		}
 	}
 	slices.Sort(out)

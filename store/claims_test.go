@@ -228,3 +228,41 @@ func TestClaimsSummary(t *testing.T) {
 		t.Errorf("summary of a hash from before it: known %v, %v; want not known", known, err)
 	}
 }
+
+// TestReadersWalksAClaimsHashOfManyPages: Readers pages through the
+// claims hash (HSCAN, readersPage fields at a time) and still finds every
+// reader: r_a has sent 25,000 messages (not a reader), r_b holds one
+// unexpired claim and r_c one that has expired, wherever HSCAN puts them.
+func TestReadersWalksAClaimsHashOfManyPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.st.Claims()
+	const dlq, n = "big.dlq", 25000
+	since := e.clock.Now()
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("m%06d", i)
+	}
+	if refused, err := c.Claim(e.ctx, dlq, "r_a", ids, since, time.Minute); err != nil || len(refused) != 0 {
+		t.Fatalf("r_a's claim: %v, refused %d", err, len(refused))
+	}
+	if err := c.Settle(e.ctx, dlq, "r_a", ids, nil); err != nil {
+		t.Fatal(err)
+	}
+	if refused, err := c.Claim(e.ctx, dlq, "r_c", []string{"c1"}, since, time.Second); err != nil || len(refused) != 0 {
+		t.Fatalf("r_c's claim: %v, refused %v", err, refused)
+	}
+	e.clock.Advance(2 * time.Second) // r_c's claim expires
+	if refused, err := c.Claim(e.ctx, dlq, "r_b", []string{"b1"}, since, time.Minute); err != nil || len(refused) != 0 {
+		t.Fatalf("r_b's claim: %v, refused %v", err, refused)
+	}
+	if n <= 2*readersPage {
+		t.Fatalf("the hash's %d fields fit in two pages of %d", n, readersPage)
+	}
+	if rs, err := c.Readers(e.ctx, dlq, "r_z"); err != nil || !slices.Equal(rs, []string{"r_b"}) {
+		t.Fatalf("readers: %v %v; want r_b only", rs, err)
+	}
+	if rs, err := c.Readers(e.ctx, dlq, "r_b"); err != nil || len(rs) != 0 {
+		t.Fatalf("readers seen by r_b: %v %v; want none", rs, err)
+	}
+}
