@@ -45,7 +45,8 @@ import (
 //	DLQBOT_BENCH_REPLAY_MESSAGES=1000000 go test ./engine -run '^$' -bench BenchmarkWholeReplay -benchtime 1x -timeout 150m
 //
 // DLQBOT_BENCH_WINDOW=<n> sets dlqbot's confirm window (Config.Window;
-// default 500) to see what a wider one buys. DLQBOT_BENCH_LOG=1 writes the engine's log to stderr. DLQBOT_BENCH_BROKER=rabbit4 runs it on RabbitMQ 4 and
+// default 500) to see what a wider one buys, and DLQBOT_BENCH_CHUNK=<n> its
+// chunk (Config.StepChunk; default engine.DefaultStepChunk). DLQBOT_BENCH_LOG=1 writes the engine's log to stderr. DLQBOT_BENCH_BROKER=rabbit4 runs it on RabbitMQ 4 and
 // DLQBOT_BENCH_QUEUE=quorum on quorum DLQs (default: RabbitMQ 3.10, classic).
 func BenchmarkWholeReplay(b *testing.B) {
 	n := benchEnvInt(b, "DLQBOT_BENCH_REPLAY_MESSAGES", 100000)
@@ -61,6 +62,9 @@ func BenchmarkWholeReplay(b *testing.B) {
 	var cfg engine.Config
 	if w := os.Getenv("DLQBOT_BENCH_WINDOW"); w != "" {
 		cfg.Window, _ = strconv.Atoi(w)
+	}
+	if c := os.Getenv("DLQBOT_BENCH_CHUNK"); c != "" {
+		cfg.StepChunk, _ = strconv.Atoi(c)
 	}
 	if os.Getenv("DLQBOT_BENCH_LOG") != "" {
 		cfg.Log = zerolog.New(os.Stderr).Level(zerolog.InfoLevel) // the cursor's opens and releases, warnings
@@ -123,11 +127,14 @@ func BenchmarkWholeReplay(b *testing.B) {
 		r.Consume(targets[c], got[c].handle)
 	}
 	took := map[string]time.Duration{}
+	cpu := map[string]cpuMark{}
 	start = time.Now()
+	mark := cpuNow()
 	if err := on.Shovel(ctx, dlqs["shovel-before"], targets["shovel-before"]); err != nil {
 		b.Fatalf("shovel-before: %v", err)
 	}
 	took["shovel-before"] = time.Since(start)
+	cpu["shovel-before"] = mark.since()
 	got["shovel-before"].wait(b, dlqs["shovel-before"], r)
 
 	// dlqbot's replay: approval (which proves the DLQ unchanged since the
@@ -136,6 +143,7 @@ func BenchmarkWholeReplay(b *testing.B) {
 	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
 	heap := startHeapPeak()
 	start = time.Now()
+	mark = cpuNow()
 	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 5 * time.Minute}, false)
 	if err != nil {
 		b.Fatalf("approve: %v: %+v", err, ap.Changes)
@@ -147,6 +155,7 @@ func BenchmarkWholeReplay(b *testing.B) {
 		b.Fatalf("run: %v", err)
 	}
 	runTook := time.Since(start)
+	cpu["dlqbot"] = mark.since()
 	replayRSS := vmHWM()
 	replayHeap := heap.end()
 	if rep.State != engine.StateFinished || rep.Sent != n || rep.Total != n || rep.Missing != 0 || rep.Failed != 0 {
@@ -165,10 +174,12 @@ func BenchmarkWholeReplay(b *testing.B) {
 	}
 	for _, c := range contenders[1:4] {
 		start = time.Now()
+		mark = cpuNow()
 		if err := move[c](dlqs[c], targets[c]); err != nil {
 			b.Fatalf("%s: %v", c, err)
 		}
 		took[c] = time.Since(start)
+		cpu[c] = mark.since()
 		got[c].wait(b, dlqs[c], r)
 	}
 	b.StopTimer()
@@ -186,6 +197,16 @@ func BenchmarkWholeReplay(b *testing.B) {
 	b.ReportMetric(replayHeap, "replay-peak-live-heap-MB")
 	for _, c := range contenders[1:] {
 		b.ReportMetric(rate(took[c]), c+"-msgs/s")
+	}
+	took["dlqbot"] = approveTook + runTook // the span of its CPU mark
+	// CPU per message moved: this process's own (dlqbot's mover and the
+	// target consumers, which every contender has) and the machine's.
+	for _, c := range contenders {
+		b.ReportMetric(float64(cpu[c].self.Microseconds())/float64(n), c+"-self-cpu-us/msg")
+		b.ReportMetric(float64(cpu[c].busy.Microseconds())/float64(n), c+"-machine-cpu-us/msg")
+		// How busy it kept the machine: a mover that waits on round trips
+		// leaves CPUs idle that the broker could have used.
+		b.ReportMetric(100*cpu[c].busy.Seconds()/(took[c].Seconds()*float64(runtime.NumCPU())), c+"-machine-busy-%")
 	}
 	b.ReportMetric(took["minimal-mover"].Seconds()/runTook.Seconds(), "ratio-dlqbot/minimal")
 	b.ReportMetric(took["minimal-mover+replay-headers"].Seconds()/runTook.Seconds(), "ratio-dlqbot/minimal+headers")

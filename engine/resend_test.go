@@ -103,6 +103,10 @@ func TestResendInDoubtAfterThreeConnectionLossesOf100k(t *testing.T) {
 	}
 }
 
+// maxLosses bounds the connection losses resendAfterThreeLosses makes
+// while waiting for one that leaves a copy in doubt.
+const maxLosses = 8
+
 // resendAfterThreeLosses is the body of the resend tests: a DLQ of n with
 // dlqArgs on on (see TestResendInDoubtAfterThreeConnectionLosses).
 func resendAfterThreeLosses(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n int) {
@@ -123,7 +127,15 @@ func resendAfterThreeLosses(t *testing.T, on testkit.Broker, dlqArgs amqp.Table,
 		t.Fatalf("resend=in-doubt on a queued replay: %v; want ErrNotControllable", err)
 	}
 	var rep engine.Replay
-	for loss := 1; loss <= 3; loss++ {
+	// Three losses at least, and more while none has left a copy in doubt
+	// and a third of the DLQ is left: a loss leaves copies in doubt only
+	// when it cuts copies in flight, and a mover waiting on a slow ledger
+	// (a loaded machine) has none; RabbitMQ 4.3 confirms what it has read
+	// before it closes a connection.
+	more := func(loss int) bool {
+		return loss <= 3 || (loss <= maxLosses && rep.InDoubt == 0 && rep.Sent < n*2/3)
+	}
+	for loss := 1; more(loss); loss++ {
 		if loss > 1 {
 			if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
 				t.Fatal(err)
@@ -171,7 +183,7 @@ func resendAfterThreeLosses(t *testing.T, on testkit.Broker, dlqArgs amqp.Table,
 	}
 	t.Logf("after the plain resume: state %s, sent %d, in doubt %d, duplicates %d: %s", rep.State, rep.Sent, rep.InDoubt, rep.Duplicates, rep.Note)
 	if rep.InDoubt == 0 {
-		t.Fatalf("no copy in doubt after three connection losses during an unpaced replay (state %s: %s)", rep.State, rep.Note)
+		t.Fatalf("no copy in doubt after three or more connection losses (at most %d) during an unpaced replay (state %s: %s)", maxLosses, rep.State, rep.Note)
 	}
 	entries, err := e.store.Ledger().Entries(ctx, id)
 	if err != nil {
