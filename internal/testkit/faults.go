@@ -36,17 +36,14 @@ func (b Broker) CountConnections(t testing.TB, name string) int {
 	return connections(t, b.ManagementURL, name, false)
 }
 
-func connections(t testing.TB, managementURL, name string, closeThem bool) int {
+// ConnectionNames returns the management API's names of the connections
+// whose client-provided name is name, so that a test can later close them
+// with one request each (CloseNamed), without listing again.
+func (b Broker) ConnectionNames(t testing.TB, name string) []string {
 	t.Helper()
-	base, err := url.Parse(managementURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	user := base.User
-	base.User = nil
-	req, _ := http.NewRequest(http.MethodGet, base.String()+"/api/connections?columns=name,client_properties", nil)
-	pw, _ := user.Password()
-	req.SetBasicAuth(user.Username(), pw)
+	base, user, pw := mgmtBase(t, b.ManagementURL)
+	req, _ := http.NewRequest(http.MethodGet, base+"/api/connections?columns=name,client_properties", nil)
+	req.SetBasicAuth(user, pw)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("testkit: list connections: %v", err)
@@ -61,29 +58,63 @@ func connections(t testing.TB, managementURL, name string, closeThem bool) int {
 	if err := json.NewDecoder(resp.Body).Decode(&conns); err != nil {
 		t.Fatalf("testkit: decode connections: %v", err)
 	}
-	n := 0
+	var names []string
 	for _, c := range conns {
-		if c.Props.Name != name {
-			continue
+		if c.Props.Name == name {
+			names = append(names, c.Name)
 		}
-		if !closeThem {
-			n++
-			continue
-		}
-		del, _ := http.NewRequest(http.MethodDelete, base.String()+"/api/connections/"+url.PathEscape(c.Name), nil)
-		del.SetBasicAuth(user.Username(), pw)
+	}
+	return names
+}
+
+// CloseNamed closes the connections the management API names names (see
+// ConnectionNames) and returns how many it closed; one already gone is
+// not counted.
+func (b Broker) CloseNamed(t testing.TB, names []string) int {
+	t.Helper()
+	base, user, pw := mgmtBase(t, b.ManagementURL)
+	n := 0
+	for _, c := range names {
+		del, _ := http.NewRequest(http.MethodDelete, base+"/api/connections/"+url.PathEscape(c), nil)
+		del.SetBasicAuth(user, pw)
 		del.Header.Set("X-Reason", "dlqbot fault test")
 		r, err := http.DefaultClient.Do(del)
 		if err != nil {
-			t.Fatalf("testkit: close connection %s: %v", c.Name, err)
+			t.Fatalf("testkit: close connection %s: %v", c, err)
 		}
 		r.Body.Close()
+		if r.StatusCode == http.StatusNotFound {
+			continue
+		}
 		if r.StatusCode/100 != 2 {
-			t.Fatalf("testkit: close connection %s: %s", c.Name, r.Status)
+			t.Fatalf("testkit: close connection %s: %s", c, r.Status)
 		}
 		n++
 	}
 	return n
+}
+
+func connections(t testing.TB, managementURL, name string, closeThem bool) int {
+	t.Helper()
+	b := Broker{ManagementURL: managementURL}
+	names := b.ConnectionNames(t, name)
+	if !closeThem {
+		return len(names)
+	}
+	return b.CloseNamed(t, names)
+}
+
+// mgmtBase splits a management URL into its address and credentials.
+func mgmtBase(t testing.TB, managementURL string) (base, user, pw string) {
+	t.Helper()
+	u, err := url.Parse(managementURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	user = u.User.Username()
+	pw, _ = u.User.Password()
+	u.User = nil
+	return u.String(), user, pw
 }
 
 // NoneLost checks that every original message id is in the DLQ or was
