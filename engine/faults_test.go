@@ -330,13 +330,42 @@ func (f *faultRun) runAndCut(t *testing.T, n int, rate float64, after int) <-cha
 	if err != nil {
 		t.Fatal(err)
 	}
+	names := f.connNames(t)
 	done := make(chan engine.Replay, 1)
 	go func() { rep, _ := f.e.svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
 	testkit.Eventually(t, 20*time.Second, fmt.Sprintf("%d sent", after), func() bool { return len(f.rec.got()) >= after })
-	if f.on.CloseConnections(t, f.conn) == 0 {
+	if f.cut(t, names) == 0 {
 		t.Fatal("no connection of the replaying engine found to close")
 	}
 	return done
+}
+
+// connNames connects the engine (if it is not) and returns the management
+// API's names of its connection once listed, so that a fault can later
+// come as one request (cut): listing connections on a loaded broker can
+// take long enough for a step of thousands to finish.
+func (f *faultRun) connNames(t *testing.T) []string {
+	t.Helper()
+	if err := f.e.broker.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	testkit.Eventually(t, 30*time.Second, "the engine's connection in the management API", func() bool {
+		names = f.on.ConnectionNames(t, f.conn)
+		return len(names) > 0
+	})
+	return names
+}
+
+// cut closes the engine's connections named names (connNames), else,
+// should the engine have connected again since, whatever the management
+// API lists under its name; it returns how many it closed.
+func (f *faultRun) cut(t *testing.T, names []string) int {
+	t.Helper()
+	if n := f.on.CloseNamed(t, names); n > 0 {
+		return n
+	}
+	return f.on.CloseConnections(t, f.conn)
 }
 
 // heldTwice counts, from what account last found (the consumer's

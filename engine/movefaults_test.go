@@ -46,21 +46,11 @@ func (f *faultRun) breakOneStep(t *testing.T, n int, wait time.Duration) (string
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Connect first and learn the connection's name, so that the fault
-	// is one request when it comes: listing connections on a loaded
-	// broker took long enough for a quorum step of 3,000 to finish.
-	if err := e.broker.Ping(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	testkit.Eventually(t, 30*time.Second, "the engine's connection in the management API", func() bool {
-		names = f.on.ConnectionNames(t, f.conn)
-		return len(names) > 0
-	})
+	names := f.connNames(t)
 	done := make(chan engine.Replay, 1)
 	go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
 	testkit.Eventually(t, 30*time.Second, "300 delivered", func() bool { return len(f.rec.got()) >= 300 })
-	if f.on.CloseNamed(t, names) == 0 && f.on.CloseConnections(t, f.conn) == 0 {
+	if f.cut(t, names) == 0 {
 		t.Fatal("no connection of the replaying engine found to close")
 	}
 	var rep engine.Replay

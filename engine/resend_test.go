@@ -141,21 +141,14 @@ func resendAfterThreeLosses(t *testing.T, on testkit.Broker, dlqArgs amqp.Table,
 				t.Fatal(err)
 			}
 		}
-		// Connect first, and wait until the management API lists the
-		// connection, so that the fault can come at once.
-		if err := e.broker.Ping(ctx); err != nil {
-			t.Fatal(err)
-		}
-		testkit.Eventually(t, 30*time.Second, "the engine's connection in the management API", func() bool {
-			return f.on.CountConnections(t, f.conn) > 0
-		})
+		names := f.connNames(t) // so that the fault can come at once
 		before := len(f.rec.got())
 		done := make(chan engine.Replay, 1)
 		go func() { r, _ := e.svc.Run(ctx, id, "owner-"+strconv.Itoa(loss)); done <- r }()
 		step := max(100, n/20)
 		testkit.Eventually(t, 5*time.Minute, "copies delivered before the fault", func() bool { return len(f.rec.got()) >= before+step })
 		// The management API lists a new connection a moment after it opens.
-		testkit.Eventually(t, 30*time.Second, "the engine's connection closed", func() bool { return f.on.CloseConnections(t, f.conn) > 0 })
+		testkit.Eventually(t, 30*time.Second, "the engine's connection closed", func() bool { return f.cut(t, names) > 0 })
 		select {
 		case rep = <-done:
 		case <-time.After(4 * time.Minute):

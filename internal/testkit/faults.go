@@ -27,13 +27,13 @@ func CountConnections(t testing.TB, name string) int {
 // CloseConnections is the package's CloseConnections on broker b.
 func (b Broker) CloseConnections(t testing.TB, name string) int {
 	t.Helper()
-	return connections(t, b.ManagementURL, name, true)
+	return b.CloseNamed(t, b.ConnectionNames(t, name))
 }
 
 // CountConnections is the package's CountConnections on broker b.
 func (b Broker) CountConnections(t testing.TB, name string) int {
 	t.Helper()
-	return connections(t, b.ManagementURL, name, false)
+	return len(b.ConnectionNames(t, name))
 }
 
 // ConnectionNames returns the management API's names of the connections
@@ -92,16 +92,6 @@ func (b Broker) CloseNamed(t testing.TB, names []string) int {
 		n++
 	}
 	return n
-}
-
-func connections(t testing.TB, managementURL, name string, closeThem bool) int {
-	t.Helper()
-	b := Broker{ManagementURL: managementURL}
-	names := b.ConnectionNames(t, name)
-	if !closeThem {
-		return len(names)
-	}
-	return b.CloseNamed(t, names)
 }
 
 // mgmtBase splits a management URL into its address and credentials.
