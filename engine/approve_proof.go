@@ -96,7 +96,7 @@ func (s *Service) proofBefore(ctx context.Context, dlq QueueInfo) *ApprovalProof
 	pr := &ApprovalProof{Ready: dlq.Ready}
 	if s.d.Counters != nil {
 		cs, err := s.d.Counters.Counters(ctx, dlq.Name)
-		if err == nil && !cs.SampledAt.IsZero() && cs.Consumers == 0 && cs.Unacked == 0 {
+		if err == nil && !cs.SampledAt.IsZero() && !cs.Lapsed && cs.Consumers == 0 && cs.Unacked == 0 {
 			pr.Ack, pr.SampledAt = cs.Ack, cs.SampledAt
 		}
 	}
@@ -184,8 +184,8 @@ func (s *Service) proofLook(ctx context.Context, f Frozen, start time.Time) (unc
 	if err != nil {
 		return false, true
 	}
-	if cs.SampledAt.IsZero() {
-		return false, false
+	if cs.SampledAt.IsZero() || cs.Lapsed {
+		return false, false // the broker's next sample decides
 	}
 	if cs.Ack != pr.Ack {
 		// Something acked a message of the DLQ since (the counter never

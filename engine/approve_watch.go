@@ -130,7 +130,8 @@ func (s *Service) proveByWatch(ctx context.Context, f Frozen) (unchanged, decide
 // ackUnmoved reports whether the latest management sample, however old,
 // shows the DLQ's ack counter where the preview found it: an ack older
 // than a statistics interval that the watch's sum missed (see above). No
-// sample, or none at the preview, leaves the watch's verdict standing.
+// sample, or none at the preview, leaves the watch's verdict standing; a
+// sample whose counters lapsed (QueueCounters.Lapsed) does not.
 func (s *Service) ackUnmoved(ctx context.Context, f Frozen) bool {
 	pr := f.Proof
 	if s.d.Counters == nil || pr.SampledAt.IsZero() {
@@ -140,5 +141,6 @@ func (s *Service) ackUnmoved(ctx context.Context, f Frozen) bool {
 	if err != nil || cs.SampledAt.IsZero() {
 		return true
 	}
-	return cs.Ack == pr.Ack
+	// A sample without its counters cannot show the ack unmoved.
+	return !cs.Lapsed && cs.Ack == pr.Ack
 }

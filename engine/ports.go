@@ -160,6 +160,11 @@ type QueueCounters struct {
 	// SampledAt is when the broker took the sample (zero when unknown):
 	// the counters are at least as new as that.
 	SampledAt time.Time
+	// Lapsed is true when Publish … Redeliver mean nothing: the answer
+	// left them out, or showed less than an earlier one for the queue,
+	// and the broker has not sampled the queue since to confirm that it
+	// now counts that little (a reset, or the queue declared again).
+	Lapsed bool
 }
 
 // Watches count exactly what reaches a DLQ between its preview and its

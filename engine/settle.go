@@ -39,8 +39,10 @@ func (rn *run) sampleTargets(ctx context.Context, targets map[string]bool) map[s
 	for q := range targets {
 		out[q] = -1
 		if rn.s.d.Counters != nil {
-			if st, err := rn.s.d.Counters.Counters(ctx, q); err == nil {
-				out[q] = st.Publish
+			if st, err := rn.anchorSample(ctx, q); err == nil {
+				if !st.Lapsed {
+					out[q] = st.Publish
+				}
 				rn.noteBaseline(q, st)
 			} else {
 				// Unknown: the baseline then goes by the sample's time alone.
@@ -242,6 +244,9 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 	if err != nil {
 		rn.warn("read target counters", err)
 		return
+	}
+	if cs.Lapsed {
+		return // counters that mean nothing: the next sample
 	}
 	if w.deliver1 < 0 {
 		// The baseline must come from a sample taken after the confirm

@@ -148,6 +148,59 @@ func TestUnpacedReplaySettlesItsStepsEarly(t *testing.T) {
 	})
 }
 
+// TestStepsSettleEarlyOnATargetDeclaredAgain: the target was deleted and
+// declared again after the adapter had read its counters, so the first
+// sample of it before step 1 has lapsed (none of the counters its former
+// self showed). The run waits for the broker's next sample instead of
+// anchoring on it, and every step is still proven settled by the
+// counters, sent once and consumed.
+func TestStepsSettleEarlyOnATargetDeclaredAgain(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		on.Require(t)
+		const n = 30 // steps of 10 and 20
+		cfg := fast
+		cfg.SettleGrace, cfg.SettlePoll, cfg.LeaseTTL = 2*time.Minute, 100*time.Millisecond, 15*time.Second
+		cfg.Log = zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)
+		ev := &events{}
+		e := newTapEnv(t, on, cfg, func(d *engine.Deps) { d.Notifier = ev })
+		r := e.rabbit
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		dlx := r.DLXTopology(src, dlq, nil)
+		r.Reject(src, testkit.Msgs(n, 100)...)
+		r.WaitCount(dlq, n, time.Minute)
+		quietTarget(t, e, src, n)
+		r.DeleteQueue(src)
+		r.Queue(src, amqp.Table{"x-dead-letter-exchange": dlx, "x-dead-letter-routing-key": dlq})
+		if c, err := e.broker.Counters(context.Background(), src); err != nil || !c.Lapsed {
+			t.Fatalf("counters of the target declared again: %+v, %v; want lapsed", c, err)
+		}
+
+		p := preview(t, &e.env, engine.Selection{DLQ: dlq})
+		rc := &recorder{}
+		r.Consume(src, rc.handle)
+		rep := approveRun(t, &e.env, p.Token, engine.Params{Rate: -1, Timeout: 5 * time.Minute}, false)
+		if rep.State != engine.StateFinished || rep.Sent != n || rep.Settled != n || rep.Returned != 0 || rep.Step != 2 {
+			t.Fatalf("replay %s after step %d: %d sent, %d settled, %d back (%s); want finished after 2 steps, all %d sent and settled",
+				rep.State, rep.Step, rep.Sent, rep.Settled, rep.Returned, rep.Note, n)
+		}
+		testkit.Eventually(t, 30*time.Second, "the consumer to get every copy", func() bool { return len(rc.got()) >= n })
+		if got := ids(rc.got()); len(got) != n || len(rc.got()) != n {
+			t.Fatalf("the consumer got %d copies of %d messages, want %d once each", len(rc.got()), len(got), n)
+		}
+		if d, s := r.Count(dlq), r.Count(src); d != 0 || s != 0 {
+			t.Fatalf("DLQ holds %d, target %d: want both empty", d, s)
+		}
+		res, _, _ := passed(ev)
+		for k := 1; k <= 2; k++ {
+			if st := res[k]; st.Duration >= cfg.SettleGrace || !strings.Contains(st.Observation, provenWords) {
+				t.Errorf("step %d took %s (grace %s): %q; want ended by the counters' proof", k, st.Duration, cfg.SettleGrace, st.Observation)
+			}
+		}
+	})
+}
+
 // TestOverlappingReplayStopsWhenTheConsumerStartsRejecting: the consumer
 // acks the canary phase (steps 1–7, 1,130 copies) and rejects everything
 // after. Step 8 is judged while step 9 sends; its returns stop the replay

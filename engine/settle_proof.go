@@ -20,8 +20,9 @@ import "context"
 // counter that grew by more than ours (another publisher or reader on the
 // target, a requeue, a copy whose fate the run does not know) makes the
 // target unprovable until a new anchor: its steps then wait the grace. A
-// sample whose counters are below the anchor's (left out, or reset)
-// proves nothing.
+// sample whose counters lapsed (QueueCounters.Lapsed: left out, or below
+// an earlier answer's) is never an anchor and proves nothing, nor does one
+// below the anchor's (a reset).
 type targetProof struct {
 	anchor QueueCounters
 	ours   int64
@@ -36,17 +37,51 @@ func (rn *run) noteBaseline(q string, c QueueCounters) {
 	if rn.proofs == nil {
 		rn.proofs = map[string]*targetProof{}
 	}
-	if p := rn.proofs[q]; p != nil && p.ok {
+	if !rn.wantsAnchor(q) {
 		return
 	}
-	if rn.pending != nil && rn.pending.sentPer[q] > 0 {
-		return
-	}
-	if c.SampledAt.IsZero() || c.Ready != 0 || c.Unacked != 0 {
+	if c.SampledAt.IsZero() || c.Lapsed || c.Ready != 0 || c.Unacked != 0 {
 		rn.proofs[q] = &targetProof{}
 		return
 	}
 	rn.proofs[q] = &targetProof{anchor: c, ok: true}
+}
+
+// wantsAnchor reports whether a sample of q read now could become its
+// anchor: q has none in use, and no step of this run that sent there is
+// still unjudged.
+func (rn *run) wantsAnchor(q string) bool {
+	if p := rn.proofs[q]; p != nil && p.ok {
+		return false
+	}
+	return rn.pending == nil || rn.pending.sentPer[q] == 0
+}
+
+// anchorSample reads q's counters before a step. When q wants an anchor
+// and the sample's counters lapsed (the API left them out, or they fell
+// below an earlier answer's: seen on RabbitMQ 4.3), it reads again every
+// SettlePoll until the broker's next sample decides, for at most the
+// grace, which is all an anchor could save the step.
+func (rn *run) anchorSample(ctx context.Context, q string) (QueueCounters, error) {
+	c, err := rn.s.d.Counters.Counters(ctx, q)
+	if err != nil || !c.Lapsed || c.Ready != 0 || c.Unacked != 0 || !rn.wantsAnchor(q) {
+		return c, err
+	}
+	clock := rn.s.d.Clock
+	deadline := clock.Now().Add(rn.s.cfg.SettleGrace)
+	for c.Lapsed && clock.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return c, nil
+		case <-clock.After(rn.s.cfg.SettlePoll):
+		}
+		next, err := rn.s.d.Counters.Counters(ctx, q)
+		if err != nil {
+			return c, nil
+		}
+		c = next
+	}
+	return c, nil
 }
 
 // countSent adds a step's confirmed copies to its targets' proofs. A step
@@ -83,6 +118,9 @@ func (rn *run) proven(ctx context.Context, q string) bool {
 	if err != nil {
 		rn.warn("read target counters", err)
 		return false
+	}
+	if c.Lapsed {
+		return false // counters that mean nothing: the next sample
 	}
 	a := p.anchor
 	pub, got, acked := c.Publish-a.Publish, c.DeliverGet-a.DeliverGet, c.Ack-a.Ack

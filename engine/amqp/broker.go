@@ -126,15 +126,16 @@ func (c Config) withDefaults() Config {
 // Broker is the RabbitMQ adapter. It is safe for concurrent use: each
 // operation works on its own channels over one shared connection.
 type Broker struct {
-	cfg     Config
-	uri     amqp.URI   // the first node's (credentials, vhost)
-	nodes   []amqpNode // the AMQP URL list, in order
-	vhost   string
-	mgmt    *mgmtClient
-	conns   connHolder
-	pending pendingRequeues
-	marks   marks     // what the last reads left (read budget)
-	info    infoCache // recent management answers (read budget)
+	cfg      Config
+	uri      amqp.URI   // the first node's (credentials, vhost)
+	nodes    []amqpNode // the AMQP URL list, in order
+	vhost    string
+	mgmt     *mgmtClient
+	conns    connHolder
+	pending  pendingRequeues
+	marks    marks        // what the last reads left (read budget)
+	info     infoCache    // recent management answers (read budget)
+	counters counterMarks // the highest counters seen by queue (Counters)
 }
 
 var _ engine.Broker = (*Broker)(nil)

@@ -121,17 +121,23 @@ type queueJSON struct {
 	MessagesReady   *int64 `json:"messages_ready"`
 	MessagesUnacked int64  `json:"messages_unacknowledged"`
 	Consumers       int64  `json:"consumers"`
-	MessageStats    struct {
-		Publish    int64 `json:"publish"`
-		DeliverGet int64 `json:"deliver_get"`
-		Ack        int64 `json:"ack"`
-		Redeliver  int64 `json:"redeliver"`
-	} `json:"message_stats"`
+	// MessageStats is absent (nil) from an idle queue's answer, and at
+	// times from a busy one's (seen on RabbitMQ 4.3 after the channels
+	// that counted closed).
+	MessageStats    *messageStatsJSON `json:"message_stats"`
 	MessagesDetails struct {
 		Samples []struct {
 			Timestamp int64 `json:"timestamp"`
 		} `json:"samples"`
 	} `json:"messages_details"`
+}
+
+// messageStatsJSON is the message_stats object of a queue's answer.
+type messageStatsJSON struct {
+	Publish    int64 `json:"publish"`
+	DeliverGet int64 `json:"deliver_get"`
+	Ack        int64 `json:"ack"`
+	Redeliver  int64 `json:"redeliver"`
 }
 
 // queueType is the queue's type: the "type" field, else the x-queue-type
@@ -279,6 +285,11 @@ type QueueStats struct {
 	Ready     int64
 	Unacked   int64
 	Consumers int
+	// HasStats reports whether the answer carried the message_stats
+	// counters below. Without them they are 0, which may mean the queue
+	// has been idle since the broker started keeping them or that the
+	// API left them out.
+	HasStats bool
 	// Publish, DeliverGet, Ack and Redeliver are the cumulative
 	// message_stats counters; 0 while the queue has been idle since the
 	// broker started keeping them.
@@ -313,11 +324,11 @@ func (b *Broker) QueueStats(ctx context.Context, queue string) (QueueStats, erro
 		Sampled:       q.MessagesReady != nil,
 		Unacked:       q.MessagesUnacked,
 		Consumers:     int(q.Consumers),
-		Publish:       q.MessageStats.Publish,
-		DeliverGet:    q.MessageStats.DeliverGet,
-		Ack:           q.MessageStats.Ack,
-		Redeliver:     q.MessageStats.Redeliver,
 		Fetched:       time.Now(),
+	}
+	if ms := q.MessageStats; ms != nil {
+		s.HasStats = true
+		s.Publish, s.DeliverGet, s.Ack, s.Redeliver = ms.Publish, ms.DeliverGet, ms.Ack, ms.Redeliver
 	}
 	if q.MessagesReady != nil {
 		s.Ready = *q.MessagesReady

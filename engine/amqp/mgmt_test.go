@@ -46,7 +46,7 @@ func TestMgmtClientDecoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Type != "quorum" || s.DeliveryLimit != 9 || !s.Sampled || s.Ready != 4 || s.Consumers != 2 || s.Publish != 0 {
+	if s.Type != "quorum" || s.DeliveryLimit != 9 || !s.Sampled || s.HasStats || s.Ready != 4 || s.Consumers != 2 || s.Publish != 0 {
 		t.Fatalf("idle queue stats = %+v", s)
 	}
 	s, err = b.QueueStats(ctx, "p")
@@ -54,7 +54,7 @@ func TestMgmtClientDecoding(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := QueueStats{Name: "p", Type: "quorum", DeliveryLimit: 3, Sampled: true, Ready: 1, Unacked: 2,
-		Publish: 10, DeliverGet: 8, Ack: 6, Redeliver: 1, SampledAt: time.UnixMilli(1700000010000), Fetched: s.Fetched}
+		HasStats: true, Publish: 10, DeliverGet: 8, Ack: 6, Redeliver: 1, SampledAt: time.UnixMilli(1700000010000), Fetched: s.Fetched}
 	if !reflect.DeepEqual(s, want) {
 		t.Fatalf("stats = %+v\nwant    %+v", s, want)
 	}

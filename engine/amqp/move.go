@@ -372,20 +372,6 @@ func (m *mover) pace(ctx context.Context) error {
 	return nil
 }
 
-var _ engine.CounterReader = (*Broker)(nil)
-
-// Counters returns queue's management counters in the engine's terms.
-func (b *Broker) Counters(ctx context.Context, queue string) (engine.QueueCounters, error) {
-	s, err := b.QueueStats(ctx, queue)
-	if err != nil {
-		return engine.QueueCounters{}, err
-	}
-	return engine.QueueCounters{
-		Ready: int(s.Ready), Unacked: int(s.Unacked), Consumers: s.Consumers,
-		Publish: s.Publish, DeliverGet: s.DeliverGet, Ack: s.Ack, Redeliver: s.Redeliver, SampledAt: s.SampledAt,
-	}, nil
-}
-
 // Ping checks that the broker accepts an AMQP channel.
 func (b *Broker) Ping(ctx context.Context) error {
 	ch, err := b.channel(ctx)
