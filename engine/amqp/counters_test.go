@@ -83,8 +83,10 @@ func TestCountersLapseForAQueueDeclaredAgain(t *testing.T) {
 			c, err = b.Counters(ctx, q)
 			return err == nil && !c.Lapsed
 		})
-		if c.DeliverGet != 0 || c.Ack != 0 || c.Publish != 0 || c.SampledAt.IsZero() {
-			t.Fatalf("counters after the lapse: %+v; want a sample counting nothing", c)
+		// Not the publish counter: RabbitMQ 4.0 can credit the new queue
+		// with what the still open publishing channel sent the old one.
+		if c.DeliverGet != 0 || c.Ack != 0 || c.SampledAt.IsZero() {
+			t.Fatalf("counters after the lapse: %+v; want a sample counting no delivery", c)
 		}
 	})
 }
