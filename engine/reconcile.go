@@ -91,25 +91,13 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 			}
 			continue // another reader came and went: read again
 		}
-		confirmed, pendingBy := map[string]int{}, map[string]int{}
-		pending := 0
-		lerr := rn.s.eachLedgerPage(ctx, rn.r.ID, func(page []LedgerEntry) error {
-			for _, e := range page {
-				if e.Pending {
-					pendingBy[e.ID]++
-					pending++
-				} else {
-					confirmed[e.ID]++
-				}
-			}
-			return nil
-		})
+		confirmed := map[string]int{}
+		_, pending, lerr := rn.s.ledgerCounts(ctx, rn.r.ID, func(e LedgerEntry) { confirmed[e.ID]++ })
 		if lerr != nil {
 			return false, fmt.Errorf("engine: run %s: reconcile: ledger: %w", rn.r.ID, lerr)
 		}
 		dups := heldTwice(rn.plan, confirmed, held)
 		rn.r.Duplicates, rn.r.InDoubt = dups, pending
-		rn.r.InDoubtTaken = inDoubtTaken(rn.plan, confirmed, pendingBy, held)
 		rn.r.Unreconciled = false
 		return true, nil
 	}
@@ -140,30 +128,6 @@ func heldTwice(p *plan, confirmed map[string]int, inDLQ map[string]int) (dups in
 		dups += min(c, max(0, inDLQ[id]-unconfirmed))
 	}
 	return dups
-}
-
-// inDoubtTaken counts the copies in doubt whose originals a whole read
-// did not find in the DLQ: per id, the originals missing from those not
-// confirmed at a target (not sent, or in doubt), up to its copies in
-// doubt. dlqbot never acks the original of a copy in doubt, so something
-// else took them.
-func inDoubtTaken(p *plan, confirmed, pending, inDLQ map[string]int) (n int) {
-	for id, k := range pending {
-		unconfirmed := max(0, p.previewed(id)-confirmed[id])
-		n += min(k, max(0, unconfirmed-inDLQ[id]))
-	}
-	return n
-}
-
-// recount asks a run that begins with duplicates or copies in doubt
-// counted (a resume after a lost connection) to count them again against
-// the DLQ before it sends (reconcile): since the last count another reader
-// may have taken their originals, and the replay must not go on saying
-// the DLQ holds them.
-func (rn *run) recount() {
-	if rn.r.Duplicates > 0 || rn.r.InDoubt > 0 {
-		rn.r.Unreconciled = true
-	}
 }
 
 // cutStep is a step a lost connection ended after some of its copies were

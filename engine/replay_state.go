@@ -78,11 +78,6 @@ type Replay struct {
 	// broker never confirmed them, so they may or may not have been
 	// delivered. Their originals stay in the DLQ and are never sent again.
 	InDoubt int `json:"in_doubt,omitempty"`
-	// InDoubtTaken counts, of InDoubt, the copies whose originals the last
-	// counted read of the DLQ (reconcile.go) did not find: something else
-	// took them from the DLQ, so they cannot be sent again. Json
-	// "in_doubt_taken".
-	InDoubtTaken int `json:"in_doubt_taken,omitempty"`
 	// Resent counts copies in doubt sent again (resume resend=in-doubt),
 	// each with PossibleDuplicateHeader: they are in Sent, and a consumer
 	// may have received each twice (the first copy and the resend).

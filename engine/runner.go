@@ -205,7 +205,6 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	}
 	rn.emit(ctx, kind, nil, text)
 	rn.actor = ""
-	rn.recount()
 	if _, err := rn.reconcile(ctx); err != nil { // after a lost connection (reconcile.go)
 		r, _, err := rn.halt(parent, err)
 		return r, err
@@ -323,11 +322,7 @@ func Shortfall(r Replay) string {
 		s += fmt.Sprintf("; %d not delivered (the broker refused them; their originals stay in %s)", r.Failed, r.DLQ)
 	}
 	if r.InDoubt > 0 {
-		kept := "originals stay in " + r.DLQ
-		if r.InDoubtTaken > 0 {
-			kept = fmt.Sprintf("originals stay in %s, but for %d of them something else took the original from it", r.DLQ, r.InDoubtTaken)
-		}
-		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; %s; resume with resend=in-doubt to send them again, marked %s: true)", r.InDoubt, kept, PossibleDuplicateHeader)
+		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; originals stay in %s; resume with resend=in-doubt to send them again, marked %s: true)", r.InDoubt, r.DLQ, PossibleDuplicateHeader)
 	}
 	return s
 }
