@@ -99,11 +99,13 @@ func TestParkCountsConfirmedCopiesAsMoved(t *testing.T) {
 	cut.mu.Lock()
 	confirmed := cut.confirmed
 	cut.mu.Unlock()
-	if cut.first == 0 || inParking != confirmed {
-		t.Fatalf("parking queue holds %d, want the %d confirmed copies", inParking, confirmed)
+	// A copy in doubt (published, its confirm lost with the connection)
+	// may have reached the parking queue too.
+	if cut.first == 0 || inParking < confirmed || inParking > confirmed+res.InDoubt {
+		t.Fatalf("parking queue holds %d, want the %d confirmed copies and at most the %d in doubt", inParking, confirmed, res.InDoubt)
 	}
-	if res.Failed != 0 || res.Parked != inParking || res.Duplicates != inParking {
-		t.Fatalf("park reported %d parked, %d duplicates, %d could not be moved: the broker holds %d in %s and the 10 originals in the DLQ",
-			res.Parked, res.Duplicates, res.Failed, inParking, parking)
+	if res.Failed != 0 || res.Parked != confirmed || res.Duplicates != confirmed {
+		t.Fatalf("park reported %d parked, %d duplicates, %d could not be moved: the broker confirmed %d into %s (it holds %d) and the 10 originals are in the DLQ",
+			res.Parked, res.Duplicates, res.Failed, confirmed, parking, inParking)
 	}
 }
