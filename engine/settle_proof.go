@@ -125,9 +125,8 @@ func (rn *run) proven(ctx context.Context, q string) bool {
 	a := p.anchor
 	pub, got, acked := c.Publish-a.Publish, c.DeliverGet-a.DeliverGet, c.Ack-a.Ack
 	if pub < 0 || got < 0 || acked < 0 || c.Redeliver < a.Redeliver {
-		// A sample without the counters (the API leaves out an idle
-		// queue's) or after a reset: it proves nothing, and a reset
-		// never lets the counts match again.
+		// Below the anchor, yet not lapsed: the broker confirmed a reset
+		// since. It proves nothing, and never lets the counts match again.
 		return false
 	}
 	if pub > p.ours || got > p.ours || acked > p.ours || c.Redeliver != a.Redeliver {
