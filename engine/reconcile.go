@@ -67,6 +67,13 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 		if ierr != nil || !st.Exists {
 			return false, nil
 		}
+		if rn.recounting && budgetError(st, 1+rn.readsStillNeeded()+rn.resendReads(), "") != nil {
+			// A re-count gives way to the reads the rest of the replay and
+			// a later resend of the copies in doubt need: the counts stand
+			// as the last count left them.
+			rn.recounting, rn.r.Unreconciled = false, false
+			return true, nil
+		}
 		if berr := budgetError(st, 1+rn.readsStillNeeded(), ""); berr != nil {
 			// The read could bring a message nearer its delivery limit
 			// than the rest of the replay can afford: counted later.
@@ -91,14 +98,26 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 			}
 			continue // another reader came and went: read again
 		}
-		confirmed := map[string]int{}
-		_, pending, lerr := rn.s.ledgerCounts(ctx, rn.r.ID, func(e LedgerEntry) { confirmed[e.ID]++ })
+		confirmed, pendingBy := map[string]int{}, map[string]int{}
+		pending := 0
+		lerr := rn.s.eachLedgerPage(ctx, rn.r.ID, func(page []LedgerEntry) error {
+			for _, e := range page {
+				if e.Pending {
+					pendingBy[e.ID]++
+					pending++
+				} else {
+					confirmed[e.ID]++
+				}
+			}
+			return nil
+		})
 		if lerr != nil {
 			return false, fmt.Errorf("engine: run %s: reconcile: ledger: %w", rn.r.ID, lerr)
 		}
 		dups := heldTwice(rn.plan, confirmed, held)
 		rn.r.Duplicates, rn.r.InDoubt = dups, pending
-		rn.r.Unreconciled = false
+		rn.r.InDoubtTaken = inDoubtTaken(rn.plan, confirmed, pendingBy, held)
+		rn.r.Unreconciled, rn.recounting = false, false
 		return true, nil
 	}
 }
@@ -128,6 +147,19 @@ func heldTwice(p *plan, confirmed map[string]int, inDLQ map[string]int) (dups in
 		dups += min(c, max(0, inDLQ[id]-unconfirmed))
 	}
 	return dups
+}
+
+// inDoubtTaken counts the copies in doubt whose originals a whole read
+// did not find in the DLQ: per id, the originals missing from those not
+// confirmed at a target (not sent, or in doubt), up to its copies in
+// doubt. dlqbot never acks the original of a copy in doubt, so something
+// else took them.
+func inDoubtTaken(p *plan, confirmed, pending, inDLQ map[string]int) (n int) {
+	for id, k := range pending {
+		unconfirmed := max(0, p.previewed(id)-confirmed[id])
+		n += min(k, max(0, unconfirmed-inDLQ[id]))
+	}
+	return n
 }
 
 // cutStep is a step a lost connection ended after some of its copies were

@@ -78,6 +78,11 @@ type Replay struct {
 	// broker never confirmed them, so they may or may not have been
 	// delivered. Their originals stay in the DLQ and are never sent again.
 	InDoubt int `json:"in_doubt,omitempty"`
+	// InDoubtTaken counts, of InDoubt, the copies whose originals the last
+	// counted read of the DLQ (reconcile.go) did not find: something else
+	// took them from the DLQ, so they cannot be sent again. Json
+	// "in_doubt_taken".
+	InDoubtTaken int `json:"in_doubt_taken,omitempty"`
 	// Resent counts copies in doubt sent again (resume resend=in-doubt),
 	// each with PossibleDuplicateHeader: they are in Sent, and a consumer
 	// may have received each twice (the first copy and the resend).
@@ -87,6 +92,11 @@ type Replay struct {
 	// and InDoubt equal what the broker holds (engine/reconcile.go); the
 	// next run reads the DLQ first while it is set.
 	Unreconciled bool `json:"unreconciled,omitempty"`
+	// CountMark is what the run that stopped with Duplicates or InDoubt
+	// counted saw of the DLQ, so that the next run counts them again only
+	// when something may have left the DLQ since (engine/recount.go); nil
+	// when none could be taken. Json "count_mark".
+	CountMark *CountMark `json:"count_mark,omitempty"`
 	// ResendInDoubt is set by resume resend=in-doubt and cleared by the
 	// run once every copy in doubt was sent again.
 	ResendInDoubt bool `json:"resend_in_doubt,omitempty"`

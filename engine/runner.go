@@ -58,6 +58,10 @@ type run struct {
 	// cut is the step a lost connection ended, settled after the
 	// reconnect (reconcile.go).
 	cut *cutStep
+	// recounting is set while the run's counted read of the DLQ is only a
+	// re-count of an earlier run's duplicates and copies in doubt
+	// (reconcile.go recount): it gives way to the reads the replay needs.
+	recounting bool
 	// cur is the read of the DLQ the steps continue (nil: none open), and
 	// curOpened when it opened (see cursor.go).
 	cur       Cursor
@@ -205,6 +209,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	}
 	rn.emit(ctx, kind, nil, text)
 	rn.actor = ""
+	rn.recount(ctx)
 	if _, err := rn.reconcile(ctx); err != nil { // after a lost connection (reconcile.go)
 		r, _, err := rn.halt(parent, err)
 		return r, err
@@ -258,6 +263,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		}
 		if note != "" {
 			rn.releaseCursor("the replay stopped")
+			rn.markCount(ctx)
 			rn.r.State = StateStopped
 			rn.r.Note = note
 			rn.r.EndedAt = rn.s.d.Clock.Now()
@@ -290,6 +296,7 @@ func (rn *run) end(ctx context.Context) (Replay, error) {
 		rn.r.Note = fmt.Sprintf("%d sent, %d settled, %s, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.cameBack(), rn.r.Missing, rn.r.Failed)
 		rn.r.Note += elsewhereNote(rn.r) + duplicatesNote(rn.r)
 	} else {
+		rn.markCount(ctx)
 		rn.r.State = StateStopped
 		rn.r.Note = Shortfall(rn.r)
 		kind = EventStopped
@@ -322,7 +329,11 @@ func Shortfall(r Replay) string {
 		s += fmt.Sprintf("; %d not delivered (the broker refused them; their originals stay in %s)", r.Failed, r.DLQ)
 	}
 	if r.InDoubt > 0 {
-		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; originals stay in %s; resume with resend=in-doubt to send them again, marked %s: true)", r.InDoubt, r.DLQ, PossibleDuplicateHeader)
+		kept := "originals stay in " + r.DLQ
+		if taken := min(r.InDoubtTaken, r.InDoubt); taken > 0 {
+			kept = fmt.Sprintf("originals stay in %s, but for %d of them something else took the original from it", r.DLQ, taken)
+		}
+		s += fmt.Sprintf("; %d in doubt (in flight when the connection was lost: maybe delivered; %s; resume with resend=in-doubt to send them again, marked %s: true)", r.InDoubt, kept, PossibleDuplicateHeader)
 	}
 	return s
 }
@@ -383,6 +394,9 @@ func (rn *run) stopCause(ctx context.Context) error {
 func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, err error) {
 	rn.releaseCursor("the replay halted") // a paused or stopped replay holds nothing
 	rn.pending = nil                      // sent, never judged: like a step a pause interrupts while it settles
+	if stopsHere(cause) && !rn.hb.lost.Load() {
+		rn.markCount(parent) // before the 5 s for the record's write begin
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 	defer cancel()
 	switch {
@@ -466,6 +480,17 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 	}
 	rn.emit(ctx, EventPaused, nil, fmt.Sprintf("paused: %d sent, %d left in %s untouched", rn.r.Sent, rn.plan.remaining(), rn.r.DLQ))
 	return rn.r, false, nil
+}
+
+// stopsHere reports whether halt leaves the replay stopped for cause (a
+// fault, the read budget), rather than cancelled, paused or abandoned.
+func stopsHere(cause error) bool {
+	for _, not := range []error{ErrLeaseLost, ErrCancelRequested, ErrPauseRequested, context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(cause, not) {
+			return false
+		}
+	}
+	return true
 }
 
 // yield is the run's last write when it leaves the replay resumable

@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"context"
+	"time"
+)
+
+// A run that begins with duplicates or copies in doubt counted (a resume
+// after a lost connection) says what the DLQ holds of their originals:
+// "their originals also still in the DLQ", "originals stay in the DLQ".
+// Another reader may have taken some of them since the last count, so the
+// run counts them again before it sends (reconcile) unless the broker
+// proves that nothing left the DLQ meanwhile:
+//
+//   - the run that stopped after the count marks the DLQ (CountMark): its
+//     exact ready count and its management ack counter, in a sample taken
+//     StatsLag after the run's last read;
+//   - the next run takes the same from a sample StatsLag newer than its
+//     start: when both agree, nothing acked a message of the DLQ and none
+//     left it otherwise (a purge, an expiry), and the counts stand.
+//
+// The proof saves a read, which on a DLQ with a delivery limit is budget a
+// later resend needs. Without it the re-count is still made only when the
+// limit spares it beside the reads the rest of the replay and a later
+// resend need; otherwise the counts stand as the last count left them.
+
+// CountMark is what a run that stopped with duplicates or copies in doubt
+// counted leaves for the next run's proof that nothing left the DLQ since.
+type CountMark struct {
+	// Ready is the DLQ's exact ready count (a passive declare).
+	Ready int `json:"ready"`
+	// Ack is the DLQ's management ack counter, and SampledAt when the
+	// broker took its sample.
+	Ack       int64     `json:"ack"`
+	SampledAt time.Time `json:"sampled_at"`
+}
+
+// recount asks the run to count its duplicates and copies in doubt again
+// against the DLQ before it sends (see above). A run that resends the
+// copies in doubt does not: its copies are the ones in doubt, and on a DLQ
+// with a delivery limit the resend needs the reads a count would spend.
+func (rn *run) recount(ctx context.Context) {
+	mark := rn.r.CountMark
+	rn.r.CountMark = nil // this run's own acks make it stale
+	if rn.rs.left() > 0 || rn.r.Unreconciled || (rn.r.Duplicates == 0 && rn.r.InDoubt == 0) {
+		return
+	}
+	if mark != nil && rn.unchangedSince(ctx, *mark, func() bool { return rn.stopCause(ctx) != nil }) {
+		return
+	}
+	rn.r.Unreconciled, rn.recounting = true, true
+}
+
+// markCount leaves the DLQ's CountMark on a run that stops with
+// duplicates or copies in doubt counted, waiting on the Clock for a sample
+// that has caught up with the run's last read (at most three StatsLags);
+// none is left when the broker cannot give one, or a shutdown cancels
+// parent meanwhile (the wait never delays a drain). A pause leaves none
+// (it is written at once), so the run after it counts again.
+func (rn *run) markCount(parent context.Context) {
+	rn.r.CountMark = nil
+	if rn.s.d.Counters == nil || rn.r.Unreconciled || (rn.r.Duplicates == 0 && rn.r.InDoubt == 0) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(parent, 4*rn.s.cfg.StatsLag)
+	defer cancel()
+	m, ok := rn.freshMark(ctx, rn.hb.lost.Load)
+	if ok {
+		rn.r.CountMark = &m
+	}
+}
+
+// unchangedSince reports whether the broker proves that nothing left the
+// DLQ since mark: a sample that has caught up with now shows the same
+// ready count and ack counter. Any doubt is false (count again).
+func (rn *run) unchangedSince(ctx context.Context, mark CountMark, stop func() bool) bool {
+	if rn.s.d.Counters == nil || mark.SampledAt.IsZero() {
+		return false
+	}
+	m, ok := rn.freshMark(ctx, stop)
+	return ok && m.Ack == mark.Ack && m.Ready == mark.Ready && m.SampledAt.After(mark.SampledAt)
+}
+
+// freshMark reads the DLQ's CountMark from a management sample taken
+// StatsLag after the call began, with no client holding or consuming its
+// messages and the sample's ready count equal to the exact one; it polls
+// every SettlePoll for at most three StatsLags. ok is false when none came
+// or stop reported true meanwhile.
+func (rn *run) freshMark(ctx context.Context, stop func() bool) (m CountMark, ok bool) {
+	clock := rn.s.d.Clock
+	since := clock.Now()
+	deadline := since.Add(3 * rn.s.cfg.StatsLag)
+	for {
+		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+		if err != nil || !st.Exists {
+			return m, false
+		}
+		cs, err := rn.s.d.Counters.Counters(ctx, rn.r.DLQ)
+		if err != nil {
+			return m, false
+		}
+		if !cs.SampledAt.IsZero() && !cs.Lapsed && cs.SampledAt.After(since.Add(rn.s.cfg.StatsLag)) {
+			quiet := cs.Unacked == 0 && cs.Consumers == 0 && st.Consumers == 0 && cs.Ready == st.Ready
+			return CountMark{Ready: st.Ready, Ack: cs.Ack, SampledAt: cs.SampledAt}, quiet
+		}
+		if !clock.Now().Before(deadline) || stop() {
+			return m, false
+		}
+		select {
+		case <-ctx.Done():
+			return m, false
+		case <-clock.After(rn.s.cfg.SettlePoll):
+		}
+	}
+}
+
+// resendReads is how many reads of the DLQ a later run that resends this
+// run's copies in doubt (resume resend=in-doubt) would need.
+func (rn *run) resendReads() int {
+	if rn.r.InDoubt == 0 || rn.rs.left() > 0 {
+		return 0
+	}
+	rereads := RereadsPerStep
+	if rn.mode == ReturnsTap {
+		rereads = 0
+	}
+	n, _ := ReadsNeeded(rn.r.InDoubt, rn.r.Params, rereads)
+	return n - 1
+}
