@@ -34,27 +34,37 @@ func goldenCases() map[string]render {
 	inDoubt.Note = engine.Shortfall(inDoubt)
 	resent := finishedReplay()
 	resent.Resent, resent.Duplicates = 120, 35
+	// Another reader took originals after the loss: counted again where
+	// reads are free, the last count standing where they are not.
+	taken := inDoubt
+	taken.InDoubtTaken = 20
+	taken.Note = engine.Shortfall(taken)
+	stale := inDoubt
+	stale.CountStale = true
+	stale.Note = engine.Shortfall(stale)
 	return map[string]render{
-		"progress_in_doubt":    rendered(Progress(inDoubt, nil)),
-		"progress_resent":      rendered(Progress(resent, nil)),
-		"preview_problems":     rendered(Preview(previewWithProblems(), fixedNow())),
-		"preview_nothing":      rendered(Preview(previewNothing(), fixedNow())),
-		"preview_samples":      rendered(Samples(previewWithProblems())),
-		"preview_arrivals":     rendered(Preview(previewArrivals(), fixedNow())),
-		"preview_arrivals_src": rendered(Preview(previewArrivalsBySource(), fixedNow())),
-		"preview_approved":     rendered(PreviewApproved(previewWithProblems(), approver, replayID)),
-		"preview_discarded":    rendered(PreviewDiscarded(previewWithProblems(), asker)),
-		"progress_running":     rendered(Progress(replay(engine.StateRunning), lastStep())),
-		"progress_paused":      rendered(Progress(paused, lastStep())),
-		"progress_stopped":     rendered(Progress(stopped, stoppedStep)),
-		"progress_finished":    rendered(Progress(finishedReplay(), nil)),
-		"progress_interrupted": rendered(ProgressEvent(interruptedEvent())),
-		"changes":              rendered(Changes(changes(), token)),
-		"check_groups_park":    rendered(Check(checkWithGroups())),
-		"check_nothing_back":   rendered(Check(checkNothingBack())),
-		"check_unseen":         rendered(Check(checkUnseen())),
-		"progress_unseen":      rendered(Progress(finishedUnseen())),
-		"error":                rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
+		"progress_in_doubt":       rendered(Progress(inDoubt, nil)),
+		"progress_in_doubt_taken": rendered(Progress(taken, nil)),
+		"progress_in_doubt_stale": rendered(Progress(stale, nil)),
+		"progress_resent":         rendered(Progress(resent, nil)),
+		"preview_problems":        rendered(Preview(previewWithProblems(), fixedNow())),
+		"preview_nothing":         rendered(Preview(previewNothing(), fixedNow())),
+		"preview_samples":         rendered(Samples(previewWithProblems())),
+		"preview_arrivals":        rendered(Preview(previewArrivals(), fixedNow())),
+		"preview_arrivals_src":    rendered(Preview(previewArrivalsBySource(), fixedNow())),
+		"preview_approved":        rendered(PreviewApproved(previewWithProblems(), approver, replayID)),
+		"preview_discarded":       rendered(PreviewDiscarded(previewWithProblems(), asker)),
+		"progress_running":        rendered(Progress(replay(engine.StateRunning), lastStep())),
+		"progress_paused":         rendered(Progress(paused, lastStep())),
+		"progress_stopped":        rendered(Progress(stopped, stoppedStep)),
+		"progress_finished":       rendered(Progress(finishedReplay(), nil)),
+		"progress_interrupted":    rendered(ProgressEvent(interruptedEvent())),
+		"changes":                 rendered(Changes(changes(), token)),
+		"check_groups_park":       rendered(Check(checkWithGroups())),
+		"check_nothing_back":      rendered(Check(checkNothingBack())),
+		"check_unseen":            rendered(Check(checkUnseen())),
+		"progress_unseen":         rendered(Progress(finishedUnseen())),
+		"error":                   rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
 	}
 }
 

@@ -64,8 +64,8 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 		out = append(out[:1], append([]slack.Block{section(d)}, out[1:]...)...)
 	}
 	if r.InDoubt > 0 || r.Duplicates > 0 {
-		out = append(out, section(fmt.Sprintf(":warning: *In doubt:* %s in flight when the broker connection was lost may or may not have been delivered, and %s could not be acked after their copies were confirmed (duplicates). Those originals stay in the DLQ and are listed in its ledger; a plain resume never sends them again, *Resend in doubt* (`resume <replay> resend=in-doubt`) sends the ones in doubt again, marked `%s: true`.",
-			plural(r.InDoubt, "copy", "copies"), plural(r.Duplicates, "original", "originals"), engine.PossibleDuplicateHeader)))
+		out = append(out, section(fmt.Sprintf(":warning: *In doubt:* %s in flight when the broker connection was lost may or may not have been delivered, and %s could not be acked after their copies were confirmed (duplicates). %s; a plain resume never sends them again, *Resend in doubt* (`resume <replay> resend=in-doubt`) sends the ones in doubt again, marked `%s: true`.",
+			plural(r.InDoubt, "copy", "copies"), plural(r.Duplicates, "original", "originals"), originalsKept(r), engine.PossibleDuplicateHeader)))
 	}
 	if r.Resent > 0 {
 		out = append(out, section(fmt.Sprintf("*Resent:* %s in doubt sent again with `%s: true` and their first copy's message_id and `x-dlqbot-copy`: a consumer may have received each twice.",
@@ -343,4 +343,18 @@ func untilText(t time.Time) string {
 // shorter than a minute.
 func dateSecs(t time.Time) string {
 	return fmt.Sprintf("<!date^%d^{date_short_pretty} {time_secs}|%s>", t.Unix(), t.UTC().Format("2006-01-02 15:04:05 UTC"))
+}
+
+// originalsKept says what the DLQ holds of the originals of a replay's
+// copies in doubt and duplicates: what its last count found, and whether
+// something else took some of them since or may have.
+func originalsKept(r engine.Replay) string {
+	s := "Those originals stay in the DLQ and are listed in its ledger"
+	if taken := min(r.InDoubtTaken, r.InDoubt); taken > 0 {
+		s += fmt.Sprintf(", but for %s in doubt something else took the original from the DLQ, so those cannot be sent again", plural(taken, "copy", "copies"))
+	}
+	if r.CountStale {
+		s += " (at the last count: another reader may have taken some since)"
+	}
+	return s
 }

@@ -21,6 +21,9 @@ import (
 // against the broker: missing exactly the taken messages it never sent,
 // duplicates exactly the confirmed copies whose originals the DLQ still
 // holds, sent + in doubt + missing the whole preview, and no message lost.
+// On a DLQ whose reads spend delivery attempts (quorum on 4.0) the run does
+// not count again: its counts are the last count's, an upper bound, and
+// its words say so.
 func TestAnotherReaderTakesFromTheDLQAfterAFault(t *testing.T) {
 	t.Parallel()
 	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
@@ -68,13 +71,28 @@ func TestAnotherReaderTakesFromTheDLQAfterAFault(t *testing.T) {
 			t.Fatalf("resumed replay: %d sent + %d in doubt + %d missing (want %d missing), %d failed, %d elsewhere; want the %d previewed",
 				rep.Sent, rep.InDoubt, rep.Missing, wantMissing, rep.Failed, rep.Elsewhere, n)
 		}
-		// The copies in doubt whose originals the other reader took are
-		// named so: the DLQ does not hold them any more.
-		if rep.InDoubtTaken != wantTaken || (wantTaken > 0 && !strings.Contains(rep.Note, "something else took the original")) {
-			t.Errorf("resumed replay counts %d in doubt with their originals taken, the other reader took %d of them: %s", rep.InDoubtTaken, wantTaken, rep.Note)
-		}
 		f.account(t, "after resuming", rep.ID)
-		f.expectCountedTwice(t, "after resuming", rep)
+		if budgeted := on.Name == testkit.Rabbit4.Name && dlqArgs != nil; budgeted && rep.CountStale {
+			// A quorum DLQ on 4.0 spends a delivery attempt per read: the
+			// run does not count again (unless its counts were never
+			// reconciled), and says its counts are the last count's, which
+			// is an upper bound of what the broker holds.
+			twice, confirmed := f.heldTwice(t, rep.ID)
+			t.Logf("after resuming: the broker holds %d message(s) twice (%d with confirmed copies); the replay counts %d duplicates + %d in doubt at the last count",
+				twice, confirmed, rep.Duplicates, rep.InDoubt)
+			stale := rep.Duplicates+rep.InDoubt == 0 || strings.Contains(rep.Note, "at the last count")
+			if rep.InDoubtTaken != 0 || !stale || confirmed > rep.Duplicates || twice > rep.Duplicates+rep.InDoubt {
+				t.Errorf("resumed replay on a budgeted DLQ: count_stale %v, %d in doubt taken, %d duplicates and %d in doubt against %d and %d the broker holds: %s; want the last count's, said so",
+					rep.CountStale, rep.InDoubtTaken, rep.Duplicates, rep.InDoubt, confirmed, twice, rep.Note)
+			}
+		} else {
+			// The copies in doubt whose originals the other reader took
+			// are named so: the DLQ does not hold them any more.
+			if rep.CountStale || rep.InDoubtTaken != wantTaken || (wantTaken > 0 && !strings.Contains(rep.Note, "something else took the original")) {
+				t.Errorf("resumed replay counts %d in doubt with their originals taken (count_stale %v), the other reader took %d of them: %s", rep.InDoubtTaken, rep.CountStale, wantTaken, rep.Note)
+			}
+			f.expectCountedTwice(t, "after resuming", rep)
+		}
 		for mid, c := range ids(f.rec.got()) {
 			if was := atTarget[mid]; (was > 0 && c != was) || (was == 0 && c != 1) {
 				t.Errorf("%s reached the target %d time(s), %d before resuming: want what was sent once sent never again", mid, c, was)

@@ -67,11 +67,13 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 		if ierr != nil || !st.Exists {
 			return false, nil
 		}
-		if rn.recounting && budgetError(st, 1+rn.readsStillNeeded()+rn.resendReads(), "") != nil {
-			// A re-count gives way to the reads the rest of the replay and
-			// a later resend of the copies in doubt need: the counts stand
-			// as the last count left them.
-			rn.recounting, rn.r.Unreconciled = false, false
+		if rn.recounting && st.ReadsLeft() >= 0 {
+			// A re-count only corrects the wording, and on a DLQ whose
+			// reads spend delivery attempts every read is owed to moving
+			// messages (the rest of the replay, a later resend of the
+			// copies in doubt): the counts stand as the last count left
+			// them, and the replay says so (CountStale).
+			rn.recounting, rn.r.Unreconciled, rn.r.CountStale = false, false, true
 			return true, nil
 		}
 		if berr := budgetError(st, 1+rn.readsStillNeeded(), ""); berr != nil {
@@ -117,7 +119,7 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 		dups := heldTwice(rn.plan, confirmed, held)
 		rn.r.Duplicates, rn.r.InDoubt = dups, pending
 		rn.r.InDoubtTaken = inDoubtTaken(rn.plan, confirmed, pendingBy, held)
-		rn.r.Unreconciled, rn.recounting = false, false
+		rn.r.Unreconciled, rn.recounting, rn.r.CountStale = false, false, false
 		return true, nil
 	}
 }
@@ -212,7 +214,7 @@ func (rn *run) afterLoss(ctx context.Context) error {
 func (rn *run) lossNote() string {
 	s := fmt.Sprintf("%d of %d sent", rn.r.Sent, rn.r.Total)
 	if rn.r.Duplicates > 0 {
-		s += fmt.Sprintf(", %d duplicate(s) (delivered, their originals also in %s)", rn.r.Duplicates, rn.r.DLQ)
+		s += fmt.Sprintf(", %d duplicate(s) (delivered, their originals also in %s%s)", rn.r.Duplicates, rn.r.DLQ, lastCount(rn.r))
 	}
 	if rn.r.InDoubt > 0 {
 		s += fmt.Sprintf(", %d in doubt (maybe delivered; resume with resend=in-doubt sends them again, marked %s: true)", rn.r.InDoubt, PossibleDuplicateHeader)

@@ -19,10 +19,12 @@ import (
 //     start: when both agree, nothing acked a message of the DLQ and none
 //     left it otherwise (a purge, an expiry), and the counts stand.
 //
-// The proof saves a read, which on a DLQ with a delivery limit is budget a
-// later resend needs. Without it the re-count is still made only when the
-// limit spares it beside the reads the rest of the replay and a later
-// resend need; otherwise the counts stand as the last count left them.
+// Without the proof the run counts again, but never on a DLQ whose reads
+// spend delivery attempts (a quorum queue with a delivery limit before
+// RabbitMQ 4.3): those are owed to moving messages, the rest of the replay
+// and a later resend of the copies in doubt. There the counts stand as the
+// last count left them and the replay's words say "at the last count"
+// (Replay.CountStale).
 
 // CountMark is what a run that stopped with duplicates or copies in doubt
 // counted leaves for the next run's proof that nothing left the DLQ since.
@@ -38,14 +40,21 @@ type CountMark struct {
 // recount asks the run to count its duplicates and copies in doubt again
 // against the DLQ before it sends (see above). A run that resends the
 // copies in doubt does not: its copies are the ones in doubt, and on a DLQ
-// with a delivery limit the resend needs the reads a count would spend.
+// with a delivery limit the resend needs the reads a count would spend;
+// what it says of its duplicates' originals is then the last count's
+// (CountStale) unless the mark proves the DLQ unchanged.
 func (rn *run) recount(ctx context.Context) {
 	mark := rn.r.CountMark
 	rn.r.CountMark = nil // this run's own acks make it stale
-	if rn.rs.left() > 0 || rn.r.Unreconciled || (rn.r.Duplicates == 0 && rn.r.InDoubt == 0) {
+	resending := rn.rs.left() > 0
+	if rn.r.Unreconciled || (rn.r.Duplicates == 0 && (resending || rn.r.InDoubt == 0)) {
 		return
 	}
 	if mark != nil && rn.unchangedSince(ctx, *mark, func() bool { return rn.stopCause(ctx) != nil }) {
+		return
+	}
+	if resending {
+		rn.r.CountStale = true
 		return
 	}
 	rn.r.Unreconciled, rn.recounting = true, true
@@ -112,18 +121,4 @@ func (rn *run) freshMark(ctx context.Context, stop func() bool) (m CountMark, ok
 		case <-clock.After(rn.s.cfg.SettlePoll):
 		}
 	}
-}
-
-// resendReads is how many reads of the DLQ a later run that resends this
-// run's copies in doubt (resume resend=in-doubt) would need.
-func (rn *run) resendReads() int {
-	if rn.r.InDoubt == 0 || rn.rs.left() > 0 {
-		return 0
-	}
-	rereads := RereadsPerStep
-	if rn.mode == ReturnsTap {
-		rereads = 0
-	}
-	n, _ := ReadsNeeded(rn.r.InDoubt, rn.r.Params, rereads)
-	return n - 1
 }

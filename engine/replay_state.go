@@ -83,6 +83,12 @@ type Replay struct {
 	// took them from the DLQ, so they cannot be sent again. Json
 	// "in_doubt_taken".
 	InDoubtTaken int `json:"in_doubt_taken,omitempty"`
+	// CountStale is set when a resumed run could neither prove that
+	// nothing left the DLQ since Duplicates and InDoubt were counted nor
+	// count them again (a DLQ whose reads spend delivery attempts:
+	// recount.go): what they say of the DLQ's originals is then as of the
+	// last count, and the replay's words say so. Json "count_stale".
+	CountStale bool `json:"count_stale,omitempty"`
 	// Resent counts copies in doubt sent again (resume resend=in-doubt),
 	// each with PossibleDuplicateHeader: they are in Sent, and a consumer
 	// may have received each twice (the first copy and the resend).

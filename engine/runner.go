@@ -329,7 +329,7 @@ func Shortfall(r Replay) string {
 		s += fmt.Sprintf("; %d not delivered (the broker refused them; their originals stay in %s)", r.Failed, r.DLQ)
 	}
 	if r.InDoubt > 0 {
-		kept := "originals stay in " + r.DLQ
+		kept := "originals stay in " + r.DLQ + lastCount(r)
 		if taken := min(r.InDoubtTaken, r.InDoubt); taken > 0 {
 			kept = fmt.Sprintf("originals stay in %s, but for %d of them something else took the original from it", r.DLQ, taken)
 		}
@@ -348,12 +348,22 @@ func elsewhereNote(r Replay) string { return elsewhereWords(r) }
 func duplicatesNote(r Replay) string {
 	s := ""
 	if r.Duplicates > 0 {
-		s += fmt.Sprintf("; %d duplicate(s): delivered, their originals also still in %s", r.Duplicates, r.DLQ)
+		s += fmt.Sprintf("; %d duplicate(s): delivered, their originals also still in %s%s", r.Duplicates, r.DLQ, lastCount(r))
 	}
 	if r.Resent > 0 {
 		s += fmt.Sprintf("; %d copy(ies) in doubt sent again with %s: true (a consumer may have received them twice)", r.Resent, PossibleDuplicateHeader)
 	}
 	return s
+}
+
+// lastCount qualifies what the replay says the DLQ holds of the originals
+// of its duplicates and copies in doubt when that is only what the last
+// count found (Replay.CountStale).
+func lastCount(r Replay) string {
+	if r.CountStale {
+		return " (at the last count: another reader may have taken some since)"
+	}
+	return ""
 }
 
 // nothingSent words a step none of whose copies was sent.
