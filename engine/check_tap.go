@@ -123,7 +123,7 @@ func (s *Service) reconcileCheck(ctx context.Context, r Replay, gaps []TapGap, c
 		u := unseenOf(0, gaps)
 		sent := 0
 		if _, _, lerr := s.ledgerCounts(ctx, r.ID, func(e LedgerEntry) {
-			if u.To.IsZero() || e.At.Before(u.To) {
+			if !e.Pending && (u.To.IsZero() || e.At.Before(u.To)) {
 				sent++
 			}
 		}); lerr != nil {

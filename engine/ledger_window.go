@@ -67,17 +67,18 @@ func (s *Service) pendingLedger(ctx context.Context, id string) ([]LedgerEntry, 
 }
 
 // ledgerCounts counts replay id's confirmed sends and pending intents, read
-// in pages; confirmedBy, when set, is called with each confirmed entry.
-func (s *Service) ledgerCounts(ctx context.Context, id string, confirmedBy func(LedgerEntry)) (sent, pending int, err error) {
+// in pages; each, when set, is called with every entry (Pending tells an
+// intent from a confirmed send).
+func (s *Service) ledgerCounts(ctx context.Context, id string, each func(LedgerEntry)) (sent, pending int, err error) {
 	err = s.eachLedgerPage(ctx, id, func(page []LedgerEntry) error {
 		for _, e := range page {
 			if e.Pending {
 				pending++
-				continue
+			} else {
+				sent++
 			}
-			sent++
-			if confirmedBy != nil {
-				confirmedBy(e)
+			if each != nil {
+				each(e)
 			}
 		}
 		return nil

@@ -114,7 +114,7 @@ func (s *Service) announceInterrupted(ctx context.Context, r Replay) {
 	fmt.Fprintf(&b, "replay %s was interrupted: %d sent", r.ID, r.Sent)
 	sent := []string{}
 	if _, pending, err := s.ledgerCounts(ctx, r.ID, func(e LedgerEntry) {
-		if len(sent) < 20 {
+		if !e.Pending && len(sent) < 20 {
 			sent = append(sent, e.ID)
 		}
 	}); err != nil {

@@ -67,15 +67,6 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 		if ierr != nil || !st.Exists {
 			return false, nil
 		}
-		if rn.recounting && st.ReadsLeft() >= 0 {
-			// A re-count only corrects the wording, and on a DLQ whose
-			// reads spend delivery attempts every read is owed to moving
-			// messages (the rest of the replay, a later resend of the
-			// copies in doubt): the counts stand as the last count left
-			// them, and the replay says so (CountStale).
-			rn.recounting, rn.r.Unreconciled, rn.r.CountStale = false, false, true
-			return true, nil
-		}
 		if berr := budgetError(st, 1+rn.readsStillNeeded(), ""); berr != nil {
 			// The read could bring a message nearer its delivery limit
 			// than the rest of the replay can afford: counted later.
@@ -101,17 +92,12 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 			continue // another reader came and went: read again
 		}
 		confirmed, pendingBy := map[string]int{}, map[string]int{}
-		pending := 0
-		lerr := rn.s.eachLedgerPage(ctx, rn.r.ID, func(page []LedgerEntry) error {
-			for _, e := range page {
-				if e.Pending {
-					pendingBy[e.ID]++
-					pending++
-				} else {
-					confirmed[e.ID]++
-				}
+		_, pending, lerr := rn.s.ledgerCounts(ctx, rn.r.ID, func(e LedgerEntry) {
+			if e.Pending {
+				pendingBy[e.ID]++
+			} else {
+				confirmed[e.ID]++
 			}
-			return nil
 		})
 		if lerr != nil {
 			return false, fmt.Errorf("engine: run %s: reconcile: ledger: %w", rn.r.ID, lerr)
@@ -119,7 +105,7 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 		dups := heldTwice(rn.plan, confirmed, held)
 		rn.r.Duplicates, rn.r.InDoubt = dups, pending
 		rn.r.InDoubtTaken = inDoubtTaken(rn.plan, confirmed, pendingBy, held)
-		rn.r.Unreconciled, rn.recounting, rn.r.CountStale = false, false, false
+		rn.r.Unreconciled, rn.r.CountStale = false, false
 		return true, nil
 	}
 }

@@ -53,11 +53,21 @@ func (rn *run) recount(ctx context.Context) {
 	if mark != nil && rn.unchangedSince(ctx, *mark, func() bool { return rn.stopCause(ctx) != nil }) {
 		return
 	}
+	// A re-count only corrects the wording: on a DLQ whose reads spend
+	// delivery attempts every read is owed to moving messages (the rest
+	// of the replay, a later resend of the copies in doubt), so the
+	// counts stand as the last count left them, and the replay says so.
+	// A broker that cannot say leaves the count to reconcile, which
+	// checks the budget again before it reads.
 	if resending {
 		rn.r.CountStale = true
 		return
 	}
-	rn.r.Unreconciled, rn.recounting = true, true
+	if st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil && st.ReadsLeft() >= 0 {
+		rn.r.CountStale = true
+		return
+	}
+	rn.r.Unreconciled = true
 }
 
 // markCount leaves the DLQ's CountMark on a run that stops with

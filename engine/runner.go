@@ -57,10 +57,6 @@ type run struct {
 	// cut is the step a lost connection ended, settled after the
 	// reconnect (reconcile.go).
 	cut *cutStep
-	// recounting is set while the run's counted read of the DLQ is only a
-	// re-count of an earlier run's duplicates and copies in doubt
-	// (reconcile.go recount): it gives way to the reads the replay needs.
-	recounting bool
 	// cur is the read of the DLQ the steps continue (nil: none open), and
 	// curOpened when it opened (see cursor.go).
 	cur       Cursor
