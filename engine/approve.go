@@ -38,21 +38,28 @@ type Approval struct {
 // Compare reports what changed since the token's preview: previewed
 // messages gone from the DLQ or sent by another replay since, targets
 // deleted, targets that lost all their consumers. It changes nothing.
+// The Frozen it returns holds the first previewed items only, or a few
+// more (Distinct says how many there are): the ones an approval owns.
 func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, error) {
 	f, changes, _, err := s.compare(ctx, token, false)
 	return f, changes, err
 }
 
 // compare is Compare, wording the overlap with other replays for an
-// approval that takes it over (takeOver) or not; lapsed are the replays
-// that own previewed messages but ended (their ownership lapses).
+// approval that takes it over (takeOver: f then holds every previewed
+// item) or not (the first Config.OwnAtApproval or more); lapsed are the
+// replays that own previewed messages but ended (their ownership lapses).
 func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f Frozen, changes []Change, lapsed []string, err error) {
 	defer func() {
 		if err != nil {
 			changes, lapsed = nil, nil
 		}
 	}()
-	f, err = s.d.Tokens.Load(ctx, token)
+	first := s.cfg.OwnAtApproval
+	if takeOver {
+		first = -1 // a take-over owns every id at once (approve_own.go)
+	}
+	f, items, err := s.loadApprovalPreview(ctx, token, first)
 	if err != nil {
 		return Frozen{}, nil, nil, fmt.Errorf("engine: compare %s: %w", token, err)
 	}
@@ -70,20 +77,20 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f F
 				Detail: fmt.Sprintf("target queue %s had %d consumer(s) at the preview and has none now", t.Queue, t.Consumers)})
 		}
 	}
-	ids := make([]string, len(f.Items))
-	for i, it := range f.Items {
-		ids[i] = it.ID
-	}
 	// What other dlqbot replays sent or hold is read from the store while
 	// the broker proves the DLQ unchanged: neither waits for the other (at
 	// 100,000 ids the two reads took as long as the proof).
-	others := s.othersAsync(ctx, f, ids)
+	others := s.othersAsync(ctx, f, items)
 	// The DLQ is read only when the broker cannot prove that no previewed
 	// message left it (approve_proof.go).
 	if s.cfg.CompareAlways || !s.proveUnchanged(ctx, f) {
 		<-others
-		want := make(map[string]int, len(f.Items))
-		for _, it := range f.Items {
+		all, err := items.load(ctx)
+		if err != nil {
+			return f, nil, nil, fmt.Errorf("engine: compare %s: %w", token, err)
+		}
+		want := make(map[string]int, len(all))
+		for _, it := range all {
 			want[it.ID] = it.Count
 		}
 		found, cov, err := s.findPreviewed(ctx, f.DLQ, want)
@@ -92,13 +99,19 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f F
 		}
 		changes = append(changes, goneChanges(f.DLQ, want, found, cov)...)
 		// A read takes long: what other replays did meanwhile is read after it.
-		others = s.othersAsync(ctx, f, ids)
+		others = s.othersAsync(ctx, f, items)
 	}
 	o := <-others
 	if o.err != nil {
 		return f, nil, nil, fmt.Errorf("engine: compare %s: %w", token, o.err)
 	}
-	copies := copiesOf(f.Items, o.hist, o.held)
+	var all []Item
+	if len(o.hist)+len(o.held) > 0 {
+		if all, err = items.load(ctx); err != nil {
+			return f, nil, nil, fmt.Errorf("engine: compare %s: %w", token, err)
+		}
+	}
+	copies := copiesOf(all, o.hist, o.held)
 	again := 0
 	for id, sends := range o.hist {
 		for _, h := range sends {

@@ -31,13 +31,18 @@ type otherReplays struct {
 	err    error
 }
 
-// othersAsync reads otherReplays for f's ids in the background; the
-// channel yields it once.
-func (s *Service) othersAsync(ctx context.Context, f Frozen, ids []string) <-chan otherReplays {
+// othersAsync reads otherReplays for f's ids (items) in the background;
+// the channel yields it once.
+func (s *Service) othersAsync(ctx context.Context, f Frozen, items *previewItems) <-chan otherReplays {
 	out := make(chan otherReplays, 1)
 	go func() {
 		if lapsed, ok := s.quietElsewhere(ctx, f); ok {
 			out <- otherReplays{hist: map[string][]Sent{}, held: map[string]Claim{}, lapsed: lapsed}
+			return
+		}
+		ids, err := items.loadIDs(ctx)
+		if err != nil {
+			out <- otherReplays{err: err}
 			return
 		}
 		// One after the other, in chunks: Redis runs one command at a

@@ -110,9 +110,9 @@ func (s *Service) own(ctx context.Context, f Frozen, r *Replay, lapsed []string)
 	if s.d.Claims == nil {
 		return nil
 	}
-	items := f.Items
-	if n := s.cfg.OwnAtApproval; !r.Params.TakeOver && len(items) > n {
-		items, r.OwnFrom = items[:n], n
+	items := f.Items // the first OwnAtApproval or more, all of them for a take-over
+	if n := s.cfg.OwnAtApproval; !r.Params.TakeOver && max(f.Distinct, len(items)) > n {
+		items, r.OwnFrom = items[:min(n, len(items))], n
 	}
 	ids := make([]string, 0, len(items))
 	for _, it := range items {

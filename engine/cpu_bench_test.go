@@ -6,21 +6,25 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/stroma/dlqbot/internal/testkit"
 )
 
 // cpuMark is a moment's CPU account: this process's own CPU time (user
-// and system, getrusage) and the whole machine's busy time (/proc/stat,
-// all CPUs, everything but idle and iowait), so that a benchmark phase's
-// CPU per message can be set beside a broker that shares the machine.
+// and system, getrusage), the Redis server's (INFO cpu) and the whole
+// machine's busy time (/proc/stat, all CPUs, everything but idle and
+// iowait), so that a benchmark phase's CPU per message can be set beside
+// a broker and a Redis that share the machine (the broker's share is the
+// machine's less the other two).
 type cpuMark struct {
-	self, busy time.Duration
+	self, busy, redis time.Duration
 }
 
 // cpuNow reads the account now (busy is 0 where /proc/stat is missing).
 func cpuNow() cpuMark {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	m := cpuMark{self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano())}
+	m := cpuMark{self: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), redis: testkit.RedisCPU()}
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
 		return m
@@ -42,5 +46,5 @@ func cpuNow() cpuMark {
 // since is the CPU spent from m to now.
 func (m cpuMark) since() cpuMark {
 	n := cpuNow()
-	return cpuMark{self: n.self - m.self, busy: n.busy - m.busy}
+	return cpuMark{self: n.self - m.self, busy: n.busy - m.busy, redis: n.redis - m.redis}
 }

@@ -69,6 +69,10 @@ type Tokens interface {
 	// Load returns the preview behind token; ErrTokenNotFound when it is
 	// unknown or expired.
 	Load(ctx context.Context, token string) (Frozen, error)
+	// LoadFirst is Load with only the first n items or a few more (n < 0:
+	// all; Distinct says how many there are), the whole token still
+	// checked: what an approval that the broker proves needs.
+	LoadFirst(ctx context.Context, token string, n int) (Frozen, error)
 	// LoadHeader is Load without the items (Items nil; Distinct and
 	// ItemTargets set): what permission checks and summaries need, read
 	// without decoding a large preview's items.

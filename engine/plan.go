@@ -37,22 +37,31 @@ type plan struct {
 func newPlan(items []Item, sent map[string]int) *plan {
 	n := len(items)
 	p := &plan{ids: make([]string, n), class: make([]uint32, n), seq: make([]int32, n),
-		index: make(map[string]int32, n), left: make([]int32, n), count: make([]int32, n), reached: map[[2]string]bool{}}
+		left: make([]int32, n), count: make([]int32, n), reached: map[[2]string]bool{}}
+	var distinct bool
+	p.index, distinct = distinctIndex(items)
 	classOf := map[[2]string]uint32{}
+	var prev [2]string // the previous item's class: most often this one's too
+	var c uint32
 	for i, it := range items {
-		k := [2]string{it.Target, it.Group}
-		c, ok := classOf[k]
-		if !ok {
-			c = uint32(len(p.classes))
-			classOf[k] = c
-			p.classes = append(p.classes, k)
+		if k := [2]string{it.Target, it.Group}; i == 0 || k != prev {
+			var ok bool
+			if c, ok = classOf[k]; !ok {
+				c = uint32(len(p.classes))
+				classOf[k] = c
+				p.classes = append(p.classes, k)
+			}
+			prev = k
 		}
 		p.ids[i], p.class[i], p.seq[i] = it.ID, c, int32(it.Seq)
 		p.reach = max(p.reach, it.Seq+1)
-		first, ok := p.index[it.ID]
-		if !ok {
-			first = int32(i)
-			p.index[it.ID] = first
+		first := int32(i)
+		if !distinct {
+			var ok bool
+			if first, ok = p.index[it.ID]; !ok {
+				first = int32(i)
+				p.index[it.ID] = first
+			}
 		}
 		p.count[first] += int32(it.Count)
 		if n := it.Count - sent[it.ID]; n > 0 {
@@ -72,6 +81,23 @@ func newPlan(items []Item, sent map[string]int) *plan {
 		p.reached[p.classes[p.class[i]]] = true
 	}
 	return p
+}
+
+// distinctIndex returns the id → item index of items whose ids are
+// distinct (a preview's are), with one map write per item, and true; on a
+// repeated id (an older token's) it returns an empty index and false, and
+// newPlan writes it the slower way, an item's first copy first. At
+// 1,000,000 items the index is most of a run's start before its first copy.
+func distinctIndex(items []Item) (map[string]int32, bool) {
+	index := make(map[string]int32, len(items))
+	for i, it := range items {
+		index[it.ID] = int32(i)
+		if len(index) != i+1 {
+			clear(index)
+			return index, false
+		}
+	}
+	return index, true
 }
 
 // previewed is how many copies of id the preview froze (0 for an id not

@@ -79,11 +79,28 @@ func BenchmarkWholeReplay(b *testing.B) {
 	// the broker's state moves between contenders (at 100,000 the same
 	// shovel once ran 1.56× slower third than first).
 	contenders := []string{"dlqbot", "shovel", "minimal-mover", "minimal-mover+replay-headers", "shovel-before"}
-	dlqs, targets := fanoutDLQs(b, r, contenders, dlqArgs, n)
+	dlqs, targets, fill := contenderDLQs(b, r, contenders, dlqArgs, n, os.Getenv("DLQBOT_BENCH_FILL") == "together")
 	dlq := dlqs["dlqbot"]
+	got := map[string]*idSet{}
+	for _, c := range contenders {
+		got[c] = newIDSet(n)
+		r.Consume(targets[c], got[c].handle)
+	}
+	took := map[string]time.Duration{}
+	cpu := map[string]cpuMark{}
+	fill("shovel-before")
+	start := time.Now()
+	mark := cpuNow()
+	if err := on.Shovel(ctx, dlqs["shovel-before"], targets["shovel-before"]); err != nil {
+		b.Fatalf("shovel-before: %v", err)
+	}
+	took["shovel-before"] = time.Since(start)
+	cpu["shovel-before"] = mark.since()
+	got["shovel-before"].wait(b, dlqs["shovel-before"], r)
 
 	// The preview, against the minimal reader on the same queue.
-	start := time.Now()
+	fill("dlqbot")
+	start = time.Now()
 	if got, err := testkit.ReferenceRead(r.Conn, dlq, n); err != nil || got != n {
 		b.Fatalf("reference read %d of %d: %v", got, n, err)
 	}
@@ -121,22 +138,6 @@ func BenchmarkWholeReplay(b *testing.B) {
 		})
 	}
 
-	got := map[string]*idSet{}
-	for _, c := range contenders {
-		got[c] = newIDSet(n)
-		r.Consume(targets[c], got[c].handle)
-	}
-	took := map[string]time.Duration{}
-	cpu := map[string]cpuMark{}
-	start = time.Now()
-	mark := cpuNow()
-	if err := on.Shovel(ctx, dlqs["shovel-before"], targets["shovel-before"]); err != nil {
-		b.Fatalf("shovel-before: %v", err)
-	}
-	took["shovel-before"] = time.Since(start)
-	cpu["shovel-before"] = mark.since()
-	got["shovel-before"].wait(b, dlqs["shovel-before"], r)
-
 	// dlqbot's replay: approval (which proves the DLQ unchanged since the
 	// preview, or compares) and one unpaced step.
 	runtime.GC()
@@ -173,6 +174,7 @@ func BenchmarkWholeReplay(b *testing.B) {
 		"shovel": func(src, dst string) error { return on.Shovel(ctx, src, dst) },
 	}
 	for _, c := range contenders[1:4] {
+		fill(c)
 		start = time.Now()
 		mark = cpuNow()
 		if err := move[c](dlqs[c], targets[c]); err != nil {
@@ -204,6 +206,7 @@ func BenchmarkWholeReplay(b *testing.B) {
 	for _, c := range contenders {
 		b.ReportMetric(float64(cpu[c].self.Microseconds())/float64(n), c+"-self-cpu-us/msg")
 		b.ReportMetric(float64(cpu[c].busy.Microseconds())/float64(n), c+"-machine-cpu-us/msg")
+		b.ReportMetric(float64(cpu[c].redis.Microseconds())/float64(n), c+"-redis-cpu-us/msg")
 		// How busy it kept the machine: a mover that waits on round trips
 		// leaves CPUs idle that the broker could have used.
 		b.ReportMetric(100*cpu[c].busy.Seconds()/(took[c].Seconds()*float64(runtime.NumCPU())), c+"-machine-busy-%")
@@ -256,6 +259,45 @@ func fanoutDLQs(b *testing.B, r *testkit.Rabbit, contenders []string, dlqArgs am
 	}
 	b.Logf("filled %d DLQs with the same %d dead letters in %v", len(contenders), n, time.Since(start).Round(time.Second))
 	return dlqs, targets
+}
+
+// contenderDLQs declares a DLQ (with dlqArgs) and a target queue for each
+// contender; fill(c) fills c's DLQ with n dead letters, the same for every
+// contender (fillFanout, one source name), and waits for them. Each DLQ is
+// filled right before its contender moves it, so that every contender
+// meets a broker holding its n messages alone, as an incident's DLQ is
+// met. With together, every DLQ is filled at once (fanoutDLQs) and fill
+// does nothing: five DLQs of 1,000,000 put the broker past its paging
+// threshold, and each contender then meets the broker in another state.
+func contenderDLQs(b *testing.B, r *testkit.Rabbit, contenders []string, dlqArgs amqp.Table, n int, together bool) (dlqs, targets map[string]string, fill func(c string)) {
+	b.Helper()
+	if together {
+		dlqs, targets = fanoutDLQs(b, r, contenders, dlqArgs, n)
+		return dlqs, targets, func(string) {}
+	}
+	dlqs, targets = map[string]string{}, map[string]string{}
+	for _, c := range contenders {
+		dlqs[c], targets[c] = r.Queue(testkit.Name("dlq"), dlqArgs), r.Queue(testkit.Name("tgt"), nil)
+	}
+	src := testkit.Name("src")
+	return dlqs, targets, func(c string) {
+		b.Helper()
+		fan := testkit.Name("fan")
+		ch := r.Channel()
+		// The binding stays, as a DLQ's to its dead-letter exchange does
+		// (a preview opens its approval's watch through it).
+		if err := ch.ExchangeDeclare(fan, "fanout", true, false, false, false, nil); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = r.Channel().ExchangeDelete(fan, false, false) })
+		if err := ch.QueueBind(dlqs[c], "", fan, false, nil); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		fillFanout(b, r, fan, src, n)
+		r.WaitCount(dlqs[c], n, time.Minute+time.Duration(n/500)*time.Second)
+		b.Logf("filled %s's DLQ with %d dead letters in %v", c, n, time.Since(start).Round(time.Second))
+	}
 }
 
 // fillFanout publishes n distinct 1 KB dead letters of src ("m-0" …) to the

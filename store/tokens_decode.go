@@ -19,7 +19,12 @@ var errTokenFormat = errors.New("not a preview token in a known format")
 // earlier releases too. The items are decoded chunk by chunk straight into
 // one slice of Distinct items; their targets and groups are the class
 // table's strings, shared.
-func decodeToken(val []byte) (engine.Frozen, error) {
+func decodeToken(val []byte) (engine.Frozen, error) { return decodeTokenFirst(val, -1) }
+
+// decodeTokenFirst is decodeToken that stops once it has decoded limit
+// items or more (whole chunks; limit < 0: all of them), leaving the rest
+// of the encoding unread. A token in the earlier format is decoded whole.
+func decodeTokenFirst(val []byte, limit int) (engine.Frozen, error) {
 	if isLegacyToken(val) {
 		return decodeLegacyToken(val)
 	}
@@ -29,9 +34,15 @@ func decodeToken(val []byte) (engine.Frozen, error) {
 	}
 	if h.Distinct > 0 {
 		f.Items = make([]engine.Item, 0, h.Distinct)
+		if limit >= 0 {
+			f.Items = make([]engine.Item, 0, min(h.Distinct, limit+chunkItems))
+		}
 	}
 	ended := false
 	for !ended {
+		if limit >= 0 && len(f.Items) >= limit {
+			return f, nil
+		}
 		if len(rest) < 8 {
 			return f, fmt.Errorf("decode: %w: a chunk is cut short", errTokenFormat)
 		}
@@ -58,9 +69,17 @@ func decodeToken(val []byte) (engine.Frozen, error) {
 	return f, nil
 }
 
-// decodeChunk appends one chunk's items to items.
+// decodeChunk appends one chunk's items to items. The chunk's fingerprint
+// ids are hex-encoded into one string that their IDs share: one
+// allocation per chunk rather than one per item, a million fewer objects
+// for the collector in a preview of 1,000,000.
 func decodeChunk(items []engine.Item, recs, sides []byte, classes []tokenClass) ([]engine.Item, error) {
 	var side []engine.Item // the side table, decoded when a record needs it
+	hexIDs := make([]byte, len(recs)) // 16 hex characters per 16-byte record
+	for r := 0; r < len(recs); r += recordSize {
+		hex.Encode(hexIDs[r:r+16], recs[r:r+8])
+	}
+	ids := string(hexIDs)
 	for r := 0; r < len(recs); r += recordSize {
 		rec := recs[r : r+recordSize]
 		c := int(binary.BigEndian.Uint16(rec[12:14]))
@@ -82,7 +101,7 @@ func decodeChunk(items []engine.Item, recs, sides []byte, classes []tokenClass) 
 			return items, fmt.Errorf("%w: class %d of %d", errTokenFormat, c, len(classes))
 		}
 		items = append(items, engine.Item{
-			ID:     hex.EncodeToString(rec[:8]),
+			ID:     ids[r : r+16],
 			Count:  int(binary.BigEndian.Uint16(rec[14:16])),
 			Target: classes[c].Target,
 			Group:  classes[c].Group,

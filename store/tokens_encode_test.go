@@ -95,6 +95,47 @@ func TestTokenBinaryRoundTrip(t *testing.T) {
 	}
 }
 
+// TestTokenLoadFirst loads the first items of a signed token of 10,000
+// (an approval's): whole chunks from the start, the same as Load's, with
+// Distinct saying how many there are; n < 0 or past the end gives all. A
+// token changed in Redis is refused even when the change is past the
+// items decoded.
+func TestTokenLoadFirst(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *Config) { c.SigningKey = testKey })
+	tk := e.st.Tokens()
+	f := bigFrozen(10_000)
+	all := len(f.Items)
+	tok, err := tk.Save(e.ctx, f, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ n, min, max int }{{10, 10, chunkItems}, {chunkItems + 1, chunkItems + 1, 2 * chunkItems}, {-1, all, all}, {20_000, all, all}} {
+		got, err := tk.LoadFirst(e.ctx, tok, tc.n)
+		if err != nil {
+			t.Fatalf("first %d: %v", tc.n, err)
+		}
+		if len(got.Items) < tc.min || len(got.Items) > tc.max || got.Distinct != len(f.Items) || got.Total != f.Total {
+			t.Errorf("first %d: %d items, distinct %d, total %d; want %d to %d of %d", tc.n, len(got.Items), got.Distinct, got.Total, tc.min, tc.max, len(f.Items))
+		}
+		if !reflect.DeepEqual(got.Items, f.Items[:len(got.Items)]) {
+			t.Errorf("first %d: the items differ from the preview's first %d", tc.n, len(got.Items))
+		}
+	}
+	key := e.st.b.k.token(tok)
+	raw, err := e.rdb.Get(e.ctx, key).Bytes()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw[len(raw)-20] ^= 1 // in the last chunk's records
+	if err := e.rdb.Set(e.ctx, key, raw, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tk.LoadFirst(e.ctx, tok, 10); !errors.Is(err, engine.ErrBadSignature) {
+		t.Errorf("a token changed past its first items loaded with %v, want %v", err, engine.ErrBadSignature)
+	}
+}
+
 // TestTokenSavedFromEach writes a token from an iterator (as a preview
 // does) and reads the same items back.
 func TestTokenSavedFromEach(t *testing.T) {
