@@ -184,6 +184,7 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 	// provenBefore: the broker reported no unacknowledged message on the
 	// DLQ after the previous pass and before the last one began.
 	provenBefore := false
+	var passStart time.Time // when the last pass that may prove them missing began
 	// holder: a consumer held messages of the DLQ after the last pass;
 	// readyAt: the DLQ's ready count right after it (-1: unknown); letGos
 	// counts the passes made because a holder let go (see letGo).
@@ -243,7 +244,10 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 			if !rn.resending {
 				*left -= rn.others(ctx, pick)
 			}
-			if *left > 0 && len(rn.liveReaders(ctx)) > 0 {
+			// A dlqbot read that held them during the pass and let them
+			// go before the broker was looked at again shows in no count
+			// of the broker's; its reading mark shows it (readers.go).
+			if *left > 0 && (len(rn.liveReaders(ctx)) > 0 || rn.readDuring(ctx, passStart)) {
 				provenBefore = false
 				passEnd = rn.s.d.Clock.Now()
 				deadline = passEnd.Add(rn.s.cfg.HeldWait)
@@ -253,6 +257,7 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 			return mr, nil
 		}
 		provenBefore = strict
+		passStart = rn.s.d.Clock.Now()
 		var moveErr error
 		if mr, moveErr = rn.pass(ctx, pick, left, res, sentPer); moveErr != nil || mr.Stopped != nil {
 			return mr, moveErr

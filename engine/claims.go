@@ -146,6 +146,23 @@ func (rn *run) liveReaders(ctx context.Context) []string {
 	return live
 }
 
+// readDuring reports whether another dlqbot replay (or a whole read of a
+// preview or check) had a reading mark on the DLQ at any moment since:
+// its read may have held this step's picks and let them go in between
+// two looks at the broker. A failed look is logged and counts as none,
+// as in liveReaders.
+func (rn *run) readDuring(ctx context.Context, since time.Time) bool {
+	if rn.s.d.Claims == nil {
+		return false
+	}
+	rs, err := rn.s.d.Claims.ReadSince(ctx, rn.r.DLQ, rn.r.ID, since)
+	if err != nil {
+		rn.warn("readers since", err)
+		return false
+	}
+	return len(rs) > 0
+}
+
 // readerSlice is how long a step looking for its picked messages waits
 // for a quiet DLQ before it looks at who holds them.
 func (rn *run) readerSlice() time.Duration {

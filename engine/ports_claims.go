@@ -70,8 +70,13 @@ type Claims interface {
 	// step looks for picks it did not find, otherwise holding a cursor
 	// open between steps (cursor.go). A later mark replaces an earlier.
 	Reading(ctx context.Context, dlq, replay string, seeking bool, ttl time.Duration) error
-	// DoneReading removes replay's reading mark on dlq.
+	// DoneReading ends replay's reading mark on dlq.
 	DoneReading(ctx context.Context, dlq, replay string) error
+	// ReadSince lists the replays other than replay that had a reading
+	// mark on dlq at any moment since: current then or later, lapsed or
+	// ended since. A read that held messages and let them go between two
+	// looks at the broker shows here, never in its counts.
+	ReadSince(ctx context.Context, dlq, replay string, since time.Time) ([]string, error)
 	// Seekers lists the replays other than replay with an unexpired
 	// seeking mark on dlq: those whose steps wait for picks another read
 	// may hold.

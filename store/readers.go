@@ -36,12 +36,38 @@ func (c *Claims) Reading(ctx context.Context, dlq, replay string, seeking bool, 
 	return nil
 }
 
-// DoneReading removes replay's mark on dlq (engine.Claims).
+// DoneReading ends replay's mark on dlq (engine.Claims): it becomes
+// "d|<now ms>", which no longer counts as reading but tells ReadSince
+// that replay read until now.
 func (c *Claims) DoneReading(ctx context.Context, dlq, replay string) error {
-	if err := c.b.rdb.HDel(ctx, c.b.k.readers(dlq), replay).Err(); err != nil {
+	if err := c.b.rdb.HSet(ctx, c.b.k.readers(dlq), replay, "d|"+strconv.FormatInt(c.b.now().UnixMilli(), 10)).Err(); err != nil {
 		return fail(err, "unmark %s reading %s", replay, dlq)
 	}
 	return nil
+}
+
+// doneKept is how long an ended mark stays for ReadSince: longer than any
+// read a step makes; marked deletes older ones as it passes.
+const doneKept = time.Hour
+
+// ReadSince lists the replays other than replay that read dlq at any
+// moment since (engine.Claims): a mark current then or later, one that
+// lapsed since, or one ended since.
+func (c *Claims) ReadSince(ctx context.Context, dlq, replay string, since time.Time) ([]string, error) {
+	all, err := c.b.rdb.HGetAll(ctx, c.b.k.readers(dlq)).Result()
+	if err != nil {
+		return nil, fail(err, "readers of %s since %s", dlq, since)
+	}
+	var out []string
+	for id, v := range all {
+		_, ms, ok := strings.Cut(v, "|")
+		until, err := strconv.ParseInt(ms, 10, 64) // a mark's expiry, an ended mark's end
+		if ok && err == nil && id != replay && until >= since.UnixMilli() {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
 }
 
 // Seekers lists the replays other than replay whose steps look for their
@@ -64,14 +90,21 @@ func (c *Claims) marked(ctx context.Context, dlq, replay, only string) ([]string
 		return nil, fail(err, "readers of %s", dlq)
 	}
 	now := c.b.now().UnixMilli()
-	var out []string
+	var out, stale []string
 	for id, v := range all {
 		kind, ms, ok := strings.Cut(v, "|")
 		exp, err := strconv.ParseInt(ms, 10, 64)
-		if !ok || err != nil || exp <= now || id == replay || only != "" && kind != only {
+		if kind == "d" && err == nil && exp < now-doneKept.Milliseconds() {
+			stale = append(stale, id)
+		}
+		if !ok || err != nil || kind == "d" || exp <= now || id == replay || only != "" && kind != only {
 			continue
 		}
 		out = append(out, id)
+	}
+	if len(stale) > 0 {
+		// Best effort: an ended mark kept longer only costs its bytes.
+		_ = c.b.rdb.HDel(ctx, c.b.k.readers(dlq), stale...).Err()
 	}
 	slices.Sort(out)
 	return out, nil

@@ -74,7 +74,7 @@ func decodeTokenFirst(val []byte, limit int) (engine.Frozen, error) {
 // allocation per chunk rather than one per item, a million fewer objects
 // for the collector in a preview of 1,000,000.
 func decodeChunk(items []engine.Item, recs, sides []byte, classes []tokenClass) ([]engine.Item, error) {
-	var side []engine.Item // the side table, decoded when a record needs it
+	var side []engine.Item            // the side table, decoded when a record needs it
 	hexIDs := make([]byte, len(recs)) // 16 hex characters per 16-byte record
 	for r := 0; r < len(recs); r += recordSize {
 		hex.Encode(hexIDs[r:r+16], recs[r:r+8])
