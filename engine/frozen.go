@@ -19,6 +19,44 @@ type Item struct {
 	Seq int `json:"seq"`
 }
 
+// ItemColumns are a preview's items column by column, in DLQ order: what
+// a run's plan keeps of them (plan.go) without an Item for each (64 bytes;
+// a million of them in a large preview). Item i is IDs[i], Count[i] copies,
+// DLQ position Seq[i], and Classes[Class[i]] its target and failure group.
+type ItemColumns struct {
+	IDs     []string
+	Count   []int32
+	Seq     []int32
+	Class   []uint32
+	Classes [][2]string // target, failure group
+}
+
+// Len is how many items there are.
+func (c ItemColumns) Len() int { return len(c.IDs) }
+
+// Columns returns items column by column, each (target, failure group)
+// once in Classes, in order of first use.
+func Columns(items []Item) ItemColumns {
+	n := len(items)
+	c := ItemColumns{IDs: make([]string, n), Count: make([]int32, n), Seq: make([]int32, n), Class: make([]uint32, n)}
+	classOf := map[[2]string]uint32{}
+	var prev [2]string // the previous item's class: most often this one's too
+	var k uint32
+	for i, it := range items {
+		if key := [2]string{it.Target, it.Group}; i == 0 || key != prev {
+			var ok bool
+			if k, ok = classOf[key]; !ok {
+				k = uint32(len(c.Classes))
+				classOf[key] = k
+				c.Classes = append(c.Classes, key)
+			}
+			prev = key
+		}
+		c.IDs[i], c.Count[i], c.Seq[i], c.Class[i] = it.ID, int32(it.Count), int32(it.Seq), k
+	}
+	return c
+}
+
 // TargetSnapshot is a target queue's state when the preview was made.
 type TargetSnapshot struct {
 	Queue     string `json:"queue"`
@@ -73,6 +111,10 @@ type Tokens interface {
 	// all; Distinct says how many there are), the whole token still
 	// checked: what an approval that the broker proves needs.
 	LoadFirst(ctx context.Context, token string, n int) (Frozen, error)
+	// LoadColumns is Load with the items column by column (the returned
+	// Frozen's Items nil, Distinct set): what a run's plan keeps of them,
+	// without a million Items in between.
+	LoadColumns(ctx context.Context, token string) (Frozen, ItemColumns, error)
 	// LoadHeader is Load without the items (Items nil; Distinct and
 	// ItemTargets set): what permission checks and summaries need, read
 	// without decoding a large preview's items.

@@ -34,40 +34,36 @@ type plan struct {
 	reach int
 }
 
-func newPlan(items []Item, sent map[string]int) *plan {
-	n := len(items)
-	p := &plan{ids: make([]string, n), class: make([]uint32, n), seq: make([]int32, n),
-		left: make([]int32, n), count: make([]int32, n), reached: map[[2]string]bool{}}
-	var distinct bool
-	p.index, distinct = distinctIndex(items)
-	classOf := map[[2]string]uint32{}
-	var prev [2]string // the previous item's class: most often this one's too
-	var c uint32
-	for i, it := range items {
-		if k := [2]string{it.Target, it.Group}; i == 0 || k != prev {
-			var ok bool
-			if c, ok = classOf[k]; !ok {
-				c = uint32(len(p.classes))
-				classOf[k] = c
-				p.classes = append(p.classes, k)
-			}
-			prev = k
+// newPlan is the plan of items with sent copies already sent (by id).
+func newPlan(items []Item, sent map[string]int) *plan { return planOf(Columns(items), sent) }
+
+// planOf is the plan of a preview's items given column by column (which
+// it keeps: the ids, classes and positions are not copied), with sent
+// copies already sent (by id). The id index, most of a large plan's
+// making, is built beside the rest.
+func planOf(c ItemColumns, sent map[string]int) *plan {
+	n := c.Len()
+	p := &plan{ids: c.IDs, class: c.Class, seq: c.Seq, classes: c.Classes, count: c.Count,
+		left: make([]int32, n), reached: map[[2]string]bool{}}
+	indexed := make(chan bool, 1)
+	go func() {
+		var distinct bool
+		p.index, distinct = distinctIndex(c.IDs)
+		indexed <- distinct
+	}()
+	for i, s := range c.Seq {
+		p.reach = max(p.reach, int(s)+1)
+		left := c.Count[i]
+		if len(sent) > 0 {
+			left -= int32(sent[c.IDs[i]])
 		}
-		p.ids[i], p.class[i], p.seq[i] = it.ID, c, int32(it.Seq)
-		p.reach = max(p.reach, it.Seq+1)
-		first := int32(i)
-		if !distinct {
-			var ok bool
-			if first, ok = p.index[it.ID]; !ok {
-				first = int32(i)
-				p.index[it.ID] = first
-			}
+		if left > 0 {
+			p.left[i] = left
+			p.total += int(left)
 		}
-		p.count[first] += int32(it.Count)
-		if n := it.Count - sent[it.ID]; n > 0 {
-			p.left[first] += int32(n)
-			p.total += n
-		}
+	}
+	if !<-indexed {
+		p.repeated(sent)
 	}
 	// An earlier run's reads reached every class up to the last copy it
 	// sent (DLQ order).
@@ -83,15 +79,38 @@ func newPlan(items []Item, sent map[string]int) *plan {
 	return p
 }
 
-// distinctIndex returns the id → item index of items whose ids are
-// distinct (a preview's are), with one map write per item, and true; on a
-// repeated id (an older token's) it returns an empty index and false, and
-// newPlan writes it the slower way, an item's first copy first. At
-// 1,000,000 items the index is most of a run's start before its first copy.
-func distinctIndex(items []Item) (map[string]int32, bool) {
-	index := make(map[string]int32, len(items))
-	for i, it := range items {
-		index[it.ID] = int32(i)
+// repeated redoes the index, counts and copies left of a plan whose ids
+// repeat (an older token's), as plans always did: each item's copies, less
+// its id's sent ones, are counted at its id's first item, and later items
+// have none of their own.
+func (p *plan) repeated(sent map[string]int) {
+	count := make([]int32, len(p.ids))
+	clear(p.left)
+	p.total = 0
+	for i, id := range p.ids {
+		first, ok := p.index[id]
+		if !ok {
+			first = int32(i)
+			p.index[id] = first
+		}
+		count[first] += p.count[i]
+		if left := p.count[i] - int32(sent[id]); left > 0 {
+			p.left[first] += left
+			p.total += int(left)
+		}
+	}
+	p.count = count
+}
+
+// distinctIndex returns the id → item index of ids that are distinct (a
+// preview's are), with one map write per id, and true; on a repeated id
+// (an older token's) it returns an empty index and false, and planOf
+// writes it the slower way, an id's first item first. At 1,000,000 items
+// the index is most of a run's start before its first copy.
+func distinctIndex(ids []string) (map[string]int32, bool) {
+	index := make(map[string]int32, len(ids))
+	for i, id := range ids {
+		index[id] = int32(i)
 		if len(index) != i+1 {
 			clear(index)
 			return index, false

@@ -246,3 +246,39 @@ func TestCursorHoldBoundCoversThePreviewsDepth(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPlanOf1M makes the plan of a whole-DLQ preview of 1,000,000
+// items from its columns (what a run's start does, LoadColumns then
+// planOf) and from Items (newPlan: what it did before, less the Items'
+// own decode). Run it under the limit a deployment sets:
+//
+//	GOMEMLIMIT=280MiB go test ./engine -run '^$' -bench BenchmarkPlanOf1M -benchtime 5x
+func BenchmarkPlanOf1M(b *testing.B) {
+	const n = 1_000_000
+	items := make([]Item, n)
+	hexIDs := make([]byte, 0, 16*n) // one string, as a decoded token's
+	for i := range items {
+		hexIDs = fmt.Appendf(hexIDs, "%016x", uint64(i)*0x9e3779b97f4a7c15)
+	}
+	ids := string(hexIDs)
+	for i := range items {
+		items[i] = Item{ID: ids[16*i : 16*i+16], Count: 1, Target: "orders", Group: []string{"rejected", "expired"}[i%2], Seq: i}
+	}
+	b.Run("columns", func(b *testing.B) {
+		cols := Columns(items)
+		for range b.N {
+			c := cols
+			c.Count = append([]int32(nil), cols.Count...) // the plan keeps its columns
+			if p := planOf(c, nil); p.remaining() != n {
+				b.Fatalf("%d left", p.remaining())
+			}
+		}
+	})
+	b.Run("items", func(b *testing.B) {
+		for range b.N {
+			if p := newPlan(items, nil); p.remaining() != n {
+				b.Fatalf("%d left", p.remaining())
+			}
+		}
+	})
+}

@@ -111,7 +111,9 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	if err := s.runnable(ctx, r); err != nil {
 		return r, err
 	}
-	f, err := s.d.Tokens.Load(ctx, r.Token)
+	// The items come column by column, as the plan keeps them (64 bytes
+	// an item fewer, and no copy, at 1,000,000 items).
+	f, cols, err := s.d.Tokens.LoadColumns(ctx, r.Token)
 	if err != nil {
 		return r, fmt.Errorf("engine: run %s: load preview: %w", id, err)
 	}
@@ -137,10 +139,7 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 		forgetRetried(&r)
 	}
 	warn := func(op string, err error) { s.warn(id, r.DLQ, op, err) }
-	// The plan keeps what the run needs of the items; the items themselves
-	// (64 bytes each, and 1,000,000 of them in a large preview) are let go.
-	pl := newPlan(f.Items, sent)
-	f.Items = nil
+	pl := planOf(cols, sent)
 	defer s.ownRest(ctx, f, r, pl.ids)() // before the lease goes (deferred above)
 	rn := &run{
 		s: s, r: r, f: f, owner: owner, epoch: epoch, plan: pl,

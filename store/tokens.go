@@ -113,17 +113,8 @@ func (t *Tokens) Load(ctx context.Context, token string) (engine.Frozen, error) 
 // are the ones the preview froze: what it saves is the decode of the rest
 // (at 1,000,000 items most of a Load's time).
 func (t *Tokens) LoadFirst(ctx context.Context, token string, n int) (engine.Frozen, error) {
-	if checkTag("token", token) != nil {
-		return engine.Frozen{}, fmt.Errorf("store: load preview: %w", engine.ErrTokenNotFound)
-	}
-	val, err := t.b.rdb.Get(ctx, t.b.k.token(token)).Bytes()
-	if errors.Is(err, redis.Nil) {
-		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
-	}
+	val, err := t.read(ctx, token)
 	if err != nil {
-		return engine.Frozen{}, fail(err, "load preview %s", audit.TokenRef(token))
-	}
-	if val, err = t.b.openToken(token, audit.TokenRef(token), val); err != nil {
 		return engine.Frozen{}, err
 	}
 	f, err := decodeTokenFirst(val, n)
@@ -131,6 +122,36 @@ func (t *Tokens) LoadFirst(ctx context.Context, token string, n int) (engine.Fro
 		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), err)
 	}
 	return f, nil
+}
+
+// LoadColumns is Load with the items column by column (Items nil): what a
+// run's plan keeps of them, decoded without an engine.Item for each.
+func (t *Tokens) LoadColumns(ctx context.Context, token string) (engine.Frozen, engine.ItemColumns, error) {
+	val, err := t.read(ctx, token)
+	if err != nil {
+		return engine.Frozen{}, engine.ItemColumns{}, err
+	}
+	f, cols, err := decodeTokenColumns(val)
+	if err != nil {
+		return engine.Frozen{}, engine.ItemColumns{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), err)
+	}
+	return f, cols, nil
+}
+
+// read returns token's stored value, its signature checked and removed
+// (openToken); engine.ErrTokenNotFound when it is unknown or expired.
+func (t *Tokens) read(ctx context.Context, token string) ([]byte, error) {
+	if checkTag("token", token) != nil {
+		return nil, fmt.Errorf("store: load preview: %w", engine.ErrTokenNotFound)
+	}
+	val, err := t.b.rdb.Get(ctx, t.b.k.token(token)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
+	}
+	if err != nil {
+		return nil, fail(err, "load preview %s", audit.TokenRef(token))
+	}
+	return t.b.openToken(token, audit.TokenRef(token), val)
 }
 
 // Consume marks token used by replayID atomically: of any number of

@@ -130,7 +130,8 @@ func BenchmarkTokenFormats(b *testing.B) {
 
 // BenchmarkTokenLoadHeader saves a token of 1,000,000 items in Redis and
 // times Load (every item) against LoadHeader (what permission checks
-// read).
+// read) and LoadColumns (what a run's plan reads), with the bytes each
+// of the latter two allocates.
 //
 //	go test ./store -run '^$' -bench BenchmarkTokenLoadHeader -benchtime 1x
 func BenchmarkTokenLoadHeader(b *testing.B) {
@@ -152,7 +153,29 @@ func BenchmarkTokenLoadHeader(b *testing.B) {
 			b.Fatalf("header: %+v, %v", h, err)
 		}
 		head := time.Since(start)
+		f.Items = nil
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		start = time.Now()
+		_, cols, err := e.st.Tokens().LoadColumns(e.ctx, tok)
+		if err != nil || cols.Len() != 1_000_000 {
+			b.Fatalf("columns: %d items, %v", cols.Len(), err)
+		}
+		columns := time.Since(start)
+		runtime.ReadMemStats(&after)
+		colAlloc := after.TotalAlloc - before.TotalAlloc
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		f, err = e.st.Tokens().Load(e.ctx, tok)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			b.Fatal(err)
+		}
 		b.ReportMetric(float64(load.Microseconds())/1000, "load-ms")
 		b.ReportMetric(float64(head.Microseconds())/1000, "load-header-ms")
+		b.ReportMetric(float64(columns.Microseconds())/1000, "load-columns-ms")
+		b.ReportMetric(float64(after.TotalAlloc-before.TotalAlloc)/1e6, "load-alloc-MB")
+		b.ReportMetric(float64(colAlloc)/1e6, "load-columns-alloc-MB")
 	}
 }

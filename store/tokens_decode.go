@@ -38,35 +38,77 @@ func decodeTokenFirst(val []byte, limit int) (engine.Frozen, error) {
 			f.Items = make([]engine.Item, 0, min(h.Distinct, limit+chunkItems))
 		}
 	}
-	ended := false
-	for !ended {
+	err = eachChunk(rest, h.Distinct, func(recs, sides []byte) (bool, error) {
 		if limit >= 0 && len(f.Items) >= limit {
-			return f, nil
+			return false, nil
 		}
+		var err error
+		f.Items, err = decodeChunk(f.Items, recs, sides, h.Classes)
+		return true, err
+	})
+	return f, err
+}
+
+// decodeTokenColumns is decodeToken with the items column by column
+// (engine.ItemColumns) and Items nil: a class is the class table's index,
+// and a chunk's fingerprint ids share one string, as in decodeChunk.
+func decodeTokenColumns(val []byte) (engine.Frozen, engine.ItemColumns, error) {
+	if isLegacyToken(val) {
+		f, err := decodeLegacyToken(val)
+		cols := engine.Columns(f.Items)
+		f.Items = nil
+		return f, cols, err
+	}
+	f, h, rest, err := decodeHead(val)
+	if err != nil {
+		return f, engine.ItemColumns{}, err
+	}
+	n := h.Distinct
+	c := engine.ItemColumns{IDs: make([]string, 0, n), Count: make([]int32, 0, n), Seq: make([]int32, 0, n),
+		Class: make([]uint32, 0, n), Classes: make([][2]string, len(h.Classes))}
+	for i, k := range h.Classes {
+		c.Classes[i] = [2]string{k.Target, k.Group}
+	}
+	err = eachChunk(rest, n, func(recs, sides []byte) (bool, error) {
+		return true, decodeChunkColumns(&c, recs, sides, len(h.Classes))
+	})
+	return f, c, err
+}
+
+// eachChunk calls fn with each item chunk of a binary token's items
+// (rest: what follows the header), its records and its side table, until
+// fn returns false or an error, or the end. Read to its end, the items
+// must be distinct records, and nothing may follow the end marker.
+func eachChunk(rest []byte, distinct int, fn func(recs, sides []byte) (bool, error)) error {
+	read := 0
+	for {
 		if len(rest) < 8 {
-			return f, fmt.Errorf("decode: %w: a chunk is cut short", errTokenFormat)
+			return fmt.Errorf("decode: %w: a chunk is cut short", errTokenFormat)
 		}
 		n := int(binary.BigEndian.Uint32(rest))
 		side := int(binary.BigEndian.Uint32(rest[4:]))
 		rest = rest[8:]
 		if n == 0 {
-			ended = true
 			break
 		}
 		if n > chunkItems || len(rest) < n*recordSize+side {
-			return f, fmt.Errorf("decode: %w: a chunk of %d items is cut short", errTokenFormat, n)
+			return fmt.Errorf("decode: %w: a chunk of %d items is cut short", errTokenFormat, n)
 		}
 		recs, sides := rest[:n*recordSize], rest[n*recordSize:n*recordSize+side]
 		rest = rest[n*recordSize+side:]
-		var err error
-		if f.Items, err = decodeChunk(f.Items, recs, sides, h.Classes); err != nil {
-			return f, fmt.Errorf("decode: %w", err)
+		more, err := fn(recs, sides)
+		if err != nil {
+			return fmt.Errorf("decode: %w", err)
 		}
+		if !more {
+			return nil
+		}
+		read += n
 	}
-	if len(f.Items) != h.Distinct || len(rest) > 0 {
-		return f, fmt.Errorf("decode: %w: %d of %d items", errTokenFormat, len(f.Items), h.Distinct)
+	if read != distinct || len(rest) > 0 {
+		return fmt.Errorf("decode: %w: %d of %d items", errTokenFormat, read, distinct)
 	}
-	return f, nil
+	return nil
 }
 
 // decodeChunk appends one chunk's items to items. The chunk's fingerprint
@@ -74,7 +116,27 @@ func decodeTokenFirst(val []byte, limit int) (engine.Frozen, error) {
 // allocation per chunk rather than one per item, a million fewer objects
 // for the collector in a preview of 1,000,000.
 func decodeChunk(items []engine.Item, recs, sides []byte, classes []tokenClass) ([]engine.Item, error) {
-	var side []engine.Item            // the side table, decoded when a record needs it
+	err := eachRecord(recs, sides, len(classes), func(id string, count, seq int, class int) {
+		items = append(items, engine.Item{ID: id, Count: count, Target: classes[class].Target, Group: classes[class].Group, Seq: seq})
+	})
+	return items, err
+}
+
+// decodeChunkColumns appends one chunk's items to c (see decodeChunk).
+func decodeChunkColumns(c *engine.ItemColumns, recs, sides []byte, classes int) error {
+	return eachRecord(recs, sides, classes, func(id string, count, seq int, class int) {
+		c.IDs = append(c.IDs, id)
+		c.Count = append(c.Count, int32(count))
+		c.Seq = append(c.Seq, int32(seq))
+		c.Class = append(c.Class, uint32(class))
+	})
+}
+
+// eachRecord calls fn with each record of a chunk in order: its id, copies,
+// DLQ position and class (an index below classes), the side table's
+// entry for a record that has one. The fingerprint ids share one string.
+func eachRecord(recs, sides []byte, classes int, fn func(id string, count, seq, class int)) error {
+	var side []sideEntry              // the side table, decoded when a record needs it
 	hexIDs := make([]byte, len(recs)) // 16 hex characters per 16-byte record
 	for r := 0; r < len(recs); r += recordSize {
 		hex.Encode(hexIDs[r:r+16], recs[r:r+8])
@@ -87,34 +149,35 @@ func decodeChunk(items []engine.Item, recs, sides []byte, classes []tokenClass) 
 			if side == nil {
 				var err error
 				if side, err = decodeSide(sides, classes); err != nil {
-					return items, err
+					return err
 				}
 			}
 			i := binary.BigEndian.Uint64(rec[:8])
 			if i >= uint64(len(side)) {
-				return items, fmt.Errorf("%w: side entry %d of %d", errTokenFormat, i, len(side))
+				return fmt.Errorf("%w: side entry %d of %d", errTokenFormat, i, len(side))
 			}
-			items = append(items, side[i])
+			e := side[i]
+			fn(e.id, e.count, e.seq, e.class)
 			continue
 		}
-		if c >= len(classes) {
-			return items, fmt.Errorf("%w: class %d of %d", errTokenFormat, c, len(classes))
+		if c >= classes {
+			return fmt.Errorf("%w: class %d of %d", errTokenFormat, c, classes)
 		}
-		items = append(items, engine.Item{
-			ID:     ids[r : r+16],
-			Count:  int(binary.BigEndian.Uint16(rec[14:16])),
-			Target: classes[c].Target,
-			Group:  classes[c].Group,
-			Seq:    int(binary.BigEndian.Uint32(rec[8:12])),
-		})
+		fn(ids[r:r+16], int(binary.BigEndian.Uint16(rec[14:16])), int(binary.BigEndian.Uint32(rec[8:12])), c)
 	}
-	return items, nil
+	return nil
 }
 
-// decodeSide decodes a chunk's side table: whole items, their classes
-// looked up in classes.
-func decodeSide(b []byte, classes []tokenClass) ([]engine.Item, error) {
-	var out []engine.Item
+// sideEntry is an item of a chunk's side table.
+type sideEntry struct {
+	id                string
+	count, seq, class int
+}
+
+// decodeSide decodes a chunk's side table, each entry's class an index
+// below classes.
+func decodeSide(b []byte, classes int) ([]sideEntry, error) {
+	var out []sideEntry
 	for len(b) > 0 {
 		l, n := binary.Uvarint(b)
 		if n <= 0 || uint64(len(b)-n) < l {
@@ -133,11 +196,11 @@ func decodeSide(b []byte, classes []tokenClass) ([]engine.Item, error) {
 		}
 		b = b[n:]
 		c, n := binary.Uvarint(b)
-		if n <= 0 || c >= uint64(len(classes)) {
+		if n <= 0 || c >= uint64(classes) {
 			return nil, fmt.Errorf("%w: a side entry's class is out of range", errTokenFormat)
 		}
 		b = b[n:]
-		out = append(out, engine.Item{ID: id, Count: int(count), Target: classes[c].Target, Group: classes[c].Group, Seq: int(seq)})
+		out = append(out, sideEntry{id: id, count: int(count), seq: int(seq), class: int(c)})
 	}
 	return out, nil
 }

@@ -48,6 +48,25 @@ func bigFrozen(n int) engine.Frozen {
 	return f
 }
 
+// sameColumns reports how cols differ from items (column by column, as
+// LoadColumns gives them), "" when they agree; the columns hold counts and
+// DLQ positions in 32 bits, as a run's plan always has.
+func sameColumns(cols engine.ItemColumns, items []engine.Item) string {
+	if cols.Len() != len(items) || len(cols.Count) != len(items) || len(cols.Seq) != len(items) || len(cols.Class) != len(items) {
+		return fmt.Sprintf("%d items in columns of %d, %d, %d, %d", len(items), cols.Len(), len(cols.Count), len(cols.Seq), len(cols.Class))
+	}
+	for i, it := range items {
+		if int(cols.Class[i]) >= len(cols.Classes) {
+			return fmt.Sprintf("item %d: class %d of %d", i, cols.Class[i], len(cols.Classes))
+		}
+		k := cols.Classes[cols.Class[i]]
+		if cols.IDs[i] != it.ID || cols.Count[i] != int32(it.Count) || cols.Seq[i] != int32(it.Seq) || k != [2]string{it.Target, it.Group} {
+			return fmt.Sprintf("item %d: %q ×%d at %d to %q, want %+v", i, cols.IDs[i], cols.Count[i], cols.Seq[i], k, it)
+		}
+	}
+	return ""
+}
+
 // TestTokenBinaryRoundTrip saves a token of 10,000 items (three chunks,
 // side entries in one of them) and loads it back unchanged from Redis; the
 // stored value is the binary format, 16 bytes an item plus the header and
@@ -71,6 +90,16 @@ func TestTokenBinaryRoundTrip(t *testing.T) {
 	}
 	if want := []string{"orders", "billing.ü", `q"uote`}; !reflect.DeepEqual(got.ItemTargets, want) {
 		t.Errorf("item targets %q, want %q", got.ItemTargets, want)
+	}
+	hc, cols, err := tk.LoadColumns(e.ctx, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := sameColumns(cols, f.Items); d != "" {
+		t.Errorf("columns differ from the items: %s", d)
+	}
+	if hc.Items != nil || hc.Distinct != len(f.Items) || hc.Total != f.Total || !reflect.DeepEqual(hc.TargetQueues(), got.TargetQueues()) {
+		t.Errorf("LoadColumns's header: %d items, distinct %d, total %d, targets %q", len(hc.Items), hc.Distinct, hc.Total, hc.TargetQueues())
 	}
 	raw, err := e.rdb.Get(e.ctx, e.st.b.k.token(tok)).Bytes()
 	if err != nil {
@@ -201,6 +230,11 @@ func TestTokenLegacyFormatLoads(t *testing.T) {
 		if h.Items != nil || h.Distinct != len(f.Items) || h.Total != f.Total || !reflect.DeepEqual(h.TargetQueues(), got.TargetQueues()) {
 			t.Errorf("%d items: legacy header %+v", n, h)
 		}
+		if _, cols, err := tk.LoadColumns(e.ctx, tok); err != nil {
+			t.Errorf("%d items: legacy columns: %v", n, err)
+		} else if d := sameColumns(cols, f.Items); d != "" {
+			t.Errorf("%d items: legacy columns: %s", n, d)
+		}
 		if err := tk.Consume(e.ctx, tok, "r_legacy"); err != nil {
 			t.Errorf("consume a legacy token: %v", err)
 		}
@@ -250,6 +284,9 @@ func TestTokenCorrupt(t *testing.T) {
 		if _, err := decodeToken(cut); err == nil {
 			t.Errorf("a value of %d bytes (of %d) decoded", len(cut), len(val))
 		}
+		if _, _, err := decodeTokenColumns(cut); err == nil {
+			t.Errorf("a value of %d bytes (of %d) decoded column by column", len(cut), len(val))
+		}
 	}
 	if _, err := tk.LoadHeader(e.ctx, "p_missing"); !errors.Is(err, engine.ErrTokenNotFound) {
 		t.Errorf("header of a missing token: %v", err)
@@ -261,8 +298,9 @@ func TestTokenCorrupt(t *testing.T) {
 	}
 }
 
-// FuzzDecodeToken: no stored value makes decoding panic, and what decodes
-// encodes back to a value that decodes to the same items.
+// FuzzDecodeToken: no stored value makes decoding panic, what decodes
+// decodes column by column to the same items (and what does not, not),
+// and encodes back to a value that decodes to the same items.
 func FuzzDecodeToken(f *testing.F) {
 	for _, fr := range []engine.Frozen{bigFrozen(3), {DLQ: "q"}, {DLQ: "q", Items: oddItems}} {
 		val, err := encodeToken(fr)
@@ -274,6 +312,15 @@ func FuzzDecodeToken(f *testing.F) {
 	f.Add([]byte(`{"dlq":"q","items":[{"id":"a","count":1}]}`))
 	f.Fuzz(func(t *testing.T, val []byte) {
 		got, err := decodeToken(val)
+		_, cols, cerr := decodeTokenColumns(val)
+		if (err == nil) != (cerr == nil) {
+			t.Fatalf("decoded whole: %v; column by column: %v", err, cerr)
+		}
+		if err == nil {
+			if d := sameColumns(cols, got.Items); d != "" {
+				t.Fatalf("columns differ from the items: %s", d)
+			}
+		}
 		if err != nil || isLegacyToken(val) {
 			return
 		}
