@@ -43,6 +43,15 @@ func settlingWith(t *testing.T, e *tapEnv, p engine.Params) (id, src, dlq string
 	return ap.Replay.ID, src, dlq, done
 }
 
+// actsWhileSettling bounds how long a pause or cancel may take to end a
+// run whose step is settling. The step cannot settle before its timeout
+// (30 s: its copies sit unconsumed in the target), so a bound well under
+// that shows the control ended the settle rather than waited for it. The
+// 1 s the README promises is measured in a benchmark (docs/benchmarks.md:
+// 182 ms and 165 ms); under make test's load, with the race detector on
+// two saturated cores, a pause once took 1.8 s.
+const actsWhileSettling = 5 * time.Second
+
 func TestCancelWhileAStepSettlesEndsCancelledWithinASecond(t *testing.T) {
 	t.Parallel()
 	e := newTapEnv(t, testkit.Rabbit3, fast, nil)
@@ -57,7 +66,7 @@ func TestCancelWhileAStepSettlesEndsCancelledWithinASecond(t *testing.T) {
 	if rep.State != engine.StateCancelled || !strings.Contains(rep.Note, "cancelled by U_CANCELLER") {
 		t.Fatalf("state %s (%q), want cancelled by U_CANCELLER", rep.State, rep.Note)
 	}
-	if took > 1500*time.Millisecond { // 1 s promised; a margin for a loaded machine
+	if took > actsWhileSettling {
 		t.Fatalf("the cancel took %s to act while the step settled", took)
 	}
 	t.Logf("cancel acted in %s", took)
@@ -81,7 +90,7 @@ func TestPauseWhileAStepSettlesPausesWithinASecond(t *testing.T) {
 	if rep.State != engine.StatePaused || !strings.Contains(rep.Note, "paused by U_PAUSER") {
 		t.Fatalf("state %s (%q), want paused by U_PAUSER", rep.State, rep.Note)
 	}
-	if took > 1500*time.Millisecond {
+	if took > actsWhileSettling {
 		t.Fatalf("the pause took %s to act while the step settled", took)
 	}
 	t.Logf("pause acted in %s", took)

@@ -188,13 +188,19 @@ func TestStepsSettleEarlyOnATargetDeclaredAgain(t *testing.T) {
 			}
 			t.Logf("try %d: counters of the target declared again: %+v, %v; want lapsed: declaring it again", try, c, err)
 			// Counters to lose: a message through it, seen by the adapter.
+			// The broker can drop the statistics of a channel closed right
+			// after its ack (4.3 under make test's load showed none three
+			// times), so the taking channel stays open until the adapter
+			// has seen them.
 			if err := testkit.PublishTo(r.Conn, "", src, testkit.Msgs(1, 100)...); err != nil {
 				t.Fatal(err)
 			}
-			if got := r.Drain(src, 1, 10*time.Second); len(got) != 1 {
-				t.Fatalf("took %d messages back from %s, want 1", len(got), src)
-			}
-			quietTarget(t, e, src, 1)
+			ch := r.Take(src, 1)
+			testkit.Eventually(t, 2*time.Minute, "the adapter to see the message taken from "+src, func() bool {
+				c, err := e.broker.Counters(context.Background(), src)
+				return err == nil && !c.Lapsed && c.DeliverGet >= 1 && c.Ack >= 1 && c.Ready == 0 && c.Unacked == 0
+			})
+			_ = ch.Close()
 		}
 
 		p := preview(t, &e.env, engine.Selection{DLQ: dlq})

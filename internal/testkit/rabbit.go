@@ -149,6 +149,27 @@ func PublishTo(conn *amqp.Connection, exchange, key string, msgs ...amqp.Publish
 	return flush()
 }
 
+// Take gets and acks n messages of queue (basic.get) on a channel of its
+// own and returns that channel open: a channel's per-queue deliveries and
+// acks reach the management statistics on the broker's own timer, and a
+// channel closed right after its acks can leave them uncounted. Close it
+// once the counters show what it took (it is closed at the test's end
+// otherwise).
+func (r *Rabbit) Take(queue string, n int) *amqp.Channel {
+	r.t.Helper()
+	ch := r.Channel()
+	for i := range n {
+		d, ok, err := ch.Get(queue, false)
+		if err != nil || !ok {
+			r.t.Fatalf("testkit: get %d of %d from %s: ok %v, %v", i+1, n, queue, ok, err)
+		}
+		if err := d.Ack(false); err != nil {
+			r.t.Fatalf("testkit: ack %d of %d from %s: %v", i+1, n, queue, err)
+		}
+	}
+	return ch
+}
+
 // Drain reads every message of queue destructively (consumer with acks)
 // until it has want messages or nothing arrives for idle, and returns them
 // in order. Use it at the end of a test to check a queue's exact contents.
