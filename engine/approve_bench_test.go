@@ -43,6 +43,7 @@ func BenchmarkPreviewApproveStep(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = r.Channel().ExchangeDelete(fan, false, false) })
 	dlq, target := r.Queue(testkit.Name("dlq"), nil), r.Queue(testkit.Name("tgt"), nil)
+	r.DeleteTapAfter(dlq)
 	if err := ch.QueueBind(dlq, "", fan, false, nil); err != nil {
 		b.Fatal(err)
 	}
@@ -136,6 +137,7 @@ func BenchmarkApproveToFirstCopy(b *testing.B) {
 	}
 	b.Cleanup(func() { _ = r.Channel().ExchangeDelete(fan, false, false) })
 	dlq, target := r.Queue(testkit.Name("dlq"), nil), r.Queue(testkit.Name("tgt"), nil)
+	r.DeleteTapAfter(dlq)
 	if err := ch.QueueBind(dlq, "", fan, false, nil); err != nil {
 		b.Fatal(err)
 	}

@@ -272,6 +272,7 @@ func fanoutDLQs(b *testing.B, r *testkit.Rabbit, contenders []string, dlqArgs am
 	b.Cleanup(func() { _ = r.Channel().ExchangeDelete(fan, false, false) })
 	for _, c := range contenders {
 		dlqs[c], targets[c] = r.Queue(testkit.Name("dlq"), dlqArgs), r.Queue(testkit.Name("tgt"), nil)
+		r.DeleteTapAfter(dlqs[c])
 		if err := ch.QueueBind(dlqs[c], "", fan, false, nil); err != nil {
 			b.Fatal(err)
 		}
@@ -302,6 +303,7 @@ func contenderDLQs(b *testing.B, r *testkit.Rabbit, contenders []string, dlqArgs
 	dlqs, targets = map[string]string{}, map[string]string{}
 	for _, c := range contenders {
 		dlqs[c], targets[c] = r.Queue(testkit.Name("dlq"), dlqArgs), r.Queue(testkit.Name("tgt"), nil)
+		r.DeleteTapAfter(dlqs[c])
 	}
 	src := testkit.Name("src")
 	return dlqs, targets, func(c string) {

@@ -3,6 +3,7 @@ package amqp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -219,12 +220,19 @@ func TestManagementFailover(t *testing.T) {
 	u, _ := url.Parse(sick.URL)
 	u.User = url.UserPassword("guest", "guest")
 	b := testBroker(t, Config{ManagementURL: u.String() + "," + DefaultManagementURL})
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	// The live node's first sample of a new queue comes a statistics
-	// interval or more after it (on a loaded 3.10, past 20 s).
-	testkit.Eventually(t, 2*time.Minute, "the live node's count of "+q, func() bool {
+	// interval or more after it (on a loaded 3.10, past 20 s; under make
+	// test's load once not within 2 minutes). Each new kind of answer is
+	// logged, so that a timeout says what the API gave.
+	var last string
+	testkit.Eventually(t, 3*time.Minute, "the live node's count of "+q, func() bool {
 		s, err := b.QueueStats(ctx, q)
+		if now := fmt.Sprintf("sampled %v, ready %d, err %v", s.Sampled, s.Ready, err); now != last {
+			t.Logf("%s: %s", time.Now().Format(time.TimeOnly), now)
+			last = now
+		}
 		return err == nil && s.Sampled && s.Ready == 2
 	})
 	before := hits.Load()

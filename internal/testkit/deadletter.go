@@ -159,6 +159,13 @@ func (r *Rabbit) DeadLetteredAs(dlqArgs amqp.Table, n, size int) (src, dlq strin
 	return src, dlq
 }
 
+// DeleteTapAfter deletes dlq's dlqbot tap ("dlqbot.tap.<dlq>"), if a
+// replay or preview made one, after the test: a tap outlives its DLQ (it
+// expires after 7 days unused).
+func (r *Rabbit) DeleteTapAfter(dlq string) {
+	r.t.Cleanup(func() { deleteQueueAt(r.url, "dlqbot.tap."+dlq) })
+}
+
 // DLXTopology declares a DLQ bound to a named direct exchange (a DLX) and a
 // source queue that dead-letters through that exchange, as most
 // applications do; the exchange, both queues and any dlqbot tap of the DLQ
@@ -175,7 +182,7 @@ func (r *Rabbit) DLXTopology(source, dlq string, dlqArgs amqp.Table) (exchange s
 	}
 	r.t.Cleanup(func() { deleteExchangeAt(r.url, exchange) })
 	r.Queue(dlq, dlqArgs)
-	r.t.Cleanup(func() { deleteQueueAt(r.url, "dlqbot.tap."+dlq) })
+	r.DeleteTapAfter(dlq)
 	if err := ch.QueueBind(dlq, dlq, exchange, false, nil); err != nil {
 		r.t.Fatalf("testkit: bind %s: %v", dlq, err)
 	}
