@@ -34,9 +34,6 @@ type plan struct {
 	reach int
 }
 
-// newPlan is the plan of items with sent copies already sent (by id).
-func newPlan(items []Item, sent map[string]int) *plan { return planOf(Columns(items), sent) }
-
 // planOf is the plan of a preview's items given column by column (which
 // it keeps: the ids, classes and positions are not copied), with sent
 // copies already sent (by id). The id index, most of a large plan's
@@ -68,8 +65,8 @@ func planOf(c ItemColumns, sent map[string]int) *plan {
 	// An earlier run's reads reached every class up to the last copy it
 	// sent (DLQ order).
 	last := -1
-	for i, id := range p.ids {
-		if sent[id] > 0 {
+	for i := 0; len(sent) > 0 && i < len(p.ids); i++ {
+		if sent[p.ids[i]] > 0 {
 			last = i
 		}
 	}

@@ -7,6 +7,10 @@ import (
 	"testing"
 )
 
+// newPlan is the plan of items with sent copies already sent (by id),
+// as a run makes it from its token's columns.
+func newPlan(items []Item, sent map[string]int) *plan { return planOf(Columns(items), sent) }
+
 // mapPlan is the plan as it was before it became arrays with a cursor
 // (maps keyed by id), kept as the reference the arrays must agree with.
 type mapPlan struct {
