@@ -148,6 +148,7 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 		}
 	}
 	mode := rn.mode
+	p.look.alone, p.look.before = also == nil, p.before
 	if err := rn.lookForReturns(ctx, p.look, clock.Now(), true); err != nil {
 		if stop := rn.stopCause(parent); stop != nil {
 			return stop, nil

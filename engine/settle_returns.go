@@ -21,10 +21,30 @@ type returnsLook struct {
 	// since is when the look began: a window without the tap since then
 	// is reconciled before the step settles.
 	since time.Time
+	// alone is set when the step is judged with no later step sent beside
+	// it, and before is the run's returned count when it began to settle:
+	// such a step is the run's last judgement when the plan is exhausted
+	// or it saw returns (the run then stops), and its bypass check is
+	// patient (lastLookPatience): no later step would make up for a
+	// skipped one.
+	alone  bool
+	before int
 }
 
-// newLook starts a step's look for returns, before the step publishes.
-func (rn *run) newLook(ctx context.Context) *returnsLook {
+// lastLookPatience bounds how long the run's last step waits for the
+// classic DLQ's ready count to hold still for its bypass check (and its
+// baseline, when the step is seen to be the last before it publishes),
+// however slow the count is to read. Other steps skip the check instead
+// (stableReady): it is paid once per run, not per step. Beside make
+// test's other lanes a passive declare and the management API together
+// took over a second, and a one-step replay never saw the copies
+// published past its tap.
+const lastLookPatience = 15 * time.Second
+
+// newLook starts a step's look for returns, before the step publishes;
+// last is true when the step plans all that is left to send (its baseline
+// is then read patiently: see lastLookPatience).
+func (rn *run) newLook(ctx context.Context, last bool) *returnsLook {
 	look := &returnsLook{ready0: -1, since: rn.s.d.Clock.Now()}
 	if rn.mode != ReturnsTap {
 		return look
@@ -34,7 +54,7 @@ func (rn *run) newLook(ctx context.Context) *returnsLook {
 		rn.warn("record tap", err)
 		return look
 	}
-	ready, ok := rn.stableReady(ctx)
+	ready, ok := rn.stableReady(ctx, last)
 	if !ok {
 		return look
 	}
@@ -55,11 +75,16 @@ func (rn *run) newLook(ctx context.Context) *returnsLook {
 // (over 1 s: a queue that busy is taking back messages, and the check is
 // skipped rather than paid for at every step). The bounds were 250 ms
 // and 1 s: beside make test's other lanes a passive declare took longer,
-// and the bypass check was skipped for the one step that needed it.
-func (rn *run) stableReady(ctx context.Context) (int, bool) {
+// and the bypass check was skipped for the one step that needed it. A
+// patient read (the run's last step) waits up to lastLookPatience
+// however slow each reading is.
+func (rn *run) stableReady(ctx context.Context, patient bool) (int, bool) {
 	clock := rn.s.d.Clock
 	last := -1
 	deadline := clock.Now().Add(2 * time.Second)
+	if patient {
+		deadline = clock.Now().Add(lastLookPatience)
+	}
 	for {
 		asked := clock.Now()
 		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
@@ -67,7 +92,7 @@ func (rn *run) stableReady(ctx context.Context) (int, bool) {
 			rn.warn("inspect dlq", err)
 			return 0, false
 		}
-		if st.Type != "classic" || clock.Now().Sub(asked) > time.Second {
+		if st.Type != "classic" || (!patient && clock.Now().Sub(asked) > time.Second) {
 			return 0, false
 		}
 		if st.Ready == last {
@@ -233,7 +258,8 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	if look.ready0 < 0 {
 		return nil
 	}
-	bypassed, ok := rn.unseenGrowth(ctx, look)
+	patient := look.alone && (rn.r.Returned > look.before || (rn.plan.remaining() == 0 && rn.rs.left() == 0))
+	bypassed, ok := rn.unseenGrowth(ctx, look, patient)
 	// The cursor's window is counted full (Cursor.Held), but the broker
 	// refills what the step acked from it a moment later: until it has,
 	// the DLQ's ready count is that much higher, which is no bypass. Under
@@ -247,7 +273,7 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 			return nil
 		case <-clock.After(rn.s.cfg.SettlePoll):
 		}
-		bypassed, ok = rn.unseenGrowth(ctx, look)
+		bypassed, ok = rn.unseenGrowth(ctx, look, patient)
 	}
 	if !ok || bypassed <= 0 {
 		return nil
@@ -292,9 +318,10 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 // unseenGrowth is how much more the DLQ grew since look began than its
 // tap recorded arrivals, the step's removals allowed for; ok is false when
 // the counts cannot be had (the check is then skipped for this step: the
-// tap's record of returns stands, and the next step checks again).
-func (rn *run) unseenGrowth(ctx context.Context, look *returnsLook) (int, bool) {
-	ready, ok := rn.stableReady(ctx)
+// tap's record of returns stands, and the next step checks again);
+// patient is stableReady's.
+func (rn *run) unseenGrowth(ctx context.Context, look *returnsLook, patient bool) (int, bool) {
+	ready, ok := rn.stableReady(ctx, patient)
 	if !ok {
 		return 0, false
 	}

@@ -81,16 +81,53 @@ func TestAQueueDeadLetteringStraightIntoTheDLQRulesOutTheTap(t *testing.T) {
 	})
 }
 
+// slowCount is a broker whose DLQ takes longer than a second to inspect,
+// as a busy broker's can (a passive declare and the management API).
+type slowCount struct {
+	engine.Broker
+	dlq   string
+	delay time.Duration
+}
+
+func (b *slowCount) Inspect(ctx context.Context, q string) (engine.QueueInfo, error) {
+	if q == b.dlq {
+		select {
+		case <-ctx.Done():
+		case <-time.After(b.delay): // the latency simulated, not a wait for anything
+		}
+	}
+	return b.Broker.Inspect(ctx, q)
+}
+
 func TestDeadLettersBypassingTheTapSwitchTheRunToRereads(t *testing.T) {
 	t.Parallel()
+	for _, slow := range []bool{false, true} {
+		t.Run(map[bool]string{false: "quick count", true: "count slow to read"}[slow], func(t *testing.T) {
+			t.Parallel()
+			bypassSwitchesToRereads(t, slow)
+		})
+	}
+}
+
+// bypassSwitchesToRereads checks a one-step replay whose consumer publishes
+// some failures straight to the DLQ: the run's last step must see them
+// (checkBypass), even when the DLQ's count is slow to read (slow: over
+// the second after which other steps skip the check).
+func bypassSwitchesToRereads(t *testing.T, slow bool) {
 	// The step must still be settling when the consumer's publishes past
 	// the tap land: beside make test's other lanes they came more than
 	// graceful's 2 s after the broker's rejections.
 	cfg := graceful
 	cfg.SettleGrace = 10 * time.Second
-	e := newTapEnv(t, testkit.Rabbit3, cfg, nil)
-	r := e.rabbit
 	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	var wrap func(d *engine.Deps)
+	if slow {
+		wrap = func(d *engine.Deps) {
+			d.Broker = &slowCount{Broker: d.Broker, dlq: dlq, delay: 1200 * time.Millisecond}
+		}
+	}
+	e := newTapEnv(t, testkit.Rabbit3, cfg, wrap)
+	r := e.rabbit
 	r.DLXTopology(src, dlq, nil)
 	const n = 30
 	r.Reject(src, testkit.Msgs(n, 100)...)
