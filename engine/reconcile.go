@@ -118,7 +118,7 @@ func (rn *run) readsStillNeeded() int {
 	if rn.mode == ReturnsTap {
 		rereads = 0
 	}
-	if rn.plan.remaining() == 0 && rn.rs.left() == 0 {
+	if rn.toSend() == 0 {
 		return 0
 	}
 	n, _ := ReadsNeeded(rn.plan.remaining()+rn.rs.left(), rn.r.Params, rereads)

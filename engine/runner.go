@@ -209,7 +209,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		return r, err
 	}
 
-	for rn.rs.left() > 0 || rn.plan.remaining() > 0 || rn.pending != nil {
+	for rn.toSend() > 0 || rn.pending != nil {
 		if err := rn.stopCause(ctx); err != nil {
 			if r, again, err := rn.halt(parent, err); !again {
 				return r, err
@@ -276,6 +276,10 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 	}
 	return rn.end(ctx)
 }
+
+// toSend is how many copies the run has yet to send: the copies in doubt
+// it resends and the plan's remaining picks.
+func (rn *run) toSend() int { return rn.rs.left() + rn.plan.remaining() }
 
 // end closes a run whose plan is exhausted. Only a replay that sent every
 // message of its preview (and lost none) is finished; any other ends

@@ -258,7 +258,7 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	if look.ready0 < 0 {
 		return nil
 	}
-	patient := look.alone && (rn.r.Returned > look.before || (rn.plan.remaining() == 0 && rn.rs.left() == 0))
+	patient := look.alone && (rn.r.Returned > look.before || rn.toSend() == 0)
 	bypassed, ok := rn.unseenGrowth(ctx, look, patient)
 	// The cursor's window is counted full (Cursor.Held), but the broker
 	// refills what the step acked from it a moment later: until it has,

@@ -122,8 +122,8 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	}()
 
 	baseline := rn.sampleTargets(ctx, targets)
-	heldBefore := rn.cursorHeld()                                        // not in the DLQ's ready count below
-	look := rn.newLook(ctx, rn.rs.left()+rn.plan.remaining() <= planned) // before the publishes: the DLQ's size and its tap's arrivals
+	heldBefore := rn.cursorHeld()                   // not in the DLQ's ready count below
+	look := rn.newLook(ctx, rn.toSend() <= planned) // before the publishes: the DLQ's size and its tap's arrivals
 	sentPer := map[string]int{}
 	rn.openCursor(ctx)
 	stopBreaker := rn.breaker(ctx) // returns of the unjudged step stop this one's sends
