@@ -327,20 +327,26 @@ func (s *Service) previewBudget(ctx context.Context, p *Preview) error {
 // stepBudget stops a replay before a step whose reads (its move and its
 // look for returns) could bring a message of the DLQ to its delivery limit.
 func (rn *run) stepBudget(ctx context.Context) error {
-	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
-	if err != nil || !st.Exists {
-		return nil // the move itself reports a missing or unreachable DLQ
-	}
 	rereads := RereadsPerStep
 	if rn.mode == ReturnsTap {
 		rereads = 0
 	}
-	rest, _ := ReadsNeeded(rn.plan.remaining(), rn.r.Params, rereads)
 	// A step that continues the run's cursor makes no new read: what the
 	// cursor holds is given back once, when it is released (cursor.go).
 	reads := 1
 	if rn.cur != nil {
 		reads = 0
 	}
+	if reads+rereads == 0 {
+		// No read to budget: the DLQ's state is not read either (while a
+		// cursor holds it the broker can take a quarter of a second to
+		// answer, at every step).
+		return nil
+	}
+	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+	if err != nil || !st.Exists {
+		return nil // the move itself reports a missing or unreachable DLQ
+	}
+	rest, _ := ReadsNeeded(rn.plan.remaining(), rn.r.Params, rereads)
 	return budgetError(st, reads+rereads, RaiseLimit(rn.s.cfg.Vhost, st, SuggestedLimit(st, rest-1)))
 }

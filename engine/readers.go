@@ -62,10 +62,9 @@ func (rn *run) doneReading(ctx context.Context) {
 
 // yieldCursor is called by a settling step: every markEvery while the
 // run's cursor is open, it refreshes the run's mark, and releases the
-// cursor when another replay seeks picks on the DLQ; the look of each step
-// still settling (steps, nil ones skipped) then expects the DLQ that much
-// fuller (what the cursor held is ready again, no return).
-func (rn *run) yieldCursor(ctx context.Context, steps ...*sentStep) {
+// cursor when another replay seeks picks on the DLQ (the bypass check
+// allows for what the cursor held being ready again: see bypassBase).
+func (rn *run) yieldCursor(ctx context.Context) {
 	if rn.cur == nil || rn.s.d.Claims == nil || rn.s.d.Clock.Now().Sub(rn.marked) < markEvery {
 		return
 	}
@@ -77,13 +76,7 @@ func (rn *run) yieldCursor(ctx context.Context, steps ...*sentStep) {
 		rn.markReading(ctx, false)
 		return
 	}
-	held := rn.cur.Held()
 	rn.releaseCursor("dlqbot " + strings.Join(seekers, ", ") + " looks for messages it may hold")
-	for _, p := range steps {
-		if p != nil && p.look != nil && p.look.ready0 >= 0 {
-			p.look.ready0 += held
-		}
-	}
 }
 
 // scanReaderPrefix starts the reader id a scanWhole marks itself with.

@@ -162,13 +162,12 @@ type cutStep struct {
 }
 
 // keepCut keeps a step that a lost connection ended, to be settled after
-// the reconnect (settleCut); removed is how many originals it acked.
-func (rn *run) keepCut(res StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook, removed int) {
+// the reconnect (settleCut).
+func (rn *run) keepCut(res StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) {
 	rn.cut = nil
 	if res.Sent == 0 || len(sentPer) == 0 {
 		return
 	}
-	look.removed = removed
 	rn.cut = &cutStep{res: res, sentPer: sentPer, publish0: publish0, look: look}
 }
 

@@ -71,6 +71,8 @@ type run struct {
 	pending *sentStep
 	tripped atomic.Bool
 	proofs  map[string]*targetProof
+	// bp is the baseline of the tap-bypass check (settle_bypass.go).
+	bp bypassBase
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -146,6 +148,7 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 		hb:           &heartbeat{leases: s.d.Leases, id: id, owner: owner, ttl: s.cfg.LeaseTTL, clock: s.d.Clock, warn: warn},
 		ctl:          &control{replays: s.d.Replays, id: id, every: s.cfg.ControlPoll, clock: s.d.Clock, warn: warn},
 		returnedSeen: map[string]int{},
+		bp:           bypassBase{ready0: -1},
 	}
 	rn.noteDoubt(doubt)
 	// The ledger is the truth about what is in doubt: every pending intent,

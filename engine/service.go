@@ -47,6 +47,11 @@ type Config struct {
 	// returns (overlap.go; README "Overlapping steps"); paced replays and
 	// the canary phase always send, then settle.
 	StrictSteps bool
+	// BypassEvery is how long, past the canary phase, a run goes between
+	// checks that no return reaches the DLQ past its tap (default
+	// DefaultBypassEvery; settle_bypass.go). Canary steps and the run's
+	// last step are always checked.
+	BypassEvery time.Duration
 	// Window is the most unconfirmed publishes in flight (default 500).
 	Window int
 	// StepChunk is the most copies a step claims and moves at once
@@ -158,6 +163,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HeldWait <= 0 {
 		c.HeldWait = 60 * time.Second
+	}
+	if c.BypassEvery <= 0 {
+		c.BypassEvery = DefaultBypassEvery
 	}
 	if c.CursorAge <= 0 {
 		c.CursorAge = DefaultCursorAge

@@ -134,7 +134,7 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 			}
 			return nil, err
 		}
-		rn.yieldCursor(ctx, p, also)
+		rn.yieldCursor(ctx)
 		if delivered && !p.proven && rn.r.Returned == p.before {
 			p.proven = rn.provenAll(ctx, p)
 		}
@@ -148,7 +148,9 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 		}
 	}
 	mode := rn.mode
+	prm := rn.r.Params
 	p.look.alone, p.look.before = also == nil, p.before
+	p.look.canary = stepSize(prm.Step, prm.Cap, p.res.Step) < prm.Cap
 	if err := rn.lookForReturns(ctx, p.look, clock.Now(), true); err != nil {
 		if stop := rn.stopCause(parent); stop != nil {
 			return stop, nil

@@ -8,8 +8,12 @@ import "context"
 // than the run counted, which stops the step's sends before its next
 // publish (errTripped, through the move's Continue). The returns
 // themselves are counted, listed and judged afterwards by the unjudged
-// step's settling, as always. stop ends the watch; without an unjudged
-// step there is nothing to watch, and stop does nothing.
+// step's settling, as always. It also watches the unjudged step's targets
+// (watchStep), so that the step's grace runs from when its copies were
+// seen delivered, during the sends, not from when it is judged: a step
+// judged after the next one sent then waits no grace of its own, unless
+// its copies took longer to leave. stop ends the watch; without an
+// unjudged step there is nothing to watch, and stop does nothing.
 func (rn *run) breaker(parent context.Context) (stop func()) {
 	rn.tripped.Store(false)
 	if rn.pending == nil || rn.mode != ReturnsTap {
@@ -17,10 +21,11 @@ func (rn *run) breaker(parent context.Context) (stop func()) {
 	}
 	ctx, cancel := context.WithCancel(parent)
 	done := make(chan struct{})
-	id, dlq, counted, listed := rn.r.ID, rn.r.DLQ, rn.tapTotal, rn.listed
+	id, dlq, counted, listed, older := rn.r.ID, rn.r.DLQ, rn.tapTotal, rn.listed, rn.pending
 	go func() {
 		defer close(done)
 		for {
+			rn.watchStep(ctx, older, rn.s.d.Clock.Now())
 			// Errors are for the step's settling to report; the watch
 			// only ever stops sends early.
 			if _, err := rn.s.recordTap(ctx, dlq); err == nil {

@@ -10,14 +10,6 @@ import (
 // returnsLook is one step's state of looking for returns.
 type returnsLook struct {
 	lastLook time.Time // when the DLQ was last re-read (zero: not yet)
-	// ready0 and arrived0 are the DLQ's ready count and its tap's
-	// recorded arrivals before the step published (ready0 −1: unknown),
-	// and removed the originals the step took out of the DLQ: the DLQ
-	// cannot grow by more than its tap received unless something bypasses
-	// its bindings.
-	ready0   int
-	arrived0 int64
-	removed  int
 	// since is when the look began: a window without the tap since then
 	// is reconciled before the step settles.
 	since time.Time
@@ -26,88 +18,22 @@ type returnsLook struct {
 	// such a step is the run's last judgement when the plan is exhausted
 	// or it saw returns (the run then stops), and its bypass check is
 	// patient (lastLookPatience): no later step would make up for a
-	// skipped one.
+	// skipped one. canary is set when the step is smaller than the cap
+	// (the canary phase): its bypass check is never put off (Config.BypassEvery).
 	alone  bool
 	before int
+	canary bool
 }
-
-// lastLookPatience bounds how long the run's last step waits for the
-// classic DLQ's ready count to hold still for its bypass check (and its
-// baseline, when the step is seen to be the last before it publishes),
-// however slow the count is to read. Other steps skip the check instead
-// (stableReady): it is paid once per run, not per step. Beside make
-// test's other lanes a passive declare and the management API together
-// took over a second, and a one-step replay never saw the copies
-// published past its tap.
-const lastLookPatience = 15 * time.Second
 
 // newLook starts a step's look for returns, before the step publishes;
-// last is true when the step plans all that is left to send (its baseline
-// is then read patiently: see lastLookPatience).
+// last is true when the step plans all that is left to send (a bypass
+// baseline it must read is then read patiently: see lastLookPatience).
 func (rn *run) newLook(ctx context.Context, last bool) *returnsLook {
-	look := &returnsLook{ready0: -1, since: rn.s.d.Clock.Now()}
-	if rn.mode != ReturnsTap {
-		return look
+	look := &returnsLook{since: rn.s.d.Clock.Now()}
+	if rn.mode == ReturnsTap && rn.bp.ready0 < 0 {
+		rn.bypassBaseline(ctx, last)
 	}
-	// Without a baseline the step's bypass check is skipped.
-	if _, err := rn.s.recordTap(ctx, rn.r.DLQ); err != nil {
-		rn.warn("record tap", err)
-		return look
-	}
-	ready, ok := rn.stableReady(ctx, last)
-	if !ok {
-		return look
-	}
-	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
-	if err != nil {
-		rn.warn("read tap arrivals", err)
-		return look
-	}
-	look.ready0, look.arrived0 = ready, a
 	return look
-}
-
-// stableReady is the classic DLQ's ready count once it holds still (two
-// readings 100 ms apart agree, within 2 s): messages a read gave back
-// take a moment to reappear. ok is false for a quorum DLQ (it applies
-// give-backs asynchronously, for longer: its count is no measure of new
-// arrivals), when the count would not settle, or when reading it is slow
-// (over 1 s: a queue that busy is taking back messages, and the check is
-// skipped rather than paid for at every step). The bounds were 250 ms
-// and 1 s: beside make test's other lanes a passive declare took longer,
-// and the bypass check was skipped for the one step that needed it. A
-// patient read (the run's last step) waits up to lastLookPatience
-// however slow each reading is.
-func (rn *run) stableReady(ctx context.Context, patient bool) (int, bool) {
-	clock := rn.s.d.Clock
-	last := -1
-	deadline := clock.Now().Add(2 * time.Second)
-	if patient {
-		deadline = clock.Now().Add(lastLookPatience)
-	}
-	for {
-		asked := clock.Now()
-		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
-		if err != nil {
-			rn.warn("inspect dlq", err)
-			return 0, false
-		}
-		if st.Type != "classic" || (!patient && clock.Now().Sub(asked) > time.Second) {
-			return 0, false
-		}
-		if st.Ready == last {
-			return st.Ready, true
-		}
-		last = st.Ready
-		if clock.Now().After(deadline) || rn.ctl.err() != nil {
-			return 0, false // not worth holding up a pause or cancel
-		}
-		select {
-		case <-ctx.Done():
-			return 0, false
-		case <-clock.After(100 * time.Millisecond):
-		}
-	}
 }
 
 // startReturns prepares a run's way of finding returns before anything is
@@ -248,95 +174,6 @@ func (rn *run) rereadReturns(ctx context.Context) error {
 	return nil
 }
 
-// checkBypass compares, at the end of a step, how much the DLQ grew with
-// how many dead letters its tap recorded meanwhile. More growth means
-// something puts messages into the DLQ without its bindings (a framework
-// publishing straight to it through the default exchange), which no tap
-// can see: the run then re-reads the DLQ for this step and every later
-// one, and says so. Returns counted from the tap are not counted again.
-func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
-	if look.ready0 < 0 {
-		return nil
-	}
-	patient := look.alone && (rn.r.Returned > look.before || rn.toSend() == 0)
-	bypassed, ok := rn.unseenGrowth(ctx, look, patient)
-	// The cursor's window is counted full (Cursor.Held), but the broker
-	// refills what the step acked from it a moment later: until it has,
-	// the DLQ's ready count is that much higher, which is no bypass. Under
-	// load that moment outlasted stableReady's, and the scan below then
-	// read the whole DLQ again (a filtered replay of 100,000 took 192,899
-	// deliveries instead of 100,000): wait for the refill first.
-	clock := rn.s.d.Clock
-	for deadline := clock.Now().Add(cursorRefillWait); ok && bypassed > 0 && rn.cur != nil && clock.Now().Before(deadline); {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-clock.After(rn.s.cfg.SettlePoll):
-		}
-		bypassed, ok = rn.unseenGrowth(ctx, look, patient)
-	}
-	if !ok || bypassed <= 0 {
-		return nil
-	}
-	// The counts suggest a bypass (or another reader's give-backs): read
-	// the DLQ once (a classic DLQ: no delivery counts) and switch only if
-	// it holds returns the tap did not see.
-	seen := map[string]int{}
-	inDLQ := 0
-	var extra []Failure
-	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
-		meta := rn.s.viewMeta(rn.r.DLQ, m)
-		if meta.ReplayID == rn.r.ID && meta.Returned {
-			seen[meta.ID]++
-			inDLQ++
-			if inDLQ > rn.tapTotal {
-				extra = append(extra, Failure{ID: meta.ID, Target: meta.Source, Kind: FailureReturned, Reason: string(meta.Reason), Detail: meta.Exception})
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
-	}
-	if inDLQ <= rn.tapTotal {
-		rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
-			Msg("the DLQ grew by more than its tap recorded, but holds no return the tap missed")
-		return nil
-	}
-	rn.mode, rn.r.ReturnsMode = ReturnsReread, ReturnsReread
-	rn.modeNote = fmt.Sprintf("%d return(s) reached %s without passing its bindings (published straight to it?), so the tap cannot see every return", inDLQ-rn.tapTotal, rn.r.DLQ)
-	rn.returnedSeen = seen
-	rn.r.Returned += inDLQ - rn.tapTotal
-	for _, f := range extra {
-		rn.fail(f)
-	}
-	rn.s.cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", inDLQ-rn.tapTotal).
-		Msg("returns reached the DLQ without passing its bindings: re-reading it from now on")
-	return nil
-}
-
-// unseenGrowth is how much more the DLQ grew since look began than its
-// tap recorded arrivals, the step's removals allowed for; ok is false when
-// the counts cannot be had (the check is then skipped for this step: the
-// tap's record of returns stands, and the next step checks again);
-// patient is stableReady's.
-func (rn *run) unseenGrowth(ctx context.Context, look *returnsLook, patient bool) (int, bool) {
-	ready, ok := rn.stableReady(ctx, patient)
-	if !ok {
-		return 0, false
-	}
-	if _, err := rn.s.recordTap(ctx, rn.r.DLQ); err != nil {
-		rn.warn("record tap", err)
-		return 0, false
-	}
-	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
-	if err != nil {
-		rn.warn("read tap arrivals", err)
-		return 0, false
-	}
-	return (ready - (look.ready0 - look.removed)) - int(a-look.arrived0), true
-}
-
 // reconcileGap re-reads the DLQ after a window without its tap (a read
 // counted by the read budget like any other): copies of this replay with a
 // new death found there beyond those the tap recorded came back while no
@@ -353,6 +190,7 @@ func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
 	}
 	inDLQ := 0
 	var extra []Failure
+	rn.releaseCursor("a re-read after a window without the tap reads the whole DLQ") // see checkBypass
 	_, err = rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
 		meta := rn.s.viewMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {

@@ -122,8 +122,7 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	}()
 
 	baseline := rn.sampleTargets(ctx, targets)
-	heldBefore := rn.cursorHeld()                   // not in the DLQ's ready count below
-	look := rn.newLook(ctx, rn.toSend() <= planned) // before the publishes: the DLQ's size and its tap's arrivals
+	look := rn.newLook(ctx, rn.toSend() <= planned) // before the publishes
 	sentPer := map[string]int{}
 	rn.openCursor(ctx)
 	stopBreaker := rn.breaker(ctx) // returns of the unjudged step stop this one's sends
@@ -173,20 +172,7 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	stopBreaker()
 	rn.countSent(sentPer, unsure, moveErr)
 	rn.boundCursor(ctx)
-	moved := heldBefore - rn.cursorHeld()
-	if look.ready0 >= 0 {
-		// What the cursor took out of the ready count since (prefetched)
-		// or gave back to it (released) changes the DLQ's size without
-		// any return.
-		look.ready0 += moved
-	}
-	if o := rn.pending; o != nil {
-		// The unjudged step's look spans this step's move too.
-		o.look.removed += sentN
-		if o.look.ready0 >= 0 {
-			o.look.ready0 += moved
-		}
-	}
+	rn.bp.removed += sentN // the originals of the copies sent left the DLQ
 	if rn.resending {
 		rn.rs.endStep(false)
 		rn.r.ResendInDoubt = rn.rs.left() > 0
@@ -195,13 +181,12 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 		return &sentStep{res: res}, nil, err
 	}
 	if moveErr != nil {
-		rn.keepCut(res, sentPer, baseline, look, sentN) // settled after a reconnect (reconcile.go)
+		rn.keepCut(res, sentPer, baseline, look) // settled after a reconnect (reconcile.go)
 		return &sentStep{res: res}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, moveErr)
 	}
 	if mr.Stopped != nil && !errors.Is(mr.Stopped, errTripped) {
 		return &sentStep{res: res, start: start}, mr.Stopped, nil // a pause acts now
 	}
-	look.removed = sentN
 	p = rn.beginSettle(ctx, res, sentPer, baseline, look)
 	p.start = start
 	return p, mr.Stopped, nil

@@ -1,0 +1,90 @@
+package engine_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+// Past the canary phase the tap-bypass check is made every
+// Config.BypassEvery, not at every step (settle_bypass.go): a consumer
+// that starts publishing its failures straight to the DLQ, past the tap,
+// only once the steps have reached the cap must still stop the replay
+// before it has sent everything, and the bot's counts must be the DLQ's.
+func TestABypassBegunPastTheCanaryPhaseStopsTheReplay(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
+		t.Parallel()
+		cfg := fast
+		cfg.BypassEvery = time.Second
+		e := newTapEnv(t, b, cfg, nil)
+		r := e.rabbit
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		r.DLXTopology(src, dlq, nil)
+		// Steps of 10, 20, then 40 (the cap): the 200th message is in
+		// step 7, the fourth step past the canary phase; 800 more follow
+		// in 20 steps, many times BypassEvery even on a fast machine.
+		const n, from = 1000, 200
+		r.Reject(src, testkit.Msgs(n, 100)...)
+		r.WaitCount(dlq, n, 30*time.Second)
+		p := preview(t, &e.env, engine.Selection{DLQ: dlq})
+		if p.Returns.Mode != engine.ReturnsTap {
+			t.Fatalf("preview returns %+v, want the tap", p.Returns)
+		}
+		var got, past atomic.Int64
+		pub := r.Channel()
+		r.Consume(src, func(d amqp.Delivery) string {
+			defer got.Add(1)
+			i, _ := strconv.Atoi(strings.TrimPrefix(d.MessageId, "m-"))
+			if i < from {
+				return "ack"
+			}
+			// A recoverer publishing the failure straight to the DLQ.
+			h := amqp.Table{}
+			for k, v := range d.Headers {
+				h[k] = v
+			}
+			h["x-exception-message"] = "order " + d.MessageId + " not found"
+			if err := pub.PublishWithContext(context.Background(), "", dlq, false, false, amqp.Publishing{Headers: h, MessageId: d.MessageId, Body: d.Body}); err == nil {
+				past.Add(1)
+			}
+			return "ack"
+		})
+		rep := approveRun(t, &e.env, p.Token, engine.Params{Step: 10, Cap: 40, Rate: -1, Timeout: 20 * time.Second}, false)
+		if rep.State != engine.StateStopped || rep.ReturnsMode != engine.ReturnsReread || !strings.Contains(rep.Note, "without passing its bindings") {
+			t.Fatalf("replay %s mode %q note %q: want stopped, switched to re-reads, saying why", rep.State, rep.ReturnsMode, rep.Note)
+		}
+		if rep.Sent <= from || rep.Sent >= n {
+			t.Fatalf("sent %d of %d: want stopped past the %d sent before the bypass began, before the end", rep.Sent, n, from)
+		}
+		if rep.Returned == 0 {
+			t.Fatal("stopped with none counted back")
+		}
+		// What the broker holds: the messages not sent, and every copy
+		// the consumer published past the tap.
+		testkit.Eventually(t, 30*time.Second, "the consumer to take every copy sent", func() bool { return got.Load() == int64(rep.Sent) })
+		back := int(past.Load())
+		if back != rep.Sent-from {
+			t.Fatalf("the consumer published %d past the tap, want %d", back, rep.Sent-from)
+		}
+		r.WaitCount(dlq, n-rep.Sent+back, 30*time.Second)
+		if rep.Returned > back {
+			t.Fatalf("the bot counted %d back, the DLQ received %d", rep.Returned, back)
+		}
+		c, err := e.svc.Check(t.Context(), rep.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Returned != back {
+			t.Fatalf("check: %d back, the DLQ holds %d", c.Returned, back)
+		}
+	})
+}
