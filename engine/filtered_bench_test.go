@@ -32,8 +32,9 @@ import (
 // holds, so a mover holding everything on one channel
 // (DLQBOT_BENCH_MOVER_WINDOW=0) slows as it goes (234 s for 100,000 here).
 //
-// The engine runs the tests' short settle grace and polls (fast) unless
-// DLQBOT_BENCH_DEFAULTS=1, which runs the product's defaults.
+// The engine runs the tests' short settle grace and polls (fast, with the
+// product's StepChunk) unless DLQBOT_BENCH_DEFAULTS=1, which runs the
+// product's defaults.
 //
 // DLQBOT_BENCH_STEP and DLQBOT_BENCH_CAP set the replay's step= and cap=
 // (default: the default steps); DLQBOT_BENCH_STEP=100000
@@ -43,6 +44,7 @@ func BenchmarkFilteredReplay(b *testing.B) {
 	on := testkit.Rabbit3
 	on.Require(b)
 	cfg := fast
+	cfg.StepChunk = 0 // the product's chunk: the tests' small one exercises chunking, at a round trip per 64 copies
 	if os.Getenv("DLQBOT_BENCH_DEFAULTS") != "" {
 		cfg = engine.Config{} // the product's settle grace and polls
 	}
