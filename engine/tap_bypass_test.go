@@ -88,3 +88,76 @@ func TestABypassBegunPastTheCanaryPhaseStopsTheReplay(t *testing.T) {
 		}
 	})
 }
+
+// Another reader of the DLQ that gives messages back while the run's last
+// step settles makes the DLQ grow by more than its tap recorded: the bypass
+// check must read the DLQ to confirm, find no return the tap missed, and
+// leave the run's word ("0 came back", the tap) as the broker has it.
+func TestAnotherReadersGiveBacksAreNoBypass(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
+		t.Parallel()
+		e := newTapEnv(t, b, graceful, nil)
+		r := e.rabbit
+		work, dlq := testkit.Name("work"), testkit.Name("dlq")
+		r.DLXTopology(work, dlq, nil)
+		const n, held = 200, 5
+		fillTenth(r, dlq, work, n) // 20 from work, the rest from another source
+		p := preview(t, &e.env, engine.Selection{DLQ: dlq, Source: work})
+		if p.Selected != n/10 || p.Returns.Mode != engine.ReturnsTap {
+			t.Fatalf("preview selected %d, returns %+v: want %d, the tap", p.Selected, p.Returns, n/10)
+		}
+		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The other reader comes once the approval's give-backs (it
+		// compared this small DLQ) have landed, as the engine sees the
+		// DLQ. One that takes messages before they all landed keeps the
+		// count from ever reaching what the next read waits for, and on an
+		// idle DLQ whose management statistics are old that read waits out
+		// its StallTimeout (2 minutes): a known cost, not this test's.
+		testkit.Eventually(t, 30*time.Second, "the approval's give-backs to land", func() bool {
+			st, err := e.broker.Inspect(t.Context(), dlq)
+			return err == nil && st.Ready == n
+		})
+		// The other reader holds the DLQ's first messages (not selected)
+		// before the run reads its baseline, and gives them back once the
+		// step's copies were all consumed, while the step settles.
+		other := r.Channel()
+		for i := 0; i < held; i++ {
+			if _, ok, err := other.Get(dlq, false); err != nil || !ok {
+				t.Fatalf("other reader: get %d: %v", i, err)
+			}
+		}
+		var got atomic.Int64
+		r.Consume(work, func(amqp.Delivery) string {
+			if got.Add(1) == n/10 {
+				if err := other.Nack(0, true, true); err != nil {
+					t.Errorf("other reader: give back: %v", err)
+				}
+			}
+			return "ack"
+		})
+		scans0, _ := e.reads.of(dlq)
+		rep, err := e.svc.Run(t.Context(), ap.Replay.ID, "owner")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.State != engine.StateFinished || rep.ReturnsMode != engine.ReturnsTap || rep.Returned != 0 || !strings.Contains(rep.Note, "0 came back") {
+			t.Fatalf("replay %s mode %q returned %d note %q: want finished through the tap, none back", rep.State, rep.ReturnsMode, rep.Returned, rep.Note)
+		}
+		// The check saw the growth and read the DLQ once to confirm it.
+		if scans, _ := e.reads.of(dlq); scans != scans0+1 {
+			t.Fatalf("the run read the DLQ %d time(s), want 1 (the bypass check confirming)", scans-scans0)
+		}
+		r.WaitCount(dlq, n-n/10, 30*time.Second)
+		c, err := e.svc.Check(t.Context(), rep.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Returned != 0 {
+			t.Fatalf("check: %d back, want 0", c.Returned)
+		}
+	})
+}

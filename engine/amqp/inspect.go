@@ -43,7 +43,9 @@ func (b *Broker) Inspect(ctx context.Context, queue string) (engine.QueueInfo, e
 }
 
 // declarePassive probes queue on a throwaway channel: a missing queue
-// makes the broker close that channel (404), never the connection.
+// makes the broker close that channel (404), never the connection. A
+// ready count that shows this Broker's earlier requeues landed ends the
+// next read's wait for them (pendingRequeues.landed).
 func (b *Broker) declarePassive(ctx context.Context, queue string) (amqp.Queue, bool, error) {
 	ch, err := b.channel(ctx)
 	if err != nil {
@@ -57,5 +59,6 @@ func (b *Broker) declarePassive(ctx context.Context, queue string) (amqp.Queue, 
 	if err != nil {
 		return amqp.Queue{}, false, b.classify(err)
 	}
+	b.pending.landed(queue, q.Messages)
 	return q, true, nil
 }

@@ -241,6 +241,22 @@ func (p *pendingRequeues) take(queue string) requeueExpectation {
 	return e
 }
 
+// landed forgets the expectation recorded for queue once a passive declare
+// shows its ready count reached it (the test awaitRequeues ends on): the
+// messages given back have landed. Kept, it would make the next read wait
+// for a count that others' reads since may keep it from reaching: a
+// reader that took five messages after a preview's give-backs landed held
+// the next read (a replay's cursor) for the whole StallTimeout of 2
+// minutes, the idle queue's management statistics being too old to say
+// they would never land (mayStillLand).
+func (p *pendingRequeues) landed(queue string, ready int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.n[queue]; ok && ready >= e.count {
+		delete(p.n, queue)
+	}
+}
+
 // stillLanding says how many of the messages expected in queue may still be
 // on their way back, once waiting for the ready count (which shows ready)
 // has ended short of it: none when the management API says nothing is in
