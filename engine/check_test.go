@@ -20,20 +20,28 @@ import (
 // exception and are republished to dlq with the headers copied and
 // x-exception-message added; numbers ≡ 1 (mod 5) are rejected (the broker
 // dead-letters them); the rest are acked.
+// publishPastTap publishes d to dlq through the default exchange, as a
+// recoverer does with a failure: its headers copied, exception set, extra
+// added (past the DLQ's bindings, so no tap sees it).
+func publishPastTap(pub *amqp.Channel, dlq string, d amqp.Delivery, exception string, extra amqp.Table) error {
+	h := amqp.Table{}
+	for k, v := range d.Headers {
+		h[k] = v
+	}
+	h["x-exception-message"] = exception
+	for k, v := range extra {
+		h[k] = v
+	}
+	return pub.PublishWithContext(context.Background(), "", dlq, false, false, amqp.Publishing{Headers: h, MessageId: d.MessageId, Body: d.Body})
+}
+
 func springLike(t *testing.T, r *testkit.Rabbit, src, dlq string) {
 	pub := r.Channel()
 	r.Consume(src, func(d amqp.Delivery) string {
 		n, _ := strconv.Atoi(strings.TrimPrefix(d.MessageId, "m-"))
 		switch {
 		case n%3 == 0:
-			h := amqp.Table{}
-			for k, v := range d.Headers {
-				h[k] = v
-			}
-			h["x-exception-message"] = fmt.Sprintf("order %d not found", 1000+n)
-			h["x-original-exchange"] = ""
-			h["x-original-routingKey"] = src
-			_ = pub.PublishWithContext(context.Background(), "", dlq, false, false, amqp.Publishing{Headers: h, MessageId: d.MessageId, Body: d.Body})
+			_ = publishPastTap(pub, dlq, d, fmt.Sprintf("order %d not found", 1000+n), amqp.Table{"x-original-exchange": "", "x-original-routingKey": src})
 			return "ack"
 		case n%5 == 1:
 			return "reject"

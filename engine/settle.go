@@ -148,9 +148,7 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 		}
 	}
 	mode := rn.mode
-	prm := rn.r.Params
-	p.look.alone, p.look.before = also == nil, p.before
-	p.look.canary = stepSize(prm.Step, prm.Cap, p.res.Step) < prm.Cap
+	p.look.alone, p.look.before, p.look.canary = also == nil, p.before, rn.canary(p.res.Step)
 	if err := rn.lookForReturns(ctx, p.look, clock.Now(), true); err != nil {
 		if stop := rn.stopCause(parent); stop != nil {
 			return stop, nil

@@ -23,11 +23,18 @@ func (rn *run) mayOverlap(p *sentStep) bool {
 	if rn.s.cfg.StrictSteps || prm.Rate > 0 || rn.mode != ReturnsTap || rn.resending || rn.rs.left() > 0 {
 		return false
 	}
-	if p.res.Step < 2 || stepSize(prm.Step, prm.Cap, p.res.Step-1) < prm.Cap {
+	if p.res.Step < 2 || rn.canary(p.res.Step-1) {
 		return false // the canary phase: send, then settle
 	}
 	r := p.res
 	return r.Sent > 0 && r.Sent == r.Planned && r.Failed == 0 && r.Missing == 0 && r.HeldElsewhere == 0 && rn.plan.remaining() > 0
+}
+
+// canary reports whether step k is in the canary phase: smaller than the
+// cap (the doubling steps).
+func (rn *run) canary(k int) bool {
+	prm := rn.r.Params
+	return stepSize(prm.Step, prm.Cap, k) < prm.Cap
 }
 
 // keepOrClose decides, once p was judged, what becomes of also, the step

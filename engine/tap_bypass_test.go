@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -47,13 +46,7 @@ func TestABypassBegunPastTheCanaryPhaseStopsTheReplay(t *testing.T) {
 			if i < from {
 				return "ack"
 			}
-			// A recoverer publishing the failure straight to the DLQ.
-			h := amqp.Table{}
-			for k, v := range d.Headers {
-				h[k] = v
-			}
-			h["x-exception-message"] = "order " + d.MessageId + " not found"
-			if err := pub.PublishWithContext(context.Background(), "", dlq, false, false, amqp.Publishing{Headers: h, MessageId: d.MessageId, Body: d.Body}); err == nil {
+			if err := publishPastTap(pub, dlq, d, "order "+d.MessageId+" not found", nil); err == nil {
 				past.Add(1)
 			}
 			return "ack"
