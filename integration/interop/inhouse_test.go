@@ -90,6 +90,9 @@ func TestInteropInHouseDialect(t *testing.T) {
 		bodies := publishN(t, e.rabbit, src, n)
 		e.rabbit.WaitCount(dlq, n, 60*time.Second)
 		c.stop()
+		if got := e.rabbit.Count(src); got != 0 {
+			t.Fatalf("the framework left %d messages in %s when it stopped", got, src)
+		}
 		tries := perMessage(c.handled(nil))
 
 		doc, code := terminal(t, env, "preview", dlq)

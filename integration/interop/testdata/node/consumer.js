@@ -14,7 +14,9 @@
 // republishes it to its queue with x-app-attempts until 3 attempts, then
 // publishes it to the DLQ itself with its own failure headers (x-app-source,
 // x-app-error, x-app-attempts) and acks. Otherwise the handler acks.
-// SIGTERM closes the connection and exits.
+// SIGTERM closes the connection and exits; "inhouse" first stops consuming
+// and waits for its publishes' confirms, so no delivery it has moved is
+// requeued.
 'use strict';
 
 const crypto = require('crypto');
@@ -127,7 +129,7 @@ async function runInHouse() {
   await ch.prefetch(5);
   await ch.checkQueue(cfg.queue);
   await ch.checkQueue(cfg.dlq);
-  await ch.consume(cfg.queue, (message) => {
+  const { consumerTag } = await ch.consume(cfg.queue, (message) => {
     if (!message) return;
     const err = cfg.fail ? failure(message) : null;
     log(describe(message, err));
@@ -150,7 +152,15 @@ async function runInHouse() {
     });
   });
   log({ event: 'ready' });
-  return () => conn.close();
+  // It stops as such a framework does: no new deliveries, then every
+  // publish confirmed (and so its delivery acked) before the connection
+  // closes. Closing at once would requeue a delivery already published to
+  // the DLQ, and the next node would dead-letter it a second time.
+  return async () => {
+    await ch.cancel(consumerTag);
+    await ch.waitForConfirms();
+    await conn.close();
+  };
 }
 
 async function main() {
