@@ -33,6 +33,10 @@ var (
 	// ErrBudgetUnknown means a read of a quorum queue was refused because
 	// its read budget (delivery limit, broker version) cannot be told.
 	ErrBudgetUnknown = errors.New("read budget unknown")
+	// ErrHeldElsewhere means a read that had to see a whole queue (to say
+	// a message is not there) did not: another client held or took some
+	// of its messages.
+	ErrHeldElsewhere = errors.New("another client held messages of the queue")
 )
 
 // Clock tells the time and waits. The engine reads the time and waits

@@ -164,8 +164,8 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	if !ok {
 		return nil // the baseline stands: the next due step checks again
 	}
-	rn.bp = next
 	if bypassed <= 0 {
+		rn.bp = next
 		return nil
 	}
 	// The counts suggest a bypass (or another reader's give-backs): read
@@ -174,10 +174,18 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	// holds first: returns reach the DLQ's tail, where its read may have
 	// taken them, out of the scan's sight.
 	rn.releaseCursor("a bypass check reads the whole DLQ")
-	seen := map[string]int{}
-	inDLQ := 0
-	var extra []Failure
-	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
+	var (
+		seen  map[string]int
+		inDLQ int
+		extra []Failure
+	)
+	within := scanRetry
+	if patient {
+		within = lastLookPatience
+	}
+	cov, err := rn.scanWhole(ctx, within, func() {
+		seen, inDLQ, extra = map[string]int{}, 0, nil
+	}, func(m Message) error {
 		meta := rn.s.viewMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			seen[meta.ID]++
@@ -191,6 +199,19 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	if err != nil {
 		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
 	}
+	if inDLQ <= rn.tapTotal && !cov.Whole() {
+		// Returns may be among what the read could not see: nothing is
+		// concluded. The baseline stands, so the next step checks again;
+		// the run's last judgement cannot end on a claim nobody checked.
+		if patient {
+			return fmt.Errorf("engine: run %s: %s grew by %d more than its tap recorded, and a read of it could not tell whether those are returns (%s; run check once it has let go): %w",
+				rn.r.ID, rn.r.DLQ, bypassed, heldWords(cov), ErrHeldElsewhere)
+		}
+		rn.s.cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
+			Int("read", cov.Read).Int("ready", cov.Ready).Msg("the DLQ grew by more than its tap recorded, and " + heldWords(cov) + ": checked again at the next step")
+		return nil
+	}
+	rn.bp = next
 	if inDLQ <= rn.tapTotal {
 		rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
 			Msg("the DLQ grew by more than its tap recorded, but holds no return the tap missed")

@@ -104,7 +104,7 @@ func (rn *run) lookForReturns(ctx context.Context, look *returnsLook, now time.T
 		return nil
 	}
 	look.lastLook = now
-	return rn.rereadReturns(ctx)
+	return rn.rereadReturns(ctx, look)
 }
 
 // tapReturns drains the DLQ's tap into the store and reads the replay's
@@ -146,10 +146,21 @@ func (rn *run) tapReturns(ctx context.Context) error {
 // the DLQ meanwhile — parked, replayed elsewhere — take nothing away);
 // messages that died since the replay started without its id are new
 // failures.
-func (rn *run) rereadReturns(ctx context.Context) error {
-	seen := map[string]int{}
-	fresh := 0
-	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
+func (rn *run) rereadReturns(ctx context.Context, look *returnsLook) error {
+	var (
+		seen  map[string]int
+		fresh int
+	)
+	// A read another client cut short counts what it saw (a return is
+	// counted once, whichever read first sees it); only the run's last
+	// judgement needs the whole DLQ, since no later read will count what
+	// this one missed.
+	last := look.alone && rn.toSend() == 0
+	within := scanRetry
+	if last {
+		within = lastLookPatience
+	}
+	cov, err := rn.scanWhole(ctx, within, func() { seen, fresh = map[string]int{}, 0 }, func(m Message) error {
 		meta := rn.s.viewMeta(rn.r.DLQ, m)
 		switch {
 		case meta.ReplayID == rn.r.ID && meta.Returned:
@@ -164,6 +175,10 @@ func (rn *run) rereadReturns(ctx context.Context) error {
 		}
 		return nil
 	})
+	if err == nil && last && !cov.Whole() {
+		return fmt.Errorf("engine: run %s: re-read %s for returns: %s, so the read could not tell whether every copy stayed away (run check once it has let go): %w",
+			rn.r.ID, rn.r.DLQ, heldWords(cov), ErrHeldElsewhere)
+	}
 	if err != nil {
 		if errors.Is(err, ErrReadBudget) {
 			return fmt.Errorf("engine: run %s: re-reading %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
@@ -188,10 +203,12 @@ func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
 	if err != nil {
 		return fmt.Errorf("engine: run %s: read returns: %w", rn.r.ID, err)
 	}
-	inDLQ := 0
-	var extra []Failure
+	var (
+		inDLQ int
+		extra []Failure
+	)
 	rn.releaseCursor("a re-read after a window without the tap reads the whole DLQ") // see checkBypass
-	_, err = rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
+	cov, err := rn.scanWhole(ctx, scanRetry, func() { inDLQ, extra = 0, nil }, func(m Message) error {
 		meta := rn.s.viewMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			inDLQ++
@@ -201,6 +218,12 @@ func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
 		}
 		return nil
 	})
+	if err == nil && !cov.Whole() {
+		// What the read did not see may hold copies that came back
+		// unseen: as impossible as a refused read (what it found is
+		// counted by the next re-read that sees the whole DLQ).
+		err = fmt.Errorf("%s: %w", heldWords(cov), ErrHeldElsewhere)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return err

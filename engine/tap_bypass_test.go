@@ -1,8 +1,10 @@
 package engine_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -145,6 +147,77 @@ func TestAnotherReadersGiveBacksAreNoBypass(t *testing.T) {
 			t.Fatalf("the run read the DLQ %d time(s), want 1 (the bypass check confirming)", scans-scans0)
 		}
 		r.WaitCount(dlq, n-n/10, 30*time.Second)
+		c, err := e.svc.Check(t.Context(), rep.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Returned != 0 {
+			t.Fatalf("check: %d back, want 0", c.Returned)
+		}
+	})
+}
+
+// When the DLQ grew by more than its tap recorded and another consumer
+// holds some of its messages, the bypass check's read cannot see them: at
+// the run's last judgement it must not finish on "0 came back" (what it
+// did not see may be returns), but stop and say why; check, once the other
+// consumer let go, counts from the whole DLQ.
+func TestABypassCheckThatCannotSeeTheWholeDLQClaimsNothing(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
+		t.Parallel()
+		e := newTapEnv(t, b, graceful, nil)
+		r := e.rabbit
+		work, dlq := testkit.Name("work"), testkit.Name("dlq")
+		r.DLXTopology(work, dlq, nil)
+		const n, held = 200, 5
+		fillTenth(r, dlq, work, n)
+		p := preview(t, &e.env, engine.Selection{DLQ: dlq, Source: work})
+		if p.Selected != n/10 || p.Returns.Mode != engine.ReturnsTap {
+			t.Fatalf("preview selected %d, returns %+v: want %d, the tap", p.Selected, p.Returns, n/10)
+		}
+		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testkit.Eventually(t, 30*time.Second, "the approval's give-backs to land", func() bool {
+			st, err := e.broker.Inspect(t.Context(), dlq)
+			return err == nil && st.Ready == n
+		})
+		// The handler consumes every copy, and for each the application
+		// publishes a failure of its own straight to the DLQ (no copy of
+		// the replay: growth the tap cannot see). At the first copy another
+		// consumer starts on the DLQ and holds what it gets.
+		holder := r.Channel()
+		pub := r.Channel()
+		var first sync.Once
+		r.Consume(work, func(d amqp.Delivery) string {
+			first.Do(func() {
+				if err := holder.Qos(held, 0, false); err != nil {
+					t.Errorf("holder: qos: %v", err)
+				}
+				if _, err := holder.Consume(dlq, "holder", false, false, false, false, nil); err != nil {
+					t.Errorf("holder: consume: %v", err)
+				}
+			})
+			err := pub.PublishWithContext(context.Background(), "", dlq, false, false,
+				amqp.Publishing{MessageId: "app-" + d.MessageId, Body: []byte("its own failure")})
+			if err != nil {
+				t.Errorf("publish to the DLQ: %v", err)
+			}
+			return "ack"
+		})
+		rep, _ := e.svc.Run(t.Context(), ap.Replay.ID, "owner")
+		if rep.Sent != n/10 || rep.State != engine.StateStopped || rep.ReturnsMode != engine.ReturnsTap ||
+			strings.Contains(rep.Note, "came back") || !strings.Contains(rep.Note, "could not tell") {
+			t.Fatalf("replay %s sent %d mode %q note %q: want stopped on a tap-mode look that could not tell, all sent", rep.State, rep.Sent, rep.ReturnsMode, rep.Note)
+		}
+		// The broker's word, once the other consumer let go: no copy of
+		// the replay is in the DLQ, and check says so.
+		if err := holder.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r.WaitCount(dlq, n, 30*time.Second) // 180 not selected + 20 of the application's own
 		c, err := e.svc.Check(t.Context(), rep.ID, "")
 		if err != nil {
 			t.Fatal(err)
