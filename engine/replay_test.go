@@ -82,12 +82,26 @@ type recorder struct {
 	// verdict is what the consumer does with each delivery: "ack" when
 	// empty, or a testkit.Handler verdict such as "reject".
 	verdict string
+	// then, when set (setThen), handles each delivery once recorded, and
+	// its verdict is the consumer's.
+	then func(amqp.Delivery) string
+}
+
+// setThen sets rc.then, while the consumer may be running.
+func (rc *recorder) setThen(f func(amqp.Delivery) string) {
+	rc.mu.Lock()
+	rc.then = f
+	rc.mu.Unlock()
 }
 
 func (rc *recorder) handle(d amqp.Delivery) string {
 	rc.mu.Lock()
 	rc.ds = append(rc.ds, d)
+	then := rc.then
 	rc.mu.Unlock()
+	if then != nil {
+		return then(d)
+	}
 	if rc.verdict != "" {
 		return rc.verdict
 	}
