@@ -201,14 +201,18 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	}
 	if inDLQ <= rn.tapTotal && !cov.Whole() {
 		// Returns may be among what the read could not see: nothing is
-		// concluded. The baseline stands, so the next step checks again;
-		// the run's last judgement cannot end on a claim nobody checked.
+		// concluded. The baseline's counts stand, so the next due check
+		// sees the growth again (due from now: a client that holds
+		// messages for long costs a read per Config.BypassEvery, not per
+		// step); the run's last judgement cannot end on a claim nobody
+		// checked.
+		rn.bp.at = rn.s.d.Clock.Now()
 		if patient {
 			return fmt.Errorf("engine: run %s: %s grew by %d more than its tap recorded, and a read of it could not tell whether those are returns (%s; run check once it has let go): %w",
 				rn.r.ID, rn.r.DLQ, bypassed, heldWords(cov), ErrHeldElsewhere)
 		}
 		rn.s.cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
-			Int("read", cov.Read).Int("ready", cov.Ready).Msg("the DLQ grew by more than its tap recorded, and " + heldWords(cov) + ": checked again at the next step")
+			Int("read", cov.Read).Int("ready", cov.Ready).Msg("the DLQ grew by more than its tap recorded, and " + heldWords(cov) + ": checked again at the next due step")
 		return nil
 	}
 	rn.bp = next

@@ -343,3 +343,51 @@ func TestReadWaitsForPendingRequeues(t *testing.T) {
 		t.Fatalf("Scan waited %v for requeues no sample can rule out; want StallTimeout (1s)", d)
 	}
 }
+
+// TestAClassicQueueHeldByAnotherReaderDoesNotHoldTheNextRead: this Broker
+// gave 20 messages back (expected), and before a passive declare saw them
+// land another client took 5 with basic.get and holds them, no consumer.
+// The queue never again shows 20 ready, and the management API counts 20
+// ready or unacknowledged, which on a quorum queue could be its own requeues
+// still checked out. On a classic queue a sample newer than the give-back
+// ends the wait: the read must end long before StallTimeout, read the 15
+// there are, and count the 5 as held elsewhere (not whole), on each broker.
+func TestAClassicQueueHeldByAnotherReaderDoesNotHoldTheNextRead(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		e := newEnvOn(t, on)
+		q := e.queue("t-held", amqp.Table{"x-queue-type": "classic"})
+		e.publish(q, testMessages(20))
+		other := e.channel()
+		for i := 0; i < 5; i++ {
+			if _, ok, err := other.Get(q, false); err != nil || !ok {
+				t.Fatalf("other reader: get %d: %v, %v", i, ok, err)
+			}
+		}
+		const stall = 100 * time.Second
+		b := testBroker(t, onBroker(on, Config{SettleTimeout: 200 * time.Millisecond, StallTimeout: stall}))
+		// A queue the API has no sample of says nothing either way, and
+		// the read does not wait on silence: the test waits for a sample.
+		testkit.Eventually(t, 30*time.Second, "a management sample of the queue", func() bool {
+			st, err := b.QueueStats(context.Background(), q)
+			return err == nil && st.Sampled && st.Unacked == 5
+		})
+		b.pending.expect(q, 20)
+		start := time.Now()
+		info, err := b.Scan(context.Background(), q, func(engine.Message) error { return nil })
+		if err != nil || info.Read != 15 {
+			t.Fatalf("Scan = %+v, %v; want the 15 ready read", info, err)
+		}
+		if cv := info.Coverage; cv.Whole() || cv.HeldElsewhere < 5 {
+			t.Fatalf("coverage %+v; want not whole, the 5 held elsewhere", cv)
+		}
+		// A fresh sample takes up to sampleAge plus an interval (5 s).
+		if d := time.Since(start); d > stall/2 {
+			t.Fatalf("Scan waited %v for messages another client holds; StallTimeout is %v", d, stall)
+		}
+		if q2, err := other.QueueDeclarePassive(q, true, false, false, false, nil); err != nil || q2.Messages != 15 {
+			t.Fatalf("after the read: %d ready, %v; want 15 (the 5 still held)", q2.Messages, err)
+		}
+	})
+}
