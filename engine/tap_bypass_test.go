@@ -90,33 +90,11 @@ func TestABypassBegunPastTheCanaryPhaseStopsTheReplay(t *testing.T) {
 // leave the run's word ("0 came back", the tap) as the broker has it.
 func TestAnotherReadersGiveBacksAreNoBypass(t *testing.T) {
 	t.Parallel()
+	const n, held = 200, 5
 	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
 		t.Parallel()
-		e := newTapEnv(t, b, graceful, nil)
+		e, work, dlq, ap := approvedTenth(t, b, n)
 		r := e.rabbit
-		work, dlq := testkit.Name("work"), testkit.Name("dlq")
-		r.DLXTopology(work, dlq, nil)
-		const n, held = 200, 5
-		fillTenth(r, dlq, work, n) // 20 from work, the rest from another source
-		p := preview(t, &e.env, engine.Selection{DLQ: dlq, Source: work})
-		if p.Selected != n/10 || p.Returns.Mode != engine.ReturnsTap {
-			t.Fatalf("preview selected %d, returns %+v: want %d, the tap", p.Selected, p.Returns, n/10)
-		}
-		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The other reader comes once the approval's give-backs (it
-		// compared this small DLQ) have landed, as the engine sees the
-		// DLQ. One that takes messages before they all landed keeps the
-		// count from ever reaching what the next read waits for: that read
-		// then waits for a management sample newer than the give-back
-		// (10-15 s on a classic DLQ; engine/amqp mayStillLand), a cost this
-		// test need not pay.
-		testkit.Eventually(t, 30*time.Second, "the approval's give-backs to land", func() bool {
-			st, err := e.broker.Inspect(t.Context(), dlq)
-			return err == nil && st.Ready == n
-		})
 		// The other reader holds the DLQ's first messages (not selected)
 		// before the run reads its baseline, and gives them back once the
 		// step's copies were all consumed, while the step settles.
@@ -166,26 +144,11 @@ func TestAnotherReadersGiveBacksAreNoBypass(t *testing.T) {
 // judgement's patience (15 s): on one broker (make test-all: each).
 func TestABypassCheckThatCannotSeeTheWholeDLQClaimsNothing(t *testing.T) {
 	t.Parallel()
+	const n, held = 200, 5
 	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, b testkit.Broker) {
 		t.Parallel()
-		e := newTapEnv(t, b, graceful, nil)
+		e, work, dlq, ap := approvedTenth(t, b, n)
 		r := e.rabbit
-		work, dlq := testkit.Name("work"), testkit.Name("dlq")
-		r.DLXTopology(work, dlq, nil)
-		const n, held = 200, 5
-		fillTenth(r, dlq, work, n)
-		p := preview(t, &e.env, engine.Selection{DLQ: dlq, Source: work})
-		if p.Selected != n/10 || p.Returns.Mode != engine.ReturnsTap {
-			t.Fatalf("preview selected %d, returns %+v: want %d, the tap", p.Selected, p.Returns, n/10)
-		}
-		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		testkit.Eventually(t, 30*time.Second, "the approval's give-backs to land", func() bool {
-			st, err := e.broker.Inspect(t.Context(), dlq)
-			return err == nil && st.Ready == n
-		})
 		// The handler consumes every copy, and for each the application
 		// publishes a failure of its own straight to the DLQ (no copy of
 		// the replay: growth the tap cannot see). At the first copy another
@@ -228,4 +191,33 @@ func TestABypassCheckThatCannotSeeTheWholeDLQClaimsNothing(t *testing.T) {
 			t.Fatalf("check: %d back, want 0", c.Returned)
 		}
 	})
+}
+
+// approvedTenth fills a classic DLQ fed through a dead-letter exchange (a
+// tap) with n dead letters, every tenth from work, previews those, approves
+// them in one step on a tapEnv on b, and waits until the approval's
+// give-backs (it compared this small DLQ) have landed, as the engine sees
+// the DLQ. Another reader that took messages before they all landed would
+// keep the count from ever reaching what the next read waits for: that read
+// then waits for a management sample newer than the give-back (10-15 s on a
+// classic DLQ; engine/amqp mayStillLand), a cost these tests need not pay.
+func approvedTenth(t *testing.T, b testkit.Broker, n int) (e *tapEnv, work, dlq string, ap engine.Approval) {
+	t.Helper()
+	e = newTapEnv(t, b, graceful, nil)
+	work, dlq = testkit.Name("work"), testkit.Name("dlq")
+	e.rabbit.DLXTopology(work, dlq, nil)
+	fillTenth(e.rabbit, dlq, work, n)
+	p := preview(t, &e.env, engine.Selection{DLQ: dlq, Source: work})
+	if p.Selected != n/10 || p.Returns.Mode != engine.ReturnsTap {
+		t.Fatalf("preview selected %d, returns %+v: want %d, the tap", p.Selected, p.Returns, n/10)
+	}
+	ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, "the approval's give-backs to land", func() bool {
+		st, err := e.broker.Inspect(t.Context(), dlq)
+		return err == nil && st.Ready == n
+	})
+	return e, work, dlq, ap
 }
