@@ -1,0 +1,76 @@
+package engine_test
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+// A run that finds returns by re-reading its DLQ (dead letters through the
+// default exchange: no tap) cannot see returns another consumer of the DLQ
+// holds. Here that consumer starts at the replay's first copy and takes the
+// 5 copies the handler rejects as they come back: the run's last look must
+// not finish on "0 came back", but stop and say why; check, once the other
+// consumer let go, counts all 5 from the whole DLQ. It waits out the last
+// judgement's patience (15 s): on one broker (make test-all: each).
+func TestARereadThatCannotSeeTheWholeDLQClaimsNothing(t *testing.T) {
+	t.Parallel()
+	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, b testkit.Broker) {
+		t.Parallel()
+		const n, back = 20, 5
+		e := newTapEnv(t, b, graceful, nil)
+		r := e.rabbit
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		r.Topology(src, dlq, nil) // dead letters go through the default exchange only
+		r.Reject(src, testkit.Msgs(n, 50)...)
+		r.WaitCount(dlq, n, 20*time.Second)
+		p := preview(t, &e.env, engine.Selection{DLQ: dlq})
+		if p.Returns.Mode != engine.ReturnsReread {
+			t.Fatalf("preview returns %+v: want re-reads", p.Returns)
+		}
+		holder := r.Channel()
+		var first sync.Once
+		r.Consume(src, func(d amqp.Delivery) string {
+			first.Do(func() {
+				if err := holder.Qos(back, 0, false); err != nil {
+					t.Errorf("holder: qos: %v", err)
+				}
+				if _, err := holder.Consume(dlq, "holder", false, false, false, false, nil); err != nil {
+					t.Errorf("holder: consume: %v", err)
+				}
+			})
+			if k, _ := strconv.Atoi(strings.TrimPrefix(d.MessageId, "m-")); k%(n/back) == 0 {
+				return "reject"
+			}
+			return "ack"
+		})
+		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, _ := e.svc.Run(t.Context(), ap.Replay.ID, "owner") // stopped: its error says why
+		if rep.Sent != n || rep.State != engine.StateStopped || rep.ReturnsMode != engine.ReturnsReread ||
+			strings.Contains(rep.Note, "came back") || !strings.Contains(rep.Note, "could not tell") {
+			t.Fatalf("replay %s sent %d returned %d mode %q note %q: want stopped on a last re-read that could not tell, all sent",
+				rep.State, rep.Sent, rep.Returned, rep.ReturnsMode, rep.Note)
+		}
+		if err := holder.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r.WaitCount(dlq, back, 30*time.Second)
+		c, err := e.svc.Check(t.Context(), rep.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Returned != back {
+			t.Fatalf("check: %d back, want %d", c.Returned, back)
+		}
+	})
+}
