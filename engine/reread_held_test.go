@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	dlqamqp "github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -71,6 +72,72 @@ func TestARereadThatCannotSeeTheWholeDLQClaimsNothing(t *testing.T) {
 		}
 		if c.Returned != back {
 			t.Fatalf("check: %d back, want %d", c.Returned, back)
+		}
+	})
+}
+
+// The same after a window without the tap: the re-read that reconciles it
+// cannot see the returns another consumer holds, so the copies sent stay
+// "could not tell" (Replay.Unseen), never "0 came back"; check, once the
+// other consumer let go, counts the 5 from the whole DLQ.
+func TestAReconcileThatCannotSeeTheWholeDLQLeavesTheCopiesUnseen(t *testing.T) {
+	t.Parallel()
+	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, b testkit.Broker) {
+		t.Parallel()
+		const n, back = 20, 5
+		e := newTapEnv(t, b, graceful, nil)
+		r := e.rabbit
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		r.DLXTopology(src, dlq, nil)
+		tap := dlqamqp.TapName(dlq)
+		t.Cleanup(func() { r.DeleteQueue(tap) })
+		r.Reject(src, testkit.Msgs(n, 50)...)
+		r.WaitCount(dlq, n, 20*time.Second)
+		p := preview(t, &e.env, engine.Selection{DLQ: dlq})
+		if p.Returns.Mode != engine.ReturnsTap {
+			t.Fatalf("preview returns %+v: want the tap", p.Returns)
+		}
+		holder := r.Channel()
+		var first sync.Once
+		r.Consume(src, func(d amqp.Delivery) string {
+			first.Do(func() {
+				if err := b.DeleteQueueHTTP(tap); err != nil {
+					t.Errorf("delete tap: %v", err)
+				}
+				if err := holder.Qos(back, 0, false); err != nil {
+					t.Errorf("holder: qos: %v", err)
+				}
+				if _, err := holder.Consume(dlq, "holder", false, false, false, false, nil); err != nil {
+					t.Errorf("holder: consume: %v", err)
+				}
+			})
+			if k, _ := strconv.Atoi(strings.TrimPrefix(d.MessageId, "m-")); k%(n/back) == 0 {
+				return "reject"
+			}
+			return "ack"
+		})
+		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := e.svc.Run(t.Context(), ap.Replay.ID, "owner")
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		t.Logf("replay %s: %d returned, unseen %+v: %s", rep.State, rep.Returned, rep.Unseen, rep.Note)
+		if rep.Sent != n || rep.Unseen == nil || rep.Returned+rep.Unseen.Count < back || strings.Contains(rep.Note, " 0 came back") {
+			t.Fatalf("replay %s sent %d: %d returned, unseen %+v (%s): want the copies it could not see named unseen", rep.State, rep.Sent, rep.Returned, rep.Unseen, rep.Note)
+		}
+		if err := holder.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r.WaitCount(dlq, back, 30*time.Second)
+		c, err := e.svc.Check(t.Context(), rep.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Returned != back || c.Unseen != nil {
+			t.Fatalf("check: %d back, unseen %+v; want %d, nothing unseen", c.Returned, c.Unseen, back)
 		}
 	})
 }
