@@ -36,22 +36,7 @@ func TestARereadThatCannotSeeTheWholeDLQClaimsNothing(t *testing.T) {
 		if p.Returns.Mode != engine.ReturnsReread {
 			t.Fatalf("preview returns %+v: want re-reads", p.Returns)
 		}
-		holder := r.Channel()
-		var first sync.Once
-		r.Consume(src, func(d amqp.Delivery) string {
-			first.Do(func() {
-				if err := holder.Qos(back, 0, false); err != nil {
-					t.Errorf("holder: qos: %v", err)
-				}
-				if _, err := holder.Consume(dlq, "holder", false, false, false, false, nil); err != nil {
-					t.Errorf("holder: consume: %v", err)
-				}
-			})
-			if k, _ := strconv.Atoi(strings.TrimPrefix(d.MessageId, "m-")); k%(n/back) == 0 {
-				return "reject"
-			}
-			return "ack"
-		})
+		holder := holdAtFirstCopy(t, r, src, dlq, back, nil, rejectEvery(n/back))
 		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
 		if err != nil {
 			t.Fatal(err)
@@ -97,25 +82,11 @@ func TestAReconcileThatCannotSeeTheWholeDLQLeavesTheCopiesUnseen(t *testing.T) {
 		if p.Returns.Mode != engine.ReturnsTap {
 			t.Fatalf("preview returns %+v: want the tap", p.Returns)
 		}
-		holder := r.Channel()
-		var first sync.Once
-		r.Consume(src, func(d amqp.Delivery) string {
-			first.Do(func() {
-				if err := b.DeleteQueueHTTP(tap); err != nil {
-					t.Errorf("delete tap: %v", err)
-				}
-				if err := holder.Qos(back, 0, false); err != nil {
-					t.Errorf("holder: qos: %v", err)
-				}
-				if _, err := holder.Consume(dlq, "holder", false, false, false, false, nil); err != nil {
-					t.Errorf("holder: consume: %v", err)
-				}
-			})
-			if k, _ := strconv.Atoi(strings.TrimPrefix(d.MessageId, "m-")); k%(n/back) == 0 {
-				return "reject"
+		holder := holdAtFirstCopy(t, r, src, dlq, back, func() {
+			if err := b.DeleteQueueHTTP(tap); err != nil {
+				t.Errorf("delete tap: %v", err)
 			}
-			return "ack"
-		})
+		}, rejectEvery(n/back))
 		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
 		if err != nil {
 			t.Fatal(err)
@@ -140,4 +111,39 @@ func TestAReconcileThatCannotSeeTheWholeDLQLeavesTheCopiesUnseen(t *testing.T) {
 			t.Fatalf("check: %d back, unseen %+v; want %d, nothing unseen", c.Returned, c.Unseen, back)
 		}
 	})
+}
+
+// holdAtFirstCopy consumes src with handle and, at its first delivery,
+// runs first (when set) and starts another consumer on dlq that holds up
+// to hold messages unacknowledged until its channel, returned, is closed.
+func holdAtFirstCopy(t *testing.T, r *testkit.Rabbit, src, dlq string, hold int, first func(), handle func(amqp.Delivery) string) *amqp.Channel {
+	t.Helper()
+	holder := r.Channel()
+	var once sync.Once
+	r.Consume(src, func(d amqp.Delivery) string {
+		once.Do(func() {
+			if first != nil {
+				first()
+			}
+			if err := holder.Qos(hold, 0, false); err != nil {
+				t.Errorf("holder: qos: %v", err)
+			}
+			if _, err := holder.Consume(dlq, "holder", false, false, false, false, nil); err != nil {
+				t.Errorf("holder: consume: %v", err)
+			}
+		})
+		return handle(d)
+	})
+	return holder
+}
+
+// rejectEvery is a handler that rejects the copies of m-0, m-k, m-2k… and
+// acks the rest.
+func rejectEvery(k int) func(amqp.Delivery) string {
+	return func(d amqp.Delivery) string {
+		if i, _ := strconv.Atoi(strings.TrimPrefix(d.MessageId, "m-")); i%k == 0 {
+			return "reject"
+		}
+		return "ack"
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,18 +152,8 @@ func TestABypassCheckThatCannotSeeTheWholeDLQClaimsNothing(t *testing.T) {
 		// publishes a failure of its own straight to the DLQ (no copy of
 		// the replay: growth the tap cannot see). At the first copy another
 		// consumer starts on the DLQ and holds what it gets.
-		holder := r.Channel()
 		pub := r.Channel()
-		var first sync.Once
-		r.Consume(work, func(d amqp.Delivery) string {
-			first.Do(func() {
-				if err := holder.Qos(held, 0, false); err != nil {
-					t.Errorf("holder: qos: %v", err)
-				}
-				if _, err := holder.Consume(dlq, "holder", false, false, false, false, nil); err != nil {
-					t.Errorf("holder: consume: %v", err)
-				}
-			})
+		holder := holdAtFirstCopy(t, r, work, dlq, held, nil, func(d amqp.Delivery) string {
 			err := pub.PublishWithContext(context.Background(), "", dlq, false, false,
 				amqp.Publishing{MessageId: "app-" + d.MessageId, Body: []byte("its own failure")})
 			if err != nil {
