@@ -82,17 +82,18 @@ func TestButtons(t *testing.T) {
 		{"cancelled", progress(engine.StateCancelled), nil},
 		{"interrupted", progress(engine.StateInterrupted), nil},
 		{"changes", first(Changes(changes(), token)), []btn{{"dlq.approve", token + ":confirm", true}, discard}},
-		{"check with park", first(Check(checkWithGroups())), []btn{
+		{"check with park", first(Check(checkWithGroups(), ChannelView)), []btn{
 			{"dlq.preview_group", "orders.dlq replayed_by=" + replayID + " group=" + engine.GroupID("order <n> not found"), false},
+			{"dlq.preview_group", "orders.dlq replayed_by=" + replayID + " group=" + engine.GroupID(checkWithGroups().Groups[1].Group), false},
 			{"dlq.preview_group", "orders.dlq replayed_by=" + replayID + " group=" + engine.GroupID("rejected"), false},
 			{"dlq.preview_returned", "orders.dlq replayed_by=" + replayID, false},
 			{"dlq.park", replayID, true}}},
 		{"preview with arrivals", first(Preview(previewArrivals(), fixedNow())), []btn{
 			{"dlq.preview_group", "orders.dlq reason=rejected group=" + engine.GroupID("order <n> not found"), false},
-			{"dlq.preview_group", "orders.dlq reason=rejected group=" + engine.GroupID("java.lang.IllegalArgumentException: currency XTS not supported"), false},
+			{"dlq.preview_group", "orders.dlq reason=rejected group=" + previewArrivals().Arrivals.Groups[1].GroupID, false},
 			approve, discard, samples}},
 		{"preview with arrivals by source", first(Preview(previewArrivalsBySource(), fixedNow())), nil},
-		{"check, nothing back", first(Check(checkNothingBack())), nil},
+		{"check, nothing back", first(Check(checkNothingBack(), ChannelView)), nil},
 	}
 	for _, c := range cases {
 		if got := buttons(c.b); !reflect.DeepEqual(got, c.want) {

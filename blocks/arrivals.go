@@ -94,6 +94,11 @@ func arrivalBlocks(p *engine.Preview) []slack.Block {
 	}
 	buttons := 0
 	for _, r := range shown {
+		if byGroup {
+			// The preview is posted in a channel: a group shows as its
+			// type and id, never its exception text.
+			r = channelRow(r)
+		}
 		text := arrivalRowText(a, r, byGroup)
 		if !byGroup {
 			out = append(out, section(text))

@@ -31,9 +31,9 @@ func previewArrivals() *engine.Preview {
 		all[i] = burst[i] + still[i]
 	}
 	notFound := arrivalRow("order <n> not found", burst, 0, 0, start.Add(15*time.Minute+7*time.Second), start.Add(40*time.Minute+31*time.Second))
-	notFound.GroupID = engine.GroupID(notFound.Key)
-	xts := arrivalRow("java.lang.IllegalArgumentException: currency XTS not supported", still, 3, 3, start.Add(45*time.Minute), now.Add(-40*time.Second))
-	xts.GroupID = engine.GroupID(xts.Key)
+	notFound.GroupID, notFound.Type = engine.GroupID(notFound.Key), "rejected"
+	xts := arrivalRow("java.lang.IllegalArgumentException: currency XTS not supported for customer John Roe, email john.roe@example.com", still, 3, 3, start.Add(45*time.Minute), now.Add(-40*time.Second))
+	xts.GroupID, xts.Type = engine.GroupID(xts.Key), "java.lang.IllegalArgumentException"
 	total := arrivalRow("", all, 3, 3, notFound.First, xts.Last)
 	p.Arrivals = &engine.Arrivals{
 		Start: start, Bucket: 5 * time.Minute, Now: now, RecentWindow: engine.ArrivalsRecent, ArrivalRow: total,

@@ -17,12 +17,15 @@ const (
 	maxErrorMsg = 2900
 )
 
-// Check renders the answer to "did the replay work?": how many
+// Check renders the answer to "did the replay work?" for view: how many
 // of the replayed messages came back, grouped by failure with an example
 // each; new failures, counted apart; and those at the park limit, with a
 // Park button (dlq.park, value the replay id) when there are any. Copies not
 // back are "not seen in a dead-letter queue" — never called processed.
-func Check(c engine.CheckReport) ([]slack.Block, string) {
+// The channel view (a follow-up in the replay's thread) names each failure
+// group by its type and id; the private view (the check command's
+// ephemeral answer) by its text, with an example's exception.
+func Check(c engine.CheckReport, v View) ([]slack.Block, string) {
 	head := fmt.Sprintf(":mag: *Did replay %s work?* · %s", code(c.ReplayID, 60), code(c.DLQ, 300))
 	if c.Label != "" {
 		head += " · follow-up " + esc(oneLine(c.Label), 20)
@@ -44,7 +47,7 @@ func Check(c engine.CheckReport) ([]slack.Block, string) {
 	}
 	out := []slack.Block{section(head + "\n" + summary)}
 	if len(c.Groups) > 0 {
-		out = append(out, checkGroupBlocks(c)...)
+		out = append(out, checkGroupBlocks(c, v)...)
 	}
 	if c.NewFailures > 0 {
 		out = append(out, section(fmt.Sprintf(":information_source: *%s* dead-lettered in %s since the replay started without this replay's id — counted apart, not as messages that came back.",
@@ -83,14 +86,14 @@ func Check(c engine.CheckReport) ([]slack.Block, string) {
 // the largest few one section each, with a button that previews the
 // group's returned copies (when the report names its replay and DLQ), then
 // the rest as one list.
-func checkGroupBlocks(c engine.CheckReport) []slack.Block {
+func checkGroupBlocks(c engine.CheckReport, v View) []slack.Block {
 	if c.ReplayID == "" || c.DLQ == "" {
-		return []slack.Block{section(groupsText(c, c.Groups, "*Came back, by failure*"))}
+		return []slack.Block{section(groupsText(c.Groups, "*Came back, by failure*", v))}
 	}
 	shown := c.Groups[:min(len(c.Groups), maxArrivalRows)]
 	out := []slack.Block{section("*Came back, by failure*")}
 	for _, g := range shown {
-		s := section(groupLine(g))
+		s := section(groupLine(g, v))
 		value := ReturnedSelection(c.DLQ, c.ReplayID, engine.GroupID(g.Group))
 		if utf8.RuneCountInString(value) <= MaxButtonValue {
 			s.Accessory = slack.NewAccessory(button(ActionPreviewGroup, value, "Preview this group", "", nil))
@@ -98,16 +101,16 @@ func checkGroupBlocks(c engine.CheckReport) []slack.Block {
 		out = append(out, s)
 	}
 	if rest := c.Groups[len(shown):]; len(rest) > 0 {
-		out = append(out, section(groupsText(c, rest, "*Other failures that came back*")))
+		out = append(out, section(groupsText(rest, "*Other failures that came back*", v)))
 	}
 	return out
 }
 
 // groupsText lists failure groups of the copies that came back.
-func groupsText(c engine.CheckReport, groups []engine.CheckGroup, head string) string {
+func groupsText(groups []engine.CheckGroup, head string, v View) string {
 	lines := make([]string, 0, maxGroups)
 	for _, g := range groups[:min(len(groups), maxGroups)] {
-		lines = append(lines, "• "+groupLine(g))
+		lines = append(lines, "• "+groupLine(g, v))
 	}
 	return list(head, lines, len(groups), MaxSectionText, func(hidden int) string {
 		n := 0
@@ -118,9 +121,18 @@ func groupsText(c engine.CheckReport, groups []engine.CheckGroup, head string) s
 	})
 }
 
-// groupLine describes one failure group of returned copies.
-func groupLine(g engine.CheckGroup) string {
-	l := fmt.Sprintf("*%s* × %s", num(g.Count), code(g.Group, 300))
+// groupLine describes one failure group of returned copies: in the
+// channel view its type and id, in the private view its text and an
+// example's exception.
+func groupLine(g engine.CheckGroup, v View) string {
+	l := fmt.Sprintf("*%s* × %s", num(g.Count), code(failureName(v, g.Group, g.Type), 300))
+	if v == ChannelView {
+		l += " · id " + code(engine.GroupID(g.Group), 20)
+		if g.Reason != "" {
+			l += " (" + esc(oneLine(g.Reason), 30) + ")"
+		}
+		return l
+	}
 	if g.ExampleID != "" {
 		l += " — e.g. " + code(g.ExampleID, 40)
 		if g.Reason != "" {

@@ -154,8 +154,10 @@ func checkWithGroups() engine.CheckReport {
 	return engine.CheckReport{
 		ReplayID: replayID, DLQ: "orders.dlq", At: fixedNow(), Replayed: 1000, Returned: 14,
 		Groups: []engine.CheckGroup{
-			{Group: "order <n> not found", Count: 11, ExampleID: "a1b2c3d4e5f60718", Reason: "rejected", Example: "order 4711 not found"},
-			{Group: "rejected", Count: 3, ExampleID: "0f1e2d3c4b5a6978", Reason: "rejected"},
+			{Group: "order <n> not found", Type: "rejected", Count: 11, ExampleID: "a1b2c3d4e5f60718", Reason: "rejected", Example: "order 4711 not found"},
+			{Group: "com.acme.KycException: KYC failed for customer John Roe, email john.roe@example.com, diagnosis <n>", Type: "com.acme.KycException", Count: 2, ExampleID: "1a2b3c4d5e6f7081", Reason: "rejected",
+				Example: "KYC failed for customer John Roe, email john.roe@example.com, diagnosis 17"},
+			{Group: "rejected", Type: "rejected", Count: 1, ExampleID: "0f1e2d3c4b5a6978", Reason: "rejected"},
 		},
 		NewFailures: 5, AtParkLimit: 2, ParkIDs: []string{"a1b2c3d4e5f60718", "0f1e2d3c4b5a6978"}, ParkAfter: 3, Label: "+5m",
 	}

@@ -60,9 +60,12 @@ func goldenCases() map[string]render {
 		"progress_finished":       rendered(Progress(finishedReplay(), nil)),
 		"progress_interrupted":    rendered(ProgressEvent(interruptedEvent())),
 		"changes":                 rendered(Changes(changes(), token)),
-		"check_groups_park":       rendered(Check(checkWithGroups())),
-		"check_nothing_back":      rendered(Check(checkNothingBack())),
-		"check_unseen":            rendered(Check(checkUnseen())),
+		"check_groups_park":       rendered(Check(checkWithGroups(), ChannelView)),
+		"check_groups_private":    rendered(Check(checkWithGroups(), PrivateView)),
+		"check_nothing_back":      rendered(Check(checkNothingBack(), ChannelView)),
+		"check_unseen":            rendered(Check(checkUnseen(), ChannelView)),
+		"preview_targets_cut":     rendered(Preview(previewManyTargets(), fixedNow())),
+		"preview_targets_private": rendered(Samples(previewManyTargets())),
 		"progress_unseen":         rendered(Progress(finishedUnseen())),
 		"error":                   rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
 	}
@@ -189,7 +192,7 @@ func TestRoundTrip(t *testing.T) {
 // seen in a dead-letter queue", never "processed".
 func TestCheckNeverSaysProcessed(t *testing.T) {
 	for _, c := range []engine.CheckReport{checkWithGroups(), checkNothingBack(), {ReplayID: replayID}} {
-		out := string(marshal(t, rendered(Check(c)))) + ActivityCheck(c)
+		out := string(marshal(t, rendered(Check(c, ChannelView)))) + ActivityCheck(c)
 		if strings.Contains(strings.ToLower(out), "processed") {
 			t.Errorf("check report says processed:\n%s", out)
 		}

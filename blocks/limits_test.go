@@ -81,6 +81,8 @@ func TestLimitsPreview(t *testing.T) {
 			name := fmt.Sprintf("%d messages, %d targets", distinct, targets)
 			b, text := Preview(p, fixedNow())
 			mustValidate(t, name, b, text)
+			sb, st := Samples(p)
+			mustValidate(t, name+" samples", sb, st)
 			mustValidate(t, name+" approved", rendered(PreviewApproved(p, p.Requester, p.Requester)).blocks, "x")
 			mustValidate(t, name+" discarded", rendered(PreviewDiscarded(p, p.Requester)).blocks, "x")
 			mustValidate(t, name+" approved from blocks", Approved(b, "U012ABCDEF", replayID), "x")
@@ -134,8 +136,13 @@ func TestLimitsChecksChangesErrors(t *testing.T) {
 		c.Groups = append(c.Groups, engine.CheckGroup{Group: long, Count: i, ExampleID: long, Reason: long, Example: long + "!"})
 		c.ParkIDs = append(c.ParkIDs, long)
 	}
-	b, text := Check(c)
+	b, text := Check(c, PrivateView)
 	mustValidate(t, "check", b, text)
+	for i := range c.Groups {
+		c.Groups[i].Type = long
+	}
+	b, text = Check(c, ChannelView)
+	mustValidate(t, "check (channel)", b, text)
 	if line := ActivityCheck(c); utf8.RuneCountInString(line) > maxLine {
 		t.Errorf("activity check line of %d characters", utf8.RuneCountInString(line))
 	}

@@ -35,7 +35,7 @@ func Preview(p *engine.Preview, now time.Time) ([]slack.Block, string) {
 		button(ActionApprove, ApproveValue(p.Token, false), "Approve replay", slack.StylePrimary, approveConfirm(p)),
 		button(ActionDiscard, p.Token, "Discard", "", nil),
 	}
-	if len(samples(p)) > 0 {
+	if HasSamples(p) {
 		buttons = append(buttons, button(ActionSamples, p.Token, "Show samples", "", nil))
 	}
 	out = append(out, contextBlock(BlockPreviewExpiry, expiryLine(p, now)), actions(BlockPreviewActions, buttons...))
@@ -178,6 +178,14 @@ func problemLine(prs []engine.Problem) string {
 	case engine.ProblemTargetMissing:
 		return fmt.Sprintf(":x: *Target queue missing* — %s %s not exist: %s would not be delivered and stay in the DLQ.", queues, doesDo(len(prs)), msgs(total))
 	case engine.ProblemNoTarget:
+		bad := 0
+		for _, x := range prs {
+			bad += x.InvalidTargets
+		}
+		if bad > 0 {
+			return fmt.Sprintf(":x: *No valid target* — %s %s no valid target: %s %s a queue in %s headers that is not a valid queue name (white space, a control or an invisible character), and %s never replayed to it. They are left out; *Show samples* shows the names. Replay them with %s.",
+				msgs(total), hasHave(total), num(bad), pick(bad, "names", "name"), pick(bad, "its", "their"), pick(bad, "is", "are"), code("to=<queue>", 20))
+		}
 		return fmt.Sprintf(":x: *No target queue* — %s %s no source queue that can be derived; they are left out. Replay them with %s.", msgs(total), hasHave(total), code("to=<queue>", 20))
 	case engine.ProblemNoConsumers:
 		return fmt.Sprintf(":warning: *No consumers* — %s %s no consumers now: %s would wait there, and the replay would stop after its first step when none leave the queue.", queues, hasHave(len(prs)), msgs(total))
@@ -246,7 +254,7 @@ func previewText(p *engine.Preview) string {
 	}
 	s += arrivalsFallback(p.Arrivals)
 	if n := len(p.Problems); n > 0 {
-		s += fmt.Sprintf("; %s, first: %s", plural(n, "problem", "problems"), escape(oneLine(p.Problems[0].Detail)))
+		s += fmt.Sprintf("; %s, first: %s", plural(n, "problem", "problems"), problemFallback(p.Problems[0]))
 	}
 	return fallback(s + ".")
 }
@@ -258,4 +266,15 @@ func returnsLine(v engine.ReturnsView) string {
 		return ":warning: " + esc(v.Detail, 1500)
 	}
 	return ":mag: " + esc(v.Detail, 1500)
+}
+
+// problemFallback names a problem for the notification text: its kind and
+// queue, never its detail (the text a channel's notification shows is
+// held to the channel view's allowlist too).
+func problemFallback(pr engine.Problem) string {
+	s := strings.ReplaceAll(escape(oneLine(string(pr.Kind))), "_", " ")
+	if pr.Queue != "" {
+		s += " (" + escape(oneLine(pr.Queue)) + ")"
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -20,7 +21,7 @@ func Samples(p *engine.Preview) ([]slack.Block, string) {
 		return Error("There is no preview to show samples of.")
 	}
 	ms := samples(p)
-	if len(ms) == 0 {
+	if !HasSamples(p) {
 		text := "The preview of " + code(p.DLQ.Name, 300) + " has no sample messages to show."
 		return []slack.Block{section(text)}, fallback(text)
 	}
@@ -30,18 +31,45 @@ func Samples(p *engine.Preview) ([]slack.Block, string) {
 	for _, m := range ms {
 		out = append(out, section(sampleText(m)))
 	}
+	if g := groupListText(p); g != "" {
+		out = append(out, section(g))
+	}
+	if TargetsCut(p.Targets) {
+		out = append(out, targetListBlocks(p.Targets)...)
+	}
 	return out, fallback(fmt.Sprintf("Sample messages of %s (only you can see this).", escape(p.DLQ.Name)))
 }
 
-// HasSamples reports whether p has sample messages to show a reader.
-func HasSamples(p *engine.Preview) bool { return p != nil && len(samples(p)) > 0 }
+// HasSamples reports whether p has anything to show a reader privately:
+// sample messages, failure groups whose text the channel post leaves out,
+// or targets it cuts.
+func HasSamples(p *engine.Preview) bool {
+	return p != nil && (len(samples(p)) > 0 || groupListText(p) != "" || TargetsCut(p.Targets))
+}
+
+// groupListText names the preview's failure groups by their texts for a
+// reader (the channel post shows only their types and ids), or "" when
+// there are fewer than two.
+func groupListText(p *engine.Preview) string {
+	if p.Arrivals == nil || len(p.Arrivals.Groups) < 2 {
+		return ""
+	}
+	gs := p.Arrivals.Groups
+	lines := make([]string, 0, len(gs))
+	for _, g := range gs {
+		lines = append(lines, fmt.Sprintf("• *%s* × %s · id %s", num(g.Messages), code(failureName(PrivateView, g.Key, g.Type), 300), code(g.GroupID, 20)))
+	}
+	return list("*Failure groups* (their texts, for you alone)", lines, len(gs), MaxSectionText, func(n int) string {
+		return "…and " + plural(n, "more group", "more groups")
+	})
+}
 
 // samples picks the first few messages of p that have anything a reader
 // would want to see: a payload excerpt or an exception.
 func samples(p *engine.Preview) []engine.PreviewMessage {
 	var out []engine.PreviewMessage
 	for _, m := range p.Messages {
-		if m.Excerpt != "" || m.Exception != "" || m.ExceptionType != "" {
+		if m.Excerpt != "" || m.Exception != "" || m.ExceptionType != "" || m.BadTarget != "" {
 			out = append(out, m)
 			if len(out) == maxSamples {
 				break
@@ -76,6 +104,9 @@ func sampleText(m engine.PreviewMessage) string {
 	}
 	if m.Parked {
 		b.WriteString(" · :parking: parked, left out")
+	}
+	if m.BadTarget != "" {
+		b.WriteString("\n:x: The headers name " + code(strconv.QuoteToASCII(m.BadTarget), 300) + ", not a valid queue name: no valid target.")
 	}
 	if m.SourceNote != "" {
 		b.WriteString("\n:information_source: " + esc(oneLine(m.SourceNote), 300))

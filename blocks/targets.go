@@ -3,29 +3,20 @@ package blocks
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
 
 	"github.com/stroma/dlqbot/engine"
 )
 
-// targetsText summarises the target queues, those with problems first.
+// targetsText summarises the target queues, those with problems first:
+// the first maxTargets, then "+N more" pointing at Show samples, whose
+// private answer lists every target (TargetList).
 func targetsText(targets []engine.TargetView) string {
-	ts := append([]engine.TargetView(nil), targets...)
-	rank := func(t engine.TargetView) int {
-		switch {
-		case !t.Exists:
-			return 0
-		case t.Consumers == 0:
-			return 1
-		}
-		return 2
-	}
-	sort.SliceStable(ts, func(i, j int) bool {
-		if ri, rj := rank(ts[i]), rank(ts[j]); ri != rj {
-			return ri < rj
-		}
-		return ts[i].Messages > ts[j].Messages
-	})
+	ts := sortTargets(targets)
 	lines := make([]string, 0, maxTargets)
 	for _, t := range ts[:min(len(ts), maxTargets)] {
 		lines = append(lines, targetLine(t))
@@ -36,17 +27,113 @@ func targetsText(targets []engine.TargetView) string {
 		for _, t := range ts[len(ts)-hidden:] {
 			n += t.Messages
 		}
-		return fmt.Sprintf("…and %s (%s)", plural(hidden, "more queue", "more queues"), msgs(n))
+		return fmt.Sprintf("*+%s* (%s) — *Show samples* lists every target", plural(hidden, "more queue", "more queues"), msgs(n))
 	})
 }
 
-func targetLine(t engine.TargetView) string {
-	state := ":white_check_mark: " + code(t.Queue, 120) + " — " + plural(t.Consumers, "consumer", "consumers")
+// TargetsCut reports whether the preview's channel post leaves out any
+// target or any part of a target's name (the private answer to Show
+// samples then lists them all).
+func TargetsCut(targets []engine.TargetView) bool {
+	if len(targets) > maxTargets {
+		return true
+	}
+	for _, t := range targets {
+		if utf8.RuneCountInString(t.Queue) > maxTargetName || engine.MixedScripts(t.Queue) != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// maxTargetName is how much of a target's name a channel line shows.
+const maxTargetName = 120
+
+// maxTargetSections caps the sections TargetList's private answer uses
+// (a message holds at most 50 blocks); a preview with more targets than
+// fit names them in its message list (the CSV in the requester's DM).
+const maxTargetSections = 30
+
+// targetListBlocks lists every target of a preview for a reader, one line
+// each with the whole name quoted, in sections that fit Slack's limits.
+func targetListBlocks(targets []engine.TargetView) []slack.Block {
+	ts := sortTargets(targets)
+	var out []slack.Block
+	var b strings.Builder
+	fmt.Fprintf(&b, "*Every target* (%s)", plural(len(ts), "queue", "queues"))
+	for i, t := range ts {
+		l := "• " + fullTargetLine(t)
+		if utf8.RuneCountInString(b.String())+utf8.RuneCountInString(l)+1 > MaxSectionText-200 {
+			if len(out) == maxTargetSections-1 {
+				fmt.Fprintf(&b, "\n*+%s*: the message list names each message's target.", plural(len(ts)-i, "more queue", "more queues"))
+				break
+			}
+			out = append(out, section(b.String()))
+			b.Reset()
+		} else {
+			b.WriteByte('\n')
+		}
+		b.WriteString(l)
+	}
+	return append(out, section(b.String()))
+}
+
+// fullTargetLine is a target's line with its name whole: quoted with Go
+// escapes when it is not plain printable text.
+func fullTargetLine(t engine.TargetView) string {
+	name := code(t.Queue, 300)
+	if q := strconv.QuoteToASCII(t.Queue); q[1:len(q)-1] != t.Queue {
+		name += " (" + code(q, 600) + ")"
+	}
+	s := name + " — " + msgs(t.Messages)
 	switch {
 	case !t.Exists:
-		state = ":x: " + code(t.Queue, 120) + " — *does not exist*"
+		s += ", *does not exist*"
 	case t.Consumers == 0:
-		state = ":warning: " + code(t.Queue, 120) + " — *no consumers*"
+		s += ", *no consumers*"
+	}
+	if m := engine.MixedScripts(t.Queue); m != "" {
+		s += " · :warning: mixes " + m + " letters"
+	}
+	return s
+}
+
+func sortTargets(targets []engine.TargetView) []engine.TargetView {
+	ts := append([]engine.TargetView(nil), targets...)
+	rank := func(t engine.TargetView) int {
+		switch {
+		case !t.Exists:
+			return 0
+		case engine.MixedScripts(t.Queue) != "":
+			return 1 // a name to check by eye is never among those cut
+		case t.Consumers == 0:
+			return 2
+		}
+		return 3
+	}
+	sort.SliceStable(ts, func(i, j int) bool {
+		if ri, rj := rank(ts[i]), rank(ts[j]); ri != rj {
+			return ri < rj
+		}
+		return ts[i].Messages > ts[j].Messages
+	})
+	return ts
+}
+
+func targetLine(t engine.TargetView) string {
+	name := code(t.Queue, maxTargetName)
+	if utf8.RuneCountInString(t.Queue) > maxTargetName {
+		name += " (name cut; *Show samples* shows it whole)"
+	}
+	if m := engine.MixedScripts(t.Queue); m != "" {
+		name += " :warning: *mixes " + m + " letters*: check the name"
+	}
+	state := ":white_check_mark: " + name + " — " + plural(t.Consumers, "consumer", "consumers")
+	switch {
+	case !t.Exists:
+		state = ":x: " + name + " — *does not exist*"
+	case t.Consumers == 0:
+		state = ":warning: " + name + " — *no consumers*"
 	}
 	return state + " · " + msgs(t.Messages) + reasons(t.Reasons)
 }

@@ -15,7 +15,9 @@ func (b *Bot) check(ctx context.Context, to replyTo, id string) {
 		b.refuse(ctx, to, userMessage(err, id))
 		return
 	}
-	bl, text := blocks.Check(rep)
+	// An ephemeral answer to a reader (ops.Check checked read): the
+	// private view, with the failure groups' texts.
+	bl, text := blocks.Check(rep, blocks.PrivateView)
 	b.ephemeral(ctx, to, bl, text)
 }
 

@@ -135,17 +135,6 @@ func (fs *feeds) push(e engine.Event) {
 	}
 }
 
-// channelCheck is a follow-up check as a channel post shows it: counts
-// and failure groups, without the examples' exception text, which only
-// readers of the DLQ see (the check command answers them ephemerally).
-func channelCheck(c engine.CheckReport) engine.CheckReport {
-	c.Groups = append([]engine.CheckGroup(nil), c.Groups...)
-	for i := range c.Groups {
-		c.Groups[i].Example = ""
-	}
-	return c
-}
-
 // eventPosts returns what an event posts in the thread and the activity
 // channel, and whether it changes what the progress message shows
 // (follow-up checks and parking do not).
@@ -156,7 +145,10 @@ func eventPosts(e engine.Event, activity bool, command string) ([]outPost, bool)
 		if e.Check == nil {
 			return nil, false
 		}
-		bl, text := blocks.Check(channelCheck(*e.Check))
+		// Posted in the replay's thread: a whole channel sees it, so each
+		// failure group shows as its type and id; the check command
+		// answers a reader with the texts, privately.
+		bl, text := blocks.Check(*e.Check, blocks.ChannelView)
 		out = append(out, outPost{blocks: bl, text: text})
 		if activity {
 			out = append(out, outPost{activity: true, text: blocks.ActivityCheck(*e.Check)})

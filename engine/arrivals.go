@@ -77,7 +77,11 @@ type ArrivalRow struct {
 	Key string `json:"key,omitempty"`
 	// GroupID is the short id of a failure group: the selection
 	// group=<GroupID> picks exactly its messages (see GroupID).
-	GroupID  string `json:"group_id,omitempty"`
+	GroupID string `json:"group_id,omitempty"`
+	// Type is a failure group's exception type or, without one, its
+	// dead-letter reason (see FailureType): what a channel is shown of
+	// the group instead of Key.
+	Type     string `json:"type,omitempty"`
 	Messages int    `json:"messages"`
 	// Undated counts messages without a failure time.
 	Undated int `json:"undated"`
@@ -122,7 +126,7 @@ func inGroup(g, want string) bool {
 
 // arrivalCounter is one row while scanning.
 type arrivalCounter struct {
-	key         string
+	key, typ    string
 	n, undated  int
 	recent      int
 	first, last int64 // unix seconds; valid when n > undated
@@ -179,7 +183,11 @@ func newArrivals(now time.Time) *arrivals {
 
 // add counts one selected message.
 func (a *arrivals) add(m Meta) {
-	rows := [3]*arrivalCounter{&a.all, a.groups.row(m.FailureGroup), a.sources.row(m.Source)}
+	g := a.groups.row(m.FailureGroup)
+	if g.typ == "" && g != &a.groups.other {
+		g.typ = FailureType(m.ExceptionType, m.Exception, m.Reason)
+	}
+	rows := [3]*arrivalCounter{&a.all, g, a.sources.row(m.Source)}
 	t := m.LastDeath
 	if t.IsZero() {
 		t = m.FirstDeath
@@ -268,7 +276,7 @@ func (a *arrivals) view() *Arrivals {
 		v.Start = time.Unix(from*w, 0).UTC()
 	}
 	row := func(c *arrivalCounter) ArrivalRow {
-		r := ArrivalRow{Key: c.key, Messages: c.n, Undated: c.undated, Recent: c.recent, Counts: []int{}}
+		r := ArrivalRow{Key: c.key, Type: c.typ, Messages: c.n, Undated: c.undated, Recent: c.recent, Counts: []int{}}
 		if c.n > c.undated {
 			r.First, r.Last = time.Unix(c.first, 0).UTC(), time.Unix(c.last, 0).UTC()
 		}

@@ -55,7 +55,11 @@ func (s *Service) checkFromTap(ctx context.Context, r Replay, c *CheckReport) (d
 	c.Returned = rec.Total
 	c.NewFailures = max(0, int(arrived-rec.Baseline)-rec.Total)
 	for _, g := range rec.Groups {
-		c.Groups = append(c.Groups, CheckGroup{Group: g.Group, Count: g.Count, ExampleID: g.Example.ID,
+		typ := g.Example.Type
+		if typ == "" {
+			typ = groupType(g.Group, g.Example.Reason)
+		}
+		c.Groups = append(c.Groups, CheckGroup{Group: g.Group, Type: typ, Count: g.Count, ExampleID: g.Example.ID,
 			Reason: g.Example.Reason, Example: g.Example.Exception})
 	}
 	sortGroups(c.Groups)
@@ -190,7 +194,7 @@ func newReturnTally() *returnTally {
 func (t *returnTally) add(meta Meta, parkAfter int) {
 	g := t.groups[meta.FailureGroup]
 	if g == nil {
-		g = &CheckGroup{Group: meta.FailureGroup, ExampleID: meta.ID, Reason: string(meta.Reason), Example: meta.Exception}
+		g = &CheckGroup{Group: meta.FailureGroup, Type: FailureType(meta.ExceptionType, meta.Exception, meta.Reason), ExampleID: meta.ID, Reason: string(meta.Reason), Example: meta.Exception}
 		t.groups[meta.FailureGroup] = g
 	}
 	g.Count++

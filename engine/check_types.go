@@ -9,6 +9,9 @@ import (
 type CheckGroup struct {
 	// Group is the normalised exception text, else the dead-letter reason.
 	Group string `json:"group"`
+	// Type is the group's exception type, else its dead-letter reason
+	// (see FailureType): what a channel is shown instead of Group.
+	Type string `json:"type,omitempty"`
 	// Count is how many returned copies are in the group.
 	Count int `json:"count"`
 	// ExampleID is the id of one returned copy in the group.

@@ -50,6 +50,8 @@
 //	                  workers, leases, interrupted replays, pause/resume/cancel
 //	rewrite.go, headers.go, fingerprint.go, group.go
 //	                  copy headers, header values, message ids, failure groups
+//	failuretype.go    what a channel may see of a failure (its type), and the
+//	                  check of queue names taken from headers
 //
 // Every collaborator a Service uses is a field of Deps, given to New; none
 // is discovered by a type assertion or set afterwards. The RabbitMQ adapter

@@ -65,6 +65,10 @@ type Meta struct {
 	// be derived (SourceNote then says why). Never guessed.
 	Source     string `json:"source,omitempty"`
 	SourceNote string `json:"source_note,omitempty"`
+	// BadTarget is the queue the headers named when it is not a valid
+	// queue name (QueueNameProblem): Source is then "" and the message has
+	// no valid target. Shown only to readers.
+	BadTarget string `json:"bad_target,omitempty"`
 	// Exchange and RoutingKeys are the original route, where known.
 	Exchange    string   `json:"exchange,omitempty"`
 	RoutingKeys []string `json:"routing_keys,omitempty"`

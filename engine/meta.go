@@ -72,6 +72,14 @@ func ParseMetaDialect(dlq string, m Message, d HeaderDialect) (meta Meta) {
 		p.identity = append(p.identity, "copy", copyDigest(m))
 	}
 	p.replay()
+	if meta.Source != "" {
+		if why := QueueNameProblem(meta.Source); why != "" {
+			// Never replayed to a name nobody can check by eye.
+			meta.BadTarget = meta.Source
+			meta.SourceNote = "no valid target: the queue named in the headers " + why
+			meta.Source = ""
+		}
+	}
 	meta.Returned = meta.ReplayID != "" && (p.died || diedAgain(m.Headers))
 	meta.FailureGroup = failureGroup(meta.ExceptionType, meta.Exception, meta.Reason)
 	meta.ID = Fingerprint(m.MessageID, m.Body, p.identity...)

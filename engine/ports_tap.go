@@ -65,6 +65,7 @@ type ReturnEvent struct {
 	ID          string    `json:"i"`
 	Source      string    `json:"s,omitempty"`
 	Group       string    `json:"g"`
+	Type        string    `json:"y,omitempty"` // FailureType
 	Reason      string    `json:"n,omitempty"`
 	Exception   string    `json:"e,omitempty"`
 	ReplayCount int       `json:"c"`

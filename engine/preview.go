@@ -12,6 +12,10 @@ type Problem struct {
 	Queue    string      `json:"queue,omitempty"`
 	Messages int         `json:"messages"`
 	Detail   string      `json:"detail"`
+	// InvalidTargets counts, of a no_target problem's messages, those
+	// whose headers name a queue that is not a valid queue name
+	// (Meta.BadTarget).
+	InvalidTargets int `json:"invalid_targets,omitempty"`
 }
 
 // TargetView summarises the selected messages bound for one queue.

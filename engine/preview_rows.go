@@ -22,6 +22,7 @@ type previewRow struct {
 type rowClass struct {
 	source, sourceNote, exchange, routingKey string
 	needsRoute                               bool
+	badTarget                                bool // the headers named an invalid queue (Meta.BadTarget)
 	reason                                   Reason
 	group                                    string
 	again                                    bool // ReplayCount > 0
@@ -78,7 +79,7 @@ func (r *previewRows) add(meta Meta, parked bool) (int, bool) {
 		r.odd[meta.ID], r.oddID[i] = i, meta.ID
 	}
 	c := rowClass{source: meta.Source, sourceNote: meta.SourceNote, exchange: meta.Exchange, needsRoute: meta.NeedsRoute,
-		reason: meta.Reason, group: meta.FailureGroup, again: meta.ReplayCount > 0, unreadable: len(meta.Problems) > 0,
+		badTarget: meta.BadTarget != "", reason: meta.Reason, group: meta.FailureGroup, again: meta.ReplayCount > 0, unreadable: len(meta.Problems) > 0,
 		refusal: meta.Refusal, parked: parked}
 	if len(meta.RoutingKeys) > 0 {
 		c.routingKey = meta.RoutingKeys[0]

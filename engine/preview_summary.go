@@ -6,7 +6,7 @@ import "fmt"
 // first: missing targets, messages without a target, targets without
 // consumers, messages already replayed, parked messages, then warnings.
 func (s *Service) summarise(p *Preview, r *previewRows) {
-	var noTarget, replayed, parked, unreadable, refused int
+	var noTarget, badTarget, replayed, parked, unreadable, refused int
 	refusal := ""
 	for i, row := range r.rows {
 		n, c := int(row.count), r.classes[row.class]
@@ -16,6 +16,9 @@ func (s *Service) summarise(p *Preview, r *previewRows) {
 			continue
 		case r.targetOf(i) == "":
 			noTarget += n
+			if c.badTarget {
+				badTarget += n
+			}
 			continue
 		}
 		p.Selected += n
@@ -40,7 +43,12 @@ func (s *Service) summarise(p *Preview, r *previewRows) {
 	}
 	if noTarget > 0 {
 		p.Problems = append(p.Problems, Problem{Kind: ProblemNoTarget, Messages: noTarget,
-			Detail: fmt.Sprintf("%d message(s) have no source queue that can be derived; they are left out — replay them with to=<queue>", noTarget)})
+			InvalidTargets: badTarget,
+			Detail:         fmt.Sprintf("%d message(s) have no source queue that can be derived; they are left out — replay them with to=<queue>", noTarget)})
+		if badTarget > 0 {
+			last := &p.Problems[len(p.Problems)-1]
+			last.Detail = fmt.Sprintf("%d message(s) have no valid target (%d name a queue in their headers that is not a valid queue name: white space, a control or an invisible character); they are left out, never replayed to it — replay them with to=<queue>", noTarget, badTarget)
+		}
 	}
 	for _, t := range p.Targets {
 		if t.Exists && t.Consumers == 0 {

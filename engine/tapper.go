@@ -45,6 +45,7 @@ func (s *Service) recordBatch(ctx context.Context, dlq string, ms []Message) err
 		}
 		evs = append(evs, ReturnEvent{
 			ReplayID: meta.ReplayID, ID: meta.ID, Source: meta.Source, Group: meta.FailureGroup,
+			Type:   FailureType(meta.ExceptionType, meta.Exception, meta.Reason),
 			Reason: string(meta.Reason), Exception: meta.Exception, ReplayCount: meta.ReplayCount,
 			At: at, Redelivered: m.Redelivered,
 		})
