@@ -57,8 +57,9 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 		params = *pm.params
 	}
 	loc := locate(a, pm, known)
+	var moved string // where the replay is shown instead, when it moved
 	out, err := b.d.Ops.Approve(ctx, ops.SlackCaller(to.user), ops.Approval{Token: a.token, Params: params, Confirmed: a.confirmed,
-		Show: func(ctx context.Context, r engine.Replay) { b.show(ctx, a, loc, r) }})
+		Show: func(ctx context.Context, r engine.Replay) { moved = b.show(ctx, a, loc, r) }})
 	if r, ok := ops.IsRefusal(err); ok && r.Code == ops.Changed {
 		b.changed(ctx, a, loc, params, r.Changes)
 		return
@@ -73,7 +74,7 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 			r.ID, out.HandOffErr, b.cfg.CommandName, r.ID))
 		return
 	}
-	b.started(ctx, a, loc, out.Replay)
+	b.started(ctx, a, loc, out.Replay, moved)
 }
 
 // locate finds the preview message of an approval.
@@ -124,12 +125,23 @@ func (b *Bot) changed(ctx context.Context, a approval, loc previewLoc, params en
 }
 
 // show posts and records a new replay's progress message, before the
-// replay is handed to the workers (so their first edit finds it).
-func (b *Bot) show(ctx context.Context, a approval, loc previewLoc, r engine.Replay) {
+// replay is handed to the workers (so their first edit finds it). A
+// channel the policy does not allow for the DLQ is not used: the replay
+// shows in the activity channel instead (or nowhere), and show returns
+// the note that tells the approver where.
+func (b *Bot) show(ctx context.Context, a approval, loc previewLoc, r engine.Replay) (moved string) {
 	log := b.log.With().Str("replay_id", r.ID).Str("approver", a.to.user).Logger()
 	channel, thread := loc.channel, loc.ts
 	if channel == "" {
 		channel = a.to.channel
+	}
+	if to, ok := b.replayChannel(r.DLQ, channel); ok {
+		log.Info().Str("channel", channel).Str("shown_in", to).Msg("replay not shown where it was approved: the policy does not allow its DLQ there")
+		moved = movedNote(r.DLQ, channel, to)
+		channel, thread = to, ""
+		if channel == "" {
+			return moved
+		}
 	}
 	pbl, ptext := blocks.ProgressAs(b.cfg.CommandName, r, nil)
 	pts, err := b.post(ctx, requestAttempts, channel, thread, pbl, ptext)
@@ -142,11 +154,12 @@ func (b *Bot) show(ctx context.Context, a approval, loc previewLoc, r engine.Rep
 	where := location{channel: channel, thread: thread, progress: pts}
 	b.feeds.remember(r.ID, where)
 	b.record(ctx, r.ID, where)
+	return moved
 }
 
 // started edits the preview to show who approved the replay now handed
 // to the workers, and answers a command.
-func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.Replay) {
+func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.Replay, moved string) {
 	user := a.to.user
 	log := b.log.With().Str("replay_id", r.ID).Str("approver", user).Logger()
 	line := fmt.Sprintf("Preview of %s approved by %s: replay %s started.", blocks.EscapeKeepCode(r.DLQ), blocks.Who(user), r.ID)
@@ -160,7 +173,11 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 			log.Warn().Err(err).Msg("approval message could not be edited")
 		}
 	}
-	if a.fromCommand {
+	switch {
+	case moved != "":
+		b.say(ctx, a.to, fmt.Sprintf(":arrow_forward: Replay `%s` of %d message(s) from `%s` is starting in canary steps. %s",
+			r.ID, r.Total, blocks.EscapeKeepCode(r.DLQ), moved))
+	case a.fromCommand:
 		b.say(ctx, a.to, fmt.Sprintf(":arrow_forward: Replay `%s` of %d message(s) from `%s` is starting in canary steps; its progress is in the thread of the preview.",
 			r.ID, r.Total, blocks.EscapeKeepCode(r.DLQ)))
 	}

@@ -83,6 +83,9 @@ func New(n *Notifier, d Deps) (*Bot, error) {
 		slots:    make(chan struct{}, n.cfg.MaxInFlight),
 		previews: newPreviewCache(),
 	}
+	if pol := d.Ops.Policy(); pol != nil {
+		n.allowed = func(dlq, channel string) bool { return pol.CheckChannel(dlq, channel) == nil }
+	}
 	return b, nil
 }
 

@@ -46,3 +46,66 @@ channels:
 		testkit.Eventually(t, 10*time.Second, "the preview of "+dlq+" in "+ch, func() bool { return len(h.stub.Messages(ch)) == 1 })
 	}
 }
+
+// TestReplayShownOnlyInAllowedChannels: `replay <token>` typed in a
+// channel the policy does not allow for the DLQ posts nothing there: the
+// progress goes to the activity channel when the policy allows that, and
+// the approver is told where, privately; when neither is allowed, no
+// channel shows the replay.
+func TestReplayShownOnlyInAllowedChannels(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, allow, want string
+	}{
+		{"activity allowed", "[C_OPS, C_ACTIVITY]", "C_ACTIVITY"},
+		{"activity not allowed", "[C_OPS]", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			policy, err := commands.ParsePolicy([]byte(`
+roles:
+  - name: sre
+    users: [U_REQ, U_APP]
+    grants:
+      - queues: ["*"]
+        actions: [read, replay, publish]
+channels:
+  - queues: ["orders.*"]
+    allow: ` + c.allow + `
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newPolicyHarness(t, nil, nil, policy)
+			if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_ELSEWHERE"); err != nil {
+				t.Fatal(err)
+			}
+			testkit.Eventually(t, 10*time.Second, "the approver told where", func() bool {
+				for _, e := range h.stub.Ephemerals("U_APP") {
+					if strings.Contains(e.Text, "r_fake") {
+						return true
+					}
+				}
+				return false
+			})
+			var told string
+			for _, e := range h.stub.Ephemerals("U_APP") {
+				told += e.Text + "\n"
+			}
+			if c.want != "" && !strings.Contains(told, "<#"+c.want+">") {
+				t.Fatalf("the approver is not given a link to %s: %q", c.want, told)
+			}
+			if n := len(h.stub.Messages("C_ELSEWHERE")); n != 0 {
+				t.Fatalf("%d posts in the channel the policy does not allow", n)
+			}
+			if c.want != "" {
+				testkit.Eventually(t, 10*time.Second, "the progress in "+c.want, func() bool { return len(h.stub.Messages(c.want)) == 1 })
+				if ref := h.store.Refs("r_fake"); ref[0] != c.want {
+					t.Fatalf("the replay is recorded as shown in %q", ref[0])
+				}
+			} else if ref := h.store.Refs("r_fake"); ref[0] != "" || len(h.stub.Messages("C_ACTIVITY")) != 0 {
+				t.Fatalf("shown in %q; %d posts in the activity channel", ref[0], len(h.stub.Messages("C_ACTIVITY")))
+			}
+		})
+	}
+}

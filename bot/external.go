@@ -35,17 +35,24 @@ func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 		loc = previewLoc{channel: ch, ts: ts}
 	}
 	line := fmt.Sprintf("Preview of %s approved by %s outside Slack: replay %s started.", blocks.EscapeKeepCode(r.DLQ), blocks.Who(r.Approver), r.ID)
+	if loc.channel != "" && !b.showable(r.DLQ, loc.channel) {
+		// The preview's channel is not allowed for the DLQ (any more): a
+		// thread of its own, below, in a channel that is.
+		b.log.Info().Str("replay_id", r.ID).Str("channel", loc.channel).Msg("replay not shown under its preview: the policy does not allow its DLQ there")
+		loc = previewLoc{}
+	}
 	if loc.channel == "" {
-		if b.cfg.APIChannel == "" {
+		channel, _ := b.replayChannel(r.DLQ, b.cfg.APIChannel)
+		if channel == "" {
 			return nil
 		}
-		ts, err := b.post(ctx, requestAttempts, b.cfg.APIChannel, "", nil,
+		ts, err := b.post(ctx, requestAttempts, channel, "", nil,
 			fmt.Sprintf(":robot_face: Replay %s of %d message(s) from %s approved by %s (requested by %s); its progress is in this thread.",
 				r.ID, r.Total, "`"+blocks.EscapeKeepCode(r.DLQ)+"`", blocks.Who(r.Approver), blocks.Who(r.Requester)))
 		if err != nil {
 			return fmt.Errorf("bot: show replay %s: %w", r.ID, err)
 		}
-		loc = previewLoc{channel: b.cfg.APIChannel, ts: ts}
+		loc = previewLoc{channel: channel, ts: ts}
 	}
 	pbl, ptext := blocks.ProgressAs(b.cfg.CommandName, r, nil)
 	pts, err := b.post(ctx, requestAttempts, loc.channel, loc.ts, pbl, ptext)

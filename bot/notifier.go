@@ -39,6 +39,10 @@ type Notifier struct {
 
 	feeds  *feeds
 	groups commands.UserGroups
+	// allowed tells whether a replay of a DLQ may be shown in a channel
+	// (the policy's channel allowlist; see showwhere.go); nil allows all.
+	// New sets it from the operations layer's policy.
+	allowed func(dlq, channel string) bool
 }
 
 // NotifierDeps are the notifier's collaborators.

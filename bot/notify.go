@@ -79,6 +79,7 @@ type outPost struct {
 // feed is one replay's queue of Slack updates.
 type feed struct {
 	id       string
+	dlq      string // the replay's DLQ, whose channel allowlist applies
 	loc      location
 	latest   *engine.Event // the state the progress message should show
 	dirty    bool          // latest not shown yet
@@ -120,6 +121,9 @@ func (fs *feeds) push(e engine.Event) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
 	f := fs.get(e.Replay.ID)
+	if e.Replay.DLQ != "" {
+		f.dlq = e.Replay.DLQ
+	}
 	if state {
 		ev := e
 		f.latest, f.dirty = &ev, true
@@ -235,6 +239,8 @@ func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
 		channel, thread = nt.cfg.ActivityChannel, ""
 	} else if channel == "" || thread == "" {
 		return // a replay started outside Slack has no thread
+	} else if !nt.showable(f.dlq, channel) {
+		return // recorded where the policy does not allow its DLQ (see showwhere.go)
 	}
 	if _, err := nt.post(ctx, postAttempts, channel, thread, p.blocks, p.text); err != nil {
 		nt.log.Error().Err(err).Str("replay_id", f.id).Bool("activity", p.activity).Msg("slack post dropped")
@@ -262,8 +268,8 @@ func (fs *feeds) edit(ctx context.Context, f *feed) {
 		f.dirty = false
 		f.lastEdit = time.Now()
 		fs.mu.Unlock()
-		if loc.channel == "" {
-			return // nowhere to show it: a replay started outside Slack
+		if loc.channel == "" || !nt.showable(ev.Replay.DLQ, loc.channel) {
+			return // nowhere to show it: a replay started outside Slack, or a channel the policy does not allow
 		}
 		bl, text := blocks.ProgressEventAs(nt.cfg.CommandName, ev)
 		var err error
