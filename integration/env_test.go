@@ -63,6 +63,9 @@ type options struct {
 	// storeAudit records the operations in the store's audit trail in
 	// Redis (as `dlqbot serve` does) instead of env.trail.
 	storeAudit bool
+	// followUps, when set, are the engine's follow-up checks, run from
+	// the store's schedule every 100 ms.
+	followUps []time.Duration
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -101,6 +104,7 @@ func newEnv(t testing.TB, o options) *env {
 		log = zerolog.New(io.MultiWriter(o.logs, logWriter())).With().Timestamp().Logger()
 		cfg.Log = log
 	}
+	cfg.FollowUps = o.followUps
 	sc := store.Config{Prefix: prefix, SigningKey: o.signingKey}
 	if o.signingKey != nil {
 		sc.OnBadSignature = func(err *store.SignatureError) {
@@ -141,9 +145,13 @@ func newEnv(t testing.TB, o options) *env {
 	if policy != nil {
 		redactor = policy
 	}
-	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+	deps := engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(),
-		Redactor: redactor})
+		Redactor: redactor}
+	if o.followUps != nil {
+		deps.Schedule = st.Schedule()
+	}
+	svc, err := engine.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +181,13 @@ func newEnv(t testing.TB, o options) *env {
 		defer wg.Done()
 		_ = svc.Work(ctx, engine.WorkerConfig{Block: 200 * time.Millisecond})
 	}()
+	if o.followUps != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			svc.FollowUps(ctx, 100*time.Millisecond)
+		}()
+	}
 	if o.appToken != "" {
 		wg.Add(1)
 		go func() {
