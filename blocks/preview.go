@@ -237,7 +237,8 @@ func expiryLine(p *engine.Preview, now time.Time) string {
 }
 
 func approveConfirm(p *engine.Preview) *slack.ConfirmationBlockObject {
-	text := fmt.Sprintf("Replay %s from %s in canary steps? It stops by itself if any come back.", msgs(p.Selected), clip(oneLine(p.DLQ.Name), 120))
+	text := fmt.Sprintf("Replay %s from %s to %s (listed above%s) in canary steps? It stops by itself if any come back.",
+		msgs(p.Selected), clip(oneLine(p.DLQ.Name), 120), plural(len(p.Targets), "target queue", "target queues"), cutNote(p.Targets))
 	if n := len(p.Problems); n > 0 {
 		text += fmt.Sprintf(" The preview lists %s.", plural(n, "problem", "problems"))
 	}
@@ -277,4 +278,12 @@ func problemFallback(pr engine.Problem) string {
 		s += " (" + escape(oneLine(pr.Queue)) + ")"
 	}
 	return s
+}
+
+// cutNote points at the full list of targets when the post cuts it.
+func cutNote(targets []engine.TargetView) string {
+	if TargetsCut(targets) {
+		return "; Show samples lists every one"
+	}
+	return ""
 }
