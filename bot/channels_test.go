@@ -1,11 +1,14 @@
 package bot_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -107,5 +110,38 @@ channels:
 				t.Fatalf("shown in %q; %d posts in the activity channel", ref[0], len(h.stub.Messages("C_ACTIVITY")))
 			}
 		})
+	}
+}
+
+// TestAPIApprovalShownOnlyInAllowedChannels: a replay approved through
+// the API, of a DLQ the policy does not allow in the API channel, is
+// threaded in the activity channel, which it allows, never in the API
+// channel.
+func TestAPIApprovalShownOnlyInAllowedChannels(t *testing.T) {
+	t.Parallel()
+	policy, err := commands.ParsePolicy([]byte(`
+roles:
+  - name: sre
+    users: [U_REQ]
+    grants:
+      - queues: ["*"]
+        actions: [read]
+channels:
+  - queues: ["orders.*"]
+    allow: [C_OPS, C_ACTIVITY]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newPolicyHarness(t, nil, func(c *bot.Config) { c.APIChannel = "C_API" }, policy)
+	r := engine.Replay{ID: "r_api", Token: "p_api", DLQ: "orders.dlq", Approver: "api:runbook", Requester: "api:runbook", Total: 3}
+	if err := h.bot.ShowReplay(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(h.stub.Messages("C_API")); n != 0 {
+		t.Fatalf("%d posts in the API channel the policy does not allow for orders.dlq", n)
+	}
+	if ms := h.stub.Messages("C_ACTIVITY"); len(ms) != 1 || h.store.Refs("r_api")[0] != "C_ACTIVITY" {
+		t.Fatalf("%d posts in the activity channel; shown in %q", len(ms), h.store.Refs("r_api")[0])
 	}
 }

@@ -28,6 +28,12 @@
 // activity channel. Rate limits (HTTP 429, *slack.RateLimitedError) are
 // honoured by waiting Retry-After; other failures are retried with backoff.
 //
+// The policy's per-DLQ channel allowlists hold for every place a replay
+// is shown (showwhere.go): a replay approved where its DLQ is not allowed
+// shows in the activity channel instead, or in none. What a channel is
+// shown of a failure is its type and group id (blocks.ChannelView); its
+// text goes to readers only, privately (blocks.PrivateView).
+//
 // For the other front ends (package api: the HTTP API and the MCP tools),
 // ShowReplay threads a replay approved outside Slack under its preview (or
 // in Config.APIChannel) like one approved with the button, and

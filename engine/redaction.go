@@ -67,14 +67,16 @@ func (x *redactor) excerpt(m Message, meta *Meta, n int) string {
 	return excerpt(body, n)
 }
 
-// arrivals hides the names of failure groups that quoted a hidden value.
+// arrivals hides the names of failure groups that quoted a hidden value,
+// and their types (read before the rules applied, a type may be the
+// hidden value).
 func (x *redactor) arrivals(a *Arrivals) {
 	if a == nil || len(x.groups) == 0 {
 		return
 	}
 	for i := range a.Groups {
 		if x.groups[a.Groups[i].Key] {
-			a.Groups[i].Key = Hidden
+			a.Groups[i].Key, a.Groups[i].Type = Hidden, Hidden
 		}
 	}
 }
