@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/stroma/dlqbot/engine"
@@ -61,10 +60,9 @@ func checkQueue(what, v string) string {
 	if _, ok := closers[[]rune(v)[0]]; ok {
 		return fmt.Sprintf("%s `%s` starts with a quote", what, v)
 	}
-	for _, r := range v {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
-			return fmt.Sprintf("%s %q contains white space, a control character or an invisible one (%U)", what, v, r)
-		}
+	// The same check as a queue named in a message's headers.
+	if r, bad := engine.BadNameRune(v); bad {
+		return fmt.Sprintf("%s %q contains white space, a control character or an invisible one (%U)", what, v, r)
 	}
 	return ""
 }

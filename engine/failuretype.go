@@ -69,12 +69,23 @@ func QueueNameProblem(name string) string {
 	case len(name) > maxNameLen:
 		return fmt.Sprintf("is %d bytes long; RabbitMQ names are at most %d bytes", len(name), maxNameLen)
 	}
-	for _, r := range name {
-		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
-			return fmt.Sprintf("contains white space, a control character or an invisible one (%U)", r)
-		}
+	if r, ok := BadNameRune(name); ok {
+		return fmt.Sprintf("contains white space, a control character or an invisible one (%U)", r)
 	}
 	return ""
+}
+
+// BadNameRune returns the first character of a queue name that no one
+// means to type and few can see: white space, a control character or a
+// format (invisible) one such as U+200B. Typed queue names and names
+// taken from headers are refused with it.
+func BadNameRune(name string) (rune, bool) {
+	for _, r := range name {
+		if unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			return r, true
+		}
+	}
+	return 0, false
 }
 
 // nameScripts are the scripts MixedScripts tells apart: those whose
