@@ -42,13 +42,11 @@ func (s *Service) summarise(p *Preview, r *previewRows) {
 		}
 	}
 	if noTarget > 0 {
-		p.Problems = append(p.Problems, Problem{Kind: ProblemNoTarget, Messages: noTarget,
-			InvalidTargets: badTarget,
-			Detail:         fmt.Sprintf("%d message(s) have no source queue that can be derived; they are left out — replay them with to=<queue>", noTarget)})
+		detail := fmt.Sprintf("%d message(s) have no source queue that can be derived; they are left out — replay them with to=<queue>", noTarget)
 		if badTarget > 0 {
-			last := &p.Problems[len(p.Problems)-1]
-			last.Detail = fmt.Sprintf("%d message(s) have no valid target (%d name a queue in their headers that is not a valid queue name: white space, a control or an invisible character); they are left out, never replayed to it — replay them with to=<queue>", noTarget, badTarget)
+			detail = fmt.Sprintf("%d message(s) have no valid target (%d name a queue in their headers that is not a valid queue name: white space, a control or an invisible character); they are left out, never replayed to it — replay them with to=<queue>", noTarget, badTarget)
 		}
+		p.Problems = append(p.Problems, Problem{Kind: ProblemNoTarget, Messages: noTarget, InvalidTargets: badTarget, Detail: detail})
 	}
 	for _, t := range p.Targets {
 		if t.Exists && t.Consumers == 0 {
