@@ -11,6 +11,12 @@
 // payloads) is escaped for mrkdwn and shown in code formatting, so it can
 // neither mention anyone nor break the layout.
 //
+// What a whole channel sees of a failure is an allowlist (View, view.go):
+// a renderer of a channel post names a failure group by its type and id
+// (ChannelView) and never reaches its text; the group texts, examples'
+// exceptions and every target go only to a reader's private reply
+// (PrivateView, Samples).
+//
 // Slack does not enforce its Block Kit limits on the client side, and
 // neither does slack-go: a message over a limit is rejected as a whole. The
 // renderers therefore cap every list ("and N more") and truncate every text

@@ -107,14 +107,20 @@ func TestExceptionTextStaysPrivate(t *testing.T) {
 		r = rs[0]
 		return r.Returned > 0 && (r.State.Terminal() || r.State == engine.StateStopped)
 	})
+	var followUp string
 	testkit.Eventually(t, 30*time.Second, "a follow-up in the replay's thread", func() bool {
 		for _, m := range e.thread(post.TS).Replies {
 			if strings.Contains(m.Content(), "follow-up +") && strings.Contains(m.Content(), "came back") {
+				followUp = m.Content()
 				return true
 			}
 		}
 		return false
 	})
+
+	if !strings.Contains(followUp, "Exception`") {
+		t.Errorf("the follow-up does not name the returned copies' failure by its type: %q", followUp)
+	}
 
 	n := len(e.stub.Ephemerals("U0ALICE001"))
 	e.command("U0ALICE001", "check "+r.ID)
