@@ -93,7 +93,9 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 	if err != nil {
 		return "", "", fmt.Errorf("bot: request approval of %s: %w", audit.TokenRef(f.Token), err)
 	}
-	b.previews.put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl})
+	// Kept for Show samples: a reader who clicks sees the failure groups'
+	// texts and every target privately, as for a preview made in Slack.
+	b.previews.put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl, preview: p})
 	if err := b.d.Tokens.SetMessage(ctx, f.Token, b.cfg.APIChannel, ts); err != nil {
 		b.log.Warn().Err(err).Str("token_ref", audit.TokenRef(f.Token)).Msg("could not record where the preview was posted")
 	}

@@ -156,6 +156,13 @@ func TestExceptionTextStaysPrivate(t *testing.T) {
 		t.Fatalf("the agent's own preview (a reader's, through the API) lacks the failure's text: %s", praw)
 	}
 
+	// A reader's Show samples on that post: the texts, privately.
+	nb := len(e.stub.Ephemerals("U0BOB00001"))
+	e.click("U0BOB00001", blocks.ActionSamples, p.Token, w.TS)
+	if raw, _ := json.Marshal(e.waitEphemeral("U0BOB00001", nb+1)); !strings.Contains(string(raw), kycName) {
+		t.Fatalf("a reader's samples of the approval request lack the failure's text: %s", raw)
+	}
+
 	seen := channelVisible(t, e.env)
 	for _, want := range []string{"follow-up +", "com.acme.KycException", "asks a person to approve"} {
 		if !strings.Contains(seen, want) {
