@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -47,6 +48,32 @@ type sessionData struct {
 	Nonce string `json:"n"`
 }
 
+// Ways a person signs in to the dashboard (SignedInVia).
+const (
+	// ViaToken: a principal's bearer token, exchanged for a session.
+	ViaToken = "token"
+	// ViaProxy: a trusted proxy's identity header.
+	ViaProxy = "proxy"
+)
+
+type viaKey struct{}
+
+// SignedInVia returns how the person behind a request's context signed
+// in (ViaToken or ViaProxy); ViaToken when the context does not say, the
+// stricter of the two. The Backend asks it, since a person a proxy signs
+// in is not a caller with a bearer token.
+func SignedInVia(ctx context.Context) string {
+	if v, ok := ctx.Value(viaKey{}).(string); ok && v == ViaProxy {
+		return ViaProxy
+	}
+	return ViaToken
+}
+
+// withVia returns ctx saying how its person signed in.
+func withVia(ctx context.Context, via string) context.Context {
+	return context.WithValue(ctx, viaKey{}, via)
+}
+
 // mac signs msg with the session key, for purpose.
 func (d *Dashboard) mac(purpose, msg string) []byte {
 	m := hmac.New(sha256.New, d.key)
@@ -87,7 +114,7 @@ func (d *Dashboard) readSession(v string) (session, bool) {
 	}
 	for _, p := range d.cfg.Policy.Principals {
 		if p.Name == sd.Principal && hex.EncodeToString(p.TokenSHA256[:8]) == sd.Hash {
-			return session{p: p, csrf: d.csrfFor("session", sd.Nonce), via: "token"}, true
+			return session{p: p, csrf: d.csrfFor("session", sd.Nonce), via: ViaToken}, true
 		}
 	}
 	return session{}, false
@@ -127,7 +154,7 @@ func (d *Dashboard) signedIn(r *http.Request) (session, bool) {
 		}
 		if id != "" {
 			if p, ok := d.cfg.Policy.PrincipalByEmail(id); ok {
-				return session{p: p, csrf: d.csrfFor("proxy", strings.ToLower(id)), via: "proxy"}, true
+				return session{p: p, csrf: d.csrfFor("proxy", strings.ToLower(id)), via: ViaProxy}, true
 			}
 			d.log.Warn().Str("identity", id).Str("remote", r.RemoteAddr).Msg("dashboard: the proxy's identity maps to no principal (add it to a principal's emails)")
 			return session{}, false

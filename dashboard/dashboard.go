@@ -174,7 +174,7 @@ func (d *Dashboard) auth(h func(http.ResponseWriter, *http.Request, session)) ht
 				Error: "This request did not come from a dashboard page of this session (its CSRF token is missing or wrong), so nothing was done. Reload the page and try again."})
 			return
 		}
-		h(w, r, s)
+		h(w, r.WithContext(withVia(r.Context(), s.via)), s)
 	}
 }
 
