@@ -71,6 +71,9 @@ type replica struct {
 	log zerolog.Logger
 	bot *bot.Bot // nil without Slack
 	mux *http.ServeMux
+	// authz is the worker's own check of each replay before it sends
+	// (the operations, with this process's policy).
+	authz engine.Authorizer
 }
 
 // newReplica builds the replica's parts from a.cfg: the engine's notifiers
@@ -117,7 +120,7 @@ func (a *app) newReplica() (*replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.bot = b
+	r.bot, r.authz = b, o
 	if b != nil {
 		o.SetAsker(b)
 	}
@@ -151,7 +154,7 @@ func (r *replica) run(ctx context.Context, ln net.Listener) error {
 	}()
 	go func() {
 		defer wg.Done()
-		if err := a.svc.Work(ctx, engine.WorkerConfig{ID: r.id}); err != nil {
+		if err := a.svc.Work(ctx, engine.WorkerConfig{ID: r.id, Authorizer: r.authz}); err != nil {
 			log.Error().Err(err).Msg("worker")
 		}
 		// Withdraw so terminal replays stop handing work to this process.
