@@ -99,4 +99,3 @@ func (o *Ops) identityNeedsHuman(identity string) bool {
 func isProgram(identity string) bool {
 	return identity == "mcp" || strings.HasPrefix(identity, "mcp:")
 }
-
