@@ -33,8 +33,12 @@ const (
 type session struct {
 	p    commands.Principal
 	csrf string
-	// via is "token" or "proxy".
+	// via is ViaToken or ViaProxy.
 	via string
+	// id names a token session for its revocation (sessionID), and exp is
+	// when it expires; both unset for a proxy's sign-in.
+	id  string
+	exp time.Time
 }
 
 // sessionData is the signed cookie's payload.
@@ -97,8 +101,10 @@ func (d *Dashboard) newSession(p commands.Principal) (string, time.Time) {
 }
 
 // readSession returns the session a cookie value holds, when its signature
-// is right, it has not expired and its principal still has that token.
-func (d *Dashboard) readSession(v string) (session, bool) {
+// is right, it has not expired, it was not signed out and its principal
+// still has that token. When whether it was signed out cannot be told,
+// nobody is signed in.
+func (d *Dashboard) readSession(ctx context.Context, v string) (session, bool) {
 	payload, sig, ok := strings.Cut(v, ".")
 	if !ok {
 		return session{}, false
@@ -114,7 +120,16 @@ func (d *Dashboard) readSession(v string) (session, bool) {
 	}
 	for _, p := range d.cfg.Policy.Principals {
 		if p.Name == sd.Principal && hex.EncodeToString(p.TokenSHA256[:8]) == sd.Hash {
-			return session{p: p, csrf: d.csrfFor("session", sd.Nonce), via: ViaToken}, true
+			id := sessionID(sd.Nonce)
+			revoked, err := d.d.Revocations.Revoked(ctx, id)
+			if err != nil {
+				d.log.Error().Err(err).Str("principal", p.Name).Msg("dashboard: whether a session was signed out cannot be told; refused")
+				return session{}, false
+			}
+			if revoked {
+				return session{}, false
+			}
+			return session{p: p, csrf: d.csrfFor("session", sd.Nonce), via: ViaToken, id: id, exp: time.Unix(sd.Expires, 0)}, true
 		}
 	}
 	return session{}, false
@@ -164,7 +179,7 @@ func (d *Dashboard) signedIn(r *http.Request) (session, bool) {
 	if err != nil {
 		return session{}, false
 	}
-	return d.readSession(c.Value)
+	return d.readSession(r.Context(), c.Value)
 }
 
 // secure reports whether the request reached dlqbot over TLS (directly,
