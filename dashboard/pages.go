@@ -201,7 +201,7 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
 	p.States, p.State, p.DLQ = states, r.URL.Query().Get("state"), r.URL.Query().Get("dlq")
 	rs, err := d.d.Backend.Replays(ctx, s.p, d.cfg.ListSize)
 	if err != nil {
-		p.Error = "The replays could not be read: " + err.Error()
+		p.Error = "The replays could not be read: " + d.told(err, "list replays")
 	}
 	seen := map[string]bool{}
 	for _, rep := range rs {
@@ -223,7 +223,7 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
 	}
 	dlqs, err := d.d.Backend.DLQs(ctx, s.p)
 	if err != nil && p.Error == "" {
-		p.Error = "The DLQs could not be read: " + err.Error()
+		p.Error = "The DLQs could not be read: " + d.told(err, "list DLQs")
 	}
 	for _, q := range dlqs {
 		v := dlqView{DLQ: q, Spark: sparkline(q.Depths)}
@@ -254,7 +254,7 @@ func (d *Dashboard) replay(w http.ResponseWriter, r *http.Request, s session) {
 	p := d.base(s, "Replay "+id)
 	ids, evs, err := d.d.Backend.Events(ctx, s.p, id)
 	if err != nil {
-		p.Error = "Its events could not be read: " + err.Error()
+		p.Error = "Its events could not be read: " + d.told(err, "read events")
 	}
 	for i, e := range evs {
 		p.LastEvent = ids[i]
@@ -365,6 +365,18 @@ func (d *Dashboard) audit(w http.ResponseWriter, r *http.Request, s session) {
 	slices.Reverse(entries)
 	p.Audit = entries
 	d.render(w, http.StatusOK, "audit.html", p)
+}
+
+// told logs a backend error with its cause (which the person is not
+// shown: a fault's sentence carries a request id instead) and returns the
+// sentence the person reads.
+func (d *Dashboard) told(err error, op string) string {
+	ev := d.log.Warn().Err(err).Str("op", op)
+	if cause := errors.Unwrap(err); cause != nil {
+		ev = ev.AnErr("cause", cause)
+	}
+	ev.Msg("dashboard: a read failed")
+	return err.Error()
 }
 
 // sentence is an error as the person reads it.

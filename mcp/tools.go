@@ -82,7 +82,13 @@ func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logg
 			out, err = fn(c)
 			ev := log.Info()
 			if err != nil {
+				// The agent is told the sentence; the log also has the cause.
+				ae := api.ErrorOf(err, "")
 				ev = log.Warn().Err(err)
+				if ae.RequestID != "" {
+					ev = ev.Str("request_id", ae.RequestID).Str("cause", ae.Cause())
+				}
+				err = ae
 			}
 			ev.Str("principal", c.Principal).Str("as", c.Identity).Str("tool", name).Msg("mcp call")
 			if err == nil {

@@ -201,18 +201,24 @@ func (r *replica) run(ctx context.Context, ln net.Listener) error {
 func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	var problems []string
+	var down []string
+	id := engine.NewID("req_")
 	if err := a.store.Ping(ctx); err != nil {
-		problems = append(problems, "redis: "+err.Error())
+		down = append(down, "redis")
+		a.log.Warn().Err(err).Str("request_id", id).Msg("readyz: redis does not answer")
 	}
 	if err := a.broker.Ping(ctx); err != nil {
-		problems = append(problems, "rabbitmq: "+err.Error())
+		down = append(down, "rabbitmq")
+		a.log.Warn().Err(err).Str("request_id", id).Msg("readyz: rabbitmq does not answer")
 	}
-	if len(problems) > 0 {
+	if len(down) > 0 {
+		// Who may reach /readyz learns what is down, never why: the
+		// errors name hosts and accounts, and go to the log.
 		w.WriteHeader(http.StatusServiceUnavailable)
-		for _, p := range problems {
-			fmt.Fprintln(w, p)
+		for _, d := range down {
+			fmt.Fprintf(w, "%s: not reachable\n", d)
 		}
+		fmt.Fprintf(w, "why is in dlqbot's log under request id %s\n", id)
 		return
 	}
 	fmt.Fprintln(w, "ready")
