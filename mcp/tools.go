@@ -158,7 +158,7 @@ func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logg
 			})
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dlq_cancel", Title: "Cancel a replay",
-		Description: "Cancel a replay within a second; messages not yet sent stay in the DLQ untouched, and a cancelled replay cannot be resumed." + safety,
+		Description: "Cancel a replay within a second; messages not yet sent stay in the DLQ untouched, and a cancelled replay cannot be resumed. A caller that needs a human is refused (dlq_pause is the brake it may pull)." + safety,
 		Annotations: &sdk.ToolAnnotations{Title: "Cancel a replay", DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in replayIDIn) (*sdk.CallToolResult, any, error) {
 			return run("dlq_cancel", req, func(c api.Caller) (any, error) { return svc.Control(ctx, c, "cancel", in.ReplayID) })
