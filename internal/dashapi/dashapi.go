@@ -37,10 +37,10 @@ type Queues interface {
 	Depths(ctx context.Context, queue string, span, bucket time.Duration) ([]int, error)
 }
 
-// Tokens reads frozen previews (for a replay's targets); the store's
-// Tokens implements it.
+// Tokens reads frozen previews' headers (for a replay's targets: the
+// items are never loaded); the store's Tokens implements it.
 type Tokens interface {
-	Load(ctx context.Context, token string) (engine.Frozen, error)
+	LoadHeader(ctx context.Context, token string) (engine.Frozen, error)
 }
 
 // New returns the Backend on o, with svc (built on o) for the event
@@ -136,7 +136,7 @@ func (b *Backend) DLQs(ctx context.Context, p commands.Principal) ([]dashboard.D
 			index[r.DLQ] = i
 			out = append(out, dashboard.DLQ{Name: r.DLQ, Bucket: time.Minute})
 		}
-		if f, err := b.tokens.Load(ctx, r.Token); err == nil {
+		if f, err := b.tokens.LoadHeader(ctx, r.Token); err == nil {
 			for _, q := range f.TargetQueues() {
 				if !slices.ContainsFunc(out[i].Targets, func(t dashboard.Target) bool { return t.Queue == q }) {
 					out[i].Targets = append(out[i].Targets, dashboard.Target{Queue: q})
