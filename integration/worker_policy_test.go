@@ -35,7 +35,14 @@ approval:
 // the worker sent it.)
 func TestWorkerRefusesAReplayApprovedWithoutItsPolicy(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, options{policy: workerPolicy})
+	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		workerRefuses(t, on)
+	})
+}
+
+func workerRefuses(t *testing.T, on testkit.Broker) {
+	e := newEnv(t, options{policy: workerPolicy, on: on})
 	ctx := context.Background()
 	src, dlq := dlqWith(e, 5)
 	target := e.rabbit.Consume(src, func(amqp091.Delivery) string { return "ack" })
@@ -43,7 +50,7 @@ func TestWorkerRefusesAReplayApprovedWithoutItsPolicy(t *testing.T) {
 
 	// The other process: its own engine on the same broker and store,
 	// handing approved replays to the shared workers, and no policy.
-	b, err := amqp.New(amqp.Config{URL: testkit.Rabbit3.AMQPURL, ManagementURL: testkit.Rabbit3.ManagementURL, ReadMarks: e.store.ReadMarks()})
+	b, err := amqp.New(amqp.Config{URL: on.AMQPURL, ManagementURL: on.ManagementURL, ReadMarks: e.store.ReadMarks()})
 	if err != nil {
 		t.Fatal(err)
 	}
