@@ -1,12 +1,17 @@
 package dashboard
 
 import (
+	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
 )
 
 // TestSignOutRevokesTheSession: after signing out, the session's cookie —
@@ -120,5 +125,46 @@ func TestDoneIsNotReflected(t *testing.T) {
 	body = get(h, base+"?done=pause", c).Body.String()
 	if !strings.Contains(body, "Asked to pause it; it is running now.") {
 		t.Errorf("the pause notice is missing:\n%s", body)
+	}
+}
+
+// viaBackend is the fake backend, keeping how the person behind each
+// Replays call signed in.
+type viaBackend struct {
+	*fakeBackend
+	vias []string
+}
+
+func (v *viaBackend) Replays(ctx context.Context, p commands.Principal, n int) ([]engine.Replay, error) {
+	v.mu.Lock()
+	v.vias = append(v.vias, SignedInVia(ctx))
+	v.mu.Unlock()
+	return v.fakeBackend.Replays(ctx, p, n)
+}
+
+// TestBackendKnowsHowThePersonSignedIn: the backend is told whether a
+// person signed in with a token or through the trusted proxy (a proxy's
+// person is not a caller with a bearer token, for "needs a human"); a
+// context that does not say counts as a token.
+func TestBackendKnowsHowThePersonSignedIn(t *testing.T) {
+	t.Parallel()
+	vb := &viaBackend{fakeBackend: &fakeBackend{}}
+	d, err := New(Config{Policy: testPolicy(t), TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/24")}}, Deps{Backend: vb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	get(h, "http://dlqbot.test/dashboard/", signIn(t, h, tokOps))
+	r := httptest.NewRequest("GET", "http://dlqbot.test/dashboard/", nil)
+	r.RemoteAddr = "10.0.0.9:5555"
+	r.Header.Set(HeaderEmail, "ops@example.com")
+	do(h, r)
+	vb.mu.Lock()
+	defer vb.mu.Unlock()
+	if len(vb.vias) != 2 || vb.vias[0] != ViaToken || vb.vias[1] != ViaProxy {
+		t.Fatalf("the backend was told %q, want token then proxy", vb.vias)
+	}
+	if SignedInVia(context.Background()) != ViaToken {
+		t.Fatal("a context that does not say is not a token")
 	}
 }
