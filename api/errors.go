@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/ops"
@@ -47,9 +48,28 @@ type Error struct {
 	Message       string          `json:"error"`
 	Changes       []engine.Change `json:"changes,omitempty"`
 	ChangesDigest string          `json:"changes_digest,omitempty"`
+	// RequestID is set on a fault inside dlqbot (a 5xx that is not a
+	// known outage): the body says nothing of the fault, and the log has
+	// its cause under this id.
+	RequestID string `json:"request_id,omitempty"`
 	// RetryAfter is set with CodeRateLimited (the Retry-After header).
 	RetryAfter time.Duration `json:"-"`
 	err        error
+}
+
+// Cause is the text of the error underneath (tokens scrubbed), for the
+// log only; "" when there is none.
+func (e *Error) Cause() string {
+	if e.err == nil {
+		return ""
+	}
+	return audit.ScrubTokens(e.err.Error())
+}
+
+// faultSentence is what a client is told of a fault inside dlqbot: no
+// detail, and the request id the log files it under.
+func faultSentence(requestID string) string {
+	return "That did not work because of a fault inside dlqbot; the operators can find what happened in dlqbot's log under request id " + requestID + "."
 }
 
 // Error returns the sentence.
@@ -96,7 +116,8 @@ func asError(err error, subject string) *Error {
 	case errors.Is(err, context.DeadlineExceeded):
 		e.Status, e.Code, e.Message = http.StatusGatewayTimeout, CodeTimeout, "That took too long and was abandoned; nothing was changed. Try again, perhaps with a narrower selection."
 	default:
-		e.Status, e.Code, e.Message = http.StatusInternalServerError, CodeInternal, "That did not work: "+err.Error()
+		e.RequestID = engine.NewID("req_")
+		e.Status, e.Code, e.Message = http.StatusInternalServerError, CodeInternal, faultSentence(e.RequestID)
 	}
 	return e
 }

@@ -127,7 +127,10 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint, str
 		writeJSON(w, status, aerr)
 		ev = h.s.log.Warn().Str("code", aerr.Code).Str("error", audit.ScrubTokens(aerr.Message))
 		if aerr.err != nil {
-			ev = ev.Str("cause", audit.ScrubTokens(aerr.err.Error()))
+			ev = ev.Str("cause", aerr.Cause())
+		}
+		if aerr.RequestID != "" {
+			ev = ev.Str("request_id", aerr.RequestID)
 		}
 	}
 	// Tokens are never logged: a path or error quoting one shows its

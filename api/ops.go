@@ -81,8 +81,9 @@ func (s *Service) Approve(ctx context.Context, c Caller, token string, p Params,
 	}
 	if out.HandOffErr != nil {
 		r := out.Replay
-		return r, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, err: out.HandOffErr,
-			Message: fmt.Sprintf("Replay %s was approved but could not be handed to a worker (%v). Nothing was sent: cancel it and approve a new preview.", r.ID, out.HandOffErr)}
+		id := engine.NewID("req_")
+		return r, &Error{Status: http.StatusServiceUnavailable, Code: CodeUnavailable, err: out.HandOffErr, RequestID: id,
+			Message: fmt.Sprintf("Replay %s was approved but could not be handed to a worker. Nothing was sent: cancel it and approve a new preview. (The operators can find why in dlqbot's log under request id %s.)", r.ID, id)}
 	}
 	return out.Replay, nil
 }

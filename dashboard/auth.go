@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -32,8 +33,12 @@ const (
 type session struct {
 	p    commands.Principal
 	csrf string
-	// via is "token" or "proxy".
+	// via is ViaToken or ViaProxy.
 	via string
+	// id names a token session for its revocation (sessionID), and exp is
+	// when it expires; both unset for a proxy's sign-in.
+	id  string
+	exp time.Time
 }
 
 // sessionData is the signed cookie's payload.
@@ -45,6 +50,32 @@ type sessionData struct {
 	Expires   int64  `json:"x"`
 	// Nonce is random per sign-in; the CSRF token derives from it.
 	Nonce string `json:"n"`
+}
+
+// Ways a person signs in to the dashboard (SignedInVia).
+const (
+	// ViaToken: a principal's bearer token, exchanged for a session.
+	ViaToken = "token"
+	// ViaProxy: a trusted proxy's identity header.
+	ViaProxy = "proxy"
+)
+
+type viaKey struct{}
+
+// SignedInVia returns how the person behind a request's context signed
+// in (ViaToken or ViaProxy); ViaToken when the context does not say, the
+// stricter of the two. The Backend asks it, since a person a proxy signs
+// in is not a caller with a bearer token.
+func SignedInVia(ctx context.Context) string {
+	if v, ok := ctx.Value(viaKey{}).(string); ok && v == ViaProxy {
+		return ViaProxy
+	}
+	return ViaToken
+}
+
+// withVia returns ctx saying how its person signed in.
+func withVia(ctx context.Context, via string) context.Context {
+	return context.WithValue(ctx, viaKey{}, via)
 }
 
 // mac signs msg with the session key, for purpose.
@@ -70,8 +101,10 @@ func (d *Dashboard) newSession(p commands.Principal) (string, time.Time) {
 }
 
 // readSession returns the session a cookie value holds, when its signature
-// is right, it has not expired and its principal still has that token.
-func (d *Dashboard) readSession(v string) (session, bool) {
+// is right, it has not expired, it was not signed out and its principal
+// still has that token. When whether it was signed out cannot be told,
+// nobody is signed in.
+func (d *Dashboard) readSession(ctx context.Context, v string) (session, bool) {
 	payload, sig, ok := strings.Cut(v, ".")
 	if !ok {
 		return session{}, false
@@ -87,7 +120,16 @@ func (d *Dashboard) readSession(v string) (session, bool) {
 	}
 	for _, p := range d.cfg.Policy.Principals {
 		if p.Name == sd.Principal && hex.EncodeToString(p.TokenSHA256[:8]) == sd.Hash {
-			return session{p: p, csrf: d.csrfFor("session", sd.Nonce), via: "token"}, true
+			id := sessionID(sd.Nonce)
+			revoked, err := d.d.Revocations.Revoked(ctx, id)
+			if err != nil {
+				d.log.Error().Err(err).Str("principal", p.Name).Msg("dashboard: whether a session was signed out cannot be told; refused")
+				return session{}, false
+			}
+			if revoked {
+				return session{}, false
+			}
+			return session{p: p, csrf: d.csrfFor("session", sd.Nonce), via: ViaToken, id: id, exp: time.Unix(sd.Expires, 0)}, true
 		}
 	}
 	return session{}, false
@@ -127,7 +169,7 @@ func (d *Dashboard) signedIn(r *http.Request) (session, bool) {
 		}
 		if id != "" {
 			if p, ok := d.cfg.Policy.PrincipalByEmail(id); ok {
-				return session{p: p, csrf: d.csrfFor("proxy", strings.ToLower(id)), via: "proxy"}, true
+				return session{p: p, csrf: d.csrfFor("proxy", strings.ToLower(id)), via: ViaProxy}, true
 			}
 			d.log.Warn().Str("identity", id).Str("remote", r.RemoteAddr).Msg("dashboard: the proxy's identity maps to no principal (add it to a principal's emails)")
 			return session{}, false
@@ -137,7 +179,7 @@ func (d *Dashboard) signedIn(r *http.Request) (session, bool) {
 	if err != nil {
 		return session{}, false
 	}
-	return d.readSession(c.Value)
+	return d.readSession(r.Context(), c.Value)
 }
 
 // secure reports whether the request reached dlqbot over TLS (directly,

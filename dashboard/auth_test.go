@@ -267,7 +267,7 @@ func TestControlNeedsCSRFAndPolicy(t *testing.T) {
 	if w := do(h, r); w.Code != http.StatusForbidden {
 		t.Errorf("a cross-site POST with the right token: status %d", w.Code)
 	}
-	if w := post(ops, opsCSRF); w.Code != http.StatusSeeOther || !strings.Contains(w.Header().Get("Location"), "paused") {
+	if w := post(ops, opsCSRF); w.Code != http.StatusSeeOther || !strings.HasSuffix(w.Header().Get("Location"), "?done=pause") {
 		t.Errorf("ops's pause: status %d, to %q", w.Code, w.Header().Get("Location"))
 	}
 	if got := fb.calls(); len(got) != 2 || got[0] != "viewer pause "+running.ID || got[1] != "ops pause "+running.ID {

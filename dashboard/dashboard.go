@@ -46,6 +46,12 @@ type Config struct {
 	SlackURL string
 	// ListSize is how many replays the list shows; default 50.
 	ListSize int
+	// SignInFailures is how many failed sign-ins one client address may
+	// make within SignInWindow before its sign-ins are refused (429)
+	// until the window passes; default 5, negative turns the throttle
+	// off. SignInWindow defaults to a minute.
+	SignInFailures int
+	SignInWindow   time.Duration
 }
 
 // Deps are the dashboard's collaborators.
@@ -54,7 +60,11 @@ type Deps struct {
 	// Threads tells where a replay shows in Slack (the Slack front end's
 	// record, store.SlackRefs); optional: without it no thread is linked.
 	Threads Threads
-	Log     zerolog.Logger
+	// Revocations records signed-out sessions; optional: without it a
+	// sign-out is remembered by this process only (enough with the
+	// default per-process session key).
+	Revocations Revocations
+	Log         zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
 }
@@ -79,6 +89,8 @@ type Dashboard struct {
 	key   []byte
 	now   func() time.Time
 	pages map[string]*template.Template
+	// signins throttles failed sign-ins per client address.
+	signins *throttle
 }
 
 // New validates cfg and deps and returns a Dashboard.
@@ -103,8 +115,17 @@ func New(cfg Config, d Deps) (*Dashboard, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	if d.Revocations == nil {
+		d.Revocations = newMemRevocations(d.Now)
+	}
+	if cfg.SignInFailures == 0 {
+		cfg.SignInFailures = DefaultSignInFailures
+	}
+	if cfg.SignInWindow <= 0 {
+		cfg.SignInWindow = DefaultSignInWindow
+	}
 	db := &Dashboard{cfg: cfg, d: d, log: d.Log.With().Str("component", "dashboard").Logger(), key: key, now: d.Now,
-		pages: map[string]*template.Template{}}
+		pages: map[string]*template.Template{}, signins: newThrottle(cfg.SignInFailures, cfg.SignInWindow, d.Now)}
 	for _, page := range []string{"off.html", "signin.html", "index.html", "replay.html", "audit.html", "error.html"} {
 		t, err := template.New(page).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html", "templates/"+page)
 		if err != nil {
@@ -174,7 +195,7 @@ func (d *Dashboard) auth(h func(http.ResponseWriter, *http.Request, session)) ht
 				Error: "This request did not come from a dashboard page of this session (its CSRF token is missing or wrong), so nothing was done. Reload the page and try again."})
 			return
 		}
-		h(w, r, s)
+		h(w, r.WithContext(withVia(r.Context(), s.via)), s)
 	}
 }
 

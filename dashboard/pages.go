@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -102,13 +103,25 @@ func (d *Dashboard) proxyNotice() string {
 	return ""
 }
 
-// signin exchanges a principal's token for a session cookie.
+// signin exchanges a principal's token for a session cookie. A client
+// address with too many failed sign-ins lately is refused (429) without
+// its token being looked at.
 func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
+	addr := d.clientAddr(r)
+	if wait := d.signins.wait(addr); wait > 0 {
+		secs := int(wait.Seconds() + 0.999)
+		d.log.Warn().Str("remote", r.RemoteAddr).Str("client", addr).Msg("dashboard: sign-in refused: too many failed sign-ins from this address")
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		d.render(w, http.StatusTooManyRequests, "signin.html", page{Title: "Sign in", Notice: d.proxyNotice(),
+			Error: fmt.Sprintf("Too many failed sign-ins from your address in the last %s; try again in %d seconds. Nothing was done.", d.cfg.SignInWindow, secs)})
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4096)
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	p, ok := d.cfg.Policy.Principal(token)
 	if !ok {
-		d.log.Warn().Str("remote", r.RemoteAddr).Msg("dashboard: sign-in with an unknown token refused")
+		d.signins.failed(addr)
+		d.log.Warn().Str("remote", r.RemoteAddr).Str("client", addr).Msg("dashboard: sign-in with an unknown token refused")
 		d.render(w, http.StatusUnauthorized, "signin.html", page{Title: "Sign in", Notice: d.proxyNotice(),
 			Error: "That token is not one the permissions file knows. Nothing was done."})
 		return
@@ -119,8 +132,20 @@ func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/dashboard/", http.StatusSeeOther)
 }
 
-func (d *Dashboard) signout(w http.ResponseWriter, r *http.Request, _ session) {
+// signout ends a token session on the server (its cookie is refused from
+// then on, wherever it was copied) and clears the cookie. A proxy's
+// sign-in is the proxy's to end.
+func (d *Dashboard) signout(w http.ResponseWriter, r *http.Request, s session) {
 	d.setSession(w, r, "", time.Time{})
+	if s.via == ViaToken && s.id != "" {
+		if err := d.d.Revocations.Revoke(r.Context(), s.id, s.exp); err != nil {
+			d.log.Error().Err(err).Str("principal", s.p.Name).Msg("dashboard: a sign-out could not be recorded")
+			d.render(w, http.StatusServiceUnavailable, "error.html", page{Title: "Not signed out",
+				Error: "Your session could not be ended on the server just now (its store did not answer); the cookie was cleared in this browser only. Sign in and out again shortly."})
+			return
+		}
+		d.log.Info().Str("principal", s.p.Name).Str("remote", r.RemoteAddr).Msg("dashboard: signed out")
+	}
 	http.Redirect(w, r, "/dashboard/signin", http.StatusSeeOther)
 }
 
@@ -176,7 +201,7 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
 	p.States, p.State, p.DLQ = states, r.URL.Query().Get("state"), r.URL.Query().Get("dlq")
 	rs, err := d.d.Backend.Replays(ctx, s.p, d.cfg.ListSize)
 	if err != nil {
-		p.Error = "The replays could not be read: " + err.Error()
+		p.Error = "The replays could not be read: " + d.told(err, "list replays")
 	}
 	seen := map[string]bool{}
 	for _, rep := range rs {
@@ -198,7 +223,7 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
 	}
 	dlqs, err := d.d.Backend.DLQs(ctx, s.p)
 	if err != nil && p.Error == "" {
-		p.Error = "The DLQs could not be read: " + err.Error()
+		p.Error = "The DLQs could not be read: " + d.told(err, "list DLQs")
 	}
 	for _, q := range dlqs {
 		v := dlqView{DLQ: q, Spark: sparkline(q.Depths)}
@@ -229,7 +254,7 @@ func (d *Dashboard) replay(w http.ResponseWriter, r *http.Request, s session) {
 	p := d.base(s, "Replay "+id)
 	ids, evs, err := d.d.Backend.Events(ctx, s.p, id)
 	if err != nil {
-		p.Error = "Its events could not be read: " + err.Error()
+		p.Error = "Its events could not be read: " + d.told(err, "read events")
 	}
 	for i, e := range evs {
 		p.LastEvent = ids[i]
@@ -251,8 +276,8 @@ func (d *Dashboard) replay(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	p.Returns = groupReturns(rep)
-	if msg := r.URL.Query().Get("done"); msg != "" {
-		p.Notice = msg
+	if asked, ok := doneNotices[r.URL.Query().Get("done")]; ok {
+		p.Notice = fmt.Sprintf("%s; it is %s now.", asked, rep.State)
 	}
 	d.render(w, http.StatusOK, "replay.html", p)
 }
@@ -289,15 +314,27 @@ func (d *Dashboard) events(w http.ResponseWriter, r *http.Request, s session) {
 // this principal may, and a refusal is shown on the replay's page.
 func (d *Dashboard) control(w http.ResponseWriter, r *http.Request, s session) {
 	id, verb := r.PathValue("id"), r.PathValue("verb")
-	rep, err := d.d.Backend.Control(r.Context(), s.p, verb, id)
+	_, err := d.d.Backend.Control(r.Context(), s.p, verb, id)
 	if err != nil {
 		d.log.Info().Str("principal", s.p.Name).Str("replay_id", id).Str("verb", verb).Err(err).Msg("dashboard: control refused")
 		d.render(w, statusOf(err), "error.html", page{Title: "Refused", Who: s.p.ID(), CSRF: s.csrf, Error: sentence(err)})
 		return
 	}
 	d.log.Info().Str("principal", s.p.Name).Str("replay_id", id).Str("verb", verb).Msg("dashboard: control requested")
-	done := fmt.Sprintf("Asked to %s it; it is %s now.", verb, rep.State)
-	http.Redirect(w, r, "/dashboard/replays/"+url.PathEscape(id)+"?done="+url.QueryEscape(done), http.StatusSeeOther)
+	target := "/dashboard/replays/" + url.PathEscape(id)
+	if _, ok := doneNotices[verb]; ok {
+		target += "?done=" + verb
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// doneNotices are the notices a replay's page shows after a control, by
+// the key its ?done= names; any other value shows nothing, so no text of
+// the address ever reaches the page.
+var doneNotices = map[string]string{
+	"pause":  "Asked to pause it",
+	"resume": "Asked to resume it",
+	"cancel": "Asked to cancel it",
 }
 
 // audit shows the trail, filtered, newest first.
@@ -328,6 +365,18 @@ func (d *Dashboard) audit(w http.ResponseWriter, r *http.Request, s session) {
 	slices.Reverse(entries)
 	p.Audit = entries
 	d.render(w, http.StatusOK, "audit.html", p)
+}
+
+// told logs a backend error with its cause (which the person is not
+// shown: a fault's sentence carries a request id instead) and returns the
+// sentence the person reads.
+func (d *Dashboard) told(err error, op string) string {
+	ev := d.log.Warn().Err(err).Str("op", op)
+	if cause := errors.Unwrap(err); cause != nil {
+		ev = ev.AnErr("cause", cause)
+	}
+	ev.Msg("dashboard: a read failed")
+	return err.Error()
 }
 
 // sentence is an error as the person reads it.

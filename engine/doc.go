@@ -19,6 +19,7 @@
 //	scheduler.go      Schedule (follow-up checks)
 //	events.go         Notifier (progress events)
 //	service.go        ScanObserver (preview metrics)
+//	authorize.go      Authorizer (a worker's own policy, asked before a run sends)
 //
 // Where each part of the engine lives:
 //
@@ -47,7 +48,8 @@
 //	check.go, check_tap.go, scheduler.go  the check and its follow-ups
 //	park.go           moving copies at the park limit to a parking queue
 //	worker.go, heartbeat.go, reaper.go, control.go, desire.go, control_action.go
-//	                  workers, leases, interrupted replays, pause/resume/cancel
+//	                  workers, leases, interrupted replays, pause/resume/cancel;
+//	                  authorize.go a worker's refusal of a replay its policy does not allow
 //	rewrite.go, headers.go, fingerprint.go, group.go
 //	                  copy headers, header values, message ids, failure groups
 //	failuretype.go    what a channel may see of a failure (its type), and the

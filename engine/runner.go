@@ -80,6 +80,12 @@ type run struct {
 // stood. It never re-sends what the ledger says was sent. Another process
 // owning the replay is ErrReplayBusy.
 func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
+	return s.run(ctx, id, owner, nil)
+}
+
+// run is Run, asking authz (when not nil) before anything is sent whether
+// the replay may run (authorize.go).
+func (s *Service) run(ctx context.Context, id, owner string, authz Authorizer) (Replay, error) {
 	if s.d.Mover == nil {
 		return Replay{}, errors.New("engine: run: a mover is required")
 	}
@@ -112,6 +118,11 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 	}
 	if err := s.runnable(ctx, r); err != nil {
 		return r, err
+	}
+	if authz != nil {
+		if r, err = s.authorize(ctx, authz, r, owner, epoch); err != nil {
+			return r, err
+		}
 	}
 	// The items come column by column, as the plan keeps them (64 bytes
 	// an item fewer, and no copy, at 1,000,000 items).

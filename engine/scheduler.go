@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -68,6 +69,12 @@ func (s *Service) RunDue(ctx context.Context) int {
 	for _, m := range members {
 		id, label, _ := strings.Cut(m, ":")
 		c, err := s.Check(ctx, id, "+"+label)
+		if errors.Is(err, ErrBadSignature) {
+			// Its record cannot be trusted: this follow-up is dropped, not
+			// retried, and the others run.
+			s.cfg.Log.Error().Str("replay_id", id).Str("op", "run follow-up").Err(err).Msg("follow-up skipped: the replay's record failed the signature check")
+			continue
+		}
 		if err != nil {
 			s.warn(id, "", "run follow-up", err) // retried in followUpRetry
 			if err := s.d.Schedule.Add(ctx, m, now.Add(followUpRetry)); err != nil {

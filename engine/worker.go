@@ -16,6 +16,10 @@ type WorkerConfig struct {
 	Concurrency int
 	// Block is how long one wait for work lasts (default 1s).
 	Block time.Duration
+	// Authorizer, when set, is asked before each run sends anything
+	// whether the replay's approval (and resume) satisfies this worker's
+	// policy; a refused replay is left stopped, nothing sent.
+	Authorizer Authorizer
 }
 
 // Work takes replays from Deps.Jobs and runs them until ctx ends,
@@ -85,9 +89,13 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			_, err := s.Run(ctx, id, cfg.ID)
+			_, err := s.run(ctx, id, cfg.ID, cfg.Authorizer)
 			switch {
-			case err == nil, errors.Is(err, ErrReplayBusy):
+			case err == nil, errors.Is(err, ErrReplayBusy), errors.Is(err, ErrRunRefused): // authorize logged it
+			case errors.Is(err, ErrBadSignature):
+				// Its record cannot be trusted, so it is neither run nor
+				// rewritten; the worker goes on with the others.
+				s.cfg.Log.Error().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("replay skipped: its record failed the signature check; nothing was sent")
 			case errors.Is(err, ErrNotRunnable):
 				s.cfg.Log.Warn().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("job dropped")
 			default:

@@ -179,7 +179,8 @@ func newEnv(t testing.TB, o options) *env {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = svc.Work(ctx, engine.WorkerConfig{Block: 200 * time.Millisecond})
+		// As serve wires it: the worker checks each replay against its own policy.
+		_ = svc.Work(ctx, engine.WorkerConfig{Block: 200 * time.Millisecond, Authorizer: ops})
 	}()
 	if o.followUps != nil {
 		wg.Add(1)

@@ -82,7 +82,13 @@ func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logg
 			out, err = fn(c)
 			ev := log.Info()
 			if err != nil {
+				// The agent is told the sentence; the log also has the cause.
+				ae := api.ErrorOf(err, "")
 				ev = log.Warn().Err(err)
+				if ae.RequestID != "" {
+					ev = ev.Str("request_id", ae.RequestID).Str("cause", ae.Cause())
+				}
+				err = ae
 			}
 			ev.Str("principal", c.Principal).Str("as", c.Identity).Str("tool", name).Msg("mcp call")
 			if err == nil {
@@ -152,7 +158,7 @@ func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logg
 			})
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dlq_cancel", Title: "Cancel a replay",
-		Description: "Cancel a replay within a second; messages not yet sent stay in the DLQ untouched, and a cancelled replay cannot be resumed." + safety,
+		Description: "Cancel a replay within a second; messages not yet sent stay in the DLQ untouched, and a cancelled replay cannot be resumed. A caller that needs a human is refused (dlq_pause is the brake it may pull)." + safety,
 		Annotations: &sdk.ToolAnnotations{Title: "Cancel a replay", DestructiveHint: &no, IdempotentHint: true, OpenWorldHint: &no}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in replayIDIn) (*sdk.CallToolResult, any, error) {
 			return run("dlq_cancel", req, func(c api.Caller) (any, error) { return svc.Control(ctx, c, "cancel", in.ReplayID) })

@@ -188,8 +188,8 @@ func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *en
 }
 
 // Discard drops an unused preview token. Its requester (compared as a
-// principal) may always discard it; anyone else needs `replay` on the
-// DLQ.
+// principal) may always discard it (withdrawing its own request); anyone
+// else needs `replay` on the DLQ and not to need a human.
 func (o *Ops) Discard(ctx context.Context, c Caller, token string) (f engine.Frozen, err error) {
 	e := audit.Entry{Op: audit.OpDiscard, TokenRef: audit.TokenRef(token)}
 	defer func() { o.record(ctx, c, e, err) }()
@@ -203,6 +203,9 @@ func (o *Ops) Discard(ctx context.Context, c Caller, token string) (f engine.Fro
 			return o.policy.Require(id, g, "to discard someone else's preview",
 				needReplay(f.DLQ))
 		}); err != nil {
+			return f, err
+		}
+		if err := o.human(c, "discard someone else's preview"); err != nil {
 			return f, err
 		}
 	}

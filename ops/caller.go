@@ -32,11 +32,32 @@ type Caller struct {
 	// shown in (a Slack channel id), "" when there is none. The policy's
 	// per-DLQ channel allowlists are checked against it.
 	Channel string
+	// Auth is how the caller proved who it is (one of the Auth
+	// constants). The zero value counts as a bearer token, the strictest
+	// case for "needs a human": only the constructors below vouch for
+	// anything else.
+	Auth string
 }
+
+// How a Caller proved who it is.
+const (
+	// AuthToken: a principal's bearer token (the HTTP API, MCP over HTTP,
+	// the dashboard's token sign-in, a terminal or MCP client of the
+	// server).
+	AuthToken = "token"
+	// AuthSlack: Slack's signed request naming a workspace member.
+	AuthSlack = "slack"
+	// AuthOS: the OS account running the terminal on the operator's own
+	// credentials (direct mode).
+	AuthOS = "os"
+	// AuthProxy: a trusted proxy in front of the dashboard naming a
+	// person's e-mail (single sign-on).
+	AuthProxy = "proxy"
+)
 
 // SlackCaller is Slack user user (a member id) clicking or typing.
 func SlackCaller(user string) Caller {
-	return Caller{Identity: user, FrontEnd: FrontSlack}
+	return Caller{Identity: user, FrontEnd: FrontSlack, Auth: AuthSlack}
 }
 
 // InChannel returns c calling from chat channel channel.
@@ -46,9 +67,16 @@ func (c Caller) InChannel(channel string) Caller {
 }
 
 // PrincipalCaller is principal p, authenticated by its bearer token,
-// calling through front end fe (FrontAPI, FrontMCP, FrontDashboard).
+// calling through front end fe (FrontAPI, FrontMCP, FrontDashboard, or
+// FrontTerminal for a terminal that is a client of the server).
 func PrincipalCaller(p commands.Principal, fe string) Caller {
-	return Caller{Identity: p.ID(), Principal: p.Name, FrontEnd: fe}
+	return Caller{Identity: p.ID(), Principal: p.Name, FrontEnd: fe, Auth: AuthToken}
+}
+
+// ProxyCaller is principal p signed in to the dashboard by a trusted
+// proxy's identity header (a person's e-mail), not by a token.
+func ProxyCaller(p commands.Principal) Caller {
+	return Caller{Identity: p.ID(), Principal: p.Name, FrontEnd: FrontDashboard, Auth: AuthProxy}
 }
 
 // TerminalCaller is OS user osUser at the terminal. With a policy that
@@ -61,7 +89,7 @@ func TerminalCaller(policy *commands.Policy, osUser string) Caller {
 	if osUser != "" {
 		id = commands.TerminalIdentityPrefix + osUser
 	}
-	c := Caller{Identity: id, FrontEnd: FrontTerminal}
+	c := Caller{Identity: id, FrontEnd: FrontTerminal, Auth: AuthOS}
 	if pr, ok := policy.PrincipalOfOS(osUser); ok {
 		c.Principal = pr.Name
 	}
@@ -107,25 +135,68 @@ func (o *Ops) slackUser(c Caller) string {
 	return id
 }
 
-// NeedsHuman reports whether c may not start or resume a replay itself,
+// NeedsHuman reports whether c may not change a replay's state itself,
 // so that a front end can ask a person instead (MCP's dlq_replay).
 func (o *Ops) NeedsHuman(c Caller) bool { return o.needsHuman(c) }
 
-// needsHuman reports whether c may not start or resume a replay itself:
-// its principal says needs_human, or Config.RequireHuman holds for every
-// program front end (the HTTP API and MCP, one bearer token reaching
-// both).
+// needsHuman reports whether c may not approve, resume, cancel or park
+// itself (pausing stays open: it is a brake). It is a property of the
+// caller, the same whichever front end it comes through:
+//
+//   - a principal marked needs_human never passes, and neither does the
+//     Slack user such a principal acts as (its as_user);
+//   - with Config.RequireHuman (DLQBOT_MCP_REQUIRE_HUMAN), the program
+//     front ends (the HTTP API, MCP) never pass, and a caller that
+//     proved itself with a bearer token passes only when its principal
+//     names a person (as_user) and it comes through the dashboard or a
+//     terminal client. An automation principal (no as_user) never
+//     passes, whatever front end it names: the front end a client
+//     declares grants nothing a personal token could not do anyway.
+//
+// Slack members, the terminal on the operator's own credentials and
+// people a trusted proxy signs in to the dashboard pass RequireHuman.
 func (o *Ops) needsHuman(c Caller) bool {
-	if o.cfg.RequireHuman && (c.FrontEnd == FrontAPI || c.FrontEnd == FrontMCP) {
+	pr, found := o.principalOf(c)
+	if found && pr.NeedsHuman {
 		return true
 	}
-	if o.policy == nil || c.Principal == "" {
+	if o.policy != nil && c.Principal == "" && c.Auth == AuthSlack {
+		for _, p := range o.policy.Principals {
+			if p.NeedsHuman && p.User != "" && p.User == c.Identity {
+				return true
+			}
+		}
+	}
+	if !o.cfg.RequireHuman {
 		return false
+	}
+	if c.FrontEnd != FrontSlack && c.FrontEnd != FrontTerminal && c.FrontEnd != FrontDashboard {
+		return true // the HTTP API, MCP, and any front end not named here
+	}
+	switch c.Auth {
+	case AuthSlack:
+		return c.FrontEnd != FrontSlack
+	case AuthOS:
+		return c.FrontEnd != FrontTerminal
+	case AuthProxy:
+		return c.FrontEnd != FrontDashboard
+	}
+	// A bearer token (or a caller that did not say how it proved itself).
+	if !found || pr.User == "" {
+		return true
+	}
+	return c.FrontEnd != FrontDashboard && c.FrontEnd != FrontTerminal
+}
+
+// principalOf returns the policy's principal c authenticated as.
+func (o *Ops) principalOf(c Caller) (commands.Principal, bool) {
+	if o.policy == nil || c.Principal == "" {
+		return commands.Principal{}, false
 	}
 	for _, p := range o.policy.Principals {
 		if p.Name == c.Principal {
-			return p.NeedsHuman
+			return p, true
 		}
 	}
-	return false
+	return commands.Principal{}, false
 }

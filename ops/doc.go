@@ -16,6 +16,10 @@
 // once in the audit trail (audit.Recorder), done, refused or failed,
 // with the preview token only as its audit.TokenRef.
 //
+// The workers ask the same policy again before a replay sends anything
+// (AuthorizeRun, the engine's Authorizer): an approval or resume written
+// by a process that applied no policy, or another one, is refused there.
+//
 // Without a policy (DLQBOT_ACCESS=open) every grant is allowed and no
 // second person is required; the rate limit and "needs a human" still
 // apply.

@@ -27,9 +27,12 @@ type Config struct {
 	// (DLQBOT_ACCESS=open): every grant is allowed and no second person
 	// is required.
 	Policy *commands.Policy
-	// RequireHuman makes every caller through the HTTP API or MCP need a
-	// human (DLQBOT_MCP_REQUIRE_HUMAN): approving or resuming is refused
-	// with NeedsHuman, and MCP's dlq_replay asks a person in Slack.
+	// RequireHuman (DLQBOT_MCP_REQUIRE_HUMAN) makes every caller with a
+	// bearer token need a human unless its principal names a person
+	// (as_user) and it comes through the dashboard or a terminal client
+	// (see needsHuman): approving, resuming, cancelling and parking are
+	// refused with NeedsHuman, and MCP's dlq_replay asks a person in
+	// Slack.
 	RequireHuman bool
 	// ScanLimit is how many scans (previews and checks) one principal may
 	// start on one DLQ within ScanWindow; default 30, negative turns the

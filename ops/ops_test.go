@@ -219,7 +219,7 @@ func TestPolicyQueries(t *testing.T) {
 		{"viewer resumes", viewer, engine.ControlResume, false},
 		{"alice resumes", alice, engine.ControlResume, true},
 		{"ci resumes", ci, engine.ControlResume, false},
-		{"ci cancels", ci, engine.ControlCancel, true},
+		{"ci cancels", ci, engine.ControlCancel, false}, // cancel needs a human too
 		{"unnamed OS user pauses", stranger, engine.ControlPause, false},
 	} {
 		if got := o.MayControl(ctx, c.caller, c.action, r); got != c.want {

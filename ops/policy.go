@@ -46,12 +46,12 @@ func (o *Ops) mayChange(c Caller) error {
 	return refuse(Forbidden, "The permissions file (DLQBOT_PERMISSIONS) names no principal for %s, so it may change nothing (replay, resume, pause, cancel, park); list the OS user under a principal's os_users.", c.Identity)
 }
 
-// human refuses c starting or resuming a replay when c needs a human.
+// human refuses c a state change (doing) when c needs a human.
 func (o *Ops) human(c Caller, doing string) error {
 	if !o.needsHuman(c) {
 		return nil
 	}
-	return refuse(NeedsHuman, "A person has to %s: %s may not start replays itself. Ask someone to approve it in Slack. Nothing was sent.", doing, o.name(c))
+	return refuse(NeedsHuman, "A person has to %s: %s may not change a replay itself. Ask someone in Slack or on the dashboard. Nothing was changed.", doing, o.name(c))
 }
 
 // fourEyes applies the four-eyes rule to c approving f: without the

@@ -64,7 +64,8 @@ func (o *Ops) List(ctx context.Context, c Caller, n int) ([]engine.Replay, int, 
 // Control pauses, resumes or cancels replay id for c. Pause is the brake
 // `read` on the DLQ can pull; cancel cannot be undone and needs `replay`
 // on the DLQ; resume sends more and needs what approving needs (`replay`,
-// `publish` on every target) and a caller that does not need a human. A
+// `publish` on every target). Resume and cancel need a caller that does
+// not need a human. A
 // terminal user the policy does not name is refused all three. It
 // returns the replay as it is after the request (the owner acts within a
 // second).
@@ -111,7 +112,7 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 
 // mayControl is the policy of Control: c named by the policy, the grants
 // action needs on r's DLQ (and, to resume, on its targets), and, to
-// resume, a caller that does not need a human. It refuses with a
+// resume or cancel, a caller that does not need a human. It refuses with a
 // *Refusal; it neither changes nor records anything.
 func (o *Ops) mayControl(ctx context.Context, c Caller, action engine.ControlAction, r engine.Replay) error {
 	if err := o.mayChange(c); err != nil {
@@ -133,10 +134,13 @@ func (o *Ops) mayControl(ctx context.Context, c Caller, action engine.ControlAct
 	}); err != nil {
 		return err
 	}
-	if verb == engine.ControlResume {
+	switch verb {
+	case engine.ControlResume:
 		return o.human(c, "resume this replay")
+	case engine.ControlCancel:
+		return o.human(c, "cancel this replay")
 	}
-	return nil
+	return nil // pausing is a brake anyone who may read the DLQ can pull
 }
 
 // MayControl reports whether the policy lets c pause, resume or cancel
@@ -170,7 +174,7 @@ func (o *Ops) Check(ctx context.Context, c Caller, id string) (rep engine.CheckR
 
 // Park moves replay id's returned copies at the park limit to the DLQ's
 // parking queue: `replay` on the DLQ and `publish` on the parking queue,
-// c named by the policy. A failure part way returns what was moved with
+// c named by the policy and not needing a human. A failure part way returns what was moved with
 // the error.
 func (o *Ops) Park(ctx context.Context, c Caller, id string) (res engine.ParkResult, err error) {
 	e := audit.Entry{Op: audit.OpPark, ReplayID: id}
@@ -189,6 +193,9 @@ func (o *Ops) Park(ctx context.Context, c Caller, id string) (res engine.ParkRes
 	if err := o.permit(ctx, c, func(uid string, g []string) error {
 		return o.policy.CheckPark(uid, g, r.DLQ, engine.ParkingQueue(r.DLQ))
 	}); err != nil {
+		return res, err
+	}
+	if err := o.human(c, "park these messages"); err != nil {
 		return res, err
 	}
 	res, err = o.d.Engine.Park(ctx, id, o.acting(c))

@@ -5,8 +5,8 @@
 // the worker registry and the job queue that hands replays to workers, each
 // replay's event log that the HTTP API's event stream follows, the audit
 // trail, the record of copies that came back (from the DLQs' taps) and the
-// read marks that budget reads of quorum DLQs, and the windows in which a
-// DLQ's tap was missing.
+// read marks that budget reads of quorum DLQs, the windows in which a
+// DLQ's tap was missing, and the dashboard's signed-out sessions.
 //
 // Every key starts with the configured prefix (DLQBOT_REDIS_PREFIX, default
 // "dlqbot:"). Keys that belong to one replay carry the hash tag
@@ -79,6 +79,8 @@
 //	                                older than Config.AuditRetention trimmed by MINID on append
 //	Pslackreq:<sighash>     string  a signed Slack request accepted (128 bits of the SHA-256 of its
 //	                                signature); PX = 10 min, longer than the signature stays valid
+//	Pdashout:<session>      string  a dashboard session that was signed out (128 bits of a hash of its
+//	                                nonce); PXAT = when the session would have expired
 //
 // Replay records, ledgers, event logs, returns, read marks, the tap
 // counters and the tap gaps expire after the retention (Config.Retention) from their last

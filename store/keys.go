@@ -53,6 +53,10 @@ func (k keys) tapGap(dlq string) string { return k.p + "tapgap:" + dlq }
 // (slackrequests.go), by a hash of its signature.
 func (k keys) slackRequest(sigHash string) string { return k.p + "slackreq:" + sigHash }
 
+// dashboardSignedOut is the key of a signed-out dashboard session
+// (sessions.go).
+func (k keys) dashboardSignedOut(id string) string { return k.p + "dashout:" + id }
+
 // readMark is the key of a queue's read mark (readmarks.go).
 func (k keys) readMark(vhost, queue string) string {
 	return k.p + "reads:" + vhost + "/" + queue

@@ -59,6 +59,7 @@ func TestDocListsEveryKey(t *testing.T) {
 		"taps": k.taps(), "replays": k.replays(), "active": k.active(), "schedule": k.schedule(),
 		"workers": k.workers(), "jobs": k.jobs(), "audit": k.audit(), "window": k.window("<name>"),
 		"slackRequest": k.slackRequest("<sighash>"), "slackRefs": k.slackRefs("<replay>"),
+		"dashboardSignedOut": k.dashboardSignedOut("<session>"),
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "keys.go", nil, 0)

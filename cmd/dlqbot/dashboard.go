@@ -8,9 +8,13 @@ import (
 	"github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/internal/dashapi"
 	"github.com/stroma/dlqbot/ops"
+	"github.com/stroma/dlqbot/store"
 )
 
-var _ dashapi.Queues = (*amqp.Broker)(nil)
+var (
+	_ dashapi.Queues        = (*amqp.Broker)(nil)
+	_ dashboard.Revocations = (*store.DashboardSessions)(nil)
+)
 
 // mountDashboard serves the dashboard at /dashboard/ on the operations o
 // (with svc, on o, for the event stream and the audit export); it is off,
@@ -23,7 +27,8 @@ func (r *replica) mountDashboard(o *ops.Ops, svc *api.Service) error {
 	}
 	d, err := dashboard.New(dashboard.Config{Policy: signIn, SessionKey: []byte(a.cfg.SessionKey),
 		TrustedProxies: a.cfg.TrustedProxies, SlackURL: a.cfg.SlackWorkspaceURL},
-		dashboard.Deps{Backend: dashapi.New(o, svc, a.broker, a.store.Tokens()), Threads: a.store.SlackRefs(), Log: r.log})
+		dashboard.Deps{Backend: dashapi.New(o, svc, a.broker, a.store.Tokens()), Threads: a.store.SlackRefs(),
+			Revocations: a.store.DashboardSessions(), Log: r.log})
 	if err != nil {
 		return usageError("dashboard: %w", err)
 	}

@@ -71,6 +71,9 @@ type replica struct {
 	log zerolog.Logger
 	bot *bot.Bot // nil without Slack
 	mux *http.ServeMux
+	// authz is the worker's own check of each replay before it sends
+	// (the operations, with this process's policy).
+	authz engine.Authorizer
 }
 
 // newReplica builds the replica's parts from a.cfg: the engine's notifiers
@@ -117,7 +120,7 @@ func (a *app) newReplica() (*replica, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.bot = b
+	r.bot, r.authz = b, o
 	if b != nil {
 		o.SetAsker(b)
 	}
@@ -151,7 +154,7 @@ func (r *replica) run(ctx context.Context, ln net.Listener) error {
 	}()
 	go func() {
 		defer wg.Done()
-		if err := a.svc.Work(ctx, engine.WorkerConfig{ID: r.id}); err != nil {
+		if err := a.svc.Work(ctx, engine.WorkerConfig{ID: r.id, Authorizer: r.authz}); err != nil {
 			log.Error().Err(err).Msg("worker")
 		}
 		// Withdraw so terminal replays stop handing work to this process.
@@ -198,18 +201,24 @@ func (r *replica) run(ctx context.Context, ln net.Listener) error {
 func (a *app) readyz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	var problems []string
+	var down []string
+	id := engine.NewID("req_")
 	if err := a.store.Ping(ctx); err != nil {
-		problems = append(problems, "redis: "+err.Error())
+		down = append(down, "redis")
+		a.log.Warn().Err(err).Str("request_id", id).Msg("readyz: redis does not answer")
 	}
 	if err := a.broker.Ping(ctx); err != nil {
-		problems = append(problems, "rabbitmq: "+err.Error())
+		down = append(down, "rabbitmq")
+		a.log.Warn().Err(err).Str("request_id", id).Msg("readyz: rabbitmq does not answer")
 	}
-	if len(problems) > 0 {
+	if len(down) > 0 {
+		// Who may reach /readyz learns what is down, never why: the
+		// errors name hosts and accounts, and go to the log.
 		w.WriteHeader(http.StatusServiceUnavailable)
-		for _, p := range problems {
-			fmt.Fprintln(w, p)
+		for _, d := range down {
+			fmt.Fprintf(w, "%s: not reachable\n", d)
 		}
+		fmt.Fprintf(w, "why is in dlqbot's log under request id %s\n", id)
 		return
 	}
 	fmt.Fprintln(w, "ready")

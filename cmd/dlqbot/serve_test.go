@@ -50,6 +50,11 @@ func TestServeHealthReadinessMetrics(t *testing.T) {
 		c, body := get("http://" + down + "/readyz")
 		return c == http.StatusServiceUnavailable && strings.Contains(body, "redis")
 	})
+	// What is down, never why: the error names hosts and accounts.
+	if _, body := get("http://" + down + "/readyz"); !strings.Contains(body, "redis: not reachable") || !strings.Contains(body, "request id req_") ||
+		strings.Contains(body, "127.0.0.1:1") || strings.Contains(body, "refused") {
+		t.Errorf("/readyz without Redis says:\n%s", body)
+	}
 	if c, _ := get("http://" + down + "/healthz"); c != 200 {
 		t.Fatalf("/healthz %d without Redis: liveness must not depend on Redis", c)
 	}

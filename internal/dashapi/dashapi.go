@@ -37,10 +37,10 @@ type Queues interface {
 	Depths(ctx context.Context, queue string, span, bucket time.Duration) ([]int, error)
 }
 
-// Tokens reads frozen previews (for a replay's targets); the store's
-// Tokens implements it.
+// Tokens reads frozen previews' headers (for a replay's targets: the
+// items are never loaded); the store's Tokens implements it.
 type Tokens interface {
-	Load(ctx context.Context, token string) (engine.Frozen, error)
+	LoadHeader(ctx context.Context, token string) (engine.Frozen, error)
 }
 
 // New returns the Backend on o, with svc (built on o) for the event
@@ -52,8 +52,15 @@ func New(o *ops.Ops, svc *api.Service, queues Queues, tokens Tokens) *Backend {
 
 var _ dashboard.Backend = (*Backend)(nil)
 
-// caller is the signed-in principal p acting through the dashboard.
-func caller(p commands.Principal) ops.Caller { return ops.PrincipalCaller(p, ops.FrontDashboard) }
+// caller is the signed-in principal p acting through the dashboard: a
+// caller with a bearer token unless a trusted proxy signed it in
+// (dashboard.SignedInVia).
+func caller(ctx context.Context, p commands.Principal) ops.Caller {
+	if dashboard.SignedInVia(ctx) == dashboard.ViaProxy {
+		return ops.ProxyCaller(p)
+	}
+	return ops.PrincipalCaller(p, ops.FrontDashboard)
+}
 
 // wording turns an operation's error into the API's *Error, whose HTTP
 // status the dashboard answers with.
@@ -66,52 +73,52 @@ func wording(err error, subject string) error {
 
 // Replays returns up to n recent replays p may see (ops.Ops.List).
 func (b *Backend) Replays(ctx context.Context, p commands.Principal, n int) ([]engine.Replay, error) {
-	rs, _, err := b.ops.List(ctx, caller(p), min(n, ops.DefaultMaxList))
+	rs, _, err := b.ops.List(ctx, caller(ctx, p), min(n, ops.DefaultMaxList))
 	return rs, wording(err, "")
 }
 
 // Replay returns one replay p may see (ops.Ops.Replay).
 func (b *Backend) Replay(ctx context.Context, p commands.Principal, id string) (engine.Replay, error) {
-	r, err := b.ops.Replay(ctx, caller(p), id)
+	r, err := b.ops.Replay(ctx, caller(ctx, p), id)
 	return r, wording(err, id)
 }
 
 // Events returns the replay's logged events so far, when p may see it.
 func (b *Backend) Events(ctx context.Context, p commands.Principal, id string) ([]string, []engine.Event, error) {
-	return b.svc.ReplayEvents(ctx, caller(p), id)
+	return b.svc.ReplayEvents(ctx, caller(ctx, p), id)
 }
 
 // ServeEvents streams the replay's events to p, when p may see it.
 func (b *Backend) ServeEvents(w http.ResponseWriter, r *http.Request, p commands.Principal, id, after string) {
-	b.svc.ServeEvents(w, r, caller(p), id, after)
+	b.svc.ServeEvents(w, r, caller(r.Context(), p), id, after)
 }
 
 // MayControl reports whether the policy lets p pause, resume or cancel
 // (verb) the replay (ops.Ops.MayControl).
 func (b *Backend) MayControl(ctx context.Context, p commands.Principal, verb string, r engine.Replay) bool {
 	action, ok := engine.ParseControlAction(verb)
-	return ok && b.ops.MayControl(ctx, caller(p), action, r)
+	return ok && b.ops.MayControl(ctx, caller(ctx, p), action, r)
 }
 
 // Control pauses, resumes or cancels (verb) the replay for p
 // (ops.Ops.Control, which decides again, refuses an unknown verb and
 // records the request either way).
 func (b *Backend) Control(ctx context.Context, p commands.Principal, verb, id string) (engine.Replay, error) {
-	r, err := b.ops.Control(ctx, caller(p), engine.ControlAction(verb), id)
+	r, err := b.ops.Control(ctx, caller(ctx, p), engine.ControlAction(verb), id)
 	return r, wording(err, id)
 }
 
 // Audit returns the audit entries f selects that p may see
 // (ops.Ops.AuditVisible decides which).
 func (b *Backend) Audit(ctx context.Context, p commands.Principal, f audit.Filter) ([]audit.Entry, error) {
-	return b.svc.Audit(ctx, caller(p), f)
+	return b.svc.Audit(ctx, caller(ctx, p), f)
 }
 
 // DLQs are the DLQs of the recent replays p may see (the list only shows
 // those it may read), with the broker's counts now, the targets their
 // previews named and the last hour's depth per minute.
 func (b *Backend) DLQs(ctx context.Context, p commands.Principal) ([]dashboard.DLQ, error) {
-	rs, _, err := b.ops.List(ctx, caller(p), ops.DefaultMaxList)
+	rs, _, err := b.ops.List(ctx, caller(ctx, p), ops.DefaultMaxList)
 	if err != nil {
 		return nil, wording(err, "")
 	}
@@ -129,7 +136,7 @@ func (b *Backend) DLQs(ctx context.Context, p commands.Principal) ([]dashboard.D
 			index[r.DLQ] = i
 			out = append(out, dashboard.DLQ{Name: r.DLQ, Bucket: time.Minute})
 		}
-		if f, err := b.tokens.Load(ctx, r.Token); err == nil {
+		if f, err := b.tokens.LoadHeader(ctx, r.Token); err == nil {
 			for _, q := range f.TargetQueues() {
 				if !slices.ContainsFunc(out[i].Targets, func(t dashboard.Target) bool { return t.Queue == q }) {
 					out[i].Targets = append(out[i].Targets, dashboard.Target{Queue: q})

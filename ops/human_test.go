@@ -1,0 +1,213 @@
+package ops_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stroma/dlqbot/audit"
+	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/testkit"
+	"github.com/stroma/dlqbot/ops"
+	"github.com/stroma/dlqbot/store"
+)
+
+// parkCounting is the fake engine, also counting parks.
+type parkCounting struct {
+	*fakeEngine
+	pmu    sync.Mutex
+	parked []string
+}
+
+func (p *parkCounting) Park(_ context.Context, id, by string) (engine.ParkResult, error) {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	p.parked = append(p.parked, id+" by "+by)
+	return engine.ParkResult{}, nil
+}
+
+func (p *parkCounting) changes() int {
+	p.pmu.Lock()
+	defer p.pmu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.parked) + len(p.fakeEngine.approved) + len(p.fakeEngine.controls)
+}
+
+func newHumanOps(t *testing.T, cfg ops.Config) (*ops.Ops, *parkCounting, *testkit.Trail) {
+	t.Helper()
+	p, err := commands.ParsePolicy([]byte(humanPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, prefix := testkit.Redis(t)
+	st, err := store.New(store.Config{Prefix: prefix}, rdb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, tr := &parkCounting{fakeEngine: &fakeEngine{}}, &testkit.Trail{}
+	cfg.Policy = p
+	o, err := ops.New(cfg, ops.Deps{Engine: f, Tokens: f, Replays: f, Windows: st.Windows(), Audit: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o, f, tr
+}
+
+// humanPolicy: agent (a token), agentos (an OS account) and the Slack
+// member U0AGENT001 (agent-slack's as_user) need a human; bot is an
+// automation token, alice a person's token, ops a person the dashboard's
+// proxy signs in. Everyone may replay everything.
+var humanPolicy = `principals:
+  - name: agent
+    token_sha256: ` + commands.HashToken("agent-token") + `
+    needs_human: true
+  - name: agent-slack
+    token_sha256: ` + commands.HashToken("agent-slack-token") + `
+    as_user: U0AGENT001
+    needs_human: true
+  - name: agentos
+    os_users: [agentos]
+    needs_human: true
+  - name: bot
+    token_sha256: ` + commands.HashToken("bot-token") + `
+  - name: alice
+    token_sha256: ` + commands.HashToken("alice-token") + `
+    as_user: U0ALICE001
+  - name: ops
+    emails: [ops@example.com]
+roles:
+  - name: all
+    users: [U0AGENT001, U0ALICE001, U0OTHER001]
+    principals: [agent, agentos, bot, ops]
+    grants:
+      - queues: ["*"]
+        actions: [read, replay, publish]
+`
+
+func principal(t *testing.T, o *ops.Ops, name string) commands.Principal {
+	t.Helper()
+	for _, p := range o.Policy().Principals {
+		if p.Name == name {
+			return p
+		}
+	}
+	t.Fatalf("no principal %s", name)
+	return commands.Principal{}
+}
+
+// stateChanges are the state changes that need a caller who does not need
+// a human, each on a replay (or preview) of someone else's.
+var stateChanges = []struct {
+	name string
+	do   func(context.Context, *ops.Ops, ops.Caller) error
+}{
+	{"approve", func(ctx context.Context, o *ops.Ops, c ops.Caller) error {
+		return err2(o.Approve(ctx, c, ops.Approval{Token: "p_U0OTHER001"}))
+	}},
+	{"resume", func(ctx context.Context, o *ops.Ops, c ops.Caller) error {
+		return err2(o.Control(ctx, c, engine.ControlResume, "r_1"))
+	}},
+	{"park", func(ctx context.Context, o *ops.Ops, c ops.Caller) error { return err2(o.Park(ctx, c, "r_1")) }},
+	{"cancel", func(ctx context.Context, o *ops.Ops, c ops.Caller) error {
+		return err2(o.Control(ctx, c, engine.ControlCancel, "r_1"))
+	}},
+}
+
+// TestNeedsHumanEveryFrontEnd is the refusal table: a caller that needs a
+// human, through Slack, the HTTP API, MCP, the dashboard (signed in with
+// its token) and the terminal (on the operator's credentials, or as a
+// client of the server), is refused approve, resume, park and cancel
+// with needs_human, the engine is asked nothing, and each refusal is in
+// the trail. Pausing stays open to it. (Before, the dashboard and the
+// terminal let it resume, and nobody checked park or cancel.)
+func TestNeedsHumanEveryFrontEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o, f, tr := newHumanOps(t, ops.Config{})
+	agent := principal(t, o, "agent")
+	callers := []struct {
+		front string
+		c     ops.Caller
+	}{
+		{"slack", ops.SlackCaller("U0AGENT001")},
+		{"api", ops.PrincipalCaller(agent, ops.FrontAPI)},
+		{"mcp", ops.PrincipalCaller(agent, ops.FrontMCP)},
+		{"dashboard", ops.PrincipalCaller(agent, ops.FrontDashboard)},
+		{"dashboard via proxy", ops.ProxyCaller(principal(t, o, "agent-slack"))},
+		{"terminal", ops.TerminalCaller(o.Policy(), "agentos")},
+		{"terminal client", ops.PrincipalCaller(agent, ops.FrontTerminal)},
+	}
+	for _, fe := range callers {
+		for _, a := range stateChanges {
+			err := a.do(ctx, o, fe.c)
+			if got := code(err); got != ops.NeedsHuman {
+				t.Errorf("%s %s: %s, want %s", fe.front, a.name, got, ops.NeedsHuman)
+			}
+		}
+		if !o.NeedsHuman(fe.c) {
+			t.Errorf("%s: NeedsHuman says no", fe.front)
+		}
+	}
+	if n := f.changes(); n != 0 {
+		t.Fatalf("the engine was asked to change %d thing(s): %v %v %v", n, f.approved, f.controls, f.parked)
+	}
+	if n, want := len(tr.Find("", "", audit.OutcomeRefused)), len(callers)*len(stateChanges); n != want {
+		t.Errorf("%d refusals recorded, want %d", n, want)
+	}
+	for _, fe := range callers {
+		if err := err2(o.Control(ctx, fe.c, engine.ControlPause, "r_1")); err != nil {
+			t.Errorf("%s pause: %v, want the brake open", fe.front, err)
+		}
+	}
+}
+
+// TestRequireHumanEveryFrontEnd: with DLQBOT_MCP_REQUIRE_HUMAN, every
+// caller with a bearer token needs a human unless its principal names a
+// person (as_user) and it comes through the dashboard or a terminal
+// client; an automation token never passes, whatever front end it
+// names. Slack members, the operator's terminal and proxy sign-ins pass.
+func TestRequireHumanEveryFrontEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o, f, _ := newHumanOps(t, ops.Config{RequireHuman: true})
+	bot, alice, opsP := principal(t, o, "bot"), principal(t, o, "alice"), principal(t, o, "ops")
+	for _, c := range []struct {
+		who  string
+		c    ops.Caller
+		want bool
+	}{
+		{"bot through the api", ops.PrincipalCaller(bot, ops.FrontAPI), true},
+		{"bot through mcp", ops.PrincipalCaller(bot, ops.FrontMCP), true},
+		{"bot on the dashboard", ops.PrincipalCaller(bot, ops.FrontDashboard), true},
+		{"bot claiming to be a terminal", ops.PrincipalCaller(bot, ops.FrontTerminal), true},
+		{"bot with no way of proof said", ops.Caller{Identity: bot.ID(), Principal: bot.Name, FrontEnd: ops.FrontTerminal}, true},
+		{"alice through the api", ops.PrincipalCaller(alice, ops.FrontAPI), true},
+		{"alice through mcp", ops.PrincipalCaller(alice, ops.FrontMCP), true},
+		{"alice on the dashboard", ops.PrincipalCaller(alice, ops.FrontDashboard), false},
+		{"alice's terminal client", ops.PrincipalCaller(alice, ops.FrontTerminal), false},
+		{"ops through the proxy", ops.ProxyCaller(opsP), false},
+		{"a Slack member", ops.SlackCaller("U0ALICE001"), false},
+		{"the operator's terminal", ops.TerminalCaller(o.Policy(), "nobody"), false},
+	} {
+		if got := o.NeedsHuman(c.c); got != c.want {
+			t.Errorf("%s: needs a human %v, want %v", c.who, got, c.want)
+		}
+		if !c.want {
+			continue
+		}
+		before := f.changes()
+		for _, a := range stateChanges {
+			if got := code(a.do(ctx, o, c.c)); got != ops.NeedsHuman {
+				t.Errorf("%s %s: %s, want %s", c.who, a.name, got, ops.NeedsHuman)
+			}
+		}
+		if n := f.changes() - before; n != 0 {
+			t.Errorf("%s: the engine was asked to change %d thing(s)", c.who, n)
+		}
+	}
+	if got := code(err2(o.Control(ctx, ops.PrincipalCaller(alice, ops.FrontDashboard), engine.ControlResume, "r_1"))); got != "ok" {
+		t.Errorf("alice resumes on the dashboard: %s", got)
+	}
+}
