@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -15,7 +16,8 @@ import (
 // terminal runs one subcommand of the terminal front end (README "Using it
 // from a terminal"): the
 // slash command's grammar, a readable report, or with --json exactly one
-// JSON document on stdout.
+// JSON document on stdout. With DLQBOT_SERVER it is a client of that
+// server (remote.go); without, the operator's direct mode (direct.go).
 func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	// The engine logs from its own goroutines while the terminal prints
 	// progress there: one write at a time, so lines never interleave.
@@ -26,7 +28,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		return out.fail(usageError("%s", res.Reply))
 	}
 	if h, ok := res.Cmd.(commands.HelpCmd); ok {
-		access := cfg.PermissionsFile != ""
+		access := cfg.PermissionsFile != "" || cfg.Server != ""
 		if out.json {
 			return out.doc(map[string]any{"help": commands.HelpAs(commands.TerminalPrefix, h.Topic, access)})
 		}
@@ -43,6 +45,12 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		default:
 			return out.fail(usageError("--follow goes with %s status <replay> (replay always follows)", commands.TerminalPrefix))
 		}
+	}
+	if cfg.Server != "" {
+		return newRemote(cfg, ops.FrontTerminal).run(ctx, res.Cmd, flags.Follow, out, stderr)
+	}
+	if err := checkDirect(cfg, commands.TerminalPrefix+" "+res.Cmd.Name()); err != nil {
+		return out.fail(err)
 	}
 	a, err := newApp(cfg, stderr, false)
 	if err != nil {
@@ -107,11 +115,16 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	}
 }
 
-// terminalOps builds the operations the terminal calls and the caller it
-// is: with DLQBOT_PERMISSIONS, the principal whose os_users names the OS
-// user (an OS user the policy does not name may change nothing), else
-// "terminal:<os user>" with access control off.
+// terminalOps builds the operations the operator's direct terminal calls
+// and the caller it is: with DLQBOT_PERMISSIONS, the principal whose
+// os_users names the OS account (an account the policy does not name may
+// change nothing), else "terminal:<os user>" with access control off. The
+// OS account is the uid's (osUser), never $USER.
 func (a *app) terminalOps() error {
+	me, err := osUser()
+	if err != nil {
+		return err
+	}
 	policy, err := a.loadPolicy()
 	if err != nil {
 		return err
@@ -119,7 +132,7 @@ func (a *app) terminalOps() error {
 	if a.ops, err = a.newOps(policy, nil); err != nil {
 		return err
 	}
-	a.caller = ops.TerminalCaller(policy, currentUser())
+	a.caller = ops.TerminalCaller(policy, me)
 	return nil
 }
 
@@ -276,8 +289,11 @@ func (o *output) fail(err error) error {
 func (o *output) failDoc(err error, extra map[string]any) error {
 	if o.json {
 		doc := map[string]any{"error": err.Error()}
+		var rr *remoteRefusal
 		if r, ok := ops.IsRefusal(err); ok {
 			doc["code"] = r.Code // a refusal's code, for scripts
+		} else if errors.As(err, &rr) {
+			doc["code"] = rr.code()
 		}
 		for k, v := range extra {
 			doc[k] = v
