@@ -197,6 +197,20 @@ func TestTerminalThroughServer(t *testing.T) {
 		t.Errorf("bob's API approval recorded as the terminal's: %q", got)
 	}
 
+	// The operator's direct terminal follows a replay through the
+	// operations too: an OS account whose principal may not read the DLQ
+	// is refused, and sees none of the record.
+	if me := currentUser(); me != "" {
+		perm := filepath.Join(t.TempDir(), "reader.yaml")
+		if err := os.WriteFile(perm, []byte("principals:\n  - name: op\n    os_users: ["+me+"]\nroles:\n  - name: op\n    principals: [op]\n    grants:\n      - queues: [\"elsewhere.*\"]\n        actions: [read]\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, _, code = dlqbot(t, merge(env, "DLQBOT_PERMISSIONS", perm), "status", id, "--follow", "--json")
+		if doc := oneJSON(t, out); code != exitFailed || doc["code"] != "forbidden" || doc["state"] != nil {
+			t.Fatalf("status --follow without read: exit %d %s", code, out)
+		}
+	}
+
 	// A token the server does not know is a configuration mistake.
 	out, _, code = dlqbot(t, clientEnv(base, "nobody-knows-this-token"), "status", "--json")
 	if doc := oneJSON(t, out); code != exitUsage || !strings.Contains(doc["error"].(string), "DLQBOT_TOKEN") {
