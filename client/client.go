@@ -17,6 +17,7 @@ import (
 	"github.com/stroma/dlqbot/api"
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/internal/redact"
 )
 
 // Header is the request header that names the program making a call
@@ -108,7 +109,7 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, c.Base, errors.Unwrap(err))
+		return nil, fmt.Errorf("%w at %s: %v", ErrUnreachable, redact.URL(c.Base), errors.Unwrap(err))
 	}
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return resp, nil

@@ -457,3 +457,19 @@ func TestOSUserIsTheUIDs(t *testing.T) {
 		t.Fatalf("a uid without a name: %v (exit %d)", err, exitCode(err))
 	}
 }
+
+// TestClientServerUnreachable: a client whose server does not answer
+// fails (exit 1) saying so, and a DLQBOT_SERVER without DLQBOT_TOKEN is a
+// usage error naming the token.
+func TestClientServerUnreachable(t *testing.T) {
+	t.Parallel()
+	env := clientEnv("http://"+freeAddr(t), "some-token")
+	out, _, code := dlqbot(t, env, "status", "--json")
+	if doc := oneJSON(t, out); code != exitFailed || !strings.Contains(doc["error"].(string), "cannot be reached") {
+		t.Fatalf("an unreachable server: exit %d %s", code, out)
+	}
+	out, _, code = dlqbot(t, merge(env, "DLQBOT_TOKEN", ""), "status")
+	if code != exitUsage || !strings.Contains(out, "DLQBOT_TOKEN") {
+		t.Fatalf("no token: exit %d %q", code, out)
+	}
+}
