@@ -65,7 +65,7 @@ func (h *handler) routes() []route {
 		{"POST", "/api/v1/replays/{id}/park", h.park, false},
 		{"GET", "/api/v1/audit", h.listAudit, false},
 		{"GET", "/api/v1/replays/{id}/events", func(w http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
-			status, err := h.serveEvents(w, r, c)
+			status, err := h.serveEvents(w, r, c, true)
 			return nil, status, err
 		}, true},
 	}

@@ -85,14 +85,17 @@ func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine
 // ends — finished, cancelled, interrupted — or stops and waits for a
 // decision, showing its progress on live. Interrupting it only detaches.
 // Every read goes through the operations, as the caller: it needs `read`
-// on the replay's DLQ (the record holds returned copies' exception text).
+// on the replay's DLQ (the record holds returned copies' exception text),
+// and the first is recorded in the audit trail (ops.Follow).
 func (a *app) watch(ctx context.Context, id string, live *liveLine, every time.Duration) (engine.Replay, error) {
 	defer live.done()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	read := a.ops.Follow // the first read is recorded; the polls are reads
 	for {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		r, err := a.ops.Replay(rctx, a.caller, id)
+		r, err := read(rctx, a.caller, id)
+		read = a.ops.Replay
 		cancel()
 		if err != nil {
 			return r, err

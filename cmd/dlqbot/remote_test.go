@@ -187,7 +187,7 @@ func TestTerminalThroughServer(t *testing.T) {
 		}
 		got = append(got, e.Principal+" "+e.Op+" "+e.Outcome+" "+e.Code)
 	}
-	for _, want := range []string{"alice preview ok ", "alice approve refused needs_second_person", "bob approve ok ", "alice check ok ", "alice pause refused not_controllable"} {
+	for _, want := range []string{"alice preview ok ", "alice approve refused needs_second_person", "bob approve ok ", "alice follow ok ", "alice check ok ", "alice pause refused not_controllable"} {
 		if !containsLine(got, want) {
 			t.Errorf("the trail has no %q from the terminal: %q", want, got)
 		}
