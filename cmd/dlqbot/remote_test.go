@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -471,5 +472,51 @@ func TestClientServerUnreachable(t *testing.T) {
 	out, _, code = dlqbot(t, merge(env, "DLQBOT_TOKEN", ""), "status")
 	if code != exitUsage || !strings.Contains(out, "DLQBOT_TOKEN") {
 		t.Fatalf("no token: exit %d %q", code, out)
+	}
+}
+
+// TestNamelessUIDIsRefused runs the binary as a uid with no passwd entry
+// and USER=root: the direct terminal refuses (exit 2) naming the uid,
+// instead of acting as $USER says (it did, as terminal:root). Root only.
+func TestNamelessUIDIsRefused(t *testing.T) {
+	t.Parallel()
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run as another uid")
+	}
+	const uid = 54321
+	if _, err := user.LookupId(strconv.Itoa(uid)); err == nil {
+		t.Skipf("uid %d has a name here", uid)
+	}
+	dir, err := os.MkdirTemp("", "dlqbot-uid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	bin := filepath.Join(dir, "dlqbot")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := testkit.Dial(t)
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(2, 100)...)
+	r.WaitCount(dlq, 2, 20*time.Second)
+	cmd := exec.Command(bin, "preview", dlq, "--json")
+	cmd.Env = []string{"DLQBOT_RUN_MAIN=1", "USER=root", "LOGNAME=root", "HOME=" + dir}
+	for k, v := range testEnv(t) {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uid, Gid: uid}}
+	out, _ := cmd.Output()
+	code := cmd.ProcessState.ExitCode()
+	if doc := oneJSON(t, string(out)); code != exitUsage || !strings.Contains(doc["error"].(string), "uid 54321 has no user name") {
+		t.Fatalf("preview as a nameless uid with USER=root: exit %d %s", code, out)
 	}
 }
