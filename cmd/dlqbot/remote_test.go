@@ -520,3 +520,50 @@ func TestNamelessUIDIsRefused(t *testing.T) {
 		t.Fatalf("preview as a nameless uid with USER=root: exit %d %s", code, out)
 	}
 }
+
+// TestTerminalPauseResumeThroughServer: through the server, alice pauses
+// a slow replay bob approved, and bob's `resume` follows it from paused
+// to finished (the stream's earlier "paused" event does not end it).
+func TestTerminalPauseResumeThroughServer(t *testing.T) {
+	t.Parallel()
+	env := merge(testEnv(t), "DLQBOT_PERMISSIONS", remotePolicy(t))
+	base := remoteServer(t, env)
+	r := testkit.Dial(t)
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(6, 100)...)
+	r.WaitCount(dlq, 6, 20*time.Second)
+	r.Consume(src, func(amqp.Delivery) string { return "ack" })
+	alice, bob := clientEnv(base, tokRemoteAlice), clientEnv(base, tokRemoteBob)
+
+	out, _, _ := dlqbot(t, alice, "preview", dlq, "--json")
+	token, _ := oneJSON(t, out)["token"].(string)
+	status, body := apiCall(t, base, tokRemoteBob, "POST", "/api/v1/previews/"+token+"/approve", map[string]any{"step": 1, "cap": 1, "rate": 1})
+	if status != 201 {
+		t.Fatalf("bob's approval: %d %v", status, body)
+	}
+	id, _ := body["replay_id"].(string)
+	testkit.Eventually(t, 30*time.Second, "the replay to send its first message", func() bool {
+		_, cur := apiCall(t, base, tokRemoteAlice, "GET", "/api/v1/replays/"+id, nil)
+		return cur["sent"].(float64) >= 1
+	})
+	out, _, code := dlqbot(t, alice, "pause", id, "--json")
+	if code != 0 {
+		t.Fatalf("pause through the server: exit %d %s", code, out)
+	}
+	testkit.Eventually(t, 30*time.Second, "the replay to pause", func() bool {
+		_, cur := apiCall(t, base, tokRemoteAlice, "GET", "/api/v1/replays/"+id, nil)
+		return cur["state"] == "paused"
+	})
+	if n := r.Count(dlq); n == 0 {
+		t.Fatalf("the paused replay sent everything")
+	}
+	out, stderr, code := dlqbot(t, bob, "resume", id, "--json")
+	doc := oneJSON(t, out)
+	if code != 0 || doc["state"] != "finished" || doc["sent"] != float64(6) {
+		t.Fatalf("resume through the server: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if n := r.Count(dlq); n != 0 {
+		t.Fatalf("%d left in the DLQ", n)
+	}
+}
