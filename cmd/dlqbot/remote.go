@@ -146,17 +146,7 @@ func (rt *remote) followEnd(ctx context.Context, out *output, live *liveLine, fi
 	if err != nil {
 		return out.fail(remoteErr(err))
 	}
-	if out.json {
-		if err := out.doc(r); err != nil {
-			return err
-		}
-	} else {
-		printReplay(out.w, r)
-	}
-	if r.State != engine.StateFinished {
-		return &exitError{code: exitFailed, err: fmt.Errorf("replay %s %s", r.ID, r.State)}
-	}
-	return nil
+	return ended(out, r)
 }
 
 // followStatus is status --follow through the server: its event stream,
@@ -179,17 +169,7 @@ func (rt *remote) followStatus(ctx context.Context, out *output, stderr io.Write
 			return out.fail(remoteErr(err))
 		}
 	}
-	if out.json {
-		if err := out.doc(r); err != nil {
-			return err
-		}
-	} else {
-		printReplay(out.w, r)
-	}
-	if (r.State.Terminal() && r.State != engine.StateFinished) || r.State == engine.StateStopped {
-		return &exitError{code: exitFailed, err: fmt.Errorf("replay %s %s", r.ID, r.State)}
-	}
-	return nil
+	return watched(out, r)
 }
 
 // follow reads the replay's event stream, showing each newer state on

@@ -205,7 +205,11 @@ func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id stri
 }
 
 // ended reports a followed replay's end; any end but finished is exit 1.
-func (a *app) ended(out *output, r engine.Replay) error {
+func (a *app) ended(out *output, r engine.Replay) error { return ended(out, r) }
+
+// ended is the report of a replay that replay or resume followed, here or
+// through the server.
+func ended(out *output, r engine.Replay) error {
 	if out.json {
 		if err := out.doc(r); err != nil {
 			return err
@@ -233,6 +237,12 @@ func (a *app) followStatus(ctx context.Context, out *output, stderr io.Writer, i
 	if err != nil {
 		return out.fail(failed(err))
 	}
+	return watched(out, r)
+}
+
+// watched is the report of a replay status --follow followed, here or
+// through the server.
+func watched(out *output, r engine.Replay) error {
 	if out.json {
 		if err := out.doc(r); err != nil {
 			return err
