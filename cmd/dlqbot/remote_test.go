@@ -169,6 +169,14 @@ func TestTerminalThroughServer(t *testing.T) {
 	if doc := oneJSON(t, out); code != 0 || doc["replayed"] != float64(5) {
 		t.Fatalf("check through the server: exit %d %s", code, out)
 	}
+	t.Cleanup(func() { r.DeleteQueue(engine.ParkingQueue(dlq)) })
+	out, _, code = dlqbot(t, alice, "park", id, "--json")
+	if doc := oneJSON(t, out); code != 0 || doc["replay_id"] != id || doc["queue"] != engine.ParkingQueue(dlq) || doc["parked"] != float64(0) {
+		t.Fatalf("park through the server: exit %d %s", code, out)
+	}
+	if out, _, code := dlqbot(t, alice, "park", "--json"); code != exitUsage || !strings.Contains(oneJSON(t, out)["error"].(string), "one replay id") {
+		t.Fatalf("park without an id: exit %d %s", code, out)
+	}
 	out, _, code = dlqbot(t, alice, "pause", id, "--json")
 	if doc := oneJSON(t, out); code != exitFailed || doc["code"] != "not_controllable" {
 		t.Fatalf("pausing a finished replay through the server: exit %d %s", code, out)
@@ -188,7 +196,7 @@ func TestTerminalThroughServer(t *testing.T) {
 		}
 		got = append(got, e.Principal+" "+e.Op+" "+e.Outcome+" "+e.Code)
 	}
-	for _, want := range []string{"alice preview ok ", "alice approve refused needs_second_person", "bob approve ok ", "alice follow ok ", "alice check ok ", "alice pause refused not_controllable"} {
+	for _, want := range []string{"alice preview ok ", "alice approve refused needs_second_person", "bob approve ok ", "alice follow ok ", "alice check ok ", "alice park ok ", "alice pause refused not_controllable"} {
 		if !containsLine(got, want) {
 			t.Errorf("the trail has no %q from the terminal: %q", want, got)
 		}

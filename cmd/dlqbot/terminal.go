@@ -22,6 +22,13 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	// The engine logs from its own goroutines while the terminal prints
 	// progress there: one write at a time, so lines never interleave.
 	stderr = &lockedWriter{w: stderr}
+	if id, jsonOut, ok, msg := parkArgs(args); ok {
+		out := &output{w: stdout, json: jsonOut}
+		if msg != "" {
+			return out.fail(usageError("%s", msg))
+		}
+		return park(ctx, cfg, id, out, stderr)
+	}
 	res, flags := commands.ParseArgs(args, time.Now())
 	out := &output{w: stdout, json: flags.JSON, tty: isTerminal(stdout), getenv: getenv}
 	if res.Cmd == nil {
