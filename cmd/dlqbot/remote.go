@@ -175,13 +175,13 @@ func (rt *remote) followStatus(ctx context.Context, out *output, stderr io.Write
 // follow reads the replay's event stream, showing each newer state on
 // live, until ended says so of a state newer than first (the stream
 // starts with the replay's earlier events), the stream ends, or ctx ends
-// (Ctrl-C detaches). A broken stream is opened again. It returns the
-// replay as the server has it then.
+// (Ctrl-C detaches). A broken stream is opened again, for up to 30
+// failed tries in a row. It returns the replay as the server has it then.
 func (rt *remote) follow(ctx context.Context, first engine.Replay, live *liveLine, ended func(engine.Replay) bool) (engine.Replay, error) {
 	defer live.done()
 	last := first
 	done := false
-	for !done && ctx.Err() == nil {
+	for failures := 0; !done && ctx.Err() == nil; {
 		err := rt.c.Events(ctx, first.ID, func(e client.Event) bool {
 			if e.Kind == "end" {
 				done = true
@@ -196,12 +196,19 @@ func (rt *remote) follow(ctx context.Context, first engine.Replay, live *liveLin
 			done = ended(r)
 			return !done
 		})
+		var ae *api.Error
+		if errors.As(err, &ae) {
+			return last, err // refused: no read, no such replay
+		}
 		if err != nil && ctx.Err() == nil {
-			var ae *api.Error
-			if errors.As(err, &ae) {
-				return last, err // refused: no read, no such replay
+			if failures++; failures == 30 {
+				return last, err // the server stayed away for half a minute
 			}
-			select { // the server went away: try again shortly
+		} else {
+			failures = 0
+		}
+		if !done {
+			select { // the stream broke or the server went away: again shortly
 			case <-ctx.Done():
 			case <-time.After(time.Second):
 			}
