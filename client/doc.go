@@ -7,4 +7,5 @@
 //   - client.go: Client and its calls, one per endpoint; a refusal comes
 //     back as *api.Error with the server's HTTP status and code.
 //   - events.go: Events, the replay event stream (server-sent events).
+//   - client_test.go: the stream and the refusals against a stand-in server.
 package client
