@@ -50,7 +50,7 @@ func (s *Service) ServeEvents(w http.ResponseWriter, r *http.Request, c Caller, 
 	if r.Header.Get("Last-Event-ID") == "" && after != "" {
 		r.Header.Set("Last-Event-ID", after)
 	}
-	if _, err := (&handler{s: s}).serveEvents(w, r, c); err != nil {
+	if _, err := (&handler{s: s}).serveEvents(w, r, c, false); err != nil {
 		writeJSON(w, err.Status, err)
 	}
 }

@@ -62,10 +62,18 @@ func finalEvent(e engine.Event) bool {
 // "step_started", without "cancelled").
 const finalEventWait = 5 * time.Second
 
-func (h *handler) serveEvents(w http.ResponseWriter, r *http.Request, c Caller) (int, *Error) {
+// serveEvents serves the stream (see above). With record (the API's
+// route) opening it is an operation of its own in the audit trail
+// (ops.Follow); the dashboard's page, which opens one per view, only
+// reads.
+func (h *handler) serveEvents(w http.ResponseWriter, r *http.Request, c Caller, record bool) (int, *Error) {
 	s := h.s
 	id := r.PathValue("id")
-	rep, err := s.Replay(r.Context(), c, id)
+	open := s.ops.Replay
+	if record {
+		open = s.ops.Follow
+	}
+	rep, err := open(r.Context(), c, id)
 	if err != nil {
 		return 0, asError(err, id)
 	}

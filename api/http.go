@@ -65,7 +65,7 @@ func (h *handler) routes() []route {
 		{"POST", "/api/v1/replays/{id}/park", h.park, false},
 		{"GET", "/api/v1/audit", h.listAudit, false},
 		{"GET", "/api/v1/replays/{id}/events", func(w http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
-			status, err := h.serveEvents(w, r, c)
+			status, err := h.serveEvents(w, r, c, true)
 			return nil, status, err
 		}, true},
 	}
@@ -98,6 +98,7 @@ func (s *Service) Authenticate(r *http.Request, via string) (Caller, *Error) {
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint, stream bool) {
 	started := time.Now()
 	c, aerr := h.s.Authenticate(r, "api")
+	c.Client = clientLabel(r)
 	status := 0
 	if aerr == nil {
 		ctx, cancel := context.WithTimeout(r.Context(), h.s.cfg.WorkTimeout)
@@ -135,8 +136,22 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint, str
 	}
 	// Tokens are never logged: a path or error quoting one shows its
 	// audit.TokenRef.
-	ev.Str("principal", c.Principal).Str("as", c.Identity).Str("method", r.Method).Str("path", audit.ScrubTokens(r.URL.Path)).
+	ev.Str("principal", c.Principal).Str("as", c.Identity).Str("client", c.Client).Str("method", r.Method).Str("path", audit.ScrubTokens(r.URL.Path)).
 		Str("remote", r.RemoteAddr).Int("status", status).Dur("took", time.Since(started)).Msg("api call")
+}
+
+// ClientHeader names the program making a call for its user: "terminal"
+// or "mcp" (the terminal and `dlqbot mcp` in client mode). It is taken as
+// a label for the audit trail only (ops.Caller.Client); other values are
+// ignored.
+const ClientHeader = "DLQBOT-Client"
+
+func clientLabel(r *http.Request) string {
+	switch v := r.Header.Get(ClientHeader); v {
+	case "terminal", "mcp":
+		return v
+	}
+	return ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

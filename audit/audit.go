@@ -21,6 +21,9 @@ const (
 	// OpSamples: a preview's sample messages shown to someone who asked
 	// for them (Slack's Show samples button).
 	OpSamples = "samples"
+	// OpFollow: someone followed a replay's progress (the terminal's
+	// status --follow, the API's event stream).
+	OpFollow = "follow"
 )
 
 // Outcomes of an operation.

@@ -6,7 +6,8 @@
 //
 // Every tool goes through the same operations as the HTTP API
 // (api.Service), hence the same engine calls and permission checks, for
-// the calling principal. The safety contract is stated in the tool
+// the calling principal; `dlqbot mcp` as a client of a dlqbot server
+// calls that server's HTTP API instead (Service, in service.go). The safety contract is stated in the tool
 // descriptions: a preview changes nothing; a replay needs the token of a
 // preview and never takes a selection, so exactly the previewed messages
 // are sent, in canary steps that stop by themselves. With

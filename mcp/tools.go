@@ -68,7 +68,7 @@ type waiting struct {
 
 // NewServer returns an MCP server with dlqbot's tools, acting through svc
 // for the caller who names each call.
-func NewServer(svc *api.Service, cfg Config, caller CallerFunc, log zerolog.Logger) *sdk.Server {
+func NewServer(svc Service, cfg Config, caller CallerFunc, log zerolog.Logger) *sdk.Server {
 	if cfg.Version == "" {
 		cfg.Version = "dev"
 	}

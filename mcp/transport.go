@@ -68,7 +68,7 @@ func Handler(svc *api.Service, cfg Config, log zerolog.Logger) http.Handler {
 
 // Serve runs the MCP tools on t (stdio for `dlqbot mcp`) until the client
 // disconnects or ctx ends, every call made as caller.
-func Serve(ctx context.Context, svc *api.Service, cfg Config, caller api.Caller, t sdk.Transport, log zerolog.Logger) error {
+func Serve(ctx context.Context, svc Service, cfg Config, caller api.Caller, t sdk.Transport, log zerolog.Logger) error {
 	srv := NewServer(svc, cfg, func(*sdk.CallToolRequest) (api.Caller, error) { return caller, nil }, log)
 	return srv.Run(ctx, t)
 }

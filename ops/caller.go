@@ -28,6 +28,12 @@ type Caller struct {
 	Principal string
 	// FrontEnd is one of the Front constants.
 	FrontEnd string
+	// Client names the program that made an HTTP API call for its user
+	// (FrontTerminal, FrontMCP: the terminal or `dlqbot mcp` in client
+	// mode), "" otherwise. It is a label for the audit trail and logs
+	// only, recorded as the entry's front end: the program could say
+	// anything, so no decision depends on it.
+	Client string
 	// Channel is the chat channel the call comes from and its outcome is
 	// shown in (a Slack channel id), "" when there is none. The policy's
 	// per-DLQ channel allowlists are checked against it.

@@ -56,10 +56,12 @@ func (r *replica) mountAPI(o *ops.Ops, b *bot.Bot) error {
 }
 
 // mcpCommand runs `dlqbot mcp`: the MCP tools over stdio (stdout carries
-// the protocol, logs go to stderr). With a permissions file it acts as the
-// principal whose token is DLQBOT_MCP_TOKEN; without one, like the
-// terminal, as "mcp:<os user>" with access control off. Replays it
-// approves are run by the `dlqbot serve` workers.
+// the protocol, logs go to stderr). With DLQBOT_SERVER every tool calls
+// that server's HTTP API as the principal of DLQBOT_TOKEN (mcpClient).
+// Otherwise, in the operator's direct mode: with a permissions file it
+// acts as the principal whose token is DLQBOT_MCP_TOKEN; with
+// DLQBOT_ACCESS=open, as "mcp:<os user>" with access control off. Replays
+// it approves are run by the `dlqbot serve` workers.
 func mcpCommand(ctx context.Context, cfg config, args []string, stderr io.Writer) error {
 	err := mcpStdio(ctx, cfg, args, stderr)
 	if err != nil {
@@ -72,6 +74,12 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 	if len(args) > 0 {
 		return usageError("dlqbot mcp takes no arguments; it speaks MCP on stdin and stdout (set DLQBOT_MCP_TOKEN to act as a principal)")
 	}
+	if cfg.Server != "" {
+		return mcpClient(ctx, cfg, stderr)
+	}
+	if err := checkDirect(cfg, "dlqbot mcp"); err != nil {
+		return err
+	}
 	a, err := newApp(cfg, stderr, true)
 	if err != nil {
 		return err
@@ -81,11 +89,14 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	caller := api.Caller{Identity: "mcp:" + currentUser(), FrontEnd: ops.FrontMCP}
-	if currentUser() == "" {
-		caller.Identity = "mcp"
-	}
-	if policy != nil {
+	var caller api.Caller
+	if policy == nil {
+		me, err := osUser()
+		if err != nil {
+			return err
+		}
+		caller = api.Caller{Identity: "mcp:" + me, FrontEnd: ops.FrontMCP}
+	} else {
 		p, ok := policy.Principal(cfg.MCPToken)
 		if !ok {
 			return usageError("DLQBOT_MCP_TOKEN must be the token of a principal in the permissions file (DLQBOT_PERMISSIONS): dlqbot mcp acts as that principal")

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/stroma/dlqbot/api"
 	"github.com/stroma/dlqbot/audit"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // auditCommand runs `dlqbot audit [filter=value…] [--json]`: the audit
@@ -20,7 +22,8 @@ import (
 // replay_id, after, limit). It shows the entries the terminal's caller
 // may see, as the API does (ops.Ops.AuditVisible): with
 // DLQBOT_PERMISSIONS those of the DLQs the principal naming the OS user
-// may read, and its own; without, every entry.
+// may read, and its own; without, every entry. With DLQBOT_SERVER it asks
+// that server (GET /api/v1/audit) as the principal of DLQBOT_TOKEN.
 func auditCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
 	jsonOut := false
 	q := map[string][]string{}
@@ -39,24 +42,17 @@ func auditCommand(ctx context.Context, cfg config, args []string, stdout, stderr
 	if ferr != nil {
 		return auditFail(stdout, jsonOut, usageError("dlqbot audit: %s", ferr.Message))
 	}
-	a, err := newApp(cfg, stderr, false)
-	if err != nil {
-		return auditFail(stdout, jsonOut, err)
-	}
-	defer a.Close()
-	if err := a.terminalOps(); err != nil {
-		return auditFail(stdout, jsonOut, err)
-	}
-	if err := a.ping(ctx); err != nil {
-		return auditFail(stdout, jsonOut, failed(err))
-	}
-	svc, err := api.New(api.Config{}, api.Deps{Ops: a.ops, AuditLog: a.store.Audit(), Log: a.log})
-	if err != nil {
-		return auditFail(stdout, jsonOut, failed(err))
-	}
-	entries, err := svc.Audit(ctx, a.caller, f)
-	if err != nil {
-		return auditFail(stdout, jsonOut, failed(err))
+	var entries []audit.Entry
+	if cfg.Server != "" {
+		var err error
+		if entries, err = newRemote(cfg, ops.FrontTerminal).c.Audit(ctx, url.Values(q)); err != nil {
+			return auditFail(stdout, jsonOut, remoteErr(err))
+		}
+	} else {
+		var err error
+		if entries, err = directAudit(ctx, cfg, f, stderr); err != nil {
+			return auditFail(stdout, jsonOut, err)
+		}
 	}
 	if jsonOut {
 		enc := json.NewEncoder(stdout)
@@ -69,6 +65,33 @@ func auditCommand(ctx context.Context, cfg config, args []string, stdout, stderr
 	}
 	printAudit(stdout, entries)
 	return nil
+}
+
+// directAudit reads the trail from Redis, in the operator's direct mode.
+func directAudit(ctx context.Context, cfg config, f audit.Filter, stderr io.Writer) ([]audit.Entry, error) {
+	if err := checkDirect(cfg, "dlqbot audit"); err != nil {
+		return nil, err
+	}
+	a, err := newApp(cfg, stderr, false)
+	if err != nil {
+		return nil, err
+	}
+	defer a.Close()
+	if err := a.terminalOps(); err != nil {
+		return nil, err
+	}
+	if err := a.ping(ctx); err != nil {
+		return nil, failed(err)
+	}
+	svc, err := api.New(api.Config{}, api.Deps{Ops: a.ops, AuditLog: a.store.Audit(), Log: a.log})
+	if err != nil {
+		return nil, failed(err)
+	}
+	entries, err := svc.Audit(ctx, a.caller, f)
+	if err != nil {
+		return nil, failed(err)
+	}
+	return entries, nil
 }
 
 // auditFail reports err as the terminal does: one JSON document with an

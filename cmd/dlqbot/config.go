@@ -40,6 +40,11 @@ type config struct {
 	MCPRequireHuman bool   // DLQBOT_MCP_REQUIRE_HUMAN: dlq_replay asks a person in Slack instead of starting
 	MCPToken        string // DLQBOT_MCP_TOKEN: the principal `dlqbot mcp` (stdio) acts as
 
+	// Client mode (README "Access control"): the terminal and `dlqbot mcp`
+	// call the server's HTTP API instead of the broker and Redis.
+	Server string // DLQBOT_SERVER: the dlqbot server's base URL (http://dlqbot.internal:8080)
+	Token  string // DLQBOT_TOKEN: the caller's personal bearer token for that server
+
 	// Access control and Slack's identity (README "Configuration").
 	AccessOpen     bool          // DLQBOT_ACCESS=open: serve with Slack and no permissions file
 	SlackTeamID    string        // DLQBOT_SLACK_TEAM_ID: the only workspace whose requests are served
@@ -92,6 +97,8 @@ func loadConfig(getenv func(string) string) (config, error) {
 		DialectHeaders:     getenv("DLQBOT_DIALECT_HEADERS"),
 		APIChannel:         getenv("DLQBOT_API_CHANNEL"),
 		MCPToken:           getenv("DLQBOT_MCP_TOKEN"),
+		Server:             getenv("DLQBOT_SERVER"),
+		Token:              getenv("DLQBOT_TOKEN"),
 		SigningKey:         getenv("DLQBOT_SIGNING_KEY"),
 		SigningKeyFile:     getenv("DLQBOT_SIGNING_KEY_FILE"),
 		SlackTeamID:        getenv("DLQBOT_SLACK_TEAM_ID"),
@@ -150,6 +157,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"SLACK_API_URL", c.SlackAPIURL, []string{"http", "https"}},
 		{"REDIS_URL", c.RedisURL, []string{"redis", "rediss", "unix"}},
 		{"DLQBOT_SLACK_WORKSPACE_URL", c.SlackWorkspaceURL, []string{"https", "http"}},
+		{"DLQBOT_SERVER", c.Server, []string{"https", "http"}},
 	} {
 		if u.value == "" {
 			continue
@@ -183,6 +191,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	// The lists as a whole (one vhost for every AMQP node); New dials nothing.
 	if _, err := amqp.New(amqp.Config{URL: c.AMQPURL, ManagementURL: c.ManagementURL}); err != nil {
 		return c, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %v", err)
+	}
+	if c.Server != "" && c.Token == "" {
+		return c, usageError("DLQBOT_SERVER is set but DLQBOT_TOKEN is not: a client of the dlqbot server needs its personal bearer token")
 	}
 	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
 		return c, usageError("DLQBOT_HTTP_ADDR=%q is not a host:port address (like :8080): %v", c.HTTPAddr, err)

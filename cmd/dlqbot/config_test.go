@@ -33,6 +33,7 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DLQBOT_EXCERPT_BYTES", "lots"},
 		{"DLQBOT_EXCERPT_BYTES", "-1"},
 		{"DLQBOT_ACCEPT_UNSIGNED", "maybe"},
+		{"DLQBOT_SERVER", "dlqbot.internal:8080"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			getenv := func(k string) string {

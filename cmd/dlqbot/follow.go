@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/user"
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
@@ -83,23 +81,21 @@ func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine
 	}
 }
 
-func currentUser() string {
-	if u, err := user.Current(); err == nil && u.Username != "" {
-		return u.Username
-	}
-	return os.Getenv("USER")
-}
-
 // watch follows a replay that someone else runs (status --follow) until it
 // ends — finished, cancelled, interrupted — or stops and waits for a
 // decision, showing its progress on live. Interrupting it only detaches.
+// Every read goes through the operations, as the caller: it needs `read`
+// on the replay's DLQ (the record holds returned copies' exception text),
+// and the first is recorded in the audit trail (ops.Follow).
 func (a *app) watch(ctx context.Context, id string, live *liveLine, every time.Duration) (engine.Replay, error) {
 	defer live.done()
 	tick := time.NewTicker(every)
 	defer tick.Stop()
+	read := a.ops.Follow // the first read is recorded; the polls are reads
 	for {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		r, err := a.svc.Status(rctx, id)
+		r, err := read(rctx, a.caller, id)
+		read = a.ops.Replay
 		cancel()
 		if err != nil {
 			return r, err

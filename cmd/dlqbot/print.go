@@ -199,6 +199,6 @@ func printCheck(w io.Writer, c engine.CheckReport) {
 	}
 	fmt.Fprintf(w, "New failures meanwhile (without this replay's id): %d\n", c.NewFailures)
 	if c.AtParkLimit > 0 {
-		fmt.Fprintf(w, "%d message(s) were replayed %d times or more without success: park them from Slack (Park button).\n", c.AtParkLimit, c.ParkAfter)
+		fmt.Fprintf(w, "%d message(s) were replayed %d times or more without success: dlqbot park %s moves them to the parking queue (or Slack's Park button).\n", c.AtParkLimit, c.ParkAfter, c.ReplayID)
 	}
 }

@@ -68,6 +68,7 @@ func TestServeHealthReadinessMetrics(t *testing.T) {
 func TestServeIsClosedByDefault(t *testing.T) {
 	t.Parallel()
 	env := merge(merge(testEnv(t), "SLACK_BOT_TOKEN", "xoxb-closed"), "SLACK_SIGNING_SECRET", "closed-secret")
+	delete(env, "DLQBOT_ACCESS")
 	addr := freeAddr(t)
 	_, stderr, code := dlqbot(t, merge(env, "DLQBOT_HTTP_ADDR", addr), "serve")
 	if code != exitUsage || !strings.Contains(stderr, "DLQBOT_ACCESS=open") || !strings.Contains(stderr, "DLQBOT_PERMISSIONS") {

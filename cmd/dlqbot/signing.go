@@ -15,7 +15,9 @@ import (
 // (`openssl rand -hex 32` makes one); every process on one Redis — each
 // serve replica, the terminal, `dlqbot mcp` — needs the same key. None
 // set: nil, records are written unsigned (serve refuses that unless
-// DLQBOT_ACCESS=open, see checkSigning).
+// DLQBOT_ACCESS=open without a permissions file, see checkSigning; the
+// direct terminal and `dlqbot mcp` with a permissions file refuse too,
+// see checkDirect).
 func signingKey(cfg config) ([]byte, error) {
 	key := cfg.SigningKey
 	switch {
@@ -40,10 +42,15 @@ func signingKey(cfg config) ([]byte, error) {
 // checkSigning is serve's rule: without a signing key, whoever can write
 // Redis could change a token's targets or a replay's approver unnoticed,
 // so serve refuses to start unless the operator chose an open setup
-// (DLQBOT_ACCESS=open; the demo runs that way).
+// (DLQBOT_ACCESS=open and no permissions file; the demo runs that way). A
+// loaded policy is always backed by signed records: DLQBOT_ACCESS=open
+// does not turn signing off then.
 func checkSigning(cfg config, signed bool, log zerolog.Logger) error {
 	if signed {
 		return nil
+	}
+	if cfg.PermissionsFile != "" {
+		return usageError("dlqbot serve with a permissions file (DLQBOT_PERMISSIONS) needs a signing key for the previews and replays it keeps in Redis, DLQBOT_ACCESS=open or not: set DLQBOT_SIGNING_KEY (or DLQBOT_SIGNING_KEY_FILE) to at least 32 random bytes, the same on every replica")
 	}
 	if !cfg.AccessOpen {
 		return usageError("dlqbot serve needs a signing key for the previews and replays it keeps in Redis: set DLQBOT_SIGNING_KEY (or DLQBOT_SIGNING_KEY_FILE) to at least 32 random bytes, the same on every replica and terminal, or set DLQBOT_ACCESS=open to run without one")

@@ -15,6 +15,7 @@ func TestServeNeedsASigningKey(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
 	delete(env, "DLQBOT_SIGNING_KEY")
+	delete(env, "DLQBOT_ACCESS")
 	_, stderr, code := dlqbot(t, merge(env, "DLQBOT_HTTP_ADDR", freeAddr(t)), "serve")
 	if code != 2 || !strings.Contains(stderr, "DLQBOT_SIGNING_KEY") || !strings.Contains(stderr, "DLQBOT_ACCESS=open") {
 		t.Fatalf("serve without a key: exit %d, stderr %q", code, stderr)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -15,18 +16,26 @@ import (
 // terminal runs one subcommand of the terminal front end (README "Using it
 // from a terminal"): the
 // slash command's grammar, a readable report, or with --json exactly one
-// JSON document on stdout.
+// JSON document on stdout. With DLQBOT_SERVER it is a client of that
+// server (remote.go); without, the operator's direct mode (direct.go).
 func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
 	// The engine logs from its own goroutines while the terminal prints
 	// progress there: one write at a time, so lines never interleave.
 	stderr = &lockedWriter{w: stderr}
+	if id, jsonOut, ok, msg := parkArgs(args); ok {
+		out := &output{w: stdout, json: jsonOut}
+		if msg != "" {
+			return out.fail(usageError("%s", msg))
+		}
+		return park(ctx, cfg, id, out, stderr)
+	}
 	res, flags := commands.ParseArgs(args, time.Now())
 	out := &output{w: stdout, json: flags.JSON, tty: isTerminal(stdout), getenv: getenv}
 	if res.Cmd == nil {
 		return out.fail(usageError("%s", res.Reply))
 	}
 	if h, ok := res.Cmd.(commands.HelpCmd); ok {
-		access := cfg.PermissionsFile != ""
+		access := cfg.PermissionsFile != "" || cfg.Server != ""
 		if out.json {
 			return out.doc(map[string]any{"help": commands.HelpAs(commands.TerminalPrefix, h.Topic, access)})
 		}
@@ -43,6 +52,12 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		default:
 			return out.fail(usageError("--follow goes with %s status <replay> (replay always follows)", commands.TerminalPrefix))
 		}
+	}
+	if cfg.Server != "" {
+		return newRemote(cfg, ops.FrontTerminal).run(ctx, res.Cmd, flags.Follow, out, stderr)
+	}
+	if err := checkDirect(cfg, commands.TerminalPrefix+" "+res.Cmd.Name()); err != nil {
+		return out.fail(err)
 	}
 	a, err := newApp(cfg, stderr, false)
 	if err != nil {
@@ -107,11 +122,16 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	}
 }
 
-// terminalOps builds the operations the terminal calls and the caller it
-// is: with DLQBOT_PERMISSIONS, the principal whose os_users names the OS
-// user (an OS user the policy does not name may change nothing), else
-// "terminal:<os user>" with access control off.
+// terminalOps builds the operations the operator's direct terminal calls
+// and the caller it is: with DLQBOT_PERMISSIONS, the principal whose
+// os_users names the OS account (an account the policy does not name may
+// change nothing), else "terminal:<os user>" with access control off. The
+// OS account is the uid's (osUser), never $USER.
 func (a *app) terminalOps() error {
+	me, err := osUser()
+	if err != nil {
+		return err
+	}
 	policy, err := a.loadPolicy()
 	if err != nil {
 		return err
@@ -119,7 +139,7 @@ func (a *app) terminalOps() error {
 	if a.ops, err = a.newOps(policy, nil); err != nil {
 		return err
 	}
-	a.caller = ops.TerminalCaller(policy, currentUser())
+	a.caller = ops.TerminalCaller(policy, me)
 	return nil
 }
 
@@ -192,7 +212,11 @@ func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id stri
 }
 
 // ended reports a followed replay's end; any end but finished is exit 1.
-func (a *app) ended(out *output, r engine.Replay) error {
+func (a *app) ended(out *output, r engine.Replay) error { return ended(out, r) }
+
+// ended is the report of a replay that replay or resume followed, here or
+// through the server.
+func ended(out *output, r engine.Replay) error {
 	if out.json {
 		if err := out.doc(r); err != nil {
 			return err
@@ -220,6 +244,12 @@ func (a *app) followStatus(ctx context.Context, out *output, stderr io.Writer, i
 	if err != nil {
 		return out.fail(failed(err))
 	}
+	return watched(out, r)
+}
+
+// watched is the report of a replay status --follow followed, here or
+// through the server.
+func watched(out *output, r engine.Replay) error {
 	if out.json {
 		if err := out.doc(r); err != nil {
 			return err
@@ -276,8 +306,11 @@ func (o *output) fail(err error) error {
 func (o *output) failDoc(err error, extra map[string]any) error {
 	if o.json {
 		doc := map[string]any{"error": err.Error()}
+		var rr *remoteRefusal
 		if r, ok := ops.IsRefusal(err); ok {
 			doc["code"] = r.Code // a refusal's code, for scripts
+		} else if errors.As(err, &rr) {
+			doc["code"] = rr.code()
 		}
 		for k, v := range extra {
 			doc[k] = v

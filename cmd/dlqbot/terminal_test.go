@@ -28,10 +28,14 @@ func dlqbot(t testing.TB, env map[string]string, args ...string) (string, string
 // testSigningKey signs the records of every dlqbot a test runs.
 const testSigningKey = "cmd-test-signing-key-0123456789abcdef"
 
+// testEnv is the operator's direct mode on the test's own Redis prefix:
+// the broker's and Redis's addresses, the signing key, and
+// DLQBOT_ACCESS=open (without a permissions file the terminal and
+// `dlqbot mcp` act directly only with it).
 func testEnv(t testing.TB) map[string]string {
 	_, prefix := testkit.Redis(t)
 	return map[string]string{"DLQBOT_REDIS_PREFIX": prefix, "AMQP_URL": testkit.AMQPURL, "RABBITMQ_MANAGEMENT_URL": testkit.ManagementURL, "REDIS_URL": testkit.RedisURL,
-		"DLQBOT_SIGNING_KEY": testSigningKey}
+		"DLQBOT_SIGNING_KEY": testSigningKey, "DLQBOT_ACCESS": "open"}
 }
 
 func oneJSON(t testing.TB, s string) map[string]any {

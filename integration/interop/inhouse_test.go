@@ -81,7 +81,8 @@ func TestInteropInHouseDialect(t *testing.T) {
 		e.rabbit.Queue(dlq, nil)
 		_, prefix := testkit.Redis(t)
 		env := []string{"AMQP_URL=" + b.AMQPURL, "RABBITMQ_MANAGEMENT_URL=" + b.ManagementURL, "REDIS_URL=" + testkit.RedisURL,
-			"DLQBOT_REDIS_PREFIX=" + prefix, "DLQBOT_DIALECT_HEADERS=source=x-app-source,exception=x-app-error,attempts=x-app-attempts"}
+			"DLQBOT_REDIS_PREFIX=" + prefix, "DLQBOT_DIALECT_HEADERS=source=x-app-source,exception=x-app-error,attempts=x-app-attempts",
+			"DLQBOT_ACCESS=open"} // the operator's direct mode
 		node := func(fail bool) *consumer {
 			return startNode(t, b, map[string]any{"lib": "inhouse", "queue": src, "dlq": dlq, "fail": fail})
 		}

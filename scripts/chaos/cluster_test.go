@@ -163,6 +163,8 @@ func newClusterFixture(t *testing.T, n int, leader int, extra map[string]string)
 	env := map[string]string{
 		"DLQBOT_REDIS_PREFIX": prefix, "REDIS_URL": testkit.RedisURL, "AMQP_URL": amqpURL,
 		"RABBITMQ_MANAGEMENT_URL": mgmtURL, "DLQBOT_LEASE_TTL": "5s",
+		// The operator's direct mode, access control off.
+		"DLQBOT_ACCESS": "open",
 	}
 	for k, v := range extra {
 		env[k] = v

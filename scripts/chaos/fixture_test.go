@@ -140,6 +140,8 @@ func newFixtureOn(t *testing.T, tg target, n int, redisURL string, extra map[str
 		"DLQBOT_REDIS_PREFIX": prefix, "REDIS_URL": redisURL, "AMQP_URL": tg.on.AMQPURL,
 		"RABBITMQ_MANAGEMENT_URL": tg.on.ManagementURL, "DLQBOT_LEASE_TTL": "2s",
 		"DLQBOT_SIGNING_KEY": chaosSigningKey,
+		// The operator's direct mode, access control off.
+		"DLQBOT_ACCESS": "open",
 	}
 	for k, v := range extra {
 		env[k] = v
