@@ -176,6 +176,11 @@ func (o *Ops) needsHuman(c Caller) bool {
 	if !o.cfg.RequireHuman {
 		return false
 	}
+	// A terminal talking to the server's API says so (Client); with a
+	// bearer token that only exempts a principal that names a person.
+	if c.FrontEnd == FrontAPI && c.Client == FrontTerminal && c.Auth == AuthToken {
+		c.FrontEnd = FrontTerminal
+	}
 	if c.FrontEnd != FrontSlack && c.FrontEnd != FrontTerminal && c.FrontEnd != FrontDashboard {
 		return true // the HTTP API, MCP, and any front end not named here
 	}

@@ -187,6 +187,9 @@ func TestRequireHumanEveryFrontEnd(t *testing.T) {
 		{"alice through mcp", ops.PrincipalCaller(alice, ops.FrontMCP), true},
 		{"alice on the dashboard", ops.PrincipalCaller(alice, ops.FrontDashboard), false},
 		{"alice's terminal client", ops.PrincipalCaller(alice, ops.FrontTerminal), false},
+		{"alice's terminal through the api", withClient(ops.PrincipalCaller(alice, ops.FrontAPI), ops.FrontTerminal), false},
+		{"bot's terminal through the api", withClient(ops.PrincipalCaller(bot, ops.FrontAPI), ops.FrontTerminal), true},
+		{"alice's mcp through the api", withClient(ops.PrincipalCaller(alice, ops.FrontAPI), ops.FrontMCP), true},
 		{"ops through the proxy", ops.ProxyCaller(opsP), false},
 		{"a Slack member", ops.SlackCaller("U0ALICE001"), false},
 		{"the operator's terminal", ops.TerminalCaller(o.Policy(), "nobody"), false},
@@ -210,4 +213,11 @@ func TestRequireHumanEveryFrontEnd(t *testing.T) {
 	if got := code(err2(o.Control(ctx, ops.PrincipalCaller(alice, ops.FrontDashboard), engine.ControlResume, "r_1"))); got != "ok" {
 		t.Errorf("alice resumes on the dashboard: %s", got)
 	}
+}
+
+// withClient is c as a program (the terminal, dlqbot mcp) calling the
+// server's API for its user says it is (the DLQBOT-Client header).
+func withClient(c ops.Caller, client string) ops.Caller {
+	c.Client = client
+	return c
 }
