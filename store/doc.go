@@ -78,7 +78,8 @@
 //	Paudit                  stream  the audit trail (field "e": entry JSON), never edited; entries
 //	                                older than Config.AuditRetention trimmed by MINID on append
 //	Pslackreq:<sighash>     string  a signed Slack request accepted (128 bits of the SHA-256 of its
-//	                                signature); PX = 10 min, longer than the signature stays valid
+//	                                key: timestamp and body hash); PX = 10 min, longer than the
+//	                                signature stays valid
 //
 // Replay records, ledgers, event logs, returns, read marks, the tap
 // counters and the tap gaps expire after the retention (Config.Retention) from their last
