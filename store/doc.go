@@ -26,9 +26,12 @@
 //	                                releases; signing.go); TTL = token TTL
 //	P{<token>}:used         string  id of the replay that consumed the token; same TTL
 //	P{<token>}:msg          hash    where the preview was posted (channel, ts), for threading; same TTL
-//	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch of the last Acquire),
-//	                                desired and desired_by (the state an operator asked for, and who;
-//	                                an owner's last write sets it to what the run became)
+//	P{<replay>}:replay      hash    data (replay JSON, its version "_v" and signature last), epoch
+//	                                (fencing epoch of the last Acquire), desired and desired_by (the
+//	                                state an operator asked for, and who; an owner's last write sets
+//	                                it to what the run became), ver (the record's version, bumped by
+//	                                compare-and-set on every write) and seal (MAC of id, ver, desired
+//	                                and desired_by when signed; replay_version.go)
 //	P{<replay>}:lease       string  lease owner: worker id "/" random run token; PX = lease TTL
 //	P{<replay>}:ledger      list    the replay's ledger log in send order: one intent record ("i")
 //	                                per window of copies, as compact JSON; ledgers of earlier

@@ -107,6 +107,9 @@ type base struct {
 	rdb   redis.UniversalClient
 	clock engine.Clock
 	k     keys
+	// versions is the highest version read of each replay
+	// (replay_version.go).
+	versions highWater
 }
 
 func (b *base) now() time.Time { return b.clock.Now() }

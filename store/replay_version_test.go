@@ -1,0 +1,168 @@
+package store
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// TestSignedReplayRolledBackIsRefused: the signed record of a stopped
+// replay, saved before a cancel was accepted and written back after it,
+// is refused (ErrRecordRolledBack, a bad signature to every front end),
+// and a resume is not recorded on top of it; the whole hash written back
+// is refused by a process that read the newer version.
+func TestSignedReplayRolledBackIsRefused(t *testing.T) {
+	t.Parallel()
+	e, refused := signedEnv(t)
+	rs := e.st.Replays()
+	id := "r_rollback01"
+	if err := rs.Create(e.ctx, engine.Replay{ID: id, DLQ: "orders.dlq", State: engine.StateStopped, Requester: "U1", Approver: "U2", Total: 5}); err != nil {
+		t.Fatal(err)
+	}
+	key := e.st.b.k.replay(id)
+	saved, err := e.rdb.HGetAll(e.ctx, key).Result()
+	if err != nil || saved[fieldData] == "" {
+		t.Fatalf("saved copy: %v %v", saved, err)
+	}
+	if res, err := rs.DesireIf(e.ctx, id, engine.StateCancelled, "U3", engine.StateStopped); err != nil || !res.Recorded {
+		t.Fatalf("cancel: %+v %v", res, err)
+	}
+	if err := rs.Update(e.ctx, id, func(r *engine.Replay) error { r.State = engine.StateCancelled; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := rs.Get(e.ctx, id); err != nil || got.State != engine.StateCancelled {
+		t.Fatalf("cancelled: %+v %v", got, err)
+	}
+
+	// The saved record written back over the cancelled one.
+	if err := e.rdb.HSet(e.ctx, key, fieldData, saved[fieldData]).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Get(e.ctx, id); !errors.Is(err, ErrRecordRolledBack) || !errors.Is(err, engine.ErrBadSignature) {
+		t.Fatalf("Get of the written-back record: %v, want ErrRecordRolledBack", err)
+	}
+	res, err := rs.DesireIf(e.ctx, id, engine.StateRunning, "U4", engine.StateStopped, engine.StatePaused)
+	if !errors.Is(err, engine.ErrBadSignature) || res.Recorded {
+		t.Fatalf("resume of the written-back record: %+v %v, want refused", res, err)
+	}
+	if s, _, _ := rs.Desired(e.ctx, id); s != engine.StateCancelled {
+		t.Fatalf("desired %q after a refused resume, want the cancel kept", s)
+	}
+
+	// The whole hash written back: data, version, pending control, seal.
+	if err := e.rdb.Del(e.ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for f, v := range saved {
+		if err := e.rdb.HSet(e.ctx, key, f, v).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := rs.Get(e.ctx, id); !errors.Is(err, ErrRecordRolledBack) {
+		t.Fatalf("Get of the written-back hash: %v, want ErrRecordRolledBack", err)
+	}
+	if _, _, err := rs.Desired(e.ctx, id); !errors.Is(err, ErrRecordRolledBack) {
+		t.Fatalf("Desired of the written-back hash: %v, want ErrRecordRolledBack", err)
+	}
+	if len(*refused) < 4 {
+		t.Fatalf("%d refusals reported, want each one", len(*refused))
+	}
+}
+
+// TestDeletedPendingCancelIsDetected: with a cancel pending, deleting the
+// pending-cancel field (alone, or with the version and seal) is seen:
+// Desired refuses instead of reading "nothing asked", and a resume is not
+// recorded, so no worker is asked to run the replay on.
+func TestDeletedPendingCancelIsDetected(t *testing.T) {
+	t.Parallel()
+	e, _ := signedEnv(t)
+	rs := e.st.Replays()
+	id := "r_pendingcancel01"
+	if err := rs.Create(e.ctx, engine.Replay{ID: id, DLQ: "orders.dlq", State: engine.StateStopped, Requester: "U1", Approver: "U2", Total: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := rs.DesireIf(e.ctx, id, engine.StateCancelled, "U3", engine.StateStopped); err != nil || !res.Recorded {
+		t.Fatalf("cancel: %+v %v", res, err)
+	}
+	key := e.st.b.k.replay(id)
+	for _, fields := range [][]string{
+		{fieldDesired},
+		{fieldDesired, fieldDesiredBy},
+		{fieldDesired, fieldDesiredBy, fieldSeal, fieldVersion},
+	} {
+		if err := e.rdb.HDel(e.ctx, key, fields...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if s, _, err := rs.Desired(e.ctx, id); !errors.Is(err, engine.ErrBadSignature) {
+			t.Fatalf("deleted %v: Desired %q %v, want refused", fields, s, err)
+		}
+		res, err := rs.DesireIf(e.ctx, id, engine.StateRunning, "U4", engine.StateStopped, engine.StatePaused)
+		if !errors.Is(err, engine.ErrBadSignature) || res.Recorded {
+			t.Fatalf("deleted %v: resume %+v %v, want refused", fields, res, err)
+		}
+		if s, _ := e.rdb.HGet(e.ctx, key, fieldDesired).Result(); s != "" {
+			t.Fatalf("deleted %v: a refused resume wrote desired %q", fields, s)
+		}
+	}
+}
+
+// TestReplayVersionGrowsWithEveryWrite: create, update, desire, put and
+// yield each write the next version, in the record and beside it.
+func TestReplayVersionGrowsWithEveryWrite(t *testing.T) {
+	t.Parallel()
+	e, _ := signedEnv(t)
+	rs, ls := e.st.Replays(), e.st.Leases()
+	id := "r_versions01"
+	version := func() int64 {
+		t.Helper()
+		h, ok, err := rs.readHash(e.ctx, e.rdb, id)
+		if err != nil || !ok {
+			t.Fatalf("read: %v %v", ok, err)
+		}
+		v, _ := recordVersion(h.data)
+		if v != h.ver {
+			t.Fatalf("record at version %d, hash at %d", v, h.ver)
+		}
+		return h.ver
+	}
+	r := engine.Replay{ID: id, DLQ: "orders.dlq", State: engine.StateQueued, Total: 5}
+	if err := rs.Create(e.ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	want := int64(1)
+	if v := version(); v != want {
+		t.Fatalf("created at version %d", v)
+	}
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		want++
+		if v := version(); v != want {
+			t.Fatalf("after %s: version %d, want %d", what, v, want)
+		}
+	}
+	step("update", rs.Update(e.ctx, id, func(x *engine.Replay) error { x.Note = "n"; return nil }))
+	epoch, ok, err := ls.Acquire(e.ctx, id, "w1/a", time.Minute)
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	r.State = engine.StateRunning
+	step("put", rs.Put(e.ctx, r, "w1/a", epoch))
+	_, err = rs.DesireIf(e.ctx, id, engine.StatePaused, "U1", engine.StateRunning)
+	step("desire", err)
+	r.State = engine.StatePaused
+	if err := rs.Yield(e.ctx, r, "w1/a", epoch, engine.StatePaused, engine.StateCancelled); !errors.Is(err, nil) {
+		t.Fatalf("yield: %v", err)
+	}
+	want++
+	if v := version(); v != want {
+		t.Fatalf("after yield: version %d, want %d", v, want)
+	}
+	if s, by, err := rs.Desired(e.ctx, id); err != nil || s != engine.StatePaused || by != "U1" {
+		t.Fatalf("desired after yield: %q %q %v", s, by, err)
+	}
+}
