@@ -166,3 +166,61 @@ func TestReplayVersionGrowsWithEveryWrite(t *testing.T) {
 		t.Fatalf("desired after yield: %q %q %v", s, by, err)
 	}
 }
+
+// TestUnverifiableRecordDoesNotFailTheList: of three replays, one written
+// unsigned by a process without the key and one whose pending control was
+// deleted: the list returns all three, the two marked unverifiable (their
+// id alone), each reported; a Get of the good one still works.
+func TestUnverifiableRecordDoesNotFailTheList(t *testing.T) {
+	t.Parallel()
+	e, refused := signedEnv(t)
+	rs := e.st.Replays()
+	for i, id := range []string{"r_list_good", "r_list_unsigned", "r_list_control"} {
+		e.clock.Advance(time.Second)
+		r := engine.Replay{ID: id, DLQ: "orders.dlq", State: engine.StatePaused, Approver: "U2", Total: 5 + i}
+		if err := rs.Create(e.ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keyless, err := New(Config{Prefix: e.st.b.cfg.Prefix}, e.rdb, e.clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.Del(e.ctx, e.st.b.k.replay("r_list_unsigned")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := keyless.Replays().Create(e.ctx, engine.Replay{ID: "r_list_unsigned", DLQ: "orders.dlq", State: engine.StateQueued, Approver: "U9"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.DesireIf(e.ctx, "r_list_control", engine.StateCancelled, "U3", engine.StatePaused); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.rdb.HDel(e.ctx, e.st.b.k.replay("r_list_control"), fieldDesired).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := len(*refused)
+	l, err := rs.List(e.ctx, 0)
+	if err != nil || len(l) != 3 {
+		t.Fatalf("List: %+v %v, want all three", l, err)
+	}
+	marked := map[string]bool{}
+	for _, r := range l {
+		if r.Unverifiable {
+			marked[r.ID] = true
+			if r.DLQ != "" || r.Approver != "" || r.State != "" {
+				t.Errorf("unverifiable %s shows its contents: %+v", r.ID, r)
+			}
+		} else if r.ID != "r_list_good" || r.Approver != "U2" {
+			t.Errorf("listed as verified: %+v", r)
+		}
+	}
+	if !marked["r_list_unsigned"] || !marked["r_list_control"] || len(marked) != 2 {
+		t.Fatalf("marked unverifiable: %v, want the unsigned and the edited one", marked)
+	}
+	if got := len(*refused) - before; got != 2 {
+		t.Fatalf("%d refusals reported by the list, want 2", got)
+	}
+	if r, err := rs.Get(e.ctx, "r_list_good"); err != nil || r.Total != 5 {
+		t.Fatalf("Get of the good one: %+v %v", r, err)
+	}
+}

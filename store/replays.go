@@ -316,7 +316,9 @@ func (rs *Replays) update(ctx context.Context, id string, unowned bool, fn func(
 }
 
 // List returns replays, newest first, at most n (all of them when n ≤ 0).
-// Index entries whose record has expired are dropped.
+// Index entries whose record has expired are dropped. A record that fails
+// its check (signature, version, side fields) is reported through
+// Config.OnBadSignature and listed as its id alone, Unverifiable.
 func (rs *Replays) List(ctx context.Context, n int) ([]engine.Replay, error) {
 	ids, err := rs.b.rdb.ZRevRange(ctx, rs.b.k.replays(), 0, int64(n)-1).Result()
 	if err != nil {
@@ -326,9 +328,9 @@ func (rs *Replays) List(ctx context.Context, n int) ([]engine.Replay, error) {
 		return nil, nil
 	}
 	pipe := rs.b.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
+	cmds := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HGet(ctx, rs.b.k.replay(id), fieldData)
+		cmds[i] = pipe.HMGet(ctx, rs.b.k.replay(id), replayFields...)
 	}
 	if err := execPipe(ctx, pipe); err != nil {
 		return nil, fail(err, "list replays")
@@ -336,18 +338,25 @@ func (rs *Replays) List(ctx context.Context, n int) ([]engine.Replay, error) {
 	out := make([]engine.Replay, 0, len(ids))
 	var stale []any
 	for i, cmd := range cmds {
-		var r engine.Replay
-		if cmd.Err() != nil {
+		stored, h, seal, ok := parseHash(cmd.Val())
+		if cmd.Err() != nil || !ok {
 			stale = append(stale, ids[i])
 			continue
 		}
-		data, err := rs.b.openReplay(ids[i], []byte(cmd.Val()))
+		// A record that fails its check is reported (refuse) and listed
+		// by its id alone, marked: it never hides the others.
+		h, err := rs.b.openHash(ids[i], stored, h, seal)
 		if err != nil {
-			return nil, fmt.Errorf("store: list replays: %w", err)
+			out = append(out, engine.Replay{ID: ids[i], Unverifiable: true})
+			continue
 		}
-		if err := json.Unmarshal(data, &r); err != nil {
-			return nil, fmt.Errorf("store: list replays: decode %s: %w", ids[i], err)
+		var r engine.Replay
+		if err := json.Unmarshal(h.data, &r); err != nil {
+			_ = rs.b.refuse("replay", ids[i], "its JSON cannot be read: "+err.Error())
+			out = append(out, engine.Replay{ID: ids[i], Unverifiable: true})
+			continue
 		}
+		r.Unverifiable = false
 		out = append(out, r)
 	}
 	if len(stale) > 0 {
