@@ -78,8 +78,14 @@
 //	Pschedule               zset    timed work: deterministic members scored by due time (unix ms)
 //	Pworkers                zset    worker ids scored by announcement expiry (Redis time, unix ms)
 //	Pjobs                   stream  replay jobs (field "replay"), consumer group "dlqbot"
-//	Paudit                  stream  the audit trail (field "e": entry JSON), never edited; entries
-//	                                older than Config.AuditRetention trimmed by MINID on append
+//	Paudit                  stream  the audit trail, a hash chain (audit_chain.go): field "e" entry
+//	                                JSON, "p" the previous entry's hash, "h" its hash (HMAC with the
+//	                                signing key); never edited; entries older than
+//	                                Config.AuditRetention or past Config.AuditMaxLen trimmed on append
+//	{Paudit}:anchor         string  "<id> <hash>" of the last audit entry trimmed, where the chain
+//	                                that is left starts (same slot as Paudit)
+//	Pauditrate:<p>:<minute> string  audit entries one principal (<p>: 64 bits of the SHA-256 of its
+//	                                name) added in one minute (unix minutes); expires after 2 minutes
 //	Pslackreq:<sighash>     string  a signed Slack request accepted (128 bits of the SHA-256 of its
 //	                                key: timestamp and body hash); PX = 10 min, longer than the
 //	                                signature stays valid

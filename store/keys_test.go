@@ -59,6 +59,7 @@ func TestDocListsEveryKey(t *testing.T) {
 		"taps": k.taps(), "replays": k.replays(), "active": k.active(), "schedule": k.schedule(),
 		"workers": k.workers(), "jobs": k.jobs(), "audit": k.audit(), "window": k.window("<name>"),
 		"slackRequest": k.slackRequest("<sighash>"), "slackRefs": k.slackRefs("<replay>"),
+		"auditAnchor": k.auditAnchor(), "auditRate": k.auditRateDoc(),
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "keys.go", nil, 0)
@@ -86,3 +87,6 @@ func TestDocListsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// auditRateDoc renders auditRate with doc.go's placeholders.
+func (k keys) auditRateDoc() string { return k.p + "auditrate:<p>:<minute>" }

@@ -13,7 +13,8 @@ import (
 	"github.com/stroma/dlqbot/audit"
 )
 
-// auditCommand runs `dlqbot audit [filter=value…] [--json]`: the audit
+// auditCommand runs `dlqbot audit [filter=value…] [--json]` (and `dlqbot
+// audit verify`, auditverify.go): the audit
 // trail, oldest first, as a table, or with --json as JSON lines (one
 // entry each, the lines of GET /api/v1/audit). The filters are the API's
 // query parameters (since, until, principal, front_end, op, outcome, dlq,
@@ -22,6 +23,9 @@ import (
 // DLQBOT_PERMISSIONS those of the DLQs the principal naming the OS user
 // may read, and its own; without, every entry.
 func auditCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "verify" {
+		return auditVerifyCommand(ctx, cfg, args[1:], stdout, stderr)
+	}
 	jsonOut := false
 	q := map[string][]string{}
 	for _, a := range args {
