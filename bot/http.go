@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/audit"
 )
 
 // Handler serves Slack's HTTP requests: POST /slack/commands (slash
@@ -57,6 +59,7 @@ func (b *Bot) verified(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	}
 	if err != nil {
 		log.Warn().Err(err).Msg("slack request refused: bad signature or timestamp")
+		b.d.Ops.RecordAccess(r.Context(), "slack", "", audit.OpSlackRequest, "bad_signature", "a bad or stale signature; from "+r.RemoteAddr)
 		http.Error(w, "invalid request signature or timestamp", http.StatusUnauthorized)
 		return nil, false
 	}
@@ -94,6 +97,7 @@ func (b *Bot) firstArrival(w http.ResponseWriter, r *http.Request, body []byte, 
 		return false
 	case !first:
 		log.Warn().Str("retry", r.Header.Get("X-Slack-Retry-Num")).Msg("slack request refused: the same signed request was received before")
+		b.d.Ops.RecordAccess(r.Context(), "slack", "", audit.OpSlackRequest, "duplicate", "the same signed request received again; from "+r.RemoteAddr)
 		http.Error(w, "this request was already received; a signed request is acted on once, so nothing was done", http.StatusConflict)
 		return false
 	}

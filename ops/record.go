@@ -63,3 +63,22 @@ func (o *Ops) record(ctx context.Context, c Caller, e audit.Entry, err error) {
 	ev.Str("op", e.Op).Str("principal", e.Principal).Str("identity", e.Identity).Str("front_end", e.FrontEnd).
 		Str("token_ref", e.TokenRef).Str("replay_id", e.ReplayID).Str("dlq", e.DLQ).Str("outcome", e.Outcome).Msg("operation")
 }
+
+// RecordAccess appends an entry for a request refused before it named a
+// principal (an API call without a known token, a Slack request with a
+// bad signature or received twice), so that the trail shows attempts as
+// well as operations. claimed is who the request said it was ("" when
+// nothing: it is recorded as "anonymous" with its remote address in the
+// detail). The trail's rate limit bounds what one claimed caller can add;
+// an entry that cannot be written is logged, and the request stays
+// refused either way.
+func (o *Ops) RecordAccess(ctx context.Context, frontEnd, claimed, op, code, detail string) {
+	if claimed == "" {
+		claimed = "anonymous"
+	}
+	e := audit.Entry{Time: o.d.Now().UTC(), Principal: claimed, Identity: claimed, FrontEnd: frontEnd,
+		Op: op, Outcome: audit.OutcomeRefused, Code: code, Detail: audit.ScrubTokens(detail)}
+	if err := o.d.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
+		o.log.Warn().Err(err).Str("op", op).Str("front_end", frontEnd).Msg("audit entry of a refused request could not be recorded")
+	}
+}
