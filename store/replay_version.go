@@ -74,29 +74,47 @@ type replayHash struct {
 // replayFields is what a full read of a replay's hash asks for, in order.
 var replayFields = []string{fieldData, fieldVersion, fieldDesired, fieldDesiredBy, fieldSeal}
 
-// highWater remembers the highest version read of each replay.
+// highWater remembers the highest version read of each replay, and
+// when: a read is compared only with versions seen before it was issued
+// (Redis had at least that version then, so an older one can only have
+// been written back since), never with one a concurrent read saw first.
 type highWater struct {
 	mu   sync.Mutex
-	seen map[string]int64
+	tick int64
+	seen map[string]seenVersion
 }
+
+// seenVersion is a version read and the tick it was recorded at.
+type seenVersion struct{ ver, at int64 }
 
 // maxHighWater bounds the replays remembered; past it the memory starts
 // afresh (a rollback is then caught by the next process that read the
 // newer version, or by the side fields).
 const maxHighWater = 100_000
 
-// check refuses ver when an older version than one seen, and remembers
-// it otherwise.
-func (h *highWater) check(id string, ver int64) (seen int64, ok bool) {
+// start returns the tick a read is issued at.
+func (h *highWater) start() int64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.tick
+}
+
+// check refuses ver of a read issued at tick start when a newer version
+// was seen before it, and remembers ver otherwise.
+func (h *highWater) check(id string, ver, start int64) (seen int64, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.seen == nil || len(h.seen) >= maxHighWater {
-		h.seen = map[string]int64{}
+		h.seen = map[string]seenVersion{}
 	}
-	if s := h.seen[id]; ver < s {
-		return s, false
+	s := h.seen[id]
+	switch {
+	case ver < s.ver && s.at <= start:
+		return s.ver, false
+	case ver > s.ver:
+		h.tick++
+		h.seen[id] = seenVersion{ver: ver, at: h.tick}
 	}
-	h.seen[id] = ver
 	return ver, true
 }
 
@@ -171,7 +189,7 @@ func parseHash(vals []any) (stored []byte, h replayHash, seal string, ok bool) {
 // openHash checks a replay's hash: the record's signature, its version
 // against the hash's, the seal over the pending control, and the version
 // against the highest this process has read.
-func (b *base) openHash(id string, stored []byte, h replayHash, seal string) (replayHash, error) {
+func (b *base) openHash(id string, stored []byte, h replayHash, seal string, start int64) (replayHash, error) {
 	data, err := b.openReplay(id, stored)
 	if err != nil {
 		return h, err
@@ -193,20 +211,21 @@ func (b *base) openHash(id string, stored []byte, h replayHash, seal string) (re
 		return h, b.refuseAs(ErrRecordRolledBack, "replay", id, fmt.Sprintf(
 			"it is version %d but the record is at version %d (an older copy written back, or the version changed, in Redis)", dv, h.ver))
 	}
-	if err := b.checkControl(id, h, seal); err != nil {
+	if err := b.checkControl(id, h, seal, start); err != nil {
 		return h, err
 	}
 	return h, nil
 }
 
 // checkControl checks a replay's pending control against its seal and
-// its version against the highest read.
-func (b *base) checkControl(id string, h replayHash, seal string) error {
+// its version against the highest read before start (highWater.start,
+// taken before the read was issued).
+func (b *base) checkControl(id string, h replayHash, seal string, start int64) error {
 	if !hmacEqualHex(seal, b.seal(id, h.ver, h.desired, h.by)) {
 		return b.refuseAs(ErrSideFieldsChanged, "replay", id,
 			"its pending control (desired state, who asked) or version does not match its seal (changed or deleted in Redis)")
 	}
-	if seen, ok := b.versions.check(id, h.ver); !ok {
+	if seen, ok := b.versions.check(id, h.ver, start); !ok {
 		return b.refuseAs(ErrRecordRolledBack, "replay", id, fmt.Sprintf(
 			"it is version %d, older than version %d read before (an older copy written back in Redis)", h.ver, seen))
 	}
@@ -229,6 +248,7 @@ func signedReplay(stored []byte) bool {
 // readHash reads and checks a replay's whole hash; ok is false when the
 // record does not exist.
 func (rs *Replays) readHash(ctx context.Context, c redis.Cmdable, id string) (replayHash, bool, error) {
+	start := rs.b.versions.start()
 	vals, err := c.HMGet(ctx, rs.b.k.replay(id), replayFields...).Result()
 	if err != nil {
 		return replayHash{}, false, err
@@ -237,7 +257,7 @@ func (rs *Replays) readHash(ctx context.Context, c redis.Cmdable, id string) (re
 	if !ok {
 		return replayHash{}, false, nil
 	}
-	h, err = rs.b.openHash(id, stored, h, seal)
+	h, err = rs.b.openHash(id, stored, h, seal, start)
 	return h, true, err
 }
 
@@ -247,6 +267,7 @@ func (rs *Replays) readHash(ctx context.Context, c redis.Cmdable, id string) (re
 // whole, since only a record from before versions may lack them.
 func (rs *Replays) readControl(ctx context.Context, id string) (replayHash, bool, error) {
 	key := rs.b.k.replay(id)
+	start := rs.b.versions.start()
 	pipe := rs.b.rdb.Pipeline()
 	exists := pipe.HExists(ctx, key, fieldData)
 	vals := pipe.HMGet(ctx, key, fieldVersion, fieldDesired, fieldDesiredBy, fieldSeal)
@@ -271,7 +292,7 @@ func (rs *Replays) readControl(ctx context.Context, id string) (replayHash, bool
 	if !h.hasVer || seal == "" {
 		return rs.readHash(ctx, rs.b.rdb, id)
 	}
-	return h, true, rs.b.checkControl(id, h, seal)
+	return h, true, rs.b.checkControl(id, h, seal, start)
 }
 
 // verArg is the version a compare-and-set expects: "" when the hash has

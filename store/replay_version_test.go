@@ -224,3 +224,24 @@ func TestUnverifiableRecordDoesNotFailTheList(t *testing.T) {
 		t.Fatalf("Get of the good one: %+v %v", r, err)
 	}
 }
+
+// TestHighWaterIgnoresConcurrentReads: a read issued before a newer
+// version was seen may return the older one (it was current then); a
+// read issued after may not.
+func TestHighWaterIgnoresConcurrentReads(t *testing.T) {
+	t.Parallel()
+	var h highWater
+	early := h.start() // a read issued now, answered late with version 4
+	if _, ok := h.check("r", 5, h.start()); !ok {
+		t.Fatal("first version refused")
+	}
+	if _, ok := h.check("r", 4, early); !ok {
+		t.Fatal("a read issued before version 5 was seen was refused for returning 4")
+	}
+	if seen, ok := h.check("r", 4, h.start()); ok || seen != 5 {
+		t.Fatalf("a read issued after version 5 was seen returned 4: ok %v (seen %d), want refused", ok, seen)
+	}
+	if _, ok := h.check("r", 6, h.start()); !ok {
+		t.Fatal("a newer version refused")
+	}
+}

@@ -327,6 +327,7 @@ func (rs *Replays) List(ctx context.Context, n int) ([]engine.Replay, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	start := rs.b.versions.start()
 	pipe := rs.b.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
@@ -345,7 +346,7 @@ func (rs *Replays) List(ctx context.Context, n int) ([]engine.Replay, error) {
 		}
 		// A record that fails its check is reported (refuse) and listed
 		// by its id alone, marked: it never hides the others.
-		h, err := rs.b.openHash(ids[i], stored, h, seal)
+		h, err := rs.b.openHash(ids[i], stored, h, seal, start)
 		if err != nil {
 			out = append(out, engine.Replay{ID: ids[i], Unverifiable: true})
 			continue
