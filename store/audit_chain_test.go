@@ -165,6 +165,12 @@ func TestAuditRateLimitPerPrincipal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := tr.Writable(e.ctx, "flood"); !errors.Is(err, ErrAuditRateLimited) {
+		t.Fatalf("Writable past the rate: %v, want ErrAuditRateLimited", err)
+	}
+	if err := tr.Writable(e.ctx, "other"); err != nil {
+		t.Fatalf("Writable for another principal: %v", err)
+	}
 	if err := tr.Record(e.ctx, entry("flood")); !errors.Is(err, ErrAuditRateLimited) {
 		t.Fatalf("4th entry in a minute: %v, want ErrAuditRateLimited", err)
 	}
