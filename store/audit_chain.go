@@ -88,7 +88,11 @@ end
 local minid = tonumber(ARGV[2])
 local excess = 0
 if tonumber(ARGV[7]) > 0 then excess = redis.call('XLEN', KEYS[1]) + 1 - tonumber(ARGV[7]) end
-local old = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', ` + strconv.Itoa(auditTrimBatch) + `)
+local old = {}
+local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
+if #first > 0 and (excess > 0 or (minid > 0 and tonumber(string.match(first[1][1], '^(%d+)-')) < minid)) then
+  old = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', ` + strconv.Itoa(auditTrimBatch) + `)
+end
 local drop = {}
 local anchor = nil
 for i, m in ipairs(old) do
