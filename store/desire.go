@@ -53,22 +53,32 @@ func (rs *Replays) desire(ctx context.Context, id string, want engine.State, by 
 	decide func(st engine.State, desired engine.State, owned bool) engine.DesireResult) (engine.DesireResult, error) {
 	rk, lk := rs.b.k.replay(id), rs.b.k.lease(id)
 	for attempt := 0; attempt < updateAttempts; attempt++ {
-		h, ok, err := rs.readHash(ctx, rs.b.rdb, id)
-		if err != nil {
-			return engine.DesireResult{}, readFail(err, "desire replay %s %s", id, want)
+		// The record and its lease in one MULTI: a decision is taken on
+		// one moment of both.
+		start := rs.b.versions.start()
+		var vals *redis.SliceCmd
+		var held *redis.IntCmd
+		if _, err := rs.b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			vals = p.HMGet(ctx, rk, replayFields...)
+			held = p.Exists(ctx, lk)
+			return nil
+		}); err != nil {
+			return engine.DesireResult{}, fail(err, "desire replay %s %s", id, want)
 		}
+		stored, h, seal, ok := parseHash(vals.Val())
 		if !ok {
 			return engine.DesireResult{}, fmt.Errorf("store: desire replay %s: %w", id, engine.ErrReplayNotFound)
 		}
+		h, err := rs.b.openHash(id, stored, h, seal, start)
+		if err != nil {
+			return engine.DesireResult{}, err
+		}
+		owned := held.Val()
 		var cur struct {
 			State engine.State `json:"state"`
 		}
 		if err := json.Unmarshal(h.data, &cur); err != nil {
 			return engine.DesireResult{}, fmt.Errorf("store: desire replay %s: decode: %w", id, err)
-		}
-		owned, err := rs.b.rdb.Exists(ctx, lk).Result()
-		if err != nil {
-			return engine.DesireResult{}, fail(err, "desire replay %s %s", id, want)
 		}
 		res := engine.DesireResult{State: cur.State, Desired: engine.State(h.desired), Owned: owned == 1}
 		if decide != nil {

@@ -13,10 +13,12 @@ import (
 // DesireIf records the desired state want, by who asked, only if the
 // replay is in one of the states from, no cancel is pending (a cancel can
 // only be followed by another cancel) and, when it is running, an owner
-// holds its lease. The check and the write are one atomic step, so a
-// resume racing an owner that is pausing sees either the running replay
-// (and the owner sees the resume) or the paused one, never neither. The
-// result says what the replay's state was; a refusal is not an error.
+// holds its lease. The check reads the record and its lease at one
+// moment, and the write lands only if neither changed since (compare-and-
+// set on the record's version and the lease), so a resume racing an owner
+// that is pausing sees either the running replay (and the owner sees the
+// resume) or the paused one, never neither. The result says what the
+// replay's state was; a refusal is not an error.
 func (rs *Replays) DesireIf(ctx context.Context, id string, want engine.State, by string, from ...engine.State) (engine.DesireResult, error) {
 	if checkTag("replay id", id) != nil {
 		return engine.DesireResult{}, fmt.Errorf("store: desire replay %q: %w", id, engine.ErrReplayNotFound)
