@@ -33,6 +33,8 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DLQBOT_EXCERPT_BYTES", "lots"},
 		{"DLQBOT_EXCERPT_BYTES", "-1"},
 		{"DLQBOT_ACCEPT_UNSIGNED", "maybe"},
+		{"DLQBOT_AUDIT_MAX_ENTRIES", "10"},
+		{"DLQBOT_AUDIT_RATE", "0"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			getenv := func(k string) string {

@@ -110,7 +110,8 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 		_ = rdb.Close()
 		return nil, err
 	}
-	sc := store.Config{Prefix: cfg.RedisPrefix, AuditRetention: cfg.AuditRetention}
+	sc := store.Config{Prefix: cfg.RedisPrefix, AuditRetention: cfg.AuditRetention,
+		AuditMaxLen: cfg.AuditMaxEntries, AuditRate: cfg.AuditRate}
 	refused := new(atomic.Pointer[metrics.Metrics])
 	storeSigning(cfg, key, log, &sc, refused)
 	st, err := store.New(sc, rdb, engine.SystemClock{})
