@@ -86,18 +86,18 @@ if #last > 0 then
   if lms > ms then ms = lms end
 end
 local minid = tonumber(ARGV[2])
-local excess = 0
-if tonumber(ARGV[7]) > 0 then excess = redis.call('XLEN', KEYS[1]) + 1 - tonumber(ARGV[7]) end
+local batch = ` + strconv.Itoa(auditTrimBatch) + `
 local old = {}
-local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)
-if #first > 0 and (excess > 0 or (minid > 0 and tonumber(string.match(first[1][1], '^(%d+)-')) < minid)) then
-  old = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', ` + strconv.Itoa(auditTrimBatch) + `)
+if minid > 0 then
+  old = redis.call('XRANGE', KEYS[1], '-', '(' .. ARGV[2] .. '-0', 'COUNT', batch)
+end
+if tonumber(ARGV[7]) > 0 then
+  local excess = math.min(redis.call('XLEN', KEYS[1]) + 1 - tonumber(ARGV[7]), batch)
+  if excess > #old then old = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', excess) end
 end
 local drop = {}
 local anchor = nil
-for i, m in ipairs(old) do
-  local mms = tonumber(string.match(m[1], '^(%d+)-'))
-  if i > excess and not (minid > 0 and mms < minid) then break end
+for _, m in ipairs(old) do
   drop[#drop + 1] = m[1]
   local h = ''
   for j = 1, #m[2], 2 do
