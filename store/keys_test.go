@@ -33,6 +33,9 @@ func TestKeysShareSlots(t *testing.T) {
 			t.Errorf("token key %q hashes %q", key, hashTag(key))
 		}
 	}
+	if hashTag(k.auditAnchor()) != hashTag(k.audit()) {
+		t.Errorf("the audit anchor %q hashes %q, the trail %q: one script writes both", k.auditAnchor(), hashTag(k.auditAnchor()), hashTag(k.audit()))
+	}
 	for _, key := range []string{k.replays(), k.schedule(), k.workers(), k.jobs(), k.audit(), k.sent("orders.dlq"), k.claims("orders.dlq"), k.readers("orders.dlq")} {
 		if !strings.HasPrefix(key, "dlqbot:") || strings.ContainsAny(key, "{}") {
 			t.Errorf("global key %q", key)
