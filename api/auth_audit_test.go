@@ -1,29 +1,15 @@
 package api
 
 import (
-	"context"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/ops"
 )
-
-// memTrail is an audit.Recorder in memory.
-type memTrail struct {
-	mu      sync.Mutex
-	entries []audit.Entry
-}
-
-func (m *memTrail) Record(_ context.Context, e audit.Entry) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.entries = append(m.entries, e)
-	return nil
-}
 
 // TestRefusedAuthenticationIsAudited: a call without a token and one with
 // an unknown token are each an audit entry (authenticate, refused,
@@ -43,7 +29,7 @@ roles:
 	if err != nil {
 		t.Fatal(err)
 	}
-	trail := &memTrail{}
+	trail := &testkit.Trail{}
 	o, err := ops.New(ops.Config{Policy: p}, ops.Deps{Engine: nothing{}, Tokens: nothing{}, Replays: nothing{}, Windows: nothing{}, Audit: trail})
 	if err != nil {
 		t.Fatal(err)
@@ -57,10 +43,11 @@ roles:
 		}
 		_, _ = s.Authenticate(r, "mcp")
 	}
-	if len(trail.entries) != 2 {
-		t.Fatalf("%d entries, want one per refused call: %+v", len(trail.entries), trail.entries)
+	entries := trail.Find("", "", "")
+	if len(entries) != 2 {
+		t.Fatalf("%d entries, want one per refused call: %+v", len(entries), entries)
 	}
-	for _, e := range trail.entries {
+	for _, e := range entries {
 		if e.Op != audit.OpAuthenticate || e.Outcome != audit.OutcomeRefused || e.Code != CodeUnauthorized ||
 			e.FrontEnd != "mcp" || !strings.Contains(e.Detail, "192.0.2.7") || strings.Contains(e.Detail, "guessed") {
 			t.Errorf("entry %+v", e)

@@ -52,7 +52,7 @@ func TestResentRequestWithUpperCaseSignatureIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	trail := &memTrail{}
+	trail := &testkit.Trail{}
 	o, err := ops.New(ops.Config{}, ops.Deps{Engine: eng, Tokens: st, Replays: st, Windows: &fakeWindows{}, Groups: n.UserGroups(), Audit: trail})
 	if err != nil {
 		t.Fatal(err)
@@ -92,32 +92,8 @@ func TestResentRequestWithUpperCaseSignatureIsRefused(t *testing.T) {
 	if n := eng.calls.Load(); n != 1 {
 		t.Fatalf("engine called %d times, want once", n)
 	}
-	dups := 0
-	for _, e := range trail.all() {
-		if e.Op == audit.OpSlackRequest && e.Code == "duplicate" && e.Outcome == audit.OutcomeRefused {
-			dups++
-		}
+	dups := trail.Find("slack", audit.OpSlackRequest, audit.OutcomeRefused)
+	if len(dups) != 1 || dups[0].Code != "duplicate" {
+		t.Fatalf("duplicate-request audit entries %+v, want one", dups)
 	}
-	if dups != 1 {
-		t.Fatalf("%d duplicate-request audit entries, want 1: %+v", dups, trail.all())
-	}
-}
-
-// memTrail is an audit.Recorder in memory.
-type memTrail struct {
-	mu      sync.Mutex
-	entries []audit.Entry
-}
-
-func (m *memTrail) Record(_ context.Context, e audit.Entry) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.entries = append(m.entries, e)
-	return nil
-}
-
-func (m *memTrail) all() []audit.Entry {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]audit.Entry(nil), m.entries...)
 }
