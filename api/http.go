@@ -83,10 +83,12 @@ func (s *Service) Authenticate(r *http.Request, via string) (Caller, *Error) {
 	authz := r.Header.Get("Authorization")
 	scheme, token, ok := strings.Cut(authz, " ")
 	if authz == "" || !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+		s.ops.RecordAccess(r.Context(), via, "", audit.OpAuthenticate, CodeUnauthorized, "no bearer token; from "+r.RemoteAddr)
 		return Caller{}, newError(http.StatusUnauthorized, CodeUnauthorized, "This call needs an Authorization: Bearer <token> header with a principal's token.")
 	}
 	p, found := s.ops.Policy().Principal(strings.TrimSpace(token))
 	if !found {
+		s.ops.RecordAccess(r.Context(), via, "", audit.OpAuthenticate, CodeUnauthorized, "an unknown bearer token; from "+r.RemoteAddr)
 		return Caller{}, newError(http.StatusUnauthorized, CodeUnauthorized, "The bearer token is not one the permissions file knows; nothing was done.")
 	}
 	return CallerOf(p, via), nil

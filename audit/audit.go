@@ -24,6 +24,13 @@ const (
 	// OpFollow: someone followed a replay's progress (the terminal's
 	// status --follow, the API's event stream).
 	OpFollow = "follow"
+	// OpAuthenticate: a request to the API or MCP endpoint refused
+	// before it named a principal (no token, or an unknown one).
+	OpAuthenticate = "authenticate"
+	// OpSlackRequest: a request to the Slack endpoints refused before
+	// it was acted on (a bad or stale signature: not from Slack or not
+	// this app's; or the same signed request received again).
+	OpSlackRequest = "slack_request"
 )
 
 // Outcomes of an operation.

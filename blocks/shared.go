@@ -28,6 +28,9 @@ func EscapeKeepCode(s string) string {
 // ReplayLine describes a replay in one line of the `list` reply: id, DLQ,
 // state, progress, approver and how long ago it was created (as of now).
 func ReplayLine(r engine.Replay, now time.Time) string {
+	if r.Unverifiable {
+		return fmt.Sprintf("• `%s` · *unverifiable*: its record in Redis failed its check (changed outside dlqbot, or written without the signing key)", r.ID)
+	}
 	s := fmt.Sprintf("• `%s` · `%s` · *%s* · %d of %d sent, %d came back", r.ID, escape(r.DLQ), r.State, r.Sent, r.Total, r.Returned)
 	if r.Approver != "" {
 		s += " · approved by " + who(r.Approver)

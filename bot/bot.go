@@ -31,10 +31,11 @@ type Tokens interface {
 }
 
 // SeenRequests remembers accepted signed Slack requests across replicas
-// (the store's SlackRequests implements it): FirstSeen records sig for
-// ttl and reports whether it was new.
+// (the store's SlackRequests implements it): FirstSeen records key (a
+// request's name: its timestamp and body hash, or a Socket Mode
+// envelope's id) for ttl and reports whether it was new.
 type SeenRequests interface {
-	FirstSeen(ctx context.Context, sig string, ttl time.Duration) (bool, error)
+	FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error)
 }
 
 // Deps are the bot's collaborators.

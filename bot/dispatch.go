@@ -8,6 +8,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
@@ -110,6 +111,8 @@ func (b *Bot) foreign(req request) string {
 	}
 	b.log.Warn().Str("via", req.via).Str("mismatch", why).Str("team_id", team).Str("api_app_id", app).Str("user", user).
 		Msg("slack request refused: from another workspace or app")
+	b.d.Ops.RecordAccess(context.Background(), "slack", user, audit.OpSlackRequest, "foreign_"+why,
+		fmt.Sprintf("from workspace %q, app %q", team, app))
 	return "This dlqbot serves another Slack workspace or app, so it does not act on this request; nothing was done."
 }
 

@@ -2,6 +2,8 @@ package bot
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
+
+	"github.com/stroma/dlqbot/audit"
 )
 
 // Handler serves Slack's HTTP requests: POST /slack/commands (slash
@@ -55,10 +59,21 @@ func (b *Bot) verified(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	}
 	if err != nil {
 		log.Warn().Err(err).Msg("slack request refused: bad signature or timestamp")
+		b.d.Ops.RecordAccess(r.Context(), "slack", "", audit.OpSlackRequest, "bad_signature", "a bad or stale signature; from "+r.RemoteAddr)
 		http.Error(w, "invalid request signature or timestamp", http.StatusUnauthorized)
 		return nil, false
 	}
-	return body, b.firstArrival(w, r, log)
+	return body, b.firstArrival(w, r, body, log)
+}
+
+// requestKey names a signed request by what its signature covers, its
+// timestamp and body, rather than by the signature header: Slack's
+// verifier accepts the header's hex in either case, so the same request
+// can arrive under several spellings of one signature, never under
+// another timestamp or body.
+func requestKey(ts string, body []byte) string {
+	h := sha256.Sum256(body)
+	return "v0:" + ts + ":" + hex.EncodeToString(h[:])
 }
 
 // seenFor is how long an accepted request is remembered: longer than its
@@ -70,11 +85,11 @@ const seenFor = 10 * time.Minute
 // captured request sent again): 409 and no effect. When the record cannot
 // be read, the request is refused too (503), since it cannot be told from
 // a replay.
-func (b *Bot) firstArrival(w http.ResponseWriter, r *http.Request, log zerolog.Logger) bool {
+func (b *Bot) firstArrival(w http.ResponseWriter, r *http.Request, body []byte, log zerolog.Logger) bool {
 	if b.d.Seen == nil {
 		return true
 	}
-	first, err := b.d.Seen.FirstSeen(r.Context(), r.Header.Get("X-Slack-Signature"), seenFor)
+	first, err := b.d.Seen.FirstSeen(r.Context(), requestKey(r.Header.Get("X-Slack-Request-Timestamp"), body), seenFor)
 	switch {
 	case err != nil:
 		log.Warn().Err(err).Msg("slack request refused: cannot check whether it was received before")
@@ -82,6 +97,7 @@ func (b *Bot) firstArrival(w http.ResponseWriter, r *http.Request, log zerolog.L
 		return false
 	case !first:
 		log.Warn().Str("retry", r.Header.Get("X-Slack-Retry-Num")).Msg("slack request refused: the same signed request was received before")
+		b.d.Ops.RecordAccess(r.Context(), "slack", "", audit.OpSlackRequest, "duplicate", "the same signed request received again; from "+r.RemoteAddr)
 		http.Error(w, "this request was already received; a signed request is acted on once, so nothing was done", http.StatusConflict)
 		return false
 	}

@@ -205,7 +205,7 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
 	}
 	seen := map[string]bool{}
 	for _, rep := range rs {
-		if !seen[rep.DLQ] {
+		if !seen[rep.DLQ] && !rep.Unverifiable {
 			seen[rep.DLQ] = true
 			p.DLQNames = append(p.DLQNames, rep.DLQ)
 		}

@@ -98,6 +98,10 @@ type Replay struct {
 	// and InDoubt equal what the broker holds (engine/reconcile.go); the
 	// next run reads the DLQ first while it is set.
 	Unreconciled bool `json:"unreconciled,omitempty"`
+	// Unverifiable marks, in a list, a record that failed its check (its
+	// signature, version or side fields): only its ID is known, nothing
+	// else of it is to be trusted. Set by a store's List, never stored.
+	Unverifiable bool `json:"unverifiable,omitempty"`
 	// CountMark is what the run that stopped with Duplicates or InDoubt
 	// counted saw of the DLQ, so that the next run counts them again only
 	// when something may have left the DLQ since (engine/recount.go); nil

@@ -17,6 +17,8 @@
 //	                                                    messages missing from the DLQ since the preview
 //	dlqbot_messages_duplicated_total         counter    copies sent whose originals could not be acked
 //	dlqbot_step_duration_seconds             histogram  canary step durations, send to settle verdict
+//	dlqbot_records_refused_total{record}     counter    records in Redis that failed their check (signature,
+//	                                                    version, side fields), by kind; each is also logged
 //
 // Message counts come from the replay record carried by each event: the first
 // event of a run in this process (started or resumed) sets a baseline, and

@@ -37,6 +37,8 @@ type Metrics struct {
 	slackCalls   *prometheus.CounterVec
 	slackRetries *prometheus.CounterVec
 
+	refused *prometheus.CounterVec
+
 	scanMessages prometheus.Counter
 	scanDur      prometheus.Histogram
 	scanRate     prometheus.Gauge
@@ -90,8 +92,11 @@ func New(reg prometheus.Registerer) *Metrics {
 	m.scanRate = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: Namespace, Name: "scan_rate_messages_per_second",
 		Help: "Messages per second of the last scan of a dead-letter queue."})
 
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "records_refused_total",
+		Help: "Records in Redis refused by their check (signature, version, side fields), by kind (preview, replay, slack refs)."}, []string{"record"})
+
 	reg.MustRegister(m.events, m.replays, m.sent, m.settled, m.returned, m.failed, m.duplicated, m.stepDur,
-		m.slackCalls, m.slackRetries, m.scanMessages, m.scanDur, m.scanRate)
+		m.slackCalls, m.slackRetries, m.scanMessages, m.scanDur, m.scanRate, m.refused)
 	for _, s := range trackedStates {
 		m.replays.WithLabelValues(string(s)).Set(0)
 	}
@@ -166,6 +171,12 @@ func (m *Metrics) SlackCall(method string, err error) {
 		result = "error"
 	}
 	m.slackCalls.WithLabelValues(method, result).Inc()
+}
+
+// RecordRefused counts one record of kind ("preview", "replay", "slack
+// refs") that failed its check and was skipped or refused.
+func (m *Metrics) RecordRefused(kind string) {
+	m.refused.WithLabelValues(kind).Inc()
 }
 
 // SlackRetry counts one retry of a Slack Web API call of method.

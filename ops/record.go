@@ -6,10 +6,34 @@ import (
 	"github.com/stroma/dlqbot/audit"
 )
 
+// Writable is an audit trail that can tell, before an operation changes
+// anything, whether the operation's entry could be written now (the
+// store's trail: Redis answers, the caller is within its rate).
+type Writable interface {
+	Writable(ctx context.Context, principal string) error
+}
+
+// admit refuses c's operation with Unavailable when its audit entry
+// could not be written now: an operation that cannot be recorded does
+// not happen. A state-changing operation calls it before its effect; a
+// trail that cannot tell (not a Writable) admits everything.
+func (o *Ops) admit(ctx context.Context, c Caller) error {
+	w, ok := o.d.Audit.(Writable)
+	if !ok {
+		return nil
+	}
+	if err := w.Writable(ctx, o.name(c)); err != nil {
+		o.log.Error().Err(err).Str("principal", o.name(c)).Msg("operation refused: its audit entry could not be written")
+		return refuse(Unavailable, "The audit trail cannot take this operation's entry just now (too many operations from you in the last minute, or the store is unreachable), so nothing was done; try again in a minute.")
+	}
+	return nil
+}
+
 // record appends one entry for an operation of c's to the trail: done
 // when err is nil, refused with its Code, failed otherwise. It is called
-// once per operation, after its outcome is known. A trail that cannot be
-// written is logged; it does not undo what was done.
+// once per operation, after its outcome is known; admit, called before
+// the effect, is what keeps an operation that cannot be recorded from
+// happening. A trail that fails even so is logged at Error.
 func (o *Ops) record(ctx context.Context, c Caller, e audit.Entry, err error) {
 	e.Time = o.d.Now().UTC()
 	e.Principal = o.name(c)
@@ -27,7 +51,7 @@ func (o *Ops) record(ctx context.Context, c Caller, e audit.Entry, err error) {
 		}
 	}
 	if werr := o.d.Audit.Record(context.WithoutCancel(ctx), e); werr != nil {
-		o.log.Warn().Err(werr).Str("op", e.Op).Str("principal", e.Principal).Str("token_ref", e.TokenRef).
+		o.log.Error().Err(werr).Str("op", e.Op).Str("principal", e.Principal).Str("token_ref", e.TokenRef).
 			Str("replay_id", e.ReplayID).Str("outcome", e.Outcome).Msg("audit entry could not be recorded")
 	}
 	ev := o.log.Info()
@@ -41,4 +65,23 @@ func (o *Ops) record(ctx context.Context, c Caller, e audit.Entry, err error) {
 	}
 	ev.Str("op", e.Op).Str("principal", e.Principal).Str("identity", e.Identity).Str("front_end", e.FrontEnd).
 		Str("token_ref", e.TokenRef).Str("replay_id", e.ReplayID).Str("dlq", e.DLQ).Str("outcome", e.Outcome).Msg("operation")
+}
+
+// RecordAccess appends an entry for a request refused before it named a
+// principal (an API call without a known token, a Slack request with a
+// bad signature or received twice), so that the trail shows attempts as
+// well as operations. claimed is who the request said it was ("" when
+// nothing: it is recorded as "anonymous" with its remote address in the
+// detail). The trail's rate limit bounds what one claimed caller can add;
+// an entry that cannot be written is logged, and the request stays
+// refused either way.
+func (o *Ops) RecordAccess(ctx context.Context, frontEnd, claimed, op, code, detail string) {
+	if claimed == "" {
+		claimed = "anonymous"
+	}
+	e := audit.Entry{Time: o.d.Now().UTC(), Principal: claimed, Identity: claimed, FrontEnd: frontEnd,
+		Op: op, Outcome: audit.OutcomeRefused, Code: code, Detail: audit.ScrubTokens(detail)}
+	if err := o.d.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
+		o.log.Warn().Err(err).Str("op", op).Str("front_end", frontEnd).Msg("audit entry of a refused request could not be recorded")
+	}
 }

@@ -47,7 +47,9 @@ func (o *Ops) List(ctx context.Context, c Caller, n int) ([]engine.Replay, int, 
 	hidden := 0
 	err = o.permit(ctx, c, func(uid string, g []string) error {
 		for _, r := range rs {
-			if o.policy.Allowed(uid, g, commands.ActionRead, r.DLQ) {
+			// An unverifiable record shows its id alone: its DLQ is
+			// not known, and it must not vanish unseen.
+			if r.Unverifiable || o.policy.Allowed(uid, g, commands.ActionRead, r.DLQ) {
 				out = append(out, r)
 			} else {
 				hidden++

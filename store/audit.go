@@ -30,39 +30,17 @@ var (
 )
 
 // Audit is the audit trail: one Redis stream per prefix (Paudit), one
-// entry per operation (field "e": the entry's JSON), appended and never
-// edited. Each append trims the entries older than the retention
-// (Config.AuditRetention) with XADD's MINID, so the trail keeps at least
-// that long and not much longer. Entry ids are the stream's ids, whose
+// entry per operation (field "e": the entry's JSON, "p" and "h": its
+// place in the hash chain, audit_chain.go), appended and never edited.
+// Each append trims the entries older than the retention
+// (Config.AuditRetention) or past the cap (Config.AuditMaxLen), so the
+// trail keeps at least that long and not much longer; each principal may
+// add Config.AuditRate entries a minute. Entry ids are the stream's ids, whose
 // milliseconds are the store clock's time of the append.
 type Audit struct{ b *base }
 
 // Audit returns the audit trail (audit.Recorder and audit.Reader).
 func (s *Store) Audit() *Audit { return &Audit{s.b} }
-
-// appendAuditScript appends one entry at the store clock's time.
-//
-//	KEYS[1] the trail (stream)
-//	ARGV[1] now, unix ms; ARGV[2] the oldest id kept (unix ms; 0: keep all)
-//	ARGV[3] the entry's JSON
-//
-// The id's milliseconds are now, or the last entry's when that is later
-// (a clock that stepped back never reorders the trail). It returns the id.
-var appendAuditScript = redis.NewScript(`
-local ms = tonumber(ARGV[1])
-local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
-if #last > 0 then
-  local lms = tonumber(string.match(last[1][1], '^(%d+)-'))
-  if lms > ms then ms = lms end
-end
-local id
-if tonumber(ARGV[2]) > 0 then
-  id = redis.call('XADD', KEYS[1], 'MINID', ARGV[2], ms .. '-*', 'e', ARGV[3])
-else
-  id = redis.call('XADD', KEYS[1], ms .. '-*', 'e', ARGV[3])
-end
-return id
-`)
 
 // Record appends e and sets e.ID (audit.Recorder). A zero e.Time is the
 // store clock's now. An entry without an operation, outcome or principal
@@ -87,12 +65,31 @@ func (a *Audit) Record(ctx context.Context, e audit.Entry) error {
 	if r := a.b.cfg.AuditRetention; r > 0 {
 		minID = now.Add(-r).UnixMilli()
 	}
-	id, err := appendAuditScript.Run(ctx, a.b.rdb, []string{a.b.k.audit()}, now.UnixMilli(), minID, data).Text()
-	if err != nil {
-		return fail(err, "record audit entry %s", e.Op)
+	maxLen := max(a.b.cfg.AuditMaxLen, 0)
+	principal := e.Principal
+	if principal == "" {
+		principal = e.Identity
 	}
-	e.ID = id
-	return nil
+	if err := a.admitAudit(ctx, principal); err != nil {
+		return err
+	}
+	keys := []string{a.b.k.audit(), a.b.k.auditAnchor()}
+	for attempt := 0; attempt < updateAttempts; attempt++ {
+		lastID, prev, err := a.lastAudit(ctx)
+		if err != nil {
+			return fail(err, "record audit entry %s", e.Op)
+		}
+		id, err := appendAuditScript.Run(ctx, a.b.rdb, keys, now.UnixMilli(), minID, data,
+			prev, a.b.auditHash(prev, data), lastID, maxLen).Text()
+		if err != nil {
+			return fail(err, "record audit entry %s", e.Op)
+		}
+		if id != "" {
+			e.ID = id
+			return nil
+		}
+	}
+	return fmt.Errorf("store: record audit entry %s: %d attempts lost to concurrent writers", e.Op, updateAttempts)
 }
 
 // List returns the entries f selects, oldest first (audit.Reader): at most

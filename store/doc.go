@@ -26,9 +26,12 @@
 //	                                releases; signing.go); TTL = token TTL
 //	P{<token>}:used         string  id of the replay that consumed the token; same TTL
 //	P{<token>}:msg          hash    where the preview was posted (channel, ts), for threading; same TTL
-//	P{<replay>}:replay      hash    data (replay JSON), epoch (fencing epoch of the last Acquire),
-//	                                desired and desired_by (the state an operator asked for, and who;
-//	                                an owner's last write sets it to what the run became)
+//	P{<replay>}:replay      hash    data (replay JSON, its version "_v" and signature last), epoch
+//	                                (fencing epoch of the last Acquire), desired and desired_by (the
+//	                                state an operator asked for, and who; an owner's last write sets
+//	                                it to what the run became), ver (the record's version, bumped by
+//	                                compare-and-set on every write) and seal (MAC of id, ver, desired
+//	                                and desired_by when signed; replay_version.go)
 //	P{<replay>}:lease       string  lease owner: worker id "/" random run token; PX = lease TTL
 //	P{<replay>}:ledger      list    the replay's ledger log in send order: one intent record ("i")
 //	                                per window of copies, as compact JSON; ledgers of earlier
@@ -75,10 +78,17 @@
 //	Pschedule               zset    timed work: deterministic members scored by due time (unix ms)
 //	Pworkers                zset    worker ids scored by announcement expiry (Redis time, unix ms)
 //	Pjobs                   stream  replay jobs (field "replay"), consumer group "dlqbot"
-//	Paudit                  stream  the audit trail (field "e": entry JSON), never edited; entries
-//	                                older than Config.AuditRetention trimmed by MINID on append
+//	Paudit                  stream  the audit trail, a hash chain (audit_chain.go): field "e" entry
+//	                                JSON, "p" the previous entry's hash, "h" its hash (HMAC with the
+//	                                signing key); never edited; entries older than
+//	                                Config.AuditRetention or past Config.AuditMaxLen trimmed on append
+//	{Paudit}:anchor         string  "<id> <hash>" of the last audit entry trimmed, where the chain
+//	                                that is left starts (same slot as Paudit)
+//	Pauditrate:<p>:<minute> string  audit entries one principal (<p>: 64 bits of the SHA-256 of its
+//	                                name) added in one minute (unix minutes); expires after 2 minutes
 //	Pslackreq:<sighash>     string  a signed Slack request accepted (128 bits of the SHA-256 of its
-//	                                signature); PX = 10 min, longer than the signature stays valid
+//	                                key: timestamp and body hash); PX = 10 min, longer than the
+//	                                signature stays valid
 //	Pdashout:<session>      string  a dashboard session that was signed out (128 bits of a hash of its
 //	                                nonce); PXAT = when the session would have expired
 //

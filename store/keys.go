@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -38,6 +39,15 @@ func (k keys) schedule() string           { return k.p + "schedule" }
 func (k keys) workers() string            { return k.p + "workers" }
 func (k keys) jobs() string               { return k.p + "jobs" }
 func (k keys) audit() string              { return k.p + "audit" }
+
+// auditAnchor is the audit chain's anchor (audit_chain.go): its hash tag
+// is the trail's whole key, so that it shares the trail's slot.
+func (k keys) auditAnchor() string { return "{" + k.p + "audit}:anchor" }
+
+// auditRate counts one principal's audit entries in one minute.
+func (k keys) auditRate(principalHash string, minute int64) string {
+	return k.p + "auditrate:" + principalHash + ":" + strconv.FormatInt(minute, 10)
+}
 
 // Keys of the taps' record (returns.go).
 func (k keys) returns(id string) string     { return k.p + "{" + id + "}:returns" }

@@ -33,6 +33,9 @@ func TestKeysShareSlots(t *testing.T) {
 			t.Errorf("token key %q hashes %q", key, hashTag(key))
 		}
 	}
+	if hashTag(k.auditAnchor()) != hashTag(k.audit()) {
+		t.Errorf("the audit anchor %q hashes %q, the trail %q: one script writes both", k.auditAnchor(), hashTag(k.auditAnchor()), hashTag(k.audit()))
+	}
 	for _, key := range []string{k.replays(), k.schedule(), k.workers(), k.jobs(), k.audit(), k.sent("orders.dlq"), k.claims("orders.dlq"), k.readers("orders.dlq")} {
 		if !strings.HasPrefix(key, "dlqbot:") || strings.ContainsAny(key, "{}") {
 			t.Errorf("global key %q", key)
@@ -60,6 +63,7 @@ func TestDocListsEveryKey(t *testing.T) {
 		"workers": k.workers(), "jobs": k.jobs(), "audit": k.audit(), "window": k.window("<name>"),
 		"slackRequest": k.slackRequest("<sighash>"), "slackRefs": k.slackRefs("<replay>"),
 		"dashboardSignedOut": k.dashboardSignedOut("<session>"),
+		"auditAnchor":        k.auditAnchor(), "auditRate": k.auditRateDoc(),
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "keys.go", nil, 0)
@@ -87,3 +91,6 @@ func TestDocListsEveryKey(t *testing.T) {
 		}
 	}
 }
+
+// auditRateDoc renders auditRate with doc.go's placeholders.
+func (k keys) auditRateDoc() string { return k.p + "auditrate:<p>:<minute>" }

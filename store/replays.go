@@ -24,31 +24,40 @@ const (
 // updateAttempts bounds the optimistic-locking retries of Update.
 const updateAttempts = 50
 
-// createScript stores a new replay unless its id is taken.
+// createScript stores a new replay unless its id is taken, at version 1.
 //
 //	KEYS[1] the replay hash
-//	ARGV[1] the replay JSON, ARGV[2] retention in ms (0: keep forever)
+//	ARGV[1] the replay JSON, ARGV[2] retention in ms (0: keep forever),
+//	ARGV[3] its seal ("" when unsigned)
 //
 // It returns 1 when created, 0 when the replay already exists.
 var createScript = redis.NewScript(`
 if redis.call('HSETNX', KEYS[1], 'data', ARGV[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'ver', '1')
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'seal', ARGV[3]) end
 if tonumber(ARGV[2]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 1
 `)
 
-// putScript overwrites a replay if the writer still owns it (the fence).
+// putScript overwrites a replay if the writer still owns it (the fence)
+// and the record is still at the version the writer read.
 //
 //	KEYS[1] the replay hash, KEYS[2] the replay's lease (same slot)
 //	ARGV[1] owner, ARGV[2] epoch, ARGV[3] the replay JSON,
-//	ARGV[4] retention in ms (0: keep forever)
+//	ARGV[4] retention in ms (0: keep forever), ARGV[5] the version read
+//	("" when none), ARGV[6] the new version, ARGV[7] its seal ("" when
+//	unsigned)
 //
 // It returns 1 when written, -1 when the lease is not held by owner or the
-// replay's epoch is not epoch, 0 when the replay does not exist.
+// replay's epoch is not epoch, -3 when the version moved on, 0 when the
+// replay does not exist.
 var putScript = redis.NewScript(`
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return -1 end
 if redis.call('HGET', KEYS[1], 'epoch') ~= ARGV[2] then return -1 end
 if redis.call('HEXISTS', KEYS[1], 'data') == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'data', ARGV[3])
+if (redis.call('HGET', KEYS[1], 'ver') or '') ~= ARGV[5] then return -3 end
+redis.call('HSET', KEYS[1], 'data', ARGV[3], 'ver', ARGV[6])
+if ARGV[7] ~= '' then redis.call('HSET', KEYS[1], 'seal', ARGV[7]) else redis.call('HDEL', KEYS[1], 'seal') end
 if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[4]) end
 return 1
 `)
@@ -78,7 +87,7 @@ func (rs *Replays) Create(ctx context.Context, r engine.Replay) error {
 		return fmt.Errorf("store: create replay %s: %w", r.ID, err)
 	}
 	n, err := createScript.Run(ctx, rs.b.rdb, []string{rs.b.k.replay(r.ID)},
-		rs.b.signReplay(r.ID, data), rs.b.cfg.retentionMs()).Int()
+		rs.b.stampReplay(r.ID, 1, data), rs.b.cfg.retentionMs(), rs.b.seal(r.ID, 1, "", "")).Int()
 	if err != nil {
 		return fail(err, "create replay %s", r.ID)
 	}
@@ -150,16 +159,14 @@ func (rs *Replays) Get(ctx context.Context, id string) (engine.Replay, error) {
 	if checkTag("replay id", id) != nil {
 		return engine.Replay{}, fmt.Errorf("store: get replay %q: %w", id, engine.ErrReplayNotFound)
 	}
-	data, err := rs.b.rdb.HGet(ctx, rs.b.k.replay(id), fieldData).Bytes()
-	if errors.Is(err, redis.Nil) {
+	h, ok, err := rs.readHash(ctx, rs.b.rdb, id)
+	if err != nil {
+		return engine.Replay{}, readFail(err, "get replay %s", id)
+	}
+	if !ok {
 		return engine.Replay{}, fmt.Errorf("store: get replay %s: %w", id, engine.ErrReplayNotFound)
 	}
-	if err != nil {
-		return engine.Replay{}, fail(err, "get replay %s", id)
-	}
-	if data, err = rs.b.openReplay(id, data); err != nil {
-		return engine.Replay{}, err
-	}
+	data := h.data
 	var r engine.Replay
 	if err := json.Unmarshal(data, &r); err != nil {
 		return engine.Replay{}, fmt.Errorf("store: get replay %s: decode: %w", id, err)
@@ -182,19 +189,31 @@ func (rs *Replays) Put(ctx context.Context, r engine.Replay, owner string, epoch
 	if err != nil {
 		return fmt.Errorf("store: put replay %s: %w", r.ID, err)
 	}
-	n, err := putScript.Run(ctx, rs.b.rdb, []string{rs.b.k.replay(r.ID), rs.b.k.lease(r.ID)},
-		owner, epoch, rs.b.signReplay(r.ID, data), rs.b.cfg.retentionMs()).Int()
-	if err != nil {
-		return fail(err, "put replay %s", r.ID)
+	for attempt := 0; attempt < updateAttempts; attempt++ {
+		// A missing record is the script's to tell from a lost lease.
+		h, _, err := rs.readControl(ctx, r.ID)
+		if err != nil {
+			return readFail(err, "put replay %s", r.ID)
+		}
+		next := h.ver + 1
+		n, err := putScript.Run(ctx, rs.b.rdb, []string{rs.b.k.replay(r.ID), rs.b.k.lease(r.ID)},
+			owner, epoch, rs.b.stampReplay(r.ID, next, data), rs.b.cfg.retentionMs(),
+			h.verArg(), next, rs.b.seal(r.ID, next, h.desired, h.by)).Int()
+		if err != nil {
+			return fail(err, "put replay %s", r.ID)
+		}
+		switch n {
+		case 1:
+			return rs.track(ctx, r.ID, r.State)
+		case 0:
+			return fmt.Errorf("store: put replay %s: %w", r.ID, engine.ErrReplayNotFound)
+		case -3:
+			continue // an operator's request landed meanwhile: seal it in
+		default:
+			return fmt.Errorf("store: put replay %s as %s at epoch %d: %w", r.ID, owner, epoch, engine.ErrLeaseLost)
+		}
 	}
-	switch n {
-	case 1:
-		return rs.track(ctx, r.ID, r.State)
-	case 0:
-		return fmt.Errorf("store: put replay %s: %w", r.ID, engine.ErrReplayNotFound)
-	default:
-		return fmt.Errorf("store: put replay %s as %s at epoch %d: %w", r.ID, owner, epoch, engine.ErrLeaseLost)
-	}
+	return fmt.Errorf("store: put replay %s: %d attempts lost to concurrent writers", r.ID, updateAttempts)
 }
 
 // Update changes replay id with fn under optimistic locking (WATCH on the
@@ -233,18 +252,18 @@ func (rs *Replays) update(ctx context.Context, id string, unowned bool, fn func(
 				return fnErr
 			}
 		}
-		data, err := tx.HGet(ctx, rk, fieldData).Bytes()
-		if errors.Is(err, redis.Nil) {
+		h, ok, err := rs.readHash(ctx, tx, id)
+		if err != nil {
+			if errors.Is(err, engine.ErrBadSignature) {
+				fnErr = err
+			}
+			return err
+		}
+		if !ok {
 			fnErr = engine.ErrReplayNotFound
 			return fnErr
 		}
-		if err != nil {
-			return err
-		}
-		if data, err = rs.b.openReplay(id, data); err != nil {
-			fnErr = err
-			return err
-		}
+		data := h.data
 		var r engine.Replay
 		if err := json.Unmarshal(data, &r); err != nil {
 			return fmt.Errorf("decode: %w", err)
@@ -263,7 +282,13 @@ func (rs *Replays) update(ctx context.Context, id string, unowned bool, fn func(
 		}
 		written = r.State
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, rk, fieldData, rs.b.signReplay(id, data))
+			next := h.ver + 1
+			p.HSet(ctx, rk, fieldData, rs.b.stampReplay(id, next, data), fieldVersion, next)
+			if seal := rs.b.seal(id, next, h.desired, h.by); seal != "" {
+				p.HSet(ctx, rk, fieldSeal, seal)
+			} else {
+				p.HDel(ctx, rk, fieldSeal)
+			}
 			if ms := rs.b.cfg.retentionMs(); ms > 0 {
 				p.PExpire(ctx, rk, time.Duration(ms)*time.Millisecond)
 			}
@@ -291,7 +316,9 @@ func (rs *Replays) update(ctx context.Context, id string, unowned bool, fn func(
 }
 
 // List returns replays, newest first, at most n (all of them when n ≤ 0).
-// Index entries whose record has expired are dropped.
+// Index entries whose record has expired are dropped. A record that fails
+// its check (signature, version, side fields) is reported through
+// Config.OnBadSignature and listed as its id alone, Unverifiable.
 func (rs *Replays) List(ctx context.Context, n int) ([]engine.Replay, error) {
 	ids, err := rs.b.rdb.ZRevRange(ctx, rs.b.k.replays(), 0, int64(n)-1).Result()
 	if err != nil {
@@ -300,10 +327,11 @@ func (rs *Replays) List(ctx context.Context, n int) ([]engine.Replay, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
+	start := rs.b.versions.start()
 	pipe := rs.b.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, len(ids))
+	cmds := make([]*redis.SliceCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HGet(ctx, rs.b.k.replay(id), fieldData)
+		cmds[i] = pipe.HMGet(ctx, rs.b.k.replay(id), replayFields...)
 	}
 	if err := execPipe(ctx, pipe); err != nil {
 		return nil, fail(err, "list replays")
@@ -311,18 +339,25 @@ func (rs *Replays) List(ctx context.Context, n int) ([]engine.Replay, error) {
 	out := make([]engine.Replay, 0, len(ids))
 	var stale []any
 	for i, cmd := range cmds {
-		var r engine.Replay
-		if cmd.Err() != nil {
+		stored, h, seal, ok := parseHash(cmd.Val())
+		if cmd.Err() != nil || !ok {
 			stale = append(stale, ids[i])
 			continue
 		}
-		data, err := rs.b.openReplay(ids[i], []byte(cmd.Val()))
+		// A record that fails its check is reported (refuse) and listed
+		// by its id alone, marked: it never hides the others.
+		h, err := rs.b.openHash(ids[i], stored, h, seal, start)
 		if err != nil {
-			return nil, fmt.Errorf("store: list replays: %w", err)
+			out = append(out, engine.Replay{ID: ids[i], Unverifiable: true})
+			continue
 		}
-		if err := json.Unmarshal(data, &r); err != nil {
-			return nil, fmt.Errorf("store: list replays: decode %s: %w", ids[i], err)
+		var r engine.Replay
+		if err := json.Unmarshal(h.data, &r); err != nil {
+			_ = rs.b.refuse("replay", ids[i], "its JSON cannot be read: "+err.Error())
+			out = append(out, engine.Replay{ID: ids[i], Unverifiable: true})
+			continue
 		}
+		r.Unverifiable = false
 		out = append(out, r)
 	}
 	if len(stale) > 0 {

@@ -47,18 +47,25 @@ const (
 )
 
 // SignatureError is a record that failed its signature check. It wraps
-// engine.ErrBadSignature.
+// engine.ErrBadSignature and, when the record is signed but not current,
+// Err (ErrRecordRolledBack or ErrSideFieldsChanged).
 type SignatureError struct {
 	Kind   string // "preview", "replay" or "slack refs"
 	ID     string // the token's reference (audit.TokenRef) or the replay id
 	Reason string
+	Err    error // a sentinel saying more, or nil
 }
 
 func (e *SignatureError) Error() string {
 	return fmt.Sprintf("store: %s %s: %v: %s", e.Kind, e.ID, engine.ErrBadSignature, e.Reason)
 }
 
-func (e *SignatureError) Unwrap() error { return engine.ErrBadSignature }
+func (e *SignatureError) Unwrap() []error {
+	if e.Err != nil {
+		return []error{engine.ErrBadSignature, e.Err}
+	}
+	return []error{engine.ErrBadSignature}
+}
 
 // Record returns the refused record's kind and id (a token's reference,
 // never the token), for a front end to name it.

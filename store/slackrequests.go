@@ -23,18 +23,20 @@ func (s *Store) SlackRequests() *SlackRequests { return &SlackRequests{s.b} }
 // ErrRequestSeen means a signed Slack request was accepted before.
 var ErrRequestSeen = errors.New("store: this Slack request was already received")
 
-// FirstSeen records the request whose signature is sig, for ttl, and
-// reports whether this is its first arrival (SET NX: of any number of
-// concurrent arrivals on any replica, exactly one is first). The key holds
-// a hash of the signature, not the signature.
-func (r *SlackRequests) FirstSeen(ctx context.Context, sig string, ttl time.Duration) (bool, error) {
-	if sig == "" {
-		return false, errors.New("store: slack request: no signature")
+// FirstSeen records the request named key (what its signature covers:
+// the bot passes its timestamp and body hash, so that one request under
+// two spellings of its signature is one request), for ttl, and reports
+// whether this is its first arrival (SET NX: of any number of concurrent
+// arrivals on any replica, exactly one is first). The Redis key holds a
+// hash of key.
+func (r *SlackRequests) FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error) {
+	if key == "" {
+		return false, errors.New("store: slack request: no request key")
 	}
 	if ttl < time.Second {
 		return false, fmt.Errorf("store: slack request: ttl %s is too short", ttl)
 	}
-	h := sha256.Sum256([]byte(sig))
+	h := sha256.Sum256([]byte(key))
 	err := r.b.rdb.SetArgs(ctx, r.b.k.slackRequest(hex.EncodeToString(h[:16])), "1", redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
 	switch {
 	case err == nil:

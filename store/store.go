@@ -44,6 +44,13 @@ type Config struct {
 	// (DLQBOT_AUDIT_RETENTION); default 90 days, negative keeps them
 	// forever.
 	AuditRetention time.Duration
+	// AuditMaxLen caps the audit trail's entries, the oldest trimmed
+	// first (the chain's anchor keeps verification working); default
+	// DefaultAuditMaxLen, negative: no cap.
+	AuditMaxLen int64
+	// AuditRate is how many audit entries one principal may add per
+	// minute; default DefaultAuditRate, negative: no limit.
+	AuditRate int
 	// SigningKey signs frozen previews and replay records (signing.go);
 	// it is never written to Redis. Empty: records are written unsigned,
 	// and a signed record is refused (it cannot be checked).
@@ -79,6 +86,12 @@ func (c Config) withDefaults() (Config, error) {
 	} else if c.AuditRetention > 0 && c.AuditRetention < time.Second {
 		return c, fmt.Errorf("store: audit retention %s is too short", c.AuditRetention)
 	}
+	if c.AuditMaxLen == 0 {
+		c.AuditMaxLen = DefaultAuditMaxLen
+	}
+	if c.AuditRate == 0 {
+		c.AuditRate = DefaultAuditRate
+	}
 	if n := len(c.SigningKey); n > 0 && n < MinSigningKey {
 		return c, fmt.Errorf("store: signing key of %d bytes is too short; use at least %d random bytes", n, MinSigningKey)
 	}
@@ -107,6 +120,9 @@ type base struct {
 	rdb   redis.UniversalClient
 	clock engine.Clock
 	k     keys
+	// versions is the highest version read of each replay
+	// (replay_version.go).
+	versions highWater
 }
 
 func (b *base) now() time.Time { return b.clock.Now() }

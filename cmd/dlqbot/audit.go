@@ -15,7 +15,8 @@ import (
 	"github.com/stroma/dlqbot/ops"
 )
 
-// auditCommand runs `dlqbot audit [filter=value…] [--json]`: the audit
+// auditCommand runs `dlqbot audit [filter=value…] [--json]` (and `dlqbot
+// audit verify`, auditverify.go): the audit
 // trail, oldest first, as a table, or with --json as JSON lines (one
 // entry each, the lines of GET /api/v1/audit). The filters are the API's
 // query parameters (since, until, principal, front_end, op, outcome, dlq,
@@ -25,6 +26,9 @@ import (
 // may read, and its own; without, every entry. With DLQBOT_SERVER it asks
 // that server (GET /api/v1/audit) as the principal of DLQBOT_TOKEN.
 func auditCommand(ctx context.Context, cfg config, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "verify" {
+		return auditVerifyCommand(ctx, cfg, args[1:], stdout, stderr)
+	}
 	jsonOut := false
 	q := map[string][]string{}
 	for _, a := range args {

@@ -55,6 +55,8 @@ type config struct {
 
 	// Dashboard and audit trail (README "Dashboard and audit trail").
 	AuditRetention    time.Duration  // DLQBOT_AUDIT_RETENTION (default 90 days)
+	AuditMaxEntries   int64          // DLQBOT_AUDIT_MAX_ENTRIES (0: store.DefaultAuditMaxLen)
+	AuditRate         int            // DLQBOT_AUDIT_RATE, entries per principal a minute (0: store.DefaultAuditRate)
 	SessionKey        string         // DLQBOT_DASHBOARD_SESSION_KEY: signs sessions; ≥ 32 bytes
 	TrustedProxies    []netip.Prefix // DLQBOT_DASHBOARD_TRUSTED_PROXIES: addresses whose identity headers count
 	SlackWorkspaceURL string         // DLQBOT_SLACK_WORKSPACE_URL: links to replay threads
@@ -118,6 +120,20 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.AuditRetention > 0 && c.AuditRetention < time.Hour {
 		return c, usageError("DLQBOT_AUDIT_RETENTION=%q is under an hour; an audit trail is kept for days", getenv("DLQBOT_AUDIT_RETENTION"))
+	}
+	if v := getenv("DLQBOT_AUDIT_MAX_ENTRIES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 1000 {
+			return c, usageError("DLQBOT_AUDIT_MAX_ENTRIES=%q must be a whole number of entries, at least 1000", v)
+		}
+		c.AuditMaxEntries = n
+	}
+	if v := getenv("DLQBOT_AUDIT_RATE"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, usageError("DLQBOT_AUDIT_RATE=%q must be a whole number of entries per principal a minute, at least 1", v)
+		}
+		c.AuditRate = n
 	}
 	c.SessionKey = getenv("DLQBOT_DASHBOARD_SESSION_KEY")
 	if c.SessionKey != "" && len(c.SessionKey) < 32 {

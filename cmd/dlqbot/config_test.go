@@ -34,6 +34,8 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DLQBOT_EXCERPT_BYTES", "-1"},
 		{"DLQBOT_ACCEPT_UNSIGNED", "maybe"},
 		{"DLQBOT_SERVER", "dlqbot.internal:8080"},
+		{"DLQBOT_AUDIT_MAX_ENTRIES", "10"},
+		{"DLQBOT_AUDIT_RATE", "0"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			getenv := func(k string) string {

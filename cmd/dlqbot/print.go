@@ -131,6 +131,10 @@ func printList(w io.Writer, rs []engine.Replay) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "REPLAY\tSTATE\tDLQ\tSENT\tTOTAL\tRETURNED\tAPPROVER\tCREATED")
 	for _, r := range rs {
+		if r.Unverifiable {
+			fmt.Fprintf(tw, "%s\tUNVERIFIABLE\t(its record failed its check)\t\t\t\t\t\n", r.ID)
+			continue
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.ID, r.State, r.DLQ, r.Sent, r.Total, r.Returned, r.Approver, when(r.CreatedAt))
 	}
 	tw.Flush()

@@ -97,6 +97,9 @@ func (a *app) newReplica() (*replica, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	a.metrics = metrics.New(reg)
+	if a.refused != nil {
+		a.refused.Store(a.metrics)
+	}
 	notifiers := engine.Notifiers{logEvents, a.metrics, api.RecordEvents(a.store.Events(), r.log)}
 	slack, err := newSlackNotifier(a.cfg, a.store, a.metrics, r.log)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -183,8 +184,29 @@ func TestEditedApproverIsRefusedAcrossFrontEnds(t *testing.T) {
 	if got := mcpTool(t, base, tokOperator, "dlq_status", map[string]any{"replay_id": id}); got != "bad_signature" {
 		t.Errorf("mcp: %s", got)
 	}
+	// The list still answers, the edited record marked by its id alone.
+	status, out = apiCall(t, base, tokOperator, "GET", "/api/v1/replays", nil)
+	listed, _ := out["replays"].([]any)
+	var marked map[string]any
+	for _, x := range listed {
+		if m, _ := x.(map[string]any); m["replay_id"] == id {
+			marked = m
+		}
+	}
+	if status != http.StatusOK || marked == nil || marked["unverifiable"] != true || marked["approver"] != "" {
+		t.Errorf("api list: %d %v, want 200 with %s marked unverifiable", status, out, id)
+	}
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(metrics), `dlqbot_records_refused_total{record="replay"}`) {
+		t.Errorf("no dlqbot_records_refused_total for the replay in /metrics")
+	}
 	n := len(stub.Ephemerals("U0OPERATOR"))
-	resp, err := stub.SlashCommand(base, "/dlq", "status "+id, "U0OPERATOR", "C0TABLE")
+	resp, err = stub.SlashCommand(base, "/dlq", "status "+id, "U0OPERATOR", "C0TABLE")
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("slack: %v %v", err, resp)
 	}

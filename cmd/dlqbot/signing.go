@@ -3,9 +3,11 @@ package main
 import (
 	"os"
 	"strings"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/metrics"
 	"github.com/stroma/dlqbot/store"
 )
 
@@ -60,10 +62,14 @@ func checkSigning(cfg config, signed bool, log zerolog.Logger) error {
 }
 
 // storeSigning is the store's signing configuration from cfg, logging
-// every refused record at Error.
-func storeSigning(cfg config, key []byte, log zerolog.Logger, sc *store.Config) {
+// every refused record at Error and counting it on the metrics counted
+// holds once there are any.
+func storeSigning(cfg config, key []byte, log zerolog.Logger, sc *store.Config, counted *atomic.Pointer[metrics.Metrics]) {
 	sc.SigningKey, sc.AcceptUnsigned = key, cfg.AcceptUnsigned
 	sc.OnBadSignature = func(err *store.SignatureError) {
+		if m := counted.Load(); m != nil {
+			m.RecordRefused(err.Kind)
+		}
 		log.Error().Str("record", err.Kind).Str("id", err.ID).Str("reason", err.Reason).
 			Msg("refused a record in Redis that failed its signature check: it was changed outside dlqbot, or written without this key")
 	}

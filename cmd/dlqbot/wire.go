@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/stroma/dlqbot/internal/redact"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +32,9 @@ type app struct {
 	svc *engine.Service
 	// metrics is set by newReplica (serve, demo); nil in the terminal.
 	metrics *metrics.Metrics
+	// refused is where the store's refused records are counted: the
+	// metrics, once newReplica built them.
+	refused *atomic.Pointer[metrics.Metrics]
 	// demoDashboard signs people in to the demo's dashboard when no
 	// permissions file is set (access control stays off).
 	demoDashboard *commands.Policy
@@ -106,8 +110,10 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 		_ = rdb.Close()
 		return nil, err
 	}
-	sc := store.Config{Prefix: cfg.RedisPrefix, AuditRetention: cfg.AuditRetention}
-	storeSigning(cfg, key, log, &sc)
+	sc := store.Config{Prefix: cfg.RedisPrefix, AuditRetention: cfg.AuditRetention,
+		AuditMaxLen: cfg.AuditMaxEntries, AuditRate: cfg.AuditRate}
+	refused := new(atomic.Pointer[metrics.Metrics])
+	storeSigning(cfg, key, log, &sc, refused)
 	st, err := store.New(sc, rdb, engine.SystemClock{})
 	if err != nil {
 		_ = rdb.Close()
@@ -119,7 +125,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 		_ = rdb.Close()
 		return nil, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %w", err)
 	}
-	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st, audit: st.Audit(), signed: key != nil}, nil
+	return &app{cfg: cfg, log: log, dialect: dialect, broker: b, rdb: rdb, store: st, audit: st.Audit(), signed: key != nil, refused: refused}, nil
 }
 
 // newEngine builds a.svc on a's broker and store, notifying notifier and

@@ -127,6 +127,9 @@ func (b *Backend) DLQs(ctx context.Context, p commands.Principal) ([]dashboard.D
 	var out []dashboard.DLQ
 	index := map[string]int{}
 	for _, r := range rs {
+		if r.Unverifiable {
+			continue // its DLQ is not known
+		}
 		i, ok := index[r.DLQ]
 		if !ok {
 			if len(out) == 20 {
