@@ -64,6 +64,9 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 		}
 		o.record(ctx, c, e, err)
 	}()
+	if err := o.admit(ctx, c); err != nil {
+		return out, err
+	}
 	if strings.TrimSpace(a.Token) == "" {
 		return out, refuse(BadParams, "A replay needs the token of a preview; preview first.")
 	}
@@ -193,6 +196,9 @@ func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *en
 func (o *Ops) Discard(ctx context.Context, c Caller, token string) (f engine.Frozen, err error) {
 	e := audit.Entry{Op: audit.OpDiscard, TokenRef: audit.TokenRef(token)}
 	defer func() { o.record(ctx, c, e, err) }()
+	if err := o.admit(ctx, c); err != nil {
+		return f, err
+	}
 	f, err = o.d.Tokens.LoadHeader(ctx, token)
 	if err != nil {
 		return f, classify(err, token)

@@ -221,3 +221,44 @@ func withClient(c ops.Caller, client string) ops.Caller {
 	c.Client = client
 	return c
 }
+
+// TestNothingHappensUnrecorded: once the audit trail takes no more
+// entries from a principal (its rate in the real store), its approve,
+// resume, park and cancel are refused unavailable and the engine is
+// asked nothing; its pause, the brake, still goes through.
+func TestNothingHappensUnrecorded(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p, err := commands.ParsePolicy([]byte(humanPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdb, prefix := testkit.Redis(t)
+	st, err := store.New(store.Config{Prefix: prefix, AuditRate: 2}, rdb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &parkCounting{fakeEngine: &fakeEngine{}}
+	o, err := ops.New(ops.Config{Policy: p}, ops.Deps{Engine: f, Tokens: f, Replays: f, Windows: st.Windows(), Audit: st.Audit()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice := ops.SlackCaller("U0ALICE001")
+	for i := 0; i < 2; i++ { // fill alice's minute
+		if err := err2(o.Control(ctx, alice, engine.ControlPause, "r_1")); err != nil {
+			t.Fatalf("pause %d: %v", i, err)
+		}
+	}
+	before := f.changes()
+	for _, a := range stateChanges {
+		if got := code(a.do(ctx, o, alice)); got != ops.Unavailable {
+			t.Errorf("%s with a full trail: %s, want %s", a.name, got, ops.Unavailable)
+		}
+	}
+	if n := f.changes() - before; n != 0 {
+		t.Errorf("the engine was asked to change %d thing(s) that could not be recorded", n)
+	}
+	if err := err2(o.Control(ctx, alice, engine.ControlPause, "r_1")); err != nil {
+		t.Errorf("pause with a full trail: %v, want the brake open", err)
+	}
+}

@@ -19,6 +19,9 @@ func (o *Ops) Preview(ctx context.Context, c Caller, sel engine.Selection) (p *e
 		}
 		o.record(ctx, c, e, err)
 	}()
+	if err := o.admit(ctx, c); err != nil {
+		return nil, err
+	}
 	if err := o.permit(ctx, c, func(id string, g []string) error { return o.policy.CheckPreview(id, g, sel.DLQ) }); err != nil {
 		return nil, err
 	}

@@ -83,6 +83,13 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 		e.Op = string(action)
 		return r, refuse(BadParams, "Unknown action %q; a replay can be paused, resumed or cancelled.", action)
 	}
+	// Pause is the brake: it is never held back by the audit trail (a
+	// failed write is logged at Error); every other change is.
+	if verb != engine.ControlPause {
+		if err := o.admit(ctx, c); err != nil {
+			return r, err
+		}
+	}
 	r, err = o.d.Engine.Status(ctx, id)
 	if err != nil {
 		return r, classify(err, id)
@@ -184,6 +191,9 @@ func (o *Ops) Park(ctx context.Context, c Caller, id string) (res engine.ParkRes
 		e.Messages = res.Parked
 		o.record(ctx, c, e, err)
 	}()
+	if err := o.admit(ctx, c); err != nil {
+		return res, err
+	}
 	r, err := o.d.Engine.Status(ctx, id)
 	if err != nil {
 		return res, classify(err, id)
