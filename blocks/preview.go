@@ -32,7 +32,7 @@ func Preview(p *engine.Preview, now time.Time) ([]slack.Block, string) {
 		return out, previewText(p)
 	}
 	buttons := []*slack.ButtonBlockElement{
-		button(ActionApprove, ApproveValue(p.Token, false), "Approve replay", slack.StylePrimary, approveConfirm(p)),
+		button(ActionApprove, ApproveValue(p.Token, ""), "Approve replay", slack.StylePrimary, approveConfirm(p)),
 		button(ActionDiscard, p.Token, "Discard", "", nil),
 	}
 	if len(samples(p)) > 0 {

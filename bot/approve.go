@@ -18,8 +18,10 @@ type approval struct {
 	to          replyTo
 	token       string
 	params      engine.Params
-	confirmed   bool
-	fromCommand bool
+	// confirmDigest is the digest of the changes an "Approve anyway"
+	// click was shown (ops.Approval.ConfirmDigest).
+	confirmDigest string
+	fromCommand   bool
 	click       *slack.InteractionCallback
 }
 
@@ -57,7 +59,7 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 		params = *pm.params
 	}
 	loc := locate(a, pm, known)
-	out, err := b.d.Ops.Approve(ctx, ops.SlackCaller(to.user), ops.Approval{Token: a.token, Params: params, Confirmed: a.confirmed,
+	out, err := b.d.Ops.Approve(ctx, ops.SlackCaller(to.user), ops.Approval{Token: a.token, Params: params, ConfirmDigest: a.confirmDigest,
 		Show: func(ctx context.Context, r engine.Replay) { b.show(ctx, a, loc, r) }})
 	if r, ok := ops.IsRefusal(err); ok && r.Code == ops.Changed {
 		b.changed(ctx, a, loc, params, r.Changes)
