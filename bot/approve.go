@@ -15,14 +15,14 @@ import (
 // approval is one request to turn a preview token into a replay: an
 // Approve click (click set) or `replay <token>` (fromCommand).
 type approval struct {
-	to          replyTo
-	token       string
-	params      engine.Params
+	to     replyTo
+	token  string
+	params engine.Params
 	// confirmDigest is the digest of the changes an "Approve anyway"
 	// click was shown (ops.Approval.ConfirmDigest).
 	confirmDigest string
 	fromCommand   bool
-	click       *slack.InteractionCallback
+	click         *slack.InteractionCallback
 }
 
 // previewLoc is where a preview message is, and the message clicked when
