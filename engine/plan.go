@@ -195,11 +195,10 @@ func stepSize(first, limit, k int) int {
 // DLQ's head — that copy — and fills the rest of its n copies with the
 // first ones in DLQ order; when there are more such classes than n, it
 // holds one copy of each and no more. It reads as deep as its last pick:
-// what it passes stays held by the cursor for the next steps. A later
-// step takes
-// n copies too, and for each class it reaches for the first time one copy
-// more (its canary, up to n such), leaving that class's other copies it
-// passes to the next step (up to n; past that the step ends there), so a
+// what it passes stays held by the cursor for the next steps. A later step
+// takes n copies too, and for each class it reaches for the first time one
+// copy more (its canary, up to n such), leaving that class's other copies
+// it passes to the next step (up to n; past that the step ends there), so a
 // class's first copy never goes out with its bulk. A resumed run counts
 // as reached every class up to the last copy an earlier run sent; a step
 // before any class is reached is a first step.

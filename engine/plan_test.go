@@ -410,9 +410,14 @@ func TestFirstStepCoverAgreesWithPlan(t *testing.T) {
 				wantClasses[k] = true
 			}
 		}
-		covered, classes, read := firstStepCover(n, depth, func(yield func(int, [2]string, int) bool) {
+		number := map[[2]string]int{}
+		covered, classes, read := firstStepCover(n, depth, func(yield func(int, int, int) bool) {
 			for _, it := range items {
-				if !yield(it.Count, [2]string{it.Target, it.Group}, it.Seq) {
+				k := [2]string{it.Target, it.Group}
+				if _, ok := number[k]; !ok {
+					number[k] = len(number)
+				}
+				if !yield(it.Count, number[k], it.Seq) {
 					return
 				}
 			}

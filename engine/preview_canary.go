@@ -6,23 +6,23 @@ package engine
 // plan.next walks a fresh plan's first step (TestFirstStepCoverAgreesWithPlan
 // holds the two together).
 
-// firstStepCover walks items (each's copies, class and DLQ position, in
-// DLQ order) as a replay's first step of n copies that looks depth deep
+// firstStepCover walks items (each's copies, class — any number naming
+// one target × failure group — and DLQ position, in DLQ order) as a replay's first step of n copies that looks depth deep
 // for classes: covered is how many classes the step holds a copy of,
 // classes how many the items have, and read how deep the step reads (one
 // past its last pick's position; 0 when it picks nothing).
-func firstStepCover(n, depth int, each func(yield func(count int, class [2]string, seq int) bool)) (covered, classes, read int) {
-	owed, all := map[[2]string]bool{}, map[[2]string]bool{}
-	each(func(_ int, k [2]string, seq int) bool {
+func firstStepCover(n, depth int, each func(yield func(count, class, seq int) bool)) (covered, classes, read int) {
+	owed, all := map[int]bool{}, map[int]bool{}
+	each(func(_, k, seq int) bool {
 		all[k] = true
 		if seq < depth {
 			owed[k] = true
 		}
 		return true
 	})
-	picked := map[[2]string]bool{}
+	picked := map[int]bool{}
 	taken := 0
-	each(func(count int, k [2]string, seq int) bool {
+	each(func(count, k, seq int) bool {
 		if taken >= n && (len(owed) == 0 || seq >= depth) {
 			return false
 		}
@@ -44,15 +44,27 @@ func firstStepCover(n, depth int, each func(yield func(count int, class [2]strin
 
 // canary fills the preview's first-step account (FirstStepDepth,
 // CanaryClasses, Classes) from its rows, once their targets are known.
+// Rows of several row classes may share a target and failure group: each
+// pair is numbered once.
 func (s *Service) canary(p *Preview, r *previewRows) {
+	number := map[[2]string]int{}
+	byRowClass := make([]int, len(r.classes))
+	for c := range r.classes {
+		k := [2]string{r.target[c], r.classes[c].group}
+		n, ok := number[k]
+		if !ok {
+			n = len(number)
+			number[k] = n
+		}
+		byRowClass[c] = n
+	}
 	p.CanaryClasses, p.Classes, p.FirstStepDepth = firstStepCover(DefaultStep, s.cfg.CanaryDepth,
-		func(yield func(int, [2]string, int) bool) {
+		func(yield func(count, class, seq int) bool) {
 			for i, row := range r.rows {
-				q := r.targetOf(i)
-				if q == "" {
+				if r.targetOf(i) == "" {
 					continue
 				}
-				if !yield(int(row.count), [2]string{q, r.classes[row.class].group}, row.seq) {
+				if !yield(int(row.count), byRowClass[row.class], row.seq) {
 					return
 				}
 			}
