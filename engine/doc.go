@@ -28,8 +28,9 @@
 //	                  a dead letter and the metadata read from its headers
 //	selection.go      the selection grammar's meaning (Selection, Match)
 //	preview.go        a preview; preview_rows.go, preview_targets.go,
-//	                  preview_summary.go (counts and problems) and
-//	                  preview_returns.go build it; arrivals.go its sparkline
+//	                  preview_summary.go (counts and problems),
+//	                  preview_canary.go (the first step's classes and depth)
+//	                  and preview_returns.go build it; arrivals.go its sparkline
 //	kinds.go          the kinds of problems, changes and failures
 //	frozen.go         what a preview token freezes, and freeze
 //	approve.go        approving a token: what changed since (Compare), Approve
