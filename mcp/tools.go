@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -152,7 +153,7 @@ func NewServer(svc Service, cfg Config, caller CallerFunc, log zerolog.Logger) *
 			return run("dlq_resume", req, func(c api.Caller) (any, error) {
 				action, err := engine.ControlResume.WithResend(in.Resend)
 				if err != nil {
-					return nil, fmt.Errorf("%w. Nothing was done", err)
+					return nil, &api.Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: err.Error() + ". Nothing was done."}
 				}
 				return svc.Control(ctx, c, string(action), in.ReplayID)
 			})
