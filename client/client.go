@@ -157,6 +157,14 @@ func (c *Client) Approve(ctx context.Context, token string, p api.Params, confir
 	return r, err
 }
 
+// RequestApproval asks a person in Slack to approve a preview's token
+// instead of approving it; the answer says where the preview was posted.
+func (c *Client) RequestApproval(ctx context.Context, token string) (api.ApprovalRequest, error) {
+	var out api.ApprovalRequest
+	err := c.do(ctx, "POST", "/api/v1/previews/"+url.PathEscape(token)+"/request-approval", nil, nil, &out)
+	return out, err
+}
+
 // Replay returns one replay.
 func (c *Client) Replay(ctx context.Context, id string) (engine.Replay, error) {
 	var r engine.Replay
