@@ -23,7 +23,7 @@ import (
 
 // TestMCPThroughServerAsksAPerson: `dlqbot mcp` as a client of the server
 // with the token of a principal that needs a human: dlq_replay answers
-// waiting_for_approval (it was refused needs_human before), the preview is
+// waiting_for_approval, the preview is
 // posted in the API channel without the exception's text (a person's name
 // and e-mail), nothing moves until a person clicks Approve, and that click
 // runs the replay to the end: the DLQ empties into its source.
