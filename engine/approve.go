@@ -227,9 +227,15 @@ func (s *Service) ApproveConfirmed(ctx context.Context, token, approver string, 
 // approve is Approve and ApproveConfirmed: accept says whether the
 // changes the compare found may be approved.
 func (s *Service) approve(ctx context.Context, token, approver string, p Params, accept func([]Change) bool) (Approval, error) {
+	// The replay's id follows from the token (approve_id.go): a signed
+	// record under it means the token started a replay, whatever its used
+	// marker says.
+	id, err := s.replayIDFor(ctx, token)
+	if err != nil {
+		return Approval{}, fmt.Errorf("engine: approve %s: %w", token, err)
+	}
 	// Consume first: of concurrent approvals only one gets this far, so
 	// the comparison below (a scan of the DLQ) never races another one.
-	id := NewReplayID()
 	if err := s.d.Tokens.Consume(ctx, token, id); err != nil {
 		return Approval{}, fmt.Errorf("engine: approve %s: %w", token, err)
 	}
@@ -288,7 +294,7 @@ func (s *Service) undoApproval(ctx context.Context, token, id string, created bo
 			if cur.State != StateQueued {
 				return ErrNoChange
 			}
-			cur.State, cur.EndedAt = StateCancelled, s.d.Clock.Now()
+			cur.State, cur.EndedAt, cur.Withdrawn = StateCancelled, s.d.Clock.Now(), true
 			cur.Note = "withdrawn: the approval could not be completed (" + cause.Error() + "); nothing was sent"
 			return nil
 		})

@@ -34,6 +34,7 @@
 //	kinds.go          the kinds of problems, changes and failures
 //	frozen.go         what a preview token freezes, and freeze
 //	approve.go        approving a token: what changed since (Compare), Approve
+//	approve_id.go     a token's replay ids: a replay under one means used
 //	runner.go         a replay's run: its loop, stop causes and summary
 //	plan.go, step.go  what each step sends; account.go accounts for every
 //	                  planned message (missing, held elsewhere)

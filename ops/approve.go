@@ -127,6 +127,10 @@ func changedRefusal(changes []engine.Change, again bool) *Refusal {
 	return r
 }
 
+// ErrAskFailed means Slack did not take the request for a person's
+// approval (RequestApproval); nothing was sent.
+var ErrAskFailed = errors.New("the preview could not be posted to Slack")
+
 // RequestApproval posts the preview of token to Slack for a person to
 // approve, instead of approving it (the MCP tools when their caller needs
 // a human). The trail records it as the caller's approval refused with
@@ -167,7 +171,7 @@ func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *en
 	}
 	channel, ts, err = o.d.Asker.RequestApproval(ctx, f, p)
 	if err != nil {
-		return "", "", fmt.Errorf("ops: ask in slack: %w", err)
+		return "", "", fmt.Errorf("ops: ask in slack: %w: %w", ErrAskFailed, err)
 	}
 	return channel, ts, nil
 }
