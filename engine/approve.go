@@ -231,6 +231,7 @@ func (s *Service) Approve(ctx context.Context, token, approver string, p Params,
 		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, true, err)
 	}
 	s.closeWatch(ctx, f.Proof) // its approval is made: the watch has done its work
+	s.leftTo(ctx, r)           // the replays it took over from say so
 	return Approval{Replay: r, Changes: changes}, nil
 }
 

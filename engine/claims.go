@@ -56,11 +56,11 @@ func (cl Claim) words() string {
 	if cl.TakenOver {
 		switch {
 		case cl.Sent:
-			return "taken over by " + cl.Replay + ", which sent it (its approval took it over with takeover=yes; not sent by this one)"
+			return "taken over by " + cl.Replay + ", which sent it (its approval took it over; not sent by this one)"
 		case cl.Owned:
-			return "taken over by " + cl.Replay + " (its approval took it over with takeover=yes: it sends it, this one does not)"
+			return "taken over by " + cl.Replay + " (its approval took it over: it sends it, this one does not)"
 		}
-		return "taken over by " + cl.Replay + ", which is sending it (its approval took it over with takeover=yes; not sent by this one)"
+		return "taken over by " + cl.Replay + ", which is sending it (its approval took it over; not sent by this one)"
 	}
 	if cl.Owned {
 		return "left to " + cl.Replay + " (it owned it when this replay was approved, and sends it; not sent by this one)"

@@ -46,9 +46,10 @@ type Claims interface {
 	// no other replay owns: an id another replay is sending now (an
 	// unexpired claim) or sent at or after since is refused; an id
 	// another replay owns (and has not sent) is refused too, unless
-	// takeOver, when replay takes it over (taken); ownership by the
-	// replays in lapsed (those that ended) does not count. Each id of
-	// refused and taken maps to who held it before.
+	// takeOver, when replay takes it over (taken); what the replays in
+	// lapsed (stopped or ended: State.Yields) own and have not sent is
+	// taken over whatever takeOver says (taken too). Each id of refused
+	// and taken maps to who held it before.
 	Own(ctx context.Context, dlq, replay string, ids []string, since time.Time, takeOver bool, lapsed []string) (refused, taken map[string]Claim, err error)
 	// Settle marks sent as sent by replay and releases replay's claims on
 	// released (ids claimed and not sent): those stay replay's to send.
