@@ -44,7 +44,7 @@ func (s *Service) Check(ctx context.Context, replayID, label string) (CheckRepor
 		return c, err
 	}
 	tally := newReturnTally()
-	_, err = s.scanWhole(ctx, r.DLQ, func(m Message) error {
+	_, err = s.scanWhole(ctx, r.DLQ, "a check of "+r.ID, func(m Message) error {
 		meta := s.viewMeta(r.DLQ, m)
 		switch {
 		case meta.ReplayID == r.ID && meta.Returned:

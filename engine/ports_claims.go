@@ -69,8 +69,13 @@ type Claims interface {
 	Readers(ctx context.Context, dlq, replay string) ([]string, error)
 	// Reading marks replay as reading dlq for ttl from now: seeking when its
 	// step looks for picks it did not find, otherwise holding a cursor
-	// open between steps (cursor.go). A later mark replaces an earlier.
-	Reading(ctx context.Context, dlq, replay string, seeking bool, ttl time.Duration) error
+	// open between steps (cursor.go), held messages of it when held > 0,
+	// or a preview's, approval's or check's read (readers.go). A later
+	// mark replaces an earlier.
+	Reading(ctx context.Context, dlq, replay string, seeking bool, held int, ttl time.Duration) error
+	// Holding returns, per reader with an unexpired mark on dlq that said
+	// how many messages it holds, that count.
+	Holding(ctx context.Context, dlq string) (map[string]int, error)
 	// DoneReading ends replay's reading mark on dlq.
 	DoneReading(ctx context.Context, dlq, replay string) error
 	// ReadSince lists the replays other than replay that had a reading
