@@ -23,7 +23,16 @@ import (
 //     every markEvery and gives back what its cursor holds when there is
 //     one, so the seeker's next read finds its picks.
 //
-// Marks expire after the lease time, so a replay that died leaves none
+//
+// A whole read of the DLQ (a preview, an approval's compare, a check:
+// scanWhole) marks itself reading as well, for as long as it reads, but
+// never seeking: no replay gives its cursor back for it, and it does not
+// wait for what a replay's read holds (heldByReplays counts that, naming
+// the replay). A step whose picks such a read holds waits for as long as
+// its mark lasts and names it ("a preview of U123"), never "another
+// client" (heldBy).
+//
+// Marks expire after the lease time, so a reader that died leaves none
 // for long.
 
 // markEvery is how often a settling replay with an open cursor refreshes
