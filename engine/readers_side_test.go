@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ import (
 // another client: it finishes, and the consumer received each id once.
 func TestAPreviewBesideAReplayEndsAndLetsItFinish(t *testing.T) {
 	t.Parallel()
-	everyDLQKindOn(t, []testkit.Broker{testkit.Rabbit3}, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+	everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		// Two sources dead-letter into one DLQ in blocks of 50: a replay
 		// of one source's 1,000 reads past the other's, and its cursor
 		// holds those between steps (what a preview beside it meets).
@@ -122,4 +123,98 @@ func TestAPreviewBesideAReplayEndsAndLetsItFinish(t *testing.T) {
 		}
 		r.WaitCount(dlq, n, 30*time.Second) // the other source's, given back
 	})
+}
+
+// holdingScan is the broker with a scan that, once armed, holds its read
+// open at its first message until released: a preview whose read lasts.
+type holdingScan struct {
+	engine.Broker
+	armed   atomic.Bool
+	holding chan struct{} // closed when the armed scan holds its read
+	release chan struct{}
+}
+
+func (h *holdingScan) Scan(ctx context.Context, queue string, visit func(engine.Message) error) (engine.ScanInfo, error) {
+	if !h.armed.CompareAndSwap(true, false) {
+		return h.Broker.Scan(ctx, queue, visit)
+	}
+	first := true
+	return h.Broker.Scan(ctx, queue, func(m engine.Message) error {
+		if first {
+			first = false
+			close(h.holding)
+			<-h.release
+		}
+		return visit(m)
+	})
+}
+
+// TestAReplayWaitsForAPreviewsReadAsLongAsItLasts: a preview's read holds
+// every message of a DLQ for 10 s, longer than the replay's held-wait
+// (2 s) and the lease time its reading mark is kept for (4 s). The replay
+// approved meanwhile waits for that read as long as it lasts — the
+// preview's mark is kept while it reads — and never calls it another
+// client: it finishes once the preview ends, every id delivered once.
+// (Before, the preview's mark lapsed after the lease time, and the
+// replay stopped: "held unacked by another client" of dlqbot's preview.)
+func TestAReplayWaitsForAPreviewsReadAsLongAsItLasts(t *testing.T) {
+	t.Parallel()
+	const n = 50
+	cfg := fast
+	cfg.HeldWait, cfg.LeaseTTL = 2*time.Second, 4*time.Second
+	hs := &holdingScan{holding: make(chan struct{}), release: make(chan struct{})}
+	e := newEnvTuned(t, cfg, testkit.Rabbit3, func(d *engine.Deps) { hs.Broker = d.Broker; d.Broker = hs })
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.DLXTopology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(n, 100)...)
+	r.WaitCount(dlq, n, 30*time.Second)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	rec := &recorder{}
+	r.Consume(src, rec.handle)
+	ctx := context.Background()
+
+	hs.armed.Store(true)
+	sideDone := make(chan error, 1)
+	go func() {
+		_, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_SIDE")
+		sideDone <- err
+	}()
+	select {
+	case <-hs.holding:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the side preview did not start reading")
+	}
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := time.Now()
+	done := runAsync(t, e, ap.Replay.ID)
+	time.AfterFunc(10*time.Second, func() { close(hs.release) })
+	var rep engine.Replay
+	select {
+	case rep = <-done:
+	case <-time.After(90 * time.Second):
+		t.Fatal("the replay did not end within 90 s")
+	}
+	t.Logf("the replay ended %s after it started (the preview's read let go after 10 s)", time.Since(started))
+	if err := <-sideDone; err != nil {
+		t.Errorf("the side preview: %v", err)
+	}
+	if rep.State != engine.StateFinished || rep.Sent != n {
+		t.Fatalf("replay %s, %d of %d sent: %s", rep.State, rep.Sent, n, rep.Note)
+	}
+	if strings.Contains(rep.Note, "another client") {
+		t.Errorf("the replay calls dlqbot's preview another client: %s", rep.Note)
+	}
+	testkit.Eventually(t, 30*time.Second, "every id at the consumer", func() bool { return len(ids(rec.got())) == n })
+	for mid, k := range ids(rec.got()) {
+		if k != 1 {
+			t.Errorf("%s delivered %d times", mid, k)
+		}
+	}
+	if got := r.Count(dlq); got != 0 {
+		t.Errorf("DLQ holds %d after the replay, want 0", got)
+	}
 }

@@ -22,7 +22,7 @@ import (
 // after the fix, from B) and on the DLQ (empty).
 func TestAStoppedReplayYieldsToTheNextApproval(t *testing.T) {
 	t.Parallel()
-	everyDLQKindOn(t, []testkit.Broker{testkit.Rabbit3}, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+	everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		const n, first = 40, 10
 		if dlqArgs != nil {
 			dlqArgs = testkit.Quorum(amqp.Table{"x-delivery-limit": 200})
