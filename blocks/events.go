@@ -169,6 +169,9 @@ func ActivityCheck(c engine.CheckReport) string {
 	if c.AtParkLimit > 0 {
 		s += fmt.Sprintf("; %s at the park limit", num(c.AtParkLimit))
 	}
+	if h := c.HeldByReplay; h != nil {
+		s += "; not read: " + esc(h.Words(), 200) + " (dlqbot's own read of the DLQ; check again once it ends)"
+	}
 	return clip(oneLine(s), maxLine)
 }
 
