@@ -49,66 +49,10 @@ func TestAPreviewBesideAReplayEndsAndLetsItFinish(t *testing.T) {
 		if p.Selected != n {
 			t.Fatalf("selected %d of %s's, want %d", p.Selected, src, n)
 		}
-		first := make(chan struct{})
 		rec := &recorder{}
-		once := false
-		rec.setThen(func(amqp.Delivery) string {
-			if !once {
-				once = true
-				close(first)
-			}
-			return "ack"
-		})
 		r.Consume(src, rec.handle)
-		ctx := context.Background()
-		ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 400, Rate: 200, Timeout: 30 * time.Second}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		id := ap.Replay.ID
-		done := runAsync(t, e, id)
-		select {
-		case <-first:
-		case <-time.After(30 * time.Second):
-			t.Fatal("no delivery within 30 s")
-		}
-		// Previews one after the other while the replay runs: each meets
-		// the replay at another point (sending a step, settling one).
-		var rep engine.Replay
-		held, met, previews := 0, 0, 0
-		for ended := false; !ended; {
-			pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			start := time.Now()
-			side, err := e.svc.Preview(pctx, engine.Selection{DLQ: dlq}, "U_SIDE")
-			took := time.Since(start)
-			cancel()
-			if err != nil {
-				t.Fatalf("preview %d beside the replay failed after %s: %v", previews+1, took, err)
-			}
-			previews++
-			if took > 15*time.Second {
-				t.Errorf("preview %d took %s beside the replay", previews, took)
-			}
-			t.Logf("preview beside the replay: %s, scanned %d, coverage %+v, held by replays %+v", took, side.Scanned, side.Coverage, side.HeldByReplay)
-			if h := side.HeldByReplay; h != nil {
-				if len(h.Replays) != 1 || h.Replays[0] != id {
-					t.Errorf("preview names %v as holders, want %s", h.Replays, id)
-				}
-				held += h.Messages
-				met++
-				if pr := side.Problems; len(pr) == 0 || pr[0].Kind != engine.ProblemPartialRead || !strings.Contains(pr[0].Detail, "held by replay "+id) {
-					t.Errorf("the preview's first problem does not name %s holding messages: %+v", id, pr)
-				}
-			} else if c := side.Coverage; c.HeldElsewhere > 0 {
-				t.Errorf("preview could not read %d message(s) and named no replay holding them", c.HeldElsewhere)
-			}
-			select {
-			case rep = <-done:
-				ended = true
-			case <-time.After(200 * time.Millisecond):
-			}
-		}
-		t.Logf("%d previews, %d of them met %d message(s) held by %s", previews, met, held, id)
+		rep, met, held := previewsBeside(t, e, p.Token, dlq, rec)
+		id := rep.ID
 		if rep.State != engine.StateFinished {
 			t.Fatalf("replay %s: %s", rep.State, rep.Note)
 		}
@@ -123,6 +67,62 @@ func TestAPreviewBesideAReplayEndsAndLetsItFinish(t *testing.T) {
 		}
 		r.WaitCount(dlq, n, 30*time.Second) // the other source's, given back
 	})
+}
+
+// previewsBeside approves token (rate 200, steps 100 to 400), runs the
+// replay and, from its first copy at the consumer (rec) until it ends,
+// previews its DLQ again and again, each within 15 s: it returns the
+// replay's end, how many previews met messages held by it, and how many
+// messages they counted so. A preview that names another holder fails t.
+// (One that could not read messages may name none: on a quorum DLQ the
+// give-backs of an earlier read land late, and no replay holds them.)
+func previewsBeside(t *testing.T, e *env, token, dlq string, rec *recorder) (rep engine.Replay, met, held int) {
+	t.Helper()
+	ctx := context.Background()
+	ap, err := e.svc.Approve(ctx, token, "U_APP", engine.Params{Step: 100, Cap: 400, Rate: 200, Timeout: 30 * time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ap.Replay.ID
+	done := runAsync(t, e, id)
+	testkit.Eventually(t, 30*time.Second, "the replay's first copy at the consumer", func() bool { return len(rec.got()) > 0 })
+	// Previews one after the other while the replay runs: each meets
+	// the replay at another point (sending a step, settling one).
+	previews := 0
+	began := time.Now()
+	for {
+		if time.Since(began) > 90*time.Second {
+			t.Fatalf("the replay did not end within 90 s of previews beside it")
+		}
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		start := time.Now()
+		side, err := e.svc.Preview(pctx, engine.Selection{DLQ: dlq}, "U_SIDE")
+		took := time.Since(start)
+		cancel()
+		if err != nil {
+			t.Fatalf("preview %d beside the replay failed after %s: %v", previews+1, took, err)
+		}
+		previews++
+		if took > 15*time.Second {
+			t.Errorf("preview %d took %s beside the replay", previews, took)
+		}
+		if h := side.HeldByReplay; h != nil {
+			if len(h.Replays) != 1 || h.Replays[0] != id {
+				t.Errorf("preview names %v as holders, want %s", h.Replays, id)
+			}
+			held += h.Messages
+			met++
+			if pr := side.Problems; len(pr) == 0 || pr[0].Kind != engine.ProblemPartialRead || !strings.Contains(pr[0].Detail, "held by replay "+id) {
+				t.Errorf("the preview's first problem does not name %s holding messages: %+v", id, pr)
+			}
+		}
+		select {
+		case rep = <-done:
+			t.Logf("%d previews in %s beside %s, %d of them met %d message(s) held by it", previews, time.Since(began), id, met, held)
+			return rep, met, held
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // holdingScan is the broker with a scan that, once armed, holds its read
@@ -152,7 +152,7 @@ func (h *holdingScan) Scan(ctx context.Context, queue string, visit func(engine.
 // TestAReplayWaitsForAPreviewsReadAsLongAsItLasts: a preview's read holds
 // every message of a DLQ for 10 s, longer than the replay's held-wait
 // (2 s) and the lease time its reading mark is kept for (4 s). The replay
-// approved meanwhile waits for that read as long as it lasts — the
+// approved before and run meanwhile waits for that read as long as it lasts — the
 // preview's mark is kept while it reads — and never calls it another
 // client: it finishes once the preview ends, every id delivered once.
 // (Before, the preview's mark lapsed after the lease time, and the
@@ -174,6 +174,10 @@ func TestAReplayWaitsForAPreviewsReadAsLongAsItLasts(t *testing.T) {
 	r.Consume(src, rec.handle)
 	ctx := context.Background()
 
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	hs.armed.Store(true)
 	sideDone := make(chan error, 1)
 	go func() {
@@ -184,10 +188,6 @@ func TestAReplayWaitsForAPreviewsReadAsLongAsItLasts(t *testing.T) {
 	case <-hs.holding:
 	case <-time.After(30 * time.Second):
 		t.Fatal("the side preview did not start reading")
-	}
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, true)
-	if err != nil {
-		t.Fatal(err)
 	}
 	started := time.Now()
 	done := runAsync(t, e, ap.Replay.ID)
