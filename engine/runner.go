@@ -205,6 +205,9 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		return rn.r, err
 	}
 	text := fmt.Sprintf("replay %s of %d message(s) from %s %s", rn.r.ID, rn.r.Total, rn.r.DLQ, kind)
+	if tw := TakeOverWords(rn.r); tw != "" && kind == EventStarted {
+		text += "; " + tw // what its approval took over, and from whom
+	}
 	if rn.mode == ReturnsReread {
 		text += "; returns will be found by re-reading the DLQ once per step (" + rn.modeNote + ")"
 	}
