@@ -18,8 +18,9 @@ import (
 // fixed; the DLQ is previewed again and replay B approved without a
 // confirm step and without takeover=yes (A owned 30 of them and had not
 // sent them). B finishes; A's record says it left them to B, B's that it
-// took them over from A. Decided on the consumer (each id reached it, once
-// after the fix, from B) and on the DLQ (empty).
+// took them over from A; A resumed sends none of them ("taken over by
+// r_B"). Decided on the consumer (each id reached it, once after the fix,
+// from B) and on the DLQ (empty).
 func TestAStoppedReplayYieldsToTheNextApproval(t *testing.T) {
 	t.Parallel()
 	everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
@@ -103,6 +104,21 @@ func TestAStoppedReplayYieldsToTheNextApproval(t *testing.T) {
 		}
 		if got := r.Count(dlq); got != 0 {
 			t.Errorf("the DLQ holds %d after B, want 0", got)
+		}
+
+		// A resumed sends none of what B took over, and says so.
+		if _, err := e.svc.Control(ctx, a, engine.ControlResume, "U_A"); err != nil {
+			t.Fatal(err)
+		}
+		repA, err = e.svc.Run(ctx, a, "owner-a2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if repA.State != engine.StateFinished || repA.Sent != first || repA.Elsewhere != n-first || !strings.Contains(repA.Note, "taken over by "+b) {
+			t.Errorf("A resumed: %s, sent %d, elsewhere %d: %s; want finished, %d left taken over by %s", repA.State, repA.Sent, repA.Elsewhere, repA.Note, n-first, b)
+		}
+		if got := len(rec.got()[mark:]); got != n {
+			t.Errorf("the fixed consumer received %d after A resumed, want %d", got, n)
 		}
 	})
 }
