@@ -207,7 +207,18 @@ func (s *Service) ownRest(ctx context.Context, f Frozen, r Replay, items []strin
 						again = append(again, id)
 					}
 				}
-				_, _, err = s.d.Claims.Own(ctx, f.DLQ, r.ID, again, f.CreatedAt, false, lapsed)
+				var taken map[string]Claim
+				_, taken, err = s.d.Claims.Own(ctx, f.DLQ, r.ID, again, f.CreatedAt, false, lapsed)
+				if err == nil && len(taken) > 0 {
+					// Taken from replays that stopped or ended: their
+					// records say so (this run's record counts only what
+					// its approval took, TakenFrom).
+					by := map[string]int{}
+					for _, cl := range taken {
+						by[cl.Replay]++
+					}
+					s.leftTo(ctx, Replay{ID: r.ID, DLQ: f.DLQ, TakenFrom: by})
+				}
 			}
 		}
 		if err != nil && ctx.Err() == nil {
