@@ -23,7 +23,6 @@ import (
 //     every markEvery and gives back what its cursor holds when there is
 //     one, so the seeker's next read finds its picks.
 //
-//
 // A whole read of the DLQ (a preview, an approval's compare, a check:
 // scanWhole) marks itself reading as well, for as long as it reads, but
 // never seeking: no replay gives its cursor back for it, and it does not
