@@ -24,27 +24,10 @@ import (
 func TestAPreviewBesideAReplayEndsAndLetsItFinish(t *testing.T) {
 	t.Parallel()
 	everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
-		// Two sources dead-letter into one DLQ in blocks of 50: a replay
-		// of one source's 1,000 reads past the other's, and its cursor
-		// holds those between steps (what a preview beside it meets).
-		const n, block = 1000, 50
+		const n = 1000
 		e := newEnvOn(t, fast, on)
 		r := e.rabbit
-		src, other, dlq := testkit.Name("src"), testkit.Name("other"), testkit.Name("dlq")
-		// Through an exchange of its own: the replay finds returns through
-		// a tap and reads through a cursor.
-		ex := r.DLXTopology(src, dlq, dlqArgs)
-		r.Queue(other, amqp.Table{"x-dead-letter-exchange": ex, "x-dead-letter-routing-key": dlq})
-		for b := 0; b < n/block; b++ {
-			var mine, theirs []amqp.Publishing
-			for i := b * block; i < (b+1)*block; i++ {
-				mine = append(mine, testkit.Msg(fmt.Sprintf("a-%d", i), testkit.Body(i, 100), nil))
-				theirs = append(theirs, testkit.Msg(fmt.Sprintf("b-%d", i), testkit.Body(i, 100), nil))
-			}
-			r.Reject(src, mine...)
-			r.Reject(other, theirs...)
-		}
-		r.WaitCount(dlq, 2*n, 30*time.Second)
+		src, _, dlq := twoSources(t, r, dlqArgs, n)
 		p := preview(t, e, engine.Selection{DLQ: dlq, Source: src})
 		if p.Selected != n {
 			t.Fatalf("selected %d of %s's, want %d", p.Selected, src, n)
@@ -66,6 +49,96 @@ func TestAPreviewBesideAReplayEndsAndLetsItFinish(t *testing.T) {
 			t.Errorf("%d preview(s) met messages held by %s, %d of them counted: the test did not test", met, id, held)
 		}
 		r.WaitCount(dlq, n, 30*time.Second) // the other source's, given back
+	})
+}
+
+// twoSources makes two source queues that dead-letter through an exchange
+// of their own (so replays find returns through a tap and read through a
+// cursor) into one DLQ, n messages each in blocks of 50 ("a-<i>" from src,
+// "b-<i>" from other): a replay of one source's reads past the other's,
+// and its cursor holds those between its steps.
+func twoSources(t *testing.T, r *testkit.Rabbit, dlqArgs amqp.Table, n int) (src, other, dlq string) {
+	t.Helper()
+	const block = 50
+	src, other, dlq = testkit.Name("src"), testkit.Name("other"), testkit.Name("dlq")
+	ex := r.DLXTopology(src, dlq, dlqArgs)
+	r.Queue(other, amqp.Table{"x-dead-letter-exchange": ex, "x-dead-letter-routing-key": dlq})
+	for b := 0; b < n/block; b++ {
+		var mine, theirs []amqp.Publishing
+		for i := b * block; i < (b+1)*block; i++ {
+			mine = append(mine, testkit.Msg(fmt.Sprintf("a-%d", i), testkit.Body(i, 100), nil))
+			theirs = append(theirs, testkit.Msg(fmt.Sprintf("b-%d", i), testkit.Body(i, 100), nil))
+		}
+		r.Reject(src, mine...)
+		r.Reject(other, theirs...)
+	}
+	r.WaitCount(dlq, 2*n, 30*time.Second)
+	return src, other, dlq
+}
+
+// TestAnApprovalBesideAReplayDoesNotWaitForIt: replay A of one source's
+// 1,000 messages runs paced, its cursor holding the other source's
+// between its steps; the other source's preview, made before, is approved
+// meanwhile without a confirm step: its compare does not wait for what
+// A's read holds nor calls it gone (A holds as many as it did not find),
+// and the approval ends within 10 s. Both replays finish, each id reached
+// its consumer once, the DLQ is empty.
+func TestAnApprovalBesideAReplayDoesNotWaitForIt(t *testing.T) {
+	t.Parallel()
+	everyDLQKindOn(t, []testkit.Broker{testkit.Rabbit3}, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+		const n = 1000
+		e := newEnvOn(t, fast, on)
+		r := e.rabbit
+		src, other, dlq := twoSources(t, r, dlqArgs, n)
+		pa := preview(t, e, engine.Selection{DLQ: dlq, Source: src})
+		pb := preview(t, e, engine.Selection{DLQ: dlq, Source: other})
+		recA, recB := &recorder{}, &recorder{}
+		r.Consume(src, recA.handle)
+		r.Consume(other, recB.handle)
+		ctx := context.Background()
+		apA, err := e.svc.Approve(ctx, pa.Token, "U_A", engine.Params{Step: 100, Cap: 400, Rate: 200, Timeout: 30 * time.Second}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doneA := runAsync(t, e, apA.Replay.ID)
+		testkit.Eventually(t, 30*time.Second, "A's cursor holding the other source's messages", func() bool {
+			h, err := e.store.Claims().Holding(ctx, dlq)
+			return err == nil && h[apA.Replay.ID] > 0
+		})
+		start := time.Now()
+		apB, err := e.svc.Approve(ctx, pb.Token, "U_B", engine.Params{Step: 100, Cap: 400, Rate: -1, Timeout: 30 * time.Second}, false)
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("B's approval beside A, after %s: %v (changes %+v)", took, err, apB.Changes)
+		}
+		if took > 10*time.Second {
+			t.Errorf("B's approval took %s beside A", took)
+		}
+		t.Logf("B approved in %s beside A", took)
+		repB, err := e.svc.Run(ctx, apB.Replay.ID, "owner-b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var repA engine.Replay
+		select {
+		case repA = <-doneA:
+		case <-time.After(2 * time.Minute):
+			t.Fatal("A did not end within 2 minutes")
+		}
+		for _, rep := range []engine.Replay{repA, repB} {
+			if rep.State != engine.StateFinished || rep.Sent != n {
+				t.Errorf("%s: %s, %d of %d sent: %s", rep.ID, rep.State, rep.Sent, n, rep.Note)
+			}
+		}
+		for _, rc := range []*recorder{recA, recB} {
+			testkit.Eventually(t, 30*time.Second, "every id at its consumer", func() bool { return len(ids(rc.got())) == n })
+			for mid, k := range ids(rc.got()) {
+				if k != 1 {
+					t.Errorf("%s delivered %d times", mid, k)
+				}
+			}
+		}
+		r.WaitCount(dlq, 0, 30*time.Second)
 	})
 }
 
