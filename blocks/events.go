@@ -23,6 +23,9 @@ func StepReplyAs(command string, e engine.Event) string {
 	case engine.EventStarted:
 		s = fmt.Sprintf(":arrow_forward: Replay started: %s from %s in canary steps (first step %s, doubling up to %s, %s).",
 			msgs(r.Total), dlq, num(p.Step), num(p.Cap), rate(p.Rate))
+		if tw := engine.TakeOverWords(r); tw != "" {
+			s += " " + esc(oneLine(strings.ToUpper(tw[:1])+tw[1:]), 600) + "."
+		}
 	case engine.EventResumed:
 		s = fmt.Sprintf(":arrow_forward: Resumed: %s left to send.", msgs(rest))
 	case engine.EventStepPassed:
@@ -168,6 +171,9 @@ func ActivityCheck(c engine.CheckReport) string {
 	}
 	if c.AtParkLimit > 0 {
 		s += fmt.Sprintf("; %s at the park limit", num(c.AtParkLimit))
+	}
+	if h := c.HeldByReplay; h != nil {
+		s += "; not read: " + esc(h.Words(), 200) + " (dlqbot's own read of the DLQ; check again once it ends)"
 	}
 	return clip(oneLine(s), maxLine)
 }

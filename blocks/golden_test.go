@@ -129,6 +129,7 @@ func TestEventLinesGolden(t *testing.T) {
 		{Kind: engine.EventCancelled, Replay: replay(engine.StateCancelled)},
 		{Kind: engine.EventFinished, Replay: finishedReplay()},
 		interruptedEvent(),
+		takenFromEvent(),
 	}
 	var buf bytes.Buffer
 	for _, e := range events {
@@ -141,6 +142,9 @@ func TestEventLinesGolden(t *testing.T) {
 		buf.WriteString("-- " + string(e.Kind) + " --\nreply:    " + reply + "\nactivity: " + activity + "\n")
 	}
 	buf.WriteString("-- check --\nactivity: " + ActivityCheck(checkWithGroups()) + "\n")
+	held := checkWithGroups()
+	held.HeldByReplay = &engine.HeldBy{Replays: []string{"r_0ld0000000000000"}, Messages: 400}
+	buf.WriteString("-- check beside a replay --\nactivity: " + ActivityCheck(held) + "\n")
 	buf.WriteString("-- check, nothing back --\nactivity: " + ActivityCheck(checkNothingBack()) + "\n")
 	buf.WriteString("-- check, tap gone --\nactivity: " + ActivityCheck(checkUnseen()) + "\n")
 	ur, ust := finishedUnseen()
@@ -200,4 +204,12 @@ func TestCheckNeverSaysProcessed(t *testing.T) {
 			t.Errorf("check report does not say \"not seen in a dead-letter queue\":\n%s", out)
 		}
 	}
+}
+
+// takenFromEvent starts a replay whose approval took over 30 messages a
+// stopped replay owned and had not sent.
+func takenFromEvent() engine.Event {
+	r := replay(engine.StateRunning)
+	r.TakenFrom = map[string]int{"r_0ld0000000000000": 30}
+	return engine.Event{Kind: engine.EventStarted, Replay: r, Text: "replay started"}
 }

@@ -192,8 +192,8 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 	readyAt := rn.readyNow(ctx)
 	// The replays this search sees reading, named by heldBy if it gives up
 	// after they ended; they mean nothing to a later step's heldBy.
-	rn.sawReaders = nil
-	defer func() { rn.sawReaders = nil }()
+	rn.sawReaders, rn.sawScans = nil, nil
+	defer func() { rn.sawReaders, rn.sawScans = nil, nil }()
 	for *left > 0 {
 		// After a whole read, only the broker's unacked count can tell a
 		// message held by a client without a consumer from a message gone.
@@ -277,10 +277,10 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		for id, n := range pick {
 			if n > 0 {
 				rn.fail(Failure{ID: id, Target: rn.plan.target(id), Kind: FailureHeldElsewhere,
-					Detail: fmt.Sprintf("%d copy(ies) not found in %s while another client held messages of it; still planned", n, rn.r.DLQ)})
+					Detail: fmt.Sprintf("%d copy(ies) not found in %s while %s held messages of it; still planned", n, rn.r.DLQ, rn.heldNote)})
 			}
 		}
-		res.Observation = fmt.Sprintf("%d planned message(s) could not be found in %s within %s because another client%s held messages of it unacked; they were not sent and stay planned",
+		res.Observation = fmt.Sprintf("%d planned message(s) could not be found in %s within %s because %s held messages of it unacked; they were not sent and stay planned",
 			held, rn.r.DLQ, rn.s.cfg.HeldWait, rn.heldNote)
 	}
 	return mr, nil

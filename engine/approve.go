@@ -94,11 +94,11 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f F
 		for _, it := range all {
 			want[it.ID] = it.Count
 		}
-		found, cov, err := s.findPreviewed(ctx, f.DLQ, want)
+		found, cov, held, err := s.findPreviewed(ctx, f.DLQ, want)
 		if err != nil {
 			return f, nil, nil, fmt.Errorf("engine: compare %s: scan %s: %w", token, f.DLQ, err)
 		}
-		changes = append(changes, goneChanges(f.DLQ, want, found, cov)...)
+		changes = append(changes, goneChanges(f.DLQ, want, found, cov, held)...)
 		// A read takes long: what other replays did meanwhile is read after it.
 		others = s.othersAsync(ctx, f, items)
 	}
@@ -133,8 +133,9 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f F
 }
 
 // goneChanges words what a compare's read did not find of the previewed
-// messages (want and found: id → copies; cov: how much the read saw).
-func goneChanges(dlq string, want, found map[string]int, cov Coverage) []Change {
+// messages (want and found: id → copies; cov: how much the read saw;
+// held: the dlqbot replays whose reads held messages it could not see).
+func goneChanges(dlq string, want, found map[string]int, cov Coverage, held *HeldBy) []Change {
 	gone := 0
 	for id, n := range want {
 		gone += n - found[id]
@@ -143,7 +144,16 @@ func goneChanges(dlq string, want, found map[string]int, cov Coverage) []Change 
 		return nil
 	}
 	d := fmt.Sprintf("%d previewed message(s) are no longer in %s (consumed, moved or replayed since); they would be reported missing", gone, dlq)
-	if !cov.Whole() {
+	switch {
+	case held != nil && held.Messages >= gone:
+		// Held by dlqbot replays' reads, as many as are not found: not a
+		// change. The replay's steps look for them (and the replay holding
+		// them gives them back), and call none missing unless a whole read
+		// does not find them.
+		return nil
+	case held != nil:
+		d = fmt.Sprintf("%d previewed message(s) were not found in %s while dlqbot %s read it (%d of %d read; %s): this replay waits for that read and never calls them missing unless a whole read does not find them", gone, dlq, held.Who(), cov.Read, max(cov.Queued, cov.Read), held.Words())
+	case !cov.Whole():
 		d = fmt.Sprintf("%d previewed message(s) were not found in %s, which another client was reading (%d of %d read); the replay will wait for them and never call them missing unless a whole read does not find them", gone, dlq, cov.Read, max(cov.Queued, cov.Read))
 	}
 	return []Change{{Kind: ChangeMessagesGone, Queue: dlq, Messages: gone, Detail: d}}
@@ -154,13 +164,16 @@ func goneChanges(dlq string, want, found map[string]int, cov Coverage) []Change 
 // until the broker reports no other client holding messages of the DLQ:
 // it waits for that (bounded by twice Config.StatsLag) and scans once
 // more, so messages another reader held or just gave back are not
-// reported gone.
-func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string]int) (map[string]int, Coverage, error) {
+// reported gone. It does not wait for a dlqbot replay's read (held names
+// the replays): a replay may hold them for as long as it runs.
+func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string]int) (map[string]int, Coverage, *HeldBy, error) {
 	var found map[string]int
 	var cov Coverage
+	var held *HeldBy
 	for try := 0; try < 2; try++ {
 		found = make(map[string]int, len(want))
-		info, err := s.scanWhole(ctx, dlq, func(m Message) error {
+		began := s.d.Clock.Now()
+		info, err := s.scanWhole(ctx, dlq, "an approval's comparison", func(m Message) error {
 			id := s.ParseMeta(dlq, m).ID
 			if found[id] < want[id] {
 				found[id]++
@@ -168,7 +181,7 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 			return nil
 		})
 		if err != nil {
-			return nil, cov, err
+			return nil, cov, nil, err
 		}
 		cov = info.Coverage
 		gone := 0
@@ -178,12 +191,15 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 		if gone == 0 || try == 1 {
 			break
 		}
+		if held = s.heldByReplays(ctx, dlq, began, cov); held != nil {
+			break
+		}
 		end := s.d.Clock.Now()
 		if _, err := s.awaitQuiet(ctx, "", dlq, end, end.Add(2*s.cfg.StatsLag+5*time.Second), true, ctx.Err); err != nil {
-			return nil, cov, err
+			return nil, cov, nil, err
 		}
 	}
-	return found, cov, nil
+	return found, cov, held, nil
 }
 
 // ChangesDigest names a list of changes: an approval confirms the changes
@@ -273,6 +289,7 @@ func (s *Service) approve(ctx context.Context, token, approver string, p Params,
 		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, true, err)
 	}
 	s.closeWatch(ctx, f.Proof) // its approval is made: the watch has done its work
+	s.leftTo(ctx, r)           // the replays it took over from say so
 	return Approval{Replay: r, Changes: changes}, nil
 }
 

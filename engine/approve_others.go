@@ -107,7 +107,8 @@ const summarySkew = 5 * time.Second
 // quietElsewhere reports, from the claims' summary alone, that no other
 // replay holds or sent any id of f's DLQ since its preview: every replay
 // the summary names last wrote before the preview was made and has ended
-// (its ownership lapsed: those are returned) with no claim left running.
+// or stopped (its ownership lapsed: those are returned) with no claim
+// left running.
 // Every send is claimed first, so a send after the preview would show as
 // a later write. A summary the store does not know (claims written before
 // it kept one) or any replay still live is false: read per id then.
@@ -134,7 +135,7 @@ func (s *Service) quietElsewhere(ctx context.Context, f Frozen) (lapsed []string
 			if b.ClaimsUntil.After(now) {
 				return nil, false
 			}
-		case err != nil || !r.State.Terminal():
+		case err != nil || !r.State.Yields():
 			return nil, false
 		}
 		lapsed = append(lapsed, b.Replay)

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -19,15 +20,20 @@ import (
 //     other replay then leaves those ids, "taken over by r_…";
 //   - a step claims its picks before it sends them, and afterwards what it
 //     sent is sent and the rest stays owned by it;
-//   - ownership by a replay that ended (finished, cancelled, interrupted)
-//     lapses: a later approval owns those ids.
+//   - ownership by a replay that stopped or ended (stopped, finished,
+//     cancelled, interrupted: State.Yields) lapses: a later approval takes
+//     over what it owned and had not sent, without a confirm step, and
+//     both say so (the new one's TakenFrom, "taken over from r_…"; the
+//     old one's LeftTo and note, "left to r_…"). The workflow replay,
+//     stop, fix the consumer, preview again, replay needs no takeover=yes.
 // So a paused replay keeps what it planned: a replay running beside it
 // sends none of it ("left to r_…", not missing), and what the paused one
 // already sent is "replayed by r_…".
 
 // liveHolders keeps of held (id → who holds it) the claims that count at
-// an approval: sends, claims and the ownership of replays that have not
-// ended. lapsed lists the replays whose ownership lapsed (they ended).
+// an approval: sends, claims and the ownership of replays that keep it
+// (queued, running, paused). lapsed lists the replays whose ownership
+// lapsed (stopped or ended: State.Yields).
 func (s *Service) liveHolders(ctx context.Context, held map[string]Claim) (map[string]Claim, []string, error) {
 	state := map[string]State{}
 	for _, cl := range held {
@@ -47,14 +53,14 @@ func (s *Service) liveHolders(ctx context.Context, held map[string]Claim) (map[s
 	}
 	var lapsed []string
 	for rid, st := range state {
-		if st.Terminal() {
+		if st.Yields() {
 			lapsed = append(lapsed, rid)
 		}
 	}
 	slices.Sort(lapsed)
 	out := make(map[string]Claim, len(held))
 	for id, cl := range held {
-		if cl.Owned && state[cl.Replay].Terminal() {
+		if cl.Owned && state[cl.Replay].Yields() {
 			continue
 		}
 		out[id] = cl
@@ -129,11 +135,46 @@ func (s *Service) own(ctx context.Context, f Frozen, r *Replay, lapsed []string)
 	for _, it := range f.Items {
 		copies[it.ID] += it.Count
 	}
-	r.TookOver = map[string]int{}
 	for id, cl := range taken {
-		r.TookOver[cl.Replay] += copies[id]
+		by := &r.TookOver
+		if slices.Contains(lapsed, cl.Replay) {
+			by = &r.TakenFrom // it had stopped or ended: no confirm asked
+		}
+		if *by == nil {
+			*by = map[string]int{}
+		}
+		(*by)[cl.Replay] += copies[id]
 	}
 	return nil
+}
+
+// leftTo records on each replay r took messages from (r.TakenFrom) that
+// it left them to r: its LeftTo, and its note, which is what its status
+// shows. The record is written only while no run holds its lease (it has
+// stopped or ended); one that a resume runs meanwhile still leaves those
+// messages (its claims are refused, "taken over by r_…"), only its record
+// does not say so in sum.
+func (s *Service) leftTo(ctx context.Context, r Replay) {
+	for _, old := range slices.Sorted(maps.Keys(r.TakenFrom)) {
+		n := r.TakenFrom[old]
+		err := s.d.Replays.UpdateUnowned(ctx, old, func(cur *Replay) error {
+			if cur.LeftTo == nil {
+				cur.LeftTo = map[string]int{}
+			}
+			cur.LeftTo[r.ID] += n
+			cur.Note += "; " + leftToWords(r.ID, n, cur.State)
+			return nil
+		})
+		if err != nil {
+			s.warn(old, r.DLQ, "record what "+r.ID+" took over", err)
+		}
+	}
+}
+
+// leftToWords says that n messages a replay in state st owned were left
+// to the replay to.
+func leftToWords(to string, n int, st State) string {
+	return fmt.Sprintf("left to %s: %d message(s) this replay had not sent (the approval of %s took them over while this one was %s; it sends them, this one does not)", to, n, to, st)
 }
 
 // ownRest owns, beside the run, the previewed messages r's approval left
@@ -166,7 +207,18 @@ func (s *Service) ownRest(ctx context.Context, f Frozen, r Replay, items []strin
 						again = append(again, id)
 					}
 				}
-				_, _, err = s.d.Claims.Own(ctx, f.DLQ, r.ID, again, f.CreatedAt, false, lapsed)
+				var taken map[string]Claim
+				_, taken, err = s.d.Claims.Own(ctx, f.DLQ, r.ID, again, f.CreatedAt, false, lapsed)
+				if err == nil && len(taken) > 0 {
+					// Taken from replays that stopped or ended: their
+					// records say so (this run's record counts only what
+					// its approval took, TakenFrom).
+					by := map[string]int{}
+					for _, cl := range taken {
+						by[cl.Replay]++
+					}
+					s.leftTo(ctx, Replay{ID: r.ID, DLQ: f.DLQ, TakenFrom: by})
+				}
 			}
 		}
 		if err != nil && ctx.Err() == nil {
@@ -177,15 +229,21 @@ func (s *Service) ownRest(ctx context.Context, f Frozen, r Replay, items []strin
 }
 
 // TakeOverWords says what r took over at its approval ("" when nothing):
-// "took over 40 message(s) from r_…".
+// "taken over from r_…: 30 message(s) …" for what replays that had
+// stopped or ended left (TakenFrom), "took over 40 message(s) from r_…"
+// for what takeover=yes took from a live one (TookOver).
 func TakeOverWords(r Replay) string {
-	if len(r.TookOver) == 0 {
-		return ""
+	var out []string
+	for _, rid := range slices.Sorted(maps.Keys(r.TakenFrom)) {
+		out = append(out, fmt.Sprintf("taken over from %s: %d message(s) it owned and had not sent (it had stopped or ended: this replay sends them, %s does not)", rid, r.TakenFrom[rid], rid))
 	}
-	var parts []string
-	for rid, n := range r.TookOver {
-		parts = append(parts, fmt.Sprintf("%d message(s) from %s", n, rid))
+	if len(r.TookOver) > 0 {
+		var parts []string
+		for rid, n := range r.TookOver {
+			parts = append(parts, fmt.Sprintf("%d message(s) from %s", n, rid))
+		}
+		slices.Sort(parts)
+		out = append(out, "took over "+strings.Join(parts, ", ")+" (approved with takeover=yes: those replays do not send them)")
 	}
-	slices.Sort(parts)
-	return "took over " + strings.Join(parts, ", ") + " (approved with takeover=yes: those replays do not send them)"
+	return strings.Join(out, "; ")
 }

@@ -44,7 +44,8 @@ func (s *Service) Check(ctx context.Context, replayID, label string) (CheckRepor
 		return c, err
 	}
 	tally := newReturnTally()
-	_, err = s.scanWhole(ctx, r.DLQ, func(m Message) error {
+	began := s.d.Clock.Now()
+	info, err := s.scanWhole(ctx, r.DLQ, "a check of "+r.ID, func(m Message) error {
 		meta := s.viewMeta(r.DLQ, m)
 		switch {
 		case meta.ReplayID == r.ID && meta.Returned:
@@ -58,6 +59,7 @@ func (s *Service) Check(ctx context.Context, replayID, label string) (CheckRepor
 	if err != nil {
 		return c, fmt.Errorf("engine: check %s: scan %s: %w", replayID, r.DLQ, err)
 	}
+	c.HeldByReplay = s.heldByReplays(ctx, r.DLQ, began, info.Coverage)
 	for _, g := range tally.groups {
 		c.Groups = append(c.Groups, *g)
 	}

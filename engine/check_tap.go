@@ -116,7 +116,7 @@ func (s *Service) gapsOf(ctx context.Context, r Replay) []TapGap {
 func (s *Service) reconcileCheck(ctx context.Context, r Replay, gaps []TapGap, c *CheckReport) error {
 	tally := newReturnTally()
 	groups := tally.groups
-	_, err := s.scanWhole(ctx, r.DLQ, func(m Message) error {
+	_, err := s.scanWhole(ctx, r.DLQ, "a check of "+r.ID, func(m Message) error {
 		meta := s.viewMeta(r.DLQ, m)
 		if meta.ReplayID == r.ID && meta.Returned {
 			tally.add(meta, c.ParkAfter)

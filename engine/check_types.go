@@ -51,6 +51,11 @@ type CheckReport struct {
 	// DLQ could not be re-read in its place. Returned then counts only
 	// what was seen, and is never to be read as "none came back".
 	Unseen *Unseen `json:"unseen,omitempty"`
+	// HeldByReplay, when set, names the dlqbot replays whose reads held
+	// messages of the DLQ the check's read could not see: it does not
+	// wait for them, and copies among them are not counted. Json
+	// "held_by_replay".
+	HeldByReplay *HeldBy `json:"held_by_replay,omitempty"`
 }
 
 // Unseen names copies whose return nobody could see: the DLQ's tap was

@@ -56,11 +56,11 @@ func (cl Claim) words() string {
 	if cl.TakenOver {
 		switch {
 		case cl.Sent:
-			return "taken over by " + cl.Replay + ", which sent it (its approval took it over with takeover=yes; not sent by this one)"
+			return "taken over by " + cl.Replay + ", which sent it (its approval took it over; not sent by this one)"
 		case cl.Owned:
-			return "taken over by " + cl.Replay + " (its approval took it over with takeover=yes: it sends it, this one does not)"
+			return "taken over by " + cl.Replay + " (its approval took it over: it sends it, this one does not)"
 		}
-		return "taken over by " + cl.Replay + ", which is sending it (its approval took it over with takeover=yes; not sent by this one)"
+		return "taken over by " + cl.Replay + ", which is sending it (its approval took it over; not sent by this one)"
 	}
 	if cl.Owned {
 		return "left to " + cl.Replay + " (it owned it when this replay was approved, and sends it; not sent by this one)"
@@ -94,28 +94,49 @@ func (rn *run) settleClaims(ctx context.Context, sent map[string]bool) {
 	}
 }
 
-// heldBy names the dlqbot replays reading the DLQ now, for a "held by
-// another client" note ("" when none is known).
+// heldBy names who holds messages of the DLQ, for a step that found its
+// picks held: dlqbot replays reading it now, a dlqbot preview, approval or
+// check reading it now or seen reading it by the step looking for its
+// picks ("a preview of U123: dlqbot's own read of orders.dlq"), replays
+// seen reading it, and otherwise "another client of orders.dlq". A dlqbot
+// read is never called another client.
 func (rn *run) heldBy(ctx context.Context) string {
-	var rs []string
-	scans := false
+	var rs, scans []string
 	for _, id := range rn.liveReaders(ctx) {
-		if strings.HasPrefix(id, scanReaderPrefix) {
-			scans = true // a preview's, an approval's or a check's read
+		if isScanReader(id) {
+			scans = append(scans, scanReaderWords(id))
 			continue
 		}
 		rs = append(rs, id)
 	}
+	for _, w := range rn.sawScans {
+		if !slices.Contains(scans, w) {
+			scans = append(scans, w)
+		}
+	}
+	dlq := rn.r.DLQ
 	switch {
 	case len(rs) > 0:
-		return " (dlqbot replay " + strings.Join(rs, ", ") + " is sending from it)"
-	case scans:
-		return " (a dlqbot preview, approval or check is reading it)"
+		return "dlqbot replay " + strings.Join(rs, ", ") + " (sending from " + dlq + ")"
+	case len(scans) > 0:
+		return strings.Join(scans, ", ") + " (dlqbot's own read of " + dlq + ", not another client)"
 	case len(rn.sawReaders) > 0:
 		// Seen reading by the step looking for its picks, ended since.
-		return " (dlqbot replay " + strings.Join(rn.sawReaders, ", ") + " was sending from it)"
+		return "dlqbot replay " + strings.Join(rn.sawReaders, ", ") + " (which was sending from " + dlq + ")"
 	}
-	return ""
+	return "another client of " + dlq
+}
+
+// replaysReading reports whether another dlqbot replay (not a preview,
+// approval or check) reads the DLQ now: its picks may be what this run's
+// cursor holds.
+func (rn *run) replaysReading(ctx context.Context) bool {
+	for _, id := range rn.liveReaders(ctx) {
+		if !isScanReader(id) {
+			return true
+		}
+	}
+	return false
 }
 
 // liveReaders lists the other dlqbot replays that may hold messages of the
@@ -188,7 +209,12 @@ func (rn *run) readerWait(ctx context.Context, deadline *time.Time, passEnd time
 		return false, now.Before(*deadline)
 	}
 	for _, id := range live {
-		if !strings.HasPrefix(id, scanReaderPrefix) && !slices.Contains(rn.sawReaders, id) {
+		switch {
+		case isScanReader(id):
+			if w := scanReaderWords(id); !slices.Contains(rn.sawScans, w) {
+				rn.sawScans = append(rn.sawScans, w)
+			}
+		case !slices.Contains(rn.sawReaders, id):
 			rn.sawReaders = append(rn.sawReaders, id)
 		}
 	}

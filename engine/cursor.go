@@ -106,7 +106,7 @@ func (rn *run) boundCursor(ctx context.Context) {
 	}
 	age := rn.s.d.Clock.Now().Sub(rn.curOpened)
 	switch {
-	case rn.heldBy(ctx) != "":
+	case rn.replaysReading(ctx):
 		rn.releaseCursor("another dlqbot replay sends from the DLQ")
 	case rn.cur.Held() > holdBound(rn.s.cfg.CursorHold, rn.plan.reach):
 		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", holdBound(rn.s.cfg.CursorHold, rn.plan.reach)))
@@ -114,6 +114,9 @@ func (rn *run) boundCursor(ctx context.Context) {
 		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.cfg.CursorAge))
 	case rn.cur.Done() && !rn.wantsHeld():
 		rn.releaseCursor("its read ended")
+	default:
+		rn.curHeld = rn.cur.Held() // no move is in progress
+		rn.markReading(ctx, false) // with what it holds now (readers.go)
 	}
 }
 

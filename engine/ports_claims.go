@@ -46,9 +46,10 @@ type Claims interface {
 	// no other replay owns: an id another replay is sending now (an
 	// unexpired claim) or sent at or after since is refused; an id
 	// another replay owns (and has not sent) is refused too, unless
-	// takeOver, when replay takes it over (taken); ownership by the
-	// replays in lapsed (those that ended) does not count. Each id of
-	// refused and taken maps to who held it before.
+	// takeOver, when replay takes it over (taken); what the replays in
+	// lapsed (stopped or ended: State.Yields) own and have not sent is
+	// taken over whatever takeOver says (taken too). Each id of refused
+	// and taken maps to who held it before.
 	Own(ctx context.Context, dlq, replay string, ids []string, since time.Time, takeOver bool, lapsed []string) (refused, taken map[string]Claim, err error)
 	// Settle marks sent as sent by replay and releases replay's claims on
 	// released (ids claimed and not sent): those stay replay's to send.
@@ -68,8 +69,13 @@ type Claims interface {
 	Readers(ctx context.Context, dlq, replay string) ([]string, error)
 	// Reading marks replay as reading dlq for ttl from now: seeking when its
 	// step looks for picks it did not find, otherwise holding a cursor
-	// open between steps (cursor.go). A later mark replaces an earlier.
-	Reading(ctx context.Context, dlq, replay string, seeking bool, ttl time.Duration) error
+	// open between steps (cursor.go), held messages of it when held > 0,
+	// or a preview's, approval's or check's read (readers.go). A later
+	// mark replaces an earlier.
+	Reading(ctx context.Context, dlq, replay string, seeking bool, held int, ttl time.Duration) error
+	// Holding returns, per reader with an unexpired mark on dlq that said
+	// how many messages it holds, that count.
+	Holding(ctx context.Context, dlq string) (map[string]int, error)
 	// DoneReading ends replay's reading mark on dlq.
 	DoneReading(ctx context.Context, dlq, replay string) error
 	// ReadSince lists the replays other than replay that had a reading

@@ -80,6 +80,12 @@ type Preview struct {
 	Budget *BudgetView `json:"read_budget,omitempty"`
 	// Returns says how a replay would find the copies that come back.
 	Returns ReturnsView `json:"returns"`
+	// HeldByReplay, when set, names the dlqbot replays of this DLQ whose
+	// reads held messages the preview could not see, and how many it
+	// could not see (of Coverage.HeldElsewhere): the preview does not wait
+	// for a replay's read (readers.go), and those messages are not in its
+	// token. Json "held_by_replay".
+	HeldByReplay *HeldBy `json:"held_by_replay,omitempty"`
 }
 
 // Preview scans sel.DLQ without changing it, works out what a replay would
@@ -106,7 +112,8 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	selected := 0
 	arr := newArrivals(s.d.Clock.Now())
 	red := newRedactor(s.d.Redactor, sel.DLQ)
-	info, err := s.scanWhole(ctx, sel.DLQ, func(m Message) error {
+	began := s.d.Clock.Now()
+	info, err := s.scanWhole(ctx, sel.DLQ, "a preview of "+requester, func(m Message) error {
 		p.Scanned++
 		meta := s.ParseMeta(sel.DLQ, m)
 		v := sel.Match(meta)
@@ -153,6 +160,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	p.Arrivals = arr.view()
 	red.arrivals(p.Arrivals)
 	p.Coverage = info.Coverage
+	p.HeldByReplay = s.heldByReplays(ctx, sel.DLQ, began, info.Coverage)
 	p.proof = s.proofAfter(ctx, proof, info)
 	if err := s.previewBudget(ctx, p); err != nil {
 		return nil, err
@@ -203,6 +211,11 @@ func partialRead(p *Preview) (Problem, bool) {
 	}
 	total := max(c.Queued, c.Read+c.HeldElsewhere)
 	d := fmt.Sprintf("only %d of the %d message(s) in %s could be read", c.Read, total, p.DLQ.Name)
+	if h := p.HeldByReplay; h != nil {
+		// dlqbot's own replay holds them: the preview did not wait for it.
+		d += fmt.Sprintf(": %s (dlqbot replaying this DLQ: its read holds them, and it sends those it selected). This preview and its token cover only what was read; preview again once that replay has ended", h.Words())
+		return Problem{Kind: ProblemPartialRead, Queue: p.DLQ.Name, Messages: c.HeldElsewhere, Detail: d}, true
+	}
 	switch {
 	case c.HeldElsewhere > 0 && c.OtherConsumers > 0:
 		d += fmt.Sprintf(": %d other consumer(s) held about %d of them unacknowledged", c.OtherConsumers, c.HeldElsewhere)

@@ -26,6 +26,14 @@ func (s State) Terminal() bool {
 	return s == StateCancelled || s == StateFinished || s == StateInterrupted
 }
 
+// Yields reports whether a replay in state s gives up what it owns and has
+// not sent to a newer approval that overlaps it: a stopped replay sends
+// nothing until someone resumes it, and a newer approval of a newer
+// preview is that someone's decision; an ended one sends nothing more.
+// Queued, running and paused replays keep what they own (a paused one
+// gives it up only to an approval with Params.TakeOver).
+func (s State) Yields() bool { return s == StateStopped || s.Terminal() }
+
 // Params are a replay's tunables (README "Replaying: confirm, record, then ack"); zero values mean the defaults.
 type Params struct {
 	Step    int           `json:"step"`    // first step size (default 10)
@@ -122,6 +130,16 @@ type Replay struct {
 	// took over from it at its approval (Params.TakeOver). Json
 	// "took_over".
 	TookOver map[string]int `json:"took_over,omitempty"`
+	// TakenFrom counts, per replay, the previewed messages this replay's
+	// approval took over, without a confirm step, from a replay that had
+	// stopped or ended (State.Yields) and had not sent them. Json
+	// "taken_from".
+	TakenFrom map[string]int `json:"taken_from,omitempty"`
+	// LeftTo counts, per replay, the messages this replay owned and had
+	// not sent that a later approval took over while this one was stopped
+	// or ended (the other's TakenFrom): resumed, it does not send them.
+	// Json "left_to".
+	LeftTo map[string]int `json:"left_to,omitempty"`
 	// OwnFrom is the first item of the frozen preview the approval did not
 	// own (0: it owned them all): its runs own the rest beside their steps
 	// (approve_own.go).

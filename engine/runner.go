@@ -47,13 +47,17 @@ type run struct {
 	// those it sent or may have sent.
 	claimed  []string
 	stepSent map[string]bool
-	// heldNote names the dlqbot replays that held the DLQ when the last
-	// step found messages held elsewhere.
+	// heldNote names who held messages of the DLQ when the last step
+	// found messages held elsewhere (heldBy).
 	heldNote string
-	// sawReaders are the other dlqbot replays a step looking for its picks
-	// (findRest) has seen reading the DLQ (readerWait), while it looks:
-	// heldBy names them when they ended before it gave up.
-	sawReaders []string
+	// sawReaders are the other dlqbot replays, and sawScans the dlqbot
+	// previews, approvals and checks ("a preview of U123"), a step looking
+	// for its picks (findRest) has seen reading the DLQ (readerWait),
+	// while it looks: heldBy names them when they ended before it gave up.
+	sawReaders, sawScans []string
+	// curHeld is how many messages the cursor held at the last step's end,
+	// for the run's reading mark (markReading).
+	curHeld int
 	// cut is the step a lost connection ended, settled after the
 	// reconnect (reconcile.go).
 	cut *cutStep
@@ -213,6 +217,9 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		return rn.r, err
 	}
 	text := fmt.Sprintf("replay %s of %d message(s) from %s %s", rn.r.ID, rn.r.Total, rn.r.DLQ, kind)
+	if tw := TakeOverWords(rn.r); tw != "" && kind == EventStarted {
+		text += "; " + tw // what its approval took over, and from whom
+	}
 	if rn.mode == ReturnsReread {
 		text += "; returns will be found by re-reading the DLQ once per step (" + rn.modeNote + ")"
 	}
@@ -258,8 +265,8 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		case res.Returned > 0 || (res.Sent > 0 && res.Settled == 0):
 			note = res.Observation
 		case res.HeldElsewhere > 0:
-			note = fmt.Sprintf("%d planned message(s) were held unacked by another client of %s%s for longer than %s: not sent, still planned; resume when it lets go",
-				res.HeldElsewhere, rn.r.DLQ, rn.heldNote, rn.s.cfg.HeldWait)
+			note = fmt.Sprintf("%d planned message(s) were held unacked by %s for longer than %s: not sent, still planned; resume when it lets go",
+				res.HeldElsewhere, rn.heldNote, rn.s.cfg.HeldWait)
 			if res.Sent > 0 {
 				note += " (step: " + res.Observation + ")"
 			}

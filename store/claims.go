@@ -111,8 +111,9 @@ return refused
 // It returns triples: id, its value before, and "r" (refused: another
 // replay is sending it now, sent it at or after since, or owns it and
 // there is no take-over) or "t" (taken over from the replay that owned
-// it; the id is now "<replay>|t|<now>"). Every other id becomes
-// "<replay>|o|<now>" (an own claim or send stays).
+// it, with the take-over or because its ownership lapsed; the id is now
+// "<replay>|t|<now>", so the replay it was taken from says so). Every
+// other id becomes "<replay>|o|<now>" (an own claim or send stays).
 var ownScript = redis.NewScript(noteLua + `
 local key, rid = KEYS[1], ARGV[1]
 local now, since, takeover = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4] == '1'
@@ -132,6 +133,9 @@ for i = 7 + nlapsed, #ARGV do
     elseif ((st == 'c' or st == 'k') and ms and ms > now) or ((st == 's' or st == 'x') and ms and ms >= since) then
       set = nil
       out[#out+1] = id; out[#out+1] = cur; out[#out+1] = 'r'
+    elseif (st == 'o' or st == 't') and lapsed[r] then
+      set = 't'
+      out[#out+1] = id; out[#out+1] = cur; out[#out+1] = 't'
     elseif st ~= 's' and st ~= 'x' and not lapsed[r] then
       if takeover then
         set = 't'

@@ -102,8 +102,8 @@ func TestClaimsConcurrent(t *testing.T) {
 
 // TestClaimsOwn: the first approval owns the overlap; a later one is
 // refused it (or takes it over, explicitly); what another replay is
-// sending now or sent since the preview is never taken over; ownership by
-// a replay that ended lapses.
+// sending now or sent since the preview is never taken over; what a
+// replay that stopped or ended owns is taken over, named as such.
 func TestClaimsOwn(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
@@ -134,12 +134,13 @@ func TestClaimsOwn(t *testing.T) {
 	if refused, err := c.Claim(e.ctx, "o.dlq", "r_a", []string{"d"}, since, time.Minute); err != nil || !refused["d"].TakenOver || refused["d"].Replay != "r_c" {
 		t.Fatalf("taken-over claim: %v %+v", err, refused)
 	}
-	// r_b ended: its ownership of e lapses for r_d.
+	// r_b stopped or ended: r_d takes e over without a take-over, and
+	// says from whom; the mark names the take-over for r_b.
 	refused, taken, err = c.Own(e.ctx, "o.dlq", "r_d", []string{"e"}, since, false, []string{"r_b"})
-	if err != nil || len(refused)+len(taken) != 0 {
+	if err != nil || len(refused) != 0 || len(taken) != 1 || taken["e"].Replay != "r_b" {
 		t.Fatalf("lapsed owner: %v %+v %+v", err, refused, taken)
 	}
-	if h, _ := c.Holders(e.ctx, "o.dlq", "", []string{"e"}); h["e"].Replay != "r_d" || !h["e"].Owned {
+	if h, _ := c.Holders(e.ctx, "o.dlq", "", []string{"e"}); h["e"].Replay != "r_d" || !h["e"].Owned || !h["e"].TakenOver {
 		t.Fatalf("e after r_b lapsed: %+v", h)
 	}
 }

@@ -15,18 +15,23 @@ const readersTTL = 24 * time.Hour
 
 // Reading marks replay as reading dlq for ttl from now (engine.Claims): with
 // seeking, its step looks for picks it has not found; without, its cursor
-// holds messages of the DLQ between steps. The DLQ's readers hash
-// (Preaders:<dlq>) maps each replay to "<s|c>|<expiry ms>"; a mark past
-// its expiry counts for nothing, so a replay that died leaves none for
-// long.
-func (c *Claims) Reading(ctx context.Context, dlq, replay string, seeking bool, ttl time.Duration) error {
+// holds messages of the DLQ between steps (held of them, when known), or a
+// preview's, approval's or check's read holds them. The DLQ's readers hash
+// (Preaders:<dlq>) maps each reader to "<s|c>|<expiry ms>", followed by
+// "|<held>" when held > 0; a mark past its expiry counts for nothing, so a
+// reader that died leaves none for long.
+func (c *Claims) Reading(ctx context.Context, dlq, replay string, seeking bool, held int, ttl time.Duration) error {
 	kind := "c"
 	if seeking {
 		kind = "s"
 	}
+	v := kind + "|" + strconv.FormatInt(c.b.now().Add(ttl).UnixMilli(), 10)
+	if held > 0 {
+		v += "|" + strconv.Itoa(held)
+	}
 	key := c.b.k.readers(dlq)
 	_, err := c.b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		p.HSet(ctx, key, replay, kind+"|"+strconv.FormatInt(c.b.now().Add(ttl).UnixMilli(), 10))
+		p.HSet(ctx, key, replay, v)
 		p.Expire(ctx, key, readersTTL)
 		return nil
 	})
@@ -34,6 +39,23 @@ func (c *Claims) Reading(ctx context.Context, dlq, replay string, seeking bool, 
 		return fail(err, "mark %s reading %s", replay, dlq)
 	}
 	return nil
+}
+
+// parseMark reads a readers hash value: its kind ("s", "c", or "d" for an
+// ended mark), its expiry (an ended mark's end) and what it holds.
+func parseMark(v string) (kind string, ms int64, held int, ok bool) {
+	f := strings.SplitN(v, "|", 3)
+	if len(f) < 2 {
+		return "", 0, 0, false
+	}
+	ms, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return "", 0, 0, false
+	}
+	if len(f) == 3 {
+		held, _ = strconv.Atoi(f[2])
+	}
+	return f[0], ms, held, true
 }
 
 // DoneReading ends replay's mark on dlq (engine.Claims): it becomes
@@ -60,9 +82,8 @@ func (c *Claims) ReadSince(ctx context.Context, dlq, replay string, since time.T
 	}
 	var out []string
 	for id, v := range all {
-		_, ms, ok := strings.Cut(v, "|")
-		until, err := strconv.ParseInt(ms, 10, 64) // a mark's expiry, an ended mark's end
-		if ok && err == nil && id != replay && until >= since.UnixMilli() {
+		_, until, _, ok := parseMark(v) // a mark's expiry, an ended mark's end
+		if ok && id != replay && until >= since.UnixMilli() {
 			out = append(out, id)
 		}
 	}
@@ -92,12 +113,11 @@ func (c *Claims) marked(ctx context.Context, dlq, replay, only string) ([]string
 	now := c.b.now().UnixMilli()
 	var out, stale []string
 	for id, v := range all {
-		kind, ms, ok := strings.Cut(v, "|")
-		exp, err := strconv.ParseInt(ms, 10, 64)
-		if kind == "d" && err == nil && exp < now-doneKept.Milliseconds() {
+		kind, exp, _, ok := parseMark(v)
+		if kind == "d" && ok && exp < now-doneKept.Milliseconds() {
 			stale = append(stale, id)
 		}
-		if !ok || err != nil || kind == "d" || exp <= now || id == replay || only != "" && kind != only {
+		if !ok || kind == "d" || exp <= now || id == replay || only != "" && kind != only {
 			continue
 		}
 		out = append(out, id)
@@ -107,5 +127,22 @@ func (c *Claims) marked(ctx context.Context, dlq, replay, only string) ([]string
 		_ = c.b.rdb.HDel(ctx, c.b.k.readers(dlq), stale...).Err()
 	}
 	slices.Sort(out)
+	return out, nil
+}
+
+// Holding returns, per reader with an unexpired mark on dlq that said how
+// many messages it holds, that count (engine.Claims).
+func (c *Claims) Holding(ctx context.Context, dlq string) (map[string]int, error) {
+	all, err := c.b.rdb.HGetAll(ctx, c.b.k.readers(dlq)).Result()
+	if err != nil {
+		return nil, fail(err, "readers of %s", dlq)
+	}
+	now := c.b.now().UnixMilli()
+	out := map[string]int{}
+	for id, v := range all {
+		if kind, exp, held, ok := parseMark(v); ok && kind != "d" && exp > now && held > 0 {
+			out[id] = held
+		}
+	}
 	return out, nil
 }

@@ -14,10 +14,10 @@ func TestReadingMarks(t *testing.T) {
 	e := newEnv(t)
 	c := e.st.Claims()
 	dlq := "orders.dlq"
-	if err := c.Reading(e.ctx, dlq, "r_a", false, 10*time.Second); err != nil {
+	if err := c.Reading(e.ctx, dlq, "r_a", false, 0, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reading(e.ctx, dlq, "r_b", true, 30*time.Second); err != nil {
+	if err := c.Reading(e.ctx, dlq, "r_b", true, 0, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if rs, err := c.Readers(e.ctx, dlq, "r_c"); err != nil || !slices.Equal(rs, []string{"r_a", "r_b"}) {
@@ -41,7 +41,7 @@ func TestReadingMarks(t *testing.T) {
 	}
 	// r_a's mark lapses; r_b turns its seeking mark back into a reader's.
 	e.clock.Advance(11 * time.Second)
-	if err := c.Reading(e.ctx, dlq, "r_b", false, 30*time.Second); err != nil {
+	if err := c.Reading(e.ctx, dlq, "r_b", false, 0, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if rs, _ := c.Readers(e.ctx, dlq, "r_d"); !slices.Equal(rs, []string{"r_b"}) {
@@ -68,10 +68,10 @@ func TestReadSince(t *testing.T) {
 	c := e.st.Claims()
 	dlq := "orders.dlq"
 	before := e.clock.Now()
-	if err := c.Reading(e.ctx, dlq, "r_a", false, 10*time.Second); err != nil {
+	if err := c.Reading(e.ctx, dlq, "r_a", false, 0, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Reading(e.ctx, dlq, "r_b", false, 10*time.Second); err != nil {
+	if err := c.Reading(e.ctx, dlq, "r_b", false, 0, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(2 * time.Second)

@@ -192,6 +192,9 @@ func printCheck(w io.Writer, c engine.CheckReport) {
 		}
 		fmt.Fprintln(w, ".")
 	}
+	if h := c.HeldByReplay; h != nil {
+		fmt.Fprintf(w, "Not read: %s (dlqbot's own read of %s); check again once it ends.\n", h.Words(), c.DLQ)
+	}
 	if len(c.Groups) > 0 {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "COUNT\tGROUP ID\tFAILURE\tEXAMPLE")
