@@ -76,6 +76,11 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 	}
 	out.Frozen = f
 	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
+	// What no one could get past decides first: a spent token, before
+	// grants and the four-eyes rule (which someone else could satisfy).
+	if err := o.spent(ctx, a.Token); err != nil {
+		return out, err
+	}
 	if err := o.mayChange(c); err != nil {
 		return out, err
 	}
@@ -133,6 +138,30 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 		out.Replay = cur
 	}
 	return out, nil
+}
+
+// tokenUsage tells which replay consumed a token ("" when none did); the
+// store's Tokens implements it. Token stores without it leave the check
+// to the engine's atomic consume.
+type tokenUsage interface {
+	UsedBy(ctx context.Context, token string) (string, error)
+}
+
+// spent refuses a token that already started a replay (TokenUsed) or is
+// gone (TokenExpired).
+func (o *Ops) spent(ctx context.Context, token string) error {
+	tu, ok := o.d.Tokens.(tokenUsage)
+	if !ok {
+		return nil
+	}
+	id, err := tu.UsedBy(ctx, token)
+	if err != nil {
+		return classify(err, token)
+	}
+	if id != "" {
+		return classify(fmt.Errorf("ops: approve: replay %s: %w", id, engine.ErrTokenUsed), token)
+	}
+	return nil
 }
 
 func changedRefusal(changes []engine.Change, again bool) *Refusal {
