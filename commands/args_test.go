@@ -57,7 +57,7 @@ func TestParseArgsReplies(t *testing.T) {
 		mentions []string
 		json     bool
 	}{
-		{[]string{"preview", "q", "--verbose", "--json"}, []string{"`--verbose`", "--json"}, true},
+		{[]string{"preview", "q", "--loud", "--json"}, []string{"`--loud`", "--verbose"}, true},
 		{[]string{"previw", "q"}, []string{"`previw`", "Try: dlqbot help"}, false},
 		{[]string{"preview", "q", "resaon=x", "--json"}, []string{"`resaon=`", "Try: dlqbot preview q reason=x"}, true},
 		{[]string{"preview", "q", "limit=\xff"}, []string{"UTF-8"}, false},
@@ -91,6 +91,19 @@ func TestParseArgsMatchesParse(t *testing.T) {
 		b, _ := ParseArgs(strings.Fields(line), now)
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%q: Parse %#v, ParseArgs %#v", line, a, b)
+		}
+	}
+}
+
+// TestVerboseAnywhere: --verbose (or -v) is taken out wherever it stands,
+// as --json is.
+func TestVerboseAnywhere(t *testing.T) {
+	for _, args := range [][]string{
+		{"--verbose", "status"}, {"status", "--verbose"}, {"status", "-v", "--json"},
+	} {
+		r, f := ParseArgs(args, now)
+		if r.Reply != "" || !f.Verbose {
+			t.Errorf("%q: reply %q, verbose %v", args, r.Reply, f.Verbose)
 		}
 	}
 }

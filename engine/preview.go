@@ -101,6 +101,9 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	red := newRedactor(s.d.Redactor, sel.DLQ)
 	info, err := s.scanWhole(ctx, sel.DLQ, func(m Message) error {
 		p.Scanned++
+		if !sel.MatchHeaders(m.Headers) {
+			return nil
+		}
 		meta := s.ParseMeta(sel.DLQ, m)
 		v := sel.Match(meta)
 		if v == Excluded {
@@ -120,6 +123,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		if _, fresh := rows.add(meta, v == Parked); fresh && len(p.Messages) < s.cfg.ListRows {
 			if len(p.Messages) < s.cfg.Samples {
 				view.Excerpt = red.excerpt(m, &view, s.cfg.ExcerptBytes)
+				view.Headers = red.shownHeaders(m)
 			}
 			p.Messages = append(p.Messages, PreviewMessage{Meta: view, Parked: v == Parked})
 		}
