@@ -58,6 +58,7 @@ func (rt *remote) run(ctx context.Context, cmd commands.Command, follow bool, ou
 			return out.doc(r)
 		}
 		printReplay(out.w, r)
+		printNext(out.w, r)
 		return nil
 	case commands.ListCmd:
 		return rt.list(ctx, out)
