@@ -61,7 +61,11 @@ func (rt *remote) run(ctx context.Context, cmd commands.Command, follow bool, ou
 		printNext(out.w, r)
 		return nil
 	case commands.ListCmd:
-		return rt.list(ctx, out)
+		d, err := rt.c.DLQs(ctx)
+		if err != nil {
+			return out.fail(remoteErr(err))
+		}
+		return showDLQs(out, d)
 	case commands.CheckCmd:
 		rep, err := rt.c.Check(ctx, c.ReplayID)
 		if err != nil {

@@ -108,7 +108,11 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		printNext(stdout, r)
 		return nil
 	case commands.ListCmd:
-		return a.list(ctx, out)
+		d, err := a.ops.ListDLQs(ctx, a.caller)
+		if err != nil {
+			return out.fail(failed(err))
+		}
+		return showDLQs(out, d)
 	case commands.CheckCmd:
 		rep, err := a.ops.Check(ctx, a.caller, c.ReplayID)
 		if err != nil {
@@ -163,6 +167,15 @@ func (a *app) list(ctx context.Context, out *output) error {
 		return out.doc(map[string]any{"replays": rs})
 	}
 	printList(out.w, rs)
+	return nil
+}
+
+// showDLQs is list's report, here or through the server.
+func showDLQs(out *output, d ops.DLQs) error {
+	if out.json {
+		return out.doc(d)
+	}
+	printDLQs(out.w, d, time.Now())
 	return nil
 }
 
