@@ -451,4 +451,23 @@ approval:
 		t.Fatalf("bob approving alice's second preview: %s", d)
 	}
 	r.WaitCount(dlq, 4, 60*time.Second)
+
+	// The token is spent now: whoever approves it again is told so —
+	// alice too, whom the four-eyes rule would also stop, since no second
+	// person could get past a spent token either.
+	if status, out := apiCall(t, base, tokAlice, "POST", "/api/v1/previews/"+second+"/approve", nil); status != 409 || out["code"] != "token_used" {
+		t.Errorf("alice approving her spent token through REST: %d %v", status, out)
+	}
+	if d := mcpTool(t, base, tokAlice, "dlq_replay", map[string]any{"token": second}); d != "token_used" {
+		t.Errorf("alice approving her spent token through MCP: %s", d)
+	}
+	if d := slackDecision(t, stub, base, trail, "U0ALICE001", "replay "+second, audit.OpApprove); d != "token_used" {
+		t.Errorf("alice approving her spent token in Slack: %s", d)
+	}
+	if d := slackDecision(t, stub, base, trail, "U0BOB00001", "replay "+second, audit.OpApprove); d != "token_used" {
+		t.Errorf("bob approving the spent token again in Slack: %s", d)
+	}
+	if n := r.Count(dlq); n != 4 {
+		t.Fatalf("the DLQ holds %d after the spent token's refusals, want 4", n)
+	}
 }
