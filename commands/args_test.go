@@ -107,3 +107,24 @@ func TestVerboseAnywhere(t *testing.T) {
 		}
 	}
 }
+
+// TestTerminalHelpSpeaksOfCommands: the terminal's help, whole and per
+// topic, names commands, never Slack's buttons or clicks, and mentions
+// --verbose.
+func TestTerminalHelpSpeaksOfCommands(t *testing.T) {
+	full := HelpAs(TerminalPrefix, "", true)
+	if !strings.Contains(full, "--verbose") || !strings.Contains(full, "dlqbot list") {
+		t.Errorf("the terminal's help names neither --verbose nor list:\n%s", full)
+	}
+	for _, topic := range append([]string{""}, helpTopics()...) {
+		h := strings.ToLower(HelpAs(TerminalPrefix, topic, true))
+		for _, slackWord := range []string{"button", "click"} {
+			if strings.Contains(h, slackWord) {
+				t.Errorf("help %q at the terminal speaks of a %s:\n%s", topic, slackWord, h)
+			}
+		}
+	}
+	if !strings.Contains(HelpAs(DefaultPrefix, "replay", true), "Approve button") {
+		t.Error("Slack's help on replay no longer names the Approve button")
+	}
+}

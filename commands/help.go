@@ -16,8 +16,8 @@ type helpEntry struct {
 
 var commandHelp = []helpEntry{
 	{"help", "help [<topic>]", "this help, or help on one command, filter or parameter", "help preview", ""},
-	{"list", "list", "the dead-letter queues you may read: depth, arrivals in the last hour, top failure group and last replay", "list",
-		"A queue is listed when another queue dead-letters into it, when its name ends .dlq, -dlq, _error or .error, or when a grant names it; only those you may read are shown. `status` lists the replays."},
+	{"list", "list", "the dead-letter queues you may read, deepest first: depth, consumers and last replay", "list",
+		"A queue is listed when another queue dead-letters into it, when its name ends .dlq, -dlq, _dlq, _error, .error or -error, or when a grant names it; only those you may read are shown. A preview shows a DLQ's arrivals and failure groups; `status` lists the replays."},
 	{"preview", "preview <dlq> [filters] [to=<queue>]",
 		"what a replay would do, per message and per target queue; changes nothing and gives a token",
 		"preview orders.dlq reason=rejected since=2h",
