@@ -25,8 +25,10 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	// progress there: one write at a time, so lines never interleave.
 	stderr = &lockedWriter{w: stderr}
 	scr := &screen{}
-	if id, jsonOut, ok, msg := parkArgs(args); ok {
-		out := &output{w: stdout, json: jsonOut}
+	if id, jsonOut, verbose, ok, msg := parkArgs(args); ok {
+		level := terminalLevel(verbose)
+		cfg.logLevel = &level
+		out := &output{w: stdout, json: jsonOut, log: zerolog.New(stderr).Level(level).With().Timestamp().Logger()}
 		if msg != "" {
 			return out.fail(usageError("%s", msg))
 		}
