@@ -76,9 +76,13 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 	}
 	out.Frozen = f
 	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
-	// What no one could get past decides first: a spent token, before
-	// grants and the four-eyes rule (which someone else could satisfy).
+	// What no one could get past decides first: a spent token, then a
+	// DLQ that is gone, before grants and the four-eyes rule (which
+	// someone else could satisfy).
 	if err := o.spent(ctx, a.Token); err != nil {
+		return out, err
+	}
+	if err := o.gone(ctx, f.DLQ); err != nil {
 		return out, err
 	}
 	if err := o.mayChange(c); err != nil {
@@ -162,6 +166,26 @@ func (o *Ops) spent(ctx context.Context, token string) error {
 		return classify(fmt.Errorf("ops: approve: replay %s: %w", id, engine.ErrTokenUsed), token)
 	}
 	return nil
+}
+
+// queueInspector tells whether a queue exists; the amqp adapter (Deps.Queues)
+// implements it.
+type queueInspector interface {
+	Inspect(ctx context.Context, queue string) (engine.QueueInfo, error)
+}
+
+// gone refuses a DLQ the broker no longer has (QueueNotFound). When the
+// broker cannot be asked the engine's approval finds out itself.
+func (o *Ops) gone(ctx context.Context, dlq string) error {
+	qi, ok := o.d.Queues.(queueInspector)
+	if !ok {
+		return nil
+	}
+	info, err := qi.Inspect(ctx, dlq)
+	if err != nil || info.Exists {
+		return nil
+	}
+	return classify(fmt.Errorf("ops: approve: %w", engine.ErrQueueNotFound), dlq)
 }
 
 func changedRefusal(changes []engine.Change, again bool) *Refusal {

@@ -27,6 +27,14 @@ func (c *consumingEngine) Approve(ctx context.Context, token, by string, p engin
 	return c.fakeEngine.Approve(ctx, token, by, p, confirmed)
 }
 
+// someQueues is a broker that has only the queues it names.
+type someQueues map[string]bool
+
+func (q someQueues) ListQueues(context.Context) ([]engine.QueueListing, error) { return nil, nil }
+func (q someQueues) Inspect(_ context.Context, name string) (engine.QueueInfo, error) {
+	return engine.QueueInfo{Name: name, Exists: q[name]}, nil
+}
+
 // TestSpentTokenDecidesFirst: a token that already started a replay is
 // refused as token_used whoever approves it again — its own requester
 // (whom the four-eyes rule would also stop) and a viewer without the
@@ -44,7 +52,8 @@ func TestSpentTokenDecidesFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	eng := &consumingEngine{tokens: st.Tokens()}
-	o, err := ops.New(ops.Config{Policy: p}, ops.Deps{Engine: eng, Tokens: st.Tokens(), Replays: eng, Windows: st.Windows()})
+	o, err := ops.New(ops.Config{Policy: p}, ops.Deps{Engine: eng, Tokens: st.Tokens(), Replays: eng, Windows: st.Windows(),
+		Queues: someQueues{"q": true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,5 +87,18 @@ func TestSpentTokenDecidesFirst(t *testing.T) {
 	}
 	if got := code(err2(o.Approve(ctx, alice, ops.Approval{Token: "p_" + token[2:] + "x"}))); got != ops.TokenExpired {
 		t.Errorf("an unknown token: %s, want %s", got, ops.TokenExpired)
+	}
+
+	// A DLQ deleted since the preview comes next: before the grants and
+	// the four-eyes rule.
+	goneTok, err := st.Tokens().Save(ctx, engine.Frozen{DLQ: "deleted", Requester: "U0ALICE001", Total: 200,
+		Targets: []engine.TargetSnapshot{{Queue: "t"}}}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, who := range []ops.Caller{alice, ops.SlackCaller("U0VIEWER01"), ops.SlackCaller("U0NOBODY01")} {
+		if got := code(err2(o.Approve(ctx, who, ops.Approval{Token: goneTok}))); got != ops.QueueNotFound {
+			t.Errorf("%s approving a preview of a deleted DLQ: %s, want %s", who.Identity, got, ops.QueueNotFound)
+		}
 	}
 }
