@@ -17,10 +17,15 @@ import (
 // whose header has that value — not those without the header, with
 // another value, with the value in another case or under a name in
 // another case — and a number matches in decimal. The samples show the
-// headers.
+// headers. On every broker of the matrix.
 func TestHeaderSelection(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, engine.Config{})
+	testkit.EachBroker(t, headerSelection)
+}
+
+func headerSelection(t *testing.T, on testkit.Broker) {
+	t.Parallel()
+	e := newEnvOn(t, engine.Config{}, on)
 	r := e.rabbit
 	src, dlq := testkit.Name("src"), testkit.Name("dlq")
 	r.Topology(src, dlq, nil)
