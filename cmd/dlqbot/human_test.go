@@ -110,3 +110,42 @@ func TestErrorsReadAsOneSentence(t *testing.T) {
 		}
 	}
 }
+
+// TestNextCommandsOnlyThoseThatApply: each state names the commands that
+// can do something — never resume or cancel with nothing left to send.
+func TestNextCommandsOnlyThoseThatApply(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		r         engine.Replay
+		want, not []string
+	}{
+		{"stopped with 15 left", engine.Replay{ID: "r_1", State: engine.StateStopped, Total: 20, Sent: 5},
+			[]string{"dlqbot resume r_1 ", "send the 15 left anyway", "dlqbot check r_1", "dlqbot cancel r_1"}, nil},
+		{"stopped with nothing left", engine.Replay{ID: "r_1", State: engine.StateStopped, Total: 20, Sent: 20},
+			[]string{"dlqbot check r_1"}, []string{"resume", "cancel"}},
+		{"stopped with copies in doubt", engine.Replay{ID: "r_1", State: engine.StateStopped, Total: 20, Sent: 18, InDoubt: 2},
+			[]string{"dlqbot resume r_1 resend=in-doubt", "dlqbot cancel r_1"}, []string{"left"}},
+		{"paused before sending", engine.Replay{ID: "r_1", State: engine.StatePaused, Total: 20},
+			[]string{"dlqbot resume r_1 ", "dlqbot cancel r_1"}, []string{"check", "anyway"}},
+		{"running", engine.Replay{ID: "r_1", State: engine.StateRunning, Total: 20, Sent: 5},
+			[]string{"dlqbot status r_1 --follow", "dlqbot pause r_1", "dlqbot cancel r_1"}, []string{"resume"}},
+		{"finished", engine.Replay{ID: "r_1", State: engine.StateFinished, Total: 20, Sent: 20},
+			[]string{"dlqbot check r_1"}, []string{"resume", "cancel", "pause"}},
+		{"cancelled before sending", engine.Replay{ID: "r_1", State: engine.StateCancelled, Total: 20},
+			nil, []string{"Next:"}},
+	} {
+		var b bytes.Buffer
+		printNext(&b, c.r)
+		got := b.String() + "\n"
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: no %q in\n%s", c.name, w, got)
+			}
+		}
+		for _, n := range c.not {
+			if strings.Contains(got, n) {
+				t.Errorf("%s: %q offered in\n%s", c.name, n, got)
+			}
+		}
+	}
+}
