@@ -57,6 +57,7 @@ func (h *handler) routes() []route {
 		{"POST", "/api/v1/previews", h.createPreview, false},
 		{"POST", "/api/v1/previews/{token}/approve", h.approve, false},
 		{"GET", "/api/v1/dlqs", h.listDLQs, false},
+		{"POST", "/api/v1/previews/{token}/request-approval", h.requestApproval, false},
 		{"GET", "/api/v1/replays", h.listReplays, false},
 		{"GET", "/api/v1/replays/{id}", h.getReplay, false},
 		{"POST", "/api/v1/replays/{id}/pause", h.control("pause"), false},
@@ -229,6 +230,30 @@ func (h *handler) approve(w http.ResponseWriter, r *http.Request, c Caller) (any
 		return nil, 0, asError(err, "")
 	}
 	return rep, http.StatusCreated, nil
+}
+
+// ApprovalRequest answers a request for a person's approval: the preview
+// was posted in Slack (channel, ts) with an Approve button; nothing is
+// sent until someone clicks it.
+type ApprovalRequest struct {
+	Status  string `json:"status"` // "waiting_for_approval"
+	Token   string `json:"token"`
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
+	Message string `json:"message"`
+}
+
+// WaitingForApproval is ApprovalRequest.Status.
+const WaitingForApproval = "waiting_for_approval"
+
+func (h *handler) requestApproval(_ http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
+	token := r.PathValue("token")
+	ch, ts, err := h.s.RequestApproval(r.Context(), c, token)
+	if err != nil {
+		return nil, 0, asError(err, "")
+	}
+	return ApprovalRequest{Status: WaitingForApproval, Token: token, Channel: ch, TS: ts,
+		Message: "The preview was posted to Slack for a person to approve; nothing is sent until someone clicks Approve."}, http.StatusAccepted, nil
 }
 
 func (h *handler) listReplays(_ http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {

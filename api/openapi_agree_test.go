@@ -36,13 +36,25 @@ func (badSignature) Record() (string, string) { return "replay", "r_probe" }
 // HTTP layer; the real engine and store are tested against RabbitMQ and
 // Redis): fail, when set, is returned by every call; full makes the scan
 // limit refuse; refusal is returned by the state-changing calls only;
-// noTrail serves without an audit trail.
+// noTrail serves without an audit trail; slackDown makes asking a person
+// in Slack fail.
 type probeEngine struct {
-	fail    error
-	refusal error
-	full    bool
-	noTrail bool
+	fail      error
+	refusal   error
+	full      bool
+	noTrail   bool
+	slackDown bool
 }
+
+// RequestApproval and ApprovalChannel are the Slack front end that asks a
+// person (ops.Asker).
+func (p *probeEngine) RequestApproval(context.Context, engine.Frozen, *engine.Preview) (string, string, error) {
+	if p.slackDown {
+		return "", "", errors.New("slack: connection refused")
+	}
+	return "C0API", "1.000100", nil
+}
+func (p *probeEngine) ApprovalChannel() string { return "C0API" }
 
 func (p *probeEngine) err() error { return p.fail }
 
@@ -55,7 +67,7 @@ func (p *probeEngine) Preview(_ context.Context, sel engine.Selection, req strin
 func (p *probeEngine) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
 	return engine.Frozen{}, nil, p.err()
 }
-func (p *probeEngine) Approve(_ context.Context, token, by string, _ engine.Params, _ bool) (engine.Approval, error) {
+func (p *probeEngine) ApproveConfirmed(_ context.Context, token, by string, _ engine.Params, _ string) (engine.Approval, error) {
 	if err := cmpOr(p.err(), p.refusal); err != nil {
 		return engine.Approval{}, err
 	}
@@ -156,7 +168,7 @@ roles:
 			t.Fatal(err)
 		}
 	}
-	o, err := ops.New(ops.Config{Policy: policy}, ops.Deps{Engine: pe, Tokens: pe, Replays: pe, Windows: pe, Queues: pe, Log: zerolog.Nop()})
+	o, err := ops.New(ops.Config{Policy: policy}, ops.Deps{Engine: pe, Tokens: pe, Replays: pe, Windows: pe, Queues: pe, Asker: pe, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,6 +236,8 @@ func probes(method, path string) []probe {
 		ps = append(ps, probe{name: "used", engine: probeEngine{refusal: engine.ErrTokenUsed}, token: probeAll, policy: true},
 			probe{name: "needs a human", token: probeAgent, policy: true},
 			probe{name: "step 0", token: probeAll, body: `{"step":0}`, policy: true})
+	case strings.HasSuffix(path, "/request-approval"):
+		ps = append(ps, probe{name: "slack down", engine: probeEngine{slackDown: true}, token: probeAll, policy: true})
 	case strings.HasSuffix(path, "/check"):
 		ps = append(ps, probe{name: "rate limited", engine: probeEngine{full: true}, token: probeAll, policy: true})
 	case strings.HasSuffix(path, "/pause"), strings.HasSuffix(path, "/resume"), strings.HasSuffix(path, "/cancel"):

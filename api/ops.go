@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -94,9 +95,9 @@ func (s *Service) RequestApproval(ctx context.Context, c Caller, token string) (
 	p, _ := s.previews.get(token)
 	channel, ts, err = s.ops.RequestApproval(ctx, c, token, p)
 	if err != nil {
-		if _, ok := ops.IsRefusal(err); !ok {
+		if errors.Is(err, ops.ErrAskFailed) {
 			return "", "", &Error{Status: http.StatusBadGateway, Code: CodeUnavailable, err: err,
-				Message: "The preview could not be posted to Slack for approval (" + err.Error() + "). Nothing was sent."}
+				Message: "The preview could not be posted to Slack for approval just now. Nothing was sent; try again shortly."}
 		}
 		return "", "", asError(err, token)
 	}

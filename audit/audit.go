@@ -31,6 +31,11 @@ const (
 	// it was acted on (a bad or stale signature: not from Slack or not
 	// this app's; or the same signed request received again).
 	OpSlackRequest = "slack_request"
+	// OpSignIn: a sign-in to the dashboard with a token, done (the
+	// principal it named) or refused (an unknown token, too many failed
+	// sign-ins from one address). OpSignOut: a dashboard session ended.
+	OpSignIn  = "sign_in"
+	OpSignOut = "sign_out"
 )
 
 // Outcomes of an operation.

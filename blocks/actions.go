@@ -44,29 +44,35 @@ const (
 	BlockCheckActions = "dlq.check.actions"
 )
 
-// confirmSuffix marks an approval given after seeing what changed since
-// the preview. Tokens are "p_" and base64url, which never contain ':'.
-const confirmSuffix = ":confirm"
+// confirmMark marks an approval given after seeing what changed since the
+// preview; the digest of those changes follows it. Tokens are "p_" and
+// base64url, which never contain ':'.
+const confirmMark = ":confirm"
 
 // ApproveValue is the value of a dlq.approve button: the preview token,
-// followed by ":confirm" when the approver has already seen what changed
-// since the preview and approves anyway.
-func ApproveValue(token string, confirmed bool) string {
-	if confirmed {
-		return token + confirmSuffix
+// followed by ":confirm:<digest>" when the approver has been shown the
+// changes since the preview whose engine.ChangesDigest is digest and
+// approves despite exactly those ("" for the preview's own button).
+func ApproveValue(token, digest string) string {
+	if digest != "" {
+		return token + confirmMark + ":" + digest
 	}
 	return token
 }
 
 // ParseApproveValue splits a dlq.approve button value into the preview
-// token and whether the approval is confirmed despite changes. It is the
-// inverse of ApproveValue.
-func ParseApproveValue(v string) (token string, confirmed bool) {
+// token and the digest of the changes the approval confirms ("" when
+// none). It is the inverse of ApproveValue; a bare ":confirm" (a button
+// that carried no digest) confirms no change, so the approval is refused
+// with whatever changed, shown afresh.
+func ParseApproveValue(v string) (token, digest string) {
 	v = strings.TrimSpace(v)
-	if t, ok := strings.CutSuffix(v, confirmSuffix); ok {
-		return t, true
+	token, rest, found := strings.Cut(v, confirmMark)
+	if !found {
+		return v, ""
 	}
-	return v, false
+	digest, _ = strings.CutPrefix(rest, ":")
+	return token, digest
 }
 
 // button returns a button with a plain-text label cut to Slack's limit.

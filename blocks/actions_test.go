@@ -81,7 +81,7 @@ func TestButtons(t *testing.T) {
 		{"finished", progress(engine.StateFinished), nil},
 		{"cancelled", progress(engine.StateCancelled), nil},
 		{"interrupted", progress(engine.StateInterrupted), nil},
-		{"changes", first(Changes(changes(), token)), []btn{{"dlq.approve", token + ":confirm", true}, discard}},
+		{"changes", first(Changes(changes(), token)), []btn{{"dlq.approve", token + ":confirm:" + engine.ChangesDigest(changes()), true}, discard}},
 		{"check with park", first(Check(checkWithGroups(), ChannelView)), []btn{
 			{"dlq.preview_group", "orders.dlq replayed_by=" + replayID + " group=" + engine.GroupID("order <n> not found"), false},
 			{"dlq.preview_group", "orders.dlq replayed_by=" + replayID + " group=" + engine.GroupID(checkWithGroups().Groups[1].Group), false},
@@ -111,18 +111,22 @@ func TestButtons(t *testing.T) {
 }
 
 func TestApproveValue(t *testing.T) {
-	for _, confirmed := range []bool{false, true} {
-		v := ApproveValue(token, confirmed)
-		tok, c := ParseApproveValue(v)
-		if tok != token || c != confirmed {
-			t.Errorf("ParseApproveValue(%q) = %q, %v; want %q, %v", v, tok, c, token, confirmed)
+	for _, digest := range []string{"", "0123456789abcdef"} {
+		v := ApproveValue(token, digest)
+		tok, d := ParseApproveValue(v)
+		if tok != token || d != digest {
+			t.Errorf("ParseApproveValue(%q) = %q, %q; want %q, %q", v, tok, d, token, digest)
 		}
 	}
-	if v := ApproveValue(token, true); !strings.HasPrefix(v, token) || v == token {
+	if v := ApproveValue(token, "0123456789abcdef"); !strings.HasPrefix(v, token) || v == token {
 		t.Errorf("confirmed value %q", v)
 	}
-	if tok, c := ParseApproveValue(" " + token + "\n"); tok != token || c {
-		t.Errorf("ParseApproveValue with spaces = %q, %v", tok, c)
+	if tok, d := ParseApproveValue(" " + token + "\n"); tok != token || d != "" {
+		t.Errorf("ParseApproveValue with spaces = %q, %q", tok, d)
+	}
+	// A button that carried no digest confirms no change.
+	if tok, d := ParseApproveValue(token + ":confirm"); tok != token || d != "" {
+		t.Errorf("ParseApproveValue without a digest = %q, %q", tok, d)
 	}
 }
 

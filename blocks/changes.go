@@ -13,8 +13,8 @@ const maxChanges = 10
 
 // Changes renders "what changed since the preview", shown when
 // an approval found the DLQ or its targets changed: nothing has been sent.
-// Its "Approve anyway" button (dlq.approve, value ApproveValue(token, true))
-// approves again knowing the changes; Discard (dlq.discard) drops the
+// Its "Approve anyway" button (dlq.approve, value ApproveValue(token,
+// engine.ChangesDigest(changes))) approves despite exactly these changes; Discard (dlq.discard) drops the
 // token.
 func Changes(changes []engine.Change, token string) ([]slack.Block, string) {
 	lines := make([]string, 0, maxChanges)
@@ -32,7 +32,7 @@ func Changes(changes []engine.Change, token string) ([]slack.Block, string) {
 	out = append(out,
 		contextBlock("", "Approve anyway to replay what is still there, in canary steps as before, or discard the preview and make a new one."),
 		actions(BlockChangesActions,
-			button(ActionApprove, ApproveValue(token, true), "Approve anyway", slack.StyleDanger,
+			button(ActionApprove, ApproveValue(token, engine.ChangesDigest(changes)), "Approve anyway", slack.StyleDanger,
 				confirm("Replay despite the changes?",
 					fmt.Sprintf("%s since the preview apply to this replay. It still runs in canary steps and stops by itself if any come back.", plural(len(changes), "change", "changes")),
 					"Replay anyway", "Not yet", slack.StyleDanger)),

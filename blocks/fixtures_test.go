@@ -30,6 +30,8 @@ func previewWithProblems() *engine.Preview {
 		Scanned:        57,
 		Selected:       48,
 		FirstStepDepth: 12,
+		CanaryClasses:  3,
+		Classes:        4,
 		Distinct:       45,
 		Parked:         3,
 		Problems: []engine.Problem{

@@ -32,7 +32,7 @@ func Preview(p *engine.Preview, now time.Time) ([]slack.Block, string) {
 		return out, previewText(p)
 	}
 	buttons := []*slack.ButtonBlockElement{
-		button(ActionApprove, ApproveValue(p.Token, false), "Approve replay", slack.StylePrimary, approveConfirm(p)),
+		button(ActionApprove, ApproveValue(p.Token, ""), "Approve replay", slack.StylePrimary, approveConfirm(p)),
 		button(ActionDiscard, p.Token, "Discard", "", nil),
 	}
 	if HasSamples(p) {
@@ -105,9 +105,18 @@ func previewFields(p *engine.Preview) []string {
 		"*Requested by*\n" + who(p.Requester),
 	}
 	if p.FirstStepDepth > 0 {
-		out = append(out, "*First step reads*\nthe first "+msgs(p.FirstStepDepth)+" of the DLQ")
+		out = append(out, "*First step reads*\nthe first "+msgs(p.FirstStepDepth)+" of the DLQ"+canaryClasses(p))
 	}
 	return out
+}
+
+// canaryClasses says how many of the selection's failure classes (target
+// × failure group) the first step holds a copy of ("" when unknown).
+func canaryClasses(p *engine.Preview) string {
+	if p.Classes == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", holding a copy of %s of its %s", num(p.CanaryClasses), plural(p.Classes, "failure class", "failure classes"))
 }
 
 // nothingText explains a preview without a token.

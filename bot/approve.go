@@ -15,12 +15,14 @@ import (
 // approval is one request to turn a preview token into a replay: an
 // Approve click (click set) or `replay <token>` (fromCommand).
 type approval struct {
-	to          replyTo
-	token       string
-	params      engine.Params
-	confirmed   bool
-	fromCommand bool
-	click       *slack.InteractionCallback
+	to     replyTo
+	token  string
+	params engine.Params
+	// confirmDigest is the digest of the changes an "Approve anyway"
+	// click was shown (ops.Approval.ConfirmDigest).
+	confirmDigest string
+	fromCommand   bool
+	click         *slack.InteractionCallback
 }
 
 // previewLoc is where a preview message is, and the message clicked when
@@ -58,7 +60,7 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 	}
 	loc := locate(a, pm, known)
 	var moved string // where the replay is shown instead, when it moved
-	out, err := b.d.Ops.Approve(ctx, ops.SlackCaller(to.user), ops.Approval{Token: a.token, Params: params, Confirmed: a.confirmed,
+	out, err := b.d.Ops.Approve(ctx, ops.SlackCaller(to.user), ops.Approval{Token: a.token, Params: params, ConfirmDigest: a.confirmDigest,
 		Show: func(ctx context.Context, r engine.Replay) { moved = b.show(ctx, a, loc, r) }})
 	if r, ok := ops.IsRefusal(err); ok && r.Code == ops.Changed {
 		b.changed(ctx, a, loc, params, r.Changes)

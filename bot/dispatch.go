@@ -214,8 +214,8 @@ func (b *Bot) runAction(ctx context.Context, to replyTo, cb slack.InteractionCal
 	value := strings.TrimSpace(act.Value)
 	switch act.ActionID {
 	case blocks.ActionApprove:
-		token, confirmed := blocks.ParseApproveValue(value)
-		b.approve(ctx, approval{to: to, token: token, confirmed: confirmed, click: &cb})
+		token, digest := blocks.ParseApproveValue(value)
+		b.approve(ctx, approval{to: to, token: token, confirmDigest: digest, click: &cb})
 	case blocks.ActionDiscard:
 		b.discard(ctx, to, value, cb)
 	case blocks.ActionPause:

@@ -73,7 +73,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 		return nil
 	}
 	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		return fmt.Errorf("client: %s %s: the answer is not JSON: %w", method, path, err)
+		return &api.Error{Status: resp.StatusCode, Code: api.CodeInternal, Message: fmt.Sprintf(
+			"The server at %s answered %s to %s %s, but not with the dlqbot API's JSON (a proxy's page, or another service at that address?): check DLQBOT_SERVER. Whether it acted is unknown; dlqbot status shows what happened.",
+			redact.URL(c.Base), resp.Status, method, path)}
 	}
 	return nil
 }
@@ -116,17 +118,19 @@ func (c *Client) send(ctx context.Context, method, path string, query url.Values
 		return resp, nil
 	}
 	defer resp.Body.Close()
-	return nil, answerError(resp)
+	return nil, answerError(resp, c.Base)
 }
 
 // answerError reads a refusal or failure: the API's {code, error} body
 // with the response's status; a body that is not one (a proxy's page)
 // becomes code "internal" naming the status.
-func answerError(resp *http.Response) error {
+func answerError(resp *http.Response, base string) error {
 	e := &api.Error{Status: resp.StatusCode}
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if json.Unmarshal(data, e) != nil || e.Code == "" {
-		e.Code, e.Message = api.CodeInternal, fmt.Sprintf("The dlqbot server answered %s.", resp.Status)
+		e.Code, e.Message = api.CodeInternal, fmt.Sprintf(
+			"The server at %s answered %s, not with the dlqbot API's JSON (a proxy's page, or another service at that address?): check DLQBOT_SERVER.",
+			redact.URL(base), resp.Status)
 	}
 	if s := resp.Header.Get("Retry-After"); s != "" {
 		var n int
@@ -156,6 +160,14 @@ func (c *Client) Approve(ctx context.Context, token string, p api.Params, confir
 	var r engine.Replay
 	err := c.do(ctx, "POST", "/api/v1/previews/"+url.PathEscape(token)+"/approve", nil, body, &r)
 	return r, err
+}
+
+// RequestApproval asks a person in Slack to approve a preview's token
+// instead of approving it; the answer says where the preview was posted.
+func (c *Client) RequestApproval(ctx context.Context, token string) (api.ApprovalRequest, error) {
+	var out api.ApprovalRequest
+	err := c.do(ctx, "POST", "/api/v1/previews/"+url.PathEscape(token)+"/request-approval", nil, nil, &out)
+	return out, err
 }
 
 // Replay returns one replay.

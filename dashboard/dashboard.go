@@ -68,9 +68,20 @@ type Deps struct {
 	// sign-out is remembered by this process only (enough with the
 	// default per-process session key).
 	Revocations Revocations
-	Log         zerolog.Logger
+	// Sessions records sign-ins (done or refused) and sign-outs in the
+	// audit trail (*ops.Ops implements it); optional: without it they are
+	// logged only.
+	Sessions Sessions
+	Log      zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
+}
+
+// Sessions records a session's start or end: op audit.OpSignIn or
+// audit.OpSignOut, done for principal when code is "", refused with code
+// otherwise.
+type Sessions interface {
+	RecordSession(ctx context.Context, frontEnd, principal, op, code, detail string)
 }
 
 // Threads reads where a replay shows in Slack; *store.SlackRefs

@@ -113,6 +113,7 @@ func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 	if wait := d.signins.wait(addr); wait > 0 {
 		secs := int(wait.Seconds() + 0.999)
 		d.log.Warn().Str("remote", r.RemoteAddr).Str("client", addr).Msg("dashboard: sign-in refused: too many failed sign-ins from this address")
+		d.recordSession(r, "", audit.OpSignIn, "rate_limited", "too many failed sign-ins from "+addr)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
 		d.render(w, http.StatusTooManyRequests, "signin.html", page{Title: "Sign in", Notice: d.proxyNotice(),
 			Error: fmt.Sprintf("Too many failed sign-ins from your address in the last %s; try again in %d seconds. Nothing was done.", d.cfg.SignInWindow, secs)})
@@ -124,6 +125,7 @@ func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		d.signins.failed(addr)
 		d.log.Warn().Str("remote", r.RemoteAddr).Str("client", addr).Msg("dashboard: sign-in with an unknown token refused")
+		d.recordSession(r, "", audit.OpSignIn, "unauthorized", "an unknown token; from "+addr)
 		d.render(w, http.StatusUnauthorized, "signin.html", page{Title: "Sign in", Notice: d.proxyNotice(),
 			Error: "That token is not one the permissions file knows. Nothing was done."})
 		return
@@ -131,6 +133,7 @@ func (d *Dashboard) signin(w http.ResponseWriter, r *http.Request) {
 	v, exp := d.newSession(p)
 	d.setSession(w, r, v, exp)
 	d.log.Info().Str("principal", p.Name).Str("remote", r.RemoteAddr).Msg("dashboard: signed in")
+	d.recordSession(r, p.Name, audit.OpSignIn, "", "from "+addr)
 	http.Redirect(w, r, "/dashboard/", http.StatusSeeOther)
 }
 
@@ -147,8 +150,17 @@ func (d *Dashboard) signout(w http.ResponseWriter, r *http.Request, s session) {
 			return
 		}
 		d.log.Info().Str("principal", s.p.Name).Str("remote", r.RemoteAddr).Msg("dashboard: signed out")
+		d.recordSession(r, s.p.Name, audit.OpSignOut, "", "from "+d.clientAddr(r))
 	}
 	http.Redirect(w, r, "/dashboard/signin", http.StatusSeeOther)
+}
+
+// recordSession puts a sign-in or sign-out in the audit trail, when the
+// dashboard has one (Deps.Sessions).
+func (d *Dashboard) recordSession(r *http.Request, principal, op, code, detail string) {
+	if d.d.Sessions != nil {
+		d.d.Sessions.RecordSession(r.Context(), "dashboard", principal, op, code, detail)
+	}
 }
 
 // base is the page every signed-in template starts from.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -185,20 +186,61 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 	return found, cov, nil
 }
 
+// ChangesDigest names a list of changes: an approval confirms the changes
+// it was shown by quoting their digest (ApproveConfirmed).
+func ChangesDigest(changes []Change) string {
+	h := sha256.New()
+	for _, c := range changes {
+		fmt.Fprintf(h, "%s\x00%s\x00%d", c.Kind, c.Queue, c.Messages)
+		if c.Replay != "" {
+			fmt.Fprintf(h, "\x00%s", c.Replay)
+		}
+		fmt.Fprintln(h)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
 // Approve turns a preview token into a queued replay. Unless confirmed is
 // set, it first compares the world with the preview and refuses with
-// ErrChanged (and the changes) when anything differs. The token is consumed
-// atomically: of concurrent approvals exactly one succeeds, the others get
-// ErrTokenUsed.
+// ErrChanged (and the changes) when anything differs. confirmed approves
+// despite whatever that compare finds, shown to nobody: a person's
+// approval goes through ApproveConfirmed with the digest of what they
+// were shown. The token is consumed atomically: of concurrent approvals
+// exactly one succeeds, the others get ErrTokenUsed.
 func (s *Service) Approve(ctx context.Context, token, approver string, p Params, confirmed bool) (Approval, error) {
+	return s.approve(ctx, token, approver, p, func(changes []Change) bool { return confirmed || len(changes) == 0 })
+}
+
+// ApproveConfirmed is Approve bound to what the approver was shown: digest
+// is the ChangesDigest of the changes they confirmed ("" when they
+// confirmed none). The one compare of the world with the preview is made
+// here, after the token is consumed; the approval goes ahead only when it
+// finds no change or exactly the confirmed ones. Anything else (a change
+// that landed after the approver looked) is refused with ErrChanged and
+// the changes found now.
+func (s *Service) ApproveConfirmed(ctx context.Context, token, approver string, p Params, digest string) (Approval, error) {
+	return s.approve(ctx, token, approver, p, func(changes []Change) bool {
+		return len(changes) == 0 || (digest != "" && ChangesDigest(changes) == digest)
+	})
+}
+
+// approve is Approve and ApproveConfirmed: accept says whether the
+// changes the compare found may be approved.
+func (s *Service) approve(ctx context.Context, token, approver string, p Params, accept func([]Change) bool) (Approval, error) {
+	// The replay's id follows from the token (approve_id.go): a signed
+	// record under it means the token started a replay, whatever its used
+	// marker says.
+	id, err := s.replayIDFor(ctx, token)
+	if err != nil {
+		return Approval{}, fmt.Errorf("engine: approve %s: %w", token, err)
+	}
 	// Consume first: of concurrent approvals only one gets this far, so
 	// the comparison below (a scan of the DLQ) never races another one.
-	id := NewReplayID()
 	if err := s.d.Tokens.Consume(ctx, token, id); err != nil {
 		return Approval{}, fmt.Errorf("engine: approve %s: %w", token, err)
 	}
 	f, changes, lapsed, err := s.compare(ctx, token, p.TakeOver)
-	if err != nil || (len(changes) > 0 && !confirmed) {
+	if err != nil || !accept(changes) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if rerr := s.d.Tokens.Release(rctx, token, id); rerr != nil && err == nil {
@@ -252,7 +294,7 @@ func (s *Service) undoApproval(ctx context.Context, token, id string, created bo
 			if cur.State != StateQueued {
 				return ErrNoChange
 			}
-			cur.State, cur.EndedAt = StateCancelled, s.d.Clock.Now()
+			cur.State, cur.EndedAt, cur.Withdrawn = StateCancelled, s.d.Clock.Now(), true
 			cur.Note = "withdrawn: the approval could not be completed (" + cause.Error() + "); nothing was sent"
 			return nil
 		})

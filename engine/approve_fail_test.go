@@ -79,6 +79,18 @@ func TestApprovalThatFailsAfterConsumingCanBeRetried(t *testing.T) {
 		if rep.State != engine.StateFinished || rep.Sent != 10 {
 			t.Fatalf("%s fault: the second approval's replay %s with %d sent", fault, rep.State, rep.Sent)
 		}
+		// A failed create left no record: the retry takes the token's
+		// first id; a withdrawn record keeps it, so the retry takes the next.
+		want := engine.TokenReplayID(p.Token, 0)
+		if fault == "retain" {
+			want = engine.TokenReplayID(p.Token, 1)
+			if w, err := e.store.Replays().Get(ctx, engine.TokenReplayID(p.Token, 0)); err != nil || !w.Withdrawn {
+				t.Fatalf("retain fault: the withdrawn replay %+v (%v), want it marked withdrawn", w, err)
+			}
+		}
+		if rep.ID != want {
+			t.Fatalf("%s fault: the retried approval's replay %s, want %s", fault, rep.ID, want)
+		}
 		testkit.Eventually(t, 20*time.Second, "10 delivered", func() bool { return len(rec.got()) == 10 })
 		if n := r.Count(dlq); n != 0 {
 			t.Fatalf("%s fault: %d left in the DLQ", fault, n)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,10 +123,13 @@ func TestCanaryStopsWhenNothingSettles(t *testing.T) {
 }
 
 // TestCanaryFirstStepTakesTheFirstInDLQOrder checks that the first step
-// sends the first messages in DLQ order, so that it reads no deeper.
+// sends the first messages in DLQ order when every other class lies past
+// its bound (Config.CanaryDepth), so that it reads no deeper.
 func TestCanaryFirstStepTakesTheFirstInDLQOrder(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fast)
+	cfg := fast
+	cfg.CanaryDepth = 30 // the other classes start at 31
+	e := newEnv(t, cfg)
 	r := e.rabbit
 	a, b, dlq := testkit.Name("a"), testkit.Name("b"), testkit.Name("dlq")
 	r.Topology(a, dlq, nil)
@@ -161,8 +165,9 @@ func TestCanaryFirstStepTakesTheFirstInDLQOrder(t *testing.T) {
 	}
 	testkit.Eventually(t, 10*time.Second, "first step delivered", func() bool { return len(ra.got())+len(rb.got()) == rep.Sent })
 	// The first step reads no further than its picks: the first five in
-	// DLQ order, all of a's rejected ones. The other classes, further on,
-	// go out one copy each in the step that reaches them (plan_test.go).
+	// DLQ order, all of a's rejected ones. The other classes, past the
+	// bound, go out one copy each in the step that reaches them
+	// (plan_test.go).
 	got := ids(ra.got())
 	for i := range 5 {
 		if got[fmt.Sprintf("m-%d", i)] != 1 {
@@ -361,4 +366,79 @@ type timedCursor struct {
 
 func (c timedCursor) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
 	return c.Cursor.Move(ctx, c.m.timed(req))
+}
+
+// TestCanaryFirstStepSamplesEveryClass: a DLQ of 60 dead letters from
+// alpha (its consumer fixed: it acks) followed by 5 from bravo (its
+// consumer still rejects them, so they dead-letter back), default steps.
+// The first step holds a copy of each class — bravo's first, 61 deep —
+// within its 10 copies, so the replay stops after it: alpha's consumer
+// got 9, bravo's 1, and the DLQ holds everything else and bravo's copy.
+func TestCanaryFirstStepSamplesEveryClass(t *testing.T) {
+	t.Parallel()
+	for _, c := range testkit.Matrix("classic", "quorum") {
+		t.Run(c.Name(), func(t *testing.T) {
+			t.Parallel()
+			c.Broker.Require(t)
+			var args amqp.Table
+			if c.Kind != "classic" {
+				args = testkit.Quorum(nil)
+			}
+			e := newEnvOn(t, fast, c.Broker)
+			r := e.rabbit
+			alpha, bravo, dlq := testkit.Name("alpha"), testkit.Name("bravo"), testkit.Name("dlq")
+			r.Topology(alpha, dlq, args)
+			r.Queue(bravo, amqp.Table{"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq})
+			var as, bs []amqp.Publishing
+			for i := range 60 {
+				as = append(as, testkit.Msg(fmt.Sprintf("a-%02d", i), testkit.Body(i, 50), nil))
+			}
+			for i := range 5 {
+				bs = append(bs, testkit.Msg(fmt.Sprintf("b-%d", i), testkit.Body(100+i, 50), nil))
+			}
+			r.Reject(alpha, as...)
+			r.WaitCount(dlq, 60, 20*time.Second)
+			r.Reject(bravo, bs...)
+			r.WaitCount(dlq, 65, 20*time.Second)
+
+			p := preview(t, e, engine.Selection{DLQ: dlq})
+			if p.Selected != 65 || p.Classes != 2 || p.CanaryClasses != 2 || p.FirstStepDepth != 61 {
+				t.Fatalf("preview: %d selected, first step covers %d of %d classes, %d deep; want 65, 2 of 2, 61",
+					p.Selected, p.CanaryClasses, p.Classes, p.FirstStepDepth)
+			}
+			ra := &recorder{}
+			r.Consume(alpha, ra.handle)
+			rb := &recorder{verdict: "reject"}
+			r.Consume(bravo, rb.handle)
+
+			rep := approveRun(t, e, p.Token, engine.Params{Rate: -1, Timeout: 20 * time.Second}, false)
+			if rep.State != engine.StateStopped || rep.Step != 1 || rep.Sent > engine.DefaultStep {
+				t.Fatalf("replay %s after step %d with %d sent (%s): want stopped after step 1, at most %d sent",
+					rep.State, rep.Step, rep.Sent, rep.Note, engine.DefaultStep)
+			}
+			testkit.Eventually(t, 20*time.Second, "the first step at the consumers", func() bool {
+				return len(ra.got())+len(rb.got()) == rep.Sent
+			})
+			gotA, gotB := ids(ra.got()), ids(rb.got())
+			if len(gotB) != 1 || gotB["b-0"] != 1 {
+				t.Fatalf("bravo's consumer got %v, want its first message b-0 once", gotB)
+			}
+			for id := range gotA {
+				if id >= "a-09" {
+					t.Fatalf("alpha's consumer got %v: want the first ones in DLQ order (a-00 … a-08)", gotA)
+				}
+			}
+			// What the DLQ holds: all but the copies alpha's consumer acked.
+			left := ids(r.Drain(dlq, 65-len(gotA), 2*time.Second))
+			want := map[string]int{}
+			for _, m := range append(as, bs...) {
+				if gotA[m.MessageId] == 0 {
+					want[m.MessageId]++
+				}
+			}
+			if !reflect.DeepEqual(left, want) {
+				t.Fatalf("DLQ holds %v, want %v", left, want)
+			}
+		})
+	}
 }

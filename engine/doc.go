@@ -32,11 +32,13 @@
 //	redaction.go      what a preview shows of a message, redacted (its
 //	                  excerpt and headers)
 //	preview.go        a preview; preview_rows.go, preview_targets.go,
-//	                  preview_summary.go (counts and problems) and
-//	                  preview_returns.go build it; arrivals.go its sparkline
+//	                  preview_summary.go (counts and problems),
+//	                  preview_canary.go (the first step's classes and depth)
+//	                  and preview_returns.go build it; arrivals.go its sparkline
 //	kinds.go          the kinds of problems, changes and failures
 //	frozen.go         what a preview token freezes, and freeze
 //	approve.go        approving a token: what changed since (Compare), Approve
+//	approve_id.go     a token's replay ids: a replay under one means used
 //	runner.go         a replay's run: its loop, stop causes and summary
 //	plan.go, step.go  what each step sends; account.go accounts for every
 //	                  planned message (missing, held elsewhere)

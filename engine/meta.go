@@ -56,11 +56,11 @@ func ParseMetaDialect(dlq string, m Message, d HeaderDialect) (meta Meta) {
 	case DialectRabbitMQ:
 		p.rabbit()
 	case DialectSpring:
-		p.spring()
+		p.framework(p.spring, hasDeath)
 	case DialectMassTransit:
-		p.massTransit()
+		p.framework(p.massTransit, hasDeath)
 	case DialectNServiceBus:
-		p.nServiceBus()
+		p.framework(p.nServiceBus, hasDeath)
 	default:
 		meta.SourceNote = "no dead-letter headers (x-death, x-first-death-*, Spring, MassTransit, NServiceBus, rascal" + inHouseNote(d) + ") found: the source queue cannot be derived"
 		p.identity = []string{string(DialectUnknown), unixString(m.Timestamp)}
@@ -117,10 +117,10 @@ func hasDeathHeaders(h map[string]any) bool {
 	return ok || hasPrefixKey(h, "x-first-death-", "x-last-death-")
 }
 
-// detectDialect picks the convention that dead-lettered the message.
-// Framework headers win over x-death: a framework writes them at the failure
-// that put the message here, while x-death may be left from an earlier
-// broker retry loop.
+// detectDialect picks the convention whose headers the message carries.
+// A framework's headers (Spring, MassTransit, NServiceBus) are detected
+// before x-death, but framework then lets the broker's own dead-lettering
+// decide the route whenever it names one: see framework.
 //
 // The in-house dialect, when configured and its headers are present, comes
 // first; rascal comes after the others and before x-death (its republish
@@ -147,6 +147,39 @@ func (p *metaParser) detectDialect(d HeaderDialect, hasDeath bool) (Dialect, hdr
 		return DialectRabbitMQ, hdrTable{}
 	}
 	return DialectUnknown, hdrTable{}
+}
+
+// framework reads a message carrying a framework's failure headers with
+// parse. When the broker dead-lettered it too (hasDeath), the broker's
+// x-death is the authority on where and when it died: an application's
+// x-exception-message on a message RabbitMQ dead-lettered itself says why it
+// failed, not where it came from. The route, reason, failure times and
+// identity are then x-death's; the framework adds its exception and the
+// attempts it recorded. Only when x-death names no usable source queue does
+// the framework's route stand, with x-death's failure times where the
+// framework recorded none.
+func (p *metaParser) framework(parse func(), hasDeath bool) {
+	parse()
+	if !hasDeath {
+		return
+	}
+	fw, fwIdentity := *p.meta, p.identity
+	*p.meta = Meta{Seq: fw.Seq, MessageID: fw.MessageID, Size: fw.Size, Reason: ReasonUnknown}
+	p.identity = nil
+	p.rabbit()
+	m := p.meta
+	if m.Source == "" {
+		first, last := m.FirstDeath, m.LastDeath
+		*m, p.identity = fw, fwIdentity
+		if m.FirstDeath.IsZero() && m.LastDeath.IsZero() {
+			m.FirstDeath, m.LastDeath = first, last
+		}
+		return
+	}
+	m.Dialect = DialectRabbitMQ
+	m.Exception, m.ExceptionType = fw.Exception, fw.ExceptionType
+	m.Attempts = addClampedInt(m.Attempts, int64(fw.Attempts))
+	p.identity = append(p.identity, "exception", fw.Exception)
 }
 
 // replay reads x-replay-id and x-replay-count and adds them to the identity,

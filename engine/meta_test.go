@@ -311,6 +311,56 @@ func TestParseMetaSourceIsTheDLQ(t *testing.T) {
 	}
 }
 
+// TestParseMetaBrokerDeathOverFramework: a message the broker dead-lettered
+// itself keeps x-death's route and failure time when an application's
+// exception headers ride along; the framework adds only the exception.
+func TestParseMetaBrokerDeathOverFramework(t *testing.T) {
+	death := func() []any {
+		return []any{amqpTable{"queue": "orders", "reason": "rejected", "count": int64(1), "time": tDeath2,
+			"exchange": "", "routing-keys": []any{"orders"}}}
+	}
+	tests := []struct {
+		name string
+		h    map[string]any
+		want Meta
+	}{
+		{"spring message only", map[string]any{"x-death": death(), "x-first-death-queue": "orders",
+			"x-first-death-reason": "rejected", "x-first-death-exchange": "",
+			"x-exception-message": "order 17 not found"},
+			Meta{Dialect: DialectRabbitMQ, Source: "orders", Exchange: "", RoutingKeys: []string{"orders"},
+				Reason: ReasonRejected, Attempts: 1, FirstDeath: tDeath2, LastDeath: tDeath2,
+				Exception: "order 17 not found", FailureGroup: "order <n> not found"}},
+		{"spring full headers", map[string]any{"x-death": death(),
+			"x-exception-message": "boom", "x-exception-type": "java.lang.IllegalStateException",
+			"x-original-exchange": "elsewhere-x", "x-original-routingKey": "elsewhere"},
+			Meta{Dialect: DialectRabbitMQ, Source: "orders", RoutingKeys: []string{"orders"},
+				Reason: ReasonRejected, Attempts: 1, FirstDeath: tDeath2, LastDeath: tDeath2,
+				ExceptionType: "java.lang.IllegalStateException", Exception: "boom",
+				FailureGroup: "java.lang.IllegalStateException: boom"}},
+		{"masstransit fault", map[string]any{"x-death": death(),
+			"MT-Fault-Message": "bad", "MT-Fault-InputAddress": "queue:billing", "MT-Fault-RetryCount": "2"},
+			Meta{Dialect: DialectRabbitMQ, Source: "orders", RoutingKeys: []string{"orders"},
+				Reason: ReasonRejected, Attempts: 4, FirstDeath: tDeath2, LastDeath: tDeath2,
+				Exception: "bad", FailureGroup: "bad"}},
+		{"x-death without a source keeps spring's route", map[string]any{
+			"x-death":             []any{amqpTable{"queue": "orders.dlq", "reason": "expired", "count": int64(1), "time": tDeath2}},
+			"x-exception-message": "boom", "x-original-exchange": "", "x-original-routingKey": "orders"},
+			Meta{Dialect: DialectSpring, Source: "orders", RoutingKeys: []string{"orders"}, Reason: ReasonException,
+				FirstDeath: tDeath2, LastDeath: tDeath2, Exception: "boom", FailureGroup: "boom"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := dlqMsg(tt.h)
+			got := ParseMeta("orders.dlq", m)
+			want := tt.want
+			want.ID, want.Seq, want.MessageID, want.Size = got.ID, 4, "m-1", len(m.Body)
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("ParseMeta:\n got %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
 func wantEq[T comparable](t *testing.T, got, want T) {
 	t.Helper()
 	if got != want {

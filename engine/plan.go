@@ -32,6 +32,10 @@ type plan struct {
 	// reach is how deep the preview read to find every item: one past the
 	// largest DLQ position (see holdBound).
 	reach int
+	// canaryDepth is how deep, in DLQ positions as the preview saw them,
+	// a first step looks for classes to hold one copy of each (see next;
+	// Config.CanaryDepth); 0 or less: it looks for none.
+	canaryDepth int
 }
 
 // planOf is the plan of a preview's items given column by column (which
@@ -186,17 +190,26 @@ func stepSize(first, limit, k int) int {
 
 // next picks the copies of the next step, as id → copies, in DLQ order
 // from the cursor, so that a replay's steps read the DLQ once, front to
-// back (see cursor.go). The first step takes the first n copies: every
-// class (target × failure group) among them is reached. A later step takes
-// n copies too, and for each class it reaches for the first time one copy
-// more (its canary, up to n such), leaving that class's other copies it
-// passes to the next step (up to n; past that the step ends there), so a
+// back (see cursor.go). The first step holds one copy of every class
+// (target × failure group) whose first copy lies within canaryDepth of the
+// DLQ's head — that copy — and fills the rest of its n copies with the
+// first ones in DLQ order; when there are more such classes than n, it
+// holds one copy of each and no more. It reads as deep as its last pick:
+// what it passes stays held by the cursor for the next steps. A later step
+// takes n copies too, and for each class it reaches for the first time one
+// copy more (its canary, up to n such), leaving that class's other copies
+// it passes to the next step (up to n; past that the step ends there), so a
 // class's first copy never goes out with its bulk. A resumed run counts
 // as reached every class up to the last copy an earlier run sent; a step
 // before any class is reached is a first step.
 func (p *plan) next(n int, first bool) map[string]int {
 	return p.start(n, first).more(math.MaxInt)
 }
+
+// DefaultCanaryDepth is Config.CanaryDepth's default: a first step looks
+// for failure classes among the first 10,000 messages of the DLQ (or the
+// whole DLQ, when it holds fewer).
+const DefaultCanaryDepth = 10000
 
 // DefaultStepChunk is Config.StepChunk's default: a step of 1,000,000
 // copies holds the picks, claims and move results of 10,000 at a time,
@@ -213,14 +226,50 @@ type stepWalk struct {
 	i                      int // the next item to look at
 	taken, extra, deferred int
 	fresh                  map[[2]string]bool // classes this step reached first
-	done                   bool               // the step has all its copies
+	// owed are the classes a first step still holds no copy of whose
+	// first copy lies within canaryDepth (each is owed its first copy).
+	owed map[[2]string]bool
+	done bool // the step has all its copies
 }
 
 // start begins the walk of a step of n copies (see next).
 func (p *plan) start(n int, first bool) *stepWalk {
 	p.advance()
 	// A run resumed before any copy was sent starts as a first step.
-	return &stepWalk{p: p, n: n, first: first || len(p.reached) == 0, i: p.cursor, fresh: map[[2]string]bool{}}
+	w := &stepWalk{p: p, n: n, first: first || len(p.reached) == 0, i: p.cursor, fresh: map[[2]string]bool{}}
+	if w.first {
+		w.owed = p.canaryClasses()
+	}
+	return w
+}
+
+// canaryClasses are the classes not yet reached with copies left whose
+// first such copy lies within canaryDepth: the ones a first step owes a
+// copy.
+func (p *plan) canaryClasses() map[[2]string]bool {
+	owed := map[[2]string]bool{}
+	for i := p.cursor; i < len(p.ids) && int(p.seq[i]) < p.canaryDepth; i++ {
+		if int(p.index[p.ids[i]]) != i || p.left[i] == 0 {
+			continue
+		}
+		if k := p.classes[p.class[i]]; !p.reached[k] {
+			owed[k] = true
+		}
+	}
+	return owed
+}
+
+// full reports whether the step has all its copies: n of them and, for a
+// first step, a copy of each class it owes one (or the walk is past
+// canaryDepth, where none of them lie any more).
+func (w *stepWalk) full() bool {
+	if w.i >= len(w.p.ids) {
+		return true
+	}
+	if w.taken < w.n {
+		return false
+	}
+	return len(w.owed) == 0 || int(w.p.seq[w.i]) >= w.p.canaryDepth
 }
 
 // more continues the walk until it has picked at least max more copies
@@ -237,7 +286,7 @@ func (w *stepWalk) count() (copies int, targets map[string]bool) {
 	reached := maps.Clone(w.p.reached)
 	defer func() { w.p.reached = reached }()
 	c := *w
-	c.fresh = maps.Clone(w.fresh)
+	c.fresh, c.owed = maps.Clone(w.fresh), maps.Clone(w.owed)
 	targets = map[string]bool{}
 	c.walk(math.MaxInt, func(id string, n int) {
 		copies += n
@@ -247,10 +296,10 @@ func (w *stepWalk) count() (copies int, targets map[string]bool) {
 }
 
 // walk is the loop of next: add is called for each copy picked.
-func (w *stepWalk) walk(max int, add func(id string, n int)) {
+func (w *stepWalk) walk(limit int, add func(id string, n int)) {
 	p, got := w.p, 0
-	for ; !w.done && got < max; w.i++ {
-		if w.i >= len(p.ids) || w.taken >= w.n {
+	for ; !w.done && got < limit; w.i++ {
+		if w.full() {
 			w.done = true
 			return
 		}
@@ -259,7 +308,26 @@ func (w *stepWalk) walk(max int, add func(id string, n int)) {
 			continue // a later item of the same id: its copies are the first's
 		}
 		k := p.classes[p.class[w.i]]
-		if !w.first && !p.reached[k] {
+		if w.first {
+			// One copy of each owed class, its first; the first copies in
+			// DLQ order up to n, less the room the owed classes keep.
+			take := 0
+			if w.owed[k] {
+				delete(w.owed, k)
+				take = 1
+			}
+			room := w.n - w.taken - take - len(w.owed)
+			take += max(0, min(int(p.left[w.i])-take, room))
+			if take == 0 {
+				continue // passed: held by the cursor for the next steps
+			}
+			p.reached[k] = true
+			add(id, take)
+			got += take
+			w.taken += take
+			continue
+		}
+		if !p.reached[k] {
 			if w.extra == w.n {
 				w.done = true
 				return
@@ -287,7 +355,7 @@ func (w *stepWalk) walk(max int, add func(id string, n int)) {
 		got += more
 		w.taken += more
 	}
-	if w.i >= len(p.ids) || w.taken >= w.n {
+	if w.full() {
 		w.done = true
 	}
 }

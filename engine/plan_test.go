@@ -17,6 +17,7 @@ type mapPlan struct {
 	items   []Item
 	left    map[string]int
 	reached map[[2]string]bool
+	depth   int // canaryDepth
 }
 
 func newMapPlan(items []Item, sent map[string]int) *mapPlan {
@@ -56,6 +57,9 @@ func (p *mapPlan) drop(id string, n int) {
 
 func (p *mapPlan) next(n int, first bool) map[string]int {
 	first = first || len(p.reached) == 0
+	if first {
+		return p.first(n)
+	}
 	pick := map[string]int{}
 	taken, extra, deferred := 0, 0, 0
 	fresh, seen := map[[2]string]bool{}, map[string]bool{}
@@ -90,6 +94,44 @@ func (p *mapPlan) next(n int, first bool) map[string]int {
 			more := min(p.left[it.ID], n-taken)
 			pick[it.ID] += more
 			taken += more
+		}
+	}
+	return pick
+}
+
+// first is next's first step: one copy of every class whose first copy
+// lies within depth, the rest of n the first copies in DLQ order.
+func (p *mapPlan) first(n int) map[string]int {
+	owed, seen := map[[2]string]bool{}, map[string]bool{}
+	for _, it := range p.items {
+		k := [2]string{it.Target, it.Group}
+		if !seen[it.ID] && p.left[it.ID] > 0 && it.Seq < p.depth && !p.reached[k] {
+			owed[k] = true
+		}
+		seen[it.ID] = true
+	}
+	pick, taken := map[string]int{}, 0
+	clear(seen)
+	for _, it := range p.items {
+		if taken >= n && (len(owed) == 0 || it.Seq >= p.depth) {
+			break
+		}
+		if seen[it.ID] || p.left[it.ID] == 0 {
+			seen[it.ID] = true
+			continue
+		}
+		seen[it.ID] = true
+		k := [2]string{it.Target, it.Group}
+		take := 0
+		if owed[k] {
+			delete(owed, k)
+			take = 1
+		}
+		take += max(0, min(p.left[it.ID]-take, n-taken-take-len(owed)))
+		if take > 0 {
+			p.reached[k] = true
+			pick[it.ID] += take
+			taken += take
 		}
 	}
 	return pick
@@ -165,6 +207,10 @@ func TestPlanAgreesWithMaps(t *testing.T) {
 			}
 		}
 		a, b := newPlan(items, sent), newMapPlan(items, sent)
+		if trial%4 != 0 {
+			a.canaryDepth = r.IntN(350)
+			b.depth = a.canaryDepth
+		}
 		for k := 1; a.remaining() > 0 && k < 100; k++ {
 			if a.remaining() != b.remaining() {
 				t.Fatalf("trial %d step %d: %d left, want %d", trial, k, a.remaining(), b.remaining())
@@ -285,4 +331,100 @@ func BenchmarkPlanOf1M(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestPlanFirstStepHoldsEveryClass: 60 copies of one class followed by 5
+// of another, default steps. The first step holds a copy of each class
+// (the second's first copy, 60 deep) and no more than its 10 copies; the
+// alpha copies it passes go out in the next steps. A class first met
+// deeper than canaryDepth joins in the step that reaches it.
+func TestPlanFirstStepHoldsEveryClass(t *testing.T) {
+	t.Parallel()
+	var items []Item
+	for i := range 60 {
+		items = append(items, Item{ID: fmt.Sprintf("a%02d", i), Count: 1, Target: "alpha", Group: "rejected", Seq: i})
+	}
+	for i := range 5 {
+		items = append(items, Item{ID: fmt.Sprintf("b%d", i), Count: 1, Target: "bravo", Group: "rejected", Seq: 60 + i})
+	}
+	p := newPlan(items, nil)
+	p.canaryDepth = DefaultCanaryDepth
+	pick := p.next(DefaultStep, true)
+	want := map[string]int{"b0": 1}
+	for i := range 9 {
+		want[fmt.Sprintf("a%02d", i)] = 1
+	}
+	if !reflect.DeepEqual(pick, want) || p.depth(pick) != 61 {
+		t.Fatalf("first step picked %v (%d deep), want a00…a08 and b0 (61 deep)", pick, p.depth(pick))
+	}
+	for id, n := range pick {
+		p.drop(id, n)
+	}
+	pick = p.next(stepSize(DefaultStep, DefaultCap, 2), false)
+	if len(pick) != 20 || pick["a09"] != 1 || pick["a28"] != 1 || pick["b1"] != 0 {
+		t.Fatalf("second step picked %v, want a09…a28", pick)
+	}
+
+	// Bravo past the bound: the first step is alpha's first 10, and bravo
+	// goes out one copy ahead of its bulk in the step that reaches it.
+	p = newPlan(items, nil)
+	p.canaryDepth = 50
+	if pick := p.next(DefaultStep, true); len(pick) != 10 || pick["a09"] != 1 {
+		t.Fatalf("first step with bravo past the bound picked %v, want a00…a09", pick)
+	}
+	// More classes than the step's size: one copy of each, no more.
+	var many []Item
+	for i := range 15 {
+		many = append(many, Item{ID: fmt.Sprintf("c%02d", i), Count: 3, Target: "q", Group: fmt.Sprintf("g%d", i), Seq: i})
+	}
+	p = newPlan(many, nil)
+	p.canaryDepth = DefaultCanaryDepth
+	if pick := p.next(DefaultStep, true); len(pick) != 15 || copiesIn(pick) != 15 {
+		t.Fatalf("first step of 15 classes picked %v, want one copy of each", pick)
+	}
+}
+
+// TestFirstStepCoverAgreesWithPlan: the preview's account of the first
+// step (firstStepCover) is what a fresh plan's first step picks: the
+// classes it covers and how deep it reads.
+func TestFirstStepCoverAgreesWithPlan(t *testing.T) {
+	t.Parallel()
+	r := rand.New(rand.NewPCG(11, 5))
+	for trial := 0; trial < 500; trial++ {
+		var items []Item
+		seq := 0
+		for i := range 1 + r.IntN(200) {
+			seq += 1 + r.IntN(3)
+			items = append(items, Item{ID: fmt.Sprintf("i%d", i), Count: 1 + r.IntN(3), Target: fmt.Sprintf("q%d", r.IntN(2)),
+				Group: fmt.Sprintf("g%d", r.IntN(1+r.IntN(12))), Seq: seq})
+		}
+		n, depth := 1+r.IntN(20), r.IntN(500)
+		p := newPlan(items, nil)
+		p.canaryDepth = depth
+		pick := p.next(n, true)
+		wantClasses, all := map[[2]string]bool{}, map[[2]string]bool{}
+		for _, it := range items {
+			k := [2]string{it.Target, it.Group}
+			all[k] = true
+			if pick[it.ID] > 0 {
+				wantClasses[k] = true
+			}
+		}
+		number := map[[2]string]int{}
+		covered, classes, read := firstStepCover(n, depth, func(yield func(int, int, int) bool) {
+			for _, it := range items {
+				k := [2]string{it.Target, it.Group}
+				if _, ok := number[k]; !ok {
+					number[k] = len(number)
+				}
+				if !yield(it.Count, number[k], it.Seq) {
+					return
+				}
+			}
+		})
+		if covered != len(wantClasses) || classes != len(all) || read != p.depth(pick) {
+			t.Fatalf("trial %d: cover %d of %d classes, %d deep; the plan's first step covers %d of %d, %d deep",
+				trial, covered, classes, read, len(wantClasses), len(all), p.depth(pick))
+		}
+	}
 }

@@ -52,14 +52,21 @@ type Preview struct {
 	Coverage Coverage `json:"coverage"`
 	Selected int      `json:"selected"` // copies in the token
 	// FirstStepDepth is how many messages of the DLQ, from its head, the
-	// replay's first step (of DefaultStep messages) must read: one past
-	// the DLQ position of its last copy. The steps read on from there,
-	// once in all (see cursor.go). 0 when nothing is selected.
-	FirstStepDepth int          `json:"first_step_depth"`
-	Distinct       int          `json:"distinct"` // distinct ids in the token
-	Parked         int          `json:"parked"`
-	Problems       []Problem    `json:"problems"`
-	Targets        []TargetView `json:"targets"`
+	// replay's first step (of DefaultStep messages, and a copy of every
+	// class within Config.CanaryDepth) must read: one past the DLQ
+	// position of its last copy. The steps read on from there, once in
+	// all (see cursor.go). 0 when nothing is selected.
+	FirstStepDepth int `json:"first_step_depth"`
+	// CanaryClasses is how many classes (target × failure group) the
+	// replay's first step holds a copy of; Classes how many the selection
+	// has. Classes first met deeper than Config.CanaryDepth join in the
+	// steps that reach them.
+	CanaryClasses int          `json:"canary_classes"`
+	Classes       int          `json:"classes"`
+	Distinct      int          `json:"distinct"` // distinct ids in the token
+	Parked        int          `json:"parked"`
+	Problems      []Problem    `json:"problems"`
+	Targets       []TargetView `json:"targets"`
 	// Messages lists the first Config.ListRows distinct matching messages
 	// (selected, parked or without a target) in DLQ order; Rows and
 	// Matched count all of them, and their copies.
@@ -128,9 +135,6 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 			p.Messages = append(p.Messages, PreviewMessage{Meta: view, Parked: v == Parked})
 		}
 		if v == Selected {
-			if selected < DefaultStep {
-				p.FirstStepDepth = m.Seq + 1
-			}
 			selected++
 		}
 		return nil
@@ -167,6 +171,9 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		return nil, err
 	}
 	s.summarise(p, rows)
+	if p.Selected > 0 {
+		s.canary(p, rows)
+	}
 	if pr, ok := partialRead(p); ok {
 		p.Problems = append([]Problem{pr}, p.Problems...)
 	}

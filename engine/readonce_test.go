@@ -322,14 +322,17 @@ func eachKind(t *testing.T, f func(t *testing.T, on testkit.Broker, args amqp.Ta
 
 // TestStepsReachNewClassesOnceEach replays a DLQ whose classes appear one
 // after another: 12 rejected from a, then two Spring failure groups of a
-// (three messages), then 6 more rejected. With steps of 5 the first two
-// steps send the first ten in DLQ order; the third reaches both Spring
+// (three messages), then 6 more rejected. With steps of 5, and the first
+// step looking for classes only among the first 12 messages (all a's
+// rejected ones), the first two steps send the first ten in DLQ order; the third reaches both Spring
 // groups and adds one copy of each, leaving the third Spring message (its
 // group's second) to the fourth step, which the cursor kept; and the whole
 // replay takes each message from the DLQ once (its deliver_get).
 func TestStepsReachNewClassesOnceEach(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, fast)
+	cfg := fast
+	cfg.CanaryDepth = 12 // the first step looks no deeper than a's first 12: the later steps reach the others
+	e := newEnv(t, cfg)
 	r := e.rabbit
 	a, dlq := testkit.Name("a"), testkit.Name("dlq")
 	r.DLXTopology(a, dlq, nil)

@@ -102,6 +102,10 @@ type Replay struct {
 	// signature, version or side fields): only its ID is known, nothing
 	// else of it is to be trusted. Set by a store's List, never stored.
 	Unverifiable bool `json:"unverifiable,omitempty"`
+	// Withdrawn marks a replay cancelled by its own approval, which could
+	// not be completed before anything ran: its token may be approved
+	// again (under the token's next replay id, approve_id.go).
+	Withdrawn bool `json:"withdrawn,omitempty"`
 	// CountMark is what the run that stopped with Duplicates or InDoubt
 	// counted saw of the DLQ, so that the next run counts them again only
 	// when something may have left the DLQ since (engine/recount.go); nil

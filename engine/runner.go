@@ -153,6 +153,7 @@ func (s *Service) run(ctx context.Context, id, owner string, authz Authorizer) (
 	}
 	warn := func(op string, err error) { s.warn(id, r.DLQ, op, err) }
 	pl := planOf(cols, sent)
+	pl.canaryDepth = s.cfg.CanaryDepth
 	defer s.ownRest(ctx, f, r, pl.ids)() // before the lease goes (deferred above)
 	rn := &run{
 		s: s, r: r, f: f, owner: owner, epoch: epoch, plan: pl,

@@ -104,6 +104,15 @@ type Config struct {
 	// holds more than the preview's own read did; negative: no cursor,
 	// every step reads the DLQ from its head).
 	CursorHold int
+	// CanaryDepth is how deep, in messages from the DLQ's head, a replay's
+	// first step looks for failure classes (target × failure group): it
+	// holds one copy of every class whose first selected message lies
+	// within that depth, and fills the rest of the step with the first
+	// messages in DLQ order (plan.go). Classes first met deeper join in
+	// the steps that reach them, one copy ahead of their bulk. Default
+	// DefaultCanaryDepth (10,000, or the whole DLQ when it holds fewer);
+	// negative: the first step is just the first messages in DLQ order.
+	CanaryDepth int
 	// CursorAge is the longest a replay's cursor stays open (default
 	// DefaultCursorAge, half of RabbitMQ's default consumer_timeout).
 	CursorAge time.Duration
@@ -169,6 +178,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CursorAge <= 0 {
 		c.CursorAge = DefaultCursorAge
+	}
+	if c.CanaryDepth == 0 {
+		c.CanaryDepth = DefaultCanaryDepth
 	}
 	if c.StatsLag <= 0 {
 		c.StatsLag = 6 * time.Second

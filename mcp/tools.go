@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rs/zerolog"
@@ -107,7 +108,7 @@ func NewServer(svc Service, cfg Config, caller CallerFunc, log zerolog.Logger) *
 		func(ctx context.Context, req *sdk.CallToolRequest, in previewIn) (*sdk.CallToolResult, any, error) {
 			return run("dlq_preview", req, func(c api.Caller) (any, error) { return svc.Preview(ctx, c, in.Selection) })
 		})
-	replayDesc := "Approve a preview's token and start its canary replay; returns the replay (replay_id, state). If the DLQ or its targets changed since the preview, nothing is sent and the error lists the changes with a changes_digest: call again with confirm_changes set to it to approve anyway, or preview again. The four-eyes rule may forbid approving your own preview."
+	replayDesc := "Approve a preview's token and start its canary replay; returns the replay (replay_id, state). If the DLQ or its targets changed since the preview, nothing is sent and the error lists the changes with a changes_digest: call again with confirm_changes set to it to approve anyway, or preview again. The four-eyes rule may forbid approving your own preview. When you may not start a replay yourself (you need a human), the preview is posted to Slack for a person to approve instead and the answer has status waiting_for_approval."
 	if cfg.RequireHuman {
 		replayDesc = "Ask a person to approve a preview's token: the preview is posted to Slack with an Approve button, and nothing is sent until someone clicks it. Returns status waiting_for_approval; follow the replay with dlq_status once approved."
 	}
@@ -124,7 +125,20 @@ func NewServer(svc Service, cfg Config, caller CallerFunc, log zerolog.Logger) *
 					return waiting{Status: "waiting_for_approval", Token: in.Token, Channel: ch, TS: ts,
 						Message: "The preview was posted to Slack for a person to approve; nothing is sent until someone clicks Approve. Follow it with dlq_status."}, nil
 				}
-				return svc.Approve(ctx, c, in.Token, api.Params{Step: in.Step, Cap: in.Cap, Rate: api.Rate(in.Rate), Timeout: in.Timeout, TakeOver: in.TakeOver}, in.ConfirmChanges)
+				r, err := svc.Approve(ctx, c, in.Token, api.Params{Step: in.Step, Cap: in.Cap, Rate: api.Rate(in.Rate), Timeout: in.Timeout, TakeOver: in.TakeOver}, in.ConfirmChanges)
+				var ae *api.Error
+				if errors.As(err, &ae) && ae.Code == api.CodeNeedsHuman {
+					// Only a server can tell (svc a client of one): it
+					// refused this caller an approval, so a person is
+					// asked; when nobody can be asked, the refusal stands.
+					ch, ts, rerr := svc.RequestApproval(ctx, c, in.Token)
+					if rerr != nil {
+						return nil, err
+					}
+					return waiting{Status: "waiting_for_approval", Token: in.Token, Channel: ch, TS: ts,
+						Message: "The preview was posted to Slack for a person to approve; nothing is sent until someone clicks Approve. Follow it with dlq_status."}, nil
+				}
+				return r, err
 			})
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dlq_status", Title: "Replay status",
@@ -152,7 +166,7 @@ func NewServer(svc Service, cfg Config, caller CallerFunc, log zerolog.Logger) *
 			return run("dlq_resume", req, func(c api.Caller) (any, error) {
 				action, err := engine.ControlResume.WithResend(in.Resend)
 				if err != nil {
-					return nil, fmt.Errorf("%w. Nothing was done", err)
+					return nil, &api.Error{Status: http.StatusBadRequest, Code: api.CodeBadRequest, Message: err.Error() + ". Nothing was done."}
 				}
 				return svc.Control(ctx, c, string(action), in.ReplayID)
 			})

@@ -2,8 +2,6 @@ package ops
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -16,12 +14,12 @@ import (
 type Approval struct {
 	Token  string
 	Params engine.Params
-	// ConfirmDigest is the Digest of an earlier Changed refusal: approve
-	// despite exactly those changes (the HTTP API, MCP).
+	// ConfirmDigest is the Digest of an earlier Changed refusal the caller
+	// was shown: approve despite exactly those changes (the HTTP API's
+	// confirm_changes, MCP, Slack's "Approve anyway"). The engine's one
+	// compare decides: a change since then is refused with the new
+	// changes.
 	ConfirmDigest string
-	// Confirmed approves despite whatever changed, because the caller was
-	// just shown it and clicked "Approve anyway" (Slack).
-	Confirmed bool
 	// Show, when set, is called with the new replay before it is handed
 	// to the workers, so the front end can post where its progress will
 	// be edited.
@@ -38,22 +36,17 @@ type Approved struct {
 	HandOffErr error
 }
 
-// ChangesDigest names a list of changes: an approval confirms the changes
-// it was shown by quoting their digest.
-func ChangesDigest(changes []engine.Change) string {
-	h := sha256.New()
-	for _, c := range changes {
-		fmt.Fprintf(h, "%s\x00%s\x00%d\n", c.Kind, c.Queue, c.Messages)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
-}
+// ChangesDigest names a list of changes (engine.ChangesDigest): an
+// approval confirms the changes it was shown by quoting their digest.
+func ChangesDigest(changes []engine.Change) string { return engine.ChangesDigest(changes) }
 
 // Approve approves a.Token for c: `replay` on the DLQ and `publish` on
 // every target, c named by the policy, not needing a human, and the
 // four-eyes rule (comparing principals, with the threshold counted per
-// requester and DLQ over the window). The engine then compares the world
-// with the preview (a Changed refusal lists what changed; nothing is
-// sent) and consumes the token atomically. The new replay is shown
+// requester and DLQ over the window). The engine then consumes the token
+// atomically and makes the one compare of the world with the preview,
+// bound to a.ConfirmDigest (a Changed refusal lists what changed;
+// nothing is sent). The new replay is shown
 // (a.Show) and, unless Config.NoHandOff, handed to the workers.
 func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, err error) {
 	e := audit.Entry{Op: audit.OpApprove, TokenRef: audit.TokenRef(a.Token)}
@@ -106,20 +99,9 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 			release()
 		}
 	}()
-	confirmed := a.Confirmed
-	if a.ConfirmDigest != "" && !confirmed {
-		_, changes, err := o.d.Engine.Compare(ctx, a.Token)
-		if err != nil {
-			return out, classify(err, f.DLQ)
-		}
-		if len(changes) > 0 && ChangesDigest(changes) != a.ConfirmDigest {
-			return out, changedRefusal(changes, true)
-		}
-		confirmed = len(changes) > 0
-	}
-	ap, err := o.d.Engine.Approve(ctx, a.Token, o.acting(c), a.Params, confirmed)
+	ap, err := o.d.Engine.ApproveConfirmed(ctx, a.Token, o.acting(c), a.Params, a.ConfirmDigest)
 	if errors.Is(err, engine.ErrChanged) {
-		return out, changedRefusal(ap.Changes, false)
+		return out, changedRefusal(ap.Changes, a.ConfirmDigest != "")
 	}
 	if err != nil {
 		return out, classify(err, f.DLQ)
@@ -198,6 +180,10 @@ func changedRefusal(changes []engine.Change, again bool) *Refusal {
 	return r
 }
 
+// ErrAskFailed means Slack did not take the request for a person's
+// approval (RequestApproval); nothing was sent.
+var ErrAskFailed = errors.New("the preview could not be posted to Slack")
+
 // RequestApproval posts the preview of token to Slack for a person to
 // approve, instead of approving it (the MCP tools when their caller needs
 // a human). The trail records it as the caller's approval refused with
@@ -225,6 +211,10 @@ func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *en
 		return "", "", classify(err, token)
 	}
 	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
+	// No one could approve a spent token: no one is asked to.
+	if err := o.spent(ctx, token); err != nil {
+		return "", "", err
+	}
 	if err := o.permit(ctx, c, func(id string, g []string) error {
 		return o.policy.CheckRead(id, g, f.DLQ, "to ask for this replay")
 	}); err != nil {
@@ -238,7 +228,7 @@ func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *en
 	}
 	channel, ts, err = o.d.Asker.RequestApproval(ctx, f, p)
 	if err != nil {
-		return "", "", fmt.Errorf("ops: ask in slack: %w", err)
+		return "", "", fmt.Errorf("ops: ask in slack: %w: %w", ErrAskFailed, err)
 	}
 	return channel, ts, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
@@ -234,7 +235,9 @@ func TestNothingHappensUnrecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	rdb, prefix := testkit.Redis(t)
-	st, err := store.New(store.Config{Prefix: prefix, AuditRate: 2}, rdb, nil)
+	// One minute of the trail's rate, held still: the test never
+	// straddles two minutes.
+	st, err := store.New(store.Config{Prefix: prefix, AuditRate: 2}, rdb, stillClock{time.Date(2026, 12, 6, 12, 0, 30, 0, time.UTC)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,3 +265,9 @@ func TestNothingHappensUnrecorded(t *testing.T) {
 		t.Errorf("pause with a full trail: %v, want the brake open", err)
 	}
 }
+
+// stillClock is a clock that never moves.
+type stillClock struct{ t time.Time }
+
+func (c stillClock) Now() time.Time                       { return c.t }
+func (c stillClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) }

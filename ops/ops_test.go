@@ -33,7 +33,7 @@ func (f *fakeEngine) Preview(_ context.Context, sel engine.Selection, req string
 func (f *fakeEngine) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
 	return engine.Frozen{}, nil, nil
 }
-func (f *fakeEngine) Approve(_ context.Context, token, by string, p engine.Params, _ bool) (engine.Approval, error) {
+func (f *fakeEngine) ApproveConfirmed(_ context.Context, token, by string, p engine.Params, _ string) (engine.Approval, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.changed {

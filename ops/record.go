@@ -85,3 +85,20 @@ func (o *Ops) RecordAccess(ctx context.Context, frontEnd, claimed, op, code, det
 		o.log.Warn().Err(err).Str("op", op).Str("front_end", frontEnd).Msg("audit entry of a refused request could not be recorded")
 	}
 }
+
+// RecordSession appends an entry for a session's start or end at a front
+// end that keeps sessions (the dashboard): op is audit.OpSignIn or
+// audit.OpSignOut; done for principal when code is "", refused with code
+// otherwise (principal "" then: "anonymous", who the request could not
+// name). An entry that cannot be written is logged.
+func (o *Ops) RecordSession(ctx context.Context, frontEnd, principal, op, code, detail string) {
+	if code != "" {
+		o.RecordAccess(ctx, frontEnd, principal, op, code, detail)
+		return
+	}
+	e := audit.Entry{Time: o.d.Now().UTC(), Principal: principal, Identity: principal, FrontEnd: frontEnd,
+		Op: op, Outcome: audit.OutcomeOK, Detail: audit.ScrubTokens(detail)}
+	if err := o.d.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
+		o.log.Error().Err(err).Str("op", op).Str("principal", principal).Str("front_end", frontEnd).Msg("audit entry of a session could not be recorded")
+	}
+}

@@ -20,11 +20,11 @@ type consumingEngine struct {
 	tokens *store.Tokens
 }
 
-func (c *consumingEngine) Approve(ctx context.Context, token, by string, p engine.Params, confirmed bool) (engine.Approval, error) {
+func (c *consumingEngine) ApproveConfirmed(ctx context.Context, token, by string, p engine.Params, digest string) (engine.Approval, error) {
 	if err := c.tokens.Consume(ctx, token, "r_"+token[:8]); err != nil {
 		return engine.Approval{}, err
 	}
-	return c.fakeEngine.Approve(ctx, token, by, p, confirmed)
+	return c.fakeEngine.ApproveConfirmed(ctx, token, by, p, digest)
 }
 
 // someQueues is a broker that has only the queues it names.

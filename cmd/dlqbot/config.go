@@ -214,6 +214,11 @@ func loadConfig(getenv func(string) string) (config, error) {
 	if _, err := amqp.New(amqp.Config{URL: c.AMQPURL, ManagementURL: c.ManagementURL}); err != nil {
 		return c, usageError("AMQP_URL / RABBITMQ_MANAGEMENT_URL: %v", err)
 	}
+	if c.Server != "" {
+		if err := checkServer(c.Server); err != nil {
+			return c, err
+		}
+	}
 	if c.Server != "" && c.Token == "" {
 		return c, usageError("DLQBOT_SERVER is set but DLQBOT_TOKEN is not: a client of the dlqbot server needs its personal bearer token")
 	}
@@ -313,6 +318,25 @@ func checkURL(name, v string, schemes []string) error {
 	}
 	if u.Scheme != "unix" && u.Host == "" {
 		return usageError("%s has no host: %q", name, redact.URL(v))
+	}
+	return nil
+}
+
+// checkServer refuses a DLQBOT_SERVER (already an http(s) URL with a
+// host) that is not a base URL the API's paths can follow: credentials
+// (the token is the only one sent), a query or a fragment.
+func checkServer(v string) error {
+	u, err := url.Parse(v)
+	if err != nil {
+		return usageError("DLQBOT_SERVER is not a URL (like https://dlqbot.internal:8080)")
+	}
+	switch {
+	case u.User != nil:
+		return usageError("DLQBOT_SERVER must not hold a user name or password (%s): the server is called with DLQBOT_TOKEN only", redact.URL(v))
+	case u.RawQuery != "" || u.ForceQuery:
+		return usageError("DLQBOT_SERVER must be the server's base URL, without a query: %q", redact.URL(v))
+	case u.Fragment != "" || strings.Contains(v, "#"):
+		return usageError("DLQBOT_SERVER must be the server's base URL, without a fragment: %q", redact.URL(v))
 	}
 	return nil
 }

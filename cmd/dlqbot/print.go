@@ -27,7 +27,7 @@ func printPreview(w io.Writer, p *engine.Preview) {
 	fmt.Fprintf(w, "Selection: %s\n", p.Selection)
 	fmt.Fprintf(w, "Scanned %d message(s): %d selected (%d distinct), %d parked. Nothing was changed.\n", p.Scanned, p.Selected, p.Distinct, p.Parked)
 	if p.FirstStepDepth > 0 {
-		fmt.Fprintf(w, "The replay's first step reads the first %d message(s) of the DLQ; the later steps read on from there (the DLQ is read once).\n", p.FirstStepDepth)
+		fmt.Fprintf(w, "The replay's first step reads the first %d message(s) of the DLQ and holds a copy of %d of its %d failure class(es) (target × failure group); the later steps read on from there (the DLQ is read once).\n", p.FirstStepDepth, p.CanaryClasses, p.Classes)
 	}
 	fmt.Fprintln(w)
 	if len(p.Problems) > 0 {

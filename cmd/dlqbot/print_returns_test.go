@@ -17,3 +17,13 @@ func TestTerminalPreviewSaysHowReturnsWillBeFound(t *testing.T) {
 		t.Fatalf("terminal preview:\n%s", b.String())
 	}
 }
+
+func TestTerminalPreviewSaysWhatTheFirstStepCovers(t *testing.T) {
+	p := &engine.Preview{DLQ: engine.QueueInfo{Name: "orders.dlq", Exists: true}, Selected: 65,
+		FirstStepDepth: 61, CanaryClasses: 2, Classes: 3}
+	var b bytes.Buffer
+	printPreview(&b, p)
+	if !strings.Contains(b.String(), "first step reads the first 61 message(s) of the DLQ and holds a copy of 2 of its 3 failure class(es)") {
+		t.Fatalf("terminal preview:\n%s", b.String())
+	}
+}

@@ -19,7 +19,8 @@ import (
 // on stdio, each a call of the server's HTTP API as the principal of
 // DLQBOT_TOKEN. It holds no broker or Redis credentials and no signing
 // key; the server decides everything, needing a human included (its
-// approval then refuses with needs_human).
+// approval then refuses with needs_human, and dlq_replay asks the server
+// to post the preview in Slack for a person).
 func mcpClient(ctx context.Context, cfg config, stderr io.Writer) error {
 	log := zerolog.New(stderr).Level(zerolog.InfoLevel).With().Timestamp().Logger()
 	svc := remoteMCP{newRemote(cfg, ops.FrontMCP)}
@@ -44,11 +45,12 @@ func (m remoteMCP) Approve(ctx context.Context, _ api.Caller, token string, p ap
 	return m.rt.c.Approve(ctx, token, p, confirm)
 }
 
-// RequestApproval is not offered through the server: NeedsHuman is false
-// here, and the server's approval refuses a principal that needs a human.
-func (m remoteMCP) RequestApproval(context.Context, api.Caller, string) (string, string, error) {
-	return "", "", &api.Error{Status: http.StatusNotImplemented, Code: api.CodeUnsupported,
-		Message: "Asking a person to approve is done by the dlqbot server; nothing was sent."}
+// RequestApproval asks the server to post the preview in Slack for a
+// person to approve (what dlq_replay does when the server refuses the
+// token's principal an approval with needs_human).
+func (m remoteMCP) RequestApproval(ctx context.Context, _ api.Caller, token string) (string, string, error) {
+	out, err := m.rt.c.RequestApproval(ctx, token)
+	return out.Channel, out.TS, err
 }
 
 func (m remoteMCP) Replay(ctx context.Context, _ api.Caller, id string) (engine.Replay, error) {
@@ -73,5 +75,6 @@ func (m remoteMCP) Check(ctx context.Context, _ api.Caller, id string) (engine.C
 }
 
 // NeedsHuman is the server's to decide: false here, so that dlq_replay
-// asks the server, which refuses with needs_human when a person must.
+// asks the server to approve; when it refuses with needs_human, the tool
+// asks it to post the preview for a person instead (RequestApproval).
 func (remoteMCP) NeedsHuman(api.Caller) bool { return false }
