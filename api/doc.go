@@ -1,5 +1,5 @@
 // Package api is dlqbot's front end for programs: a JSON HTTP API under
-// /api/v1/ (previews, approvals, replays, pause/resume/cancel, check, park
+// /api/v1/ (the DLQs one may read, previews, approvals, replays, pause/resume/cancel, check, park
 // and a server-sent-events stream of a replay's events), and the
 // front-end-neutral operations (Service) that the HTTP API and the MCP
 // tools (package mcp) share.

@@ -56,6 +56,7 @@ func (h *handler) routes() []route {
 	return []route{
 		{"POST", "/api/v1/previews", h.createPreview, false},
 		{"POST", "/api/v1/previews/{token}/approve", h.approve, false},
+		{"GET", "/api/v1/dlqs", h.listDLQs, false},
 		{"POST", "/api/v1/previews/{token}/request-approval", h.requestApproval, false},
 		{"GET", "/api/v1/replays", h.listReplays, false},
 		{"GET", "/api/v1/replays/{id}", h.getReplay, false},
@@ -268,6 +269,14 @@ func (h *handler) listReplays(_ http.ResponseWriter, r *http.Request, c Caller) 
 		return nil, 0, asError(err, "")
 	}
 	return map[string]any{"replays": rs, "hidden": hidden}, http.StatusOK, nil
+}
+
+func (h *handler) listDLQs(_ http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {
+	d, err := h.s.ListDLQs(r.Context(), c)
+	if err != nil {
+		return nil, 0, asError(err, "")
+	}
+	return d, http.StatusOK, nil
 }
 
 func (h *handler) getReplay(_ http.ResponseWriter, r *http.Request, c Caller) (any, int, *Error) {

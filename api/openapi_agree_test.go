@@ -104,6 +104,9 @@ func (p *probeEngine) Take(context.Context, string, int, int, time.Duration) (op
 	return ops.Take{OK: !p.full, RetryAfter: time.Minute}, p.err()
 }
 func (p *probeEngine) Give(context.Context, string, string) error { return nil }
+func (p *probeEngine) ListQueues(context.Context) ([]engine.QueueListing, error) {
+	return []engine.QueueListing{{Name: "q.dlq", Messages: 3}}, p.err()
+}
 
 // Append and Read are the event log: one final event.
 func (p *probeEngine) Append(context.Context, engine.Event) error { return nil }
@@ -165,7 +168,7 @@ roles:
 			t.Fatal(err)
 		}
 	}
-	o, err := ops.New(ops.Config{Policy: policy}, ops.Deps{Engine: pe, Tokens: pe, Replays: pe, Windows: pe, Asker: pe, Log: zerolog.Nop()})
+	o, err := ops.New(ops.Config{Policy: policy}, ops.Deps{Engine: pe, Tokens: pe, Replays: pe, Windows: pe, Queues: pe, Asker: pe, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,10 +215,10 @@ func probes(method, path string) []probe {
 			notFound = engine.ErrQueueNotFound
 		}
 	}
-	if path != "/api/v1/replays" && path != "/api/v1/audit" {
+	if path != "/api/v1/replays" && path != "/api/v1/audit" && path != "/api/v1/dlqs" {
 		ps = append(ps, probe{name: "not found", engine: probeEngine{fail: notFound}, token: probeAll, policy: true, event: true})
 	}
-	if path != "/api/v1/audit" && path != "/api/v1/previews" {
+	if path != "/api/v1/audit" && path != "/api/v1/previews" && path != "/api/v1/dlqs" {
 		// A record in Redis (a token, a replay) that fails its signature
 		// check: 409 bad_signature wherever one is read.
 		ps = append(ps, probe{name: "bad signature", engine: probeEngine{fail: badSignature{}}, token: probeAll, policy: true, event: true})

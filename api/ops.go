@@ -123,6 +123,16 @@ func (s *Service) List(ctx context.Context, c Caller, n int) ([]engine.Replay, i
 	return rs, hidden, nil
 }
 
+// ListDLQs returns the dead-letter queues the caller may read
+// (ops.ListDLQs).
+func (s *Service) ListDLQs(ctx context.Context, c Caller) (ops.DLQs, error) {
+	d, err := s.ops.ListDLQs(ctx, c)
+	if err != nil {
+		return d, asError(err, "")
+	}
+	return d, nil
+}
+
 // Control pauses, resumes or cancels (verb) a replay (ops.Control).
 func (s *Service) Control(ctx context.Context, c Caller, verb, id string) (engine.Replay, error) {
 	action, ok := engine.ParseControlAction(verb)

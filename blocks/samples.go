@@ -69,7 +69,7 @@ func groupListText(p *engine.Preview) string {
 func samples(p *engine.Preview) []engine.PreviewMessage {
 	var out []engine.PreviewMessage
 	for _, m := range p.Messages {
-		if m.Excerpt != "" || m.Exception != "" || m.ExceptionType != "" || m.BadTarget != "" {
+		if m.Excerpt != "" || len(m.Headers) > 0 || m.Exception != "" || m.ExceptionType != "" || m.BadTarget != "" {
 			out = append(out, m)
 			if len(out) == maxSamples {
 				break
@@ -119,6 +119,9 @@ func sampleText(m engine.PreviewMessage) string {
 	}
 	if len(m.Problems) > 0 {
 		b.WriteString("\n:grey_question: Could not read: " + esc(oneLine(strings.Join(m.Problems, "; ")), 300))
+	}
+	if h := engine.HeaderLine(m.Headers); h != "" {
+		b.WriteString("\n*Headers:* " + code(h, 600))
 	}
 	if m.Excerpt != "" {
 		b.WriteString("\n" + codeBlock(m.Excerpt, excerptChars))

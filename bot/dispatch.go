@@ -189,7 +189,7 @@ func (b *Bot) runCommand(ctx context.Context, to replyTo, cmd commands.Command) 
 	case commands.ReplayCmd:
 		b.approve(ctx, approval{to: to, token: c.Token, params: c.Params, fromCommand: true})
 	case commands.ListCmd:
-		b.list(ctx, to)
+		b.listDLQs(ctx, to)
 	case commands.StatusCmd:
 		if c.ReplayID == "" {
 			b.list(ctx, to)

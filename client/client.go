@@ -18,6 +18,7 @@ import (
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // Header is the request header that names the program making a call
@@ -189,6 +190,17 @@ func (c *Client) List(ctx context.Context, n int) ([]engine.Replay, int, error) 
 	}
 	err := c.do(ctx, "GET", "/api/v1/replays", q, nil, &out)
 	return out.Replays, out.Hidden, err
+}
+
+// DLQs lists the dead-letter queues the token's principal may read
+// (GET /api/v1/dlqs).
+func (c *Client) DLQs(ctx context.Context) (ops.DLQs, error) {
+	var out ops.DLQs
+	err := c.do(ctx, "GET", "/api/v1/dlqs", nil, nil, &out)
+	if out.DLQs == nil {
+		out.DLQs = []ops.DLQ{}
+	}
+	return out, err
 }
 
 // Control pauses, resumes or cancels a replay (engine.ControlAction, the

@@ -57,7 +57,7 @@ func TestParseArgsReplies(t *testing.T) {
 		mentions []string
 		json     bool
 	}{
-		{[]string{"preview", "q", "--verbose", "--json"}, []string{"`--verbose`", "--json"}, true},
+		{[]string{"preview", "q", "--loud", "--json"}, []string{"`--loud`", "--verbose"}, true},
 		{[]string{"previw", "q"}, []string{"`previw`", "Try: dlqbot help"}, false},
 		{[]string{"preview", "q", "resaon=x", "--json"}, []string{"`resaon=`", "Try: dlqbot preview q reason=x"}, true},
 		{[]string{"preview", "q", "limit=\xff"}, []string{"UTF-8"}, false},
@@ -92,5 +92,39 @@ func TestParseArgsMatchesParse(t *testing.T) {
 		if !reflect.DeepEqual(a, b) {
 			t.Errorf("%q: Parse %#v, ParseArgs %#v", line, a, b)
 		}
+	}
+}
+
+// TestVerboseAnywhere: --verbose (or -v) is taken out wherever it stands,
+// as --json is.
+func TestVerboseAnywhere(t *testing.T) {
+	for _, args := range [][]string{
+		{"--verbose", "status"}, {"status", "--verbose"}, {"status", "-v", "--json"},
+	} {
+		r, f := ParseArgs(args, now)
+		if r.Reply != "" || !f.Verbose {
+			t.Errorf("%q: reply %q, verbose %v", args, r.Reply, f.Verbose)
+		}
+	}
+}
+
+// TestTerminalHelpSpeaksOfCommands: the terminal's help, whole and per
+// topic, names commands, never Slack's buttons or clicks, and mentions
+// --verbose.
+func TestTerminalHelpSpeaksOfCommands(t *testing.T) {
+	full := HelpAs(TerminalPrefix, "", true)
+	if !strings.Contains(full, "--verbose") || !strings.Contains(full, "dlqbot list") {
+		t.Errorf("the terminal's help names neither --verbose nor list:\n%s", full)
+	}
+	for _, topic := range append([]string{""}, helpTopics()...) {
+		h := strings.ToLower(HelpAs(TerminalPrefix, topic, true))
+		for _, slackWord := range []string{"button", "click"} {
+			if strings.Contains(h, slackWord) {
+				t.Errorf("help %q at the terminal speaks of a %s:\n%s", topic, slackWord, h)
+			}
+		}
+	}
+	if !strings.Contains(HelpAs(DefaultPrefix, "replay", true), "Approve button") {
+		t.Error("Slack's help on replay no longer names the Approve button")
 	}
 }

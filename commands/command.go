@@ -25,7 +25,8 @@ type HelpCmd struct {
 	Topic string
 }
 
-// ListCmd lists recent replays.
+// ListCmd lists the dead-letter queues the caller may read (status lists
+// the replays).
 type ListCmd struct{}
 
 // PreviewCmd previews what replaying a selection would do; it changes

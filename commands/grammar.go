@@ -36,6 +36,9 @@ type Flags struct {
 	Help bool
 	// Follow asks status to follow a replay until it ends (--follow or -f).
 	Follow bool
+	// Verbose asks for dlqbot's log at info level and above on stderr
+	// (--verbose or -v); without it only warnings and errors are logged.
+	Verbose bool
 }
 
 // The keys each subcommand takes, in canonical order.
@@ -70,6 +73,7 @@ var examples = map[string]string{
 	"vhost": "vhost=prod", "to": "to=orders.scratch",
 	"step": "step=5", "cap": "cap=200", "rate": "rate=20", "timeout": "timeout=2m", "takeover": "takeover=yes",
 	"group": "group=g3f2a9c1b7e4d", "replayed_by": "replayed_by=r_0123456789abcdef",
+	"header": "header.tenant=acme",
 }
 
 // Parse parses the text of a /dlq slash command (what follows the command
@@ -94,8 +98,8 @@ func ParseAs(prefix, text string, now time.Time) Result {
 }
 
 // ParseArgs parses the terminal front end's arguments: os.Args[1:] (a
-// leading program name "dlqbot" is skipped too). --json, --help (or -h)
-// and --follow (or -f) are taken out wherever they are and reported in
+// leading program name "dlqbot" is skipped too). --json, --help (or -h),
+// --follow (or -f) and --verbose (or -v) are taken out wherever they are and reported in
 // Flags, even when the rest is a mistake; "--" ends the options. The shell has already split and
 // unquoted the line, so a value with spaces is one argument.
 func ParseArgs(args []string, now time.Time) (Result, Flags) {
@@ -117,9 +121,11 @@ func ParseArgs(args []string, now time.Time) (Result, Flags) {
 			f.Help = true
 		case options && (a == "--follow" || a == "-follow" || a == "-f"):
 			f.Follow = true
+		case options && (a == "--verbose" || a == "-verbose" || a == "-v"):
+			f.Verbose = true
 		case options && len(a) > 1 && a[0] == '-':
 			if problem == "" {
-				problem = fmt.Sprintf("Unknown option `%s`; %s accepts --json, --help and --follow (anywhere on the line).", a, TerminalPrefix)
+				problem = fmt.Sprintf("Unknown option `%s`; %s accepts --json, --help, --follow and --verbose (anywhere on the line).", a, TerminalPrefix)
 			}
 		case !utf8.ValidString(a):
 			if problem == "" {

@@ -16,7 +16,8 @@ type helpEntry struct {
 
 var commandHelp = []helpEntry{
 	{"help", "help [<topic>]", "this help, or help on one command, filter or parameter", "help preview", ""},
-	{"list", "list", "recent replays and their states", "list", ""},
+	{"list", "list", "the dead-letter queues you may read, deepest first: depth, consumers and last replay", "list",
+		"A queue is listed when another queue dead-letters into it, when its name ends .dlq, -dlq, _dlq, _error, .error or -error, or when a grant names it; only those you may read are shown. A preview shows a DLQ's arrivals and failure groups; `status` lists the replays."},
 	{"preview", "preview <dlq> [filters] [to=<queue>]",
 		"what a replay would do, per message and per target queue; changes nothing and gives a token",
 		"preview orders.dlq reason=rejected since=2h",
@@ -49,6 +50,7 @@ var filterHelp = []helpEntry{
 	{"to", "to=<queue>", "replay every message to this queue instead of its source", examples["to"], ""},
 	{"group", "group=<group>", "only one failure group, exactly: its id as a preview lists it (g and 12 hex digits), or its whole normalised text, quoted", examples["group"],
 		"A failure group is the exception text with numbers, ids, timestamps, hex and UUIDs folded, or the dead-letter reason when there is no exception. A preview lists each group with its id and a button that previews just that group; unlike exception=, group= matches the whole group and nothing else."},
+	{"header", "header.<name>=<value>", "only messages whose header <name> has exactly this value (the name as written, any case kept; numbers in decimal)", examples["header"], ""},
 	{"replayed_by", "replayed_by=<replay>", "only the copies that came back from this replay: they carry its id and a new death (what check counts)", examples["replayed_by"], ""},
 }
 
@@ -85,6 +87,7 @@ func helpTopics() []string {
 	t := append([]string{}, verbs...)
 	t = append(t, "filters", "params", "permissions")
 	t = append(t, previewKeys...)
+	t = append(t, "header")
 	return append(t, replayKeys...)
 }
 
@@ -92,6 +95,9 @@ func helpTopics() []string {
 // is filters) and whether there is one.
 func helpTopic(word string) (string, bool) {
 	w := strings.TrimSuffix(strings.ToLower(word), "=")
+	if strings.HasPrefix(w, headerPrefix) {
+		w = "header" // help header.tenant=acme
+	}
 	if a, ok := topicAliases[w]; ok {
 		w = a
 	}
@@ -117,9 +123,24 @@ func HelpAs(prefix, command string, accessControl bool) string {
 	}
 	out := strings.TrimRight(b.String(), "\n")
 	if prefix == TerminalPrefix {
-		out = plain(out)
+		out = plain(terminalWords(out))
 	}
 	return out
+}
+
+// slackOnly are phrases of the help that speak of Slack's buttons; the
+// terminal's help leaves them out (it has commands, not buttons).
+var slackOnly = []string{
+	" (the preview's Approve button does the same)",
+	" and a button that previews just that group",
+}
+
+// terminalWords removes the phrases about Slack's buttons.
+func terminalWords(s string) string {
+	for _, p := range slackOnly {
+		s = strings.ReplaceAll(s, p, "")
+	}
+	return s
 }
 
 func writeFull(b *strings.Builder, prefix string, accessControl bool) {
@@ -129,7 +150,7 @@ func writeFull(b *strings.Builder, prefix string, accessControl bool) {
 	writeSection(b, prefix, "*Replay parameters*", paramHelp, false)
 	b.WriteString("*Access*\n" + access(accessControl) + "\n")
 	if prefix == TerminalPrefix {
-		b.WriteString("\nAdd --json anywhere on the line for exactly one JSON document on stdout.\n")
+		b.WriteString("\nAdd --json anywhere on the line for exactly one JSON document on stdout, --verbose for dlqbot's log at info level and above on stderr (only warnings and errors otherwise).\n")
 	}
 }
 

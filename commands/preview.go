@@ -33,6 +33,10 @@ func (p *parser) preview(args []token) Result {
 		return p.failTry("preview needs the dead-letter queue's name first", "preview orders.dlq reason=rejected")
 	}
 	try := func(key string) string { return "preview " + sel.DLQ + " " + examples[key] }
+	args, r := p.headerTerms(args, &sel)
+	if r.Reply != "" {
+		return r
+	}
 	seen, bad := p.keyValues(args, "preview", sel.DLQ, previewKeys, try, func(t token) (msg, example string) {
 		switch t.key {
 		case "ids":
@@ -80,6 +84,43 @@ func (p *parser) preview(args []token) Result {
 		return p.failTry(fmt.Sprintf("`to=%s` is the DLQ itself; replaying a DLQ into itself only moves its messages to the back", sel.To), "preview "+sel.DLQ+" to=orders.scratch")
 	}
 	return ok(PreviewCmd{Selection: sel})
+}
+
+// headerPrefix starts a header term: header.<name>=<value>.
+const headerPrefix = "header."
+
+// headerTerms takes the header.<name>=<value> terms out of args into
+// sel.Headers. The name is kept as typed (AMQP header names are
+// case-sensitive); the value is matched exactly.
+func (p *parser) headerTerms(args []token, sel *engine.Selection) ([]token, Result) {
+	var rest []token
+	for _, t := range args {
+		if !t.eq || !strings.HasPrefix(t.key, headerPrefix) {
+			rest = append(rest, t)
+			continue
+		}
+		name := t.raw[len(headerPrefix):]
+		if i := strings.IndexByte(name, '='); i >= 0 {
+			name = name[:i]
+		}
+		example := "preview " + sel.DLQ + " " + examples["header"]
+		switch {
+		case name == "":
+			return nil, p.failTry(fmt.Sprintf("`%s` names no header; write header.<name>=<value>", t.raw), example)
+		case utf8.RuneCountInString(name) > 255:
+			return nil, p.failTry("A header name is at most 255 characters long", example)
+		case t.value == "":
+			return nil, p.failTry(fmt.Sprintf("`%s` needs a value: the header's exact value", t.raw), example)
+		}
+		if _, dup := sel.Headers[name]; dup {
+			return nil, p.failTry(fmt.Sprintf("The header `%s` is given twice; give it once", name), example)
+		}
+		if sel.Headers == nil {
+			sel.Headers = map[string]string{}
+		}
+		sel.Headers[name] = t.value
+	}
+	return rest, Result{}
 }
 
 // crossCheck applies the rules between since, until and now.

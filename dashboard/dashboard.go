@@ -52,6 +52,10 @@ type Config struct {
 	// off. SignInWindow defaults to a minute.
 	SignInFailures int
 	SignInWindow   time.Duration
+	// SignInNote, when set, is what the sign-in page says about where
+	// the token comes from (the demo's, which has no permissions file);
+	// empty: the token of one's principal in the permissions file.
+	SignInNote string
 }
 
 // Deps are the dashboard's collaborators.
@@ -214,6 +218,7 @@ func (d *Dashboard) auth(h func(http.ResponseWriter, *http.Request, session)) ht
 func (d *Dashboard) render(w http.ResponseWriter, status int, name string, p page) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
+	p.SignInNote = d.cfg.SignInNote
 	if err := d.pages[name].ExecuteTemplate(w, "layout", p); err != nil {
 		d.log.Error().Err(err).Str("page", name).Msg("dashboard: render")
 	}

@@ -25,6 +25,8 @@ type page struct {
 	Who, CSRF string
 	Error     string
 	Notice    string
+	// SignInNote is Config.SignInNote.
+	SignInNote string
 
 	// index
 	Replays     []replayView

@@ -20,13 +20,17 @@
 //	events.go         Notifier (progress events)
 //	service.go        ScanObserver (preview metrics)
 //	authorize.go      Authorizer (a worker's own policy, asked before a run sends)
+//	queues.go         QueueLister (the vhost's queues, for a list of DLQs)
 //
 // Where each part of the engine lives:
 //
 //	service.go        Config, Deps and New; enqueue.go hands a replay to workers
 //	message.go, meta.go, dialects.go, rascal.go, inhouse.go
 //	                  a dead letter and the metadata read from its headers
-//	selection.go      the selection grammar's meaning (Selection, Match)
+//	selection.go      the selection grammar's meaning (Selection, Match,
+//	                  MatchHeaders on a message's headers)
+//	redaction.go      what a preview shows of a message, redacted (its
+//	                  excerpt and headers)
 //	preview.go        a preview; preview_rows.go, preview_targets.go,
 //	                  preview_summary.go (counts and problems),
 //	                  preview_canary.go (the first step's classes and depth)

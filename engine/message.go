@@ -104,6 +104,10 @@ type Meta struct {
 	// Excerpt is a short printable prefix of the body (filled by the caller
 	// for the first few messages only).
 	Excerpt string `json:"excerpt,omitempty"`
+	// Headers are the message's headers with a single value (HeaderString),
+	// redacted as the excerpt is (filled by the caller with Excerpt; see
+	// redactor.shownHeaders).
+	Headers map[string]string `json:"headers,omitempty"`
 	// Refusal is set when the message carries a framework marker that makes
 	// its consumer refuse a replayed copy (rascal's immediateNack): it says
 	// what the consumer would do and what the replay does about it.

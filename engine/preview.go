@@ -115,6 +115,9 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	began := s.d.Clock.Now()
 	info, err := s.scanWhole(ctx, sel.DLQ, "a preview of "+requester, func(m Message) error {
 		p.Scanned++
+		if !sel.MatchHeaders(m.Headers) {
+			return nil
+		}
 		meta := s.ParseMeta(sel.DLQ, m)
 		v := sel.Match(meta)
 		if v == Excluded {
@@ -134,6 +137,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		if _, fresh := rows.add(meta, v == Parked); fresh && len(p.Messages) < s.cfg.ListRows {
 			if len(p.Messages) < s.cfg.Samples {
 				view.Excerpt = red.excerpt(m, &view, s.cfg.ExcerptBytes)
+				view.Headers = red.shownHeaders(m)
 			}
 			p.Messages = append(p.Messages, PreviewMessage{Meta: view, Parked: v == Parked})
 		}

@@ -1,6 +1,9 @@
 package engine
 
-import "strings"
+import (
+	"sort"
+	"strings"
+)
 
 // Hidden replaces every value a redaction rule hides.
 const Hidden = "[redacted]"
@@ -130,4 +133,81 @@ func (s *Service) viewMeta(dlq string, m Message) Meta {
 		hideIn(&meta, hidden)
 	}
 	return meta
+}
+
+// Limits of the headers a sample shows.
+const (
+	maxShownHeaders     = 20
+	maxShownHeaderBytes = 200
+)
+
+// shownHeaders are m's headers a sample shows: those with a single value
+// (HeaderString), the dead-letter bookkeeping (x-death and the like,
+// which the sample's other fields already say) left out, at most
+// maxShownHeaders by name, each value cut at maxShownHeaderBytes. A value
+// the rules hide — a header's, or a value hidden in the body — reads
+// Hidden; when the body cannot be redacted, no header is shown.
+func (x *redactor) shownHeaders(m Message) map[string]string {
+	var hidden []string
+	if x.r != nil {
+		hidden = x.r.HiddenHeaders(x.dlq, m.Headers)
+		_, h, ok := x.r.RedactBody(x.dlq, m.Body)
+		if !ok {
+			return nil
+		}
+		hidden = append(hidden, h...)
+	}
+	names := make([]string, 0, len(m.Headers))
+	for n := range m.Headers {
+		if strings.HasPrefix(n, "x-death") || strings.HasPrefix(n, "x-first-death-") || strings.HasPrefix(n, "x-last-death-") {
+			continue
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	out := map[string]string{}
+	for _, n := range names {
+		v, ok := HeaderString(m.Headers[n])
+		if !ok {
+			continue
+		}
+		if len(out) == maxShownHeaders {
+			break
+		}
+		switch {
+		case containsString(hidden, v):
+			v = Hidden
+		default:
+			v = truncateUTF8(hideValues(v, hidden), maxShownHeaderBytes)
+		}
+		out[n] = v
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func containsString(list []string, v string) bool {
+	for _, x := range list {
+		if x != "" && x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// HeaderLine writes a sample's headers on one line, by name:
+// "shard=7 tenant=acme" (values quoted when they hold spaces or quotes).
+func HeaderLine(h map[string]string) string {
+	names := make([]string, 0, len(h))
+	for n := range h {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = n + "=" + quoteIfNeeded(h[n])
+	}
+	return strings.Join(parts, " ")
 }

@@ -38,6 +38,10 @@ type Selection struct {
 	// ReplayedBy keeps only copies that came back from this replay: they
 	// carry its x-replay-id and a new death (what check counts).
 	ReplayedBy string `json:"replayed_by,omitempty"`
+	// Headers keeps only messages whose header of each name has exactly
+	// that value, read as a string (HeaderString); names are
+	// case-sensitive, as AMQP's are.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // ParkLimit returns the effective park_after.
@@ -58,7 +62,8 @@ const (
 	Selected                // it is selected
 )
 
-// Match applies every filter except Limit (which depends on order) to m.
+// Match applies every filter except Limit (which depends on order) and
+// Headers (MatchHeaders, on the message itself) to m.
 func (s Selection) Match(m Meta) Verdict {
 	if len(s.IDs) > 0 && !contains(s.IDs, m.ID) {
 		return Excluded
@@ -92,6 +97,48 @@ func (s Selection) Match(m Meta) Verdict {
 		return Parked
 	}
 	return Selected
+}
+
+// MatchHeaders reports whether headers satisfy every header= term: each
+// named header present with exactly the value, as a string.
+func (s Selection) MatchHeaders(headers map[string]any) bool {
+	for name, want := range s.Headers {
+		v, ok := headers[name]
+		if !ok {
+			return false
+		}
+		got, ok := HeaderString(v)
+		if !ok || got != want {
+			return false
+		}
+	}
+	return true
+}
+
+// HeaderString is a header value as a string: text and bytes as they
+// are, numbers in decimal, booleans as true or false, times in RFC 3339
+// (UTC); ok is false for tables, arrays and nil, which have no one
+// string.
+func HeaderString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case []byte:
+		return string(x), true
+	case bool:
+		return strconv.FormatBool(x), true
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return fmt.Sprint(x), true
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32), true
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), true
+	case time.Time:
+		return x.UTC().Format(time.RFC3339), true
+	case fmt.Stringer:
+		return x.String(), true // amqp.Decimal and the like
+	}
+	return "", false
 }
 
 // quoteIfNeeded quotes a value (Go syntax, as the grammar reads it) when it
@@ -146,6 +193,16 @@ func (s Selection) String() string {
 	}
 	if s.ReplayedBy != "" {
 		parts = append(parts, "replayed_by="+s.ReplayedBy)
+	}
+	if len(s.Headers) > 0 {
+		names := make([]string, 0, len(s.Headers))
+		for n := range s.Headers {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			parts = append(parts, "header."+n+"="+quoteIfNeeded(s.Headers[n]))
+		}
 	}
 	if s.Limit > 0 {
 		parts = append(parts, fmt.Sprintf("limit=%d", s.Limit))

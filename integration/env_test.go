@@ -162,7 +162,7 @@ func newEnv(t testing.TB, o options) *env {
 	}
 	ops, err := ops.New(ops.Config{Policy: policy, RequireHuman: o.requireHuman, ScanLimit: o.scanLimit},
 		ops.Deps{Engine: svc, Tokens: st.Tokens(), Replays: st.Replays(), Windows: st.Windows(), Groups: slack.UserGroups(),
-			Audit: rec, Log: log})
+			Audit: rec, Queues: b, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}

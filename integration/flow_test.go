@@ -115,7 +115,7 @@ func TestRejectingConsumerStopsThenCancel(t *testing.T) {
 	if got := e.waitEphemeral("U0REQUEST1", 3); !strings.Contains(got.Text, "stopped") {
 		t.Fatalf("status: %q", got.Text)
 	}
-	e.command("U0REQUEST1", "list")
+	e.command("U0REQUEST1", "status")
 	if got := e.waitEphemeral("U0REQUEST1", 4); !strings.Contains(got.Text, id) {
 		t.Fatalf("list: %q", got.Text)
 	}

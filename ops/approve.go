@@ -69,6 +69,15 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 	}
 	out.Frozen = f
 	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
+	// What no one could get past decides first: a spent token, then a
+	// DLQ that is gone, before grants and the four-eyes rule (which
+	// someone else could satisfy).
+	if err := o.spent(ctx, a.Token); err != nil {
+		return out, err
+	}
+	if err := o.gone(ctx, f.DLQ); err != nil {
+		return out, err
+	}
 	if err := o.mayChange(c); err != nil {
 		return out, err
 	}
@@ -117,6 +126,50 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 	return out, nil
 }
 
+// tokenUsage tells which replay consumed a token ("" when none did); the
+// store's Tokens implements it. Token stores without it leave the check
+// to the engine's atomic consume.
+type tokenUsage interface {
+	UsedBy(ctx context.Context, token string) (string, error)
+}
+
+// spent refuses a token that already started a replay (TokenUsed) or is
+// gone (TokenExpired).
+func (o *Ops) spent(ctx context.Context, token string) error {
+	tu, ok := o.d.Tokens.(tokenUsage)
+	if !ok {
+		return nil
+	}
+	id, err := tu.UsedBy(ctx, token)
+	if err != nil {
+		return classify(err, token)
+	}
+	if id != "" {
+		return classify(fmt.Errorf("ops: approve: replay %s: %w", id, engine.ErrTokenUsed), token)
+	}
+	return nil
+}
+
+// queueInspector tells whether a queue exists; the amqp adapter (Deps.Queues)
+// implements it.
+type queueInspector interface {
+	Inspect(ctx context.Context, queue string) (engine.QueueInfo, error)
+}
+
+// gone refuses a DLQ the broker no longer has (QueueNotFound). When the
+// broker cannot be asked the engine's approval finds out itself.
+func (o *Ops) gone(ctx context.Context, dlq string) error {
+	qi, ok := o.d.Queues.(queueInspector)
+	if !ok {
+		return nil
+	}
+	info, err := qi.Inspect(ctx, dlq)
+	if err != nil || info.Exists {
+		return nil
+	}
+	return classify(fmt.Errorf("ops: approve: %w", engine.ErrQueueNotFound), dlq)
+}
+
 func changedRefusal(changes []engine.Change, again bool) *Refusal {
 	msg := "The DLQ or its targets changed since the preview, so nothing was sent."
 	if again {
@@ -158,6 +211,10 @@ func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *en
 		return "", "", classify(err, token)
 	}
 	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
+	// No one could approve a spent token: no one is asked to.
+	if err := o.spent(ctx, token); err != nil {
+		return "", "", err
+	}
 	if err := o.permit(ctx, c, func(id string, g []string) error {
 		return o.policy.CheckRead(id, g, f.DLQ, "to ask for this replay")
 	}); err != nil {

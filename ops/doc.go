@@ -16,6 +16,11 @@
 // once in the audit trail (audit.Recorder), done, refused or failed,
 // with the preview token only as its audit.TokenRef.
 //
+// Where a refusal has more than one reason, the one no other caller could
+// get past decides: a spent or expired token, then a DLQ that is gone,
+// then the grants, then the four-eyes rule. ListDLQs checks `read` per
+// DLQ and only counts the others.
+//
 // The workers ask the same policy again before a replay sends anything
 // (AuthorizeRun, the engine's Authorizer): an approval or resume written
 // by a process that applied no policy, or another one, is refused there.

@@ -134,7 +134,10 @@ type Deps struct {
 	// Asker asks a person in Slack; optional (RequestApproval is then
 	// refused as Unavailable).
 	Asker Asker
-	Log   zerolog.Logger
+	// Queues lists the broker's queues (ListDLQs); optional (ListDLQs
+	// is then refused as Unavailable).
+	Queues engine.QueueLister
+	Log    zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
 )
@@ -19,6 +21,10 @@ import (
 // "Configuration"). The names are relied on by deployments and other
 // tools: keep them exactly.
 type config struct {
+	// logLevel, when set, is the log's level (the terminal's: warnings
+	// and errors unless --verbose); nil means info.
+	logLevel *zerolog.Level
+
 	SlackBotToken      string // SLACK_BOT_TOKEN
 	SlackSigningSecret string // SLACK_SIGNING_SECRET
 	SlackAppToken      string // SLACK_APP_TOKEN (Socket Mode when set)

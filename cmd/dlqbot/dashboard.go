@@ -25,8 +25,12 @@ func (r *replica) mountDashboard(o *ops.Ops, svc *api.Service) error {
 	if signIn == nil {
 		signIn = a.demoDashboard
 	}
+	note := ""
+	if o.Policy() == nil && a.demoDashboard != nil {
+		note = demoSignInNote
+	}
 	d, err := dashboard.New(dashboard.Config{Policy: signIn, SessionKey: []byte(a.cfg.SessionKey),
-		TrustedProxies: a.cfg.TrustedProxies, SlackURL: a.cfg.SlackWorkspaceURL},
+		TrustedProxies: a.cfg.TrustedProxies, SlackURL: a.cfg.SlackWorkspaceURL, SignInNote: note},
 		dashboard.Deps{Backend: dashapi.New(o, svc, a.broker, a.store.Tokens()), Threads: a.store.SlackRefs(),
 			Revocations: a.store.DashboardSessions(), Sessions: o, Log: r.log})
 	if err != nil {

@@ -232,6 +232,10 @@ func demoAddrFrom(cfg config) string {
 	return demoAddr
 }
 
+// demoSignInNote is what the demo dashboard's sign-in page says about
+// its token: the demo has no permissions file.
+const demoSignInNote = "The demo's own token: dlqbot demo printed it where it started (“sign in with the token demo-…”). It acts as the demo's Slack user, who may do everything."
+
 // demoDashboardPolicy is the demo's sign-in for its dashboard: one
 // principal, "demo", acting as the stand-in's user, with a fresh random
 // token. Access control stays off (no permissions file), so the demo user

@@ -145,6 +145,11 @@ func TestDemoCommandServesThePage(t *testing.T) {
 	if body := httpGet(t, url+"/"); !strings.Contains(body, "<title>dlqbot") {
 		t.Fatalf("GET / served %.200q", body)
 	}
+	// The demo has no permissions file, and its sign-in page says where
+	// its token is instead.
+	if body := httpGet(t, url+"/dashboard/signin"); strings.Contains(body, "permissions file") || !strings.Contains(body, "sign in with the token demo-") {
+		t.Errorf("the demo's sign-in page: %s", body)
+	}
 	resp, err := http.Post(url+"/ui/command", "application/json",
 		strings.NewReader(`{"channel":"`+demo.Channel+`","text":"/dlq help"}`))
 	if err != nil {

@@ -18,12 +18,15 @@ import (
 // erase-line); otherwise it prints a plain line each time the progress
 // changes, for logs and pipes.
 type liveLine struct {
+	mu    sync.Mutex // log lines are written above the line from other goroutines
 	w     io.Writer
 	tty   bool
 	width int // columns a redrawn line may use
 	now   func() time.Time
 	last  string // what the plain line last showed (without rate and elapsed)
 	drawn bool   // a live line is on screen, without its newline
+	line  string // what the live line shows
+	scr   *screen
 }
 
 // eraseLine returns the cursor to the start of the line and clears it.
@@ -53,13 +56,16 @@ func isTerminal(w io.Writer) bool {
 
 // update shows r's progress.
 func (l *liveLine) update(r engine.Replay) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.tty {
 		line := progressLine(r, l.now(), false)
 		if utf8.RuneCountInString(line) > l.width-1 {
 			line = clip(line, l.width-1)
 		}
 		fmt.Fprint(l.w, eraseLine+line)
-		l.drawn = true
+		l.drawn, l.line = true, line
+		l.scr.show(l)
 		return
 	}
 	if key := progressKey(r); key != l.last {
@@ -70,6 +76,8 @@ func (l *liveLine) update(r engine.Replay) {
 
 // note prints a line of its own above the live line.
 func (l *liveLine) note(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.drawn {
 		fmt.Fprint(l.w, eraseLine)
 		l.drawn = false
@@ -79,10 +87,27 @@ func (l *liveLine) note(format string, args ...any) {
 
 // done ends the live line, so what follows starts on a line of its own.
 func (l *liveLine) done() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.scr.show(nil)
 	if l.drawn {
 		fmt.Fprintln(l.w)
 		l.drawn = false
 	}
+}
+
+// above runs write (a log line) with the live line cleared, and draws the
+// line again after it, so that the log line stands on a line of its own.
+func (l *liveLine) above(write func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.tty || !l.drawn {
+		write()
+		return
+	}
+	fmt.Fprint(l.w, eraseLine)
+	write()
+	fmt.Fprint(l.w, l.line)
 }
 
 // progressLine is one line of progress: (the replay id,) state, step,

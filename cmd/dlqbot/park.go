@@ -18,15 +18,17 @@ type parkReport engine.ParkResult
 // values).
 var replayIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{4,80}$`)
 
-// parkArgs recognises `dlqbot park <replay> [--json]`, a terminal word of
-// its own (Slack parks with the Park button): ok is false when args are
-// not a park; id is "" with a usage problem in msg.
-func parkArgs(args []string) (id string, jsonOut, ok bool, msg string) {
+// parkArgs recognises `dlqbot park <replay> [--json] [--verbose]`, a
+// terminal word of its own (Slack parks with the Park button): ok is
+// false when args are not a park; id is "" with a usage problem in msg.
+func parkArgs(args []string) (id string, jsonOut, verbose, ok bool, msg string) {
 	var rest []string
 	for _, a := range args {
 		switch a {
 		case "--json", "-json":
 			jsonOut = true
+		case "--verbose", "-verbose", "-v":
+			verbose = true
 		default:
 			rest = append(rest, a)
 		}
@@ -35,15 +37,15 @@ func parkArgs(args []string) (id string, jsonOut, ok bool, msg string) {
 		rest = rest[1:]
 	}
 	if len(rest) == 0 || rest[0] != "park" {
-		return "", jsonOut, false, ""
+		return "", jsonOut, verbose, false, ""
 	}
 	switch {
 	case len(rest) != 2:
-		return "", jsonOut, true, "park takes one replay id: dlqbot park <replay> (dlqbot status lists them)"
+		return "", jsonOut, verbose, true, "park takes one replay id: dlqbot park <replay> (dlqbot status lists them)"
 	case !replayIDPattern.MatchString(rest[1]):
-		return "", jsonOut, true, fmt.Sprintf("`%s` is not a replay id (4 to 80 letters, digits, - or _); dlqbot status lists the replays", rest[1])
+		return "", jsonOut, verbose, true, fmt.Sprintf("`%s` is not a replay id (4 to 80 letters, digits, - or _); dlqbot status lists the replays", rest[1])
 	}
-	return rest[1], jsonOut, true, ""
+	return rest[1], jsonOut, verbose, true, ""
 }
 
 // park moves a replay's returned copies at the park limit to the DLQ's

@@ -82,6 +82,9 @@ func printPreview(w io.Writer, p *engine.Preview) {
 		tw.Flush()
 		fmt.Fprintln(w)
 		for _, m := range p.Messages {
+			if h := engine.HeaderLine(m.Headers); h != "" {
+				fmt.Fprintf(w, "  %s headers: %s\n", m.ID, clip(h, 200))
+			}
 			if m.Excerpt != "" {
 				fmt.Fprintf(w, "  %s: %s\n", m.ID, clip(strings.ReplaceAll(m.Excerpt, "\n", " "), 100))
 			}

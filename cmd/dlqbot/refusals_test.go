@@ -256,9 +256,11 @@ func TestRefusalTableAcrossFrontEnds(t *testing.T) {
 		name, slackUser, token, terminalAs string
 		want                               []string // per op
 	}{
-		{"viewer", "U0VIEWER01", tokViewer, "viewer", []string{"ok", "forbidden", "forbidden", "not_controllable", "forbidden"}},
+		// A spent token is refused as such before any grant is looked
+		// at: no one could get past it.
+		{"viewer", "U0VIEWER01", tokViewer, "viewer", []string{"ok", "forbidden", "token_used", "not_controllable", "forbidden"}},
 		{"operator", "U0OPERATOR", tokOperator, "operator", []string{"ok", "", "token_used", "not_controllable", "not_controllable"}},
-		{"stranger", "U0STRANGER", tokStranger, "none", []string{"forbidden", "forbidden", "forbidden", "forbidden", "forbidden"}},
+		{"stranger", "U0STRANGER", tokStranger, "none", []string{"forbidden", "forbidden", "token_used", "forbidden", "forbidden"}},
 	}
 	apiCodes := map[string]string{"token_not_found": "token_expired", "bad_request": "bad_params"}
 	for _, row := range rows {
@@ -451,4 +453,23 @@ approval:
 		t.Fatalf("bob approving alice's second preview: %s", d)
 	}
 	r.WaitCount(dlq, 4, 60*time.Second)
+
+	// The token is spent now: whoever approves it again is told so —
+	// alice too, whom the four-eyes rule would also stop, since no second
+	// person could get past a spent token either.
+	if status, out := apiCall(t, base, tokAlice, "POST", "/api/v1/previews/"+second+"/approve", nil); status != 409 || out["code"] != "token_used" {
+		t.Errorf("alice approving her spent token through REST: %d %v", status, out)
+	}
+	if d := mcpTool(t, base, tokAlice, "dlq_replay", map[string]any{"token": second}); d != "token_used" {
+		t.Errorf("alice approving her spent token through MCP: %s", d)
+	}
+	if d := slackDecision(t, stub, base, trail, "U0ALICE001", "replay "+second, audit.OpApprove); d != "token_used" {
+		t.Errorf("alice approving her spent token in Slack: %s", d)
+	}
+	if d := slackDecision(t, stub, base, trail, "U0BOB00001", "replay "+second, audit.OpApprove); d != "token_used" {
+		t.Errorf("bob approving the spent token again in Slack: %s", d)
+	}
+	if n := r.Count(dlq); n != 4 {
+		t.Fatalf("the DLQ holds %d after the spent token's refusals, want 4", n)
+	}
 }

@@ -58,9 +58,14 @@ func (rt *remote) run(ctx context.Context, cmd commands.Command, follow bool, ou
 			return out.doc(r)
 		}
 		printReplay(out.w, r)
+		printNext(out.w, r)
 		return nil
 	case commands.ListCmd:
-		return rt.list(ctx, out)
+		d, err := rt.c.DLQs(ctx)
+		if err != nil {
+			return out.fail(remoteErr(err))
+		}
+		return showDLQs(out, d)
 	case commands.CheckCmd:
 		rep, err := rt.c.Check(ctx, c.ReplayID)
 		if err != nil {

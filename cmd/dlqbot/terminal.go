@@ -8,6 +8,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/ops"
@@ -22,15 +24,22 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	// The engine logs from its own goroutines while the terminal prints
 	// progress there: one write at a time, so lines never interleave.
 	stderr = &lockedWriter{w: stderr}
-	if id, jsonOut, ok, msg := parkArgs(args); ok {
-		out := &output{w: stdout, json: jsonOut}
+	scr := &screen{}
+	if id, jsonOut, verbose, ok, msg := parkArgs(args); ok {
+		level := terminalLevel(verbose)
+		cfg.logLevel = &level
+		out := &output{w: stdout, json: jsonOut, log: zerolog.New(stderr).Level(level).With().Timestamp().Logger()}
 		if msg != "" {
 			return out.fail(usageError("%s", msg))
 		}
 		return park(ctx, cfg, id, out, stderr)
 	}
 	res, flags := commands.ParseArgs(args, time.Now())
-	out := &output{w: stdout, json: flags.JSON, tty: isTerminal(stdout), getenv: getenv}
+	level := terminalLevel(flags.Verbose)
+	cfg.logLevel = &level
+	logw := scr.logs(stderr)
+	out := &output{w: stdout, json: flags.JSON, tty: isTerminal(stdout), getenv: getenv, screen: scr,
+		log: zerolog.New(logw).Level(level).With().Timestamp().Logger()}
 	if res.Cmd == nil {
 		return out.fail(usageError("%s", res.Reply))
 	}
@@ -54,12 +63,12 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		}
 	}
 	if cfg.Server != "" {
-		return newRemote(cfg, ops.FrontTerminal).run(ctx, res.Cmd, flags.Follow, out, stderr)
+		return newRemote(cfg, ops.FrontTerminal).run(ctx, res.Cmd, flags.Follow, out, logw)
 	}
 	if err := checkDirect(cfg, commands.TerminalPrefix+" "+res.Cmd.Name()); err != nil {
 		return out.fail(err)
 	}
-	a, err := newApp(cfg, stderr, false)
+	a, err := newApp(cfg, logw, false)
 	if err != nil {
 		return out.fail(err)
 	}
@@ -98,9 +107,14 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 			return out.doc(r)
 		}
 		printReplay(stdout, r)
+		printNext(stdout, r)
 		return nil
 	case commands.ListCmd:
-		return a.list(ctx, out)
+		d, err := a.ops.ListDLQs(ctx, a.caller)
+		if err != nil {
+			return out.fail(failed(err))
+		}
+		return showDLQs(out, d)
 	case commands.CheckCmd:
 		rep, err := a.ops.Check(ctx, a.caller, c.ReplayID)
 		if err != nil {
@@ -155,6 +169,15 @@ func (a *app) list(ctx context.Context, out *output) error {
 		return out.doc(map[string]any{"replays": rs})
 	}
 	printList(out.w, rs)
+	return nil
+}
+
+// showDLQs is list's report, here or through the server.
+func showDLQs(out *output, d ops.DLQs) error {
+	if out.json {
+		return out.doc(d)
+	}
+	printDLQs(out.w, d, time.Now())
 	return nil
 }
 
@@ -223,6 +246,7 @@ func ended(out *output, r engine.Replay) error {
 		}
 	} else {
 		printReplay(out.w, r)
+		printNext(out.w, r)
 	}
 	if r.State != engine.StateFinished {
 		return &exitError{code: exitFailed, err: fmt.Errorf("replay %s %s", r.ID, r.State)}
@@ -256,6 +280,7 @@ func watched(out *output, r engine.Replay) error {
 		}
 	} else {
 		printReplay(out.w, r)
+		printNext(out.w, r)
 	}
 	if (r.State.Terminal() && r.State != engine.StateFinished) || r.State == engine.StateStopped {
 		return &exitError{code: exitFailed, err: fmt.Errorf("replay %s %s", r.ID, r.State)}
@@ -273,6 +298,10 @@ type output struct {
 	// otherwise.
 	tty    bool
 	getenv func(string) string
+	// screen is shared with the log's writer, which writes above the
+	// live line; log logs a failure's whole chain at debug.
+	screen *screen
+	log    zerolog.Logger
 }
 
 // progress returns where a followed replay's progress goes: one live line
@@ -282,10 +311,14 @@ func (o *output) progress(plain io.Writer) *liveLine {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
+	var l *liveLine
 	if o.tty && !o.json {
-		return newLiveLine(o.w, true, getenv)
+		l = newLiveLine(o.w, true, getenv)
+	} else {
+		l = newLiveLine(plain, false, getenv)
 	}
-	return newLiveLine(plain, false, getenv)
+	l.scr = o.screen
+	return l
 }
 
 func (o *output) doc(v any) error {
@@ -317,7 +350,8 @@ func (o *output) failDoc(err error, extra map[string]any) error {
 		}
 		_ = o.doc(doc)
 	} else {
-		fmt.Fprintln(o.w, "dlqbot:", err)
+		o.log.Debug().Err(err).Msg("the whole error")
+		fmt.Fprintln(o.w, "dlqbot:", sentence(err))
 	}
 	return err
 }

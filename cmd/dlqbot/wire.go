@@ -70,7 +70,7 @@ func (a *app) newOps(policy *commands.Policy, groups commands.UserGroups) (*ops.
 	return ops.New(ops.Config{Policy: policy, RequireHuman: a.cfg.MCPRequireHuman, ScanLimit: a.cfg.ScanLimit,
 		ScanWindow: a.cfg.ScanWindow, NoHandOff: !a.handOff},
 		ops.Deps{Engine: a.svc, Tokens: a.store.Tokens(), Replays: a.store.Replays(), Windows: a.store.Windows(),
-			Groups: groups, Audit: a.audit, Log: a.log})
+			Groups: groups, Audit: a.audit, Queues: a.broker, Log: a.log})
 }
 
 // newApp wires RabbitMQ, Redis and an engine that notifies nobody (the
@@ -93,7 +93,11 @@ func newApp(cfg config, logw io.Writer, handOff bool) (*app, error) {
 // that needs a connection opens it and reports a clear error when it
 // cannot. The engine comes after (newEngine), given what it notifies.
 func openApp(cfg config, logw io.Writer) (*app, error) {
-	log := zerolog.New(logw).Level(zerolog.InfoLevel).With().Timestamp().Logger()
+	level := zerolog.InfoLevel
+	if cfg.logLevel != nil {
+		level = *cfg.logLevel
+	}
+	log := zerolog.New(logw).Level(level).With().Timestamp().Logger()
 	// go-redis logs connection trouble itself (a process-wide setting): as
 	// debug lines of ours, since each failure also comes back as an error.
 	redis.SetLogger(redisLog{log})

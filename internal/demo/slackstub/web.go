@@ -51,6 +51,9 @@ type WebChannel struct {
 	Name  string `json:"name"`  // without "#"
 	Topic string `json:"topic"` // plain text in the channel's header
 	Intro string `json:"intro"` // mrkdwn shown at the top of the channel
+	// DM is set for a direct message (an id "D" + the user's): the page
+	// shows it under the person's name, not as a "#" channel.
+	DM bool `json:"dm,omitempty"`
 }
 
 // webState is the page's part of the stand-in (guarded by Stub.mu).

@@ -1,6 +1,7 @@
 package slackstub
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -78,12 +79,28 @@ func (s *Stub) webSnapshot() webSnapshot {
 	}
 	slices.Sort(others)
 	for _, id := range others {
-		channels = append(channels, WebChannel{ID: id, Name: strings.ToLower(id)})
+		channels = append(channels, webChannelOf(id, cfg.User, snap.Users))
 	}
 	for _, c := range channels {
 		snap.Channels = append(snap.Channels, webChannelState{WebChannel: c, Items: s.webItems(c.ID, cfg.User)})
 	}
 	return snap
+}
+
+// webChannelOf is how the page shows a conversation it was not configured
+// with: a direct message the bot opened with the page's user (DMChannel)
+// under the bot's name, as that user's Slack shows it (one with someone
+// else under both names); another channel under its id, in lower case.
+func webChannelOf(id, me string, users map[string]string) WebChannel {
+	if user, ok := strings.CutPrefix(id, "D"); ok && user != "" {
+		bot := cmp.Or(users[BotUserID], "dlqbot")
+		if user == me {
+			return WebChannel{ID: id, Name: bot, DM: true, Topic: "Direct messages from " + bot + " to you"}
+		}
+		name := bot + ", " + cmp.Or(users[user], user)
+		return WebChannel{ID: id, Name: name, DM: true, Topic: "Direct messages: " + name}
+	}
+	return WebChannel{ID: id, Name: strings.ToLower(id)}
 }
 
 // webItems returns channel's top-level entries with their threads, oldest

@@ -147,3 +147,38 @@ func post(t *testing.T, u, body string) {
 		t.Fatalf("POST %s: %s %s", u, resp.Status, b)
 	}
 }
+
+// TestPageShowsADirectMessageAsOne: a direct message the bot opens with
+// the page's user is listed under the bot's name and marked as a direct
+// message, never as a "#" channel named after its id ("du0webuser").
+func TestPageShowsADirectMessageAsOne(t *testing.T) {
+	s, err := slackstub.Listen("127.0.0.1:0", "web-test-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.SetWeb(slackstub.WebConfig{User: "U0WEBUSER", Channels: []slackstub.WebChannel{{ID: "C0WEB", Name: "web"}}})
+	api := slack.New("xoxb-web", slack.OptionAPIURL(s.APIURL()))
+	dm := slackstub.DMChannel("U0WEBUSER")
+	if _, _, err := api.PostMessage(dm, slack.MsgOptionText("only for you", false)); err != nil {
+		t.Fatal(err)
+	}
+	var st struct {
+		Channels []struct {
+			ID, Name string
+			DM       bool `json:"dm"`
+		} `json:"channels"`
+	}
+	if err := json.Unmarshal([]byte(get(t, s.URL()+"/ui/state?rev=-1")), &st); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range st.Channels {
+		if c.ID == dm {
+			if !c.DM || c.Name != "dlqbot" {
+				t.Fatalf("the direct message shows as %+v, want dlqbot's, marked dm", c)
+			}
+			return
+		}
+	}
+	t.Fatalf("no direct message on the page: %+v", st.Channels)
+}

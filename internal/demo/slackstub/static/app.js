@@ -128,7 +128,7 @@ function render() {
     const unread = c.id === ui.channel ? 0 : c.items.length - (ui.seen[c.id] ?? c.items.length);
     if (ui.seen[c.id] === undefined) ui.seen[c.id] = c.items.length;
     return `<li><button type="button" class="nav-channel${c.id === ui.channel ? " active" : ""}${unread > 0 ? " unread" : ""}" ` +
-      `data-channel="${escapeHTML(c.id)}"><span class="hash">#</span>${escapeHTML(c.name)}` +
+      `data-channel="${escapeHTML(c.id)}"><span class="hash">${c.dm ? "@" : "#"}</span>${escapeHTML(c.name)}` +
       (unread > 0 ? `<span class="badge">${unread}</span>` : "") + `</button></li>`;
   }).join("");
   if (!ch) return;
@@ -137,12 +137,12 @@ function render() {
   const notice = $("#notice");
   notice.hidden = !st.notice;
   notice.innerHTML = st.notice ? mrkdwn(st.notice, ctx) : "";
-  $("#command-input").placeholder = `Message #${ch.name} — type ${st.command} help`;
+  $("#command-input").placeholder = `Message ${ch.dm ? "@" : "#"}${ch.name} — type ${st.command} help`;
   $("#suggestions").innerHTML = (st.suggestions || []).length ? `<span class="muted">Try</span>` +
     st.suggestions.map(s => `<button type="button" class="chip" data-suggest="${escapeHTML(s)}">${escapeHTML(s)}</button>`).join("") : "";
 
   const box = $("#messages");
-  const intro = `<div class="channel-intro"><h1>#${escapeHTML(ch.name)}</h1>` +
+  const intro = `<div class="channel-intro"><h1>${ch.dm ? "@" : "#"}${escapeHTML(ch.name)}</h1>` +
     (ch.intro ? `<div class="intro-text">${mrkdwn(ch.intro, ctx)}</div>` : "") + `</div>`;
   patch(box, [{ key: "intro:" + ch.id, html: intro }, ...renderList(ch.items, ctx, ch.id, false)]);
   renderThread(ch, ctx);
@@ -172,7 +172,7 @@ function renderThread(ch, ctx) {
   }
   pane.hidden = false;
   document.body.classList.add("thread-open");
-  $("#thread-channel").textContent = "#" + ch.name;
+  $("#thread-channel").textContent = (ch.dm ? "@" : "#") + ch.name;
   const body = $("#thread-body");
   const n = (parent.replies || []).length;
   patch(body, [...renderList([parent], ctx, ch.id, true),
