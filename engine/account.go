@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -321,7 +322,9 @@ func (rn *run) missing(pick map[string]int, left *int, res *StepResult) {
 // a moment after since (its statistics lag by Config.StatsLag). It
 // returns false when deadline passes first, or when stop (if set) says to
 // stop. Without management statistics only the consumer count is known;
-// a failed read of them counts as not quiet (logged for replay, when set).
+// a failed read of them counts as not quiet (logged for replay, when set),
+// except that a strict wait for a replay ends at once with
+// ErrManagementDown when the API is not answering.
 func (s *Service) awaitQuiet(ctx context.Context, replay, dlq string, since, deadline time.Time, strict bool, stop func() error) (bool, error) {
 	for {
 		if stop != nil && stop() != nil {
@@ -339,6 +342,12 @@ func (s *Service) awaitQuiet(ctx context.Context, replay, dlq string, since, dea
 				return true, nil
 			}
 			cs, err := s.d.Counters.Counters(ctx, dlq)
+			if err != nil && replay != "" && errors.Is(err, ErrManagementDown) {
+				// Only the API's counts prove that no client holds a
+				// message: a run does not wait on an API that does not
+				// answer (settle_api.go).
+				return false, err
+			}
 			if err != nil {
 				s.warn(replay, dlq, "read dlq counters", err)
 			} else if !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
