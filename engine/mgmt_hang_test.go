@@ -99,6 +99,7 @@ func sendRate(at []time.Time, gap time.Duration) (float64, int) {
 func TestPacedReplayKeepsItsPaceWhileTheManagementAPIHangs(t *testing.T) {
 	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, tb testkit.Broker) {
+		t.Parallel()
 		t.Run("classic-tap", func(t *testing.T) {
 			t.Parallel()
 			pacedUnderHangingAPI(t, tb, true, nil)

@@ -73,8 +73,8 @@ type Config struct {
 	QuietWait time.Duration
 	// HTTPTimeout bounds each management API request, its answer
 	// included. The API is a hint the adapter never waits on for long: a
-	// node that does not answer within HTTPTimeout (or refuses, or
-	// answers 5xx) is left alone for ManagementCooldown, and requests to
+	// node that does not answer within HTTPTimeout (or refuses the
+	// connection) is left alone for ManagementCooldown, and requests to
 	// it fail at once with engine.ErrManagementDown (see
 	// mgmt_breaker.go). Default DefaultHTTPTimeout (5 s: a queue's answer
 	// takes milliseconds, and under heavy load still well under a second).

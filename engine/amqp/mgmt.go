@@ -53,10 +53,11 @@ func newMgmtClient(raw, vhost string, timeout, cooldown time.Duration) (*mgmtCli
 }
 
 // get fetches path (already escaped) from a live node into out. A 404 is
-// errMgmtNotFound; no node answering (each timed out, refused, answered
-// 5xx, or is being left alone after such a failure) is a
-// *mgmtDownError, or their join for several nodes: both
-// engine.ErrManagementDown and engine.ErrBrokerUnavailable.
+// errMgmtNotFound; a node that answers 5xx is engine.ErrBrokerUnavailable;
+// one that did not answer in time or refused the connection, or is being
+// left alone after that, is a *mgmtDownError (engine.ErrManagementDown and
+// engine.ErrBrokerUnavailable). With several nodes, none answering is
+// ErrBrokerUnavailable joining each node's error.
 func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
 	first := int(m.cur.Load())
 	var errs []error
@@ -83,6 +84,12 @@ func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
 			}
 			return err
 		}
+		if errors.As(err, new(serverError)) {
+			// A 5xx is an answer, and a quick one: the next node, and the
+			// next request, may ask again.
+			errs = append(errs, err)
+			continue
+		}
 		nb.failed(err)
 		errs = append(errs, &mgmtDownError{node: m.nodes[i].base, fresh: true, cause: err})
 		if ctx.Err() != nil {
@@ -96,8 +103,9 @@ func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
 }
 
 // getFrom is one request to one node, bounded by the client's timeout. A
-// request the timeout cut, a connection refused or a 5xx answer is
-// engine.ErrBrokerUnavailable; one the caller's ctx ended is ctx's error.
+// request the timeout cut, a connection refused or a 5xx answer (a
+// serverError) is engine.ErrBrokerUnavailable; one the caller's ctx ended
+// is ctx's error.
 func (m *mgmtClient) getFrom(ctx context.Context, n mgmtNode, path string, out any) error {
 	rctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
@@ -137,12 +145,17 @@ func (m *mgmtClient) getFrom(ctx context.Context, n mgmtNode, path string, out a
 		return errMgmtNotFound
 	case resp.StatusCode >= 500:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return unavailable("management API "+n.base, fmt.Errorf("GET %s: %s", path, resp.Status))
+		return serverError{unavailable("management API "+n.base, fmt.Errorf("GET %s: %s", path, resp.Status))}
 	default:
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("management API GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))
 	}
 }
+
+// serverError is a node's 5xx answer.
+type serverError struct{ error }
+
+func (e serverError) Unwrap() error { return e.error }
 
 // queueJSON is the part of GET /api/queues/{vhost}/{name} the adapter reads.
 type queueJSON struct {

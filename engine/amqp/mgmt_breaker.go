@@ -10,8 +10,8 @@ import (
 )
 
 // The management API is a hint, never a wait: every request has a short
-// deadline (Config.HTTPTimeout), and a node that did not answer in time,
-// refused the connection or answered 5xx is left alone for
+// deadline (Config.HTTPTimeout), and a node that did not answer in time
+// or refused the connection is left alone for
 // Config.ManagementCooldown. Meanwhile every request to it fails at once
 // with a *mgmtDownError (engine.ErrManagementDown and
 // engine.ErrBrokerUnavailable), so a caller waits on a hanging API at most
@@ -19,7 +19,8 @@ import (
 // request starts one probe in the background (GET /api/overview, with the
 // same deadline) and still fails at once; the node is asked again when the
 // probe is answered, and left alone for another cool-down when it is not.
-// No caller ever waits on a probe.
+// No caller ever waits on a probe. A 5xx answer is an answer, and a quick
+// one: it opens no breaker.
 
 // nodeBreaker is the state of one management node's circuit breaker.
 type nodeBreaker struct {
