@@ -151,6 +151,8 @@ type Broker struct {
 	marks    marks        // what the last reads left (read budget)
 	info     infoCache    // recent management answers (read budget)
 	counters counterMarks // the highest counters seen by queue (Counters)
+	// delivered counts the reads' deliveries by queue (Delivered).
+	delivered deliveryCounts
 }
 
 var _ engine.Broker = (*Broker)(nil)
