@@ -190,6 +190,8 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 	// readyAt: the DLQ's ready count right after it (-1: unknown); letGos
 	// counts the passes made because a holder let go (see letGo).
 	holder, letGos := false, 0
+	// repassed: a quiet moment led to a read again (see below).
+	repassed := false
 	readyAt := rn.readyNow(ctx)
 	// The replays this search sees reading, named by heldBy if it gives up
 	// after they ended; they mean nothing to a later step's heldBy.
@@ -257,13 +259,27 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 			rn.missing(pick, left, res)
 			return mr, nil
 		}
+		if !strict && repassed {
+			// A read again that was not whole either, with no consumer on
+			// the DLQ: only the management API can say whether messages
+			// given back are still landing or a client without a consumer
+			// holds some. A run does not wait on an API that does not
+			// answer (settle_api.go).
+			if _, err := rn.counters(ctx, rn.r.DLQ); errors.Is(err, ErrManagementDown) {
+				return mr, err
+			}
+		}
 		provenBefore = strict
 		passStart = rn.s.d.Clock.Now()
+		repassed = true
 		var moveErr error
 		if mr, moveErr = rn.pass(ctx, pick, left, res, sentPer); moveErr != nil || mr.Stopped != nil {
 			return mr, moveErr
 		}
 		passEnd, readyAt = rn.s.d.Clock.Now(), rn.readyNow(ctx)
+		if !passEnd.Before(deadline) {
+			break // quiet moments, reads never whole: held elsewhere, below
+		}
 	}
 	if *left > 0 && !rn.resending {
 		// Held by another replay's read, or already sent by it.

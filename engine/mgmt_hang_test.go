@@ -286,3 +286,69 @@ func newHungEnv(t *testing.T, cfg engine.Config, on testkit.Broker, mgmtURL stri
 	}
 	return &env{rabbit: on.Dial(t), broker: b, store: st, svc: svc}
 }
+
+// TestMissingMessageWhileTheAPIHangsStopsNamingIt: a step that did not
+// find one of its picks in a whole read can call it missing only once the
+// management API's counts show no client holding a message of the DLQ.
+// While the API hangs the replay stops at once, resumable, naming the API
+// (before, it waited HeldWait and then blamed "another client"); resumed
+// once the API answers, it calls the one taken message missing and sends
+// the rest, each once.
+func TestMissingMessageWhileTheAPIHangsStopsNamingIt(t *testing.T) {
+	t.Parallel()
+	const n = 20
+	proxy, mgmtURL := testkit.HangProxyFor(t, testkit.Rabbit3.ManagementURL)
+	e := newHungEnv(t, fast, testkit.Rabbit3, mgmtURL, nil)
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.DLXTopology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(n, 100)...)
+	r.WaitCount(dlq, n, 30*time.Second)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	got := &stamped{}
+	r.Consume(src, got.handle)
+	ctx := context.Background()
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 5, Cap: 5, Rate: -1, Timeout: 20 * time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = r.Take(dlq, 1) // someone else consumes the first previewed message
+	r.WaitCount(dlq, n-1, 20*time.Second)
+	proxy.Hang()
+	began := time.Now()
+	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+	took := time.Since(began)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	t.Logf("the run ended %s after %s: %s", rep.State, took.Round(time.Millisecond), rep.Note)
+	if rep.State != engine.StateStopped || !strings.Contains(rep.Note, "management API") || rep.Missing != 0 || took > 30*time.Second {
+		t.Fatalf("while the API hangs: %s after %s, %d missing: %s; want stopped within 30 s naming the management API, nothing called missing",
+			rep.State, took.Round(time.Second), rep.Missing, rep.Note)
+	}
+
+	proxy.Resume()
+	testkit.Eventually(t, 2*time.Minute, "the management API answering the broker again", func() bool {
+		_, err := e.broker.QueueStats(ctx, dlq)
+		return err == nil
+	})
+	if _, err := e.svc.Resume(ctx, rep.ID, "U_RESUMER"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = e.svc.Run(ctx, rep.ID, "owner-resumed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Sent != n-1 || rep.Missing != 1 {
+		t.Fatalf("after the resume: %s, %d sent, %d missing: %s; want %d sent and the taken one missing", rep.State, rep.Sent, rep.Missing, rep.Note, n-1)
+	}
+	testkit.Eventually(t, 20*time.Second, "every copy at the consumer", func() bool { return got.n() >= n-1 })
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	if len(got.ids) != n-1 || got.rid[rep.ID] != n-1 || got.ids["m-0"] != 0 {
+		t.Fatalf("consumer got %v; want m-1 … m-%d once each with the replay's id", got.ids, n-1)
+	}
+	if left := r.Count(dlq); left != 0 {
+		t.Fatalf("the DLQ holds %d after the replay", left)
+	}
+}

@@ -65,7 +65,7 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 	var lost *NodeLostError
 	rn.markLost(err)
 	if rn.s.cfg.Reconnect < 0 || rn.r.Params.Rate <= 0 || !errors.As(err, &lost) {
-		if !errors.Is(err, ErrBrokerUnavailable) || rn.stopCause(ctx) != nil {
+		if !errors.Is(err, ErrBrokerUnavailable) || errors.Is(err, ErrManagementDown) || rn.stopCause(ctx) != nil {
 			return err
 		}
 		// Stopping: settle what the cut step sent and count the

@@ -53,7 +53,7 @@ func (rn *run) evidence(p *sentStep) {
 // management API found it not answering.
 func (rn *run) stopForAPI(parent, ctx context.Context, cause error) (Replay, bool, error) {
 	rn.r.State = StateStopped
-	rn.r.Note = fmt.Sprintf("stopped: only the management API can tell what this step needs to know, and it is not answering (%v); nothing is lost: resume once it answers", cause)
+	rn.r.Note = fmt.Sprintf("stopped: only the management API can tell whether a client still holds messages of %s, and it is not answering (%v); nothing is lost: resume once it answers", rn.r.DLQ, cause)
 	rn.r.EndedAt = rn.s.d.Clock.Now()
 	if err := rn.yield(ctx, StateStopped, StateCancelled); errors.Is(err, ErrDesireChanged) {
 		rn.ctl.refresh(ctx)
