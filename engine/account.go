@@ -277,8 +277,10 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 			return mr, moveErr
 		}
 		passEnd, readyAt = rn.s.d.Clock.Now(), rn.readyNow(ctx)
-		if !passEnd.Before(deadline) {
-			break // quiet moments, reads never whole: held elsewhere, below
+		if !passEnd.Before(deadline) && !mr.Coverage.Whole() {
+			// Quiet moments and reads that are never whole, past
+			// HeldWait: held elsewhere, below.
+			break
 		}
 	}
 	if *left > 0 && !rn.resending {
