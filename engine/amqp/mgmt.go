@@ -79,7 +79,7 @@ func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
 				// long: as good as no answer.
 				nb.failed(unavailable("management API "+m.nodes[i].base, fmt.Errorf("GET %s: no answer within %s", path, time.Since(began).Round(time.Millisecond))))
 			}
-			if err == nil || errors.Is(err, errMgmtNotFound) {
+			if ctx.Err() == nil {
 				m.cur.Store(int32(i)) // it answered (a 404 is an answer too)
 			}
 			return err
