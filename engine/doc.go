@@ -46,7 +46,9 @@
 //	                  came back (from the tap, or by re-reading the DLQ);
 //	                  settle_proof.go the counters' proof that ends it early;
 //	                  settle_overlap.go a step settling while the next sends,
-//	                  and settle_breaker.go the breaker that stops it on returns
+//	                  and settle_breaker.go the breaker that stops it on returns;
+//	                  settle_api.go settling without the management API
+//	                  (StepResult.Evidence) and the stop that names it
 //	tapper.go         draining the DLQs' taps into the returns record
 //	tap_watch.go      a run's watch over its tap: a lost tap is noticed at once,
 //	                  declared again, and its window recorded (reconciled in

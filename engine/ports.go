@@ -12,6 +12,12 @@ var (
 	ErrQueueNotFound = errors.New("queue not found")
 	// ErrBrokerUnavailable means RabbitMQ (AMQP or management) could not be reached.
 	ErrBrokerUnavailable = errors.New("broker unavailable")
+	// ErrManagementDown means the management HTTP API did not answer in
+	// time (or refused, or failed) and is being left alone for a while:
+	// a call that needs it failed at once rather than wait. It comes
+	// with ErrBrokerUnavailable. The API only ever adds to what AMQP
+	// shows (statistics, bindings, a quorum queue's delivery limit).
+	ErrManagementDown = errors.New("management API not answering")
 	// ErrStoreUnavailable means Redis could not be reached.
 	ErrStoreUnavailable = errors.New("store unavailable")
 	// ErrTokenNotFound means a preview token is unknown or expired.

@@ -36,8 +36,9 @@ import (
 
 // markLost notes that err lost the broker connection mid-step: the
 // replay's counts are then unreconciled until a counted read of the DLQ.
+// A management API that does not answer loses no connection.
 func (rn *run) markLost(err error) {
-	if errors.Is(err, ErrBrokerUnavailable) {
+	if errors.Is(err, ErrBrokerUnavailable) && !errors.Is(err, ErrManagementDown) {
 		rn.r.Unreconciled = true
 	}
 }

@@ -77,6 +77,11 @@ type run struct {
 	proofs  map[string]*targetProof
 	// bp is the baseline of the tap-bypass check (settle_bypass.go).
 	bp bypassBase
+	// apiDown counts the reads of management counters that failed
+	// because the API is not answering, and apiMark is its value when the
+	// step being sent sampled its targets (settle_api.go).
+	apiDown atomic.Int64
+	apiMark int64
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -424,6 +429,8 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 		} else if err != nil {
 			return rn.r, false, err
 		}
+	case errors.Is(cause, ErrManagementDown):
+		return rn.stopForAPI(parent, ctx, cause)
 	default:
 		rn.r.State, rn.r.Note = StateStopped, "stopped: "+cause.Error()
 		rn.r.EndedAt = rn.s.d.Clock.Now()

@@ -29,6 +29,9 @@ type targetWatch struct {
 	publish0  int64 // publish counter before the step (−1: unknown)
 	deliver1  int64 // deliver_get in the first sample counting the step (−1: not yet)
 	delivered int   // how many of the step's copies are known delivered
+	// byCounters is set when deliver_get showed copies delivered that the
+	// ready count had not.
+	byCounters bool
 }
 
 // sampleTargets reads the publish counters of the step's targets before it
@@ -36,6 +39,7 @@ type targetWatch struct {
 // each sample may also become its target's anchor (noteBaseline).
 func (rn *run) sampleTargets(ctx context.Context, targets map[string]bool) map[string]int64 {
 	out := map[string]int64{}
+	rn.apiMark = rn.apiDown.Load()
 	for q := range targets {
 		out[q] = -1
 		if rn.s.d.Counters != nil {
@@ -70,13 +74,16 @@ type sentStep struct {
 	// proven is true once the targets' counters showed every copy
 	// delivered and acked (settle_proof.go).
 	proven bool
+	// apiMark is the run's apiDown before the step sampled its targets
+	// (settle_api.go).
+	apiMark int64
 }
 
 // beginSettle starts watching what res sent (sentPer: confirmed copies per
 // target) right after its last confirm.
 func (rn *run) beginSettle(ctx context.Context, res StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) *sentStep {
 	clock := rn.s.d.Clock
-	p := &sentStep{res: res, start: clock.Now(), sentPer: sentPer, publish0: publish0, look: look, before: rn.r.Returned, from: clock.Now()}
+	p := &sentStep{res: res, start: clock.Now(), sentPer: sentPer, publish0: publish0, look: look, before: rn.r.Returned, from: clock.Now(), apiMark: rn.apiMark}
 	for q, n := range sentPer {
 		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: clock.Now()}
 		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
@@ -169,6 +176,7 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 	if p.proven && res.Returned == 0 && res.Settled == res.Sent {
 		res.Observation += "; the target's counters show every copy delivered and acked"
 	}
+	rn.evidence(p)
 	if mode != rn.mode {
 		res.Observation += "; from now on returns are found by re-reading the DLQ: " + rn.modeNote
 	}
@@ -241,7 +249,7 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 	if rn.s.d.Counters == nil {
 		return
 	}
-	cs, err := rn.s.d.Counters.Counters(ctx, w.queue)
+	cs, err := rn.counters(ctx, w.queue)
 	if err != nil {
 		rn.warn("read target counters", err)
 		return
@@ -269,7 +277,7 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 		got = int64(w.sent)
 	}
 	if int(got) > w.delivered {
-		w.delivered = int(got)
+		w.delivered, w.byCounters = int(got), true
 	}
 }
 

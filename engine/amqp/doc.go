@@ -36,6 +36,14 @@
 //   - QueueStats, the management API's statistics for a queue, and
 //     Counters, the engine's QueueCounters taken from them (the step-settle
 //     check uses them);
+//   - the management client (mgmt.go) treats the API as a hint, never a
+//     wait: every request has a short deadline (Config.HTTPTimeout), and a
+//     node that did not answer in time or refused is left alone for
+//     Config.ManagementCooldown, requests to it failing at once with
+//     engine.ErrManagementDown, until a probe in the background finds it
+//     answering again (mgmt_breaker.go);
+//   - Delivered (delivered.go), the deliveries dlqbot's reads received
+//     from a queue, counted where they arrive;
 //   - the tap (tap.go): a bounded classic queue "dlqbot.tap.<dlq>" bound
 //     exactly like a DLQ (bindings read from the management API), so every
 //     dead letter routed to the DLQ reaches it too; DrainTap hands its
