@@ -36,14 +36,17 @@ func StepReplyAs(command string, e engine.Event) string {
 		} else {
 			s = ":octagonal_sign: Stopped: " + esc(oneLine(firstOf(r.Note, e.Text)), 600)
 		}
-		s += " Use *Continue anyway* or *Cancel* on the progress message."
+		if rest > 0 {
+			s += " Use *Continue anyway* or *Cancel* on the progress message."
+		} else {
+			s += " Nothing is left to send."
+		}
 	case engine.EventPaused:
 		s = fmt.Sprintf(":double_vertical_bar: Paused: %s sent; the remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
 	case engine.EventCancelled:
 		s = fmt.Sprintf(":black_square_for_stop: Cancelled: %s sent; the remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
 	case engine.EventFinished:
-		s = fmt.Sprintf(":checkered_flag: Finished: %s sent, %s left the target queue, %s, %s missing, %s not delivered.",
-			msgs(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen), num(r.Missing), num(r.Failed))
+		s = fmt.Sprintf("%s; %s missing, %s not delivered.", Outcome(r), num(r.Missing), num(r.Failed))
 	case engine.EventWaiting:
 		s = ":hourglass_flowing_sand: " + esc(oneLine(e.Text), 600)
 	case engine.EventInterrupted:
@@ -82,7 +85,7 @@ func itThem(n int) string {
 // stepLine describes a finished step on one line, after lead ("Step 3
 // passed").
 func stepLine(st *engine.StepResult, lead string) string {
-	s := fmt.Sprintf("%s — %s sent, %s left the target queue, %s",
+	s := fmt.Sprintf("%s — %s sent, %s settled, %s",
 		lead, num(st.Sent), num(st.Settled), cameBackShort(st.Returned, st.Unseen))
 	if st.Failed > 0 {
 		s += fmt.Sprintf(", %s not delivered or missing", num(st.Failed))
@@ -135,8 +138,7 @@ func Activity(e engine.Event) string {
 			s += " — " + esc(oneLine(why), 300)
 		}
 	case engine.EventFinished:
-		s = fmt.Sprintf(":checkered_flag: %s finished: %s sent, %s left the target queue, %s, %s missing, %s not delivered",
-			id, num(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen), num(r.Missing), num(r.Failed))
+		s = fmt.Sprintf("%s of %s; %s missing, %s not delivered", Outcome(r), code(r.DLQ, 120), num(r.Missing), num(r.Failed))
 	case engine.EventInterrupted:
 		s = fmt.Sprintf(":zap: %s interrupted: %s; the rest are still in the DLQ", id, counts)
 	default:

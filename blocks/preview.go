@@ -56,7 +56,7 @@ func Discarded(original []slack.Block, by string) []slack.Block {
 }
 
 func approvedLine(approver, replayID string) string {
-	return fmt.Sprintf(":white_check_mark: Approved by %s — replay %s started; its progress is in the thread.", who(approver), code(replayID, 80))
+	return fmt.Sprintf(":white_check_mark: Approved by %s — replay %s; its progress is in the thread.", who(approver), code(replayID, 80))
 }
 
 func discardedLine(by string) string {
@@ -190,7 +190,7 @@ func problemLine(prs []engine.Problem) string {
 	case engine.ProblemNoConsumers:
 		return fmt.Sprintf(":warning: *No consumers* — %s %s no consumers now: %s would wait there, and the replay would stop after its first step when none leave the queue.", queues, hasHave(len(prs)), msgs(total))
 	case engine.ProblemAlreadyReplayed:
-		return fmt.Sprintf(":repeat: *Already replayed* — %s %s replayed before and dead-lettered again.", msgs(total), wasWere(total))
+		return fmt.Sprintf(":repeat: *Already replayed* — %s %s replayed before and came back.", msgs(total), wasWere(total))
 	case engine.ProblemParked:
 		return fmt.Sprintf(":parking: *Parked* — %s %s replayed park_after times or more and %s left out (%s includes them).", msgs(total), wasWere(total), isAre(total), code("include_parked=true", 30))
 	case engine.ProblemDeliveryLimit:
