@@ -61,7 +61,7 @@ func TestThePreviewIsTheReplaysStatus(t *testing.T) {
 				return strings.Contains(string(m.RawBlocks), c.want)
 			})
 			m, _ := h.stub.Message("C_OPS", preview.TS)
-			if strings.Contains(string(m.RawBlocks), blocks.ActionApprove) || !strings.Contains(string(m.RawBlocks), "DLQ preview") {
+			if strings.Contains(string(m.RawBlocks), blocks.ActionApprove) || !strings.Contains(string(m.RawBlocks), "*Would be replayed*") {
 				t.Errorf("the edited preview keeps its buttons or lost its body:\n%s", m.RawBlocks)
 			}
 			thread := h.stub.URL() + "/archives/C_OPS/p" + strings.ReplaceAll(preview.TS, ".", "")
@@ -82,4 +82,32 @@ func TestThePreviewIsTheReplaysStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The preview's Details button shows its mechanics to whoever clicked,
+// ephemerally; the card itself leads with its verdict.
+func TestPreviewDetailsButton(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, nil)
+	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "preview orders.dlq", "U_REQ", "C_OPS"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the preview", func() bool { return len(h.stub.Messages("C_OPS")) == 1 })
+	raw := string(h.stub.Messages("C_OPS")[0].RawBlocks)
+	if !strings.Contains(raw, blocks.ActionDetails) || !strings.Contains(raw, "Safe to replay") || strings.Contains(raw, "*Scanned*") {
+		t.Fatalf("preview card without a Details button or a verdict headline, or with its mechanics:\n%s", raw)
+	}
+	resp, err := h.stub.Click(h.srv.URL, blocks.ActionDetails, "p_fake", "U_SRE", "C_OPS", h.stub.Messages("C_OPS")[0].TS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	testkit.Eventually(t, 10*time.Second, "the details, to the clicker alone", func() bool {
+		for _, e := range h.stub.Ephemerals("U_SRE") {
+			if strings.Contains(string(e.RawBlocks), "*Scanned*") {
+				return true
+			}
+		}
+		return false
+	})
 }

@@ -65,14 +65,14 @@ func TestPreviewApproveAndFinish(t *testing.T) {
 	}
 	testkit.Eventually(t, 10*time.Second, "the finished reply", func() bool { return contains(e.replies(preview.TS), "Finished") })
 	rs := e.replies(preview.TS)
-	for _, want := range []string{"Replay started", "Step 1 passed", "Step 2 passed", "Finished: 30 messages sent"} {
+	for _, want := range []string{"Replay started", "Step 1 passed", "Step 2 passed", "Finished clean*: 30 sent"} {
 		if !contains(rs, want) {
 			t.Errorf("thread replies %q lack %q", rs, want)
 		}
 	}
 	testkit.Eventually(t, 10*time.Second, "two activity lines", func() bool { return len(e.activityLines()) == 2 })
 	act := e.activityLines()
-	if !strings.Contains(act[0], "started") || !strings.Contains(act[1], "finished") || !strings.Contains(act[1], "approved by <@U0APPROVE1>") {
+	if !strings.Contains(act[0], "started") || !strings.Contains(act[1], "Finished") || !strings.Contains(act[1], "approved by <@U0APPROVE1>") {
 		t.Fatalf("activity %q", act)
 	}
 	r := e.replays()[0]
