@@ -29,10 +29,10 @@ func StepReplyAs(command string, e engine.Event) string {
 		if e.Step == nil {
 			return clip(":white_check_mark: "+esc(oneLine(e.Text), 600), maxLine)
 		}
-		s = ":white_check_mark: " + stepLine(e.Step, "Step "+num(e.Step.Step)+" passed")
+		s = ":white_check_mark: " + stepLine(e.Step, "Step "+num(e.Step.Step)+" passed"+sizeWhy(p, *e.Step))
 	case engine.EventStopped:
 		if e.Step != nil {
-			s = ":octagonal_sign: " + stepLine(e.Step, "Stopped after step "+num(e.Step.Step))
+			s = ":octagonal_sign: " + stepLine(e.Step, "Stopped after step "+num(e.Step.Step)+sizeWhy(p, *e.Step))
 		} else {
 			s = ":octagonal_sign: Stopped: " + esc(oneLine(firstOf(r.Note, e.Text)), 600)
 		}
@@ -190,4 +190,34 @@ func cameBackShort(n int, u *engine.Unseen) string {
 		return num(n) + " came back"
 	}
 	return fmt.Sprintf("%s seen back, could not tell for %s", num(n), num(u.Count))
+}
+
+// nominalStep is the size of step k (from 1) before what the plan holds:
+// the first step's size, doubling up to the cap (engine's stepSize).
+func nominalStep(p engine.Params, k int) int {
+	n := p.Step
+	for i := 1; i < k && n < p.Cap; i++ {
+		n *= 2
+	}
+	return min(n, p.Cap)
+}
+
+// sizeWhy says why a step did not plan double the last one: the cap,
+// what was left, or the first copies of targets and failure groups it
+// reached ("" when it is the plain doubling, or the parameters are not
+// known).
+func sizeWhy(p engine.Params, st engine.StepResult) string {
+	if st.Step < 1 || st.Planned <= 0 || p.Step <= 0 || p.Cap < p.Step {
+		return ""
+	}
+	n := nominalStep(p, st.Step)
+	switch {
+	case st.Planned < n:
+		return fmt.Sprintf(" (%s, not %s: only that many were left to send)", num(st.Planned), num(n))
+	case st.Planned > n:
+		return fmt.Sprintf(" (%s, not %s: one more for each target and failure group reached for the first time)", num(st.Planned), num(n))
+	case st.Step > 1 && n < 2*nominalStep(p, st.Step-1):
+		return fmt.Sprintf(" (%s: capped at cap=%s)", num(n), num(p.Cap))
+	}
+	return ""
 }

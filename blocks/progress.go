@@ -72,7 +72,7 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 			plural(r.Resent, "copy", "copies"), engine.PossibleDuplicateHeader)))
 	}
 	if last != nil {
-		out = append(out, section(stepText(*last)))
+		out = append(out, section(stepText(*last, r.Params)))
 	}
 	if s := stateText(r, rest, extra, command); s != "" {
 		out = append(out, section(s))
@@ -138,13 +138,14 @@ func verdictLabel(r engine.Replay) string {
 }
 
 // stepText describes the last step: while it is sending, what it plans;
-// afterwards, what it sent and observed.
-func stepText(s engine.StepResult) string {
+// afterwards, what it sent and observed; either way, when it is not the
+// doubling of the last, why (sizeWhy).
+func stepText(s engine.StepResult, p engine.Params) string {
 	if s.Sent == 0 && s.Observation == "" {
-		return fmt.Sprintf("*Step %s* — sending %s…", num(s.Step), msgs(s.Planned))
+		return fmt.Sprintf("*Step %s* — sending %s…%s", num(s.Step), msgs(s.Planned), sizeWhy(p, s))
 	}
-	t := fmt.Sprintf("*Step %s* — sent %s of %s · %s settled · %s",
-		num(s.Step), num(s.Sent), num(s.Planned), num(s.Settled), cameBackShort(s.Returned, s.Unseen))
+	t := fmt.Sprintf("*Step %s*%s — sent %s of %s · %s settled · %s",
+		num(s.Step), sizeWhy(p, s), num(s.Sent), num(s.Planned), num(s.Settled), cameBackShort(s.Returned, s.Unseen))
 	if s.Failed > 0 {
 		t += fmt.Sprintf(" · %s not delivered or missing", num(s.Failed))
 	}
