@@ -95,7 +95,11 @@ func printPreview(w io.Writer, p *engine.Preview) {
 }
 
 func printReplay(w io.Writer, r engine.Replay) {
-	fmt.Fprintf(w, "Replay %s: %s\n", r.ID, r.State)
+	if r.State.Terminal() || r.State == engine.StateStopped {
+		fmt.Fprintf(w, "Replay %s: %s, verdict %s\n", r.ID, r.State, r.Verdict())
+	} else {
+		fmt.Fprintf(w, "Replay %s: %s\n", r.ID, r.State)
+	}
 	if r.Missing > 0 {
 		fmt.Fprintf(w, "  !! %d message(s) DISAPPEARED: neither sent by dlqbot nor in %s any more (dlqbot did not send them)\n", r.Missing, r.DLQ)
 	}
