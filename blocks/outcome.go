@@ -28,11 +28,9 @@ func Outcome(r engine.Replay) string {
 	case engine.StateQueued:
 		return fmt.Sprintf(":hourglass_flowing_sand: *Queued*: replay %s waits for a worker", id)
 	case engine.StateRunning:
-		s := fmt.Sprintf(":arrow_forward: *Running*: replay %s, %s", id, sentOf)
-		if r.Step > 0 {
-			s = fmt.Sprintf(":arrow_forward: *Running*, step %s: replay %s, %s", num(r.Step), id, sentOf)
-		}
-		return s + backSoFar(r)
+		// Counts change at every step, and the preview is edited only when
+		// the state or verdict changes: the progress message has them.
+		return fmt.Sprintf(":arrow_forward: *Running*: replay %s of %s in canary steps; its progress is in the thread", id, msgs(r.Total))
 	case engine.StatePaused:
 		return fmt.Sprintf(":double_vertical_bar: *Paused*: replay %s, %s", id, sentOf) + backSoFar(r) + "; the rest wait in the DLQ"
 	case engine.StateStopped:
