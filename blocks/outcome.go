@@ -77,12 +77,13 @@ func backSoFar(r engine.Replay) string {
 	return ", " + cameBack(r.Returned, r.Unseen)
 }
 
-// firstReturn is the reason of the first copy that came back (the
-// dead-letter reason a channel may see), "" when none is recorded.
+// firstReturn is what a channel may see of the first copy that came back:
+// its exception's type, else its dead-letter reason (engine.FailureType;
+// never the exception's message), "" when none is recorded.
 func firstReturn(r engine.Replay) string {
 	for _, f := range r.Failures {
-		if f.Kind == engine.FailureReturned && f.Reason != "" {
-			return f.Reason
+		if f.Kind == engine.FailureReturned {
+			return engine.FailureType("", f.Detail, engine.Reason(f.Reason))
 		}
 	}
 	return ""
