@@ -32,7 +32,7 @@ func Outcome(r engine.Replay) string {
 		// the state or verdict changes: the progress message has them.
 		return fmt.Sprintf(":arrow_forward: *Running*: replay %s of %s in canary steps; its progress is in the thread", id, msgs(r.Total))
 	case engine.StatePaused:
-		return fmt.Sprintf(":double_vertical_bar: *Paused*: replay %s, %s", id, sentOf) + backSoFar(r) + "; the rest wait in the DLQ"
+		return fmt.Sprintf(":double_vertical_bar: *Paused*%s: replay %s, %s", actorOf(r.Note, "paused"), id, sentOf) + backSoFar(r) + "; the rest wait in the DLQ"
 	case engine.StateStopped:
 		s := ":octagonal_sign: *Stopped by itself*"
 		if r.Step > 0 {
@@ -52,7 +52,7 @@ func Outcome(r engine.Replay) string {
 		}
 		return s + " · replay " + id
 	case engine.StateCancelled:
-		return fmt.Sprintf(":black_square_for_stop: *Cancelled*: replay %s, %s", id, sentOf) + backSoFar(r) + "; the rest stay in the DLQ"
+		return fmt.Sprintf(":black_square_for_stop: *Cancelled*%s: replay %s, %s", actorOf(r.Note, "cancelled"), id, sentOf) + backSoFar(r) + "; the rest stay in the DLQ"
 	case engine.StateInterrupted:
 		return fmt.Sprintf(":zap: *Interrupted*: replay %s, %s", id, sentOf) + backSoFar(r) + "; the rest are still in the DLQ"
 	case engine.StateFinished:
@@ -67,6 +67,20 @@ func Outcome(r engine.Replay) string {
 		}
 	}
 	return fmt.Sprintf("*%s*: replay %s, %s", esc(oneLine(string(r.State)), 30), id, sentOf)
+}
+
+// actorOf is " by <@U…>" for a note the engine wrote as "<verb> by
+// <who>[; …]", so that people appear as Slack shows them; "" otherwise.
+func actorOf(note, verb string) string {
+	rest, ok := strings.CutPrefix(note, verb+" by ")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, ";")
+	if name = strings.TrimSpace(name); name == "" || name == "an operator" {
+		return ""
+	}
+	return " by " + who(name)
 }
 
 // backSoFar is ", N came back" when some did, else "".

@@ -30,3 +30,16 @@ func TestStepSaysWhyItIsNotDouble(t *testing.T) {
 		}
 	}
 }
+
+// People in an outcome appear as Slack mentions.
+func TestOutcomeMentionsWhoActed(t *testing.T) {
+	r := replay(engine.StateCancelled)
+	r.Note = "cancelled by " + approver
+	if got := Outcome(r); !strings.Contains(got, "*Cancelled* by <@"+approver+">") {
+		t.Errorf("outcome %q does not mention who cancelled", got)
+	}
+	r.State, r.Note = engine.StatePaused, "paused by an operator"
+	if got := Outcome(r); strings.Contains(got, " by ") {
+		t.Errorf("outcome %q names an unknown operator", got)
+	}
+}
