@@ -46,7 +46,10 @@ func Outcome(r engine.Replay) string {
 				s += " — " + esc(oneLine(why), 80)
 			}
 		case r.Verdict() == engine.VerdictCouldNotTell:
-			s += "could not tell whether copies came back; " + sentOf
+			s += "could not tell whether every copy stayed away, " + sentOf
+			if r.Note != "" {
+				s += " — " + esc(oneLine(r.Note), 200)
+			}
 		default:
 			s += sentOf + ", " + esc(oneLine(r.Note), 200)
 		}

@@ -24,9 +24,10 @@ const (
 )
 
 // Verdict tells what r's copies did so far. Came back wins over could not
-// tell (a copy that came back is known); a replay still sending, or paused
-// between steps, is clean while nothing came back and nothing was unseen,
-// since copies not yet settled may still settle. Every front end shows this
+// tell (a copy that came back is known); a replay still sending, or paused,
+// is clean while nothing came back and nothing was unseen, since copies
+// not yet settled may still settle; one that ended or stopped with copies
+// never seen to settle could not tell. Every front end shows this
 // one verdict; none derives its own.
 func (r Replay) Verdict() ReplayVerdict {
 	switch {
@@ -36,7 +37,9 @@ func (r Replay) Verdict() ReplayVerdict {
 		return VerdictCouldNotTell
 	case r.State == StateStopped && strings.Contains(r.Note, "could not tell"):
 		return VerdictCouldNotTell
-	case r.State.Terminal() && r.Settled < r.Sent:
+	case (r.State.Terminal() || r.State == StateStopped) && r.Settled < r.Sent:
+		// Ended or stopped (a step that did not settle in time) with
+		// copies never seen to settle: nobody knows what they did.
 		return VerdictCouldNotTell
 	}
 	return VerdictClean

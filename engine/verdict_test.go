@@ -19,6 +19,9 @@ func TestReplayVerdict(t *testing.T) {
 		{"finished unsettled", Replay{State: StateFinished, Sent: 10, Settled: 7}, VerdictCouldNotTell},
 		{"stopped could not tell", Replay{State: StateStopped, Sent: 10, Settled: 10, Note: "stopped: engine: run r: the read could not tell whether every copy stayed away"}, VerdictCouldNotTell},
 		{"running unsettled so far", Replay{State: StateRunning, Sent: 10, Settled: 3}, VerdictClean},
+		{"paused unsettled so far", Replay{State: StatePaused, Sent: 10, Settled: 3}, VerdictClean},
+		{"stopped on a settle timeout", Replay{State: StateStopped, Sent: 10, Settled: 4}, VerdictCouldNotTell},
+		{"cancelled clean", Replay{State: StateCancelled, Sent: 20, Settled: 20}, VerdictClean},
 	} {
 		if got := c.r.Verdict(); got != c.want {
 			t.Errorf("%s: verdict %q, want %q", c.name, got, c.want)
