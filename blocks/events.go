@@ -138,7 +138,8 @@ func Activity(e engine.Event) string {
 			s += " — " + esc(oneLine(why), 300)
 		}
 	case engine.EventFinished:
-		s = fmt.Sprintf("%s of %s; %s missing, %s not delivered", Outcome(r), code(r.DLQ, 120), num(r.Missing), num(r.Failed))
+		s = fmt.Sprintf("%s %s %s: %s sent, %s settled, %s, %s missing, %s not delivered",
+			finishIcon(r), id, finishWords(r), num(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen), num(r.Missing), num(r.Failed))
 	case engine.EventInterrupted:
 		s = fmt.Sprintf(":zap: %s interrupted: %s; the rest are still in the DLQ", id, counts)
 	default:
@@ -220,4 +221,28 @@ func sizeWhy(p engine.Params, st engine.StepResult) string {
 		return fmt.Sprintf(" (%s: capped at cap=%s)", num(n), num(p.Cap))
 	}
 	return ""
+}
+
+// finishIcon is a finished replay's icon: the flag only when it finished
+// clean.
+func finishIcon(r engine.Replay) string {
+	switch r.Verdict() {
+	case engine.VerdictCameBack:
+		return ":warning:"
+	case engine.VerdictCouldNotTell:
+		return ":grey_question:"
+	}
+	return ":checkered_flag:"
+}
+
+// finishWords is how a finished replay finished: "finished clean",
+// "finished — 12 of 32 came back", "finished — could not tell".
+func finishWords(r engine.Replay) string {
+	switch r.Verdict() {
+	case engine.VerdictCameBack:
+		return fmt.Sprintf("finished — %s of %s came back", num(r.Returned), num(r.Sent))
+	case engine.VerdictCouldNotTell:
+		return "finished — could not tell"
+	}
+	return "finished clean"
 }

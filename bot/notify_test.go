@@ -84,7 +84,7 @@ func TestProgressEditsAreCoalescedAndTheFinalStateArrives(t *testing.T) {
 	})
 	testkit.Eventually(t, 5*time.Second, "2 activity lines", func() bool { return len(h.stub.Messages("C_ACTIVITY")) == 2 })
 	act := h.stub.Messages("C_ACTIVITY")
-	if !strings.Contains(act[0].Text, "started") || !strings.Contains(act[1].Text, "Finished") {
+	if !strings.Contains(act[0].Text, "started") || !strings.Contains(act[1].Text, "finished") {
 		t.Fatalf("activity lines %q, %q", act[0].Text, act[1].Text)
 	}
 }

@@ -72,7 +72,7 @@ func TestPreviewApproveAndFinish(t *testing.T) {
 	}
 	testkit.Eventually(t, 10*time.Second, "two activity lines", func() bool { return len(e.activityLines()) == 2 })
 	act := e.activityLines()
-	if !strings.Contains(act[0], "started") || !strings.Contains(act[1], "Finished") || !strings.Contains(act[1], "approved by <@U0APPROVE1>") {
+	if !strings.Contains(act[0], "started") || !strings.Contains(act[1], "finished") || !strings.Contains(act[1], "approved by <@U0APPROVE1>") {
 		t.Fatalf("activity %q", act)
 	}
 	r := e.replays()[0]
