@@ -48,18 +48,19 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 		head += fmt.Sprintf(" · step %s", num(r.Step))
 	}
 	head += fmt.Sprintf("\n%s — %s of %s sent", bar(r.Total-rest, r.Total, barWidth), num(r.Sent), msgs(r.Total))
-	out := []slack.Block{
-		section(head),
-		fields(
-			"*Sent*\n"+num(r.Sent),
-			"*Settled*\n"+num(r.Settled),
-			cameBackField(r),
-			"*Remaining*\n"+num(rest)+" still in the DLQ",
-			"*Missing*\n"+num(r.Missing)+" gone from the DLQ since the preview",
-			"*Not delivered*\n"+num(r.Failed)+" refused by the broker, originals kept",
-			"*New failures*\n"+num(r.NewFailures)+" dead-lettered meanwhile, not by this replay",
-		),
+	// The four numbers every replay has; the others only when they are
+	// not 0, so that the card stays short.
+	fs := []string{"*Sent*\n" + num(r.Sent), "*Settled*\n" + num(r.Settled), cameBackField(r), "*Remaining*\n" + num(rest) + " still in the DLQ"}
+	if r.Missing > 0 {
+		fs = append(fs, "*Missing*\n"+num(r.Missing)+" gone from the DLQ since the preview")
 	}
+	if r.Failed > 0 {
+		fs = append(fs, "*Not delivered*\n"+num(r.Failed)+" refused by the broker, originals kept")
+	}
+	if r.NewFailures > 0 {
+		fs = append(fs, "*New failures*\n"+num(r.NewFailures)+" dead-lettered meanwhile, not by this replay")
+	}
+	out := []slack.Block{section(head), fields(fs...)}
 	if d := disappeared(r); d != "" {
 		out = append(out[:1], append([]slack.Block{section(d)}, out[1:]...)...)
 	}
