@@ -60,8 +60,29 @@ func (fs *feeds) showRoot(ctx context.Context, id string, preview []slack.Block,
 	fs.mu.Lock()
 	f := fs.get(id)
 	f.root = preview
+	var latest *engine.Replay
+	if f.latest != nil {
+		latest = &f.latest.Replay
+	}
 	fs.mu.Unlock()
+	// The replay may have run ahead of its approval's answer (or ended,
+	// its feed gone): show the newest record known.
+	if latest == nil {
+		if cur, err := fs.n.replays.Get(ctx, id); err == nil {
+			latest = &cur
+		}
+	}
+	if latest != nil && latest.ID == id && !latest.UpdatedAt.Before(r.UpdatedAt) {
+		r = *latest
+	}
 	fs.editRoot(ctx, f, r)
+	if r.State.Terminal() {
+		fs.mu.Lock()
+		if !f.running && !f.dirty && len(f.out) == 0 && fs.m[id] == f {
+			delete(fs.m, id) // ended already: no event will come to free it
+		}
+		fs.mu.Unlock()
+	}
 	return true
 }
 
