@@ -253,7 +253,6 @@ func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
 	nt := fs.n
 	channel, thread := loc.channel, loc.thread
 	if p.activity || p.outcome {
-		text := p.text
 		if p.outcome && (channel == "" || thread == "" || !nt.showable(f.dlq, channel)) {
 			return // a replay shown nowhere, or where the policy does not allow its DLQ
 		}
@@ -263,7 +262,7 @@ func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
 			}
 			channel = nt.cfg.ActivityChannel
 		}
-		p.text = text + fs.links(ctx, f, loc).Text()
+		p.text += fs.links(ctx, f, loc).Text()
 		thread = ""
 	} else if channel == "" || thread == "" {
 		return // a replay started outside Slack has no thread
