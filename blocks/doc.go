@@ -11,6 +11,14 @@
 // payloads) is escaped for mrkdwn and shown in code formatting, so it can
 // neither mention anyone nor break the layout.
 //
+// A replay's outcome is one line (Outcome, outcome.go) built on its
+// verdict (engine.Replay.Verdict): the progress message's head, the outcome
+// line posted in the channel, and the status line an approved preview leads
+// with (PreviewStatus), each with links to the thread and the dashboard.
+// The words for quantities are the glossary's (commands.Glossary);
+// vocabulary_test.go keeps their synonyms out of this package, the
+// dashboard's templates and the terminal's printer.
+//
 // What a whole channel sees of a failure is an allowlist (View, view.go):
 // a renderer of a channel post names a failure group by its type and id
 // (ChannelView) and never reaches its text; the group texts, examples'

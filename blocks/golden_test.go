@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,32 +43,57 @@ func goldenCases() map[string]render {
 	stale := inDoubt
 	stale.CountStale = true
 	stale.Note = engine.Shortfall(stale)
+	// Finished after Continue anyway with copies back; stopped with
+	// nothing left to send.
+	finishedBack := finishedReplay()
+	finishedBack.Returned = 12
+	for i := range 2 {
+		finishedBack.Failures = append(finishedBack.Failures, engine.Failure{ID: fmt.Sprintf("%016x", 0xbee000+i), Target: "orders.created", Kind: engine.FailureReturned, Reason: "rejected"})
+	}
+	stoppedEnd, _ := stoppedReplay()
+	stoppedEnd.Total, stoppedEnd.Sent, stoppedEnd.Failed = 30, 29, 1
+	cancelled := replay(engine.StateCancelled)
+	cancelled.EndedAt = fixedNow()
+	links := ReplayLinks("https://acme.slack.com", "C0123456789", "1700000000.000100", "https://dlqbot.example.com", replayID)
+	approvedPreview, _ := Preview(previewWithProblems(), fixedNow())
+	approvedPreview = Approved(approvedPreview, approver, replayID)
 	return map[string]render{
-		"progress_in_doubt":       rendered(Progress(inDoubt, nil)),
-		"progress_in_doubt_taken": rendered(Progress(taken, nil)),
-		"progress_in_doubt_stale": rendered(Progress(stale, nil)),
-		"progress_resent":         rendered(Progress(resent, nil)),
-		"preview_problems":        rendered(Preview(previewWithProblems(), fixedNow())),
-		"preview_nothing":         rendered(Preview(previewNothing(), fixedNow())),
-		"preview_samples":         rendered(Samples(previewWithProblems())),
-		"preview_arrivals":        rendered(Preview(previewArrivals(), fixedNow())),
-		"preview_arrivals_src":    rendered(Preview(previewArrivalsBySource(), fixedNow())),
-		"preview_approved":        rendered(PreviewApproved(previewWithProblems(), approver, replayID)),
-		"preview_discarded":       rendered(PreviewDiscarded(previewWithProblems(), asker)),
-		"progress_running":        rendered(Progress(replay(engine.StateRunning), lastStep())),
-		"progress_paused":         rendered(Progress(paused, lastStep())),
-		"progress_stopped":        rendered(Progress(stopped, stoppedStep)),
-		"progress_finished":       rendered(Progress(finishedReplay(), nil)),
-		"progress_interrupted":    rendered(ProgressEvent(interruptedEvent())),
-		"changes":                 rendered(Changes(changes(), token)),
-		"check_groups_park":       rendered(Check(checkWithGroups(), ChannelView)),
-		"check_groups_private":    rendered(Check(checkWithGroups(), PrivateView)),
-		"check_nothing_back":      rendered(Check(checkNothingBack(), ChannelView)),
-		"check_unseen":            rendered(Check(checkUnseen(), ChannelView)),
-		"preview_targets_cut":     rendered(Preview(previewManyTargets(), fixedNow())),
-		"preview_targets_private": rendered(Samples(previewManyTargets())),
-		"progress_unseen":         rendered(Progress(finishedUnseen())),
-		"error":                   rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
+		"progress_finished_came_back":   rendered(Progress(finishedBack, nil)),
+		"progress_stopped_nothing_left": rendered(Progress(stoppedEnd, nil)),
+		"progress_cancelled":            rendered(Progress(cancelled, nil)),
+		"preview_status_running":        rendered(PreviewStatus(approvedPreview, replay(engine.StateRunning), links)),
+		"preview_status_paused":         rendered(PreviewStatus(approvedPreview, paused, links)),
+		"preview_status_stopped":        rendered(PreviewStatus(approvedPreview, stopped, links)),
+		"preview_status_finished":       rendered(PreviewStatus(approvedPreview, finishedReplay(), links)),
+		"preview_status_came_back":      rendered(PreviewStatus(approvedPreview, finishedBack, links)),
+		"preview_status_unseen":         rendered(PreviewStatus(nil, func() engine.Replay { r, _ := finishedUnseen(); return r }(), Links{})),
+		"preview_status_cancelled":      rendered(PreviewStatus(approvedPreview, cancelled, links)),
+		"preview_details":               rendered(PreviewDetails(previewWithProblems())),
+		"progress_in_doubt":             rendered(Progress(inDoubt, nil)),
+		"progress_in_doubt_taken":       rendered(Progress(taken, nil)),
+		"progress_in_doubt_stale":       rendered(Progress(stale, nil)),
+		"progress_resent":               rendered(Progress(resent, nil)),
+		"preview_problems":              rendered(Preview(previewWithProblems(), fixedNow())),
+		"preview_nothing":               rendered(Preview(previewNothing(), fixedNow())),
+		"preview_samples":               rendered(Samples(previewWithProblems())),
+		"preview_arrivals":              rendered(Preview(previewArrivals(), fixedNow())),
+		"preview_arrivals_src":          rendered(Preview(previewArrivalsBySource(), fixedNow())),
+		"preview_approved":              rendered(PreviewApproved(previewWithProblems(), approver, replayID)),
+		"preview_discarded":             rendered(PreviewDiscarded(previewWithProblems(), asker)),
+		"progress_running":              rendered(Progress(replay(engine.StateRunning), lastStep())),
+		"progress_paused":               rendered(Progress(paused, lastStep())),
+		"progress_stopped":              rendered(Progress(stopped, stoppedStep)),
+		"progress_finished":             rendered(Progress(finishedReplay(), nil)),
+		"progress_interrupted":          rendered(ProgressEvent(interruptedEvent())),
+		"changes":                       rendered(Changes(changes(), token)),
+		"check_groups_park":             rendered(Check(checkWithGroups(), ChannelView)),
+		"check_groups_private":          rendered(Check(checkWithGroups(), PrivateView)),
+		"check_nothing_back":            rendered(Check(checkNothingBack(), ChannelView)),
+		"check_unseen":                  rendered(Check(checkUnseen(), ChannelView)),
+		"preview_targets_cut":           rendered(Preview(previewManyTargets(), fixedNow())),
+		"preview_targets_private":       rendered(Samples(previewManyTargets())),
+		"progress_unseen":               rendered(Progress(finishedUnseen())),
+		"error":                         rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
 	}
 }
 

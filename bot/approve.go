@@ -165,7 +165,9 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 	user := a.to.user
 	log := b.log.With().Str("replay_id", r.ID).Str("approver", user).Logger()
 	line := fmt.Sprintf("Preview of %s approved by %s: replay %s started.", blocks.EscapeKeepCode(r.DLQ), blocks.Who(user), r.ID)
-	if loc.blocks != nil {
+	// The preview leads with the replay's status from now on (outcome.go),
+	// unless the replay shows elsewhere.
+	if loc.blocks != nil && (moved != "" || !b.feeds.showRoot(ctx, r.ID, loc.blocks, r)) {
 		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Approved(loc.blocks, user, r.ID), line); err != nil {
 			log.Warn().Err(err).Msg("preview could not be edited")
 		}

@@ -230,6 +230,8 @@ func (b *Bot) runAction(ctx context.Context, to replyTo, cb slack.InteractionCal
 		b.park(ctx, to, value)
 	case blocks.ActionSamples:
 		b.showSamples(ctx, to, value)
+	case blocks.ActionDetails:
+		b.showDetails(ctx, to, value)
 	case blocks.ActionPreviewGroup, blocks.ActionPreviewReturned:
 		b.previewClick(ctx, to, value)
 	default:

@@ -25,7 +25,11 @@
 // (the latest state wins and the final state is never dropped), each step
 // result, stop, pause, cancellation, finish and interruption is a short
 // reply in the replay's thread, and each lifecycle event is one line in the
-// activity channel. Rate limits (HTTP 429, *slack.RateLimitedError) are
+// activity channel. The preview a replay was approved from is its status:
+// it is edited to lead with the replay's state and verdict whenever either
+// changes, and a stop or an end also posts one outcome line in the
+// channel; activity and outcome lines link the thread and the dashboard
+// (outcome.go). Rate limits (HTTP 429, *slack.RateLimitedError) are
 // honoured by waiting Retry-After; other failures are retried with backoff.
 //
 // The policy's per-DLQ channel allowlists hold for every place a replay

@@ -62,7 +62,7 @@ func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 	where := location{channel: loc.channel, thread: loc.ts, progress: pts}
 	b.feeds.remember(r.ID, where)
 	b.record(ctx, r.ID, where)
-	if loc.blocks != nil {
+	if loc.blocks != nil && !b.feeds.showRoot(ctx, r.ID, loc.blocks, r) {
 		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Approved(loc.blocks, r.Approver, r.ID), line); err != nil {
 			b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("preview could not be edited")
 		}

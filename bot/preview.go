@@ -92,6 +92,19 @@ func (b *Bot) directMessage(ctx context.Context, user string) (string, error) {
 	return id, err
 }
 
+// showDetails shows the one who clicked Details a preview's mechanics
+// (blocks.PreviewDetails): nothing in them is a message's content, so no
+// permission beyond seeing the preview is asked.
+func (b *Bot) showDetails(ctx context.Context, to replyTo, token string) {
+	pm, known := b.previews.get(token)
+	if !known || pm.preview == nil {
+		b.refuse(ctx, to, "The details of this preview are held only by the dlqbot that made it, which is not the one answering (it restarted, or another replica did). Preview again to see them.")
+		return
+	}
+	bl, text := blocks.PreviewDetails(pm.preview)
+	b.ephemeral(ctx, to, bl, text)
+}
+
 // showSamples answers a click on a preview's Show samples button: the
 // samples go, ephemerally, to whoever clicked if they may read the DLQ.
 // Only the replica that made the preview holds them; elsewhere the clicker

@@ -8,7 +8,9 @@
 // the right form. A user's mistake is never a Go error. Every Command renders
 // canonically with String, in the same grammar, so logs can be pasted back.
 //
-// Help renders the full help and the per-command help.
+// Help renders the short overview and the help on each topic; Glossary
+// (glossary.go) is the vocabulary every front end uses for its numbers,
+// answered by help glossary and help <term>.
 //
 // Policy is the optional access-control file: roles bind Slack users and
 // user groups to the actions read, replay and publish on queue-name globs.

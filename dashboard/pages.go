@@ -170,7 +170,7 @@ func (d *Dashboard) base(s session, title string) page {
 
 func (d *Dashboard) view(r *http.Request, s session, rep engine.Replay) replayView {
 	v := replayView{Replay: rep, Live: !rep.State.Terminal()}
-	for _, c := range controlsFor(rep.State) {
+	for _, c := range controlsFor(rep) {
 		if d.d.Backend.MayControl(r.Context(), s.p, c.Verb, rep) {
 			v.Controls = append(v.Controls, c)
 		}
@@ -192,15 +192,19 @@ func (d *Dashboard) view(r *http.Request, s session, rep engine.Replay) replayVi
 }
 
 // controlsFor are the controls a replay's state allows (the Slack progress
-// message's buttons).
-func controlsFor(st engine.State) []control {
+// message's buttons): none that would do nothing, so a stopped replay with
+// nothing left to send offers Cancel alone.
+func controlsFor(rep engine.Replay) []control {
 	cancel := control{Verb: "cancel", Label: "Cancel", Danger: true}
-	switch st {
+	switch rep.State {
 	case engine.StateQueued, engine.StateRunning:
 		return []control{{Verb: "pause", Label: "Pause"}, cancel}
 	case engine.StatePaused:
 		return []control{{Verb: "resume", Label: "Resume"}, cancel}
 	case engine.StateStopped:
+		if rep.Total-rep.Sent-rep.Missing-rep.Failed-rep.InDoubt <= 0 {
+			return []control{cancel} // nothing left: continuing would send nothing
+		}
 		return []control{{Verb: "resume", Label: "Continue anyway", Danger: true}, cancel}
 	}
 	return nil

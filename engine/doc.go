@@ -39,6 +39,8 @@
 //	frozen.go         what a preview token freezes, and freeze
 //	approve.go        approving a token: what changed since (Compare), Approve
 //	approve_id.go     a token's replay ids: a replay under one means used
+//	verdict.go        a replay's verdict (clean, came back, could not tell),
+//	                  written beside its state in every JSON document
 //	runner.go         a replay's run: its loop, stop causes and summary
 //	plan.go, step.go  what each step sends; account.go accounts for every
 //	                  planned message (missing, held elsewhere)

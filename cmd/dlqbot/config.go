@@ -66,6 +66,7 @@ type config struct {
 	SessionKey        string         // DLQBOT_DASHBOARD_SESSION_KEY: signs sessions; ≥ 32 bytes
 	TrustedProxies    []netip.Prefix // DLQBOT_DASHBOARD_TRUSTED_PROXIES: addresses whose identity headers count
 	SlackWorkspaceURL string         // DLQBOT_SLACK_WORKSPACE_URL: links to replay threads
+	DashboardURL      string         // DLQBOT_DASHBOARD_URL: the dashboard's address, linked from Slack lines
 	// Privacy and integrity (README "Private by default").
 	ExcerptBytes   int    // DLQBOT_EXCERPT_BYTES: payload excerpt size, 0 none (engine: 0 default 200, negative none)
 	SigningKey     string // DLQBOT_SIGNING_KEY: signs frozen previews and replay records
@@ -149,6 +150,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	c.SlackWorkspaceURL = getenv("DLQBOT_SLACK_WORKSPACE_URL")
+	c.DashboardURL = getenv("DLQBOT_DASHBOARD_URL")
 	if c.AcceptUnsigned, err = envBool(getenv, "DLQBOT_ACCEPT_UNSIGNED"); err != nil {
 		return c, err
 	}
@@ -179,6 +181,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"SLACK_API_URL", c.SlackAPIURL, []string{"http", "https"}},
 		{"REDIS_URL", c.RedisURL, []string{"redis", "rediss", "unix"}},
 		{"DLQBOT_SLACK_WORKSPACE_URL", c.SlackWorkspaceURL, []string{"https", "http"}},
+		{"DLQBOT_DASHBOARD_URL", c.DashboardURL, []string{"https", "http"}},
 		{"DLQBOT_SERVER", c.Server, []string{"https", "http"}},
 	} {
 		if u.value == "" {

@@ -98,12 +98,16 @@ func printPreview(w io.Writer, p *engine.Preview) {
 }
 
 func printReplay(w io.Writer, r engine.Replay) {
-	fmt.Fprintf(w, "Replay %s: %s\n", r.ID, r.State)
+	if r.State.Terminal() || r.State == engine.StateStopped {
+		fmt.Fprintf(w, "Replay %s: %s, verdict %s\n", r.ID, r.State, r.Verdict())
+	} else {
+		fmt.Fprintf(w, "Replay %s: %s\n", r.ID, r.State)
+	}
 	if r.Missing > 0 {
 		fmt.Fprintf(w, "  !! %d message(s) DISAPPEARED: neither sent by dlqbot nor in %s any more (dlqbot did not send them)\n", r.Missing, r.DLQ)
 	}
 	fmt.Fprintf(w, "  from %s, approved by %s, requested by %s\n", r.DLQ, r.Approver, r.Requester)
-	fmt.Fprintf(w, "  step %d; sent %d of %d; left the target queue %d; came back %d; missing %d; not delivered %d; new failures meanwhile %d\n",
+	fmt.Fprintf(w, "  step %d; sent %d of %d; settled %d; came back %d; missing %d; not delivered %d; new failures meanwhile %d\n",
 		r.Step, r.Sent, r.Total, r.Settled, r.Returned, r.Missing, r.Failed, r.NewFailures)
 	if r.Unseen != nil {
 		fmt.Fprintf(w, "  !! %s: the DLQ's tap was gone and the DLQ could not be re-read; \"came back\" counts only what was seen\n", r.Unseen.Words())
@@ -132,7 +136,7 @@ func printList(w io.Writer, rs []engine.Replay) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPLAY\tSTATE\tDLQ\tSENT\tTOTAL\tRETURNED\tAPPROVER\tCREATED")
+	fmt.Fprintln(tw, "REPLAY\tSTATE\tDLQ\tSENT\tTOTAL\tCAME BACK\tAPPROVER\tCREATED")
 	for _, r := range rs {
 		if r.Unverifiable {
 			fmt.Fprintf(tw, "%s\tUNVERIFIABLE\t(its record failed its check)\t\t\t\t\t\n", r.ID)

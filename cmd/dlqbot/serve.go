@@ -243,6 +243,7 @@ func newSlackNotifier(cfg config, st *store.Store, o bot.Observer, log zerolog.L
 		SigningSecret: cfg.SlackSigningSecret, BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken,
 		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, APIChannel: cfg.APIChannel,
 		TeamID: cfg.SlackTeamID, AppID: cfg.SlackAppID,
+		WorkspaceURL: cfg.SlackWorkspaceURL, DashboardURL: cfg.DashboardURL,
 	}, bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log, Observer: o})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
