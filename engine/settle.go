@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -87,12 +88,16 @@ func (rn *run) beginSettle(ctx context.Context, res StepResult, sentPer map[stri
 	for q, n := range sentPer {
 		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: clock.Now()}
 		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
-			w.ready = st.Ready
+			w.ready, w.minReady = st.Ready, st.Ready
 		} else {
-			// Taken as 0: the ready count then proves no delivery.
+			// Unknown (-1): no delivery is counted until a ready count is
+			// read (any count read after the confirms bounds what left:
+			// n − ready), and the counters' path, which needs R, proves
+			// nothing for this step. Taking it as 0 would count every
+			// copy delivered at the first look.
 			rn.warn("inspect target", err)
+			w.ready, w.minReady = -1, math.MaxInt
 		}
-		w.minReady = w.ready
 		p.watches = append(p.watches, w)
 	}
 	return p
@@ -267,6 +272,9 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 			w.deliver1 = cs.DeliverGet
 		}
 		return
+	}
+	if w.ready < 0 {
+		return // R unknown: how many were ahead of the step cannot be told
 	}
 	ahead := int64(w.ready - w.sent)
 	if ahead < 0 {
