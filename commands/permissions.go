@@ -53,6 +53,9 @@ type Policy struct {
 	// policy_redaction.go).
 	Redaction Redaction
 	Channels  []ChannelRule
+	// Watch names the DLQs `dlqbot serve` watches and where their alerts
+	// go (policy_watch.go).
+	Watch []WatchRule
 }
 
 // Role binds Slack users and user groups to grants.

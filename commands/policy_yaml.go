@@ -58,8 +58,10 @@ func parsePolicy(data []byte) (*Policy, error) {
 	}
 	p := &Policy{}
 	roleNodes := map[string]*yaml.Node{}
-	err := fields(doc.Content[0], "the top level", []string{"roles", "approval", "principals", "redaction", "channels"}, func(key string, v *yaml.Node) error {
+	err := fields(doc.Content[0], "the top level", []string{"roles", "approval", "principals", "redaction", "channels", "watch"}, func(key string, v *yaml.Node) error {
 		switch key {
+		case "watch":
+			return parseWatch(v, p)
 		case "redaction":
 			return parseRedaction(v, &p.Redaction)
 		case "channels":
