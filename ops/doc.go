@@ -25,6 +25,15 @@
 // (AuthorizeRun, the engine's Authorizer): an approval or resume written
 // by a process that applied no policy, or another one, is refused there.
 //
+// The DLQ watch (watch.go, its per-DLQ depth samples in watch_track.go,
+// the Snooze button in watch_snooze.go) samples every queue's depth once
+// a tick, from the management API's queue list (never a message), and
+// posts one alert when a DLQ the policy's watch: section names grows by
+// its threshold within its window; later arrivals edit it, and a DLQ back
+// at its baseline resolves it, naming the replays that ran meanwhile.
+// Every replica runs one; each transition is won by one replica in the
+// AlertStore (Redis), so each alert is posted once.
+//
 // Without a policy (DLQBOT_ACCESS=open) every grant is allowed and no
 // second person is required; the rate limit and "needs a human" still
 // apply.
