@@ -61,8 +61,10 @@ type AlertStore interface {
 	// Open records r as dlq's alert unless it already has one or is
 	// snoozed; opened says whether this call did.
 	Open(ctx context.Context, r AlertRecord) (opened bool, err error)
-	// Posted records the message alert id was posted as.
-	Posted(ctx context.Context, dlq, id, ts string) error
+	// Posted records the message alert id was posted as; ok is false
+	// when the alert was closed meanwhile (its DLQ drained before the
+	// message was out).
+	Posted(ctx context.Context, dlq, id, ts string) (ok bool, err error)
 	// Get returns dlq's alert, if any.
 	Get(ctx context.Context, dlq string) (AlertRecord, bool, error)
 	// Grow sets alert id's arrivals to arrived when that is more than it
@@ -268,10 +270,17 @@ func (w *Watcher) check(ctx context.Context, name string, r commands.WatchRule, 
 		}
 		return fmt.Errorf("post the alert of %s: %w", name, err)
 	}
-	if err := w.d.Alerts.Posted(ctx, name, rec.ID, ts); err != nil {
+	posted, err := w.d.Alerts.Posted(ctx, name, rec.ID, ts)
+	if err != nil {
 		return err
 	}
 	w.count(AlertOpen)
+	if !posted {
+		// Closed between the post and now: show it resolved at once.
+		defer func() {
+			_ = w.d.Poster.EditAlert(ctx, ts, Alert{AlertRecord: rec, State: AlertResolved, Ended: now.UTC(), Depth: depth})
+		}()
+	}
 	w.audit(ctx, audit.Entry{Op: audit.OpAlert, DLQ: name, Messages: n,
 		Detail: fmt.Sprintf("%d new dead letters within %s; alert posted in %s", n, r.Within, r.Channel)})
 	return nil

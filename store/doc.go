@@ -89,6 +89,11 @@
 //	Pslackreq:<sighash>     string  a signed Slack request accepted (128 bits of the SHA-256 of its
 //	                                key: timestamp and body hash); PX = 10 min, longer than the
 //	                                signature stays valid
+//	P{alert:<dlq>}:alert    string  the DLQ's open watch alert (alerts.go): JSON id, channel, ts,
+//	                                opened, baseline, arrived, edited; SET NX to open, changed by
+//	                                compare-and-set of the whole value; PX 7 days
+//	P{alert:<dlq>}:snooze   string  the DLQ's alerts are snoozed while it exists (PX 1 hour)
+//	Palerts                 set     DLQs with an open alert (an index for listing them)
 //	Pdashout:<session>      string  a dashboard session that was signed out (128 bits of a hash of its
 //	                                nonce); PXAT = when the session would have expired
 //
