@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slack-go/slack"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -93,6 +95,9 @@ func goldenCases() map[string]render {
 		"preview_targets_cut":           rendered(Preview(previewManyTargets(), fixedNow())),
 		"preview_targets_private":       rendered(Samples(previewManyTargets())),
 		"progress_unseen":               rendered(Progress(finishedUnseen())),
+		"alert_open":                    rendered(Alert(watchAlert(ops.AlertOpen))),
+		"alert_resolved":                rendered(Alert(watchAlert(ops.AlertResolved))),
+		"alert_snoozed":                 rendered(Alert(watchAlert(ops.AlertSnoozed))),
 		"error":                         rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
 	}
 }
@@ -238,4 +243,21 @@ func takenFromEvent() engine.Event {
 	r := replay(engine.StateRunning)
 	r.TakenFrom = map[string]int{"r_0ld0000000000000": 30}
 	return engine.Event{Kind: engine.EventStarted, Replay: r, Text: "replay started"}
+}
+
+// watchAlert is orders.eu.dlq's alert in state: 30 arrived over two
+// minutes; resolved by one replay; snoozed by a user.
+func watchAlert(state string) ops.Alert {
+	opened := fixedNow().Add(-10 * time.Minute)
+	a := ops.Alert{AlertRecord: ops.AlertRecord{ID: "a_1", DLQ: "orders.eu.dlq", Channel: "C0INCIDENT", TS: "1700000000.000100",
+		Opened: opened, Baseline: 2, Arrived: 30, Edited: opened}, State: state, Depth: 32, Within: 5 * time.Minute,
+		PerMinute: 15, Depths: []int{2, 2, 2, 5, 12, 20, 32}, Threshold: 10}
+	switch state {
+	case ops.AlertResolved:
+		a.Depth, a.Ended, a.Replays = 0, fixedNow(), []string{replayID}
+		a.Depths = append(a.Depths, 16, 0)
+	case ops.AlertSnoozed:
+		a.Ended, a.By, a.Until = fixedNow(), "U012ALICE", fixedNow().Add(time.Hour)
+	}
+	return a
 }
