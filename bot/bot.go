@@ -66,6 +66,7 @@ type Bot struct {
 	slots chan struct{}
 
 	previews *previewCache
+	snoozer  Snoozer // the watch's Snooze (alerts.go); nil without a watch
 }
 
 // New returns a Bot that answers through n, which the engine may already

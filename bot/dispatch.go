@@ -232,8 +232,10 @@ func (b *Bot) runAction(ctx context.Context, to replyTo, cb slack.InteractionCal
 		b.showSamples(ctx, to, value)
 	case blocks.ActionDetails:
 		b.showDetails(ctx, to, value)
-	case blocks.ActionPreviewGroup, blocks.ActionPreviewReturned:
+	case blocks.ActionPreviewGroup, blocks.ActionPreviewReturned, blocks.ActionWatchPreview:
 		b.previewClick(ctx, to, value)
+	case blocks.ActionSnooze:
+		b.snooze(ctx, to, value)
 	default:
 		b.log.Info().Str("action", act.ActionID).Msg("unknown action ignored")
 	}

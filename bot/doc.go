@@ -38,6 +38,10 @@
 // shown of a failure is its type and group id (blocks.ChannelView); its
 // text goes to readers only, privately (blocks.PrivateView).
 //
+// The DLQ watch's alerts (alerts.go) are posted and edited through the
+// Notifier (ops.AlertPoster); their Preview button runs the same preview
+// as `/dlq preview <dlq>` for the clicker, and Snooze 1h calls the watch.
+//
 // For the other front ends (package api: the HTTP API and the MCP tools),
 // ShowReplay threads a replay approved outside Slack under its preview (or
 // in Config.APIChannel) like one approved with the button, and

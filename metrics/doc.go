@@ -19,6 +19,9 @@
 //	dlqbot_step_duration_seconds             histogram  canary step durations, send to settle verdict
 //	dlqbot_records_refused_total{record}     counter    records in Redis that failed their check (signature,
 //	                                                    version, side fields), by kind; each is also logged
+//	dlqbot_watch_alerts_total{event}         counter    DLQ watch alerts opened, edited, resolved, snoozed
+//	                                                    (watch.go; by the replica that won the transition)
+//	dlqbot_watch_ticks_skipped_total         counter    watch ticks skipped: the queue list did not answer
 //
 // Message counts come from the replay record carried by each event: the first
 // event of a run in this process (started or resumed) sets a baseline, and
