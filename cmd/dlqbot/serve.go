@@ -74,6 +74,9 @@ type replica struct {
 	// authz is the worker's own check of each replay before it sends
 	// (the operations, with this process's policy).
 	authz engine.Authorizer
+	// watch watches the DLQs the policy's watch: section names; nil
+	// without one, or without Slack to post its alerts.
+	watch *ops.Watcher
 }
 
 // newReplica builds the replica's parts from a.cfg: the engine's notifiers
@@ -127,6 +130,15 @@ func (a *app) newReplica() (*replica, error) {
 	if b != nil {
 		o.SetAsker(b)
 	}
+	if policy != nil && len(policy.Watch) > 0 && slack != nil {
+		if r.watch, err = o.NewWatcher(ops.WatchConfig{Rules: policy.Watch},
+			ops.WatchDeps{Depths: a.broker, Alerts: a.store.Alerts(), Poster: slack, Observer: a.metrics}); err != nil {
+			return nil, err
+		}
+		if b != nil {
+			b.SetSnoozer(r.watch)
+		}
+	}
 	r.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	r.mux.HandleFunc("GET /readyz", a.readyz)
 	r.mux.Handle("GET /metrics", a.metrics.Handler())
@@ -173,6 +185,13 @@ func (r *replica) run(ctx context.Context, ln net.Listener) error {
 		defer wg.Done()
 		a.svc.FollowUps(ctx, 0)
 	}()
+	if r.watch != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.watch.Run(ctx)
+		}()
+	}
 	if r.bot != nil && a.cfg.SlackAppToken != "" {
 		wg.Add(1)
 		go func() {
