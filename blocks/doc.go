@@ -31,4 +31,7 @@
 // ("…") so that any input, however large, yields a valid message; the
 // tests check every rendering against the limits (limits.go lists them,
 // validate_test.go checks them) with inputs far beyond any real DLQ.
+//
+// Alert (alert.go) renders a DLQ watch alert: open with its Preview and
+// Snooze 1h buttons, resolved, or snoozed; counts and a sparkline only.
 package blocks

@@ -33,6 +33,8 @@
 //     Config.ReadMarks (Redis, shared by replicas), else in memory;
 //   - Route, which resolves an exchange and routing key to queues through
 //     the exchange's bindings as listed by the management API;
+//   - QueueDepths (list.go), every queue's depth from one request to the
+//     management API's queue list: what the DLQ watch samples;
 //   - QueueStats, the management API's statistics for a queue, and
 //     Counters, the engine's QueueCounters taken from them (the step-settle
 //     check uses them);
