@@ -330,7 +330,7 @@ func (w *Watcher) count(event string) {
 // audit records one of the watch's own entries.
 func (w *Watcher) audit(ctx context.Context, e audit.Entry) {
 	e.Time = w.d.Clock.Now().UTC()
-	e.Principal, e.Identity, e.FrontEnd, e.Outcome = watchPrincipal, watchPrincipal, "watch", audit.OutcomeOK
+	e.Principal, e.Identity, e.FrontEnd, e.Outcome = watchPrincipal, watchPrincipal, FrontWatch, audit.OutcomeOK
 	if err := w.o.d.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
 		w.log.Error().Err(err).Str("op", e.Op).Str("dlq", e.DLQ).Msg("audit entry could not be recorded")
 	}
