@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -15,6 +16,7 @@ import (
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // page is what every template gets.
@@ -34,6 +36,7 @@ type page struct {
 	State, DLQ  string
 	DLQNames    []string
 	DLQs        []dlqView
+	Alerts      []ops.AlertRecord
 	Audit       []audit.Entry
 	AuditFilter auditFilterView
 
@@ -250,6 +253,7 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
 		}
 		p.DLQs = append(p.DLQs, v)
 	}
+	p.Alerts = d.alerts(ctx, s)
 	p.Audit, _ = d.d.Backend.Audit(ctx, s.p, audit.Filter{Since: d.now().Add(-24 * time.Hour), Limit: 1000})
 	slices.Reverse(p.Audit)
 	if len(p.Audit) > 15 {
@@ -414,4 +418,23 @@ func statusOf(err error) int {
 		return hs.HTTPStatus()
 	}
 	return http.StatusBadRequest
+}
+
+// alerts are the DLQ watch's open alerts of the DLQs s may read.
+func (d *Dashboard) alerts(ctx context.Context, s session) []ops.AlertRecord {
+	if d.d.Alerts == nil {
+		return nil
+	}
+	all, err := d.d.Alerts.List(ctx)
+	if err != nil {
+		d.log.Warn().Err(err).Msg("dashboard: the open alerts could not be listed")
+		return nil
+	}
+	var out []ops.AlertRecord
+	for _, a := range all {
+		if d.cfg.Policy.Allowed(s.p.ID(), nil, commands.ActionRead, a.DLQ) {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -32,7 +32,7 @@ func (r *replica) mountDashboard(o *ops.Ops, svc *api.Service) error {
 	d, err := dashboard.New(dashboard.Config{Policy: signIn, SessionKey: []byte(a.cfg.SessionKey),
 		TrustedProxies: a.cfg.TrustedProxies, SlackURL: a.cfg.SlackWorkspaceURL, SignInNote: note},
 		dashboard.Deps{Backend: dashapi.New(o, svc, a.broker, a.store.Tokens()), Threads: a.store.SlackRefs(),
-			Revocations: a.store.DashboardSessions(), Sessions: o, Log: r.log})
+			Revocations: a.store.DashboardSessions(), Sessions: o, Alerts: a.store.Alerts(), Log: r.log})
 	if err != nil {
 		return usageError("dashboard: %w", err)
 	}
