@@ -124,3 +124,64 @@ watch:
 		t.Errorf("%d resolution entries in the audit trail, want 1", n)
 	}
 }
+
+// TestWatchSnoozeButton: the alert's Snooze 1h button edits it to
+// snoozed, and more dead letters post no new alert.
+func TestWatchSnoozeButton(t *testing.T) {
+	t.Parallel()
+	src, dlq := testkit.Name("src"), testkit.Name("sdlq")
+	e := newEnv(t, options{policy: `
+roles:
+  - name: sre
+    users: [U0SRE]
+    grants:
+      - queues: ["*"]
+        actions: [read]
+watch:
+  - queues: ["` + dlq + `"]
+    channel: ` + channel + `
+`})
+	e.rabbit.Topology(src, dlq, nil)
+	b, err := amqp.New(amqp.Config{URL: testkit.Rabbit3.AMQPURL, ManagementURL: testkit.Rabbit3.ManagementURL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	w, err := e.ops.NewWatcher(ops.WatchConfig{Rules: e.ops.Policy().Watch, Tick: 300 * time.Millisecond},
+		ops.WatchDeps{Depths: b, Alerts: e.store.Alerts(), Poster: e.bot})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.bot.SetSnoozer(w)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	w.Tick(ctx)
+	go func() { defer close(done); w.Run(ctx) }()
+
+	e.rabbit.Reject(src, testkit.Msgs(30, 200)...)
+	testkit.Eventually(t, 60*time.Second, "one alert", func() bool { return len(e.alerts()) > 0 })
+	alert := e.alerts()[0]
+	e.click("U0SRE", blocks.ActionSnooze, dlq, alert.TS)
+	testkit.Eventually(t, 20*time.Second, "the alert snoozed", func() bool {
+		m, _ := e.stub.Message(channel, alert.TS)
+		return strings.Contains(m.Content(), "Snoozed")
+	})
+	if m, _ := e.stub.Message(channel, alert.TS); buttonValue(m.RawBlocks, blocks.ActionSnooze) != "" {
+		t.Fatal("the snoozed alert still has its buttons")
+	}
+	e.rabbit.Reject(src, testkit.Msgs(30, 200)...)
+	e.rabbit.WaitCount(dlq, 60, 20*time.Second)
+	// The management API's figure lags the broker's by its statistics
+	// interval (5 s): give the watcher 20 s of ticks to see 60.
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := len(e.alerts()); n != 1 {
+			t.Fatalf("%d alerts after the snooze, want the one", n)
+		}
+		time.Sleep(200 * time.Millisecond) // polling interval, not synchronisation
+	}
+	if n := len(e.trail.Find("slack", audit.OpSnooze, audit.OutcomeOK)); n != 1 {
+		t.Errorf("%d snooze entries in the audit trail, want 1", n)
+	}
+}
