@@ -35,8 +35,12 @@ func (e *env) alerts() []slackstub.Message {
 // replay. Alert and resolution are in the audit trail once each.
 func TestWatchAlertsOncePreviewsAndResolves(t *testing.T) {
 	t.Parallel()
+	testkit.EachBroker(t, watchAlertsOnce)
+}
+
+func watchAlertsOnce(t *testing.T, on testkit.Broker) {
 	src, dlq := testkit.Name("src"), testkit.Name("wdlq")
-	e := newEnv(t, options{policy: `
+	e := newEnv(t, options{on: on, policy: `
 roles:
   - name: sre
     users: [U0SRE]
@@ -50,7 +54,7 @@ watch:
     within: 5m
 `})
 	e.rabbit.Topology(src, dlq, nil)
-	b, err := amqp.New(amqp.Config{URL: testkit.Rabbit3.AMQPURL, ManagementURL: testkit.Rabbit3.ManagementURL})
+	b, err := amqp.New(amqp.Config{URL: on.AMQPURL, ManagementURL: on.ManagementURL})
 	if err != nil {
 		t.Fatal(err)
 	}
