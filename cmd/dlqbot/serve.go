@@ -30,7 +30,7 @@ var (
 )
 
 // serve runs, until ctx ends: a replay worker, the reaper that reports
-// replays whose owner died, and the HTTP server (health, readiness and the
+// replays whose owner died, the DLQ watch, and the HTTP server (health, readiness and the
 // Slack endpoints when Slack is configured). Every replica runs the same
 // parts against one Redis.
 func serve(ctx context.Context, cfg config, stderr io.Writer) error {
@@ -63,8 +63,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 }
 
 // replica is what one dlqbot process runs: a worker, the reaper, the
-// follow-up checks and an HTTP server with /healthz, /readyz and, when
-// Slack is configured, the bot's endpoints. serve and demo both run one.
+// follow-up checks, the DLQ watch (when the policy has a watch: section
+// and Slack is configured) and an HTTP server with /healthz, /readyz and,
+// when Slack is configured, the bot's endpoints. serve and demo both run one.
 type replica struct {
 	a   *app
 	id  string // the worker's id
