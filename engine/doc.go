@@ -1,7 +1,7 @@
 // Package engine owns what dlqbot knows about dead letters and what it does
-// with them: the metadata derived from each message (README "Dead-letter
-// dialects"), selections and previews (README "Reading a DLQ without
-// changing it") and replays (README "Replaying: confirm, record, then ack").
+// with them: the metadata derived from each message (docs/design.md
+// "Dead-letter dialects"), selections and previews ("Reading a DLQ without
+// changing it") and replays ("Replaying: confirm, record, then ack").
 //
 // The engine talks to the outside world only through small interfaces: the
 // ports*.go files hold those shared by several parts, and the others are

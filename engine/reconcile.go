@@ -26,7 +26,7 @@ import (
 // The originals are left in the DLQ, as those of Unacked copies always
 // were: acking them would lose nothing (their copies were confirmed), but
 // what the DLQ holds is then what dlqbot says it holds, and an operator
-// who wants them gone purges or parks them knowingly (README "How a
+// who wants them gone purges or parks them knowingly (docs/design.md "How a
 // consumer sees duplicates").
 //
 // The read waits for a quiet DLQ for up to Config.HeldWait; when it cannot

@@ -34,7 +34,7 @@ func (s State) Terminal() bool {
 // gives it up only to an approval with Params.TakeOver).
 func (s State) Yields() bool { return s == StateStopped || s.Terminal() }
 
-// Params are a replay's tunables (README "Replaying: confirm, record, then ack"); zero values mean the defaults.
+// Params are a replay's tunables (docs/design.md "Replaying: confirm, record, then ack"); zero values mean the defaults.
 type Params struct {
 	Step    int           `json:"step"`    // first step size (default 10)
 	Cap     int           `json:"cap"`     // largest step (default 500)
@@ -204,8 +204,8 @@ type Replays interface {
 	Yield(ctx context.Context, r Replay, owner string, epoch int64, desired State, unless ...State) error
 }
 
-// Leases hold replay ownership (README "Workers, leases and what survives a
-// crash").
+// Leases hold replay ownership (docs/design.md "Workers, leases and what survives
+// a crash").
 type Leases interface {
 	// Acquire takes replayID's lease for owner if free and returns the new
 	// epoch (a fencing token that only grows).

@@ -10,7 +10,7 @@ import (
 // targetWatch follows one target queue while a step settles.
 //
 // RabbitMQ never tells a publisher that its messages were consumed, so
-// settling is inferred (see README "How settling is judged"): the step's n
+// settling is inferred (see docs/design.md "How settling is judged"): the step's n
 // copies sat behind the R−n others ready when the last was confirmed
 // (FIFO). Two estimates, each of which can only be late, never early:
 //

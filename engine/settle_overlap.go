@@ -11,7 +11,7 @@ import (
 var errTripped = errors.New("copies of this replay came back to the DLQ while the next step was sending")
 
 // mayOverlap reports whether step p, sent, may stay unjudged while the
-// next step sends (README "Overlapping steps"): only for an unpaced
+// next step sends (docs/design.md "How settling is judged", "Overlapping steps"): only for an unpaced
 // replay that finds returns through its tap, past the canary phase (the
 // step before p already had the cap's size, so the first step at the cap
 // is judged before the next sends), when p sent all it planned and the

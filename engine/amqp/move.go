@@ -63,7 +63,7 @@ type mover struct {
 	keptNew []held
 }
 
-// Move makes one confirm-then-ack pass over req.Queue (README "Replaying"): it reads
+// Move makes one confirm-then-ack pass over req.Queue (docs/design.md "Replaying"): it reads
 // the DLQ in order, publishes a copy of each message req.Pick chooses —
 // through the default exchange to the target's name, mandatory, with
 // publisher confirms, at most req.Window unconfirmed — and acks the
