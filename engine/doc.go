@@ -39,7 +39,10 @@
 //	                  came back (from the tap, or by re-reading the DLQ);
 //	                  settle_proof.go the counters' proof that ends it early;
 //	                  settle_overlap.go a step settling while the next sends,
-//	                  and settle_breaker.go the breaker that stops it on returns
+//	                  and settle_breaker.go the breaker that stops it on returns;
+//	                  settle_unjudged.go the copies not yet seen settling: a
+//	                  step a pause ended, judged on resume; the copies sent
+//	                  before a cancel, still watched; the rest, before "finished"
 //	tapper.go         draining the DLQs' taps into the returns record
 //	tap_watch.go      a run's watch over its tap: a lost tap is noticed at once,
 //	                  declared again, and its window recorded (reconciled in

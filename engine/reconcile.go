@@ -180,8 +180,10 @@ func (rn *run) afterLoss(ctx context.Context) error {
 	if c := rn.cut; c != nil {
 		rn.cut = nil
 		if _, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil {
-			stop, serr := rn.settle(ctx, &c.res, c.sentPer, c.publish0, c.look)
-			rn.r.Settled += c.res.Settled
+			p := rn.beginSettle(ctx, c.res, c.sentPer, c.publish0, c.look)
+			stop, serr := rn.settleSteps(ctx, p, nil)
+			c.res = p.res
+			rn.noteSettled(p)
 			if stop == nil && serr == nil && c.res.Returned > 0 {
 				return fmt.Errorf("step %d, cut by the lost connection, settled after the reconnect: %s", c.res.Step, c.res.Observation)
 			}

@@ -121,6 +121,14 @@ type Replay struct {
 	// NewFailures counts messages dead-lettered since the replay started
 	// that do not carry its id (failures that are not returns).
 	NewFailures int `json:"new_failures"`
+	// Unsettled counts, per target queue, the copies sent and not yet
+	// seen leaving it (settle_unjudged.go): a replay finishes only when
+	// none are left. Json "unsettled".
+	Unsettled map[string]int `json:"unsettled,omitempty"`
+	// Unjudged is the step a pause, cancel, stop or shutdown ended after
+	// it sent and before it was judged: the next run judges it first and
+	// posts its line. Json "unjudged".
+	Unjudged *UnjudgedStep `json:"unjudged,omitempty"`
 	Step        int `json:"step"` // current step number, from 1
 	// ReturnsMode is how the last run found returns: "tap" or "reread".
 	ReturnsMode ReturnsMode `json:"returns_mode,omitempty"`

@@ -29,6 +29,7 @@ type targetWatch struct {
 	publish0  int64 // publish counter before the step (−1: unknown)
 	deliver1  int64 // deliver_get in the first sample counting the step (−1: not yet)
 	delivered int   // how many of the step's copies are known delivered
+	booked    int   // of delivered, how many the replay's counts hold (noteSettled)
 }
 
 // sampleTargets reads the publish counters of the step's targets before it
@@ -70,6 +71,11 @@ type sentStep struct {
 	// proven is true once the targets' counters showed every copy
 	// delivered and acked (settle_proof.go).
 	proven bool
+	// settledBefore is how many of its copies were seen leaving before
+	// these watches began (a step judged by a later run), and rejudge the
+	// record of such a step (settle_unjudged.go).
+	settledBefore int
+	rejudge       *UnjudgedStep
 }
 
 // beginSettle starts watching what res sent (sentPer: confirmed copies per
@@ -89,16 +95,6 @@ func (rn *run) beginSettle(ctx context.Context, res StepResult, sentPer map[stri
 		p.watches = append(p.watches, w)
 	}
 	return p
-}
-
-// settle waits until every copy of the step was delivered from its target
-// and a grace period passed with no return, or the step timeout passes, and
-// fills res with what was observed; see settleSteps.
-func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) (stop, err error) {
-	p := rn.beginSettle(parent, *res, sentPer, publish0, look)
-	stop, err = rn.settleSteps(parent, p, nil)
-	*res = p.res
-	return stop, err
 }
 
 // settleSteps waits until every copy of step p was delivered from its
@@ -156,10 +152,11 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 		return nil, err
 	}
 	res := &p.res
-	res.Settled = 0
+	res.Settled = p.settledBefore
 	for _, w := range p.watches {
 		res.Settled += w.delivered
 	}
+	res.Settled = min(res.Settled, res.Sent)
 	res.Returned = rn.r.Returned - p.before
 	if rn.r.Unseen != nil {
 		u := *rn.r.Unseen
@@ -209,7 +206,7 @@ func (rn *run) cancelOnStop(ctx context.Context, cancel context.CancelFunc) {
 		case <-ctx.Done():
 			return
 		case <-rn.s.d.Clock.After(50 * time.Millisecond):
-			if rn.ctl.err() != nil || rn.hb.lost.Load() {
+			if rn.controlErr() != nil || rn.hb.lost.Load() {
 				cancel()
 				return
 			}
