@@ -129,7 +129,7 @@ type Replay struct {
 	// it sent and before it was judged: the next run judges it first and
 	// posts its line. Json "unjudged".
 	Unjudged *UnjudgedStep `json:"unjudged,omitempty"`
-	Step        int `json:"step"` // current step number, from 1
+	Step     int           `json:"step"` // current step number, from 1
 	// ReturnsMode is how the last run found returns: "tap" or "reread".
 	ReturnsMode ReturnsMode `json:"returns_mode,omitempty"`
 	// Unseen, when set, names the copies whose return could not be told:
