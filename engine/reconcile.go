@@ -192,7 +192,7 @@ func (rn *run) afterLoss(ctx context.Context) error {
 	if _, err := rn.reconcile(ctx); err != nil {
 		return err
 	}
-	return nil
+	return rn.loadConfirmed(ctx)
 }
 
 // lossNote words, for a replay stopped by a lost connection, what is

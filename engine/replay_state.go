@@ -74,6 +74,10 @@ type Replay struct {
 	// makes it exact (see Unreconciled): the confirmed copies whose
 	// originals the DLQ holds.
 	Duplicates int `json:"duplicates,omitempty"`
+	// DuplicatesAcked counts originals of confirmed copies a later run
+	// acked without sending them again (the acks a lost connection did
+	// not carry): no longer in Duplicates. Json "duplicates_acked".
+	DuplicatesAcked int `json:"duplicates_acked,omitempty"`
 	// InDoubt counts copies in flight when the connection was lost: the
 	// broker never confirmed them, so they may or may not have been
 	// delivered. Their originals stay in the DLQ and are never sent again.

@@ -80,6 +80,12 @@ type run struct {
 	open    map[int]*sentStep
 	rest    *StepResult
 	winding bool
+	// confirmed are the ledger's confirmed copies per id, droppedIDs the
+	// originals of them the run acked without a copy, and dropNote why
+	// some could not be (resume_acks.go).
+	confirmed  map[string]int
+	droppedIDs map[string]int
+	dropNote   string
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -218,6 +224,10 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		r, _, err := rn.halt(parent, err)
 		return r, err
 	}
+	if err := rn.loadConfirmed(ctx); err != nil {
+		r, _, err := rn.halt(parent, err)
+		return r, err
+	}
 	rn.rejudge(ctx) // the step the last run left unjudged, first
 
 	for rn.toSend() > 0 || rn.pending != nil {
@@ -285,6 +295,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		}
 		rn.emit(ctx, EventStepPassed, &res, fmt.Sprintf("step %d passed: %s", res.Step, res.Observation))
 	}
+	rn.finishAcks(ctx)
 	for {
 		stop, err := rn.settleRest(ctx)
 		if err == nil {
@@ -317,6 +328,11 @@ func (rn *run) end(ctx context.Context) (Replay, error) {
 	rest := ""
 	if rn.r.Sent+rn.r.Elsewhere >= rn.r.Total && rn.r.Missing == 0 {
 		rest = rn.restNote()
+		if d := rn.dupsNote(); d != "" && rest == "" {
+			rest = d
+		} else if d != "" {
+			rest += "; " + d
+		}
 	}
 	if rn.r.Sent+rn.r.Elsewhere >= rn.r.Total && rn.r.Missing == 0 && rest == "" {
 		rn.r.State = StateFinished
