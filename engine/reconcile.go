@@ -23,11 +23,9 @@ import (
 // confirmed, and its original is still or again in the DLQ. The replay's
 // Duplicates becomes that count, and InDoubt the ledger's pending intents,
 // so that every copy the broker may hold twice is in exactly one of them.
-// The originals are left in the DLQ, as those of Unacked copies always
-// were: acking them would lose nothing (their copies were confirmed), but
-// what the DLQ holds is then what dlqbot says it holds, and an operator
-// who wants them gone purges or parks them knowingly (README "How a
-// consumer sees duplicates").
+// The originals of the duplicates are then acked by the run's reads as they
+// meet them, never sent again (resume_acks.go): acking them loses nothing,
+// their copies were confirmed.
 //
 // The read waits for a quiet DLQ for up to Config.HeldWait; when it cannot
 // be made (the broker away, its read budget too low, other readers),
