@@ -191,6 +191,12 @@ func (rn *run) settleRest(ctx context.Context) (stop, err error) {
 	}
 	p := rn.watchUnsettled(ctx, rn.r.Step, n, 0, rn.r.Returned)
 	rn.opened(p)
+	if !rn.consumed(ctx) {
+		// Nothing takes them: one look at the targets, no wait.
+		rn.watchStep(ctx, p, rn.s.d.Clock.Now())
+		rn.noteSettled(p)
+		return nil, nil
+	}
 	if stop, err := rn.settleSteps(ctx, p, nil); stop != nil || err != nil {
 		return stop, err
 	}
@@ -239,13 +245,7 @@ func (rn *run) windDown(parent context.Context) bool {
 	if (n == 0 && u == nil) || rn.hb.lost.Load() || parent.Err() != nil {
 		return false
 	}
-	consumed := n == 0
-	for q := range rn.r.Unsettled {
-		if st, err := rn.s.d.Broker.Inspect(parent, q); err == nil && st.Consumers > 0 {
-			consumed = true
-		}
-	}
-	if !consumed {
+	if n > 0 && !rn.consumed(parent) {
 		return false
 	}
 	sent, settled, before := n, 0, rn.r.Returned
@@ -273,4 +273,17 @@ func (rn *run) cancelledText() string {
 		s += fmt.Sprintf("; %d copy(ies) not seen leaving the target queue within the step's grace (a check shows what comes back)", u)
 	}
 	return s
+}
+
+// consumed reports whether a target holding unsettled copies has a
+// consumer (or cannot be inspected): only then can they leave it, or come
+// back, while the run watches.
+func (rn *run) consumed(ctx context.Context) bool {
+	for q := range rn.r.Unsettled {
+		st, err := rn.s.d.Broker.Inspect(ctx, q)
+		if err != nil || st.Consumers > 0 {
+			return true
+		}
+	}
+	return false
 }
