@@ -76,6 +76,9 @@ type sentStep struct {
 	// record of such a step (settle_unjudged.go).
 	settledBefore int
 	rejudge       *UnjudgedStep
+	// rest is set on the judgement of the copies still unsettled once the
+	// plan is exhausted (settleRest): no step of its own.
+	rest bool
 }
 
 // beginSettle starts watching what res sent (sentPer: confirmed copies per

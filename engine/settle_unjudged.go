@@ -116,6 +116,9 @@ func (rn *run) keepUnjudged() {
 	for _, k := range slices.Sorted(maps.Keys(rn.open)) {
 		p := rn.open[k]
 		settled := rn.noteSettled(p)
+		if p.rest {
+			continue // what is still unsettled is judged at the next run's end
+		}
 		if p.rejudge != nil {
 			// The judgement of an earlier run's step, ended again.
 			u = p.rejudge
@@ -190,6 +193,7 @@ func (rn *run) settleRest(ctx context.Context) (stop, err error) {
 		return nil, nil
 	}
 	p := rn.watchUnsettled(ctx, rn.r.Step, n, 0, rn.r.Returned)
+	p.rest = true
 	rn.opened(p)
 	if !rn.consumed(ctx) {
 		// Nothing takes them: one look at the targets, no wait.
