@@ -433,6 +433,7 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 			if parent.Err() != nil {
 				return rn.halt(parent, parent.Err())
 			}
+			rn.rejudge(parent) // the steps kept above are judged first
 			return rn.r, true, nil
 		}
 		if err != nil {

@@ -163,7 +163,7 @@ func (rn *run) watchUnsettled(ctx context.Context, k, sent, settled, before int)
 // first step this run judges: rn.pending, judged before anything is sent.
 func (rn *run) rejudge(ctx context.Context) {
 	u := rn.r.Unjudged
-	if u == nil {
+	if u == nil || (rn.pending != nil && rn.pending.rejudge != nil) {
 		return
 	}
 	p := rn.watchUnsettled(ctx, u.Step, u.Sent, u.Settled, u.Returned)
