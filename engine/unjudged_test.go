@@ -221,3 +221,61 @@ func TestCopiesSentBeforeACancelAreStillCountedWhenTheyComeBack(t *testing.T) {
 		}
 	})
 }
+
+// A step a pause left unjudged whose copies came back while the replay was
+// paused stops the resumed replay on them, before it sends anything more,
+// with the step's own line. Before, the resumed run sent step 2.
+func TestAStepAPauseLeftUnjudgedThatCameBackStopsTheResumedReplay(t *testing.T) {
+	t.Parallel()
+	everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+		ctx := context.Background()
+		ev := &events{}
+		e := newTapEnv(t, on, graceful, func(d *engine.Deps) { d.Notifier = ev })
+		r := e.rabbit
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		r.DLXTopology(src, dlq, dlqArgs)
+		r.Reject(src, testkit.Msgs(30, 50)...)
+		r.WaitCount(dlq, 30, 20*time.Second)
+		pv := preview(t, &e.env, engine.Selection{DLQ: dlq})
+		ap, err := e.svc.Approve(ctx, pv.Token, "U_APP", engine.Params{Rate: -1, Timeout: 30 * time.Second}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := ap.Replay.ID
+		done := runAsync(t, &e.env, id)
+		testkit.Eventually(t, 20*time.Second, "step 1 sent", func() bool {
+			cur, _ := e.svc.Status(ctx, id)
+			return cur.Sent == 10 && r.Count(src) == 10
+		})
+		if _, err := e.svc.Pause(ctx, id, "U_PAUSER"); err != nil {
+			t.Fatal(err)
+		}
+		if rep := <-done; rep.State != engine.StatePaused {
+			t.Fatalf("after the pause: %s (%q), want paused", rep.State, rep.Note)
+		}
+		got := newReceived()
+		got.watch(id)
+		r.Consume(src, func(d amqp.Delivery) string { got.note(d); return "reject" })
+		testkit.Eventually(t, 20*time.Second, "step 1's copies back in the DLQ", func() bool {
+			n, _, _ := got.counts()
+			copies, _ := dlqHolds(t, &e.env, dlq, id)
+			return n == 10 && copies == 10
+		})
+		if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+			t.Fatal(err)
+		}
+		rep, err := e.svc.Run(ctx, id, "owner-2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.State != engine.StateStopped || rep.Sent != 10 || rep.Returned != 10 || rep.Step != 1 {
+			t.Fatalf("resumed: %s after step %d, %d sent, %d back (%q): want stopped on step 1's 10 returns, nothing more sent", rep.State, rep.Step, rep.Sent, rep.Returned, rep.Note)
+		}
+		if lines := stepLines(ev); lines[1] != 1 || len(lines) != 1 {
+			t.Fatalf("step lines %v, want one, for step 1", lines)
+		}
+		if n, _, _ := got.counts(); n != 10 {
+			t.Fatalf("the consumer got %d copies, want step 1's 10 only", n)
+		}
+	})
+}
