@@ -49,6 +49,8 @@
 //	                  settle_returns.go and check_tap.go, else Unseen)
 //	check.go, check_tap.go, scheduler.go  the check and its follow-ups
 //	park.go           moving copies at the park limit to a parking queue
+//	resume_acks.go    the acks a lost connection did not carry, completed by
+//	                  the next run (originals of confirmed copies, acked)
 //	worker.go, heartbeat.go, reaper.go, control.go, desire.go, control_action.go
 //	                  workers, leases, interrupted replays, pause/resume/cancel
 //	rewrite.go, headers.go, fingerprint.go, group.go
