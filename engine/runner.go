@@ -79,7 +79,7 @@ type run struct {
 	// sent (settle_unjudged.go).
 	open    map[int]*sentStep
 	rest    *StepResult
-	winding bool
+	winding atomic.Bool
 	// confirmed are the ledger's confirmed copies per id, droppedIDs the
 	// originals of them the run acked without a copy, and dropNote why
 	// some could not be (resume_acks.go).
@@ -373,7 +373,7 @@ func (rn *run) stopCause(ctx context.Context) error {
 // controlErr is the control's pause or cancel, but for a cancelled run
 // watching the copies it sent (windDown): it has acted on the cancel.
 func (rn *run) controlErr() error {
-	if rn.winding {
+	if rn.winding.Load() {
 		return nil
 	}
 	return rn.ctl.err()

@@ -258,8 +258,8 @@ func (rn *run) windDown(parent context.Context) bool {
 	}
 	ctx, cancel := context.WithTimeout(parent, rn.r.Params.withDefaults().Timeout+5*time.Second)
 	defer cancel()
-	rn.winding = true
-	defer func() { rn.winding = false }()
+	rn.winding.Store(true)
+	defer rn.winding.Store(false)
 	p := rn.watchUnsettled(ctx, rn.r.Step, sent, settled, before)
 	if _, err := rn.settleSteps(ctx, p, nil); err != nil {
 		rn.warn("watch the copies sent before the cancel", err)
