@@ -71,11 +71,9 @@ type sentStep struct {
 	// proven is true once the targets' counters showed every copy
 	// delivered and acked (settle_proof.go).
 	proven bool
-	// settledBefore is how many of its copies were seen leaving before
-	// these watches began (a step judged by a later run), and rejudge the
-	// record of such a step (settle_unjudged.go).
-	settledBefore int
-	rejudge       *UnjudgedStep
+	// rejudge is the record of a step an earlier run sent and did not
+	// judge (settle_unjudged.go).
+	rejudge *UnjudgedStep
 	// rest is set on the judgement of the copies still unsettled once the
 	// plan is exhausted (settleRest): no step of its own.
 	rest bool
@@ -155,7 +153,7 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 		return nil, err
 	}
 	res := &p.res
-	res.Settled = p.settledBefore
+	res.Settled = 0
 	for _, w := range p.watches {
 		res.Settled += w.delivered
 	}

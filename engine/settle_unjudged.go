@@ -30,10 +30,9 @@ import (
 type UnjudgedStep struct {
 	Step int `json:"step"`
 	Last int `json:"last,omitempty"`
-	// Sent is how many copies those steps sent, and Settled how many of
-	// them were seen leaving their target before the run ended.
-	Sent    int `json:"sent"`
-	Settled int `json:"settled"`
+	// Sent is how many copies those steps sent (their copies stay in
+	// Replay.Unsettled until a judgement sees them leave).
+	Sent int `json:"sent"`
 	// Returned is the replay's returned count when the first of them began
 	// to settle: returns beyond it are the step's.
 	Returned int `json:"returned"`
@@ -106,8 +105,10 @@ func (rn *run) noteSettled(p *sentStep) int {
 	return n
 }
 
-// keepUnjudged, when a run ends early, books what its steps not judged yet
-// saw settle and records them in Replay.Unjudged for the next run.
+// keepUnjudged, when a run ends early, records its steps not judged yet in
+// Replay.Unjudged for the next run. What they saw settle is not counted:
+// a step claims nothing before it is judged (their copies stay unsettled,
+// and the judgement that comes sees again those that left).
 func (rn *run) keepUnjudged() {
 	if len(rn.open) == 0 {
 		return
@@ -115,14 +116,11 @@ func (rn *run) keepUnjudged() {
 	u := rn.r.Unjudged
 	for _, k := range slices.Sorted(maps.Keys(rn.open)) {
 		p := rn.open[k]
-		settled := rn.noteSettled(p)
 		if p.rest {
 			continue // what is still unsettled is judged at the next run's end
 		}
 		if p.rejudge != nil {
-			// The judgement of an earlier run's step, ended again.
-			u = p.rejudge
-			u.Settled = min(u.Sent, u.Settled+settled)
+			u = p.rejudge // the judgement of an earlier run's step, ended again
 			continue
 		}
 		before := rn.r.Returned
@@ -134,7 +132,6 @@ func (rn *run) keepUnjudged() {
 		}
 		u.Last = max(u.Last, k)
 		u.Sent += p.res.Sent
-		u.Settled += settled
 		u.Returned = min(u.Returned, before)
 	}
 	if u != nil && u.Last == u.Step {
@@ -145,9 +142,8 @@ func (rn *run) keepUnjudged() {
 }
 
 // watchUnsettled begins to settle every copy still unsettled, as one step
-// numbered k that sent sent copies of which settled were seen leaving
-// before; returns beyond before are its.
-func (rn *run) watchUnsettled(ctx context.Context, k, sent, settled, before int) *sentStep {
+// numbered k that sent sent copies; returns beyond before are its.
+func (rn *run) watchUnsettled(ctx context.Context, k, sent, before int) *sentStep {
 	per := maps.Clone(rn.r.Unsettled)
 	publish0 := map[string]int64{}
 	for q := range per {
@@ -155,7 +151,7 @@ func (rn *run) watchUnsettled(ctx context.Context, k, sent, settled, before int)
 	}
 	res := StepResult{Step: k, Planned: sent, Sent: sent}
 	p := rn.beginSettle(ctx, res, per, publish0, rn.newLook(ctx, false))
-	p.before, p.settledBefore = before, settled
+	p.before = before
 	return p
 }
 
@@ -166,7 +162,7 @@ func (rn *run) rejudge(ctx context.Context) {
 	if u == nil || (rn.pending != nil && rn.pending.rejudge != nil) {
 		return
 	}
-	p := rn.watchUnsettled(ctx, u.Step, u.Sent, u.Settled, u.Returned)
+	p := rn.watchUnsettled(ctx, u.Step, u.Sent, u.Returned)
 	p.rejudge = u
 	rn.pending = p
 	rn.opened(p)
@@ -192,7 +188,7 @@ func (rn *run) settleRest(ctx context.Context) (stop, err error) {
 	if n == 0 || rn.rest != nil {
 		return nil, nil
 	}
-	p := rn.watchUnsettled(ctx, rn.r.Step, n, 0, rn.r.Returned)
+	p := rn.watchUnsettled(ctx, rn.r.Step, n, rn.r.Returned)
 	p.rest = true
 	rn.opened(p)
 	if !rn.consumed(ctx) {
@@ -252,15 +248,15 @@ func (rn *run) windDown(parent context.Context) bool {
 	if n > 0 && !rn.consumed(parent) {
 		return false
 	}
-	sent, settled, before := n, 0, rn.r.Returned
+	sent, before := n, rn.r.Returned
 	if u != nil {
-		sent, settled, before = u.Sent, u.Settled, u.Returned
+		sent, before = u.Sent, u.Returned
 	}
 	ctx, cancel := context.WithTimeout(parent, rn.r.Params.withDefaults().Timeout+5*time.Second)
 	defer cancel()
 	rn.winding.Store(true)
 	defer rn.winding.Store(false)
-	p := rn.watchUnsettled(ctx, rn.r.Step, sent, settled, before)
+	p := rn.watchUnsettled(ctx, rn.r.Step, sent, before)
 	if _, err := rn.settleSteps(ctx, p, nil); err != nil {
 		rn.warn("watch the copies sent before the cancel", err)
 	}
