@@ -72,8 +72,10 @@ type sentStep struct {
 	// delivered and acked (settle_proof.go).
 	proven bool
 	// rejudge is the record of a step an earlier run sent and did not
-	// judge (settle_unjudged.go).
+	// judge, and booked how many of its copies were seen leaving (and
+	// counted settled) before these watches began (settle_unjudged.go).
 	rejudge *UnjudgedStep
+	booked  int
 	// rest is set on the judgement of the copies still unsettled once the
 	// plan is exhausted (settleRest): no step of its own.
 	rest bool
@@ -153,7 +155,7 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 		return nil, err
 	}
 	res := &p.res
-	res.Settled = 0
+	res.Settled = p.booked
 	for _, w := range p.watches {
 		res.Settled += w.delivered
 	}

@@ -152,6 +152,9 @@ func (rn *run) watchUnsettled(ctx context.Context, k, sent, before int) *sentSte
 	res := StepResult{Step: k, Planned: sent, Sent: sent}
 	p := rn.beginSettle(ctx, res, per, publish0, rn.newLook(ctx, false))
 	p.before = before
+	// Copies of these steps no longer unsettled were seen leaving (and
+	// counted) before.
+	p.booked = max(0, sent-unsettledCount(rn.r))
 	return p
 }
 
