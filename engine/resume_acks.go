@@ -25,10 +25,12 @@ func (rn *run) loadConfirmed(ctx context.Context) error {
 	if rn.r.Duplicates == 0 && !rn.r.Unreconciled {
 		return nil
 	}
-	confirmed := map[string]int{}
+	confirmed, pending := map[string]int{}, map[string]int{}
 	err := rn.s.eachLedgerPage(ctx, rn.r.ID, func(page []LedgerEntry) error {
 		for _, e := range page {
-			if !e.Pending {
+			if e.Pending {
+				pending[e.ID]++
+			} else {
 				confirmed[e.ID]++
 			}
 		}
@@ -37,7 +39,7 @@ func (rn *run) loadConfirmed(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: run %s: ledger: %w", rn.r.ID, err)
 	}
-	rn.confirmed = confirmed
+	rn.confirmed, rn.pendingBy = confirmed, pending
 	return nil
 }
 
@@ -82,11 +84,22 @@ func (rn *run) finishAcks(ctx context.Context) {
 		return
 	}
 	rn.releaseCursor("the acks a lost connection did not carry")
+	// The ledger as it is now: this run's resends confirmed intents that
+	// were in doubt when it began.
+	if err := rn.loadConfirmed(ctx); err != nil {
+		rn.warn("ack the originals of confirmed copies", err)
+		rn.dropNote = "the ledger could not be read"
+		return
+	}
 	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
 	if err != nil || !st.Exists {
 		return
 	}
-	if berr := budgetError(st, 1, ""); berr != nil {
+	need := 1
+	if rn.r.InDoubt > 0 {
+		need++ // a resend of the copies in doubt reads the DLQ again
+	}
+	if berr := budgetError(st, need, ""); berr != nil {
 		rn.dropNote = "a read of it could bring its messages nearer their delivery limit (" + berr.Error() + ")"
 		return
 	}
@@ -98,7 +111,7 @@ func (rn *run) finishAcks(ctx context.Context) {
 			if rn.dropsOriginal(meta) {
 				return Pick{ID: meta.ID, Drop: true}, true
 			}
-			if meta.ReplayID != rn.r.ID && rn.confirmed[meta.ID] > 0 {
+			if meta.ReplayID != rn.r.ID && (rn.confirmed[meta.ID] > 0 || rn.pendingBy[meta.ID] > 0) {
 				held[meta.ID]++
 			}
 			return Pick{}, false
@@ -111,7 +124,9 @@ func (rn *run) finishAcks(ctx context.Context) {
 		rn.warn("ack the originals of confirmed copies", err)
 		rn.dropNote = "the read that acks them failed: " + err.Error()
 	case mr.Coverage.Whole():
+		// A whole read counts as reconcile's does (reconcile.go).
 		rn.r.Duplicates = heldTwice(rn.plan, rn.confirmed, held)
+		rn.r.InDoubtTaken = inDoubtTaken(rn.plan, rn.confirmed, rn.pendingBy, held)
 		rn.r.Unreconciled, rn.r.CountStale = false, false
 		rn.dropNote = ""
 	default:

@@ -80,10 +80,12 @@ type run struct {
 	open    map[int]*sentStep
 	rest    *StepResult
 	winding atomic.Bool
-	// confirmed are the ledger's confirmed copies per id, droppedIDs the
-	// originals of them the run acked without a copy, and dropNote why
-	// some could not be (resume_acks.go).
+	// confirmed and pendingBy are the ledger's confirmed copies and copies
+	// in doubt per id, droppedIDs the originals of confirmed copies the
+	// run acked without a copy, and dropNote why some could not be
+	// (resume_acks.go).
 	confirmed  map[string]int
+	pendingBy  map[string]int
 	droppedIDs map[string]int
 	dropNote   string
 }
