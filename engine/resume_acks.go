@@ -80,7 +80,7 @@ func (rn *run) bookDrops(mr MoveResult) {
 // (a whole read sets Duplicates exactly: the originals of confirmed copies
 // still in the DLQ).
 func (rn *run) finishAcks(ctx context.Context) {
-	if !rn.dropping() {
+	if rn.r.Duplicates == 0 {
 		return
 	}
 	rn.releaseCursor("the acks a lost connection did not carry")
@@ -103,6 +103,9 @@ func (rn *run) finishAcks(ctx context.Context) {
 		rn.dropNote = "a read of it could bring its messages nearer their delivery limit (" + berr.Error() + ")"
 		return
 	}
+	// Every original this read meets is in the DLQ now, whatever an
+	// earlier read's drop did: up to the id's confirmed copies again.
+	rn.droppedIDs = nil
 	held := map[string]int{}
 	mr, err := rn.s.d.Mover.Move(ctx, MoveRequest{
 		Queue: rn.r.DLQ,
