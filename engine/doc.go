@@ -51,12 +51,17 @@
 //	                  and settle_breaker.go the breaker that stops it on returns;
 //	                  settle_api.go settling without the management API
 //	                  (StepResult.Evidence) and the stop that names it
+//	                  settle_unjudged.go the copies not yet seen settling: a
+//	                  step a pause ended, judged on resume; the copies sent
+//	                  before a cancel, still watched; the rest, before "finished"
 //	tapper.go         draining the DLQs' taps into the returns record
 //	tap_watch.go      a run's watch over its tap: a lost tap is noticed at once,
 //	                  declared again, and its window recorded (reconciled in
 //	                  settle_returns.go and check_tap.go, else Unseen)
 //	check.go, check_tap.go, scheduler.go  the check and its follow-ups
 //	park.go           moving copies at the park limit to a parking queue
+//	resume_acks.go    the acks a lost connection did not carry, completed by
+//	                  the next run (originals of confirmed copies, acked)
 //	worker.go, heartbeat.go, reaper.go, control.go, desire.go, control_action.go
 //	                  workers, leases, interrupted replays, pause/resume/cancel;
 //	                  authorize.go a worker's refusal of a replay its policy does not allow

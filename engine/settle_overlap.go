@@ -20,6 +20,9 @@ var errTripped = errors.New("copies of this replay came back to the DLQ while th
 // cap: no more than twice the cap go out before a failure is seen.
 func (rn *run) mayOverlap(p *sentStep) bool {
 	prm := rn.r.Params
+	if p.rejudge != nil {
+		return false // an earlier run's step: judged before anything is sent
+	}
 	if rn.s.cfg.StrictSteps || prm.Rate > 0 || rn.mode != ReturnsTap || rn.resending || rn.rs.left() > 0 {
 		return false
 	}
@@ -54,7 +57,7 @@ func (rn *run) keepOrClose(p, also *sentStep, tripped bool) {
 		settled += w.delivered
 	}
 	also.res.Settled = settled
-	rn.r.Settled += settled
+	rn.noteSettled(also)
 	p.res.Observation += fmt.Sprintf("; step %d, begun meanwhile, sent %d of %d (%d of them seen leaving the target queue)",
 		also.res.Step, also.res.Sent, also.res.Planned, settled)
 }
