@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/ops"
+	"github.com/stroma/dlqbot/redact"
 )
 
 // Codes of *Error: stable strings clients can switch on.
@@ -63,7 +63,7 @@ func (e *Error) Cause() string {
 	if e.err == nil {
 		return ""
 	}
-	return audit.ScrubTokens(e.err.Error())
+	return redact.Tokens(e.err.Error())
 }
 
 // faultSentence is what a client is told of a fault inside dlqbot: no
