@@ -9,8 +9,9 @@ import (
 	"github.com/stroma/dlqbot/ops"
 )
 
-// Replays reads and annotates replay records; the store's Replays
-// implements it. Update changes a record whoever owns the replay.
+// Replays reads and annotates replay records for the Notifier; the
+// store's Replays implements it. Update changes a record whoever owns the
+// replay.
 type Replays interface {
 	Get(ctx context.Context, id string) (engine.Replay, error)
 	Update(ctx context.Context, id string, fn func(*engine.Replay) error) error
@@ -42,9 +43,8 @@ type SeenRequests interface {
 type Deps struct {
 	// Ops are the operations every front end calls; the bot only turns
 	// Slack's requests into them and words their outcome.
-	Ops     *ops.Ops
-	Replays Replays
-	Tokens  Tokens
+	Ops    *ops.Ops
+	Tokens Tokens
 	// Seen refuses a signed request that arrives a second time within its
 	// signature's window; nil keeps no record (every replica of serve has
 	// the store's).
@@ -65,7 +65,7 @@ type Bot struct {
 	d     Deps
 	slots chan struct{}
 
-	previews *previewCache
+	previews *ops.PreviewCache[previewMsg]
 }
 
 // New returns a Bot that answers through n, which the engine may already
@@ -75,8 +75,8 @@ func New(n *Notifier, d Deps) (*Bot, error) {
 	switch {
 	case n == nil:
 		return nil, errors.New("bot: new: a notifier is required")
-	case d.Ops == nil || d.Replays == nil || d.Tokens == nil:
-		return nil, errors.New("bot: new: operations, replays and tokens are required")
+	case d.Ops == nil || d.Tokens == nil:
+		return nil, errors.New("bot: new: operations and tokens are required")
 	}
 	b := &Bot{
 		Notifier: n,
