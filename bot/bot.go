@@ -9,13 +9,10 @@ import (
 	"github.com/stroma/dlqbot/ops"
 )
 
-// Replays reads and annotates replay records for the Notifier; the
-// store's Replays implements it. Update changes a record whoever owns the
-// replay.
+// Replays reads a replay's newest record for the Notifier (a replay may
+// run ahead of its approval's answer); the store's Replays implements it.
 type Replays interface {
 	Get(ctx context.Context, id string) (engine.Replay, error)
-	Update(ctx context.Context, id string, fn func(*engine.Replay) error) error
-	List(ctx context.Context, n int) ([]engine.Replay, error)
 }
 
 // Tokens reads and discards frozen previews and records where each was
