@@ -1,6 +1,6 @@
 // Package commands owns the words people type at dlqbot: the /dlq grammar
 // shared by the Slack slash command and the terminal front end, the help
-// text, and the permission model (README "Configuration" shows a
+// text, and the permission model (docs/operating.md "Access control" shows a
 // permissions file).
 //
 // Parse and ParseArgs turn a line into a Command (one type per subcommand)

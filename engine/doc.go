@@ -1,7 +1,7 @@
 // Package engine owns what dlqbot knows about dead letters and what it does
-// with them: the metadata derived from each message (README "Dead-letter
-// dialects"), selections and previews (README "Reading a DLQ without
-// changing it") and replays (README "Replaying: confirm, record, then ack").
+// with them: the metadata derived from each message (docs/design.md
+// "Dead-letter dialects"), selections and previews ("Reading a DLQ without
+// changing it") and replays ("Replaying: confirm, record, then ack").
 //
 // The engine talks to the outside world only through small interfaces: the
 // ports*.go files hold those shared by several parts, and the others are
@@ -73,7 +73,10 @@
 //	                  settle_api.go settling without the management API
 //	                  (StepResult.Evidence) and the stop that names it;
 //	                  settle_bypass.go the check that copies bypass the
-//	                  cursor; settle_scan.go a run's re-read of the DLQ
+//	                  cursor; settle_scan.go a run's re-read of the DLQ;
+//	                  settle_unjudged.go the copies not yet seen settling: a
+//	                  step a pause ended, judged on resume; the copies sent
+//	                  before a cancel, still watched; the rest, before "finished"
 //	tapper.go         draining the DLQs' taps into the returns record
 //	tap_watch.go      a run's watch over its tap: a lost tap is noticed at once,
 //	                  declared again, and its window recorded (reconciled in
@@ -81,6 +84,8 @@
 //	check.go, check_tap.go, scheduler.go  the check and its follow-ups;
 //	                  check_types.go its report (CheckReport, Unseen)
 //	park.go           moving copies at the park limit to a parking queue
+//	resume_acks.go    the acks a lost connection did not carry, completed by
+//	                  the next run (originals of confirmed copies, acked)
 //	worker.go, heartbeat.go, reaper.go, control.go, desire.go, control_action.go
 //	                  workers, leases, interrupted replays, pause/resume/cancel;
 //	                  authorize.go a worker's refusal of a replay its policy does not allow

@@ -1,5 +1,5 @@
 // Package metrics exposes dlqbot's Prometheus metrics and serves them on
-// /metrics (README "Operations").
+// /metrics (docs/operating.md "Operations").
 //
 // A Metrics is built on a registry with New and is an engine.Notifier: wire
 // it into the engine next to the Slack notifier (engine.Notifiers{slack, m})
