@@ -43,4 +43,8 @@
 // ("chat.postMessage"), never anything derived from a request. Handler serves
 // the registry in the Prometheus exposition format. No method blocks on
 // anything but a short mutex, so a slow scrape never slows a replay.
+//
+// Files:
+//
+//	metrics.go  Metrics, its series and its /metrics handler
 package metrics

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/redact"
 	"net"
 	"net/netip"
 	"net/url"
