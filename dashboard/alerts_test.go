@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/commands"
-	"github.com/stroma/dlqbot/ops"
+	"github.com/stroma/dlqbot/engine"
 )
 
-type fakeAlerts []ops.AlertRecord
+type fakeAlerts []engine.AlertRecord
 
-func (f fakeAlerts) List(context.Context) ([]ops.AlertRecord, error) { return f, nil }
+func (f fakeAlerts) List(context.Context) ([]engine.AlertRecord, error) { return f, nil }
 
 // TestIndexShowsOpenAlerts: the index lists the watch's open alerts of
 // the DLQs the signed-in principal may read, and no card without any.

@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/commands"
-	"github.com/stroma/dlqbot/ops"
+	"github.com/stroma/dlqbot/engine"
 )
 
 // Defaults for Config.
@@ -83,7 +83,7 @@ type Deps struct {
 
 // Alerts lists the DLQ watch's open alerts.
 type Alerts interface {
-	List(ctx context.Context) ([]ops.AlertRecord, error)
+	List(ctx context.Context) ([]engine.AlertRecord, error)
 }
 
 // Sessions records a session's start or end: op audit.OpSignIn or

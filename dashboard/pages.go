@@ -16,7 +16,6 @@ import (
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/ops"
 )
 
 // page is what every template gets.
@@ -36,7 +35,7 @@ type page struct {
 	State, DLQ  string
 	DLQNames    []string
 	DLQs        []dlqView
-	Alerts      []ops.AlertRecord
+	Alerts      []engine.AlertRecord
 	Audit       []audit.Entry
 	AuditFilter auditFilterView
 
@@ -421,7 +420,7 @@ func statusOf(err error) int {
 }
 
 // alerts are the DLQ watch's open alerts of the DLQs s may read.
-func (d *Dashboard) alerts(ctx context.Context, s session) []ops.AlertRecord {
+func (d *Dashboard) alerts(ctx context.Context, s session) []engine.AlertRecord {
 	if d.d.Alerts == nil {
 		return nil
 	}
@@ -430,7 +429,7 @@ func (d *Dashboard) alerts(ctx context.Context, s session) []ops.AlertRecord {
 		d.log.Warn().Err(err).Msg("dashboard: the open alerts could not be listed")
 		return nil
 	}
-	var out []ops.AlertRecord
+	var out []engine.AlertRecord
 	for _, a := range all {
 		if d.cfg.Policy.Allowed(s.p.ID(), nil, commands.ActionRead, a.DLQ) {
 			out = append(out, a)

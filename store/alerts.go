@@ -11,16 +11,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/stroma/dlqbot/ops"
+	"github.com/stroma/dlqbot/engine"
 )
 
-var _ ops.AlertStore = (*Alerts)(nil)
+var _ engine.AlertStore = (*Alerts)(nil)
 
 // alertTTL bounds how long an alert nobody resolved stays open.
 const alertTTL = 7 * 24 * time.Hour
 
 // Alerts coordinates the DLQ watch's alerts between replicas
-// (ops.AlertStore): a DLQ's alert is one JSON record, opened with SET NX
+// (engine.AlertStore): a DLQ's alert is one JSON record, opened with SET NX
 // (unless the DLQ is snoozed) and changed only by compare-and-set on its
 // whole value, so of replicas making the same transition at once exactly
 // one wins and posts or edits the message.
@@ -50,7 +50,7 @@ return 1
 `)
 
 // Open records r as its DLQ's alert unless the DLQ has one or is snoozed.
-func (a *Alerts) Open(ctx context.Context, r ops.AlertRecord) (bool, error) {
+func (a *Alerts) Open(ctx context.Context, r engine.AlertRecord) (bool, error) {
 	if err := checkTag("dlq", r.DLQ); err != nil {
 		return false, fmt.Errorf("store: open alert: %w", err)
 	}
@@ -72,8 +72,8 @@ func (a *Alerts) Open(ctx context.Context, r ops.AlertRecord) (bool, error) {
 }
 
 // get returns dlq's record and its raw value.
-func (a *Alerts) get(ctx context.Context, dlq string) (ops.AlertRecord, string, bool, error) {
-	var r ops.AlertRecord
+func (a *Alerts) get(ctx context.Context, dlq string) (engine.AlertRecord, string, bool, error) {
+	var r engine.AlertRecord
 	raw, err := a.b.rdb.Get(ctx, a.b.k.alert(dlq)).Result()
 	if errors.Is(err, redis.Nil) {
 		return r, "", false, nil
@@ -88,9 +88,9 @@ func (a *Alerts) get(ctx context.Context, dlq string) (ops.AlertRecord, string, 
 }
 
 // Get returns dlq's alert, if it has one.
-func (a *Alerts) Get(ctx context.Context, dlq string) (ops.AlertRecord, bool, error) {
+func (a *Alerts) Get(ctx context.Context, dlq string) (engine.AlertRecord, bool, error) {
 	if checkTag("dlq", dlq) != nil {
-		return ops.AlertRecord{}, false, nil
+		return engine.AlertRecord{}, false, nil
 	}
 	r, _, ok, err := a.get(ctx, dlq)
 	return r, ok, err
@@ -99,7 +99,7 @@ func (a *Alerts) Get(ctx context.Context, dlq string) (ops.AlertRecord, bool, er
 // change applies fn to alert id of dlq and writes the result if the
 // record did not change meanwhile (nil from fn deletes it); it reports
 // whether it did, and the record as written (or deleted).
-func (a *Alerts) change(ctx context.Context, dlq, id string, fn func(*ops.AlertRecord) (keep, ok bool)) (ops.AlertRecord, bool, error) {
+func (a *Alerts) change(ctx context.Context, dlq, id string, fn func(*engine.AlertRecord) (keep, ok bool)) (engine.AlertRecord, bool, error) {
 	r, raw, found, err := a.get(ctx, dlq)
 	if err != nil || !found || r.ID != id {
 		return r, false, err
@@ -125,14 +125,14 @@ func (a *Alerts) change(ctx context.Context, dlq, id string, fn func(*ops.AlertR
 
 // Posted records the Slack message alert id was posted as.
 func (a *Alerts) Posted(ctx context.Context, dlq, id, ts string) (bool, error) {
-	_, ok, err := a.change(ctx, dlq, id, func(r *ops.AlertRecord) (bool, bool) { r.TS = ts; return true, true })
+	_, ok, err := a.change(ctx, dlq, id, func(r *engine.AlertRecord) (bool, bool) { r.TS = ts; return true, true })
 	return ok, err
 }
 
 // Grow raises alert id's arrivals to arrived when that is more than it
 // shows and its last edit was gap or more before now.
-func (a *Alerts) Grow(ctx context.Context, dlq, id string, arrived int, now time.Time, gap time.Duration) (ops.AlertRecord, bool, error) {
-	return a.change(ctx, dlq, id, func(r *ops.AlertRecord) (bool, bool) {
+func (a *Alerts) Grow(ctx context.Context, dlq, id string, arrived int, now time.Time, gap time.Duration) (engine.AlertRecord, bool, error) {
+	return a.change(ctx, dlq, id, func(r *engine.AlertRecord) (bool, bool) {
 		if arrived <= r.Arrived || now.Sub(r.Edited) < gap {
 			return true, false
 		}
@@ -142,8 +142,8 @@ func (a *Alerts) Grow(ctx context.Context, dlq, id string, arrived int, now time
 }
 
 // Close removes alert id of dlq.
-func (a *Alerts) Close(ctx context.Context, dlq, id string) (ops.AlertRecord, bool, error) {
-	r, ok, err := a.change(ctx, dlq, id, func(*ops.AlertRecord) (bool, bool) { return false, true })
+func (a *Alerts) Close(ctx context.Context, dlq, id string) (engine.AlertRecord, bool, error) {
+	r, ok, err := a.change(ctx, dlq, id, func(*engine.AlertRecord) (bool, bool) { return false, true })
 	if ok {
 		if err := a.b.rdb.SRem(ctx, a.b.k.alerts(), dlq).Err(); err != nil {
 			return r, true, fail(err, "unindex alert of %s", dlq)
@@ -164,12 +164,12 @@ func (a *Alerts) Snooze(ctx context.Context, dlq string, d time.Duration) error 
 }
 
 // List returns the open alerts, ordered by DLQ name.
-func (a *Alerts) List(ctx context.Context) ([]ops.AlertRecord, error) {
+func (a *Alerts) List(ctx context.Context) ([]engine.AlertRecord, error) {
 	dlqs, err := a.b.rdb.SMembers(ctx, a.b.k.alerts()).Result()
 	if err != nil {
 		return nil, fail(err, "list alerts")
 	}
-	var out []ops.AlertRecord
+	var out []engine.AlertRecord
 	for _, d := range dlqs {
 		r, ok, err := a.Get(ctx, d)
 		if err != nil {
@@ -179,6 +179,6 @@ func (a *Alerts) List(ctx context.Context) ([]ops.AlertRecord, error) {
 			out = append(out, r)
 		}
 	}
-	slices.SortFunc(out, func(x, y ops.AlertRecord) int { return strings.Compare(x.DLQ, y.DLQ) })
+	slices.SortFunc(out, func(x, y engine.AlertRecord) int { return strings.Compare(x.DLQ, y.DLQ) })
 	return out, nil
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stroma/dlqbot/ops"
+	"github.com/stroma/dlqbot/engine"
 )
 
 // TestAlertTransitionsOnce: of ten replicas opening one DLQ's alert at
@@ -23,7 +23,7 @@ func TestAlertTransitionsOnce(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ok, err := al.Open(e.ctx, ops.AlertRecord{ID: "a_" + string(rune('a'+i)), DLQ: "orders.dlq", Channel: "C0OPS", Opened: t0, Baseline: 2, Arrived: 30, Edited: t0})
+			ok, err := al.Open(e.ctx, engine.AlertRecord{ID: "a_" + string(rune('a'+i)), DLQ: "orders.dlq", Channel: "C0OPS", Opened: t0, Baseline: 2, Arrived: 30, Edited: t0})
 			if err != nil {
 				t.Error(err)
 			}
@@ -86,10 +86,10 @@ func TestAlertTransitionsOnce(t *testing.T) {
 	if err := al.Snooze(e.ctx, "orders.dlq", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := al.Open(e.ctx, ops.AlertRecord{ID: "a_z", DLQ: "orders.dlq"}); ok || err != nil {
+	if ok, err := al.Open(e.ctx, engine.AlertRecord{ID: "a_z", DLQ: "orders.dlq"}); ok || err != nil {
 		t.Fatalf("opened an alert of a snoozed DLQ: %v %v", ok, err)
 	}
-	if ok, _ := al.Open(e.ctx, ops.AlertRecord{ID: "a_y", DLQ: "payments.dlq"}); !ok {
+	if ok, _ := al.Open(e.ctx, engine.AlertRecord{ID: "a_y", DLQ: "payments.dlq"}); !ok {
 		t.Fatal("the snooze of orders.dlq kept payments.dlq from alerting")
 	}
 }
