@@ -136,8 +136,12 @@ func (w *Watcher) Run(ctx context.Context) {
 	if len(w.cfg.Rules) == 0 {
 		return
 	}
+	first := true
 	for {
-		w.Tick(ctx)
+		if n, ok := w.Tick(ctx); ok && first {
+			first = false
+			w.log.Info().Int("dlqs", n).Int("rules", len(w.cfg.Rules)).Dur("tick", w.cfg.Tick).Msg("watch: first sample taken")
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -161,17 +165,18 @@ func (w *Watcher) rule(queue string) (commands.WatchRule, bool) {
 	return commands.WatchRule{}, false
 }
 
-// Tick samples the depths once and acts on each watched DLQ. The
-// management API is a hint: when it does not answer, the tick is
-// skipped (logged and counted) and nothing changes.
-func (w *Watcher) Tick(ctx context.Context) {
+// Tick samples the depths once and acts on each watched DLQ; it returns
+// how many DLQs it watched. The management API is a hint: when it does
+// not answer, the tick is skipped (logged and counted), nothing changes
+// and ok is false.
+func (w *Watcher) Tick(ctx context.Context) (watched int, ok bool) {
 	depths, err := w.d.Depths.QueueDepths(ctx)
 	if err != nil {
 		w.log.Warn().Err(err).Msg("watch: depths could not be read; tick skipped")
 		if w.d.Observer != nil {
 			w.d.Observer.WatchSkipped()
 		}
-		return
+		return 0, false
 	}
 	now := w.d.Clock.Now()
 	w.mu.Lock()
@@ -191,11 +196,13 @@ func (w *Watcher) Tick(ctx context.Context) {
 			tr = &depthTrack{}
 			w.track[name] = tr
 		}
+		watched++
 		tr.add(now, depth, r.Within)
 		if err := w.check(ctx, name, r, tr, depth, now); err != nil {
 			w.log.Warn().Err(err).Str("dlq", name).Msg("watch")
 		}
 	}
+	return watched, true
 }
 
 // check opens, grows or resolves name's alert.
