@@ -1,0 +1,95 @@
+package amqp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// consumerDetailsJSON is the part of GET /api/queues/{vhost}/{name} that
+// names the connection each consumer runs on.
+type consumerDetailsJSON struct {
+	ConsumerDetails []struct {
+		ChannelDetails struct {
+			ConnectionName string `json:"connection_name"`
+		} `json:"channel_details"`
+	} `json:"consumer_details"`
+}
+
+// connectionJSON is the part of GET /api/connections/{name} that dates
+// the connection and says what the client is.
+type connectionJSON struct {
+	// ConnectedAt is milliseconds since the epoch (0: not reported).
+	ConnectedAt      int64 `json:"connected_at"`
+	ClientProperties struct {
+		Product        any `json:"product"`
+		Version        any `json:"version"`
+		ConnectionName any `json:"connection_name"`
+	} `json:"client_properties"`
+}
+
+// QueueConsumers lists queue's consumers with the connection each runs on
+// (engine.ConsumerLister): one request for the queue, then one per
+// distinct connection. A consumer whose connection closed in between, or
+// that the API names no connection for, has a zero ConnectedAt. A missing
+// queue is engine.ErrQueueNotFound; an API that is down is
+// engine.ErrManagementDown at once (the breaker), never a wait beyond
+// Config.HTTPTimeout per request.
+func (b *Broker) QueueConsumers(ctx context.Context, queue string) ([]engine.ConsumerConn, error) {
+	var q consumerDetailsJSON
+	path := "/api/queues/" + url.PathEscape(b.mgmt.vhost) + "/" + url.PathEscape(queue)
+	if err := b.mgmt.get(ctx, path, &q); err != nil {
+		if errors.Is(err, errMgmtNotFound) {
+			err = engine.ErrQueueNotFound
+		}
+		return nil, fmt.Errorf("amqp: consumers of %s: %w", queue, err)
+	}
+	conns := map[string]engine.ConsumerConn{}
+	out := make([]engine.ConsumerConn, 0, len(q.ConsumerDetails))
+	for _, cd := range q.ConsumerDetails {
+		name := cd.ChannelDetails.ConnectionName
+		c, ok := conns[name]
+		if !ok && name != "" {
+			var err error
+			c, err = b.mgmt.connection(ctx, name)
+			if err != nil && !errors.Is(err, errMgmtNotFound) {
+				return nil, fmt.Errorf("amqp: consumers of %s: connection %q: %w", queue, name, err)
+			}
+			conns[name] = c
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// connection reads one connection's opening time and client properties.
+func (m *mgmtClient) connection(ctx context.Context, name string) (engine.ConsumerConn, error) {
+	var cj connectionJSON
+	if err := m.get(ctx, "/api/connections/"+url.PathEscape(name), &cj); err != nil {
+		return engine.ConsumerConn{}, err
+	}
+	c := engine.ConsumerConn{
+		Product:        clientString(cj.ClientProperties.Product),
+		Version:        clientString(cj.ClientProperties.Version),
+		ConnectionName: clientString(cj.ClientProperties.ConnectionName),
+	}
+	if cj.ConnectedAt > 0 {
+		c.ConnectedAt = time.UnixMilli(cj.ConnectedAt).UTC()
+	}
+	return c, nil
+}
+
+// clientString is a client property as text: clients send strings, but a
+// property is any AMQP value, which the API may render otherwise; those,
+// and long values, are left out.
+func clientString(v any) string {
+	s, ok := v.(string)
+	if !ok || len(s) > 200 {
+		return ""
+	}
+	return s
+}
