@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/stroma/dlqbot/engine"
 )
@@ -85,10 +88,11 @@ func (m *mgmtClient) connection(ctx context.Context, name string) (engine.Consum
 
 // clientString is a client property as text: clients send strings, but a
 // property is any AMQP value, which the API may render otherwise; those,
-// and long values, are left out.
+// long values and text with control characters (shown on terminals and in
+// Slack as they are) are left out.
 func clientString(v any) string {
 	s, ok := v.(string)
-	if !ok || len(s) > 200 {
+	if !ok || len(s) > 200 || !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
 		return ""
 	}
 	return s
