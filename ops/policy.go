@@ -119,9 +119,9 @@ func (o *Ops) whenUnchanged(c Caller, f engine.Frozen) error {
 		if p.Person(f.Requester) != o.acting(c) {
 			return nil
 		}
-		return refuse(NeedsSecondPerson, "You asked for this preview, and %s; the permissions file's approval.when_unchanged is second_person, so someone else has to approve it. Nothing was sent.", what)
+		return refuse(NeedsSecondPerson, "You asked for this preview, and %s; the permissions file's approval.when_unchanged is second_person, so someone else has to approve it.", what)
 	case commands.WhenUnchangedRefuse:
-		return refuse(Forbidden, "At the preview %s; the permissions file's approval.when_unchanged is refuse, so no one may approve it. Restart the consumers with the fix, then preview again. Nothing was sent.", what)
+		return refuse(Forbidden, "At the preview %s; the permissions file's approval.when_unchanged is refuse, so no one may approve it. Restart the consumers with the fix, then preview again.", what)
 	}
 	return nil
 }
