@@ -30,7 +30,11 @@ type fakeEngine struct {
 }
 
 func (f *fakeEngine) Preview(_ context.Context, sel engine.Selection, req string) (*engine.Preview, error) {
-	return &engine.Preview{Token: "p_" + req, Requester: req, DLQ: engine.QueueInfo{Name: sel.DLQ}}, nil
+	p := &engine.Preview{Token: "p_" + req, Requester: req, DLQ: engine.QueueInfo{Name: sel.DLQ}}
+	if f.since != "" {
+		p.Targets = []engine.TargetView{{Queue: "t", Exists: true, Consumers: 1, ConsumersSinceFailure: f.since}}
+	}
+	return p, nil
 }
 func (f *fakeEngine) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
 	return engine.Frozen{}, nil, nil

@@ -65,4 +65,14 @@ func TestWhenUnchanged(t *testing.T) {
 			t.Errorf("refused (%s) but the engine approved %v", r.Code, f.approved)
 		}
 	}
+
+	// The trail (and the dashboard's audit page) says so of the preview.
+	o, f, tr := newOps(t, base, ops.Config{})
+	f.since = engine.SinceUnchanged
+	if _, err := o.Preview(ctx, alice, engine.Selection{DLQ: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if es := tr.Find("", "preview", "ok"); len(es) != 1 || es[0].Detail != "consumers not restarted since these messages failed: t" {
+		t.Errorf("preview entries %+v", es)
+	}
 }
