@@ -23,9 +23,11 @@ type consumerDetailsJSON struct {
 	} `json:"consumer_details"`
 }
 
-// connectionJSON is the part of GET /api/connections/{name} that dates
+// connectionJSON is the part of GET /api/connections/{name} (and of the
+// vhost's connection list) that dates
 // the connection and says what the client is.
 type connectionJSON struct {
+	Name string `json:"name"`
 	// ConnectedAt is milliseconds since the epoch (0: not reported).
 	ConnectedAt      int64 `json:"connected_at"`
 	ClientProperties struct {
@@ -35,11 +37,16 @@ type connectionJSON struct {
 	} `json:"client_properties"`
 }
 
+// oneByOne is how many distinct connections QueueConsumers asks about
+// one request each; with more it lists the vhost's connections once.
+const oneByOne = 8
+
 // QueueConsumers lists queue's consumers with the connection each runs on
 // (engine.ConsumerLister): one request for the queue, then one per
-// distinct connection. A consumer whose connection closed in between, or
-// that the API names no connection for, has a zero ConnectedAt. A missing
-// queue is engine.ErrQueueNotFound; an API that is down is
+// distinct connection, or one for all the vhost's connections when there
+// are more than oneByOne. A consumer whose connection closed in between,
+// or that the API names no connection for, has a zero ConnectedAt. A
+// missing queue is engine.ErrQueueNotFound; an API that is down is
 // engine.ErrManagementDown at once (the breaker), never a wait beyond
 // Config.HTTPTimeout per request.
 func (b *Broker) QueueConsumers(ctx context.Context, queue string) ([]engine.ConsumerConn, error) {
@@ -52,19 +59,31 @@ func (b *Broker) QueueConsumers(ctx context.Context, queue string) ([]engine.Con
 		return nil, fmt.Errorf("amqp: consumers of %s: %w", queue, err)
 	}
 	conns := map[string]engine.ConsumerConn{}
-	out := make([]engine.ConsumerConn, 0, len(q.ConsumerDetails))
 	for _, cd := range q.ConsumerDetails {
-		name := cd.ChannelDetails.ConnectionName
-		c, ok := conns[name]
-		if !ok && name != "" {
-			var err error
-			c, err = b.mgmt.connection(ctx, name)
+		if name := cd.ChannelDetails.ConnectionName; name != "" {
+			conns[name] = engine.ConsumerConn{}
+		}
+	}
+	if len(conns) > oneByOne {
+		all, err := b.mgmt.connections(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("amqp: consumers of %s: connections: %w", queue, err)
+		}
+		for name := range conns {
+			conns[name] = all[name]
+		}
+	} else {
+		for name := range conns {
+			c, err := b.mgmt.connection(ctx, name)
 			if err != nil && !errors.Is(err, errMgmtNotFound) {
 				return nil, fmt.Errorf("amqp: consumers of %s: connection %q: %w", queue, name, err)
 			}
 			conns[name] = c
 		}
-		out = append(out, c)
+	}
+	out := make([]engine.ConsumerConn, 0, len(q.ConsumerDetails))
+	for _, cd := range q.ConsumerDetails {
+		out = append(out, conns[cd.ChannelDetails.ConnectionName])
 	}
 	return out, nil
 }
@@ -75,6 +94,25 @@ func (m *mgmtClient) connection(ctx context.Context, name string) (engine.Consum
 	if err := m.get(ctx, "/api/connections/"+url.PathEscape(name), &cj); err != nil {
 		return engine.ConsumerConn{}, err
 	}
+	return cj.conn(), nil
+}
+
+// connections reads every connection of the vhost, by name, asking only
+// for the columns it uses.
+func (m *mgmtClient) connections(ctx context.Context) (map[string]engine.ConsumerConn, error) {
+	var cjs []connectionJSON
+	path := "/api/vhosts/" + url.PathEscape(m.vhost) + "/connections?columns=name,connected_at,client_properties"
+	if err := m.get(ctx, path, &cjs); err != nil {
+		return nil, err
+	}
+	out := make(map[string]engine.ConsumerConn, len(cjs))
+	for _, cj := range cjs {
+		out[cj.Name] = cj.conn()
+	}
+	return out, nil
+}
+
+func (cj *connectionJSON) conn() engine.ConsumerConn {
 	c := engine.ConsumerConn{
 		Product:        clientString(cj.ClientProperties.Product),
 		Version:        clientString(cj.ClientProperties.Version),
@@ -83,7 +121,7 @@ func (m *mgmtClient) connection(ctx context.Context, name string) (engine.Consum
 	if cj.ConnectedAt > 0 {
 		c.ConnectedAt = time.UnixMilli(cj.ConnectedAt).UTC()
 	}
-	return c, nil
+	return c
 }
 
 // clientString is a client property as text: clients send strings, but a
