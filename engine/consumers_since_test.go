@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	amqpad "github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -94,7 +95,8 @@ func targetOf(t *testing.T, p *engine.Preview, queue string) engine.TargetView {
 // name and version; once the consumer reconnects (a new connection, in a
 // later second than the failures) the next preview says restarted and the
 // problem is gone; a Spring-style DLQ whose messages carry no failure time
-// says unknown; a target without consumers says none.
+// says unknown, and so does a preview whose management API hangs; a target
+// without consumers says none.
 func TestConsumersSinceFailure(t *testing.T) {
 	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
 		e := newEnvTuned(t, engine.Config{}, b, func(d *engine.Deps) { d.Consumers = d.Counters.(engine.ConsumerLister) })
@@ -143,6 +145,22 @@ func TestConsumersSinceFailure(t *testing.T) {
 		for _, pr := range p.Problems {
 			if pr.Kind == engine.ProblemConsumersUnchanged {
 				t.Errorf("after the restart the preview still lists %+v", pr)
+			}
+		}
+
+		// A management API that stopped answering: unknown, and the preview
+		// goes on (twice: the second finds the node left alone).
+		px, viaProxy := testkit.HangProxyFor(t, b.ManagementURL)
+		hung, err := amqpad.New(amqpad.Config{URL: b.AMQPURL, ManagementURL: viaProxy, HTTPTimeout: 300 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = hung.Close() })
+		px.Hang()
+		stuck := newEnvTuned(t, engine.Config{}, b, func(d *engine.Deps) { d.Consumers = hung })
+		for i := range 2 {
+			if tv := targetOf(t, preview(t, stuck, engine.Selection{DLQ: dlq}), work); tv.ConsumersSinceFailure != engine.SinceUnknown || len(tv.ConsumerConns) != 0 {
+				t.Errorf("management API hung, preview %d: %s since failure, connections %+v; want unknown", i+1, tv.ConsumersSinceFailure, tv.ConsumerConns)
 			}
 		}
 
