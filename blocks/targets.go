@@ -154,6 +154,9 @@ func unchangedLine(prs []engine.Problem, targets []engine.TargetView) string {
 		for _, t := range targets {
 			if t.Queue == pr.Queue {
 				n, client = len(t.ConsumerConns), clientNames(t.ConsumerConns)
+				if n == 0 {
+					n = t.Consumers // a token keeps the count, not the connections
+				}
 			}
 		}
 		who := "its consumers have"
