@@ -38,7 +38,7 @@ func buttons(bs []slack.Block) []btn {
 }
 
 func TestActionIDs(t *testing.T) {
-	// These names are fixed (README "Slack"); other tools rely on them.
+	// These names are fixed (SPEC §10); other tools rely on them.
 	for got, want := range map[string]string{
 		ActionApprove: "dlq.approve", ActionDiscard: "dlq.discard", ActionPause: "dlq.pause",
 		ActionResume: "dlq.resume", ActionCancel: "dlq.cancel", ActionPark: "dlq.park",

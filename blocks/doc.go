@@ -31,4 +31,19 @@
 // ("…") so that any input, however large, yields a valid message; the
 // tests check every rendering against the limits (limits.go lists them,
 // validate_test.go checks them) with inputs far beyond any real DLQ.
+//
+// Files:
+//
+//	preview.go   a preview, approved or discarded; targets.go its targets;
+//	             samples.go its sample messages; arrivals.go its arrivals
+//	             and the buttons that preview a group or the copies back
+//	changes.go   what changed since a preview, at approval
+//	progress.go  a replay's progress message; events.go its thread replies
+//	             and activity lines; outcome.go its outcome line
+//	check.go     a check's report, park results and errors
+//	actions.go   the action and block ids of every button
+//	view.go      who a rendering is for (View)
+//	shared.go    requesters, approvers and replay lines
+//	text.go      escaping, clipping and code formatting of free text
+//	limits.go    Slack's Block Kit limits
 package blocks

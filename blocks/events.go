@@ -48,6 +48,11 @@ func StepReplyAs(command string, e engine.Event) string {
 		s = fmt.Sprintf(":double_vertical_bar: Paused: %s sent; the remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
 	case engine.EventCancelled:
 		s = fmt.Sprintf(":black_square_for_stop: Cancelled: %s sent; the remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
+		if r.Returned > 0 || r.Unseen != nil {
+			// The copies sent before the cancel are watched for their
+			// step's grace: what came back is counted after it.
+			s += fmt.Sprintf(" Of those sent, %s.", cameBack(r.Returned, r.Unseen))
+		}
 	case engine.EventFinished:
 		s = fmt.Sprintf("%s; %s missing, %s not delivered.", Outcome(r), num(r.Missing), num(r.Failed))
 	case engine.EventWaiting:
@@ -131,6 +136,9 @@ func Activity(e engine.Event) string {
 		s = fmt.Sprintf(":double_vertical_bar: %s paused: %s, %s left in the DLQ", id, counts, num(rest))
 	case engine.EventCancelled:
 		s = fmt.Sprintf(":black_square_for_stop: %s cancelled: %s, %s left in the DLQ", id, counts, num(rest))
+		if r.Returned > 0 || r.Unseen != nil {
+			s += ", " + cameBack(r.Returned, r.Unseen)
+		}
 	case engine.EventStopped:
 		s = fmt.Sprintf(":octagonal_sign: %s stopped", id)
 		if e.Step != nil {

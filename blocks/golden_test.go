@@ -154,6 +154,7 @@ func TestEventLinesGolden(t *testing.T) {
 		{Kind: engine.EventPaused, Replay: replay(engine.StatePaused)},
 		{Kind: engine.EventResumed, Replay: replay(engine.StateRunning)},
 		{Kind: engine.EventCancelled, Replay: replay(engine.StateCancelled)},
+		{Kind: engine.EventCancelled, Replay: cancelledAfterGrace()},
 		{Kind: engine.EventFinished, Replay: finishedReplay()},
 		interruptedEvent(),
 		takenFromEvent(),

@@ -46,7 +46,7 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 		b.refuse(ctx, to, "That button carries no preview token; preview again.")
 		return
 	}
-	pm, known := b.previews.get(a.token)
+	pm, known := b.previews.Get(a.token)
 	if !known {
 		// Posted by another replica: thread under it (its blocks are not
 		// known here, so it is not edited).
@@ -112,7 +112,7 @@ func locate(a approval, pm previewMsg, known bool) previewLoc {
 func (b *Bot) changed(ctx context.Context, a approval, loc previewLoc, params engine.Params, changes []engine.Change) {
 	b.log.Info().Str("token_ref", audit.TokenRef(a.token)).Str("user", a.to.user).Int("changes", len(changes)).Msg("approval asks again: the world changed")
 	if a.fromCommand {
-		b.previews.setParams(a.token, params)
+		b.previews.Update(a.token, func(pm previewMsg) previewMsg { pm.params = &params; return pm })
 	}
 	bl, text := blocks.Changes(changes, a.token)
 	if loc.channel != "" && loc.ts != "" {
@@ -201,7 +201,7 @@ func (b *Bot) discard(ctx context.Context, to replyTo, token string, cb slack.In
 		return
 	}
 	line := fmt.Sprintf("Preview of %s discarded by %s; nothing was replayed.", blocks.EscapeKeepCode(f.DLQ), blocks.Who(to.user))
-	pm, known := b.previews.get(token)
+	pm, known := b.previews.Get(token)
 	loc := locate(approval{click: &cb}, pm, known)
 	if loc.blocks != nil {
 		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Discarded(loc.blocks, to.user), line); err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/redact"
 )
 
 // requestKind tells a slash command from a button click.

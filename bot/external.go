@@ -29,7 +29,7 @@ func (n *Notifier) UserGroups() commands.UserGroups { return n.groups }
 // ("api:<name>" or a mapped Slack user).
 func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 	var loc previewLoc
-	if pm, ok := b.previews.get(r.Token); ok {
+	if pm, ok := b.previews.Get(r.Token); ok {
 		loc = previewLoc{channel: pm.channel, ts: pm.ts, blocks: pm.blocks}
 	} else if ch, ts, err := b.d.Tokens.Message(ctx, r.Token); err == nil && ch != "" {
 		loc = previewLoc{channel: ch, ts: ts}
@@ -95,7 +95,7 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 	}
 	// Kept for Show samples: a reader who clicks sees the failure groups'
 	// texts and every target privately, as for a preview made in Slack.
-	b.previews.put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl, preview: p})
+	b.previews.Put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl, preview: p})
 	if err := b.d.Tokens.SetMessage(ctx, f.Token, b.cfg.APIChannel, ts); err != nil {
 		b.log.Warn().Err(err).Str("token_ref", audit.TokenRef(f.Token)).Msg("could not record where the preview was posted")
 	}

@@ -1,6 +1,6 @@
 // Package commands owns the words people type at dlqbot: the /dlq grammar
 // shared by the Slack slash command and the terminal front end, the help
-// text, and the permission model (README "Configuration" shows a
+// text, and the permission model (docs/operating.md "Access control" shows a
 // permissions file).
 //
 // Parse and ParseArgs turn a line into a Command (one type per subcommand)
@@ -28,4 +28,21 @@
 //
 // The package does not talk to Slack, RabbitMQ or Redis: it only imports
 // engine for the types a command carries (engine.Selection, engine.Params).
+//
+// Files:
+//
+//	command.go             the parsed commands (Command and its kinds)
+//	grammar.go             Parse and ParseAs: one command line to a Command;
+//	                       lexer.go its words, preview.go selections and
+//	                       replay parameters, values.go their values and
+//	                       defaults
+//	help.go                the help text, by topic
+//	permissions.go         Policy, its actions, roles and grants, and
+//	                       ForbiddenError; policy_yaml.go reads the
+//	                       permissions file, policy_principals.go its
+//	                       principals, policy_redaction.go its redaction
+//	                       and channel rules, policy_named.go the queues
+//	                       its grants name
+//	principals.go          principals: API tokens, terminal identities
+//	usergroups.go          UserGroups and its cache
 package commands

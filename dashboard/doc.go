@@ -21,4 +21,14 @@
 // may do is what its Backend (the operations every front end shares)
 // answers for that principal; buttons are shown only where the Backend
 // allows the action, and the Backend decides again when it is posted.
+//
+// Files:
+//
+//	dashboard.go  Config, Deps, New and the handler
+//	backend.go    Backend, what the dashboard asks of the operations layer
+//	              (dashapi implements it)
+//	auth.go       sessions and how a person signed in; signin.go the
+//	              sign-in, its throttle and signed-out sessions
+//	pages.go      the pages and what each template is given; funcs.go
+//	              the templates' helpers
 package dashboard

@@ -30,6 +30,13 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	mr, moveErr := rn.move(ctx, MoveRequest{
 		Queue: rn.r.DLQ,
 		Pick: func(m Message) (Pick, bool) {
+			if rn.dropping() {
+				// An original whose copy an earlier run confirmed: its ack,
+				// which a lost connection did not carry (resume_acks.go).
+				if meta := rn.s.ParseMeta(rn.r.DLQ, m); rn.dropsOriginal(meta) {
+					return Pick{ID: meta.ID, Drop: true}, true
+				}
+			}
 			if *left == 0 {
 				return Pick{}, false
 			}
@@ -80,6 +87,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		},
 	})
 	rn.r.Sent = sentBefore
+	rn.bookDrops(mr)
 	rn.refused(mr, res)
 	if rn.resending {
 		rn.bookResend(mr, res, sentPer)

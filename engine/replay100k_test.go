@@ -291,7 +291,7 @@ func quorum100kBrokers() []testkit.Broker {
 
 // brokers100k are the named brokers in make test's 100k stage, or all of
 // them with DLQBOT_100K_ALL=1: the stage runs each case where it tells
-// something, to keep within its time (README "Tests" has the table).
+// something, to keep within its time (docs/reliability.md "Tests and benchmarks" has the table).
 func brokers100k(names ...string) []testkit.Broker {
 	if os.Getenv("DLQBOT_100K_ALL") != "" {
 		return testkit.Brokers()

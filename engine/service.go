@@ -44,7 +44,7 @@ type Config struct {
 	// through its tap lets a step past the canary phase (the doubling
 	// steps up to the cap) settle while the next one sends, with at most
 	// one such step outstanding and a breaker that stops the sends on
-	// returns (overlap.go; README "Overlapping steps"); paced replays and
+	// returns (settle_overlap.go; docs/design.md "How settling is judged"); paced replays and
 	// the canary phase always send, then settle.
 	StrictSteps bool
 	// BypassEvery is how long, past the canary phase, a run goes between

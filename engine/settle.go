@@ -10,7 +10,7 @@ import (
 // targetWatch follows one target queue while a step settles.
 //
 // RabbitMQ never tells a publisher that its messages were consumed, so
-// settling is inferred (see README "How settling is judged"): the step's n
+// settling is inferred (see docs/design.md "How settling is judged"): the step's n
 // copies sat behind the R−n others ready when the last was confirmed
 // (FIFO). Two estimates, each of which can only be late, never early:
 //
@@ -33,6 +33,7 @@ type targetWatch struct {
 	// byCounters is set when deliver_get showed copies delivered that the
 	// ready count had not.
 	byCounters bool
+	booked     int // of delivered, how many the replay's counts hold (noteSettled)
 }
 
 // sampleTargets reads the publish counters of the step's targets before it
@@ -78,6 +79,14 @@ type sentStep struct {
 	// apiMark is the run's apiDown before the step sampled its targets
 	// (settle_api.go).
 	apiMark int64
+	// rejudge is the record of a step an earlier run sent and did not
+	// judge, and booked how many of its copies were seen leaving (and
+	// counted settled) before these watches began (settle_unjudged.go).
+	rejudge *UnjudgedStep
+	booked  int
+	// rest is set on the judgement of the copies still unsettled once the
+	// plan is exhausted (settleRest): no step of its own.
+	rest bool
 }
 
 // beginSettle starts watching what res sent (sentPer: confirmed copies per
@@ -101,16 +110,6 @@ func (rn *run) beginSettle(ctx context.Context, res StepResult, sentPer map[stri
 		p.watches = append(p.watches, w)
 	}
 	return p
-}
-
-// settle waits until every copy of the step was delivered from its target
-// and a grace period passed with no return, or the step timeout passes, and
-// fills res with what was observed; see settleSteps.
-func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) (stop, err error) {
-	p := rn.beginSettle(parent, *res, sentPer, publish0, look)
-	stop, err = rn.settleSteps(parent, p, nil)
-	*res = p.res
-	return stop, err
 }
 
 // settleSteps waits until every copy of step p was delivered from its
@@ -168,10 +167,11 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 		return nil, err
 	}
 	res := &p.res
-	res.Settled = 0
+	res.Settled = p.booked
 	for _, w := range p.watches {
 		res.Settled += w.delivered
 	}
+	res.Settled = min(res.Settled, res.Sent)
 	res.Returned = rn.r.Returned - p.before
 	if rn.r.Unseen != nil {
 		u := *rn.r.Unseen
@@ -222,7 +222,7 @@ func (rn *run) cancelOnStop(ctx context.Context, cancel context.CancelFunc) {
 		case <-ctx.Done():
 			return
 		case <-rn.s.d.Clock.After(50 * time.Millisecond):
-			if rn.ctl.err() != nil || rn.hb.lost.Load() {
+			if rn.controlErr() != nil || rn.hb.lost.Load() {
 				cancel()
 				return
 			}

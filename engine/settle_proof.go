@@ -4,8 +4,8 @@ import "context"
 
 // targetProof is what a run knows of one target queue's management
 // counters since an anchor sample: whether they can prove that every copy
-// the run published there was delivered and acked (README "How settling
-// is judged"), which ends a step's settle before its grace.
+// the run published there was delivered and acked (docs/design.md "How
+// settling is judged"), which ends a step's settle before its grace.
 //
 // The anchor is a sample read before a step published, showing the target
 // drained (nothing ready, nothing unacknowledged). From there on the run

@@ -1,5 +1,5 @@
 // Package metrics exposes dlqbot's Prometheus metrics and serves them on
-// /metrics (README "Operations").
+// /metrics (docs/operating.md "Operations").
 //
 // A Metrics is built on a registry with New and is an engine.Notifier: wire
 // it into the engine next to the Slack notifier (engine.Notifiers{slack, m})
@@ -43,4 +43,8 @@
 // ("chat.postMessage"), never anything derived from a request. Handler serves
 // the registry in the Prometheus exposition format. No method blocks on
 // anything but a short mutex, so a slow scrape never slows a replay.
+//
+// Files:
+//
+//	metrics.go  Metrics, its series and its /metrics handler
 package metrics

@@ -31,7 +31,7 @@ func (o *Ops) permit(ctx context.Context, c Caller, check func(id string, groups
 	if err == nil {
 		return nil
 	}
-	r := classify(err, "")
+	r := Classify(err, "")
 	if rf, ok := IsRefusal(r); ok && lookupErr != nil {
 		rf.Reason = strings.TrimSuffix(rf.Reason, ".") + " (your Slack user groups could not be read just now, so only grants to you by name counted)."
 	}

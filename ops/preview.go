@@ -30,7 +30,7 @@ func (o *Ops) Preview(ctx context.Context, c Caller, sel engine.Selection) (p *e
 	if c.Channel != "" {
 		// Where the preview will be shown, before anything is read.
 		if err := o.policy.CheckChannel(sel.DLQ, c.Channel); err != nil {
-			return nil, classify(err, sel.DLQ)
+			return nil, Classify(err, sel.DLQ)
 		}
 	}
 	if err := o.scan(ctx, c, sel.Vhost, sel.DLQ); err != nil {
@@ -38,7 +38,7 @@ func (o *Ops) Preview(ctx context.Context, c Caller, sel engine.Selection) (p *e
 	}
 	p, err = o.d.Engine.Preview(ctx, sel, o.acting(c))
 	if err != nil {
-		return nil, classify(err, sel.DLQ)
+		return nil, Classify(err, sel.DLQ)
 	}
 	return p, nil
 }
@@ -55,7 +55,7 @@ func (o *Ops) Samples(ctx context.Context, c Caller, token, dlq string) (_ strin
 	if dlq == "" {
 		f, err := o.d.Tokens.LoadHeader(ctx, token)
 		if err != nil {
-			return "", classify(err, token)
+			return "", Classify(err, token)
 		}
 		dlq, e.DLQ, e.Vhost, e.Messages = f.DLQ, f.DLQ, f.Vhost, f.Total
 	}

@@ -118,7 +118,7 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 		return err
 	}
 	if n != nil {
-		b, err = bot.New(n, bot.Deps{Ops: o, Replays: a.store.Replays(), Tokens: a.store.Tokens()})
+		b, err = bot.New(n, bot.Deps{Ops: o, Tokens: a.store.Tokens()})
 		if err != nil {
 			return usageError("slack: %w", err)
 		}

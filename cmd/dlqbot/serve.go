@@ -259,7 +259,7 @@ func newSlackBot(cfg config, a *app, n *bot.Notifier, o *ops.Ops, log zerolog.Lo
 	if n == nil {
 		return nil, nil
 	}
-	b, err := bot.New(n, bot.Deps{Ops: o, Replays: a.store.Replays(), Tokens: a.store.Tokens(), Seen: a.store.SlackRequests()})
+	b, err := bot.New(n, bot.Deps{Ops: o, Tokens: a.store.Tokens(), Seen: a.store.SlackRequests()})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/stroma/dlqbot/ops"
 )
 
-// terminal runs one subcommand of the terminal front end (README "Using it
-// from a terminal"): the
+// terminal runs one subcommand of the terminal front end (docs/using.md
+// "The terminal"): the
 // slash command's grammar, a readable report, or with --json exactly one
 // JSON document on stdout. With DLQBOT_SERVER it is a client of that
 // server (remote.go); without, the operator's direct mode (direct.go).

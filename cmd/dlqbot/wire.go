@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/redact"
 	"io"
 	"sync/atomic"
 	"time"

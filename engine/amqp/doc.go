@@ -69,4 +69,25 @@
 // the scan runs may end up ahead of the requeued ones, and a scan whose
 // process dies midway has its messages requeued by the broker when the
 // connection drops (nothing is lost, but a quorum queue's order can change).
+//
+// Files, beyond those named above:
+//
+//	broker.go        Config, its defaults, and Broker
+//	conn.go          the connection per node and its channels; nodes.go
+//	                 the cluster's AMQP and management nodes
+//	scan.go          Scan, a read that changes nothing
+//	reader.go        holdReader, the reader behind Scan and Move;
+//	                 readend.go how it knows it has read the whole queue
+//	cursor.go        Cursor, a reader held open across a replay's steps
+//	move.go          Move, confirm-then-ack; move_confirm.go its confirms
+//	countpoll.go     waiting for requeues to land, by the ready count
+//	inspect.go       Inspect, a passive declare; infocache.go a queue's
+//	                 type, arguments and policies, cached briefly
+//	limit.go         a quorum queue's delivery limit and the broker's version
+//	list.go          ListQueues, the vhost's queues and dead-letter targets
+//	route.go         Route: an exchange and routing key to queues
+//	counters.go      Counters, the delivery counters the API has shown
+//	depths.go        Depths, a queue's length over a recent span
+//	consumers.go     QueueConsumers, a queue's consumers and their connections
+//	tap_mgmt.go      the bindings and direct feeders of a DLQ, for its tap
 package amqp

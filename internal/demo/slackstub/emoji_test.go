@@ -37,9 +37,16 @@ func TestStandInRendersTheBotsEmoji(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, m := range code.FindAllStringSubmatch(string(src), -1) {
+			if notEmoji[m[1]] {
+				continue
+			}
 			if !known[m[1]] {
 				t.Errorf("%s writes :%s:, which the stand-in shows raw", f, m[1])
 			}
 		}
 	}
 }
+
+// notEmoji are words the bot writes between colons that are not emoji
+// shortcodes: the "Approve anyway" button's value, token:confirm:digest.
+var notEmoji = map[string]bool{"confirm": true}
