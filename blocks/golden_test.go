@@ -76,6 +76,7 @@ func goldenCases() map[string]render {
 		"progress_in_doubt_stale":       rendered(Progress(stale, nil)),
 		"progress_resent":               rendered(Progress(resent, nil)),
 		"preview_problems":              rendered(Preview(previewWithProblems(), fixedNow())),
+		"preview_unchanged":             rendered(Preview(previewUnchanged(), fixedNow())),
 		"preview_nothing":               rendered(Preview(previewNothing(), fixedNow())),
 		"preview_samples":               rendered(Samples(previewWithProblems())),
 		"preview_arrivals":              rendered(Preview(previewArrivals(), fixedNow())),

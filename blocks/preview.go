@@ -212,6 +212,10 @@ func problemsText(p *engine.Preview) string {
 		byKind[pr.Kind] = append(byKind[pr.Kind], pr)
 	}
 	for _, k := range kinds {
+		if k == engine.ProblemConsumersUnchanged {
+			lines = append(lines, unchangedLine(byKind[k], p.Targets))
+			continue
+		}
 		lines = append(lines, problemLine(byKind[k]))
 	}
 	head := "*What would go wrong*"

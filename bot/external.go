@@ -107,7 +107,8 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 func (b *Bot) ApprovalChannel() string { return b.cfg.APIChannel }
 
 // previewOf renders what a frozen preview knows as a preview: its DLQ,
-// selection, requester, counts and targets as they were.
+// selection, requester, counts and targets as they were, and the targets
+// whose consumers were not restarted since the failures.
 func previewOf(f engine.Frozen) *engine.Preview {
 	p := &engine.Preview{
 		Token: f.Token, DLQ: engine.QueueInfo{Name: f.DLQ, Exists: true}, Selection: f.Selection,
@@ -117,7 +118,13 @@ func previewOf(f engine.Frozen) *engine.Preview {
 		p.ExpiresAt = f.ExpiresAt.UTC().Format(time.RFC3339)
 	}
 	for _, t := range f.Targets {
-		p.Targets = append(p.Targets, engine.TargetView{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages})
+		p.Targets = append(p.Targets, engine.TargetView{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages,
+			ConsumersSinceFailure: t.ConsumersSinceFailure})
+		if t.ConsumersSinceFailure == engine.SinceUnchanged {
+			// The one problem a token keeps: whoever is asked to approve
+			// sees it first.
+			p.Problems = append(p.Problems, engine.Problem{Kind: engine.ProblemConsumersUnchanged, Queue: t.Queue, Messages: t.Messages})
+		}
 	}
 	return p
 }

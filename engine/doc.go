@@ -7,7 +7,7 @@
 // ports*.go files hold those shared by several parts, and the others are
 // declared beside the code that needs them. Every interface, by file:
 //
-//	ports.go          Clock, Broker, CounterReader (RabbitMQ)
+//	ports.go          Clock, Broker, CounterReader, ConsumerLister (RabbitMQ)
 //	ports_tap.go      Taps, Returns, TapGaps (the DLQ's tap, the copies that came
 //	                  back, and the windows the tap was missing)
 //	ports_work.go     Jobs, Registry (work hand-off)

@@ -211,6 +211,23 @@ type WatchLook struct {
 	Consumers int
 }
 
+// ConsumerConn is one consumer of a queue and the connection it runs on,
+// as the management API lists them: when the connection was opened and
+// what the client says it is (client_properties; "" when it does not say).
+type ConsumerConn struct {
+	ConnectedAt    time.Time `json:"connected_at"`
+	Product        string    `json:"product,omitempty"`
+	Version        string    `json:"version,omitempty"`
+	ConnectionName string    `json:"connection_name,omitempty"`
+}
+
+// ConsumerLister lists a queue's consumers with their connections (the
+// management API: a hint; an API that is down is an error at once, never
+// a wait). A connection it cannot date has a zero ConnectedAt.
+type ConsumerLister interface {
+	QueueConsumers(ctx context.Context, queue string) ([]ConsumerConn, error)
+}
+
 // CounterReader reads a queue's QueueCounters from the management API.
 type CounterReader interface {
 	Counters(ctx context.Context, queue string) (QueueCounters, error)

@@ -214,6 +214,10 @@ type Deps struct {
 	// Counters reads the management API's queue counters; optional (settling
 	// is then judged from the ready count alone).
 	Counters CounterReader
+	// Consumers lists a target's consumers and their connections, so a
+	// preview can tell whether they were restarted since its messages
+	// failed; optional (every target's verdict is then unknown).
+	Consumers ConsumerLister
 	// Watches count what reaches a DLQ between a preview and its approval,
 	// so an approval proves it unchanged without waiting for statistics;
 	// optional (the proof then waits for a management sample).

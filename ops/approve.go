@@ -46,7 +46,9 @@ func ChangesDigest(changes []engine.Change) string { return engine.ChangesDigest
 // requester and DLQ over the window). The engine then consumes the token
 // atomically and makes the one compare of the world with the preview,
 // bound to a.ConfirmDigest (a Changed refusal lists what changed;
-// nothing is sent). The new replay is shown
+// nothing is sent). approval.when_unchanged applies to a preview whose
+// target's consumers were not restarted since its messages failed. The new
+// replay is shown
 // (a.Show) and, unless Config.NoHandOff, handed to the workers.
 func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, err error) {
 	e := audit.Entry{Op: audit.OpApprove, TokenRef: audit.TokenRef(a.Token)}
@@ -87,6 +89,9 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 		return out, err
 	}
 	if err := o.human(c, "approve this replay"); err != nil {
+		return out, err
+	}
+	if err := o.whenUnchanged(c, f); err != nil {
 		return out, err
 	}
 	release, err := o.fourEyes(ctx, c, f)

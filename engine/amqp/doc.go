@@ -44,6 +44,10 @@
 //     Config.ManagementCooldown, requests to it failing at once with
 //     engine.ErrManagementDown, until a probe in the background finds it
 //     answering again (mgmt_breaker.go);
+//   - QueueConsumers (consumers.go), a queue's consumers and the
+//     connections they run on (opened when, by which client), which tells
+//     a preview whether its targets' consumers were restarted since the
+//     messages failed;
 //   - Delivered (delivered.go), the deliveries dlqbot's reads received
 //     from a queue, counted where they arrive;
 //   - the tap (tap.go): a bounded classic queue "dlqbot.tap.<dlq>" bound
@@ -86,5 +90,6 @@
 //	route.go         Route: an exchange and routing key to queues
 //	counters.go      Counters, the delivery counters the API has shown
 //	depths.go        Depths, a queue's length over a recent span
+//	consumers.go     QueueConsumers, a queue's consumers and their connections
 //	tap_mgmt.go      the bindings and direct feeders of a DLQ, for its tap
 package amqp
