@@ -252,8 +252,11 @@ func (fs *feeds) locate(ctx context.Context, f *feed) location {
 func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
 	nt := fs.n
 	channel, thread := loc.channel, loc.thread
+	fs.mu.Lock()
+	dlq := f.dlq // push sets it under mu
+	fs.mu.Unlock()
 	if p.activity || p.outcome {
-		if p.outcome && (channel == "" || thread == "" || !nt.showable(f.dlq, channel)) {
+		if p.outcome && (channel == "" || thread == "" || !nt.showable(dlq, channel)) {
 			return // a replay shown nowhere, or where the policy does not allow its DLQ
 		}
 		if p.activity {
@@ -266,7 +269,7 @@ func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
 		thread = ""
 	} else if channel == "" || thread == "" {
 		return // a replay started outside Slack has no thread
-	} else if !nt.showable(f.dlq, channel) {
+	} else if !nt.showable(dlq, channel) {
 		return // recorded where the policy does not allow its DLQ (see showwhere.go)
 	}
 	if _, err := nt.post(ctx, postAttempts, channel, thread, p.blocks, p.text); err != nil {

@@ -231,7 +231,7 @@ func TestCheckComposeRejects(t *testing.T) {
 		{"wrong host", "redis://redis:6379/0", "redis://127.0.0.1:6379/0", "REDIS_URL"},
 		{"wrong creds", "amqp://dlqbot:dlqbot@", "amqp://guest:guest@", "RABBITMQ_DEFAULT_USER"},
 		{"env typo", "      REDIS_URL:", "      REDIS_ADDR:", "REDIS_ADDR"},
-		{"short grace", "stop_grace_period: 90s", "stop_grace_period: 10s", "SIGTERM drain"},
+		{"short grace", "stop_grace_period: 120s", "stop_grace_period: 10s", "SIGTERM drain"},
 		{"not built", "      context: .\n", "      context: ./cmd\n", "Dockerfile"},
 		{"no hostname", "    hostname: rabbitmq\n", "", "hostname"},
 	}

@@ -260,7 +260,7 @@ func TestCheckKubeRejects(t *testing.T) {
 		{"live on readyz", "path: /healthz", "path: /readyz", "/healthz"},
 		{"probe timeout", "timeoutSeconds: 5", "timeoutSeconds: 1", "gives up"},
 		{"probe port", "port: http\n            periodSeconds: 5", "port: 9090\n            periodSeconds: 5", "probe asks port"},
-		{"short grace", "terminationGracePeriodSeconds: 90", "terminationGracePeriodSeconds: 30", "SIGTERM drain"},
+		{"short grace", "terminationGracePeriodSeconds: 120", "terminationGracePeriodSeconds: 30", "SIGTERM drain"},
 		{"root", "runAsNonRoot: true\n            allowPrivilegeEscalation", "runAsNonRoot: false\n            allowPrivilegeEscalation", "runAsNonRoot"},
 		{"other user", "runAsUser: 65532", "runAsUser: 1000", "image's user"},
 		{"writable", "readOnlyRootFilesystem: true", "readOnlyRootFilesystem: false", "readOnlyRootFilesystem"},

@@ -19,7 +19,9 @@ import (
 // the vhost's connections once (more than oneByOne); a client name with a
 // control character is left out.
 func TestQueueConsumers(t *testing.T) {
+	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
 		e := newEnvOn(t, on)
 		b := testBroker(t, onBroker(on, Config{}))
 		for _, n := range []int{2, oneByOne + 2} {
