@@ -44,6 +44,9 @@ type holdReader struct {
 	chans  []*heldChan
 	seq    int
 	copies int  // copies named (copyHeader), over every move of the read
+	// arrived is how many messages arrived behind the read and were
+	// handed out by Arrivals (tail.go).
+	arrived int
 	done   bool // errReadDone was returned
 	timer  *time.Timer
 	closed bool
@@ -86,6 +89,7 @@ type heldChan struct {
 	drained    int      // deliveries that arrived after the read ended
 	acked      int      // deliveries acked individually
 	cancelled  bool     // consumer cancelled (by us, or by the broker)
+	tail       bool     // a tail consumer's channel (tail.go): everything it got is an arrival
 	ackedTags  []uint64 // delivery tags acked, for paced requeues
 	// floor: every tag up to it is acked; above is tags acked above the
 	// floor (individually, because a held delivery below them is not).
