@@ -243,3 +243,56 @@ func TestDefaultExchangeReplayCountsReturnsAtTheTail(t *testing.T) {
 		}
 	})
 }
+
+// TestATailThatCannotSeeTheDLQClaimsNothing: another consumer takes the
+// DLQ's arrivals from the replay's first copy on (it holds the 5 copies
+// the handler rejects as they come back), so the cursor's tail cannot
+// tell what came back: the run's last look must not finish on "0 came
+// back" but stop and say it could not tell; check, once the other
+// consumer let go, counts all 5 from the whole DLQ. It waits out the last
+// judgement's patience (15 s): one broker.
+func TestATailThatCannotSeeTheDLQClaimsNothing(t *testing.T) {
+	t.Parallel()
+	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, b testkit.Broker) {
+		t.Parallel()
+		const n, back = 20, 5
+		cnt := &readCount{byID: map[string]int{}, by: map[string]int{}}
+		e := newEnvTuned(t, graceful, b, func(d *engine.Deps) {
+			d.Mover = countMover{CursorMover: d.Mover.(engine.CursorMover), c: cnt}
+		})
+		r := e.rabbit
+		src, dlq := testkit.Name("src"), testkit.Name("dlq")
+		r.Topology(src, dlq, nil) // dead letters go through the default exchange only
+		r.Reject(src, testkit.Msgs(n, 50)...)
+		r.WaitCount(dlq, n, 20*time.Second)
+		p := preview(t, e, engine.Selection{DLQ: dlq})
+		if p.Returns.Mode != engine.ReturnsReread {
+			t.Fatalf("preview returns %+v: want no tap", p.Returns)
+		}
+		holder := holdAtFirstCopy(t, r, src, dlq, back, nil, rejectEvery(n/back))
+		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, _ := e.svc.Run(t.Context(), ap.Replay.ID, "owner") // stopped: its error says why
+		if rep.Sent != n || rep.State != engine.StateStopped ||
+			strings.Contains(rep.Note, "came back") || !strings.Contains(rep.Note, "could not tell") {
+			t.Fatalf("replay %s sent %d returned %d note %q: want stopped on a last look that could not tell, all sent",
+				rep.State, rep.Sent, rep.Returned, rep.Note)
+		}
+		if cnt.by["cursor"] == 0 {
+			t.Fatalf("the replay read through no cursor (%v): the test proves nothing of its tail", cnt.by)
+		}
+		if err := holder.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r.WaitCount(dlq, back, 30*time.Second)
+		c, err := e.svc.Check(t.Context(), rep.ID, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Returned != back {
+			t.Fatalf("check: %d back, want %d", c.Returned, back)
+		}
+	})
+}
