@@ -35,19 +35,21 @@ const tailPoll = 50 * time.Millisecond
 // delivered them (engine.TailCursor). The read must have ended (Done). It
 // returns an error wrapping engine.ErrHeldElsewhere when the read could
 // not see every arrival: it ended short, or another consumer is on the
-// DLQ. After any other error the caller must not trust what it saw.
+// DLQ; after any other error the cursor is released.
 func (c *Cursor) Arrivals(ctx context.Context, visit func(engine.Message)) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := c.r
 	if r.closed {
-		return fmt.Errorf("amqp: arrivals on %s: the cursor was released", r.queue)
-	}
-	if !r.done && r.seq < r.want {
-		return fmt.Errorf("amqp: arrivals on %s: the read has not ended", r.queue)
+		return fmt.Errorf("amqp: arrivals on %s: the cursor was released", r.queue) // nothing left to release
 	}
 	if r.short || r.others > 0 || r.landing > 0 {
 		return fmt.Errorf("amqp: arrivals on %s: the read did not see the whole queue: %w", r.queue, engine.ErrHeldElsewhere)
+	}
+	if r.seq < r.want {
+		// Not ended, or ended by the read budget: what it holds beyond
+		// its last delivery is no arrival.
+		return c.tailErr(fmt.Errorf("the read has not seen every message ready when it began"))
 	}
 	see := func(ch *heldChan, d amqp.Delivery, drained bool) {
 		if drained {
@@ -101,13 +103,13 @@ func (c *Cursor) Arrivals(ctx context.Context, visit func(engine.Message)) error
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("amqp: arrivals on %s: %d ready messages were not delivered within %s", r.queue, ready, r.stall)
+			return c.tailErr(fmt.Errorf("%d ready messages were not delivered within %s", ready, r.stall))
 		}
 		timer := time.NewTimer(tailPoll)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
-			return ctx.Err()
+			return c.tailErr(ctx.Err())
 		case d, ok := <-t.deliveries:
 			timer.Stop()
 			if !ok {
