@@ -1,4 +1,4 @@
-# dlqbot — see README.md.
+# dlqbot — see README.md and docs/.
 GO        ?= go
 PKGS      ?= ./...
 FUZZTIME  ?= 10s
@@ -30,10 +30,10 @@ services-all services4:
 ## brokers far more than on the CPU): the engine package with the race
 ## detector; every other package with it; and, without it (which makes
 ## them several times slower, so they skip under -race), the whole-DLQ
-## replays of 100,000 (README "Tests" says which run on which broker), then
+## replays of 100,000 (docs/reliability.md "Tests and benchmarks" says which run on which broker), then
 ## brief fuzzing. Quorum-queue cases run on every broker, classic-queue
 ## cases of the long fault tests on one each (testkit.ClassicOn). Each
-## lane's log is in bin/test/; README "Tests" has the times measured.
+## lane's log is in bin/test/; docs/reliability.md says how long it takes.
 test: services-all vet
 	PKGS="$(PKGS)" FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/test.sh
 

@@ -24,4 +24,16 @@
 // principal. Each replay's events are appended to a log (the EventLog
 // port, a Redis stream) by RecordEvents, so the event stream can follow a
 // replay run by any replica.
+//
+// Files:
+//
+//	service.go    Config, Deps (the Slack and EventLog ports) and New
+//	ops.go        the operations of Service, each a call of package ops
+//	http.go       the HTTP API's routes, authentication and JSON bodies
+//	errors.go     Error and its Codes: ops' refusals, outages and faults
+//	              worded for a client
+//	events.go     RecordEvents and the server-sent-events stream
+//	audit.go      the audit entries a caller may see, and their filter
+//	dashboard.go  what the dashboard needs beyond the operations
+//	rate.go       Rate, a replay's rate as a program gives it
 package api

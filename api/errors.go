@@ -8,10 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stroma/dlqbot/audit"
-	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/ops"
+	"github.com/stroma/dlqbot/redact"
 )
 
 // Codes of *Error: stable strings clients can switch on.
@@ -63,7 +62,7 @@ func (e *Error) Cause() string {
 	if e.err == nil {
 		return ""
 	}
-	return audit.ScrubTokens(e.err.Error())
+	return redact.Tokens(e.err.Error())
 }
 
 // faultSentence is what a client is told of a fault inside dlqbot: no
@@ -82,33 +81,19 @@ func newError(status int, code, format string, a ...any) *Error {
 	return &Error{Status: status, Code: code, Message: fmt.Sprintf(format, a...)}
 }
 
-// asError words err for a client. subject names what the call was about
+// asError words err for a client: a refusal by ops.Classify's table,
+// an outage, a timeout or a fault. subject names what the call was about
 // (a queue, a token, a replay id).
 func asError(err error, subject string) *Error {
 	var ae *Error
 	if errors.As(err, &ae) {
 		return ae
 	}
-	if r, ok := ops.IsRefusal(err); ok {
+	if r, ok := ops.IsRefusal(ops.Classify(err, subject)); ok {
 		return refusalError(r)
 	}
-	var fe *commands.ForbiddenError
 	e := &Error{err: err}
 	switch {
-	case errors.As(err, &fe):
-		e.Status, e.Code, e.Message = http.StatusForbidden, CodeForbidden, fe.Error()+" Nothing was done."
-	case errors.Is(err, engine.ErrQueueNotFound):
-		e.Status, e.Code, e.Message = http.StatusNotFound, CodeQueueNotFound, fmt.Sprintf("There is no queue %q on the broker; check the name (and vhost).", subject)
-	case errors.Is(err, engine.ErrTokenNotFound):
-		e.Status, e.Code, e.Message = http.StatusNotFound, CodeTokenNotFound, "That preview token is unknown or has expired (tokens last 24 hours): preview again to get a new one. Nothing was sent."
-	case errors.Is(err, engine.ErrTokenUsed):
-		e.Status, e.Code, e.Message = http.StatusConflict, CodeTokenUsed, "That preview was already approved: a token starts at most one replay. Nothing more was sent."
-	case errors.Is(err, engine.ErrReplayNotFound):
-		e.Status, e.Code, e.Message = http.StatusNotFound, CodeReplayNotFound, fmt.Sprintf("There is no replay %q.", subject)
-	case errors.Is(err, engine.ErrNotControllable):
-		e.Status, e.Code, e.Message = http.StatusConflict, CodeNotControllable, fmt.Sprintf("Replay %s cannot do that in its state (%v); nothing was changed.", subject, err)
-	case errors.Is(err, engine.ErrUnsupported):
-		e.Status, e.Code, e.Message = http.StatusBadRequest, CodeUnsupported, "dlqbot cannot do that: "+err.Error()+". Nothing was done."
 	case errors.Is(err, engine.ErrBrokerUnavailable):
 		e.Status, e.Code, e.Message = http.StatusServiceUnavailable, CodeUnavailable, "RabbitMQ cannot be reached right now, so nothing was done. Try again shortly."
 	case errors.Is(err, engine.ErrStoreUnavailable):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/redact"
 )
 
 // handler serves the HTTP API.
@@ -130,7 +131,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint, str
 		}
 		status = aerr.Status
 		writeJSON(w, status, aerr)
-		ev = h.s.log.Warn().Str("code", aerr.Code).Str("error", audit.ScrubTokens(aerr.Message))
+		ev = h.s.log.Warn().Str("code", aerr.Code).Str("error", redact.Tokens(aerr.Message))
 		if aerr.err != nil {
 			ev = ev.Str("cause", aerr.Cause())
 		}
@@ -140,7 +141,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint, str
 	}
 	// Tokens are never logged: a path or error quoting one shows its
 	// audit.TokenRef.
-	ev.Str("principal", c.Principal).Str("as", c.Identity).Str("client", c.Client).Str("method", r.Method).Str("path", audit.ScrubTokens(r.URL.Path)).
+	ev.Str("principal", c.Principal).Str("as", c.Identity).Str("client", c.Client).Str("method", r.Method).Str("path", redact.Tokens(r.URL.Path)).
 		Str("remote", r.RemoteAddr).Int("status", status).Dur("took", time.Since(started)).Msg("api call")
 }
 

@@ -25,7 +25,7 @@ func (s *Service) Preview(ctx context.Context, c Caller, selection string) (*eng
 		return nil, asError(err, sel.DLQ)
 	}
 	if p.Token != "" {
-		s.previews.put(p.Token, p)
+		s.previews.Put(p.Token, p)
 	}
 	return p, nil
 }
@@ -92,7 +92,7 @@ func (s *Service) Approve(ctx context.Context, c Caller, token string, p Params,
 // RequestApproval posts the preview token's preview to Slack for a person
 // to approve, instead of approving it (ops.RequestApproval).
 func (s *Service) RequestApproval(ctx context.Context, c Caller, token string) (channel, ts string, err error) {
-	p, _ := s.previews.get(token)
+	p, _ := s.previews.Get(token)
 	channel, ts, err = s.ops.RequestApproval(ctx, c, token, p)
 	if err != nil {
 		if errors.Is(err, ops.ErrAskFailed) {

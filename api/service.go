@@ -90,15 +90,20 @@ type Service struct {
 	d        Deps
 	ops      *ops.Ops
 	log      zerolog.Logger
-	previews *previewCache
+	previews *ops.PreviewCache[*engine.Preview]
 }
+
+// previewCacheSize is how many previews made here a Service remembers
+// (see ops.PreviewCache), so that asking a person to approve one can post
+// the whole preview.
+const previewCacheSize = 500
 
 // New validates cfg and deps and returns a Service.
 func New(cfg Config, d Deps) (*Service, error) {
 	if d.Ops == nil {
 		return nil, errors.New("api: new: the operations are required")
 	}
-	return &Service{cfg: cfg.withDefaults(), d: d, ops: d.Ops, log: d.Log.With().Str("component", "api").Logger(), previews: newPreviewCache()}, nil
+	return &Service{cfg: cfg.withDefaults(), d: d, ops: d.Ops, log: d.Log.With().Str("component", "api").Logger(), previews: ops.NewPreviewCache[*engine.Preview](previewCacheSize)}, nil
 }
 
 // Policy returns the permissions policy (nil when access control is off).

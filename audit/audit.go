@@ -36,6 +36,13 @@ const (
 	// sign-ins from one address). OpSignOut: a dashboard session ended.
 	OpSignIn  = "sign_in"
 	OpSignOut = "sign_out"
+	// OpAlert: the DLQ watch posted an alert (new dead letters crossed a
+	// watch rule's threshold); OpAlertResolved: the DLQ went back to its
+	// baseline and the alert was marked resolved; OpSnooze: someone
+	// silenced a DLQ's alerts for an hour.
+	OpAlert         = "alert"
+	OpAlertResolved = "alert_resolved"
+	OpSnooze        = "snooze"
 )
 
 // Outcomes of an operation.

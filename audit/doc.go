@@ -5,4 +5,9 @@
 // (Reader). The operations layer records; store.Audit keeps the trail in
 // Redis; the API, the terminal and the dashboard read it. An entry is
 // never edited once appended.
+//
+// Files:
+//
+//	audit.go  Entry, its operations and outcomes, TokenRef, and the
+//	          Recorder and Reader ports
 package audit

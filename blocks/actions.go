@@ -21,6 +21,9 @@ const (
 	// ActionSamples asks for a preview's sample messages (value: the
 	// preview token); they are shown only to a reader of the DLQ, ephemerally.
 	ActionSamples = "dlq.samples"
+	// ActionDetails asks for a preview's mechanics (value: the preview
+	// token): read depth, budget, how returns are found; shown ephemerally.
+	ActionDetails = "dlq.details"
 	// ActionResend (value: the replay id) resumes a paused or stopped
 	// replay with resend=in-doubt; shown while copies are in doubt.
 	ActionResend = "dlq.resend"

@@ -38,7 +38,7 @@ func buttons(bs []slack.Block) []btn {
 }
 
 func TestActionIDs(t *testing.T) {
-	// These names are fixed (README "Slack"); other tools rely on them.
+	// These names are fixed (SPEC §10); other tools rely on them.
 	for got, want := range map[string]string{
 		ActionApprove: "dlq.approve", ActionDiscard: "dlq.discard", ActionPause: "dlq.pause",
 		ActionResume: "dlq.resume", ActionCancel: "dlq.cancel", ActionPark: "dlq.park",
@@ -60,6 +60,7 @@ func TestButtons(t *testing.T) {
 	approve := btn{"dlq.approve", token, true}
 	discard := btn{"dlq.discard", token, false}
 	samples := btn{"dlq.samples", token, false}
+	details := btn{"dlq.details", token, false}
 	pause := btn{"dlq.pause", replayID, false}
 	resume := btn{"dlq.resume", replayID, false}
 	cont := btn{"dlq.resume", replayID, true}
@@ -69,7 +70,7 @@ func TestButtons(t *testing.T) {
 		b    []slack.Block
 		want []btn
 	}{
-		{"preview", first(Preview(previewWithProblems(), fixedNow())), []btn{approve, discard, samples}},
+		{"preview", first(Preview(previewWithProblems(), fixedNow())), []btn{approve, discard, samples, details}},
 		{"preview, nothing selected", first(Preview(previewNothing(), fixedNow())), nil},
 		{"preview approved", first(PreviewApproved(previewWithProblems(), approver, replayID)), nil},
 		{"preview discarded", first(PreviewDiscarded(previewWithProblems(), approver)), nil},
@@ -91,7 +92,7 @@ func TestButtons(t *testing.T) {
 		{"preview with arrivals", first(Preview(previewArrivals(), fixedNow())), []btn{
 			{"dlq.preview_group", "orders.dlq reason=rejected group=" + engine.GroupID("order <n> not found"), false},
 			{"dlq.preview_group", "orders.dlq reason=rejected group=" + previewArrivals().Arrivals.Groups[1].GroupID, false},
-			approve, discard, samples}},
+			approve, discard, samples, details}},
 		{"preview with arrivals by source", first(Preview(previewArrivalsBySource(), fixedNow())), nil},
 		{"check, nothing back", first(Check(checkNothingBack(), ChannelView)), nil},
 	}

@@ -42,7 +42,7 @@ func Check(c engine.CheckReport, v View) ([]slack.Block, string) {
 		summary = fmt.Sprintf(":white_check_mark: *0 of %s came back.* %s not seen in a dead-letter queue so far.",
 			plural(c.Replayed, "replayed message", "replayed messages"), num(notBack))
 	default:
-		summary = fmt.Sprintf(":warning: *%s of %s came back*, dead-lettered again with this replay's id. %s not seen in a dead-letter queue so far.",
+		summary = fmt.Sprintf(":warning: *%s of %s came back*, dead-lettered with this replay's id. %s not seen in a dead-letter queue so far.",
 			num(c.Returned), plural(c.Replayed, "replayed message", "replayed messages"), num(notBack))
 	}
 	out := []slack.Block{section(head + "\n" + summary)}

@@ -11,6 +11,14 @@
 // payloads) is escaped for mrkdwn and shown in code formatting, so it can
 // neither mention anyone nor break the layout.
 //
+// A replay's outcome is one line (Outcome, outcome.go) built on its
+// verdict (engine.Replay.Verdict): the progress message's head, the outcome
+// line posted in the channel, and the status line an approved preview leads
+// with (PreviewStatus), each with links to the thread and the dashboard.
+// The words for quantities are the glossary's (commands.Glossary);
+// vocabulary_test.go keeps their synonyms out of this package, the
+// dashboard's templates and the terminal's printer.
+//
 // What a whole channel sees of a failure is an allowlist (View, view.go):
 // a renderer of a channel post names a failure group by its type and id
 // (ChannelView) and never reaches its text; the group texts, examples'
@@ -23,4 +31,21 @@
 // ("…") so that any input, however large, yields a valid message; the
 // tests check every rendering against the limits (limits.go lists them,
 // validate_test.go checks them) with inputs far beyond any real DLQ.
+//
+// Files:
+//
+//	preview.go   a preview, approved or discarded; targets.go its targets;
+//	             samples.go its sample messages; arrivals.go its arrivals
+//	             and the buttons that preview a group or the copies back
+//	changes.go   what changed since a preview, at approval
+//	progress.go  a replay's progress message; events.go its thread replies
+//	             and activity lines; outcome.go its outcome line
+//	check.go     a check's report, park results and errors
+//	alert.go     a DLQ watch alert: open with its Preview and Snooze 1h
+//	             buttons, resolved, or snoozed; counts and a sparkline only
+//	actions.go   the action and block ids of every button
+//	view.go      who a rendering is for (View)
+//	shared.go    requesters, approvers and replay lines
+//	text.go      escaping, clipping and code formatting of free text
+//	limits.go    Slack's Block Kit limits
 package blocks

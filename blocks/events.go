@@ -32,21 +32,29 @@ func StepReplyAs(command string, e engine.Event) string {
 		if e.Step == nil {
 			return clip(":white_check_mark: "+esc(oneLine(e.Text), 600), maxLine)
 		}
-		s = ":white_check_mark: " + stepLine(e.Step, "Step "+num(e.Step.Step)+" passed")
+		s = ":white_check_mark: " + stepLine(e.Step, "Step "+num(e.Step.Step)+" passed"+sizeWhy(p, *e.Step))
 	case engine.EventStopped:
 		if e.Step != nil {
-			s = ":octagonal_sign: " + stepLine(e.Step, "Stopped after step "+num(e.Step.Step))
+			s = ":octagonal_sign: " + stepLine(e.Step, "Stopped after step "+num(e.Step.Step)+sizeWhy(p, *e.Step))
 		} else {
 			s = ":octagonal_sign: Stopped: " + esc(oneLine(firstOf(r.Note, e.Text)), 600)
 		}
-		s += " Use *Continue anyway* or *Cancel* on the progress message."
+		if rest > 0 {
+			s += " Use *Continue anyway* or *Cancel* on the progress message."
+		} else {
+			s += " Nothing is left to send."
+		}
 	case engine.EventPaused:
 		s = fmt.Sprintf(":double_vertical_bar: Paused: %s sent; the remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
 	case engine.EventCancelled:
 		s = fmt.Sprintf(":black_square_for_stop: Cancelled: %s sent; the remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
+		if r.Returned > 0 || r.Unseen != nil {
+			// The copies sent before the cancel are watched for their
+			// step's grace: what came back is counted after it.
+			s += fmt.Sprintf(" Of those sent, %s.", cameBack(r.Returned, r.Unseen))
+		}
 	case engine.EventFinished:
-		s = fmt.Sprintf(":checkered_flag: Finished: %s sent, %s left the target queue, %s, %s missing, %s not delivered.",
-			msgs(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen), num(r.Missing), num(r.Failed))
+		s = fmt.Sprintf("%s; %s missing, %s not delivered.", Outcome(r), num(r.Missing), num(r.Failed))
 	case engine.EventWaiting:
 		s = ":hourglass_flowing_sand: " + esc(oneLine(e.Text), 600)
 	case engine.EventInterrupted:
@@ -85,7 +93,7 @@ func itThem(n int) string {
 // stepLine describes a finished step on one line, after lead ("Step 3
 // passed").
 func stepLine(st *engine.StepResult, lead string) string {
-	s := fmt.Sprintf("%s — %s sent, %s left the target queue, %s",
+	s := fmt.Sprintf("%s — %s sent, %s settled, %s",
 		lead, num(st.Sent), num(st.Settled), cameBackShort(st.Returned, st.Unseen))
 	if st.Failed > 0 {
 		s += fmt.Sprintf(", %s not delivered or missing", num(st.Failed))
@@ -128,6 +136,9 @@ func Activity(e engine.Event) string {
 		s = fmt.Sprintf(":double_vertical_bar: %s paused: %s, %s left in the DLQ", id, counts, num(rest))
 	case engine.EventCancelled:
 		s = fmt.Sprintf(":black_square_for_stop: %s cancelled: %s, %s left in the DLQ", id, counts, num(rest))
+		if r.Returned > 0 || r.Unseen != nil {
+			s += ", " + cameBack(r.Returned, r.Unseen)
+		}
 	case engine.EventStopped:
 		s = fmt.Sprintf(":octagonal_sign: %s stopped", id)
 		if e.Step != nil {
@@ -138,8 +149,8 @@ func Activity(e engine.Event) string {
 			s += " — " + esc(oneLine(why), 300)
 		}
 	case engine.EventFinished:
-		s = fmt.Sprintf(":checkered_flag: %s finished: %s sent, %s left the target queue, %s, %s missing, %s not delivered",
-			id, num(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen), num(r.Missing), num(r.Failed))
+		s = fmt.Sprintf("%s %s %s: %s sent, %s settled, %s, %s missing, %s not delivered",
+			finishIcon(r), id, finishWords(r), num(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen), num(r.Missing), num(r.Failed))
 	case engine.EventInterrupted:
 		s = fmt.Sprintf(":zap: %s interrupted: %s; the rest are still in the DLQ", id, counts)
 	default:
@@ -194,4 +205,58 @@ func cameBackShort(n int, u *engine.Unseen) string {
 		return num(n) + " came back"
 	}
 	return fmt.Sprintf("%s seen back, could not tell for %s", num(n), num(u.Count))
+}
+
+// nominalStep is the size of step k (from 1) before what the plan holds:
+// the first step's size, doubling up to the cap (engine's stepSize).
+func nominalStep(p engine.Params, k int) int {
+	n := p.Step
+	for i := 1; i < k && n < p.Cap; i++ {
+		n *= 2
+	}
+	return min(n, p.Cap)
+}
+
+// sizeWhy says why a step did not plan double the last one: the cap,
+// what was left, or the first copies of targets and failure groups it
+// reached ("" when it is the plain doubling, or the parameters are not
+// known).
+func sizeWhy(p engine.Params, st engine.StepResult) string {
+	if st.Step < 1 || st.Planned <= 0 || p.Step <= 0 || p.Cap < p.Step {
+		return ""
+	}
+	n := nominalStep(p, st.Step)
+	switch {
+	case st.Planned < n:
+		return fmt.Sprintf(" (%s, not %s: only that many were left to send)", num(st.Planned), num(n))
+	case st.Planned > n:
+		return fmt.Sprintf(" (%s, not %s: one more for each target and failure group reached for the first time)", num(st.Planned), num(n))
+	case st.Step > 1 && n < 2*nominalStep(p, st.Step-1):
+		return fmt.Sprintf(" (%s: capped at cap=%s)", num(n), num(p.Cap))
+	}
+	return ""
+}
+
+// finishIcon is a finished replay's icon: the flag only when it finished
+// clean.
+func finishIcon(r engine.Replay) string {
+	switch r.Verdict() {
+	case engine.VerdictCameBack:
+		return ":warning:"
+	case engine.VerdictCouldNotTell:
+		return ":grey_question:"
+	}
+	return ":checkered_flag:"
+}
+
+// finishWords is how a finished replay finished: "finished clean",
+// "finished — 12 of 32 came back", "finished — could not tell".
+func finishWords(r engine.Replay) string {
+	switch r.Verdict() {
+	case engine.VerdictCameBack:
+		return fmt.Sprintf("finished — %s of %s came back", num(r.Returned), num(r.Sent))
+	case engine.VerdictCouldNotTell:
+		return "finished — could not tell"
+	}
+	return "finished clean"
 }

@@ -100,6 +100,15 @@ func replay(s engine.State) engine.Replay {
 	}
 }
 
+// cancelledAfterGrace is a replay cancelled while its step 1 settled, as
+// its run writes it once the copies it sent were watched for the step's
+// grace: all 6 came back.
+func cancelledAfterGrace() engine.Replay {
+	r := replay(engine.StateCancelled)
+	r.Sent, r.Settled, r.Returned, r.Step = 6, 6, 6, 1
+	return r
+}
+
 // lastStep is the result of step 2.
 func lastStep() *engine.StepResult {
 	return &engine.StepResult{Step: 2, Planned: 20, Sent: 20, Settled: 20, Observation: "all 20 left the target queue", Duration: 4200 * time.Millisecond}

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/slack-go/slack"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -42,32 +45,61 @@ func goldenCases() map[string]render {
 	stale := inDoubt
 	stale.CountStale = true
 	stale.Note = engine.Shortfall(stale)
+	// Finished after Continue anyway with copies back; stopped with
+	// nothing left to send.
+	finishedBack := finishedReplay()
+	finishedBack.Returned = 12
+	for i := range 2 {
+		finishedBack.Failures = append(finishedBack.Failures, engine.Failure{ID: fmt.Sprintf("%016x", 0xbee000+i), Target: "orders.created", Kind: engine.FailureReturned, Reason: "rejected"})
+	}
+	stoppedEnd, _ := stoppedReplay()
+	stoppedEnd.Total, stoppedEnd.Sent, stoppedEnd.Failed = 30, 29, 1
+	cancelled := replay(engine.StateCancelled)
+	cancelled.EndedAt = fixedNow()
+	links := ReplayLinks("https://acme.slack.com", "C0123456789", "1700000000.000100", "https://dlqbot.example.com", replayID)
+	approvedPreview, _ := Preview(previewWithProblems(), fixedNow())
+	approvedPreview = Approved(approvedPreview, approver, replayID)
 	return map[string]render{
-		"progress_in_doubt":       rendered(Progress(inDoubt, nil)),
-		"progress_in_doubt_taken": rendered(Progress(taken, nil)),
-		"progress_in_doubt_stale": rendered(Progress(stale, nil)),
-		"progress_resent":         rendered(Progress(resent, nil)),
-		"preview_problems":        rendered(Preview(previewWithProblems(), fixedNow())),
-		"preview_nothing":         rendered(Preview(previewNothing(), fixedNow())),
-		"preview_samples":         rendered(Samples(previewWithProblems())),
-		"preview_arrivals":        rendered(Preview(previewArrivals(), fixedNow())),
-		"preview_arrivals_src":    rendered(Preview(previewArrivalsBySource(), fixedNow())),
-		"preview_approved":        rendered(PreviewApproved(previewWithProblems(), approver, replayID)),
-		"preview_discarded":       rendered(PreviewDiscarded(previewWithProblems(), asker)),
-		"progress_running":        rendered(Progress(replay(engine.StateRunning), lastStep())),
-		"progress_paused":         rendered(Progress(paused, lastStep())),
-		"progress_stopped":        rendered(Progress(stopped, stoppedStep)),
-		"progress_finished":       rendered(Progress(finishedReplay(), nil)),
-		"progress_interrupted":    rendered(ProgressEvent(interruptedEvent())),
-		"changes":                 rendered(Changes(changes(), token)),
-		"check_groups_park":       rendered(Check(checkWithGroups(), ChannelView)),
-		"check_groups_private":    rendered(Check(checkWithGroups(), PrivateView)),
-		"check_nothing_back":      rendered(Check(checkNothingBack(), ChannelView)),
-		"check_unseen":            rendered(Check(checkUnseen(), ChannelView)),
-		"preview_targets_cut":     rendered(Preview(previewManyTargets(), fixedNow())),
-		"preview_targets_private": rendered(Samples(previewManyTargets())),
-		"progress_unseen":         rendered(Progress(finishedUnseen())),
-		"error":                   rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
+		"progress_finished_came_back":   rendered(Progress(finishedBack, nil)),
+		"progress_stopped_nothing_left": rendered(Progress(stoppedEnd, nil)),
+		"progress_cancelled":            rendered(Progress(cancelled, nil)),
+		"preview_status_running":        rendered(PreviewStatus(approvedPreview, replay(engine.StateRunning), links)),
+		"preview_status_paused":         rendered(PreviewStatus(approvedPreview, paused, links)),
+		"preview_status_stopped":        rendered(PreviewStatus(approvedPreview, stopped, links)),
+		"preview_status_finished":       rendered(PreviewStatus(approvedPreview, finishedReplay(), links)),
+		"preview_status_came_back":      rendered(PreviewStatus(approvedPreview, finishedBack, links)),
+		"preview_status_unseen":         rendered(PreviewStatus(nil, func() engine.Replay { r, _ := finishedUnseen(); return r }(), Links{})),
+		"preview_status_cancelled":      rendered(PreviewStatus(approvedPreview, cancelled, links)),
+		"preview_details":               rendered(PreviewDetails(previewWithProblems())),
+		"progress_in_doubt":             rendered(Progress(inDoubt, nil)),
+		"progress_in_doubt_taken":       rendered(Progress(taken, nil)),
+		"progress_in_doubt_stale":       rendered(Progress(stale, nil)),
+		"progress_resent":               rendered(Progress(resent, nil)),
+		"preview_problems":              rendered(Preview(previewWithProblems(), fixedNow())),
+		"preview_unchanged":             rendered(Preview(previewUnchanged(), fixedNow())),
+		"preview_nothing":               rendered(Preview(previewNothing(), fixedNow())),
+		"preview_samples":               rendered(Samples(previewWithProblems())),
+		"preview_arrivals":              rendered(Preview(previewArrivals(), fixedNow())),
+		"preview_arrivals_src":          rendered(Preview(previewArrivalsBySource(), fixedNow())),
+		"preview_approved":              rendered(PreviewApproved(previewWithProblems(), approver, replayID)),
+		"preview_discarded":             rendered(PreviewDiscarded(previewWithProblems(), asker)),
+		"progress_running":              rendered(Progress(replay(engine.StateRunning), lastStep())),
+		"progress_paused":               rendered(Progress(paused, lastStep())),
+		"progress_stopped":              rendered(Progress(stopped, stoppedStep)),
+		"progress_finished":             rendered(Progress(finishedReplay(), nil)),
+		"progress_interrupted":          rendered(ProgressEvent(interruptedEvent())),
+		"changes":                       rendered(Changes(changes(), token)),
+		"check_groups_park":             rendered(Check(checkWithGroups(), ChannelView)),
+		"check_groups_private":          rendered(Check(checkWithGroups(), PrivateView)),
+		"check_nothing_back":            rendered(Check(checkNothingBack(), ChannelView)),
+		"check_unseen":                  rendered(Check(checkUnseen(), ChannelView)),
+		"preview_targets_cut":           rendered(Preview(previewManyTargets(), fixedNow())),
+		"preview_targets_private":       rendered(Samples(previewManyTargets())),
+		"progress_unseen":               rendered(Progress(finishedUnseen())),
+		"alert_open":                    rendered(Alert(watchAlert(ops.AlertOpen))),
+		"alert_resolved":                rendered(Alert(watchAlert(ops.AlertResolved))),
+		"alert_snoozed":                 rendered(Alert(watchAlert(ops.AlertSnoozed))),
+		"error":                         rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
 	}
 }
 
@@ -127,6 +159,7 @@ func TestEventLinesGolden(t *testing.T) {
 		{Kind: engine.EventPaused, Replay: replay(engine.StatePaused)},
 		{Kind: engine.EventResumed, Replay: replay(engine.StateRunning)},
 		{Kind: engine.EventCancelled, Replay: replay(engine.StateCancelled)},
+		{Kind: engine.EventCancelled, Replay: cancelledAfterGrace()},
 		{Kind: engine.EventFinished, Replay: finishedReplay()},
 		interruptedEvent(),
 		takenFromEvent(),
@@ -212,4 +245,21 @@ func takenFromEvent() engine.Event {
 	r := replay(engine.StateRunning)
 	r.TakenFrom = map[string]int{"r_0ld0000000000000": 30}
 	return engine.Event{Kind: engine.EventStarted, Replay: r, Text: "replay started"}
+}
+
+// watchAlert is orders.eu.dlq's alert in state: 30 arrived over two
+// minutes; resolved by one replay; snoozed by a user.
+func watchAlert(state string) ops.Alert {
+	opened := fixedNow().Add(-10 * time.Minute)
+	a := ops.Alert{AlertRecord: ops.AlertRecord{ID: "a_1", DLQ: "orders.eu.dlq", Channel: "C0INCIDENT", TS: "1700000000.000100",
+		Opened: opened, Baseline: 2, Arrived: 30, Edited: opened}, State: state, Depth: 32, Within: 5 * time.Minute,
+		PerMinute: 15, Depths: []int{2, 2, 2, 5, 12, 20, 32}, Threshold: 10}
+	switch state {
+	case ops.AlertResolved:
+		a.Depth, a.Ended, a.Replays = 0, fixedNow(), []string{replayID}
+		a.Depths = append(a.Depths, 16, 0)
+	case ops.AlertSnoozed:
+		a.Ended, a.By, a.Until = fixedNow(), "U012ALICE", fixedNow().Add(time.Hour)
+	}
+	return a
 }

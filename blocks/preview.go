@@ -38,6 +38,7 @@ func Preview(p *engine.Preview, now time.Time) ([]slack.Block, string) {
 	if HasSamples(p) {
 		buttons = append(buttons, button(ActionSamples, p.Token, "Show samples", "", nil))
 	}
+	buttons = append(buttons, button(ActionDetails, p.Token, "Details", "", nil))
 	out = append(out, contextBlock(BlockPreviewExpiry, expiryLine(p, now)), actions(BlockPreviewActions, buttons...))
 	return out, previewText(p)
 }
@@ -56,7 +57,7 @@ func Discarded(original []slack.Block, by string) []slack.Block {
 }
 
 func approvedLine(approver, replayID string) string {
-	return fmt.Sprintf(":white_check_mark: Approved by %s — replay %s started; its progress is in the thread.", who(approver), code(replayID, 80))
+	return fmt.Sprintf(":white_check_mark: Approved by %s — replay %s; its progress is in the thread.", who(approver), code(replayID, 80))
 }
 
 func discardedLine(by string) string {
@@ -64,19 +65,18 @@ func discardedLine(by string) string {
 }
 
 // previewBody renders everything of a preview except expiry and buttons:
-// counts, problems, failure groups and targets. It never shows a payload
-// or an exception's text: the preview is posted in a channel, and those
-// go only to readers of the DLQ (see Samples).
+// the verdict first (one headline), then the problems, then the numbers,
+// failure groups and targets; the mechanics (read depth, budget, tap) are
+// behind the Details button (PreviewDetails). It never shows a payload or
+// an exception's text: the preview is posted in a channel, and those go
+// only to readers of the DLQ (see Samples).
 func previewBody(p *engine.Preview) []slack.Block {
-	name := p.DLQ.Name
-	out := []slack.Block{
-		header("DLQ preview · " + name),
-		fields(previewFields(p)...),
-	}
+	out := []slack.Block{section(headline(p))}
 	if s := problemsText(p); s != "" {
 		out = append(out, section(s))
 	}
-	if p.Returns.Detail != "" {
+	out = append(out, fields(previewFields(p)...))
+	if p.Returns.Mode == engine.ReturnsReread && p.Returns.Detail != "" {
 		out = append(out, contextBlock(BlockPreviewReturns, returnsLine(p.Returns)))
 	}
 	if p.Token == "" {
@@ -89,25 +89,69 @@ func previewBody(p *engine.Preview) []slack.Block {
 	return out
 }
 
+// warnings counts what the headline calls problems: the preview's
+// problems, failures still arriving (their cause may not be fixed yet)
+// and returns found only by re-reading the DLQ.
+func warnings(p *engine.Preview) int {
+	n := len(p.Problems)
+	if p.Arrivals != nil && p.Arrivals.StillArriving() {
+		n++
+	}
+	return n
+}
+
+// headline is the preview's verdict on one line: safe to replay, or how
+// many problems, with what would be replayed where.
+func headline(p *engine.Preview) string {
+	what := fmt.Sprintf("%s from %s to %s", msgs(p.Selected), code(p.DLQ.Name, 300), plural(len(p.Targets), "target queue", "target queues"))
+	switch n := warnings(p); {
+	case p.Token == "":
+		return fmt.Sprintf(":information_source: *Nothing to replay* from %s", code(p.DLQ.Name, 300))
+	case n == 0:
+		return ":white_check_mark: *Safe to replay*: " + what
+	default:
+		return fmt.Sprintf(":warning: *%s*: %s", plural(n, "problem", "problems"), what)
+	}
+}
+
 func previewFields(p *engine.Preview) []string {
+	out := []string{
+		"*Selection*\n" + code(p.Selection, 1000),
+		"*Would be replayed*\n" + fmt.Sprintf("%s (%s distinct)", msgs(p.Selected), num(p.Distinct)),
+		"*Requested by*\n" + who(p.Requester),
+	}
+	if p.Parked > 0 {
+		out = append(out, "*Parked, left out*\n"+msgs(p.Parked))
+	}
+	return out
+}
+
+// PreviewDetails renders a preview's mechanics, shown to whoever asks
+// (the Details button): what was read, how the first step reads, how
+// returns would be found, the steps, and what approving needs.
+func PreviewDetails(p *engine.Preview) ([]slack.Block, string) {
+	if p == nil {
+		return Error("There is no preview to show.")
+	}
 	dlq := code(p.DLQ.Name, 300)
 	if p.DLQ.Type != "" {
 		dlq += " (" + esc(p.DLQ.Type, 20) + ")"
 	}
-	sel := fmt.Sprintf("%s (%s distinct)", msgs(p.Selected), num(p.Distinct))
-	out := []string{
+	fs := []string{
 		"*DLQ*\n" + dlq,
-		"*Selection*\n" + code(p.Selection, 1000),
 		"*Scanned*\n" + msgs(p.Scanned),
-		"*Would be replayed*\n" + sel,
 		"*Parked, left out*\n" + msgs(p.Parked),
 		"*Target queues*\n" + num(len(p.Targets)),
-		"*Requested by*\n" + who(p.Requester),
 	}
 	if p.FirstStepDepth > 0 {
-		out = append(out, "*First step reads*\nthe first "+msgs(p.FirstStepDepth)+" of the DLQ"+canaryClasses(p))
+		fs = append(fs, "*First step reads*\nthe first "+msgs(p.FirstStepDepth)+" of the DLQ"+canaryClasses(p))
 	}
-	return out
+	out := []slack.Block{section(fmt.Sprintf("*Details of the preview of %s*", code(p.DLQ.Name, 300))), fields(fs...)}
+	if p.Returns.Detail != "" {
+		out = append(out, contextBlock(BlockPreviewReturns, returnsLine(p.Returns)))
+	}
+	out = append(out, contextBlock("", "Steps: the first holds one message of every target and failure group, then each doubles up to the cap (`step=`, `cap=`). Approving needs the replay permission on the DLQ and publish on every target."))
+	return out, fallback("Details of the preview of " + escape(p.DLQ.Name) + ".")
 }
 
 // canaryClasses says how many of the selection's failure classes (target
@@ -152,10 +196,11 @@ func distinctRows(p *engine.Preview) int {
 // problemsText lists what would go wrong, most serious first, one line per
 // kind of problem (problems of one kind on several queues are combined).
 func problemsText(p *engine.Preview) string {
-	if len(p.Problems) == 0 {
-		if p.Selected > 0 {
-			return ":white_check_mark: *Nothing found that would go wrong:* every target exists and has consumers, and no message was replayed before."
-		}
+	var lines []string
+	if p.Arrivals != nil && p.Arrivals.StillArriving() {
+		lines = append(lines, fmt.Sprintf(":red_circle: *Still arriving* — %s dead-lettered in the last %s: the cause may not be fixed yet.", msgs(p.Arrivals.Recent), Width(p.Arrivals.RecentWindow)))
+	}
+	if len(p.Problems) == 0 && len(lines) == 0 {
 		return ""
 	}
 	var kinds []engine.ProblemKind
@@ -166,11 +211,14 @@ func problemsText(p *engine.Preview) string {
 		}
 		byKind[pr.Kind] = append(byKind[pr.Kind], pr)
 	}
-	lines := make([]string, len(kinds))
-	for i, k := range kinds {
-		lines[i] = problemLine(byKind[k])
+	for _, k := range kinds {
+		if k == engine.ProblemConsumersUnchanged {
+			lines = append(lines, unchangedLine(byKind[k], p.Targets))
+			continue
+		}
+		lines = append(lines, problemLine(byKind[k]))
 	}
-	head := fmt.Sprintf(":rotating_light: *What would go wrong* (%s)", plural(len(p.Problems), "problem", "problems"))
+	head := "*What would go wrong*"
 	return list(head, lines, len(lines), MaxSectionText, func(n int) string {
 		return "…and " + plural(n, "more kind of problem", "more kinds of problem")
 	})
@@ -199,7 +247,7 @@ func problemLine(prs []engine.Problem) string {
 	case engine.ProblemNoConsumers:
 		return fmt.Sprintf(":warning: *No consumers* — %s %s no consumers now: %s would wait there, and the replay would stop after its first step when none leave the queue.", queues, hasHave(len(prs)), msgs(total))
 	case engine.ProblemAlreadyReplayed:
-		return fmt.Sprintf(":repeat: *Already replayed* — %s %s replayed before and dead-lettered again.", msgs(total), wasWere(total))
+		return fmt.Sprintf(":repeat: *Already replayed* — %s %s replayed before and came back.", msgs(total), wasWere(total))
 	case engine.ProblemParked:
 		return fmt.Sprintf(":parking: *Parked* — %s %s replayed park_after times or more and %s left out (%s includes them).", msgs(total), wasWere(total), isAre(total), code("include_parked=true", 30))
 	case engine.ProblemDeliveryLimit:
@@ -242,13 +290,13 @@ func expiryLine(p *engine.Preview, now time.Time) string {
 			when = date(t) + " — *it has expired*; preview again"
 		}
 	}
-	return fmt.Sprintf("Token %s expires %s · approving it needs the replay permission on the DLQ and publish on every target", code(p.Token, 200), when)
+	return fmt.Sprintf("Token %s expires %s", code(p.Token, 200), when)
 }
 
 func approveConfirm(p *engine.Preview) *slack.ConfirmationBlockObject {
 	text := fmt.Sprintf("Replay %s from %s to %s (listed above%s) in canary steps? It stops by itself if any come back.",
 		msgs(p.Selected), clip(oneLine(p.DLQ.Name), 120), plural(len(p.Targets), "target queue", "target queues"), cutNote(p.Targets))
-	if n := len(p.Problems); n > 0 {
+	if n := warnings(p); n > 0 {
 		text += fmt.Sprintf(" The preview lists %s.", plural(n, "problem", "problems"))
 	}
 	return confirm("Start the replay?", text, "Replay", "Not yet", slack.StylePrimary)

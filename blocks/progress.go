@@ -18,7 +18,7 @@ const (
 )
 
 // ProgressAs renders a replay's progress message, edited at each step: its
-// state, a progress bar, what was sent, left the target queue, came back,
+// state, a progress bar, what was sent, settled, came back,
 // remains, went missing or was not delivered, the last step's observation,
 // and the controls that still apply — Pause and Cancel while queued or
 // running, Resume (for a stopped replay "Continue anyway") and Cancel while
@@ -43,23 +43,24 @@ func ProgressEventAs(command string, e engine.Event) ([]slack.Block, string) {
 
 func progress(r engine.Replay, last *engine.StepResult, extra, command string) ([]slack.Block, string) {
 	rest := remaining(r)
-	head := fmt.Sprintf("*Replay* %s of %s · %s", code(r.ID, 60), code(r.DLQ, 300), stateLabel(r.State))
+	head := fmt.Sprintf("*Replay* %s of %s · %s", code(r.ID, 60), code(r.DLQ, 300), verdictLabel(r))
 	if r.Step > 0 {
 		head += fmt.Sprintf(" · step %s", num(r.Step))
 	}
 	head += fmt.Sprintf("\n%s — %s of %s sent", bar(r.Total-rest, r.Total, barWidth), num(r.Sent), msgs(r.Total))
-	out := []slack.Block{
-		section(head),
-		fields(
-			"*Sent*\n"+num(r.Sent),
-			"*Left the target queue*\n"+num(r.Settled),
-			cameBackField(r),
-			"*Remaining*\n"+num(rest)+" still in the DLQ",
-			"*Missing*\n"+num(r.Missing)+" gone from the DLQ since the preview",
-			"*Not delivered*\n"+num(r.Failed)+" refused by the broker, originals kept",
-			"*New failures*\n"+num(r.NewFailures)+" dead-lettered meanwhile, not by this replay",
-		),
+	// The four numbers every replay has; the others only when they are
+	// not 0, so that the card stays short.
+	fs := []string{"*Sent*\n" + num(r.Sent), "*Settled*\n" + num(r.Settled), cameBackField(r), "*Remaining*\n" + num(rest) + " still in the DLQ"}
+	if r.Missing > 0 {
+		fs = append(fs, "*Missing*\n"+num(r.Missing)+" gone from the DLQ since the preview")
 	}
+	if r.Failed > 0 {
+		fs = append(fs, "*Not delivered*\n"+num(r.Failed)+" refused by the broker, originals kept")
+	}
+	if r.NewFailures > 0 {
+		fs = append(fs, "*New failures*\n"+num(r.NewFailures)+" dead-lettered meanwhile, not by this replay")
+	}
+	out := []slack.Block{section(head), fields(fs...)}
 	if d := disappeared(r); d != "" {
 		out = append(out[:1], append([]slack.Block{section(d)}, out[1:]...)...)
 	}
@@ -72,7 +73,7 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 			plural(r.Resent, "copy", "copies"), engine.PossibleDuplicateHeader)))
 	}
 	if last != nil {
-		out = append(out, section(stepText(*last)))
+		out = append(out, section(stepText(*last, r.Params)))
 	}
 	if s := stateText(r, rest, extra, command); s != "" {
 		out = append(out, section(s))
@@ -121,14 +122,31 @@ func stateLabel(s engine.State) string {
 	return "*" + esc(oneLine(string(s)), 30) + "*"
 }
 
-// stepText describes the last step: while it is sending, what it plans;
-// afterwards, what it sent and observed.
-func stepText(s engine.StepResult) string {
-	if s.Sent == 0 && s.Observation == "" {
-		return fmt.Sprintf("*Step %s* — sending %s…", num(s.Step), msgs(s.Planned))
+// verdictLabel is stateLabel, except that a replay that finished says
+// whether it finished clean: one with copies back, or with copies nobody
+// could see, never shows as a plain finish.
+func verdictLabel(r engine.Replay) string {
+	if r.State != engine.StateFinished {
+		return stateLabel(r.State)
 	}
-	t := fmt.Sprintf("*Step %s* — sent %s of %s · %s left the target queue · %s",
-		num(s.Step), num(s.Sent), num(s.Planned), num(s.Settled), cameBackShort(s.Returned, s.Unseen))
+	switch r.Verdict() {
+	case engine.VerdictCameBack:
+		return ":warning: *Finished — " + num(r.Returned) + " of " + num(r.Sent) + " came back*"
+	case engine.VerdictCouldNotTell:
+		return ":grey_question: *Finished — could not tell*"
+	}
+	return ":checkered_flag: *Finished clean*"
+}
+
+// stepText describes the last step: while it is sending, what it plans;
+// afterwards, what it sent and observed; either way, when it is not the
+// doubling of the last, why (sizeWhy).
+func stepText(s engine.StepResult, p engine.Params) string {
+	if s.Sent == 0 && s.Observation == "" {
+		return fmt.Sprintf("*Step %s* — sending %s…%s", num(s.Step), msgs(s.Planned), sizeWhy(p, s))
+	}
+	t := fmt.Sprintf("*Step %s*%s — sent %s of %s · %s settled · %s",
+		num(s.Step), sizeWhy(p, s), num(s.Sent), num(s.Planned), num(s.Settled), cameBackShort(s.Returned, s.Unseen))
 	if s.Failed > 0 {
 		t += fmt.Sprintf(" · %s not delivered or missing", num(s.Failed))
 	}
@@ -154,11 +172,14 @@ func stateText(r engine.Replay, rest int, extra, command string) string {
 	case engine.StatePaused:
 		return fmt.Sprintf(":double_vertical_bar: *Paused*%s. The remaining %s stay in %s, untouched, until it is resumed.", note, msgs(rest), dlq)
 	case engine.StateStopped:
+		if rest == 0 {
+			return fmt.Sprintf(":octagonal_sign: *Stopped by itself*%s. Nothing is left to send; *Cancel* ends it.", note)
+		}
 		return fmt.Sprintf(":octagonal_sign: *Stopped by itself*%s. *Continue anyway* sends the next step regardless; *Cancel* leaves the remaining %s in %s, untouched.", note, msgs(rest), dlq)
 	case engine.StateCancelled:
 		return fmt.Sprintf(":black_square_for_stop: *Cancelled* after %s were sent. The remaining %s stay in %s, untouched.", msgs(r.Sent), msgs(rest), dlq)
 	case engine.StateFinished:
-		return fmt.Sprintf(":checkered_flag: *Finished*: %s sent, %s left the target queue, %s. Follow-up checks will report whether any are dead-lettered later.", msgs(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen))
+		return Outcome(r) + ". Follow-up checks will report whether any come back later."
 	case engine.StateInterrupted:
 		return interruptedText(r, rest, extra, command)
 	case engine.StateRunning:
@@ -217,7 +238,7 @@ func returnedText(r engine.Replay) string {
 		return ""
 	}
 	total := max(n, r.Returned)
-	head := fmt.Sprintf("*Came back* (%s dead-lettered again with this replay's id)", msgs(total))
+	head := fmt.Sprintf("*Came back* (%s, with this replay's id)", msgs(total))
 	return list(head, lines, total, MaxSectionText, func(h int) string {
 		return "…and " + plural(h, "more", "more")
 	})
@@ -289,10 +310,12 @@ func paramsText(r engine.Replay) string {
 
 // controls returns the buttons that still apply to r, or nil.
 func controls(r engine.Replay, rest int) slack.Block {
+	leaves := fmt.Sprintf("Nothing more will be sent. %s sent so far stay sent; the remaining %s stay in the DLQ, untouched.", msgs(r.Sent), msgs(rest))
+	if rest == 0 {
+		leaves = fmt.Sprintf("Nothing is left to send: the replay ends as cancelled. %s sent stay sent.", msgs(r.Sent))
+	}
 	cancel := button(ActionCancel, r.ID, "Cancel", slack.StyleDanger,
-		confirm("Cancel the replay?",
-			fmt.Sprintf("Nothing more will be sent. %s sent so far stay sent; the remaining %s stay in the DLQ, untouched.", msgs(r.Sent), msgs(rest)),
-			"Cancel replay", "Keep it", slack.StyleDanger))
+		confirm("Cancel the replay?", leaves, "Cancel replay", "Keep it", slack.StyleDanger))
 	var resend []*slack.ButtonBlockElement
 	if r.InDoubt > 0 && (r.State == engine.StatePaused || r.State == engine.StateStopped) {
 		resend = append(resend, button(ActionResend, r.ID, "Resend in doubt", "",
@@ -306,6 +329,10 @@ func controls(r engine.Replay, rest int) slack.Block {
 	case engine.StatePaused:
 		return actions(BlockProgressControls, append([]*slack.ButtonBlockElement{button(ActionResume, r.ID, "Resume", slack.StylePrimary, nil)}, append(resend, cancel)...)...)
 	case engine.StateStopped:
+		if rest == 0 {
+			// Continuing would send nothing: no button that does nothing.
+			return actions(BlockProgressControls, append(resend, cancel)...)
+		}
 		why := msgs(r.Returned) + " came back."
 		if r.Returned == 0 {
 			why = "The last step was not seen to settle in time."
@@ -324,7 +351,7 @@ func controls(r engine.Replay, rest int) slack.Block {
 // back and those nobody could see.
 func cameBackField(r engine.Replay) string {
 	if r.Unseen == nil {
-		return "*Came back*\n" + num(r.Returned) + " dead-lettered again"
+		return "*Came back*\n" + num(r.Returned) + " with this replay's id"
 	}
 	return fmt.Sprintf("*Came back*\n%s seen; could not tell for %s (no tap from %s to %s)",
 		num(r.Returned), num(r.Unseen.Count), dateSecs(r.Unseen.From), untilText(r.Unseen.To))

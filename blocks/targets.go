@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -106,7 +107,7 @@ func sortTargets(targets []engine.TargetView) []engine.TargetView {
 			return 0
 		case engine.MixedScripts(t.Queue) != "":
 			return 1 // a name to check by eye is never among those cut
-		case t.Consumers == 0:
+		case t.Consumers == 0, t.ConsumersSinceFailure == engine.SinceUnchanged:
 			return 2
 		}
 		return 3
@@ -134,8 +135,64 @@ func targetLine(t engine.TargetView) string {
 		state = ":x: " + name + " — *does not exist*"
 	case t.Consumers == 0:
 		state = ":warning: " + name + " — *no consumers*"
+	case t.ConsumersSinceFailure == engine.SinceUnchanged:
+		state = ":rotating_light: " + name + " — " + plural(t.Consumers, "consumer", "consumers") + ", *not restarted since the failures*"
+	case t.ConsumersSinceFailure == engine.SinceRestarted:
+		state += ", restarted since the failures"
 	}
 	return state + " · " + msgs(t.Messages) + reasons(t.Reasons)
+}
+
+// unchangedLine words the targets whose consumers were all connected
+// before their messages failed: "`orders`: its 3 consumers have been
+// connected since before these messages failed — is the fix deployed?",
+// with the client's name and version where it gives them.
+func unchangedLine(prs []engine.Problem, targets []engine.TargetView) string {
+	var parts []string
+	for _, pr := range prs[:min(len(prs), maxProblemQueues)] {
+		n, client := 0, ""
+		for _, t := range targets {
+			if t.Queue == pr.Queue {
+				n, client = len(t.ConsumerConns), clientNames(t.ConsumerConns)
+				if n == 0 {
+					n = t.Consumers // a token keeps the count, not the connections
+				}
+			}
+		}
+		who := "its consumers have"
+		switch {
+		case n == 1:
+			who = "its consumer has"
+		case n > 1:
+			who = "its " + num(n) + " consumers have"
+		}
+		part := code(pr.Queue, 60) + ": " + who + " been connected since before these messages failed"
+		if client != "" {
+			part += " (" + client + ")"
+		}
+		parts = append(parts, part)
+	}
+	s := ":rotating_light: *Consumers not restarted* — " + strings.Join(parts, "; ")
+	if rest := len(prs) - len(parts); rest > 0 {
+		s += " and " + plural(rest, "more queue", "more queues") + " like it"
+	}
+	return s + " — is the fix deployed?"
+}
+
+// clientNames lists the distinct "product version" the consumers'
+// clients name themselves by, at most three ("" when none does).
+func clientNames(conns []engine.ConsumerConn) string {
+	var names []string
+	for _, c := range conns {
+		n := strings.TrimSpace(oneLine(c.Product + " " + c.Version))
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) > 3 {
+		names = append(names[:3], "…")
+	}
+	return esc(strings.Join(names, ", "), 200)
 }
 
 // reasons lists dead-letter reasons by count: " (100 rejected, 20 expired)".

@@ -46,7 +46,7 @@ func (b *Bot) approve(ctx context.Context, a approval) {
 		b.refuse(ctx, to, "That button carries no preview token; preview again.")
 		return
 	}
-	pm, known := b.previews.get(a.token)
+	pm, known := b.previews.Get(a.token)
 	if !known {
 		// Posted by another replica: thread under it (its blocks are not
 		// known here, so it is not edited).
@@ -112,7 +112,7 @@ func locate(a approval, pm previewMsg, known bool) previewLoc {
 func (b *Bot) changed(ctx context.Context, a approval, loc previewLoc, params engine.Params, changes []engine.Change) {
 	b.log.Info().Str("token_ref", audit.TokenRef(a.token)).Str("user", a.to.user).Int("changes", len(changes)).Msg("approval asks again: the world changed")
 	if a.fromCommand {
-		b.previews.setParams(a.token, params)
+		b.previews.Update(a.token, func(pm previewMsg) previewMsg { pm.params = &params; return pm })
 	}
 	bl, text := blocks.Changes(changes, a.token)
 	if loc.channel != "" && loc.ts != "" {
@@ -165,7 +165,9 @@ func (b *Bot) started(ctx context.Context, a approval, loc previewLoc, r engine.
 	user := a.to.user
 	log := b.log.With().Str("replay_id", r.ID).Str("approver", user).Logger()
 	line := fmt.Sprintf("Preview of %s approved by %s: replay %s started.", blocks.EscapeKeepCode(r.DLQ), blocks.Who(user), r.ID)
-	if loc.blocks != nil {
+	// The preview leads with the replay's status from now on (outcome.go),
+	// unless the replay shows elsewhere.
+	if loc.blocks != nil && (moved != "" || !b.feeds.showRoot(ctx, r.ID, loc.blocks, r)) {
 		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Approved(loc.blocks, user, r.ID), line); err != nil {
 			log.Warn().Err(err).Msg("preview could not be edited")
 		}
@@ -199,7 +201,7 @@ func (b *Bot) discard(ctx context.Context, to replyTo, token string, cb slack.In
 		return
 	}
 	line := fmt.Sprintf("Preview of %s discarded by %s; nothing was replayed.", blocks.EscapeKeepCode(f.DLQ), blocks.Who(to.user))
-	pm, known := b.previews.get(token)
+	pm, known := b.previews.Get(token)
 	loc := locate(approval{click: &cb}, pm, known)
 	if loc.blocks != nil {
 		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Discarded(loc.blocks, to.user), line); err != nil {

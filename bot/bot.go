@@ -9,12 +9,10 @@ import (
 	"github.com/stroma/dlqbot/ops"
 )
 
-// Replays reads and annotates replay records; the store's Replays
-// implements it. Update changes a record whoever owns the replay.
+// Replays reads a replay's newest record for the Notifier (a replay may
+// run ahead of its approval's answer); the store's Replays implements it.
 type Replays interface {
 	Get(ctx context.Context, id string) (engine.Replay, error)
-	Update(ctx context.Context, id string, fn func(*engine.Replay) error) error
-	List(ctx context.Context, n int) ([]engine.Replay, error)
 }
 
 // Tokens reads and discards frozen previews and records where each was
@@ -42,9 +40,8 @@ type SeenRequests interface {
 type Deps struct {
 	// Ops are the operations every front end calls; the bot only turns
 	// Slack's requests into them and words their outcome.
-	Ops     *ops.Ops
-	Replays Replays
-	Tokens  Tokens
+	Ops    *ops.Ops
+	Tokens Tokens
 	// Seen refuses a signed request that arrives a second time within its
 	// signature's window; nil keeps no record (every replica of serve has
 	// the store's).
@@ -65,7 +62,8 @@ type Bot struct {
 	d     Deps
 	slots chan struct{}
 
-	previews *previewCache
+	previews *ops.PreviewCache[previewMsg]
+	snoozer  Snoozer // the watch's Snooze (alerts.go); nil without a watch
 }
 
 // New returns a Bot that answers through n, which the engine may already
@@ -75,8 +73,8 @@ func New(n *Notifier, d Deps) (*Bot, error) {
 	switch {
 	case n == nil:
 		return nil, errors.New("bot: new: a notifier is required")
-	case d.Ops == nil || d.Replays == nil || d.Tokens == nil:
-		return nil, errors.New("bot: new: operations, replays and tokens are required")
+	case d.Ops == nil || d.Tokens == nil:
+		return nil, errors.New("bot: new: operations and tokens are required")
 	}
 	b := &Bot{
 		Notifier: n,

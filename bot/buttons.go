@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/stroma/dlqbot/commands"
-	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/redact"
 )
 
 // previewClick posts the preview a Preview-this-group or

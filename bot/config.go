@@ -73,6 +73,14 @@ type Config struct {
 	// (DLQBOT_API_CHANNEL); "" posts none (the activity channel still
 	// shows them).
 	APIChannel string
+	// WorkspaceURL is the Slack workspace's address, https://acme.slack.com
+	// (DLQBOT_SLACK_WORKSPACE_URL): activity and outcome lines link a
+	// replay's thread with it; "" asks Slack for the thread's permalink.
+	WorkspaceURL string
+	// DashboardURL is the dashboard's base address (DLQBOT_DASHBOARD_URL):
+	// activity and outcome lines link a replay's page under it; "" links
+	// none.
+	DashboardURL string
 }
 
 func (c Config) withDefaults() Config {

@@ -12,7 +12,7 @@ import (
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/redact"
 )
 
 // requestKind tells a slash command from a button click.
@@ -230,8 +230,12 @@ func (b *Bot) runAction(ctx context.Context, to replyTo, cb slack.InteractionCal
 		b.park(ctx, to, value)
 	case blocks.ActionSamples:
 		b.showSamples(ctx, to, value)
-	case blocks.ActionPreviewGroup, blocks.ActionPreviewReturned:
+	case blocks.ActionDetails:
+		b.showDetails(ctx, to, value)
+	case blocks.ActionPreviewGroup, blocks.ActionPreviewReturned, blocks.ActionWatchPreview:
 		b.previewClick(ctx, to, value)
+	case blocks.ActionSnooze:
+		b.snooze(ctx, to, value)
 	default:
 		b.log.Info().Str("action", act.ActionID).Msg("unknown action ignored")
 	}

@@ -29,7 +29,7 @@ func (n *Notifier) UserGroups() commands.UserGroups { return n.groups }
 // ("api:<name>" or a mapped Slack user).
 func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 	var loc previewLoc
-	if pm, ok := b.previews.get(r.Token); ok {
+	if pm, ok := b.previews.Get(r.Token); ok {
 		loc = previewLoc{channel: pm.channel, ts: pm.ts, blocks: pm.blocks}
 	} else if ch, ts, err := b.d.Tokens.Message(ctx, r.Token); err == nil && ch != "" {
 		loc = previewLoc{channel: ch, ts: ts}
@@ -62,7 +62,7 @@ func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 	where := location{channel: loc.channel, thread: loc.ts, progress: pts}
 	b.feeds.remember(r.ID, where)
 	b.record(ctx, r.ID, where)
-	if loc.blocks != nil {
+	if loc.blocks != nil && !b.feeds.showRoot(ctx, r.ID, loc.blocks, r) {
 		if err := b.update(ctx, requestAttempts, loc.channel, loc.ts, blocks.Approved(loc.blocks, r.Approver, r.ID), line); err != nil {
 			b.log.Warn().Err(err).Str("replay_id", r.ID).Msg("preview could not be edited")
 		}
@@ -95,7 +95,7 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 	}
 	// Kept for Show samples: a reader who clicks sees the failure groups'
 	// texts and every target privately, as for a preview made in Slack.
-	b.previews.put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl, preview: p})
+	b.previews.Put(f.Token, previewMsg{channel: b.cfg.APIChannel, ts: ts, blocks: bl, preview: p})
 	if err := b.d.Tokens.SetMessage(ctx, f.Token, b.cfg.APIChannel, ts); err != nil {
 		b.log.Warn().Err(err).Str("token_ref", audit.TokenRef(f.Token)).Msg("could not record where the preview was posted")
 	}
@@ -107,7 +107,8 @@ func (b *Bot) RequestApproval(ctx context.Context, f engine.Frozen, p *engine.Pr
 func (b *Bot) ApprovalChannel() string { return b.cfg.APIChannel }
 
 // previewOf renders what a frozen preview knows as a preview: its DLQ,
-// selection, requester, counts and targets as they were.
+// selection, requester, counts and targets as they were, and the targets
+// whose consumers were not restarted since the failures.
 func previewOf(f engine.Frozen) *engine.Preview {
 	p := &engine.Preview{
 		Token: f.Token, DLQ: engine.QueueInfo{Name: f.DLQ, Exists: true}, Selection: f.Selection,
@@ -117,7 +118,13 @@ func previewOf(f engine.Frozen) *engine.Preview {
 		p.ExpiresAt = f.ExpiresAt.UTC().Format(time.RFC3339)
 	}
 	for _, t := range f.Targets {
-		p.Targets = append(p.Targets, engine.TargetView{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages})
+		p.Targets = append(p.Targets, engine.TargetView{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages,
+			ConsumersSinceFailure: t.ConsumersSinceFailure})
+		if t.ConsumersSinceFailure == engine.SinceUnchanged {
+			// The one problem a token keeps: whoever is asked to approve
+			// sees it first.
+			p.Problems = append(p.Problems, engine.Problem{Kind: engine.ProblemConsumersUnchanged, Queue: t.Queue, Messages: t.Messages})
+		}
 	}
 	return p
 }

@@ -232,7 +232,7 @@ func newPolicyHarness(t *testing.T, eng *fakeEngine, mod func(*bot.Config), poli
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bot.New(n, bot.Deps{Ops: o, Replays: st, Tokens: st})
+	b, err := bot.New(n, bot.Deps{Ops: o, Tokens: st})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,7 @@ func TestResentRequestWithUpperCaseSignatureIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bot.New(n, bot.Deps{Ops: o, Replays: st, Tokens: st, Seen: &memSeen{keys: map[string]bool{}}})
+	b, err := bot.New(n, bot.Deps{Ops: o, Tokens: st, Seen: &memSeen{keys: map[string]bool{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

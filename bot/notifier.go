@@ -48,7 +48,7 @@ type Notifier struct {
 // NotifierDeps are the notifier's collaborators.
 type NotifierDeps struct {
 	// Replays tells where a replay shows in Slack (another replica may have
-	// approved it) and records the progress message it posts; required.
+	// approved it); required.
 	Replays Replays
 	// Refs records where each replay shows in Slack, for every replica;
 	// nil keeps it in this process only.

@@ -72,8 +72,14 @@ const (
 // outPost is one thread reply or activity line waiting to be sent.
 type outPost struct {
 	activity bool
-	blocks   []slack.Block // nil for a plain mrkdwn line
-	text     string
+	// outcome is the one line posted in the replay's channel, outside
+	// its thread, when it stops or ends (outcome.go).
+	outcome bool
+	// final marks an activity line of a stop or an end: not posted when
+	// the activity channel is the replay's own, whose outcome line says it.
+	final  bool
+	blocks []slack.Block // nil for a plain mrkdwn line
+	text   string
 }
 
 // feed is one replay's queue of Slack updates.
@@ -87,6 +93,13 @@ type feed struct {
 	out      []outPost
 	running  bool // a sender goroutine serves it
 	final    bool // a terminal event was queued
+	// root is the preview the replay was approved from, as rendered (nil
+	// when not known here); rootKey the state and verdict it last showed.
+	root      []slack.Block
+	rootKey   string
+	rootAt    time.Time  // the record's UpdatedAt it last showed
+	rootMu    sync.Mutex // one edit of the preview at a time
+	permalink string     // the thread's Slack permalink, once asked
 }
 
 // feeds holds every replay's feed.
@@ -172,10 +185,14 @@ func eventPosts(e engine.Event, activity bool, command string) ([]outPost, bool)
 	if s := blocks.StepReplyAs(command, e); s != "" {
 		out = append(out, outPost{text: s})
 	}
+	final := outcomeEvent(e.Kind)
 	if activity {
 		if s := blocks.Activity(e); s != "" {
-			out = append(out, outPost{activity: true, text: s})
+			out = append(out, outPost{activity: true, final: final, text: s})
 		}
+	}
+	if final {
+		out = append(out, outPost{outcome: true, text: blocks.OutcomeLine(e.Replay, blocks.Links{})})
 	}
 	return out, true
 }
@@ -235,8 +252,18 @@ func (fs *feeds) locate(ctx context.Context, f *feed) location {
 func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
 	nt := fs.n
 	channel, thread := loc.channel, loc.thread
-	if p.activity {
-		channel, thread = nt.cfg.ActivityChannel, ""
+	if p.activity || p.outcome {
+		if p.outcome && (channel == "" || thread == "" || !nt.showable(f.dlq, channel)) {
+			return // a replay shown nowhere, or where the policy does not allow its DLQ
+		}
+		if p.activity {
+			if p.final && nt.cfg.ActivityChannel == channel {
+				return // the replay's channel gets its outcome line
+			}
+			channel = nt.cfg.ActivityChannel
+		}
+		p.text += fs.links(ctx, f, loc).Text()
+		thread = ""
 	} else if channel == "" || thread == "" {
 		return // a replay started outside Slack has no thread
 	} else if !nt.showable(f.dlq, channel) {
@@ -279,6 +306,7 @@ func (fs *feeds) edit(ctx context.Context, f *feed) {
 			err = nt.update(ctx, 1, loc.channel, loc.progress, bl, text)
 		}
 		if err == nil {
+			fs.editRoot(ctx, f, ev.Replay)
 			return
 		}
 		fs.mu.Lock()

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -48,7 +47,7 @@ func (b *Bot) preview(ctx context.Context, to replyTo, c commands.PreviewCmd) {
 		return
 	}
 	if p.Token != "" {
-		b.previews.put(p.Token, previewMsg{channel: to.channel, ts: ts, blocks: bl, preview: p})
+		b.previews.Put(p.Token, previewMsg{channel: to.channel, ts: ts, blocks: bl, preview: p})
 		// Any replica approving the token threads the replay under it.
 		if err := b.d.Tokens.SetMessage(ctx, p.Token, to.channel, ts); err != nil {
 			b.log.Warn().Err(err).Str("token_ref", audit.TokenRef(p.Token)).Msg("could not record where the preview was posted")
@@ -92,12 +91,25 @@ func (b *Bot) directMessage(ctx context.Context, user string) (string, error) {
 	return id, err
 }
 
+// showDetails shows the one who clicked Details a preview's mechanics
+// (blocks.PreviewDetails): nothing in them is a message's content, so no
+// permission beyond seeing the preview is asked.
+func (b *Bot) showDetails(ctx context.Context, to replyTo, token string) {
+	pm, known := b.previews.Get(token)
+	if !known || pm.preview == nil {
+		b.refuse(ctx, to, "The details of this preview are held only by the dlqbot that made it, which is not the one answering (it restarted, or another replica did). Preview again to see them.")
+		return
+	}
+	bl, text := blocks.PreviewDetails(pm.preview)
+	b.ephemeral(ctx, to, bl, text)
+}
+
 // showSamples answers a click on a preview's Show samples button: the
 // samples go, ephemerally, to whoever clicked if they may read the DLQ.
 // Only the replica that made the preview holds them; elsewhere the clicker
 // is told to preview again.
 func (b *Bot) showSamples(ctx context.Context, to replyTo, token string) {
-	pm, known := b.previews.get(token)
+	pm, known := b.previews.Get(token)
 	dlq := ""
 	if known && pm.preview != nil {
 		dlq = pm.preview.DLQ.Name
@@ -216,59 +228,15 @@ type previewMsg struct {
 	// params were given with `replay <token>` when the world had changed,
 	// so that "Approve anyway" applies them.
 	params *engine.Params
-	at     time.Time
 }
 
-// previewCache remembers, in this process, the previews it posted (for a
-// day), so that `replay <token>` can edit the preview and thread the
-// replay under it. A preview posted by another replica is not known here;
-// the replay's progress then starts a thread of its own.
-type previewCache struct {
-	mu sync.Mutex
-	m  map[string]previewMsg
-}
+// previewCacheSize is how many previews a bot remembers (see
+// ops.PreviewCache): the previews it posted, so that `replay <token>` can
+// edit the preview and thread the replay under it. A preview posted by
+// another replica is not known here; the replay's progress then starts a
+// thread of its own.
+const previewCacheSize = 2000
 
-const (
-	previewCacheSize = 2000
-	previewCacheTTL  = 25 * time.Hour
-)
-
-func newPreviewCache() *previewCache { return &previewCache{m: map[string]previewMsg{}} }
-
-func (c *previewCache) put(token string, pm previewMsg) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	pm.at = time.Now()
-	if len(c.m) >= previewCacheSize {
-		var oldest string
-		for k, v := range c.m {
-			if oldest == "" || v.at.Before(c.m[oldest].at) {
-				oldest = k
-			}
-		}
-		delete(c.m, oldest)
-	}
-	c.m[token] = pm
-}
-
-func (c *previewCache) get(token string) (previewMsg, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	pm, ok := c.m[token]
-	if !ok || time.Since(pm.at) > previewCacheTTL {
-		return previewMsg{}, false
-	}
-	return pm, true
-}
-
-// setParams remembers the parameters a `replay <token>` asked for.
-func (c *previewCache) setParams(token string, p engine.Params) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	pm := c.m[token]
-	pm.params = &p
-	if pm.at.IsZero() {
-		pm.at = time.Now()
-	}
-	c.m[token] = pm
+func newPreviewCache() *ops.PreviewCache[previewMsg] {
+	return ops.NewPreviewCache[previewMsg](previewCacheSize)
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/stroma/dlqbot/api"
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/internal/redact"
 	"github.com/stroma/dlqbot/ops"
+	"github.com/stroma/dlqbot/redact"
 )
 
 // Header is the request header that names the program making a call

@@ -1,6 +1,6 @@
 // Package commands owns the words people type at dlqbot: the /dlq grammar
 // shared by the Slack slash command and the terminal front end, the help
-// text, and the permission model (README "Configuration" shows a
+// text, and the permission model (docs/operating.md "Access control" shows a
 // permissions file).
 //
 // Parse and ParseArgs turn a line into a Command (one type per subcommand)
@@ -8,7 +8,9 @@
 // the right form. A user's mistake is never a Go error. Every Command renders
 // canonically with String, in the same grammar, so logs can be pasted back.
 //
-// Help renders the full help and the per-command help.
+// Help renders the short overview and the help on each topic; Glossary
+// (glossary.go) is the vocabulary every front end uses for its numbers,
+// answered by help glossary and help <term>.
 //
 // Policy is the optional access-control file: roles bind Slack users and
 // user groups to the actions read, replay and publish on queue-name globs.
@@ -26,4 +28,22 @@
 //
 // The package does not talk to Slack, RabbitMQ or Redis: it only imports
 // engine for the types a command carries (engine.Selection, engine.Params).
+//
+// Files:
+//
+//	command.go             the parsed commands (Command and its kinds)
+//	grammar.go             Parse and ParseAs: one command line to a Command;
+//	                       lexer.go its words, preview.go selections and
+//	                       replay parameters, values.go their values and
+//	                       defaults
+//	help.go                the help text, by topic
+//	permissions.go         Policy, its actions, roles and grants, and
+//	                       ForbiddenError; policy_yaml.go reads the
+//	                       permissions file, policy_principals.go its
+//	                       principals, policy_redaction.go its redaction
+//	                       and channel rules, policy_named.go the queues
+//	                       its grants name, policy_watch.go its watch:
+//	                       section (the DLQs `dlqbot serve` watches)
+//	principals.go          principals: API tokens, terminal identities
+//	usergroups.go          UserGroups and its cache
 package commands

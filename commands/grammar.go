@@ -260,6 +260,13 @@ func (p *parser) parse(toks []token) Result {
 
 func (p *parser) help(args []token) Result {
 	if len(args) > 1 {
+		words := make([]string, len(args))
+		for i, a := range args {
+			words[i] = a.value
+		}
+		if topic, found := helpTopic(strings.Join(words, " ")); found {
+			return ok(HelpCmd{Topic: topic}) // a term of more than one word: "help came back"
+		}
 		return p.failTry(fmt.Sprintf("help takes one topic, but got `%s` too", args[1].raw), "help "+args[0].value)
 	}
 	if len(args) == 0 {

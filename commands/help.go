@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -85,10 +86,11 @@ var topicAliases = map[string]string{
 // helpTopics lists every help topic.
 func helpTopics() []string {
 	t := append([]string{}, verbs...)
-	t = append(t, "filters", "params", "permissions")
+	t = append(t, "filters", "params", "permissions", "glossary")
 	t = append(t, previewKeys...)
 	t = append(t, "header")
-	return append(t, replayKeys...)
+	t = append(t, replayKeys...)
+	return append(t, glossaryTopics()...)
 }
 
 // helpTopic returns the topic word names ("Reason=" is reason, "selection"
@@ -98,15 +100,19 @@ func helpTopic(word string) (string, bool) {
 	if strings.HasPrefix(w, headerPrefix) {
 		w = "header" // help header.tenant=acme
 	}
+	w = strings.NewReplacer(" ", "_", "-", "_").Replace(strings.TrimSpace(w))
 	if a, ok := topicAliases[w]; ok {
+		w = a
+	} else if a, ok := termAliases[w]; ok {
 		w = a
 	}
 	return w, slices.Contains(helpTopics(), w)
 }
 
 // HelpAs renders help for the command prefix (DefaultPrefix for Slack's
-// slash command): the full help when command is "" (or not a topic), else
-// the short help on one subcommand, filter or replay parameter.
+// slash command): the short overview when command is "" (or not a topic),
+// one line a command and the topics behind it, else the help on one
+// subcommand, filter, replay parameter, the glossary or one of its terms.
 // accessControl says whether a permissions file is loaded. With
 // TerminalPrefix it also leaves out Slack's markup (bold headings,
 // backticks) and mentions --json.
@@ -144,13 +150,22 @@ func terminalWords(s string) string {
 }
 
 func writeFull(b *strings.Builder, prefix string, accessControl bool) {
-	b.WriteString("*dlqbot* takes messages out of RabbitMQ dead-letter queues and sends them back safely: first a preview that changes nothing, then an approved canary replay that sends in growing steps and stops by itself when messages fail again.\n\n")
-	writeSection(b, prefix, "*Commands*", commandHelp, true)
-	writeSection(b, prefix, "*Filters for preview (they combine with AND)*", filterHelp, false)
-	writeSection(b, prefix, "*Replay parameters*", paramHelp, false)
-	b.WriteString("*Access*\n" + access(accessControl) + "\n")
+	b.WriteString("*dlqbot* sends dead letters back safely: a preview that changes nothing, then an approved canary replay that stops by itself when copies come back.\n")
+	var controls []string
+	for _, e := range commandHelp {
+		switch e.topic {
+		case "help":
+		case "pause", "resume", "cancel":
+			controls = append(controls, "`"+prefix+" "+e.topic+" <replay>`")
+		default:
+			b.WriteString("• `" + prefix + " " + e.usage + "`: " + e.text + "\n")
+		}
+	}
+	b.WriteString("• " + strings.Join(controls, " · ") + ": pause, resume or cancel a replay; unsent messages stay in the DLQ\n")
+	b.WriteString(access(accessControl) + "\n")
+	b.WriteString("More: `" + prefix + " help <command>`, `" + prefix + " help filters`, `" + prefix + " help params`, `" + prefix + " help glossary`, `" + prefix + " help permissions`\n")
 	if prefix == TerminalPrefix {
-		b.WriteString("\nAdd --json anywhere on the line for exactly one JSON document on stdout, --verbose for dlqbot's log at info level and above on stderr (only warnings and errors otherwise).\n")
+		b.WriteString("Add --json anywhere on the line for exactly one JSON document on stdout, --verbose for dlqbot's log at info level and above on stderr (only warnings and errors otherwise).\n")
 	}
 }
 
@@ -178,6 +193,12 @@ func writeTopic(b *strings.Builder, prefix, topic string, accessControl bool) {
 		return
 	case "permissions":
 		b.WriteString(access(accessControl) + "\n")
+		return
+	case "glossary":
+		writeGlossary(b)
+		return
+	}
+	if writeTerm(b, prefix, topic) {
 		return
 	}
 	for _, e := range commandHelp {
@@ -223,14 +244,9 @@ func access(accessControl bool) string {
 // plain removes Slack markup for a terminal: backticks, and the asterisks
 // of lines that are bold headings.
 func plain(s string) string {
-	lines := strings.Split(strings.ReplaceAll(s, "`", ""), "\n")
-	for i, l := range lines {
-		if len(l) > 2 && l[0] == '*' && l[len(l)-1] == '*' {
-			lines[i] = l[1 : len(l)-1]
-		}
-		if rest, ok := strings.CutPrefix(l, "*dlqbot*"); ok {
-			lines[i] = "dlqbot" + rest
-		}
-	}
-	return strings.Join(lines, "\n")
+	return boldMarkup.ReplaceAllString(strings.ReplaceAll(s, "`", ""), "$1$2$3")
 }
+
+// boldMarkup is Slack's *bold* around words, at word boundaries (a glob
+// such as orders.* is left alone).
+var boldMarkup = regexp.MustCompile(`(?m)(^|[\s•(])\*([^*\n]+)\*([\s:.,;)]|$)`)

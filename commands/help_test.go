@@ -1,6 +1,7 @@
 package commands
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -19,13 +20,25 @@ func TestHelpFull(t *testing.T) {
 			t.Errorf("full help lacks the %s command", v)
 		}
 	}
+	// The overview is short: one line a command, the topics behind it.
+	if n := strings.Count(off, "\n") + 1; n > 10 {
+		t.Errorf("full help is %d lines, want at most 10:\n%s", n, off)
+	}
+	for _, topic := range []string{"help filters", "help params", "help glossary", "help permissions"} {
+		if !strings.Contains(off, "/dlq "+topic) {
+			t.Errorf("full help does not point to %s", topic)
+		}
+	}
+	// Every filter, parameter and its example is behind a topic.
+	filters, params := Help("filters", false), Help("params", false)
 	for _, k := range append(append([]string{}, previewKeys...), replayKeys...) {
-		if !strings.Contains(off, "`"+k+"=") || !strings.Contains(off, "Example: `"+examples[k]) {
-			t.Errorf("full help lacks %s= or its example", k)
+		h := filters + params
+		if !strings.Contains(h, "`"+k+"=") || !strings.Contains(h, "Example: `"+examples[k]) {
+			t.Errorf("help filters/params lacks %s= or its example", k)
 		}
 	}
 	// Every example in the help parses.
-	for _, line := range strings.Split(off, "\n") {
+	for _, line := range strings.Split(off+"\n"+filters+"\n"+params, "\n") {
 		_, ex, ok := strings.Cut(line, "Example: `/dlq ")
 		if !ok {
 			continue
@@ -40,10 +53,11 @@ func TestHelpFull(t *testing.T) {
 func TestHelpTopics(t *testing.T) {
 	for _, topic := range helpTopics() {
 		h := Help(topic, false)
-		if strings.Contains(h, "There is no help") || !strings.Contains(h, "Example") && topic != "permissions" {
+		term := slices.Contains(glossaryTopics(), topic) || topic == "glossary"
+		if strings.Contains(h, "There is no help") || !strings.Contains(h, "Example") && topic != "permissions" && !term {
 			t.Errorf("Help(%q) = %q", topic, h)
 		}
-		if len(h) > len(Help("", false))/2 {
+		if len(h) > 2000 {
 			t.Errorf("Help(%q) is not short (%d bytes)", topic, len(h))
 		}
 		// Every topic Parse accepts renders.
@@ -73,5 +87,36 @@ func TestHelpTerminal(t *testing.T) {
 	}
 	if !strings.Contains(h, "dlqbot preview <dlq>") || !strings.Contains(h, "--json") {
 		t.Errorf("terminal help lacks its commands or --json:\n%s", h)
+	}
+}
+
+// Every term of the glossary has its own help, by its name in one or more
+// words and by its other names, and the glossary lists them all.
+func TestHelpGlossary(t *testing.T) {
+	all := Help("glossary", false)
+	for _, g := range Glossary {
+		if !strings.Contains(all, "*"+g.Name+"*: "+g.Meaning) {
+			t.Errorf("help glossary lacks %q", g.Name)
+		}
+		for _, line := range []string{"help " + g.Name, "help " + termTopic(g.Name)} {
+			r := Parse(line, now)
+			c, ok := r.Cmd.(HelpCmd)
+			if !ok {
+				t.Errorf("Parse(%q) = %#v", line, r)
+				continue
+			}
+			if h := Help(c.Topic, false); !strings.Contains(h, g.Meaning) {
+				t.Errorf("%s answers %q", line, h)
+			}
+		}
+	}
+	for word, want := range map[string]string{"tap": "tap", "returned": "came back", "settle": "settled", "in-doubt": "in doubt"} {
+		r := Parse("help "+word, now)
+		if c, ok := r.Cmd.(HelpCmd); !ok || !strings.Contains(Help(c.Topic, false), "*"+want+"*") {
+			t.Errorf("help %s = %#v", word, r)
+		}
+	}
+	if h := HelpAs(TerminalPrefix, "glossary", false); !strings.Contains(h, "came back") || strings.Contains(h, "*") {
+		t.Errorf("terminal glossary:\n%s", h)
 	}
 }

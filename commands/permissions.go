@@ -53,6 +53,9 @@ type Policy struct {
 	// policy_redaction.go).
 	Redaction Redaction
 	Channels  []ChannelRule
+	// Watch names the DLQs `dlqbot serve` watches and where their alerts
+	// go (policy_watch.go).
+	Watch []WatchRule
 }
 
 // Role binds Slack users and user groups to grants.
@@ -90,7 +93,26 @@ type Approval struct {
 	// Window is how far back self-approved messages count against Above
 	// (approval.window); default 24 hours.
 	Window time.Duration
+	// WhenUnchanged is what an approval does when the preview found a
+	// target whose consumers were all connected before its messages
+	// failed (approval.when_unchanged); the zero value is WhenUnchangedWarn.
+	WhenUnchanged WhenUnchanged
 }
+
+// WhenUnchanged is the approval rule for a preview whose target's
+// consumers were not restarted since its messages failed.
+type WhenUnchanged string
+
+// The approval.when_unchanged values.
+const (
+	// WhenUnchangedWarn: the preview warns; anyone may approve ("" too).
+	WhenUnchangedWarn WhenUnchanged = "warn"
+	// WhenUnchangedSecondPerson: the requester may not approve it.
+	WhenUnchangedSecondPerson WhenUnchanged = "second_person"
+	// WhenUnchangedRefuse: no one may approve it; preview again once the
+	// consumers were restarted.
+	WhenUnchangedRefuse WhenUnchanged = "refuse"
+)
 
 // ApprovalWindow returns the window self-approvals count over.
 func (p *Policy) ApprovalWindow() time.Duration {

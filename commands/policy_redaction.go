@@ -9,7 +9,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/redact"
 )
 
 // Redaction is what the policy hides of every message before anything

@@ -58,8 +58,10 @@ func parsePolicy(data []byte) (*Policy, error) {
 	}
 	p := &Policy{}
 	roleNodes := map[string]*yaml.Node{}
-	err := fields(doc.Content[0], "the top level", []string{"roles", "approval", "principals", "redaction", "channels"}, func(key string, v *yaml.Node) error {
+	err := fields(doc.Content[0], "the top level", []string{"roles", "approval", "principals", "redaction", "channels", "watch"}, func(key string, v *yaml.Node) error {
 		switch key {
+		case "watch":
+			return parseWatch(v, p)
 		case "redaction":
 			return parseRedaction(v, &p.Redaction)
 		case "channels":
@@ -171,7 +173,15 @@ func parseGrant(n *yaml.Node) (Grant, error) {
 }
 
 func parseApproval(n *yaml.Node, a *Approval) error {
-	return fields(n, "approval", []string{"require_distinct_approver", "window"}, func(key string, v *yaml.Node) error {
+	return fields(n, "approval", []string{"require_distinct_approver", "window", "when_unchanged"}, func(key string, v *yaml.Node) error {
+		if key == "when_unchanged" {
+			w := WhenUnchanged(v.Value)
+			if v.Kind != yaml.ScalarNode || (w != WhenUnchangedWarn && w != WhenUnchangedSecondPerson && w != WhenUnchangedRefuse) {
+				return errAt(v, "when_unchanged must be warn, second_person or refuse, not %q", v.Value)
+			}
+			a.WhenUnchanged = w
+			return nil
+		}
 		if key == "window" {
 			d, err := time.ParseDuration(v.Value)
 			if v.Kind != yaml.ScalarNode || err != nil || d < time.Minute {

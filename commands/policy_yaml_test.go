@@ -95,6 +95,7 @@ func TestParsePolicyErrors(t *testing.T) {
 		{"approval word", strings.Replace(samplePolicy, "require_distinct_approver: true", "require_distinct_approver: sometimes", 1), []string{"line 20", `"sometimes"`}},
 		{"approval negative", strings.Replace(samplePolicy, "require_distinct_approver: true", "require_distinct_approver: -1", 1), []string{`"-1"`}},
 		{"approval unknown", strings.Replace(samplePolicy, "require_distinct_approver", "distinct", 1), []string{`"distinct"`}},
+		{"when_unchanged word", strings.Replace(samplePolicy, "require_distinct_approver: true", "when_unchanged: block", 1), []string{"line 20", "warn, second_person or refuse", `"block"`}},
 		{"grants not list", role("    grants: read\n"), []string{"line 4", "a grant must be a mapping"}},
 		{"name not scalar", "roles:\n  - name: [a]\n", []string{"name must be a single value"}},
 	}
@@ -138,5 +139,19 @@ func TestLoadPolicy(t *testing.T) {
 	}
 	if _, err := LoadPolicy(filepath.Join(dir, "missing.yaml")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("LoadPolicy(missing) = %v", err)
+	}
+}
+
+// TestParsePolicyWhenUnchanged: approval.when_unchanged reads its three
+// words, and its zero value (not given) is warn.
+func TestParsePolicyWhenUnchanged(t *testing.T) {
+	if p := mustPolicy(t, samplePolicy); p.Approval.WhenUnchanged != "" {
+		t.Errorf("default when_unchanged = %q, want \"\" (warn)", p.Approval.WhenUnchanged)
+	}
+	for _, w := range []WhenUnchanged{WhenUnchangedWarn, WhenUnchangedSecondPerson, WhenUnchangedRefuse} {
+		p := mustPolicy(t, strings.Replace(samplePolicy, "require_distinct_approver: true", "require_distinct_approver: true\n  when_unchanged: "+string(w), 1))
+		if p.Approval.WhenUnchanged != w || !p.Approval.DistinctApprover {
+			t.Errorf("when_unchanged %s: approval = %+v", w, p.Approval)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/commands"
+	"github.com/stroma/dlqbot/engine"
 )
 
 // Defaults for Config.
@@ -72,9 +73,17 @@ type Deps struct {
 	// audit trail (*ops.Ops implements it); optional: without it they are
 	// logged only.
 	Sessions Sessions
-	Log      zerolog.Logger
+	// Alerts lists the DLQ watch's open alerts (the store's Alerts);
+	// optional: without it the index shows none.
+	Alerts Alerts
+	Log    zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
+}
+
+// Alerts lists the DLQ watch's open alerts.
+type Alerts interface {
+	List(ctx context.Context) ([]engine.AlertRecord, error)
 }
 
 // Sessions records a session's start or end: op audit.OpSignIn or

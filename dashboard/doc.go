@@ -2,7 +2,8 @@
 // replay on one page (newest first, filterable by state and DLQ), a
 // replay's page whose steps arrive live through the replay's event stream
 // (server-sent events, resumed with Last-Event-ID) and survive a reload,
-// the DLQs the signed-in person may read, and the audit trail.
+// the DLQs the signed-in person may read, the DLQ watch's open alerts of
+// those DLQs (pages.go, Deps.Alerts), and the audit trail.
 //
 // The pages are server-rendered html/template with a little JavaScript for
 // live updates; templates, style sheet and script are embedded (embed.FS),
@@ -21,4 +22,14 @@
 // may do is what its Backend (the operations every front end shares)
 // answers for that principal; buttons are shown only where the Backend
 // allows the action, and the Backend decides again when it is posted.
+//
+// Files:
+//
+//	dashboard.go  Config, Deps, New and the handler
+//	backend.go    Backend, what the dashboard asks of the operations layer
+//	              (dashapi implements it)
+//	auth.go       sessions and how a person signed in; signin.go the
+//	              sign-in, its throttle and signed-out sessions
+//	pages.go      the pages and what each template is given; funcs.go
+//	              the templates' helpers
 package dashboard

@@ -21,7 +21,9 @@ var funcs = template.FuncMap{
 		}
 		return a * 100 / b
 	},
-	"left": func(r engine.Replay) int { return max(0, r.Total-r.Sent-r.Missing-r.Failed-r.InDoubt) },
+	"badge":     badge,
+	"badgeText": badgeText,
+	"left":      func(r engine.Replay) int { return max(0, r.Total-r.Sent-r.Missing-r.Failed-r.InDoubt) },
 	"origin": func(id string) string {
 		switch {
 		case strings.HasPrefix(id, "api:"):
@@ -102,4 +104,29 @@ func sparkline(counts []int) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String()) // built from numbers only
+}
+
+// badge is the class of a replay's state badge: its state, except that a
+// finished replay with copies back, or with copies nobody could see, is
+// its verdict (shown as a warning, never as a clean finish).
+func badge(r engine.Replay) string {
+	if r.State == engine.StateFinished && r.Verdict() != engine.VerdictClean {
+		return string(r.Verdict())
+	}
+	return string(r.State)
+}
+
+// badgeText is the badge's words: "finished clean", "finished · 12 came
+// back", "finished · could not tell", or the state.
+func badgeText(r engine.Replay) string {
+	if r.State != engine.StateFinished {
+		return string(r.State)
+	}
+	switch r.Verdict() {
+	case engine.VerdictCameBack:
+		return fmt.Sprintf("finished · %d came back", r.Returned)
+	case engine.VerdictCouldNotTell:
+		return "finished · could not tell"
+	}
+	return "finished clean"
 }

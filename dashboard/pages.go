@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"html/template"
@@ -34,6 +35,7 @@ type page struct {
 	State, DLQ  string
 	DLQNames    []string
 	DLQs        []dlqView
+	Alerts      []engine.AlertRecord
 	Audit       []audit.Entry
 	AuditFilter auditFilterView
 
@@ -170,7 +172,7 @@ func (d *Dashboard) base(s session, title string) page {
 
 func (d *Dashboard) view(r *http.Request, s session, rep engine.Replay) replayView {
 	v := replayView{Replay: rep, Live: !rep.State.Terminal()}
-	for _, c := range controlsFor(rep.State) {
+	for _, c := range controlsFor(rep) {
 		if d.d.Backend.MayControl(r.Context(), s.p, c.Verb, rep) {
 			v.Controls = append(v.Controls, c)
 		}
@@ -192,15 +194,19 @@ func (d *Dashboard) view(r *http.Request, s session, rep engine.Replay) replayVi
 }
 
 // controlsFor are the controls a replay's state allows (the Slack progress
-// message's buttons).
-func controlsFor(st engine.State) []control {
+// message's buttons): none that would do nothing, so a stopped replay with
+// nothing left to send offers Cancel alone.
+func controlsFor(rep engine.Replay) []control {
 	cancel := control{Verb: "cancel", Label: "Cancel", Danger: true}
-	switch st {
+	switch rep.State {
 	case engine.StateQueued, engine.StateRunning:
 		return []control{{Verb: "pause", Label: "Pause"}, cancel}
 	case engine.StatePaused:
 		return []control{{Verb: "resume", Label: "Resume"}, cancel}
 	case engine.StateStopped:
+		if rep.Total-rep.Sent-rep.Missing-rep.Failed-rep.InDoubt <= 0 {
+			return []control{cancel} // nothing left: continuing would send nothing
+		}
 		return []control{{Verb: "resume", Label: "Continue anyway", Danger: true}, cancel}
 	}
 	return nil
@@ -246,6 +252,7 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
 		}
 		p.DLQs = append(p.DLQs, v)
 	}
+	p.Alerts = d.alerts(ctx, s)
 	p.Audit, _ = d.d.Backend.Audit(ctx, s.p, audit.Filter{Since: d.now().Add(-24 * time.Hour), Limit: 1000})
 	slices.Reverse(p.Audit)
 	if len(p.Audit) > 15 {
@@ -410,4 +417,23 @@ func statusOf(err error) int {
 		return hs.HTTPStatus()
 	}
 	return http.StatusBadRequest
+}
+
+// alerts are the DLQ watch's open alerts of the DLQs s may read.
+func (d *Dashboard) alerts(ctx context.Context, s session) []engine.AlertRecord {
+	if d.d.Alerts == nil {
+		return nil
+	}
+	all, err := d.d.Alerts.List(ctx)
+	if err != nil {
+		d.log.Warn().Err(err).Msg("dashboard: the open alerts could not be listed")
+		return nil
+	}
+	var out []engine.AlertRecord
+	for _, a := range all {
+		if d.cfg.Policy.Allowed(s.p.ID(), nil, commands.ActionRead, a.DLQ) {
+			out = append(out, a)
+		}
+	}
+	return out
 }

@@ -19,7 +19,7 @@ import (
 )
 
 // configEnv are the environment variables dlqbot reads: the fixed names of the README's configuration table
-// and the two tuning settings the README documents. A deployment file that
+// and the two tuning settings it documents. A deployment file that
 // sets any other name has a typo.
 var configEnv = []string{
 	"SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "SLACK_API_URL",

@@ -13,7 +13,7 @@
 //   - k8s_test.go and k8s_check_test.go render k8s/ as `kubectl apply -k`
 //     would and check the Deployment (two replicas, probes, grace period,
 //     non-root and read-only, credentials from the Secret), the Service and
-//     the PodDisruptionBudget, and that the README says how to apply them.
+//     the PodDisruptionBudget, and that docs/operating.md says how to apply them.
 //   - drain_test.go adds up the waits of dlqbot serve's SIGTERM drain, which
 //     the Compose and Kubernetes grace periods must cover.
 //

@@ -81,7 +81,7 @@ func checkKube(stream []byte, uid int64, drain time.Duration) []string {
 			err = decodeStrict(d, &o)
 			pdbs = append(pdbs, o)
 		case "Secret":
-			bad("the manifests hold a Secret: applying them would overwrite the real credentials (create it by hand, README)")
+			bad("the manifests hold a Secret: applying them would overwrite the real credentials (create it by hand, docs/operating.md)")
 		default:
 			bad("unexpected object of kind %q", head.Kind)
 		}

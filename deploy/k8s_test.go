@@ -314,14 +314,14 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 }
 
-// TestReadmeSaysHowToApply checks that the README's Kubernetes and Compose
-// instructions match the files: the apply command, and a Secret holding
-// every key the Deployment requires.
-func TestReadmeSaysHowToApply(t *testing.T) {
-	readme := string(readRepoFile(t, "README.md"))
+// TestDocsSayHowToApply checks that the Kubernetes and Compose instructions
+// (docs/operating.md "Docker Compose and Kubernetes") match the files: the
+// apply command, and a Secret holding every key the Deployment requires.
+func TestDocsSayHowToApply(t *testing.T) {
+	readme := string(readRepoFile(t, "docs/operating.md"))
 	for _, want := range []string{"kubectl apply -k deploy/k8s", "docker compose up", "docker-compose config"} {
 		if !strings.Contains(readme, want) {
-			t.Errorf("the README does not say %q", want)
+			t.Errorf("docs/operating.md does not say %q", want)
 		}
 	}
 	stream, err := readKustomization("k8s")
@@ -331,7 +331,7 @@ func TestReadmeSaysHowToApply(t *testing.T) {
 	_, required := secretKeys(stream)
 	for _, k := range required {
 		if !strings.Contains(readme, "--from-literal="+k+"=") {
-			t.Errorf("the README's kubectl create secret does not set %s, which the Deployment requires", k)
+			t.Errorf("docs/operating.md's kubectl create secret does not set %s, which the Deployment requires", k)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -29,6 +30,13 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	mr, moveErr := rn.move(ctx, MoveRequest{
 		Queue: rn.r.DLQ,
 		Pick: func(m Message) (Pick, bool) {
+			if rn.dropping() {
+				// An original whose copy an earlier run confirmed: its ack,
+				// which a lost connection did not carry (resume_acks.go).
+				if meta := rn.s.ParseMeta(rn.r.DLQ, m); rn.dropsOriginal(meta) {
+					return Pick{ID: meta.ID, Drop: true}, true
+				}
+			}
 			if *left == 0 {
 				return Pick{}, false
 			}
@@ -79,6 +87,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		},
 	})
 	rn.r.Sent = sentBefore
+	rn.bookDrops(mr)
 	rn.refused(mr, res)
 	if rn.resending {
 		rn.bookResend(mr, res, sentPer)
@@ -189,6 +198,8 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 	// readyAt: the DLQ's ready count right after it (-1: unknown); letGos
 	// counts the passes made because a holder let go (see letGo).
 	holder, letGos := false, 0
+	// repassed: a quiet moment led to a read again (see below).
+	repassed := false
 	readyAt := rn.readyNow(ctx)
 	// The replays this search sees reading, named by heldBy if it gives up
 	// after they ended; they mean nothing to a later step's heldBy.
@@ -256,13 +267,29 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 			rn.missing(pick, left, res)
 			return mr, nil
 		}
+		if !strict && repassed {
+			// A read again that was not whole either, with no consumer on
+			// the DLQ: only the management API can say whether messages
+			// given back are still landing or a client without a consumer
+			// holds some. A run does not wait on an API that does not
+			// answer (settle_api.go).
+			if _, err := rn.counters(ctx, rn.r.DLQ); errors.Is(err, ErrManagementDown) {
+				return mr, err
+			}
+		}
 		provenBefore = strict
 		passStart = rn.s.d.Clock.Now()
+		repassed = true
 		var moveErr error
 		if mr, moveErr = rn.pass(ctx, pick, left, res, sentPer); moveErr != nil || mr.Stopped != nil {
 			return mr, moveErr
 		}
 		passEnd, readyAt = rn.s.d.Clock.Now(), rn.readyNow(ctx)
+		if !passEnd.Before(deadline) && !mr.Coverage.Whole() {
+			// Quiet moments and reads that are never whole, past
+			// HeldWait: held elsewhere, below.
+			break
+		}
 	}
 	if *left > 0 && !rn.resending {
 		// Held by another replay's read, or already sent by it.
@@ -321,7 +348,9 @@ func (rn *run) missing(pick map[string]int, left *int, res *StepResult) {
 // a moment after since (its statistics lag by Config.StatsLag). It
 // returns false when deadline passes first, or when stop (if set) says to
 // stop. Without management statistics only the consumer count is known;
-// a failed read of them counts as not quiet (logged for replay, when set).
+// a failed read of them counts as not quiet (logged for replay, when set),
+// except that a strict wait for a replay ends at once with
+// ErrManagementDown when the API is not answering.
 func (s *Service) awaitQuiet(ctx context.Context, replay, dlq string, since, deadline time.Time, strict bool, stop func() error) (bool, error) {
 	for {
 		if stop != nil && stop() != nil {
@@ -339,6 +368,12 @@ func (s *Service) awaitQuiet(ctx context.Context, replay, dlq string, since, dea
 				return true, nil
 			}
 			cs, err := s.d.Counters.Counters(ctx, dlq)
+			if err != nil && replay != "" && errors.Is(err, ErrManagementDown) {
+				// Only the API's counts prove that no client holds a
+				// message: a run does not wait on an API that does not
+				// answer (settle_api.go).
+				return false, err
+			}
 			if err != nil {
 				s.warn(replay, dlq, "read dlq counters", err)
 			} else if !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {

@@ -22,7 +22,7 @@ type CheckGroup struct {
 	Example string `json:"example,omitempty"`
 }
 
-// CheckReport answers "did the replay work?" (README "Did it work? Check, follow-ups, parking"): of the copies a replay
+// CheckReport answers "did the replay work?" (docs/design.md "Did it work? Check, follow-ups, parking"): of the copies a replay
 // sent, how many came back to the DLQ (a copy with its replay id and a new
 // death), grouped by failure. Copies not seen back are "not seen in a
 // dead-letter queue" — never "processed".

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Header names read by the dialect parsers (README "Dead-letter dialects").
+// Header names read by the dialect parsers (docs/design.md "Dead-letter dialects").
 const (
 	hXDeath             = "x-death"
 	hFirstDeathQueue    = "x-first-death-queue"

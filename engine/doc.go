@@ -1,26 +1,31 @@
 // Package engine owns what dlqbot knows about dead letters and what it does
-// with them: the metadata derived from each message (README "Dead-letter
-// dialects"), selections and previews (README "Reading a DLQ without
-// changing it") and replays (README "Replaying: confirm, record, then ack").
+// with them: the metadata derived from each message (docs/design.md
+// "Dead-letter dialects"), selections and previews ("Reading a DLQ without
+// changing it") and replays ("Replaying: confirm, record, then ack").
 //
 // The engine talks to the outside world only through small interfaces: the
 // ports*.go files hold those shared by several parts, and the others are
 // declared beside the code that needs them. Every interface, by file:
 //
-//	ports.go          Clock, Broker, CounterReader (RabbitMQ)
+//	ports.go          Clock, Broker, CounterReader, ConsumerLister (RabbitMQ)
 //	ports_tap.go      Taps, Returns, TapGaps (the DLQ's tap, the copies that came
 //	                  back, and the windows the tap was missing)
 //	ports_work.go     Jobs, Registry (work hand-off)
+//	ports_claims.go   Claims, ClaimsBy (who holds each message id of a DLQ)
 //	replay_state.go   Replays, Leases (replay records and ownership)
 //	frozen.go         Tokens (preview tokens: what a preview froze)
 //	ledger.go         Ledger (what every replay sent)
 //	budget.go         ReadMarks (the read budget of quorum DLQs)
-//	move.go           Mover (moving messages: replay steps and parking)
+//	move.go           Mover (moving messages: replay steps and parking);
+//	                  CursorMover, the mover's cursor support, is the one
+//	                  capability found by a type assertion (cursor.go)
 //	scheduler.go      Schedule (follow-up checks)
 //	events.go         Notifier (progress events)
 //	service.go        ScanObserver (preview metrics)
 //	authorize.go      Authorizer (a worker's own policy, asked before a run sends)
 //	queues.go         QueueLister (the vhost's queues, for a list of DLQs)
+//	alerts.go         AlertStore (the DLQ watch's alerts, one per DLQ, shared
+//	                  by the replicas; the watch is package ops's)
 //
 // Where each part of the engine lives:
 //
@@ -39,7 +44,27 @@
 //	frozen.go         what a preview token freezes, and freeze
 //	approve.go        approving a token: what changed since (Compare), Approve
 //	approve_id.go     a token's replay ids: a replay under one means used
-//	runner.go         a replay's run: its loop, stop causes and summary
+//	approve_items.go  an approval's view of its preview's items
+//	approve_others.go what other replays did with the previewed ids;
+//	                  approve_own.go the claims that count at an approval
+//	                  and taking over what lapsed replays held
+//	approve_proof.go  the approval's proof that the DLQ did not change since
+//	                  the preview (ApprovalProof); approve_watch.go proves
+//	                  it by a watch opened at the preview
+//	verdict.go        a replay's verdict (clean, came back, could not tell),
+//	                  written beside its state in every JSON document
+//	runner.go         a replay's run: its loop, stop causes and summary;
+//	                  run_words.go the sentences of its shortfalls
+//	claims.go         a step's claims on its messages and who else holds
+//	                  or reads them; readers.go marks a run reading the DLQ
+//	cursor.go         a run's cursor on the DLQ (held messages, its bounds)
+//	ledger_window.go  the ledger window of a batch about to be published
+//	reconcile.go, reconnect.go, resend.go, recount.go
+//	                  after a lost connection: reconciling the counts,
+//	                  waiting for the broker, sending again what was in
+//	                  doubt (PossibleDuplicateHeader), and the count a
+//	                  stopped run leaves for the next run's proof
+//	logthrottle.go    errors that keep happening, logged once in a while
 //	plan.go, step.go  what each step sends; account.go accounts for every
 //	                  planned message (missing, held elsewhere)
 //	settle.go         a step settling; settle_returns.go the copies that
@@ -47,13 +72,23 @@
 //	                  settle_tail.go from the cursor's tail, where no tap can be;
 //	                  settle_proof.go the counters' proof that ends it early;
 //	                  settle_overlap.go a step settling while the next sends,
-//	                  and settle_breaker.go the breaker that stops it on returns
+//	                  and settle_breaker.go the breaker that stops it on returns;
+//	                  settle_api.go settling without the management API
+//	                  (StepResult.Evidence) and the stop that names it;
+//	                  settle_bypass.go the check that copies bypass the
+//	                  cursor; settle_scan.go a run's re-read of the DLQ;
+//	                  settle_unjudged.go the copies not yet seen settling: a
+//	                  step a pause ended, judged on resume; the copies sent
+//	                  before a cancel, still watched; the rest, before "finished"
 //	tapper.go         draining the DLQs' taps into the returns record
 //	tap_watch.go      a run's watch over its tap: a lost tap is noticed at once,
 //	                  declared again, and its window recorded (reconciled in
 //	                  settle_returns.go and check_tap.go, else Unseen)
-//	check.go, check_tap.go, scheduler.go  the check and its follow-ups
+//	check.go, check_tap.go, scheduler.go  the check and its follow-ups;
+//	                  check_types.go its report (CheckReport, Unseen)
 //	park.go           moving copies at the park limit to a parking queue
+//	resume_acks.go    the acks a lost connection did not carry, completed by
+//	                  the next run (originals of confirmed copies, acked)
 //	worker.go, heartbeat.go, reaper.go, control.go, desire.go, control_action.go
 //	                  workers, leases, interrupted replays, pause/resume/cancel;
 //	                  authorize.go a worker's refusal of a replay its policy does not allow
@@ -61,9 +96,13 @@
 //	                  copy headers, header values, message ids, failure groups
 //	failuretype.go    what a channel may see of a failure (its type), and the
 //	                  check of queue names taken from headers
+//	integrity.go      ErrBadSignature, a stored record changed outside dlqbot
+//	window_take.go    WindowTake, the outcome of taking from a sliding window
+//	                  (ops.Windows, kept by the store)
 //
 // Every collaborator a Service uses is a field of Deps, given to New; none
-// is discovered by a type assertion or set afterwards. The RabbitMQ adapter
+// is set afterwards, and only the mover's cursor support is discovered by
+// a type assertion. The RabbitMQ adapter
 // lives in engine/amqp and the Redis implementations in store/, each with
 // a compile-time assertion of the interfaces it implements; engine imports
 // neither go-redis nor slack-go, so every rule here can be read without

@@ -48,7 +48,25 @@ type StepResult struct {
 	// Unseen, when set, names the copies whose return the step could not
 	// tell (the tap was gone, and the DLQ could not be re-read instead).
 	Unseen *Unseen `json:"unseen,omitempty"`
+	// Evidence says what the step was judged on: EvidenceQueues, or
+	// EvidenceCounters when the management API's counters added to it
+	// (empty for a step that was never judged).
+	Evidence Evidence `json:"evidence,omitempty"`
 }
+
+// Evidence names what a step's settling was judged on.
+type Evidence string
+
+const (
+	// EvidenceQueues is what AMQP itself shows: the targets' ready counts
+	// (passive declares) and the returns found through the DLQ's tap or a
+	// re-read of the DLQ.
+	EvidenceQueues Evidence = "queues"
+	// EvidenceCounters is EvidenceQueues and the targets' management
+	// counters (deliver_get, ack), which can show copies delivered
+	// sooner, or prove them acked and end the step before its grace.
+	EvidenceCounters Evidence = "queues+counters"
+)
 
 // Event is one progress event of a replay, with the record as it stood.
 type Event struct {

@@ -63,6 +63,10 @@ type TargetSnapshot struct {
 	Exists    bool   `json:"exists"`
 	Consumers int    `json:"consumers"`
 	Messages  int    `json:"messages"` // selected messages bound for it
+	// ConsumersSinceFailure is the preview's verdict on its consumers
+	// (TargetView.ConsumersSinceFailure; "" in tokens made before it was
+	// kept): the approval policy reads it.
+	ConsumersSinceFailure Since `json:"consumers_since_failure,omitempty"`
 }
 
 // Frozen is what a preview token freezes: the exact multiset of ids,
@@ -175,7 +179,8 @@ func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview, r *prev
 		}
 	}
 	for _, t := range p.Targets {
-		f.Targets = append(f.Targets, TargetSnapshot{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages})
+		f.Targets = append(f.Targets, TargetSnapshot{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages,
+			ConsumersSinceFailure: t.ConsumersSinceFailure})
 	}
 	tok, err := s.d.Tokens.Save(ctx, f, s.cfg.TokenTTL)
 	if err != nil {

@@ -25,6 +25,11 @@ const (
 	// ProblemPartialRead: the scan could not see the whole DLQ (another
 	// client held or took messages); always listed first.
 	ProblemPartialRead ProblemKind = "partial_read"
+	// ProblemConsumersUnchanged: every consumer of a target was already
+	// connected when its latest message failed (TargetView's
+	// ConsumersSinceFailure is SinceUnchanged): the fix may not be live.
+	// Listed first after a partial read.
+	ProblemConsumersUnchanged ProblemKind = "consumers_unchanged"
 )
 
 // ChangeKind names one difference between a preview and the world at its

@@ -28,7 +28,7 @@ type Message struct {
 // Dialect names the convention that dead-lettered a message.
 type Dialect string
 
-// The dialects dlqbot reads (README "Dead-letter dialects").
+// The dialects dlqbot reads (docs/design.md "Dead-letter dialects").
 const (
 	DialectRabbitMQ    Dialect = "rabbitmq"    // broker dead-lettering: x-death, x-first-death-*
 	DialectSpring      Dialect = "spring"      // Spring AMQP RepublishMessageRecoverer

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// ParseMetaDialect derives a dead-lettered message's metadata (README
+// ParseMetaDialect derives a dead-lettered message's metadata (docs/design.md
 // "Dead-letter dialects"). dlq is the queue the message was read from:
 // MassTransit's source falls back to it without its _error / _skipped
 // suffix.

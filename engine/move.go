@@ -16,6 +16,11 @@ type Pick struct {
 	// Later, returned with ok=false, says a later step wants the message:
 	// a Cursor keeps it in memory and offers it to the next move first.
 	Later bool
+	// Drop, returned with ok=true, acks the message without sending a
+	// copy: the ledger holds its copy as confirmed (sent by an earlier
+	// run whose ack of this original a lost connection did not carry).
+	// Only ID is needed beside it.
+	Drop bool
 }
 
 // Moved is one copy handed to the broker by a move.
@@ -86,6 +91,9 @@ type MoveResult struct {
 	// Refused were picked and refused by Intend (another replay sent
 	// them): never published, their originals left in place.
 	Refused []RefusedMove
+	// Dropped are the originals Pick dropped (Pick.Drop) whose acks the
+	// broker is known to have handled: gone from the DLQ, no copy sent.
+	Dropped []Moved
 	Stopped error // why publishing stopped early (Continue/Intend), if it did
 	// Coverage is how much of the DLQ the pass read. A pass that ended
 	// once every picked message was found is Cut, not Whole.

@@ -81,7 +81,7 @@ func (f *faultRun) resumeAfterFault(t *testing.T, id string, dups map[string]int
 	if err != nil {
 		t.Fatalf("resumed replay: %v", err)
 	}
-	f.expectNoResend(t, dups, f.accountBack(t, "after resuming", id, dups))
+	f.expectNoResend(t, dups, f.account(t, "after resuming", id))
 	t.Logf("resumed: state %s, sent %d of %d, in doubt %d: %s", rep.State, rep.Sent, rep.Total, rep.InDoubt, rep.Note)
 	if rep.InDoubt > 0 && rep.State == engine.StateFinished {
 		t.Errorf("a replay with %d copies in doubt ended finished", rep.InDoubt)

@@ -12,6 +12,12 @@ var (
 	ErrQueueNotFound = errors.New("queue not found")
 	// ErrBrokerUnavailable means RabbitMQ (AMQP or management) could not be reached.
 	ErrBrokerUnavailable = errors.New("broker unavailable")
+	// ErrManagementDown means the management HTTP API did not answer in
+	// time (or refused, or failed) and is being left alone for a while:
+	// a call that needs it failed at once rather than wait. It comes
+	// with ErrBrokerUnavailable. The API only ever adds to what AMQP
+	// shows (statistics, bindings, a quorum queue's delivery limit).
+	ErrManagementDown = errors.New("management API not answering")
 	// ErrStoreUnavailable means Redis could not be reached.
 	ErrStoreUnavailable = errors.New("store unavailable")
 	// ErrTokenNotFound means a preview token is unknown or expired.
@@ -203,6 +209,23 @@ type WatchLook struct {
 	Ready int
 	// Consumers counts the consumers of the DLQ and of the watch.
 	Consumers int
+}
+
+// ConsumerConn is one consumer of a queue and the connection it runs on,
+// as the management API lists them: when the connection was opened and
+// what the client says it is (client_properties; "" when it does not say).
+type ConsumerConn struct {
+	ConnectedAt    time.Time `json:"connected_at"`
+	Product        string    `json:"product,omitempty"`
+	Version        string    `json:"version,omitempty"`
+	ConnectionName string    `json:"connection_name,omitempty"`
+}
+
+// ConsumerLister lists a queue's consumers with their connections (the
+// management API: a hint; an API that is down is an error at once, never
+// a wait). A connection it cannot date has a zero ConnectedAt.
+type ConsumerLister interface {
+	QueueConsumers(ctx context.Context, queue string) ([]ConsumerConn, error)
 }
 
 // CounterReader reads a queue's QueueCounters from the management API.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Problem is one thing that would go wrong, with how many messages it hits.
@@ -25,7 +26,37 @@ type TargetView struct {
 	Consumers int            `json:"consumers"`
 	Messages  int            `json:"messages"`
 	Reasons   map[Reason]int `json:"reasons"`
+	// ConsumersSinceFailure says whether the queue's consumers connected
+	// after LastFailure, the latest time its selected messages failed
+	// (see preview_targets.go); ConsumerConns are the consumers' connections
+	// as the management API lists them (empty when it was not asked or
+	// could not tell). Json "consumers_since_failure", "last_failure",
+	// "consumer_connections".
+	ConsumersSinceFailure Since          `json:"consumers_since_failure"`
+	LastFailure           time.Time      `json:"last_failure,omitzero"`
+	ConsumerConns         []ConsumerConn `json:"consumer_connections,omitempty"`
 }
+
+// Since says whether a target's consumers were restarted since its
+// messages failed (TargetView.ConsumersSinceFailure).
+type Since string
+
+// The verdicts on a target's consumers.
+const (
+	// SinceRestarted: some consumer's connection opened after the latest
+	// failure.
+	SinceRestarted Since = "restarted"
+	// SinceUnchanged: every consumer's connection was open before the
+	// latest failure: the processes that failed the messages are likely
+	// the ones still running.
+	SinceUnchanged Since = "unchanged"
+	// SinceNone: the target has no consumers (or does not exist).
+	SinceNone Since = "none"
+	// SinceUnknown: the messages carry no failure time, or the management
+	// API could not say (down, slow, lagging, or a connection opened in
+	// the very second of the failure).
+	SinceUnknown Since = "unknown"
+)
 
 // PreviewMessage is one distinct selected (or parked) message.
 type PreviewMessage struct {

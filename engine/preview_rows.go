@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/hex"
+	"time"
 )
 
 // previewRow is one distinct matching message as a preview keeps it while
@@ -45,6 +46,9 @@ type previewRows struct {
 	// class goes back to ("" when none) and, when the route could not be
 	// resolved, why (else "": the meta's own note stands).
 	target, note []string
+	// lastDeath is per class: the latest failure time of its messages
+	// (zero when none carries one).
+	lastDeath []time.Time
 }
 
 func newPreviewRows() *previewRows {
@@ -89,6 +93,10 @@ func (r *previewRows) add(meta Meta, parked bool) (int, bool) {
 		ci = int32(len(r.classes))
 		r.classes = append(r.classes, c)
 		r.classOf[c] = ci
+		r.lastDeath = append(r.lastDeath, time.Time{})
+	}
+	if t := latestDeath(meta); t.After(r.lastDeath[ci]) {
+		r.lastDeath[ci] = t
 	}
 	r.rows = append(r.rows, previewRow{id: key, seq: meta.Seq, count: 1, class: ci})
 	return int(i), true

@@ -3,7 +3,8 @@ package engine
 import "fmt"
 
 // summarise counts the preview and lists what would go wrong, most serious
-// first: missing targets, messages without a target, targets without
+// first: targets whose consumers were not restarted since the messages
+// failed, missing targets, messages without a target, targets without
 // consumers, messages already replayed, parked messages, then warnings.
 func (s *Service) summarise(p *Preview, r *previewRows) {
 	var noTarget, badTarget, replayed, parked, unreadable, refused int
@@ -35,6 +36,9 @@ func (s *Service) summarise(p *Preview, r *previewRows) {
 		}
 	}
 	p.Parked = parked
+	// Consumers that failed these messages and still run come first: a
+	// replay now would most likely fail them again.
+	p.Problems = append(p.Problems, unchangedProblems(p.Targets)...)
 	for _, t := range p.Targets {
 		if !t.Exists {
 			p.Problems = append(p.Problems, Problem{Kind: ProblemTargetMissing, Queue: t.Queue, Messages: t.Messages,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // historyBatch is how many ids a preview asks the ledger about at once.
@@ -102,14 +103,91 @@ func (s *Service) inspectTargets(ctx context.Context, p *Preview, r *previewRows
 		t.Messages += int(row.count)
 		t.Reasons[r.classes[row.class].reason] += int(row.count)
 	}
+	for ci, c := range r.classes {
+		if t := byQueue[r.target[ci]]; t != nil && !c.parked && r.lastDeath[ci].After(t.LastFailure) {
+			t.LastFailure = r.lastDeath[ci]
+		}
+	}
 	for q, t := range byQueue {
 		st, err := s.d.Broker.Inspect(ctx, q)
 		if err != nil {
 			return fmt.Errorf("engine: preview: inspect target %s: %w", q, err)
 		}
 		t.Exists, t.Consumers = st.Exists, st.Consumers
+		s.consumersSince(ctx, t)
 		p.Targets = append(p.Targets, *t)
 	}
 	sort.Slice(p.Targets, func(i, j int) bool { return p.Targets[i].Queue < p.Targets[j].Queue })
 	return nil
+}
+
+// consumersSince judges whether t's consumers were restarted since its
+// messages' latest failure (TargetView.ConsumersSinceFailure), from the
+// connections the management API lists for them. The API is a hint: when
+// it is down, slow or lagging the verdict is SinceUnknown, and the
+// preview goes on.
+func (s *Service) consumersSince(ctx context.Context, t *TargetView) {
+	switch {
+	case !t.Exists || t.Consumers == 0:
+		t.ConsumersSinceFailure = SinceNone
+		return
+	case t.LastFailure.IsZero() || s.d.Consumers == nil:
+		t.ConsumersSinceFailure = SinceUnknown
+		return
+	}
+	conns, err := s.d.Consumers.QueueConsumers(ctx, t.Queue)
+	if err != nil {
+		t.ConsumersSinceFailure = SinceUnknown
+		return
+	}
+	t.ConsumerConns = conns
+	t.ConsumersSinceFailure = sinceVerdict(conns, t.Consumers, t.LastFailure)
+}
+
+// sinceVerdict compares the consumers' connections with the latest
+// failure. Failure times have whole seconds (x-death's AMQP timestamp), so
+// the failure happened somewhere in [last, last+1s): a connection opened
+// at or after its end is a restart, one opened before its start was there
+// when the message failed, and one opened within it cannot be told. With
+// fewer connections listed than the broker counts consumers (the API
+// lags), the ones not listed may be new: no unchanged then.
+func sinceVerdict(conns []ConsumerConn, consumers int, last time.Time) Since {
+	if len(conns) == 0 {
+		return SinceUnknown
+	}
+	start := last.Truncate(time.Second)
+	end := start.Add(time.Second)
+	before := true
+	for _, c := range conns {
+		if !c.ConnectedAt.Before(end) {
+			return SinceRestarted
+		}
+		if c.ConnectedAt.IsZero() || !c.ConnectedAt.Before(start) {
+			before = false
+		}
+	}
+	if !before || len(conns) < consumers {
+		return SinceUnknown
+	}
+	return SinceUnchanged
+}
+
+// unchangedProblems are the problems of targets whose consumers were all
+// connected before their messages failed.
+func unchangedProblems(targets []TargetView) []Problem {
+	var out []Problem
+	for _, t := range targets {
+		if t.ConsumersSinceFailure != SinceUnchanged {
+			continue
+		}
+		n := len(t.ConsumerConns)
+		who := fmt.Sprintf("its %d consumers have", n)
+		if n == 1 {
+			who = "its consumer has"
+		}
+		out = append(out, Problem{Kind: ProblemConsumersUnchanged, Queue: t.Queue, Messages: t.Messages,
+			Detail: fmt.Sprintf("%s: %s been connected since before these messages failed (the latest at %s) — is the fix deployed?",
+				t.Queue, who, t.LastFailure.UTC().Format(time.RFC3339))})
+	}
+	return out
 }

@@ -23,11 +23,9 @@ import (
 // confirmed, and its original is still or again in the DLQ. The replay's
 // Duplicates becomes that count, and InDoubt the ledger's pending intents,
 // so that every copy the broker may hold twice is in exactly one of them.
-// The originals are left in the DLQ, as those of Unacked copies always
-// were: acking them would lose nothing (their copies were confirmed), but
-// what the DLQ holds is then what dlqbot says it holds, and an operator
-// who wants them gone purges or parks them knowingly (README "How a
-// consumer sees duplicates").
+// The originals of the duplicates are then acked by the run's reads as they
+// meet them, never sent again (resume_acks.go): acking them loses nothing,
+// their copies were confirmed.
 //
 // The read waits for a quiet DLQ for up to Config.HeldWait; when it cannot
 // be made (the broker away, its read budget too low, other readers),
@@ -36,8 +34,9 @@ import (
 
 // markLost notes that err lost the broker connection mid-step: the
 // replay's counts are then unreconciled until a counted read of the DLQ.
+// A management API that does not answer loses no connection.
 func (rn *run) markLost(err error) {
-	if errors.Is(err, ErrBrokerUnavailable) {
+	if errors.Is(err, ErrBrokerUnavailable) && !errors.Is(err, ErrManagementDown) {
 		rn.r.Unreconciled = true
 	}
 }
@@ -180,8 +179,10 @@ func (rn *run) afterLoss(ctx context.Context) error {
 	if c := rn.cut; c != nil {
 		rn.cut = nil
 		if _, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil {
-			stop, serr := rn.settle(ctx, &c.res, c.sentPer, c.publish0, c.look)
-			rn.r.Settled += c.res.Settled
+			p := rn.beginSettle(ctx, c.res, c.sentPer, c.publish0, c.look)
+			stop, serr := rn.settleSteps(ctx, p, nil)
+			c.res = p.res
+			rn.noteSettled(p)
 			if stop == nil && serr == nil && c.res.Returned > 0 {
 				return fmt.Errorf("step %d, cut by the lost connection, settled after the reconnect: %s", c.res.Step, c.res.Observation)
 			}
@@ -190,7 +191,7 @@ func (rn *run) afterLoss(ctx context.Context) error {
 	if _, err := rn.reconcile(ctx); err != nil {
 		return err
 	}
-	return nil
+	return rn.loadConfirmed(ctx)
 }
 
 // lossNote words, for a replay stopped by a lost connection, what is

@@ -65,7 +65,7 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 	var lost *NodeLostError
 	rn.markLost(err)
 	if rn.s.cfg.Reconnect < 0 || rn.r.Params.Rate <= 0 || !errors.As(err, &lost) {
-		if !errors.Is(err, ErrBrokerUnavailable) || rn.stopCause(ctx) != nil {
+		if !errors.Is(err, ErrBrokerUnavailable) || errors.Is(err, ErrManagementDown) || rn.stopCause(ctx) != nil {
 			return err
 		}
 		// Stopping: settle what the cut step sent and count the
@@ -104,6 +104,11 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 				what = fmt.Sprintf("%d message(s)", n)
 			}
 			rn.wait(ctx, fmt.Sprintf("waiting for %s the reader held through node %s, which left the cluster: neither missing nor sent, they return to %s when the node is back", what, node, rn.r.DLQ))
+		case errors.Is(werr, ErrManagementDown):
+			// Only the API's counts tell whether the lost node's reader
+			// still holds messages: the replay stops, naming it
+			// (settle_api.go), rather than wait on it.
+			return fmt.Errorf("%w; %w", err, werr)
 		case werr != nil && !errors.Is(werr, ErrBrokerUnavailable) && !errors.Is(werr, ErrQueueNotFound):
 			// A classic DLQ on the lost node is not found until it is
 			// back: waited for too; anything else stops the replay.

@@ -34,7 +34,7 @@ func (s State) Terminal() bool {
 // gives it up only to an approval with Params.TakeOver).
 func (s State) Yields() bool { return s == StateStopped || s.Terminal() }
 
-// Params are a replay's tunables (README "Replaying: confirm, record, then ack"); zero values mean the defaults.
+// Params are a replay's tunables (docs/design.md "Replaying: confirm, record, then ack"); zero values mean the defaults.
 type Params struct {
 	Step    int           `json:"step"`    // first step size (default 10)
 	Cap     int           `json:"cap"`     // largest step (default 500)
@@ -82,6 +82,10 @@ type Replay struct {
 	// makes it exact (see Unreconciled): the confirmed copies whose
 	// originals the DLQ holds.
 	Duplicates int `json:"duplicates,omitempty"`
+	// DuplicatesAcked counts originals of confirmed copies a later run
+	// acked without sending them again (the acks a lost connection did
+	// not carry): no longer in Duplicates. Json "duplicates_acked".
+	DuplicatesAcked int `json:"duplicates_acked,omitempty"`
 	// InDoubt counts copies in flight when the connection was lost: the
 	// broker never confirmed them, so they may or may not have been
 	// delivered. Their originals stay in the DLQ and are never sent again.
@@ -147,7 +151,15 @@ type Replay struct {
 	// NewFailures counts messages dead-lettered since the replay started
 	// that do not carry its id (failures that are not returns).
 	NewFailures int `json:"new_failures"`
-	Step        int `json:"step"` // current step number, from 1
+	// Unsettled counts, per target queue, the copies sent and not yet
+	// seen leaving it (settle_unjudged.go): a replay finishes only when
+	// none are left. Json "unsettled".
+	Unsettled map[string]int `json:"unsettled,omitempty"`
+	// Unjudged is the step a pause, cancel, stop or shutdown ended after
+	// it sent and before it was judged: the next run judges it first and
+	// posts its line. Json "unjudged".
+	Unjudged *UnjudgedStep `json:"unjudged,omitempty"`
+	Step     int           `json:"step"` // current step number, from 1
 	// ReturnsMode is how the last run found returns: "tap" or "reread".
 	ReturnsMode ReturnsMode `json:"returns_mode,omitempty"`
 	// Unseen, when set, names the copies whose return could not be told:
@@ -204,8 +216,8 @@ type Replays interface {
 	Yield(ctx context.Context, r Replay, owner string, epoch int64, desired State, unless ...State) error
 }
 
-// Leases hold replay ownership (README "Workers, leases and what survives a
-// crash").
+// Leases hold replay ownership (docs/design.md "Workers, leases and what survives
+// a crash").
 type Leases interface {
 	// Acquire takes replayID's lease for owner if free and returns the new
 	// epoch (a fencing token that only grows).

@@ -249,7 +249,7 @@ func TestReplayToScratchKeepsMessagesByteForByte(t *testing.T) {
 		}
 		wantH["x-replay-id"] = rep.ID
 		wantH["x-replay-count"] = int32(1)
-		wantH["stroma.dlq.replayed_from"] = src // the source, not the DLQ (README "Headers")
+		wantH["stroma.dlq.replayed_from"] = src // the source, not the DLQ (docs/design.md "Replaying: confirm, record, then ack")
 		if tag, ok := got.Headers["x-dlqbot-copy"].(string); ok && tag != "" {
 			wantH["x-dlqbot-copy"] = tag // a per-copy id, for matching bounces (basic.return) exactly
 		} else {

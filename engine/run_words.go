@@ -45,6 +45,9 @@ func duplicatesNote(r Replay) string {
 	if r.Duplicates > 0 {
 		s += fmt.Sprintf("; %d duplicate(s): delivered, their originals also still in %s%s", r.Duplicates, r.DLQ, lastCount(r))
 	}
+	if r.DuplicatesAcked > 0 {
+		s += fmt.Sprintf("; %d original(s) of copies delivered before a lost connection acked from %s afterwards (never sent again)", r.DuplicatesAcked, r.DLQ)
+	}
 	if r.Resent > 0 {
 		s += fmt.Sprintf("; %d copy(ies) in doubt sent again with %s: true (a consumer may have received them twice)", r.Resent, PossibleDuplicateHeader)
 	}

@@ -79,6 +79,26 @@ type run struct {
 	proofs  map[string]*targetProof
 	// bp is the baseline of the tap-bypass check (settle_bypass.go).
 	bp bypassBase
+	// apiDown counts the reads of management counters that failed
+	// because the API is not answering, and apiMark is its value when the
+	// step being sent sampled its targets (settle_api.go).
+	apiDown atomic.Int64
+	apiMark int64
+	// open are the steps sent and not judged yet, by number; rest is what
+	// judging the copies still unsettled when the plan was exhausted
+	// found; winding is set while a cancelled run watches the copies it
+	// sent (settle_unjudged.go).
+	open    map[int]*sentStep
+	rest    *StepResult
+	winding atomic.Bool
+	// confirmed and pendingBy are the ledger's confirmed copies and copies
+	// in doubt per id, droppedIDs the originals of confirmed copies the
+	// run acked without a copy, and dropNote why some could not be
+	// (resume_acks.go).
+	confirmed  map[string]int
+	pendingBy  map[string]int
+	droppedIDs map[string]int
+	dropNote   string
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -232,6 +252,11 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		r, _, err := rn.halt(parent, err)
 		return r, err
 	}
+	if err := rn.loadConfirmed(ctx); err != nil {
+		r, _, err := rn.halt(parent, err)
+		return r, err
+	}
+	rn.rejudge(ctx) // the step the last run left unjudged, first
 
 	for rn.toSend() > 0 || rn.pending != nil {
 		if err := rn.stopCause(ctx); err != nil {
@@ -298,6 +323,19 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		}
 		rn.emit(ctx, EventStepPassed, &res, fmt.Sprintf("step %d passed: %s", res.Step, res.Observation))
 	}
+	rn.finishAcks(ctx)
+	for {
+		stop, err := rn.settleRest(ctx)
+		if err == nil {
+			err = stop
+		}
+		if err == nil {
+			break
+		}
+		if r, again, err := rn.halt(parent, err); !again {
+			return r, err
+		}
+	}
 	return rn.end(ctx)
 }
 
@@ -306,14 +344,25 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 func (rn *run) toSend() int { return rn.rs.left() + rn.plan.remaining() }
 
 // end closes a run whose plan is exhausted. Only a replay that sent every
-// message of its preview (and lost none) is finished; any other ends
+// message of its preview (and lost none), each copy seen leaving its
+// target with none coming back since its step was judged, is finished
+// (settle_unjudged.go); any other ends
 // stopped, saying loudly what did not happen — above all how many
 // messages disappeared, neither sent by dlqbot nor in the DLQ.
 func (rn *run) end(ctx context.Context) (Replay, error) {
 	rn.releaseCursor("the plan is exhausted")
 	rn.r.EndedAt = rn.s.d.Clock.Now()
 	kind := EventFinished
+	rest := ""
 	if rn.r.Sent+rn.r.Elsewhere >= rn.r.Total && rn.r.Missing == 0 {
+		rest = rn.restNote()
+		if d := rn.dupsNote(); d != "" && rest == "" {
+			rest = d
+		} else if d != "" {
+			rest += "; " + d
+		}
+	}
+	if rn.r.Sent+rn.r.Elsewhere >= rn.r.Total && rn.r.Missing == 0 && rest == "" {
 		rn.r.State = StateFinished
 		rn.r.Note = fmt.Sprintf("%d sent, %d settled, %s, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.cameBack(), rn.r.Missing, rn.r.Failed)
 		rn.r.Note += elsewhereNote(rn.r) + duplicatesNote(rn.r)
@@ -321,6 +370,9 @@ func (rn *run) end(ctx context.Context) (Replay, error) {
 		rn.markCount(ctx)
 		rn.r.State = StateStopped
 		rn.r.Note = Shortfall(rn.r)
+		if rest != "" {
+			rn.r.Note = rest + elsewhereNote(rn.r) + duplicatesNote(rn.r)
+		}
 		kind = EventStopped
 	}
 	if err := rn.put(ctx); err != nil {
@@ -337,13 +389,22 @@ func (rn *run) end(ctx context.Context) (Replay, error) {
 
 // stopCause says why sending must stop now, if it must.
 func (rn *run) stopCause(ctx context.Context) error {
-	if err := rn.ctl.err(); err != nil {
+	if err := rn.controlErr(); err != nil {
 		return err
 	}
 	if rn.hb.lost.Load() {
 		return ErrLeaseLost
 	}
 	return ctx.Err()
+}
+
+// controlErr is the control's pause or cancel, but for a cancelled run
+// watching the copies it sent (windDown): it has acted on the cancel.
+func (rn *run) controlErr() error {
+	if rn.winding.Load() {
+		return nil
+	}
+	return rn.ctl.err()
 }
 
 // halt records why the run ended early. Pause and shutdown leave the replay
@@ -353,7 +414,8 @@ func (rn *run) stopCause(ctx context.Context) error {
 // after the owner decided to pause, before the pause was written.
 func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, err error) {
 	rn.releaseCursor("the replay halted") // a paused or stopped replay holds nothing
-	rn.pending = nil                      // sent, never judged: like a step a pause interrupts while it settles
+	rn.pending = nil                      // sent, never judged: kept for the next run, below
+	rn.keepUnjudged()
 	if stopsHere(cause) && !rn.hb.lost.Load() {
 		rn.markCount(parent) // before the 5 s for the record's write begin
 	}
@@ -369,6 +431,16 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 			return rn.r, false, err
 		}
 		rn.emit(ctx, EventCancelled, nil, fmt.Sprintf("cancelled: %d sent, %d left in %s untouched", rn.r.Sent, rn.plan.remaining(), rn.r.DLQ))
+		// The copies already sent are still watched for their step's
+		// grace: the cancelled record then counts what came back.
+		if rn.windDown(parent) {
+			wctx, wcancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
+			defer wcancel()
+			if err := rn.put(wctx); err != nil {
+				return rn.r, false, err
+			}
+			rn.emit(wctx, EventCancelled, nil, rn.cancelledText())
+		}
 		return rn.r, false, nil
 	case errors.Is(cause, ErrPauseRequested):
 		rn.actor = rn.ctl.actor()
@@ -389,6 +461,7 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 			if parent.Err() != nil {
 				return rn.halt(parent, parent.Err())
 			}
+			rn.rejudge(parent) // the steps kept above are judged first
 			return rn.r, true, nil
 		}
 		if err != nil {
@@ -426,6 +499,8 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 		} else if err != nil {
 			return rn.r, false, err
 		}
+	case errors.Is(cause, ErrManagementDown):
+		return rn.stopForAPI(parent, ctx, cause)
 	default:
 		rn.r.State, rn.r.Note = StateStopped, "stopped: "+cause.Error()
 		rn.r.EndedAt = rn.s.d.Clock.Now()

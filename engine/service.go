@@ -44,7 +44,7 @@ type Config struct {
 	// through its tap lets a step past the canary phase (the doubling
 	// steps up to the cap) settle while the next one sends, with at most
 	// one such step outstanding and a breaker that stops the sends on
-	// returns (overlap.go; README "Overlapping steps"); paced replays and
+	// returns (settle_overlap.go; docs/design.md "How settling is judged"); paced replays and
 	// the canary phase always send, then settle.
 	StrictSteps bool
 	// BypassEvery is how long, past the canary phase, a run goes between
@@ -214,6 +214,10 @@ type Deps struct {
 	// Counters reads the management API's queue counters; optional (settling
 	// is then judged from the ready count alone).
 	Counters CounterReader
+	// Consumers lists a target's consumers and their connections, so a
+	// preview can tell whether they were restarted since its messages
+	// failed; optional (every target's verdict is then unknown).
+	Consumers ConsumerLister
 	// Watches count what reaches a DLQ between a preview and its approval,
 	// so an approval proves it unchanged without waiting for statistics;
 	// optional (the proof then waits for a management sample).

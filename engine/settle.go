@@ -3,13 +3,14 @@ package engine
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 )
 
 // targetWatch follows one target queue while a step settles.
 //
 // RabbitMQ never tells a publisher that its messages were consumed, so
-// settling is inferred (see README "How settling is judged"): the step's n
+// settling is inferred (see docs/design.md "How settling is judged"): the step's n
 // copies sat behind the R−n others ready when the last was confirmed
 // (FIFO). Two estimates, each of which can only be late, never early:
 //
@@ -29,6 +30,10 @@ type targetWatch struct {
 	publish0  int64 // publish counter before the step (−1: unknown)
 	deliver1  int64 // deliver_get in the first sample counting the step (−1: not yet)
 	delivered int   // how many of the step's copies are known delivered
+	// byCounters is set when deliver_get showed copies delivered that the
+	// ready count had not.
+	byCounters bool
+	booked     int // of delivered, how many the replay's counts hold (noteSettled)
 }
 
 // sampleTargets reads the publish counters of the step's targets before it
@@ -36,6 +41,7 @@ type targetWatch struct {
 // each sample may also become its target's anchor (noteBaseline).
 func (rn *run) sampleTargets(ctx context.Context, targets map[string]bool) map[string]int64 {
 	out := map[string]int64{}
+	rn.apiMark = rn.apiDown.Load()
 	for q := range targets {
 		out[q] = -1
 		if rn.s.d.Counters != nil {
@@ -70,35 +76,40 @@ type sentStep struct {
 	// proven is true once the targets' counters showed every copy
 	// delivered and acked (settle_proof.go).
 	proven bool
+	// apiMark is the run's apiDown before the step sampled its targets
+	// (settle_api.go).
+	apiMark int64
+	// rejudge is the record of a step an earlier run sent and did not
+	// judge, and booked how many of its copies were seen leaving (and
+	// counted settled) before these watches began (settle_unjudged.go).
+	rejudge *UnjudgedStep
+	booked  int
+	// rest is set on the judgement of the copies still unsettled once the
+	// plan is exhausted (settleRest): no step of its own.
+	rest bool
 }
 
 // beginSettle starts watching what res sent (sentPer: confirmed copies per
 // target) right after its last confirm.
 func (rn *run) beginSettle(ctx context.Context, res StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) *sentStep {
 	clock := rn.s.d.Clock
-	p := &sentStep{res: res, start: clock.Now(), sentPer: sentPer, publish0: publish0, look: look, before: rn.r.Returned, from: clock.Now()}
+	p := &sentStep{res: res, start: clock.Now(), sentPer: sentPer, publish0: publish0, look: look, before: rn.r.Returned, from: clock.Now(), apiMark: rn.apiMark}
 	for q, n := range sentPer {
 		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: clock.Now()}
 		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
-			w.ready = st.Ready
+			w.ready, w.minReady = st.Ready, st.Ready
 		} else {
-			// Taken as 0: the ready count then proves no delivery.
+			// Unknown (-1): no delivery is counted until a ready count is
+			// read (any count read after the confirms bounds what left:
+			// n − ready), and the counters' path, which needs R, proves
+			// nothing for this step. Taking it as 0 would count every
+			// copy delivered at the first look.
 			rn.warn("inspect target", err)
+			w.ready, w.minReady = -1, math.MaxInt
 		}
-		w.minReady = w.ready
 		p.watches = append(p.watches, w)
 	}
 	return p
-}
-
-// settle waits until every copy of the step was delivered from its target
-// and a grace period passed with no return, or the step timeout passes, and
-// fills res with what was observed; see settleSteps.
-func (rn *run) settle(parent context.Context, res *StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) (stop, err error) {
-	p := rn.beginSettle(parent, *res, sentPer, publish0, look)
-	stop, err = rn.settleSteps(parent, p, nil)
-	*res = p.res
-	return stop, err
 }
 
 // settleSteps waits until every copy of step p was delivered from its
@@ -156,10 +167,11 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 		return nil, err
 	}
 	res := &p.res
-	res.Settled = 0
+	res.Settled = p.booked
 	for _, w := range p.watches {
 		res.Settled += w.delivered
 	}
+	res.Settled = min(res.Settled, res.Sent)
 	res.Returned = rn.r.Returned - p.before
 	if rn.r.Unseen != nil {
 		u := *rn.r.Unseen
@@ -169,6 +181,7 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 	if p.proven && res.Returned == 0 && res.Settled == res.Sent {
 		res.Observation += "; the target's counters show every copy delivered and acked"
 	}
+	rn.evidence(p)
 	if mode != rn.mode {
 		res.Observation += "; from now on returns are found by re-reading the DLQ: " + rn.modeNote
 	}
@@ -209,7 +222,7 @@ func (rn *run) cancelOnStop(ctx context.Context, cancel context.CancelFunc) {
 		case <-ctx.Done():
 			return
 		case <-rn.s.d.Clock.After(50 * time.Millisecond):
-			if rn.ctl.err() != nil || rn.hb.lost.Load() {
+			if rn.controlErr() != nil || rn.hb.lost.Load() {
 				cancel()
 				return
 			}
@@ -241,7 +254,7 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 	if rn.s.d.Counters == nil {
 		return
 	}
-	cs, err := rn.s.d.Counters.Counters(ctx, w.queue)
+	cs, err := rn.counters(ctx, w.queue)
 	if err != nil {
 		rn.warn("read target counters", err)
 		return
@@ -260,6 +273,9 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 		}
 		return
 	}
+	if w.ready < 0 {
+		return // R unknown: how many were ahead of the step cannot be told
+	}
 	ahead := int64(w.ready - w.sent)
 	if ahead < 0 {
 		ahead = 0
@@ -269,7 +285,7 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 		got = int64(w.sent)
 	}
 	if int(got) > w.delivered {
-		w.delivered = int(got)
+		w.delivered, w.byCounters = int(got), true
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 // every step: every canary step (smaller than the cap) is checked, then a
 // step at most every Config.BypassEvery, and always the run's last judgement
 // (lastLookPatience). Past the canary phase a bypass is therefore seen
-// within Config.BypassEvery of its first return (README "Finding
+// within Config.BypassEvery of its first return (docs/design.md "Finding
 // returns: the tap").
 
 // DefaultBypassEvery is Config.BypassEvery's default: how long, past the

@@ -47,7 +47,7 @@ func settlingWith(t *testing.T, e *tapEnv, p engine.Params) (id, src, dlq string
 // run whose step is settling. The step cannot settle before its timeout
 // (30 s: its copies sit unconsumed in the target), so a bound well under
 // that shows the control ended the settle rather than waited for it. The
-// 1 s the README promises is measured in a benchmark (docs/benchmarks.md:
+// 1 s docs/design.md promises is measured in a benchmark (docs/benchmarks.md:
 // 182 ms and 165 ms); under make test's load, with the race detector on
 // two saturated cores, a pause once took 1.8 s.
 const actsWhileSettling = 5 * time.Second

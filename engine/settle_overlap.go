@@ -11,7 +11,7 @@ import (
 var errTripped = errors.New("copies of this replay came back to the DLQ while the next step was sending")
 
 // mayOverlap reports whether step p, sent, may stay unjudged while the
-// next step sends (README "Overlapping steps"): only for an unpaced
+// next step sends (docs/design.md "How settling is judged", "Overlapping steps"): only for an unpaced
 // replay that finds returns through its tap, past the canary phase (the
 // step before p already had the cap's size, so the first step at the cap
 // is judged before the next sends), when p sent all it planned and the
@@ -20,6 +20,9 @@ var errTripped = errors.New("copies of this replay came back to the DLQ while th
 // cap: no more than twice the cap go out before a failure is seen.
 func (rn *run) mayOverlap(p *sentStep) bool {
 	prm := rn.r.Params
+	if p.rejudge != nil {
+		return false // an earlier run's step: judged before anything is sent
+	}
 	if rn.s.cfg.StrictSteps || prm.Rate > 0 || rn.mode != ReturnsTap || rn.resending || rn.rs.left() > 0 {
 		return false
 	}
@@ -54,7 +57,7 @@ func (rn *run) keepOrClose(p, also *sentStep, tripped bool) {
 		settled += w.delivered
 	}
 	also.res.Settled = settled
-	rn.r.Settled += settled
+	rn.noteSettled(also)
 	p.res.Observation += fmt.Sprintf("; step %d, begun meanwhile, sent %d of %d (%d of them seen leaving the target queue)",
 		also.res.Step, also.res.Sent, also.res.Planned, settled)
 }

@@ -4,8 +4,8 @@ import "context"
 
 // targetProof is what a run knows of one target queue's management
 // counters since an anchor sample: whether they can prove that every copy
-// the run published there was delivered and acked (README "How settling
-// is judged"), which ends a step's settle before its grace.
+// the run published there was delivered and acked (docs/design.md "How
+// settling is judged"), which ends a step's settle before its grace.
 //
 // The anchor is a sample read before a step published, showing the target
 // drained (nothing ready, nothing unacknowledged). From there on the run
@@ -63,7 +63,7 @@ func (rn *run) wantsAnchor(q string) bool {
 // SettlePoll until the broker's next sample decides, for at most the
 // grace, which is all an anchor could save the step.
 func (rn *run) anchorSample(ctx context.Context, q string) (QueueCounters, error) {
-	c, err := rn.s.d.Counters.Counters(ctx, q)
+	c, err := rn.counters(ctx, q)
 	if err != nil || !c.Lapsed || c.Ready != 0 || c.Unacked != 0 || !rn.wantsAnchor(q) {
 		return c, err
 	}
@@ -75,7 +75,7 @@ func (rn *run) anchorSample(ctx context.Context, q string) (QueueCounters, error
 			return c, nil
 		case <-clock.After(rn.s.cfg.SettlePoll):
 		}
-		next, err := rn.s.d.Counters.Counters(ctx, q)
+		next, err := rn.counters(ctx, q)
 		if err != nil {
 			return c, nil
 		}
@@ -114,7 +114,7 @@ func (rn *run) proven(ctx context.Context, q string) bool {
 	if p == nil || !p.ok || p.ours == 0 || rn.s.d.Counters == nil {
 		return false
 	}
-	c, err := rn.s.d.Counters.Counters(ctx, q)
+	c, err := rn.counters(ctx, q)
 	if err != nil {
 		rn.warn("read target counters", err)
 		return false

@@ -25,6 +25,7 @@ func (rn *run) step(ctx context.Context) (StepResult, error, error) {
 		return rn.judge(ctx, older, nil, false)
 	}
 	p, stopErr, err := rn.send(ctx)
+	rn.opened(p)
 	rn.pending = nil
 	if p == nil || err != nil || (stopErr != nil && !errors.Is(stopErr, errTripped)) {
 		if older != nil && p == nil && err == nil && stopErr == nil {
@@ -170,6 +171,7 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 		rn.openCursor(ctx) // released when a chunk looked for the rest of its picks
 	}
 	stopBreaker()
+	rn.addUnsettled(sentPer)
 	rn.countSent(sentPer, unsure, moveErr)
 	rn.boundCursor(ctx)
 	rn.bp.removed += sentN // the originals of the copies sent left the DLQ
@@ -239,7 +241,11 @@ func (rn *run) judge(ctx context.Context, p, also *sentStep, tripped bool) (Step
 		p.res.Observation = "nothing was sent in this step"
 	}
 	p.res.Duration = rn.s.d.Clock.Now().Sub(p.start)
-	rn.r.Settled += p.res.Settled
+	rn.noteSettled(p)
+	if p.rejudge != nil {
+		p.res.Observation = judgedAgain(p.rejudge, p.res.Observation)
+		rn.r.Unjudged = nil
+	}
 	if also != nil {
 		rn.keepOrClose(p, also, tripped)
 	}

@@ -168,6 +168,14 @@ func tailReplay(t *testing.T, on testkit.Broker, args amqp.Table, n int, handle 
 	}
 	t.Logf("%s: %s after %d step(s), sent %d, %d came back; %d deliveries from a DLQ of %d (%.2f×: %v), at most %d of one message (%s): %s",
 		on.Name, rep.State, rep.Step, rep.Sent, rep.Returned, cnt.all, n, float64(cnt.all)/float64(n), cnt.by, most, at, rep.Note)
+	// The broker's deliveries as the client received them
+	// (amqp.Broker.Delivered: window deliveries no read handed out
+	// included): at most the preview's and the replay's read of the DLQ,
+	// the approval's, and what arrived at the tail.
+	delivered := e.broker.Delivered(dlq)
+	if most := int64(2*n + cnt.by["approval"] + cnt.by["tail"]); delivered > most {
+		t.Fatalf("the broker delivered %d from the DLQ of %d: want at most %d (two reads, the approval's %d, the tail's %d)", delivered, n, most, cnt.by["approval"], cnt.by["tail"])
+	}
 	if len(cnt.byID) != n || most > 2 {
 		t.Fatalf("the preview and the replay read %d distinct messages of %d, one of them (%s) %d times: want each at most twice", len(cnt.byID), n, at, most)
 	}

@@ -59,8 +59,8 @@ func TestDemoPageInBrowser(t *testing.T) {
 	b.shot("01-preview")
 	b.approve(orders, "02-confirm")
 	b.openThread(orders)
-	b.waitText("#thread-body", "Finished · step", 45*time.Second) // the progress message, edited
-	b.waitText("#thread-body", "Finished: 50 messages sent", 10*time.Second)
+	b.waitText("#thread-body", "Finished clean · step", 45*time.Second) // the progress message, edited
+	b.waitText("#thread-body", "Finished clean: 50 sent", 10*time.Second)
 	b.shot("03-orders-finished")
 
 	payments := b.preview("/dlq preview "+q.DLQ+" source="+q.Payments, orders)

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stroma/dlqbot/api"
 	"github.com/stroma/dlqbot/dashboard"
+	"github.com/stroma/dlqbot/dashboard/dashapi"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
-	"github.com/stroma/dlqbot/internal/dashapi"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/ops"
 )

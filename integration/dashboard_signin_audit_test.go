@@ -11,8 +11,8 @@ import (
 	"github.com/stroma/dlqbot/api"
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/dashboard"
+	"github.com/stroma/dlqbot/dashboard/dashapi"
 	"github.com/stroma/dlqbot/engine/amqp"
-	"github.com/stroma/dlqbot/internal/dashapi"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 

@@ -166,7 +166,7 @@ func newEnv(t testing.TB, o options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bt, err := bot.New(slack, bot.Deps{Ops: ops, Replays: st.Replays(), Tokens: st.Tokens(), Seen: st.SlackRequests()})
+	bt, err := bot.New(slack, bot.Deps{Ops: ops, Tokens: st.Tokens(), Seen: st.SlackRequests()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,7 +65,7 @@ func TestPreviewApproveAndFinish(t *testing.T) {
 	}
 	testkit.Eventually(t, 10*time.Second, "the finished reply", func() bool { return contains(e.replies(preview.TS), "Finished") })
 	rs := e.replies(preview.TS)
-	for _, want := range []string{"Replay started", "Step 1 passed", "Step 2 passed", "Finished: 30 messages sent"} {
+	for _, want := range []string{"Replay started", "Step 1 passed", "Step 2 passed", "Finished clean*: 30 sent"} {
 		if !contains(rs, want) {
 			t.Errorf("thread replies %q lack %q", rs, want)
 		}

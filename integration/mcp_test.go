@@ -147,6 +147,11 @@ func TestMCPTools(t *testing.T) {
 		var cur engine.Replay
 		return callTool(t, s, "dlq_status", map[string]any{"replay_id": r.ID}, &cur) == "" && cur.State == engine.StateFinished
 	})
+	// The status document carries the verdict beside the state.
+	var doc map[string]any
+	if msg := callTool(t, s, "dlq_status", map[string]any{"replay_id": r.ID}, &doc); msg != "" || doc["verdict"] != "clean" {
+		t.Fatalf("dlq_status of a clean finish: %q verdict %v", msg, doc["verdict"])
+	}
 	var rep engine.CheckReport
 	if msg := callTool(t, s, "dlq_check", map[string]any{"replay_id": r.ID}, &rep); msg != "" || rep.Replayed != 14 || rep.Returned != 0 {
 		t.Fatalf("dlq_check: %q %+v", msg, rep)

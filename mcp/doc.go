@@ -13,4 +13,10 @@
 // are sent, in canary steps that stop by themselves. With
 // Config.RequireHuman, dlq_replay does not start the replay: it posts the
 // preview to Slack for a person's Approve and says it is waiting.
+//
+// Files:
+//
+//	service.go    Service, what the tools call
+//	tools.go      Config, NewServer and the tools
+//	transport.go  Handler and Serve: the tools over HTTP and stdio
 package mcp

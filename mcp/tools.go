@@ -142,7 +142,7 @@ func NewServer(svc Service, cfg Config, caller CallerFunc, log zerolog.Logger) *
 			})
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dlq_status", Title: "Replay status",
-		Description: "Show a replay's state (queued, running, paused, stopped, cancelled, finished, interrupted) and counts: sent, left the target queue, came back, missing, not delivered. Without replay_id, list recent replays. Changes nothing." + safety,
+		Description: "Show a replay's state (queued, running, paused, stopped, cancelled, finished, interrupted), its verdict (clean, came_back, could_not_tell: only finished with clean is a success) and counts: sent, settled, came back (returned), missing, not delivered. Without replay_id, list recent replays. Changes nothing." + safety,
 		Annotations: &sdk.ToolAnnotations{Title: "Replay status", ReadOnlyHint: true, OpenWorldHint: &no}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in statusIn) (*sdk.CallToolResult, any, error) {
 			return run("dlq_status", req, func(c api.Caller) (any, error) {

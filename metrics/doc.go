@@ -1,5 +1,5 @@
 // Package metrics exposes dlqbot's Prometheus metrics and serves them on
-// /metrics (README "Operations").
+// /metrics (docs/operating.md "Operations").
 //
 // A Metrics is built on a registry with New and is an engine.Notifier: wire
 // it into the engine next to the Slack notifier (engine.Notifiers{slack, m})
@@ -19,6 +19,9 @@
 //	dlqbot_step_duration_seconds             histogram  canary step durations, send to settle verdict
 //	dlqbot_records_refused_total{record}     counter    records in Redis that failed their check (signature,
 //	                                                    version, side fields), by kind; each is also logged
+//	dlqbot_watch_alerts_total{event}         counter    DLQ watch alerts opened, edited, resolved, snoozed
+//	                                                    (watch.go; by the replica that won the transition)
+//	dlqbot_watch_ticks_skipped_total         counter    watch ticks skipped: the queue list did not answer
 //
 // Message counts come from the replay record carried by each event: the first
 // event of a run in this process (started or resumed) sets a baseline, and
@@ -43,4 +46,8 @@
 // ("chat.postMessage"), never anything derived from a request. Handler serves
 // the registry in the Prometheus exposition format. No method blocks on
 // anything but a short mutex, so a slow scrape never slows a replay.
+//
+// Files:
+//
+//	metrics.go  Metrics, its series and its /metrics handler
 package metrics

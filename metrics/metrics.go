@@ -43,6 +43,8 @@ type Metrics struct {
 	scanDur      prometheus.Histogram
 	scanRate     prometheus.Gauge
 
+	watch watchCounters
+
 	mu   sync.Mutex
 	runs map[string]*seen
 }
@@ -95,6 +97,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: "records_refused_total",
 		Help: "Records in Redis refused by their check (signature, version, side fields), by kind (preview, replay, slack refs)."}, []string{"record"})
 
+	m.watch = newWatchCounters(reg)
 	reg.MustRegister(m.events, m.replays, m.sent, m.settled, m.returned, m.failed, m.duplicated, m.stepDur,
 		m.slackCalls, m.slackRetries, m.scanMessages, m.scanDur, m.scanRate, m.refused)
 	for _, s := range trackedStates {

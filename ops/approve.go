@@ -46,7 +46,9 @@ func ChangesDigest(changes []engine.Change) string { return engine.ChangesDigest
 // requester and DLQ over the window). The engine then consumes the token
 // atomically and makes the one compare of the world with the preview,
 // bound to a.ConfirmDigest (a Changed refusal lists what changed;
-// nothing is sent). The new replay is shown
+// nothing is sent). approval.when_unchanged applies to a preview whose
+// target's consumers were not restarted since its messages failed. The new
+// replay is shown
 // (a.Show) and, unless Config.NoHandOff, handed to the workers.
 func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, err error) {
 	e := audit.Entry{Op: audit.OpApprove, TokenRef: audit.TokenRef(a.Token)}
@@ -65,7 +67,7 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 	}
 	f, err := o.d.Tokens.LoadHeader(ctx, a.Token)
 	if err != nil {
-		return out, classify(err, a.Token)
+		return out, Classify(err, a.Token)
 	}
 	out.Frozen = f
 	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
@@ -89,6 +91,9 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 	if err := o.human(c, "approve this replay"); err != nil {
 		return out, err
 	}
+	if err := o.whenUnchanged(c, f); err != nil {
+		return out, err
+	}
 	release, err := o.fourEyes(ctx, c, f)
 	if err != nil {
 		return out, err
@@ -104,7 +109,7 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 		return out, changedRefusal(ap.Changes, a.ConfirmDigest != "")
 	}
 	if err != nil {
-		return out, classify(err, f.DLQ)
+		return out, Classify(err, f.DLQ)
 	}
 	approved = true
 	out.Replay = ap.Replay
@@ -142,10 +147,10 @@ func (o *Ops) spent(ctx context.Context, token string) error {
 	}
 	id, err := tu.UsedBy(ctx, token)
 	if err != nil {
-		return classify(err, token)
+		return Classify(err, token)
 	}
 	if id != "" {
-		return classify(fmt.Errorf("ops: approve: replay %s: %w", id, engine.ErrTokenUsed), token)
+		return Classify(fmt.Errorf("ops: approve: replay %s: %w", id, engine.ErrTokenUsed), token)
 	}
 	return nil
 }
@@ -167,7 +172,7 @@ func (o *Ops) gone(ctx context.Context, dlq string) error {
 	if err != nil || info.Exists {
 		return nil
 	}
-	return classify(fmt.Errorf("ops: approve: %w", engine.ErrQueueNotFound), dlq)
+	return Classify(fmt.Errorf("ops: approve: %w", engine.ErrQueueNotFound), dlq)
 }
 
 func changedRefusal(changes []engine.Change, again bool) *Refusal {
@@ -208,7 +213,7 @@ func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *en
 	}
 	f, err := o.d.Tokens.Load(ctx, token)
 	if err != nil {
-		return "", "", classify(err, token)
+		return "", "", Classify(err, token)
 	}
 	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
 	// No one could approve a spent token: no one is asked to.
@@ -223,7 +228,7 @@ func (o *Ops) RequestApproval(ctx context.Context, c Caller, token string, p *en
 	if ch := o.d.Asker.ApprovalChannel(); ch != "" {
 		// The DLQ's channel allowlist, before anything is posted.
 		if err := o.policy.CheckChannel(f.DLQ, ch); err != nil {
-			return "", "", classify(err, f.DLQ)
+			return "", "", Classify(err, f.DLQ)
 		}
 	}
 	channel, ts, err = o.d.Asker.RequestApproval(ctx, f, p)
@@ -244,7 +249,7 @@ func (o *Ops) Discard(ctx context.Context, c Caller, token string) (f engine.Fro
 	}
 	f, err = o.d.Tokens.LoadHeader(ctx, token)
 	if err != nil {
-		return f, classify(err, token)
+		return f, Classify(err, token)
 	}
 	e.DLQ, e.Vhost, e.Messages = f.DLQ, f.Vhost, f.Total
 	if o.policy.Person(f.Requester) != o.acting(c) {
@@ -264,7 +269,7 @@ func (o *Ops) Discard(ctx context.Context, c Caller, token string) (f engine.Fro
 			r.err = err
 			return f, r
 		}
-		return f, classify(err, f.DLQ)
+		return f, Classify(err, f.DLQ)
 	}
 	return f, nil
 }

@@ -13,6 +13,9 @@ const (
 	FrontAPI       = "api"
 	FrontMCP       = "mcp"
 	FrontDashboard = "dashboard"
+	// FrontWatch is the DLQ watch's own entries (alerts and
+	// resolutions), made by no caller.
+	FrontWatch = "watch"
 )
 
 // Caller is who makes a call, and through which front end.

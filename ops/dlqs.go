@@ -65,7 +65,7 @@ func (o *Ops) ListDLQs(ctx context.Context, c Caller) (DLQs, error) {
 	}
 	qs, err := o.d.Queues.ListQueues(ctx)
 	if err != nil {
-		return out, classify(err, "")
+		return out, Classify(err, "")
 	}
 	named := map[string]bool{}
 	for _, q := range o.policy.NamedQueues(commands.ActionRead) {
@@ -103,7 +103,7 @@ func (o *Ops) ListDLQs(ctx context.Context, c Caller) (DLQs, error) {
 	if len(out.DLQs) > 0 {
 		rs, err := o.d.Replays.List(ctx, DefaultMaxList)
 		if err != nil {
-			return DLQs{DLQs: []DLQ{}, Note: DLQsNote}, classify(err, "")
+			return DLQs{DLQs: []DLQ{}, Note: DLQsNote}, Classify(err, "")
 		}
 		last := map[string]engine.Replay{}
 		for _, r := range rs {

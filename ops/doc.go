@@ -1,8 +1,9 @@
 // Package ops is dlqbot's one operations layer: every front end — the
-// Slack bot (bot/), the terminal (cmd/dlqbot), the HTTP API (api/) and
-// the MCP tools (mcp/) — turns its input into a Caller and typed values,
-// calls one operation here, and words the outcome in its own idiom. No
-// front end decides who may do what.
+// Slack bot (bot/), the terminal (cmd/dlqbot), the HTTP API (api/) and,
+// through the API's Service, the MCP tools (mcp/) and the dashboard —
+// turns its input into a Caller and typed values, calls one operation
+// here, and words the outcome in its own idiom. No front end decides who
+// may do what.
 //
 // Each operation applies the whole policy (commands.Policy): the grants
 // (read, replay, publish on queue globs), the four-eyes rule comparing
@@ -25,7 +26,34 @@
 // (AuthorizeRun, the engine's Authorizer): an approval or resume written
 // by a process that applied no policy, or another one, is refused there.
 //
+// The DLQ watch (watch.go, its per-DLQ depth samples in watch_track.go,
+// the Snooze button in watch_snooze.go) samples every queue's depth once
+// a tick, from the management API's queue list (never a message), and
+// posts one alert when a DLQ the policy's watch: section names grows by
+// its threshold within its window; later arrivals edit it, and a DLQ back
+// at its baseline resolves it, naming the replays that ran meanwhile.
+// Every replica runs one; each transition is won by one replica in the
+// AlertStore (Redis), so each alert is posted once.
+//
 // Without a policy (DLQBOT_ACCESS=open) every grant is allowed and no
 // second person is required; the rate limit and "needs a human" still
 // apply.
+//
+// Files:
+//
+//	ops.go        Config, Deps and New; the ports it calls (Engine, Tokens,
+//	              Replays, Windows, Asker, ...)
+//	caller.go     Caller: who calls, through which front end, proved how
+//	preview.go    Preview and Samples
+//	approve.go    Approve, RequestApproval and Discard
+//	replays.go    Replay, List, Control, Check and Park
+//	follow.go     Follow, the `read` to follow a replay's progress
+//	dlqs.go       ListDLQs and why each queue is listed
+//	audit.go      AuditVisible, which audit entries a caller may see
+//	authorize.go  AuthorizeRun, the worker's own check before it sends
+//	policy.go     the grants, the four-eyes rule, needs-a-human, the scan limit
+//	record.go     recording each operation once in the audit trail
+//	refusal.go    Refusal and its Codes, and Classify: the one table from
+//	              an engine or policy error to a refusal's sentence
+//	previews.go   PreviewCache, the previews a front end made or posted here
 package ops

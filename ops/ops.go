@@ -99,14 +99,9 @@ type Windows interface {
 	Give(ctx context.Context, key, id string) error
 }
 
-// Take is the outcome of Windows.Take.
-type Take struct {
-	OK   bool
-	ID   string
-	Used int
-	// RetryAfter is when the next take could fit, when !OK.
-	RetryAfter time.Duration
-}
+// Take is the outcome of Windows.Take (engine.WindowTake, so that the
+// store implements Windows without importing ops).
+type Take = engine.WindowTake
 
 // Asker asks a person in Slack to approve a preview made by a program;
 // the Slack bot implements it (RequestApproval).

@@ -25,10 +25,16 @@ type fakeEngine struct {
 	changed  bool // Approve answers ErrChanged
 	approved []string
 	controls []string
+	// since is the verdict on the target's consumers in every token (Load).
+	since engine.Since
 }
 
 func (f *fakeEngine) Preview(_ context.Context, sel engine.Selection, req string) (*engine.Preview, error) {
-	return &engine.Preview{Token: "p_" + req, Requester: req, DLQ: engine.QueueInfo{Name: sel.DLQ}}, nil
+	p := &engine.Preview{Token: "p_" + req, Requester: req, DLQ: engine.QueueInfo{Name: sel.DLQ}}
+	if f.since != "" {
+		p.Targets = []engine.TargetView{{Queue: "t", Exists: true, Consumers: 1, ConsumersSinceFailure: f.since}}
+	}
+	return p, nil
 }
 func (f *fakeEngine) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
 	return engine.Frozen{}, nil, nil
@@ -68,7 +74,7 @@ func (f *fakeEngine) LoadHeader(ctx context.Context, token string) (engine.Froze
 
 func (f *fakeEngine) Load(_ context.Context, token string) (engine.Frozen, error) {
 	return engine.Frozen{Token: token, DLQ: "q", Requester: token[2:], Total: 60,
-		Targets: []engine.TargetSnapshot{{Queue: "t"}}}, nil
+		Targets: []engine.TargetSnapshot{{Queue: "t", ConsumersSinceFailure: f.since}}}, nil
 }
 func (f *fakeEngine) Discard(context.Context, string) error              { return nil }
 func (f *fakeEngine) List(context.Context, int) ([]engine.Replay, error) { return nil, nil }

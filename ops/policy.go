@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -30,7 +31,7 @@ func (o *Ops) permit(ctx context.Context, c Caller, check func(id string, groups
 	if err == nil {
 		return nil
 	}
-	r := classify(err, "")
+	r := Classify(err, "")
 	if rf, ok := IsRefusal(r); ok && lookupErr != nil {
 		rf.Reason = strings.TrimSuffix(rf.Reason, ".") + " (your Slack user groups could not be read just now, so only grants to you by name counted)."
 	}
@@ -91,6 +92,38 @@ func (o *Ops) fourEyes(ctx context.Context, c Caller, f engine.Frozen) (release 
 			o.log.Warn().Err(err).Str("dlq", f.DLQ).Msg("an unused self-approval could not be given back; it counts until the window passes")
 		}
 	}, nil
+}
+
+// whenUnchanged applies approval.when_unchanged to c approving f, when f's
+// preview found targets whose consumers were all connected before their
+// messages failed (engine.SinceUnchanged): warn (the default) allows,
+// second_person refuses f's requester (compared as principals), refuse
+// refuses everyone.
+func (o *Ops) whenUnchanged(c Caller, f engine.Frozen) error {
+	p := o.policy
+	if p == nil {
+		return nil
+	}
+	var qs []string
+	for _, t := range f.Targets {
+		if t.ConsumersSinceFailure == engine.SinceUnchanged {
+			qs = append(qs, t.Queue)
+		}
+	}
+	if len(qs) == 0 {
+		return nil
+	}
+	what := fmt.Sprintf("the consumers of %s have been connected since before these messages failed, so the fix may not be deployed", strings.Join(qs, ", "))
+	switch p.Approval.WhenUnchanged {
+	case commands.WhenUnchangedSecondPerson:
+		if p.Person(f.Requester) != o.acting(c) {
+			return nil
+		}
+		return refuse(NeedsSecondPerson, "You asked for this preview, and %s; the permissions file's approval.when_unchanged is second_person, so someone else has to approve it.", what)
+	case commands.WhenUnchangedRefuse:
+		return refuse(Forbidden, "At the preview %s; the permissions file's approval.when_unchanged is refuse, so no one may approve it. Restart the consumers with the fix, then preview again.", what)
+	}
+	return nil
 }
 
 // scan applies the scan rate limit to c scanning dlq (a preview or a

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"strings"
 
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
@@ -16,6 +17,7 @@ func (o *Ops) Preview(ctx context.Context, c Caller, sel engine.Selection) (p *e
 	defer func() {
 		if p != nil {
 			e.TokenRef, e.Messages = audit.TokenRef(p.Token), p.Matched
+			e.Detail = unchangedDetail(p.Targets)
 		}
 		o.record(ctx, c, e, err)
 	}()
@@ -28,7 +30,7 @@ func (o *Ops) Preview(ctx context.Context, c Caller, sel engine.Selection) (p *e
 	if c.Channel != "" {
 		// Where the preview will be shown, before anything is read.
 		if err := o.policy.CheckChannel(sel.DLQ, c.Channel); err != nil {
-			return nil, classify(err, sel.DLQ)
+			return nil, Classify(err, sel.DLQ)
 		}
 	}
 	if err := o.scan(ctx, c, sel.Vhost, sel.DLQ); err != nil {
@@ -36,7 +38,7 @@ func (o *Ops) Preview(ctx context.Context, c Caller, sel engine.Selection) (p *e
 	}
 	p, err = o.d.Engine.Preview(ctx, sel, o.acting(c))
 	if err != nil {
-		return nil, classify(err, sel.DLQ)
+		return nil, Classify(err, sel.DLQ)
 	}
 	return p, nil
 }
@@ -53,7 +55,7 @@ func (o *Ops) Samples(ctx context.Context, c Caller, token, dlq string) (_ strin
 	if dlq == "" {
 		f, err := o.d.Tokens.LoadHeader(ctx, token)
 		if err != nil {
-			return "", classify(err, token)
+			return "", Classify(err, token)
 		}
 		dlq, e.DLQ, e.Vhost, e.Messages = f.DLQ, f.DLQ, f.Vhost, f.Total
 	}
@@ -63,4 +65,20 @@ func (o *Ops) Samples(ctx context.Context, c Caller, token, dlq string) (_ strin
 		return dlq, err
 	}
 	return dlq, nil
+}
+
+// unchangedDetail is the audit detail of a preview with targets whose
+// consumers were all connected before their messages failed ("" when
+// none): the trail, and the dashboard's audit page, show it.
+func unchangedDetail(targets []engine.TargetView) string {
+	var qs []string
+	for _, t := range targets {
+		if t.ConsumersSinceFailure == engine.SinceUnchanged {
+			qs = append(qs, t.Queue)
+		}
+	}
+	if len(qs) == 0 {
+		return ""
+	}
+	return "consumers not restarted since these messages failed: " + strings.Join(qs, ", ")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stroma/dlqbot/audit"
+	"github.com/stroma/dlqbot/redact"
 )
 
 // Writable is an audit trail that can tell, before an operation changes
@@ -80,7 +81,7 @@ func (o *Ops) RecordAccess(ctx context.Context, frontEnd, claimed, op, code, det
 		claimed = "anonymous"
 	}
 	e := audit.Entry{Time: o.d.Now().UTC(), Principal: claimed, Identity: claimed, FrontEnd: frontEnd,
-		Op: op, Outcome: audit.OutcomeRefused, Code: code, Detail: audit.ScrubTokens(detail)}
+		Op: op, Outcome: audit.OutcomeRefused, Code: code, Detail: redact.Tokens(detail)}
 	if err := o.d.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
 		o.log.Warn().Err(err).Str("op", op).Str("front_end", frontEnd).Msg("audit entry of a refused request could not be recorded")
 	}
@@ -97,7 +98,7 @@ func (o *Ops) RecordSession(ctx context.Context, frontEnd, principal, op, code, 
 		return
 	}
 	e := audit.Entry{Time: o.d.Now().UTC(), Principal: principal, Identity: principal, FrontEnd: frontEnd,
-		Op: op, Outcome: audit.OutcomeOK, Detail: audit.ScrubTokens(detail)}
+		Op: op, Outcome: audit.OutcomeOK, Detail: redact.Tokens(detail)}
 	if err := o.d.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
 		o.log.Error().Err(err).Str("op", op).Str("principal", principal).Str("front_end", frontEnd).Msg("audit entry of a session could not be recorded")
 	}

@@ -102,10 +102,14 @@ func refuse(code Code, format string, a ...any) *Refusal {
 	return &Refusal{Code: code, Reason: fmt.Sprintf(format, a...)}
 }
 
-// classify turns an engine or policy error into a *Refusal where it is
+// Classify turns an engine or policy error into a *Refusal where it is
 // one (the state or the caller's request decided it, nothing changed);
 // other errors — a broker or Redis failure — are returned as they are.
-func classify(err error, subject string) error {
+// It is the one table from error to sentence: every operation's error
+// passes through it, and the API words the errors it meets outside the
+// operations (a read of the trail or of a replay's events) with it too.
+// subject names what the call was about (a queue, a token, a replay id).
+func Classify(err error, subject string) error {
 	if err == nil {
 		return nil
 	}

@@ -19,7 +19,7 @@ func needReplay(dlq string) commands.Need {
 func (o *Ops) Replay(ctx context.Context, c Caller, id string) (engine.Replay, error) {
 	r, err := o.d.Engine.Status(ctx, id)
 	if err != nil {
-		return r, classify(err, id)
+		return r, Classify(err, id)
 	}
 	if err := o.permit(ctx, c, func(uid string, g []string) error {
 		return o.policy.CheckRead(uid, g, r.DLQ, "to see this replay")
@@ -41,7 +41,7 @@ func (o *Ops) List(ctx context.Context, c Caller, n int) ([]engine.Replay, int, 
 	}
 	rs, err := o.d.Replays.List(ctx, n)
 	if err != nil {
-		return nil, 0, classify(err, "")
+		return nil, 0, Classify(err, "")
 	}
 	out := []engine.Replay{}
 	hidden := 0
@@ -92,7 +92,7 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 	}
 	r, err = o.d.Engine.Status(ctx, id)
 	if err != nil {
-		return r, classify(err, id)
+		return r, Classify(err, id)
 	}
 	e.DLQ, e.Vhost, e.TokenRef, e.Messages = r.DLQ, r.Vhost, audit.TokenRef(r.Token), r.Total
 	if err := o.mayControl(ctx, c, action, r); err != nil {
@@ -100,7 +100,7 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 	}
 	after, err := o.d.Engine.Control(ctx, id, action, o.acting(c))
 	if err != nil {
-		rf := classify(err, id)
+		rf := Classify(err, id)
 		if x, ok := IsRefusal(rf); ok && x.Code == NotControllable {
 			now := r.State
 			if after.State != "" {
@@ -132,7 +132,7 @@ func (o *Ops) mayControl(ctx context.Context, c Caller, action engine.ControlAct
 	if f, err := o.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
 		targets = f.TargetQueues()
 	} else if errors.Is(err, engine.ErrBadSignature) {
-		return classify(err, r.ID)
+		return Classify(err, r.ID)
 	} else if verb == engine.ControlResume {
 		rf := refuse(NotControllable, "Replay %s cannot be resumed: its preview can no longer be read (%v).", r.ID, err)
 		rf.err = err
@@ -176,7 +176,7 @@ func (o *Ops) Check(ctx context.Context, c Caller, id string) (rep engine.CheckR
 	}
 	rep, err = o.d.Engine.Check(ctx, id, "")
 	if err != nil {
-		return rep, classify(err, id)
+		return rep, Classify(err, id)
 	}
 	return rep, nil
 }
@@ -196,7 +196,7 @@ func (o *Ops) Park(ctx context.Context, c Caller, id string) (res engine.ParkRes
 	}
 	r, err := o.d.Engine.Status(ctx, id)
 	if err != nil {
-		return res, classify(err, id)
+		return res, Classify(err, id)
 	}
 	e.DLQ, e.Vhost = r.DLQ, r.Vhost
 	if err := o.mayChange(c); err != nil {
@@ -212,7 +212,7 @@ func (o *Ops) Park(ctx context.Context, c Caller, id string) (res engine.ParkRes
 	}
 	res, err = o.d.Engine.Park(ctx, id, o.acting(c))
 	if err != nil {
-		return res, classify(err, r.DLQ)
+		return res, Classify(err, r.DLQ)
 	}
 	return res, nil
 }

@@ -7,7 +7,7 @@
 #   engine  the engine package with the race detector
 #   rest    every other package with the race detector
 #   100k    the whole-DLQ replays of 100,000 without the race detector
-#           (engine, -run Of100k; README "Tests" says which run where),
+#           (engine, -run Of100k; docs/reliability.md says which run where),
 #           then the fuzzing (FUZZTIME per target)
 #
 # Each lane writes bin/test/<lane>.log, printed when the lane ends with its

@@ -89,6 +89,11 @@
 //	Pslackreq:<sighash>     string  a signed Slack request accepted (128 bits of the SHA-256 of its
 //	                                key: timestamp and body hash); PX = 10 min, longer than the
 //	                                signature stays valid
+//	P{alert:<dlq>}:alert    string  the DLQ's open watch alert (alerts.go): JSON id, channel, ts,
+//	                                opened, baseline, arrived, edited; SET NX to open, changed by
+//	                                compare-and-set of the whole value; PX 7 days
+//	P{alert:<dlq>}:snooze   string  the DLQ's alerts are snoozed while it exists (PX 1 hour)
+//	Palerts                 set     DLQs with an open alert (an index for listing them)
 //	Pdashout:<session>      string  a dashboard session that was signed out (128 bits of a hash of its
 //	                                nonce); PXAT = when the session would have expired
 //
@@ -107,4 +112,34 @@
 //
 // Run Redis with maxmemory-policy noeviction: an eviction policy can silently
 // delete leases and tokens.
+//
+// Files, beyond those the key layout names:
+//
+//	store.go, open.go    Config, Store and Open (REDIS_URL, its hosts)
+//	errors.go            the store's own errors and how Redis failures are
+//	                     worded (engine.ErrStoreUnavailable)
+//	pipescript.go        pipelines of Lua scripts called by their SHA1
+//	tokens.go            Tokens: save, load, consume and discard a preview;
+//	                     tokens_decode.go reads the binary format,
+//	                     tokens_header.go a preview's header alone,
+//	                     tokens_legacy.go the JSON format before it,
+//	                     tokens_message.go where a preview was posted and
+//	                     tokens_release.go undoing a consume
+//	replays.go           Replays: replay records; desire.go and desire_if.go
+//	                     the state an operator asked for
+//	leases.go            Leases: a replay's ownership and fencing epoch
+//	jobs.go              Jobs: the job stream workers read
+//	workers.go           Workers: the workers alive now
+//	schedule.go          Schedule: follow-up checks due
+//	claims.go            Claims: a DLQ's messages held by one replay at a time
+//	ledger.go            Ledger: what every replay sent; ledger_acks.go the
+//	                     copies acked, ledger_pages.go its pages
+//	returns.go           Returns: the copies that came back; tapgap.go the
+//	                     windows a DLQ's tap was missing
+//	readmarks.go         ReadMarks: what the last reads left on a queue
+//	events.go            Events: each replay's event log
+//	audit.go             Audit: the audit trail; audit_verify.go its check
+//	sessions.go          DashboardSessions: dashboard sessions signed out
+//	slackrefs.go         SlackRefs: where each replay shows in Slack
+//	slackrequests.go     SlackRequests: signed Slack requests already accepted
 package store

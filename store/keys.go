@@ -79,6 +79,14 @@ func (k keys) readers(dlq string) string { return k.p + "readers:" + dlq }
 // script, so it needs no hash tag.
 func (k keys) window(name string) string { return k.p + "window:" + name }
 
+// alert is a DLQ's open watch alert and alertSnooze its snooze
+// (alerts.go); they share the hash tag {alert:<dlq>} so that opening an
+// alert checks the snooze in one script. alerts indexes the DLQs with an
+// alert.
+func (k keys) alert(dlq string) string       { return k.p + "{alert:" + dlq + "}:alert" }
+func (k keys) alertSnooze(dlq string) string { return k.p + "{alert:" + dlq + "}:snooze" }
+func (k keys) alerts() string                { return k.p + "alerts" }
+
 // maxIDLen bounds replay ids and tokens used inside hash tags.
 const maxIDLen = 200
 

@@ -41,6 +41,9 @@ func TestKeysShareSlots(t *testing.T) {
 			t.Errorf("global key %q", key)
 		}
 	}
+	if hashTag(k.alert("orders.dlq")) != hashTag(k.alertSnooze("orders.dlq")) {
+		t.Errorf("an alert %q and its snooze %q hash apart: one script reads both", k.alert("orders.dlq"), k.alertSnooze("orders.dlq"))
+	}
 	for _, bad := range []string{"", "a{b", "a}b", "a b", strings.Repeat("x", maxIDLen+1)} {
 		if checkTag("id", bad) == nil {
 			t.Errorf("checkTag accepted %q", bad)
@@ -64,6 +67,7 @@ func TestDocListsEveryKey(t *testing.T) {
 		"slackRequest": k.slackRequest("<sighash>"), "slackRefs": k.slackRefs("<replay>"),
 		"dashboardSignedOut": k.dashboardSignedOut("<session>"),
 		"auditAnchor":        k.auditAnchor(), "auditRate": k.auditRateDoc(),
+		"alert": k.alert("<dlq>"), "alertSnooze": k.alertSnooze("<dlq>"), "alerts": k.alerts(),
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "keys.go", nil, 0)

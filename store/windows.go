@@ -9,10 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/ops"
 )
-
-var _ ops.Windows = (*Windows)(nil)
 
 // Windows counts within sliding time windows shared by every replica
 // (ops.Windows): the four-eyes threshold's self-approved messages per
@@ -51,9 +48,9 @@ return {1, used, 0}
 
 // Take adds n to window name when what was taken within the window stays
 // at most limit (see ops.Windows).
-func (w *Windows) Take(ctx context.Context, name string, n, limit int, window time.Duration) (ops.Take, error) {
+func (w *Windows) Take(ctx context.Context, name string, n, limit int, window time.Duration) (engine.WindowTake, error) {
 	if n < 0 || window < time.Millisecond {
-		return ops.Take{}, fmt.Errorf("store: take %d from window %s of %s: invalid", n, name, window)
+		return engine.WindowTake{}, fmt.Errorf("store: take %d from window %s of %s: invalid", n, name, window)
 	}
 	id := engine.NewID("w")
 	res, err := takeScript.Run(ctx, w.b.rdb, []string{w.b.k.window(name)}, n, limit, window.Milliseconds(), w.b.now().UnixMilli(), id).Int64Slice()
@@ -61,9 +58,9 @@ func (w *Windows) Take(ctx context.Context, name string, n, limit int, window ti
 		err = errors.New("unexpected reply")
 	}
 	if err != nil {
-		return ops.Take{}, fail(err, "take from window %s", name)
+		return engine.WindowTake{}, fail(err, "take from window %s", name)
 	}
-	t := ops.Take{OK: res[0] == 1, Used: int(res[1]), RetryAfter: time.Duration(res[2]) * time.Millisecond}
+	t := engine.WindowTake{OK: res[0] == 1, Used: int(res[1]), RetryAfter: time.Duration(res[2]) * time.Millisecond}
 	if t.OK {
 		t.ID = id + ":" + fmt.Sprint(n)
 	}

@@ -108,7 +108,7 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 	var groups commands.UserGroups
 	if cfg.SlackBotToken != "" {
 		if n, err = bot.NewNotifier(bot.Config{BotToken: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel,
-			APIChannel: cfg.APIChannel}, bot.NotifierDeps{Replays: a.store.Replays(), Refs: a.store.SlackRefs(), Log: a.log}); err != nil {
+			APIChannel: cfg.APIChannel, WorkspaceURL: cfg.SlackWorkspaceURL, DashboardURL: cfg.DashboardURL}, bot.NotifierDeps{Replays: a.store.Replays(), Refs: a.store.SlackRefs(), Log: a.log}); err != nil {
 			return usageError("slack: %w", err)
 		}
 		groups = n.UserGroups()
@@ -118,7 +118,7 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 		return err
 	}
 	if n != nil {
-		b, err = bot.New(n, bot.Deps{Ops: o, Replays: a.store.Replays(), Tokens: a.store.Tokens()})
+		b, err = bot.New(n, bot.Deps{Ops: o, Tokens: a.store.Tokens()})
 		if err != nil {
 			return usageError("slack: %w", err)
 		}

@@ -2,7 +2,7 @@ package main
 
 import (
 	"fmt"
-	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/redact"
 	"net"
 	"net/netip"
 	"net/url"
@@ -41,12 +41,12 @@ type config struct {
 	LeaseTTL       time.Duration // DLQBOT_LEASE_TTL (default 15s)
 	ConnectionName string        // DLQBOT_CONNECTION_NAME (default "dlqbot"), shown in the management UI
 
-	// HTTP API and MCP (README "HTTP API and MCP").
+	// HTTP API and MCP (docs/api.md "HTTP API and MCP").
 	APIChannel      string // DLQBOT_API_CHANNEL: where API/MCP previews and replays show in Slack
 	MCPRequireHuman bool   // DLQBOT_MCP_REQUIRE_HUMAN: dlq_replay asks a person in Slack instead of starting
 	MCPToken        string // DLQBOT_MCP_TOKEN: the principal `dlqbot mcp` (stdio) acts as
 
-	// Client mode (README "Access control"): the terminal and `dlqbot mcp`
+	// Client mode (docs/operating.md "Access control"): the terminal and `dlqbot mcp`
 	// call the server's HTTP API instead of the broker and Redis.
 	Server string // DLQBOT_SERVER: the dlqbot server's base URL (http://dlqbot.internal:8080)
 	Token  string // DLQBOT_TOKEN: the caller's personal bearer token for that server
@@ -59,14 +59,15 @@ type config struct {
 	ScanWindow     time.Duration // the window of DLQBOT_SCAN_LIMIT
 	DialectHeaders string        // DLQBOT_DIALECT_HEADERS: an in-house dialect (engine.ParseHeaderDialect)
 
-	// Dashboard and audit trail (README "Dashboard and audit trail").
+	// Dashboard and audit trail (docs/api.md "Dashboard and audit trail").
 	AuditRetention    time.Duration  // DLQBOT_AUDIT_RETENTION (default 90 days)
 	AuditMaxEntries   int64          // DLQBOT_AUDIT_MAX_ENTRIES (0: store.DefaultAuditMaxLen)
 	AuditRate         int            // DLQBOT_AUDIT_RATE, entries per principal a minute (0: store.DefaultAuditRate)
 	SessionKey        string         // DLQBOT_DASHBOARD_SESSION_KEY: signs sessions; ≥ 32 bytes
 	TrustedProxies    []netip.Prefix // DLQBOT_DASHBOARD_TRUSTED_PROXIES: addresses whose identity headers count
 	SlackWorkspaceURL string         // DLQBOT_SLACK_WORKSPACE_URL: links to replay threads
-	// Privacy and integrity (README "Private by default").
+	DashboardURL      string         // DLQBOT_DASHBOARD_URL: the dashboard's address, linked from Slack lines
+	// Privacy and integrity (docs/operating.md "Private by default").
 	ExcerptBytes   int    // DLQBOT_EXCERPT_BYTES: payload excerpt size, 0 none (engine: 0 default 200, negative none)
 	SigningKey     string // DLQBOT_SIGNING_KEY: signs frozen previews and replay records
 	SigningKeyFile string // DLQBOT_SIGNING_KEY_FILE: the same, read from a file
@@ -149,6 +150,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		return c, err
 	}
 	c.SlackWorkspaceURL = getenv("DLQBOT_SLACK_WORKSPACE_URL")
+	c.DashboardURL = getenv("DLQBOT_DASHBOARD_URL")
 	if c.AcceptUnsigned, err = envBool(getenv, "DLQBOT_ACCEPT_UNSIGNED"); err != nil {
 		return c, err
 	}
@@ -179,6 +181,7 @@ func loadConfig(getenv func(string) string) (config, error) {
 		{"SLACK_API_URL", c.SlackAPIURL, []string{"http", "https"}},
 		{"REDIS_URL", c.RedisURL, []string{"redis", "rediss", "unix"}},
 		{"DLQBOT_SLACK_WORKSPACE_URL", c.SlackWorkspaceURL, []string{"https", "http"}},
+		{"DLQBOT_DASHBOARD_URL", c.DashboardURL, []string{"https", "http"}},
 		{"DLQBOT_SERVER", c.Server, []string{"https", "http"}},
 	} {
 		if u.value == "" {

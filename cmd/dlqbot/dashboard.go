@@ -5,8 +5,8 @@ import (
 
 	"github.com/stroma/dlqbot/api"
 	"github.com/stroma/dlqbot/dashboard"
+	"github.com/stroma/dlqbot/dashboard/dashapi"
 	"github.com/stroma/dlqbot/engine/amqp"
-	"github.com/stroma/dlqbot/internal/dashapi"
 	"github.com/stroma/dlqbot/ops"
 	"github.com/stroma/dlqbot/store"
 )
@@ -32,7 +32,7 @@ func (r *replica) mountDashboard(o *ops.Ops, svc *api.Service) error {
 	d, err := dashboard.New(dashboard.Config{Policy: signIn, SessionKey: []byte(a.cfg.SessionKey),
 		TrustedProxies: a.cfg.TrustedProxies, SlackURL: a.cfg.SlackWorkspaceURL, SignInNote: note},
 		dashboard.Deps{Backend: dashapi.New(o, svc, a.broker, a.store.Tokens()), Threads: a.store.SlackRefs(),
-			Revocations: a.store.DashboardSessions(), Sessions: o, Log: r.log})
+			Revocations: a.store.DashboardSessions(), Sessions: o, Alerts: a.store.Alerts(), Log: r.log})
 	if err != nil {
 		return usageError("dashboard: %w", err)
 	}

@@ -59,8 +59,10 @@ func TestStoppedReplayNamesTheNextCommands(t *testing.T) {
 	rejecting.Stop()
 	r.Consume(src, func(amqp.Delivery) string { return "ack" })
 	out, stderr, code = dlqbot(t, env, "resume", "--verbose", id[1], "--json")
-	if code != 0 || oneJSON(t, out)["state"] != "finished" {
-		t.Fatalf("resume --verbose exit %d:\n%s\n%s", code, out, stderr)
+	// It finishes with the copies that came back before the fix, so its
+	// verdict is came_back and the exit status 1 (SPEC §10).
+	if doc := oneJSON(t, out); code != 1 || doc["state"] != "finished" || doc["verdict"] != "came_back" {
+		t.Fatalf("resume --verbose exit %d, want 1 (finished, came back):\n%s\n%s", code, out, stderr)
 	}
 	if !strings.Contains(stderr, `"level":"info"`) {
 		t.Errorf("--verbose shows no info log line:\n%s", stderr)

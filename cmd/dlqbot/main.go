@@ -60,7 +60,7 @@ func configFailed(args []string, stdout, stderr io.Writer, err error) error {
 }
 
 // exitCode maps run's error to its exit status: 0 success, 1 a refused or
-// failed action, 2 bad usage or configuration (README "Using it from a
+// failed action, 2 bad usage or configuration (docs/using.md "The
 // terminal").
 func exitCode(err error) int {
 	if err == nil {

@@ -50,11 +50,16 @@ func printPreview(w io.Writer, p *engine.Preview) {
 	}
 	if len(p.Targets) > 0 {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TARGET\tEXISTS\tCONSUMERS\tMESSAGES\tREASONS")
+		fmt.Fprintln(tw, "TARGET\tEXISTS\tCONSUMERS\tSINCE FAILURE\tLAST FAILURE\tMESSAGES\tREASONS")
 		for _, t := range p.Targets {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", t.Queue, yesNo(t.Exists), t.Consumers, t.Messages, reasons(t.Reasons))
+			since := string(t.ConsumersSinceFailure)
+			if since == "" {
+				since = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%d\t%s\n", t.Queue, yesNo(t.Exists), t.Consumers, since, when(t.LastFailure), t.Messages, reasons(t.Reasons))
 		}
 		tw.Flush()
+		printConsumerConns(w, p.Targets)
 		fmt.Fprintln(w)
 	}
 	if len(p.Messages) > 0 {
@@ -98,12 +103,16 @@ func printPreview(w io.Writer, p *engine.Preview) {
 }
 
 func printReplay(w io.Writer, r engine.Replay) {
-	fmt.Fprintf(w, "Replay %s: %s\n", r.ID, r.State)
+	if r.State.Terminal() || r.State == engine.StateStopped {
+		fmt.Fprintf(w, "Replay %s: %s, verdict %s\n", r.ID, r.State, r.Verdict())
+	} else {
+		fmt.Fprintf(w, "Replay %s: %s\n", r.ID, r.State)
+	}
 	if r.Missing > 0 {
 		fmt.Fprintf(w, "  !! %d message(s) DISAPPEARED: neither sent by dlqbot nor in %s any more (dlqbot did not send them)\n", r.Missing, r.DLQ)
 	}
 	fmt.Fprintf(w, "  from %s, approved by %s, requested by %s\n", r.DLQ, r.Approver, r.Requester)
-	fmt.Fprintf(w, "  step %d; sent %d of %d; left the target queue %d; came back %d; missing %d; not delivered %d; new failures meanwhile %d\n",
+	fmt.Fprintf(w, "  step %d; sent %d of %d; settled %d; came back %d; missing %d; not delivered %d; new failures meanwhile %d\n",
 		r.Step, r.Sent, r.Total, r.Settled, r.Returned, r.Missing, r.Failed, r.NewFailures)
 	if r.Unseen != nil {
 		fmt.Fprintf(w, "  !! %s: the DLQ's tap was gone and the DLQ could not be re-read; \"came back\" counts only what was seen\n", r.Unseen.Words())
@@ -132,7 +141,7 @@ func printList(w io.Writer, rs []engine.Replay) {
 		return
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "REPLAY\tSTATE\tDLQ\tSENT\tTOTAL\tRETURNED\tAPPROVER\tCREATED")
+	fmt.Fprintln(tw, "REPLAY\tSTATE\tDLQ\tSENT\tTOTAL\tCAME BACK\tAPPROVER\tCREATED")
 	for _, r := range rs {
 		if r.Unverifiable {
 			fmt.Fprintf(tw, "%s\tUNVERIFIABLE\t(its record failed its check)\t\t\t\t\t\n", r.ID)
@@ -210,5 +219,31 @@ func printCheck(w io.Writer, c engine.CheckReport) {
 	fmt.Fprintf(w, "New failures meanwhile (without this replay's id): %d\n", c.NewFailures)
 	if c.AtParkLimit > 0 {
 		fmt.Fprintf(w, "%d message(s) were replayed %d times or more without success: dlqbot park %s moves them to the parking queue (or Slack's Park button).\n", c.AtParkLimit, c.ParkAfter, c.ReplayID)
+	}
+}
+
+// printConsumerConns lists, per target, when its consumers' connections
+// opened and what the clients call themselves (the first few): what the
+// SINCE FAILURE verdict was judged from.
+func printConsumerConns(w io.Writer, targets []engine.TargetView) {
+	const most = 3
+	for _, t := range targets {
+		for i, c := range t.ConsumerConns {
+			if i == most {
+				fmt.Fprintf(w, "  %s: … %d more consumer(s)\n", t.Queue, len(t.ConsumerConns)-most)
+				break
+			}
+			var who []string
+			for _, s := range []string{strings.TrimSpace(c.Product + " " + c.Version), c.ConnectionName} {
+				if s != "" {
+					who = append(who, clip(s, 60))
+				}
+			}
+			line := fmt.Sprintf("  %s: a consumer connected %s", t.Queue, when(c.ConnectedAt))
+			if len(who) > 0 {
+				line += " (" + strings.Join(who, ", ") + ")"
+			}
+			fmt.Fprintln(w, line)
+		}
 	}
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // With no worker running, `dlqbot resume` runs the replay itself, as
-// `dlqbot replay` does, and exits with the replay's outcome; it
-// used to enqueue a job nobody ran and exit 0.
+// `dlqbot replay` does, and exits with the replay's outcome (1 here: copies
+// came back in its first step); it used to enqueue a job nobody ran and
+// exit 0.
 func TestTerminalResumeRunsTheReplayWithoutWorkers(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
@@ -40,8 +41,9 @@ func TestTerminalResumeRunsTheReplayWithoutWorkers(t *testing.T) {
 	acks := r.Consume(src, func(amqp.Delivery) string { return "ack" })
 	out, stderr, code = dlqbot(t, env, "resume", id, "--json")
 	doc = oneJSON(t, out)
-	if code != 0 || doc["state"] != "finished" || doc["sent"].(float64) != 30 {
-		t.Fatalf("resume exit %d, want 0 and finished with 30 sent:\n%s\n%s", code, out, stderr)
+	// Finished, but the 5 of the first step came back: not clean, exit 1.
+	if code != 1 || doc["state"] != "finished" || doc["verdict"] != "came_back" || doc["sent"].(float64) != 30 {
+		t.Fatalf("resume exit %d, want 1 and finished (came_back) with 30 sent:\n%s\n%s", code, out, stderr)
 	}
 	testkit.Eventually(t, 20*time.Second, "the target to get the other 25", func() bool { n, _ := acks.Counts(); return n == 25 })
 	if n := r.Count(dlq); n != 5 { // only the 5 that came back in the first step

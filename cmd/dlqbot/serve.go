@@ -30,7 +30,7 @@ var (
 )
 
 // serve runs, until ctx ends: a replay worker, the reaper that reports
-// replays whose owner died, and the HTTP server (health, readiness and the
+// replays whose owner died, the DLQ watch, and the HTTP server (health, readiness and the
 // Slack endpoints when Slack is configured). Every replica runs the same
 // parts against one Redis.
 func serve(ctx context.Context, cfg config, stderr io.Writer) error {
@@ -63,8 +63,9 @@ func serve(ctx context.Context, cfg config, stderr io.Writer) error {
 }
 
 // replica is what one dlqbot process runs: a worker, the reaper, the
-// follow-up checks and an HTTP server with /healthz, /readyz and, when
-// Slack is configured, the bot's endpoints. serve and demo both run one.
+// follow-up checks, the DLQ watch (when the policy has a watch: section
+// and Slack is configured) and an HTTP server with /healthz, /readyz and,
+// when Slack is configured, the bot's endpoints. serve and demo both run one.
 type replica struct {
 	a   *app
 	id  string // the worker's id
@@ -74,6 +75,9 @@ type replica struct {
 	// authz is the worker's own check of each replay before it sends
 	// (the operations, with this process's policy).
 	authz engine.Authorizer
+	// watch watches the DLQs the policy's watch: section names; nil
+	// without one, or without Slack to post its alerts.
+	watch *ops.Watcher
 }
 
 // newReplica builds the replica's parts from a.cfg: the engine's notifiers
@@ -127,6 +131,15 @@ func (a *app) newReplica() (*replica, error) {
 	if b != nil {
 		o.SetAsker(b)
 	}
+	if policy != nil && len(policy.Watch) > 0 && slack != nil {
+		if r.watch, err = o.NewWatcher(ops.WatchConfig{Rules: policy.Watch},
+			ops.WatchDeps{Depths: a.broker, Alerts: a.store.Alerts(), Poster: slack, Observer: a.metrics}); err != nil {
+			return nil, err
+		}
+		if b != nil {
+			b.SetSnoozer(r.watch)
+		}
+	}
 	r.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	r.mux.HandleFunc("GET /readyz", a.readyz)
 	r.mux.Handle("GET /metrics", a.metrics.Handler())
@@ -173,6 +186,13 @@ func (r *replica) run(ctx context.Context, ln net.Listener) error {
 		defer wg.Done()
 		a.svc.FollowUps(ctx, 0)
 	}()
+	if r.watch != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.watch.Run(ctx)
+		}()
+	}
 	if r.bot != nil && a.cfg.SlackAppToken != "" {
 		wg.Add(1)
 		go func() {
@@ -243,6 +263,7 @@ func newSlackNotifier(cfg config, st *store.Store, o bot.Observer, log zerolog.L
 		SigningSecret: cfg.SlackSigningSecret, BotToken: cfg.SlackBotToken, AppToken: cfg.SlackAppToken,
 		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, APIChannel: cfg.APIChannel,
 		TeamID: cfg.SlackTeamID, AppID: cfg.SlackAppID,
+		WorkspaceURL: cfg.SlackWorkspaceURL, DashboardURL: cfg.DashboardURL,
 	}, bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log, Observer: o})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
@@ -258,7 +279,7 @@ func newSlackBot(cfg config, a *app, n *bot.Notifier, o *ops.Ops, log zerolog.Lo
 	if n == nil {
 		return nil, nil
 	}
-	b, err := bot.New(n, bot.Deps{Ops: o, Replays: a.store.Replays(), Tokens: a.store.Tokens(), Seen: a.store.SlackRequests()})
+	b, err := bot.New(n, bot.Deps{Ops: o, Tokens: a.store.Tokens(), Seen: a.store.SlackRequests()})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
 	}

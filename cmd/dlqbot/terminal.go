@@ -15,8 +15,8 @@ import (
 	"github.com/stroma/dlqbot/ops"
 )
 
-// terminal runs one subcommand of the terminal front end (README "Using it
-// from a terminal"): the
+// terminal runs one subcommand of the terminal front end (docs/using.md
+// "The terminal"): the
 // slash command's grammar, a readable report, or with --json exactly one
 // JSON document on stdout. With DLQBOT_SERVER it is a client of that
 // server (remote.go); without, the operator's direct mode (direct.go).
@@ -238,7 +238,9 @@ func (a *app) resume(ctx context.Context, out *output, stderr io.Writer, id stri
 func (a *app) ended(out *output, r engine.Replay) error { return ended(out, r) }
 
 // ended is the report of a replay that replay or resume followed, here or
-// through the server.
+// through the server. It exits 0 only for a replay that finished clean
+// (engine.Replay.Clean): one that finished with copies back, or with
+// copies nobody could see, exits 1 like one that stopped.
 func ended(out *output, r engine.Replay) error {
 	if out.json {
 		if err := out.doc(r); err != nil {
@@ -248,10 +250,13 @@ func ended(out *output, r engine.Replay) error {
 		printReplay(out.w, r)
 		printNext(out.w, r)
 	}
-	if r.State != engine.StateFinished {
-		return &exitError{code: exitFailed, err: fmt.Errorf("replay %s %s", r.ID, r.State)}
+	switch {
+	case r.Clean():
+		return nil
+	case r.State == engine.StateFinished:
+		return &exitError{code: exitFailed, err: fmt.Errorf("replay %s finished, verdict %s", r.ID, r.Verdict())}
 	}
-	return nil
+	return &exitError{code: exitFailed, err: fmt.Errorf("replay %s %s", r.ID, r.State)}
 }
 
 // followStatus is status --follow: it shows a replay's progress until it

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/redact"
 	"io"
 	"sync/atomic"
 	"time"
@@ -141,7 +141,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, handOff bool) error {
 	b, st, log := a.broker, a.store, a.log
 	deps := engine.Deps{
-		Broker: b, Mover: b, Counters: b, Watches: b,
+		Broker: b, Mover: b, Counters: b, Watches: b, Consumers: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
 		Notifier: notifier, ScanObserver: observer, Schedule: st.Schedule(),
 		Taps: b, Returns: st.Returns(), Claims: st.Claims(), TapGaps: st.TapGaps(),

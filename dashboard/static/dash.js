@@ -21,9 +21,15 @@ function show(r) {
   const p = document.getElementById("progress");
   if (p) { p.max = r.total || 1; p.value = r.sent; }
   const st = document.querySelector("#state .state");
-  if (st && st.textContent !== r.state) {
-    st.textContent = r.state;
-    st.className = "state st-" + r.state;
+  // The badge: a finished replay shows its verdict (dashboard/funcs.go badge).
+  let cls = r.state, label = r.state;
+  if (r.state === "finished" && r.verdict === "came_back") { cls = "came_back"; label = "finished · " + r.returned + " came back"; }
+  else if (r.state === "finished" && r.verdict === "could_not_tell") { cls = "could_not_tell"; label = "finished · could not tell"; }
+  else if (r.state === "finished") { label = "finished clean"; }
+  if (st && st.textContent !== label) {
+    st.textContent = label;
+    st.className = "state st-" + cls;
+    st.dataset.verdict = r.verdict || "";
     return true;
   }
   return false;

@@ -21,9 +21,12 @@ const (
 	DefaultIdleTimeout   = 500 * time.Millisecond
 	DefaultStallTimeout  = 2 * time.Minute
 	DefaultQuietWait     = 3 * time.Second
-	DefaultHTTPTimeout   = 10 * time.Second
-	DefaultDialTimeout   = 5 * time.Second
-	DefaultSettleTimeout = 30 * time.Second
+	DefaultHTTPTimeout   = 5 * time.Second
+	// DefaultManagementCooldown is how long a management node that did
+	// not answer is left alone (Config.ManagementCooldown).
+	DefaultManagementCooldown = 30 * time.Second
+	DefaultDialTimeout        = 5 * time.Second
+	DefaultSettleTimeout      = 30 * time.Second
 	// MaxPrefetch is the largest prefetch basic.qos can express (16 bits).
 	MaxPrefetch = 65535
 )
@@ -68,9 +71,18 @@ type Config struct {
 	// ready count rises it waits up to SettleTimeout. Default
 	// DefaultQuietWait.
 	QuietWait time.Duration
-	// HTTPTimeout bounds each management API request. Default
-	// DefaultHTTPTimeout.
+	// HTTPTimeout bounds each management API request, its answer
+	// included. The API is a hint the adapter never waits on for long: a
+	// node that does not answer within HTTPTimeout (or refuses the
+	// connection) is left alone for ManagementCooldown, and requests to
+	// it fail at once with engine.ErrManagementDown (see
+	// mgmt_breaker.go). Default DefaultHTTPTimeout (5 s: a queue's answer
+	// takes milliseconds, and under heavy load still well under a second).
 	HTTPTimeout time.Duration
+	// ManagementCooldown is how long a management node that did not
+	// answer is left alone before one probe in the background asks it
+	// again. Default DefaultManagementCooldown.
+	ManagementCooldown time.Duration
 	// DialTimeout bounds the TCP connect and AMQP handshake. Default
 	// DefaultDialTimeout.
 	DialTimeout time.Duration
@@ -111,6 +123,9 @@ func (c Config) withDefaults() Config {
 	if c.HTTPTimeout <= 0 {
 		c.HTTPTimeout = DefaultHTTPTimeout
 	}
+	if c.ManagementCooldown <= 0 {
+		c.ManagementCooldown = DefaultManagementCooldown
+	}
 	if c.DialTimeout <= 0 {
 		c.DialTimeout = DefaultDialTimeout
 	}
@@ -136,6 +151,8 @@ type Broker struct {
 	marks    marks        // what the last reads left (read budget)
 	info     infoCache    // recent management answers (read budget)
 	counters counterMarks // the highest counters seen by queue (Counters)
+	// delivered counts the reads' deliveries by queue (Delivered).
+	delivered deliveryCounts
 }
 
 var _ engine.Broker = (*Broker)(nil)
@@ -155,7 +172,7 @@ func New(cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	uri := nodes[0].uri
-	mgmt, err := newMgmtClient(cfg.ManagementURL, uri.Vhost, cfg.HTTPTimeout)
+	mgmt, err := newMgmtClient(cfg.ManagementURL, uri.Vhost, cfg.HTTPTimeout, cfg.ManagementCooldown)
 	if err != nil {
 		return nil, err
 	}

@@ -79,6 +79,7 @@ func (c *Cursor) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	err := m.run(ctx)
 	m.settleKept()
 	m.finish(ctx)
+	m.fenceDrops()
 	m.res.Coverage = c.r.coverage(c.unacked)
 	if err == nil && m.connLost() {
 		// What the cursor holds went back to the DLQ with the connection.

@@ -33,9 +33,23 @@
 //     Config.ReadMarks (Redis, shared by replicas), else in memory;
 //   - Route, which resolves an exchange and routing key to queues through
 //     the exchange's bindings as listed by the management API;
+//   - QueueDepths (list.go), every queue's depth from one request to the
+//     management API's queue list: what the DLQ watch samples;
 //   - QueueStats, the management API's statistics for a queue, and
 //     Counters, the engine's QueueCounters taken from them (the step-settle
 //     check uses them);
+//   - the management client (mgmt.go) treats the API as a hint, never a
+//     wait: every request has a short deadline (Config.HTTPTimeout), and a
+//     node that did not answer in time or refused is left alone for
+//     Config.ManagementCooldown, requests to it failing at once with
+//     engine.ErrManagementDown, until a probe in the background finds it
+//     answering again (mgmt_breaker.go);
+//   - QueueConsumers (consumers.go), a queue's consumers and the
+//     connections they run on (opened when, by which client), which tells
+//     a preview whether its targets' consumers were restarted since the
+//     messages failed;
+//   - Delivered (delivered.go), the deliveries dlqbot's reads received
+//     from a queue, counted where they arrive;
 //   - the tap (tap.go): a bounded classic queue "dlqbot.tap.<dlq>" bound
 //     exactly like a DLQ (bindings read from the management API), so every
 //     dead letter routed to the DLQ reaches it too; DrainTap hands its
@@ -61,4 +75,25 @@
 // the scan runs may end up ahead of the requeued ones, and a scan whose
 // process dies midway has its messages requeued by the broker when the
 // connection drops (nothing is lost, but a quorum queue's order can change).
+//
+// Files, beyond those named above:
+//
+//	broker.go        Config, its defaults, and Broker
+//	conn.go          the connection per node and its channels; nodes.go
+//	                 the cluster's AMQP and management nodes
+//	scan.go          Scan, a read that changes nothing
+//	reader.go        holdReader, the reader behind Scan and Move;
+//	                 readend.go how it knows it has read the whole queue
+//	cursor.go        Cursor, a reader held open across a replay's steps
+//	move.go          Move, confirm-then-ack; move_confirm.go its confirms
+//	countpoll.go     waiting for requeues to land, by the ready count
+//	inspect.go       Inspect, a passive declare; infocache.go a queue's
+//	                 type, arguments and policies, cached briefly
+//	limit.go         a quorum queue's delivery limit and the broker's version
+//	list.go          ListQueues, the vhost's queues and dead-letter targets
+//	route.go         Route: an exchange and routing key to queues
+//	counters.go      Counters, the delivery counters the API has shown
+//	depths.go        Depths, a queue's length over a recent span
+//	consumers.go     QueueConsumers, a queue's consumers and their connections
+//	tap_mgmt.go      the bindings and direct feeders of a DLQ, for its tap
 package amqp

@@ -91,3 +91,23 @@ func (q queueArgsJSON) deadLetter() (dlx, key string, ok bool) {
 	key, _ = pick("x-dead-letter-routing-key", "dead-letter-routing-key")
 	return dlx, key, ok
 }
+
+// QueueDepths is every queue of the vhost with its messages (ready and
+// unacknowledged), from one request to the management API's queue list:
+// what the DLQ watch samples each tick. It reads no message; the counts
+// are the broker's statistics, a few seconds old.
+func (b *Broker) QueueDepths(ctx context.Context) (map[string]int, error) {
+	m := b.mgmt
+	var qs []struct {
+		Name     string `json:"name"`
+		Messages int    `json:"messages"`
+	}
+	if err := m.get(ctx, "/api/queues/"+url.PathEscape(m.vhost)+"?columns=name,messages", &qs); err != nil {
+		return nil, fmt.Errorf("amqp: queue depths: %w", err)
+	}
+	out := make(map[string]int, len(qs))
+	for _, q := range qs {
+		out[q.Name] = q.Messages
+	}
+	return out, nil
+}

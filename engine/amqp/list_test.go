@@ -84,3 +84,32 @@ func pick(qs []engine.QueueListing, names map[string]bool) []engine.QueueListing
 	}
 	return out
 }
+
+// TestQueueDepthsListsEveryQueueInOneCall: a queue holding three
+// messages shows 3 and an empty one 0, from the queue list.
+func TestQueueDepthsListsEveryQueueInOneCall(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	full := e.queue("t-dfull", nil)
+	empty := e.queue("t-dempty", nil)
+	ch := e.channel()
+	defer ch.Close()
+	for range 3 {
+		if err := ch.PublishWithContext(context.Background(), "", full, false, false, amqp.Publishing{Body: []byte("x")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := testBroker(t, Config{})
+	var d map[string]int
+	ok := poll(30*time.Second, 500*time.Millisecond, func() bool {
+		var err error
+		if d, err = b.QueueDepths(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		n, listed := d[empty]
+		return d[full] == 3 && listed && n == 0
+	})
+	if !ok {
+		t.Fatalf("depths of %s and %s = %d, %d; want 3 and 0", full, empty, d[full], d[empty])
+	}
+}

@@ -25,41 +25,76 @@ var errMgmtNotFound = errors.New("not found by the management API")
 // several nodes (a cluster's RABBITMQ_MANAGEMENT_URL list) every node
 // answers for the whole cluster: a request goes to the node that answered
 // last and, when that node cannot be reached or answers 5xx, to the others
-// in order; the first to answer is asked next time.
+// in order; the first to answer is asked next time. Each node has a
+// circuit breaker (mgmt_breaker.go): a node that failed is not waited on
+// again for a cool-down.
 type mgmtClient struct {
 	nodes []mgmtNode
+	brk   []nodeBreaker
 	vhost string
 	http  *http.Client
-	ver   versionCache
+	// timeout bounds each request, its body included.
+	timeout time.Duration
+	ver     versionCache
 	// cur is the node asked first (index into nodes).
 	cur atomic.Int32
 }
 
-func newMgmtClient(raw, vhost string, timeout time.Duration) (*mgmtClient, error) {
+func newMgmtClient(raw, vhost string, timeout, cooldown time.Duration) (*mgmtClient, error) {
 	nodes, err := parseMgmtNodes(raw)
 	if err != nil {
 		return nil, err
 	}
-	return &mgmtClient{nodes: nodes, vhost: vhost, http: &http.Client{Timeout: timeout}}, nil
+	m := &mgmtClient{nodes: nodes, brk: make([]nodeBreaker, len(nodes)), vhost: vhost, http: &http.Client{Timeout: timeout}, timeout: timeout}
+	for i := range m.brk {
+		m.brk[i].now, m.brk[i].cooldown = time.Now, cooldown
+	}
+	return m, nil
 }
 
 // get fetches path (already escaped) from a live node into out. A 404 is
-// errMgmtNotFound; no node reachable, or each answering 5xx, is
-// ErrBrokerUnavailable.
+// errMgmtNotFound; a node that answers 5xx is engine.ErrBrokerUnavailable;
+// one that did not answer in time or refused the connection, or is being
+// left alone after that, is a *mgmtDownError (engine.ErrManagementDown and
+// engine.ErrBrokerUnavailable). With several nodes, none answering is
+// ErrBrokerUnavailable joining each node's error.
 func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
 	first := int(m.cur.Load())
 	var errs []error
 	for k := range m.nodes {
 		i := (first + k) % len(m.nodes)
+		nb := &m.brk[i]
+		if probe, err := nb.allow(m.nodes[i].base); err != nil {
+			if probe {
+				m.probe(i)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		began := time.Now()
 		err := m.getFrom(ctx, m.nodes[i], path, out)
 		if !errors.Is(err, engine.ErrBrokerUnavailable) {
-			m.cur.Store(int32(i)) // it answered (a 404 is an answer too)
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && time.Since(began) >= m.timeout/2 {
+				// The caller's own deadline cut a request that had waited
+				// long: as good as no answer.
+				nb.failed(unavailable("management API "+m.nodes[i].base, fmt.Errorf("GET %s: no answer within %s", path, time.Since(began).Round(time.Millisecond))))
+			}
+			if ctx.Err() == nil {
+				m.cur.Store(int32(i)) // it answered (a 404 is an answer too)
+			}
 			return err
 		}
+		if errors.As(err, new(serverError)) {
+			// A 5xx is an answer, and a quick one: the next node, and the
+			// next request, may ask again.
+			errs = append(errs, err)
+			continue
+		}
+		nb.failed(err)
+		errs = append(errs, &mgmtDownError{node: m.nodes[i].base, fresh: true, cause: err})
 		if ctx.Err() != nil {
-			return err
+			return errs[len(errs)-1]
 		}
-		errs = append(errs, err)
 	}
 	if len(errs) == 1 {
 		return errs[0]
@@ -67,9 +102,14 @@ func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
 	return fmt.Errorf("%w: none of the %d management API nodes answered: %w", engine.ErrBrokerUnavailable, len(errs), errors.Join(errs...))
 }
 
-// getFrom is one request to one node.
+// getFrom is one request to one node, bounded by the client's timeout. A
+// request the timeout cut, a connection refused or a 5xx answer (a
+// serverError) is engine.ErrBrokerUnavailable; one the caller's ctx ended
+// is ctx's error.
 func (m *mgmtClient) getFrom(ctx context.Context, n mgmtNode, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.base+path, nil)
+	rctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, n.base+path, nil)
 	if err != nil {
 		return err
 	}
@@ -82,12 +122,21 @@ func (m *mgmtClient) getFrom(ctx context.Context, n mgmtNode, path string, out a
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if rctx.Err() != nil {
+			err = fmt.Errorf("GET %s: no answer within %s", path, m.timeout)
+		}
 		return unavailable("management API "+n.base, err)
 	}
 	defer resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if rctx.Err() != nil {
+				return unavailable("management API "+n.base, fmt.Errorf("GET %s: the answer did not arrive within %s", path, m.timeout))
+			}
 			return fmt.Errorf("management API %s: decode: %w", path, err)
 		}
 		return nil
@@ -96,12 +145,17 @@ func (m *mgmtClient) getFrom(ctx context.Context, n mgmtNode, path string, out a
 		return errMgmtNotFound
 	case resp.StatusCode >= 500:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-		return unavailable("management API "+n.base, fmt.Errorf("GET %s: %s", path, resp.Status))
+		return serverError{unavailable("management API "+n.base, fmt.Errorf("GET %s: %s", path, resp.Status))}
 	default:
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fmt.Errorf("management API GET %s: %s: %s", path, resp.Status, strings.TrimSpace(string(msg)))
 	}
 }
+
+// serverError is a node's 5xx answer.
+type serverError struct{ error }
+
+func (e serverError) Unwrap() error { return e.error }
 
 // queueJSON is the part of GET /api/queues/{vhost}/{name} the adapter reads.
 type queueJSON struct {

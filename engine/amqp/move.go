@@ -61,9 +61,12 @@ type mover struct {
 	keptAt  int
 	keptOld []held
 	keptNew []held
+	// drops and dropped are the originals acked without a copy (drop).
+	drops   []held
+	dropped []engine.Moved
 }
 
-// Move makes one confirm-then-ack pass over req.Queue (README "Replaying"): it reads
+// Move makes one confirm-then-ack pass over req.Queue (docs/design.md "Replaying"): it reads
 // the DLQ in order, publishes a copy of each message req.Pick chooses —
 // through the default exchange to the target's name, mandatory, with
 // publisher confirms, at most req.Window unconfirmed — and acks the
@@ -86,6 +89,7 @@ func (b *Broker) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 	err = m.run(ctx)
 	// Whatever happened, settle what was published and give the rest back.
 	m.finish(ctx)
+	m.fenceDrops()
 	m.res.Coverage = r.coverage(unacked)
 	if _, relErr := r.release(); relErr != nil && err == nil && !m.connLost() {
 		err = relErr
@@ -141,6 +145,12 @@ func (m *mover) run(ctx context.Context) error {
 			m.res.Read++
 		}
 		p, ok := m.req.Pick(toMessage(h))
+		if ok && p.Drop {
+			if err := m.drop(h, p); err != nil {
+				return err
+			}
+			continue
+		}
 		if !ok {
 			if p.Later && m.cursor != nil {
 				m.keep(h, fromKept)
@@ -417,4 +427,29 @@ func (m *mover) leftInDoubt() bool {
 		}
 	}
 	return false
+}
+
+// drop acks an original Pick dropped (engine.Pick.Drop): its copy was
+// confirmed by an earlier move, so no copy is sent. fenceDrops reports it
+// Dropped once the broker is known to have handled the ack.
+func (m *mover) drop(h held, p engine.Pick) error {
+	if _, err := m.r.ackAll([]held{h}); err != nil {
+		return err
+	}
+	m.drops = append(m.drops, h)
+	m.dropped = append(m.dropped, engine.Moved{Seq: h.seq, ID: p.ID})
+	return nil
+}
+
+// fenceDrops reports the dropped originals Dropped once a fence shows the
+// broker handled their acks; after a failed fence their fate is unknown
+// (a later count of the DLQ tells), and none is reported.
+func (m *mover) fenceDrops() {
+	if len(m.drops) == 0 {
+		return
+	}
+	if err := m.r.fence(m.drops); err == nil && !m.connLost() {
+		m.res.Dropped = append(m.res.Dropped, m.dropped...)
+	}
+	m.drops, m.dropped = nil, nil
 }

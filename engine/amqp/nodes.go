@@ -8,7 +8,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/stroma/dlqbot/internal/redact"
+	"github.com/stroma/dlqbot/redact"
 )
 
 // A cluster is given as a comma-separated list of its nodes' URLs, in

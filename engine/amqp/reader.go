@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -69,6 +70,9 @@ type holdReader struct {
 	paced bool
 	// budget is the read budget of a quorum queue (see budget.go).
 	budget *readBudget
+	// delivered counts the read's deliveries into the Broker's count of
+	// the queue's (Broker.Delivered).
+	delivered *atomic.Int64
 	// classic is set when the management API said the queue is classic:
 	// the broker then stops counting a consumer as soon as it is
 	// cancelled. Any other queue (quorum, or a type not learnt) may still
@@ -141,6 +145,7 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 	r := &holdReader{
 		b: b, conn: conn, queue: queue, id: randomID(), others: q.Consumers, landing: landing,
 		want: q.Messages, window: b.cfg.Prefetch, idle: b.cfg.IdleTimeout, stall: b.cfg.StallTimeout, spare: ch,
+		delivered: b.delivered.of(queue),
 	}
 	// Leave half of the connection's channels to other operations; widen
 	// the window when the queue would need more than that.
@@ -201,6 +206,7 @@ func (r *holdReader) next(ctx context.Context) (held, error) {
 		return held{}, r.lost(c)
 	}
 	c.got++
+	r.delivered.Add(1)
 	if err := r.budget.see(d); err != nil {
 		r.done = true // held, and given back by release
 		return held{}, err

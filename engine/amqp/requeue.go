@@ -55,7 +55,9 @@ func (r *holdReader) release() (int, error) {
 		}
 	}
 	for _, c := range r.chans {
-		c.drained += drain(c.deliveries)
+		n := drain(c.deliveries)
+		c.drained += n
+		r.delivered.Add(int64(n))
 	}
 	p := pacer{on: r.paced, base: -1}
 	requeued, unsettled := 0, 0

@@ -58,6 +58,7 @@ func (c *Cursor) Arrivals(ctx context.Context, visit func(engine.Message)) error
 			ch.got++
 		}
 		r.arrived++
+		r.delivered.Add(1)
 		visit(toMessage(held{seq: r.want + r.arrived - 1, d: d, c: ch}))
 	}
 	// A window consumer still open receives arrivals as moves free room in

@@ -138,8 +138,8 @@ func propsOf(d amqp.Delivery) props {
 		d.UserId, d.AppId, d.DeliveryMode, d.Priority, d.Timestamp}
 }
 
-// wantCopyHeaders is what a replayed copy of orig must carry (README,
-// "Headers"): orig's headers without the death headers, CC and BCC, and
+// wantCopyHeaders is what a replayed copy of orig must carry (docs/design.md,
+// "Replaying: confirm, record, then ack"): orig's headers without the death headers, CC and BCC, and
 // rascal's error and recovery state for source, plus the replay's headers.
 func wantCopyHeaders(orig amqp.Table, replayID, source string) amqp.Table {
 	want := amqp.Table{}
@@ -199,7 +199,7 @@ func sameCopy(t *testing.T, orig, copy amqp.Delivery, replayID, source string) {
 		t.Errorf("message %s: properties changed:\n orig %+v\n copy %+v", orig.MessageId, propsOf(orig), propsOf(copy))
 	}
 	want := wantCopyHeaders(orig.Headers, replayID, source)
-	// x-dlqbot-copy is each copy's own id (README "Headers"): present, and
+	// x-dlqbot-copy is each copy's own id (docs/design.md "Replaying: confirm, record, then ack"): present, and
 	// new for this copy.
 	if tag, ok := copy.Headers["x-dlqbot-copy"].(string); ok && tag != "" && tag != orig.Headers["x-dlqbot-copy"] {
 		want["x-dlqbot-copy"] = tag

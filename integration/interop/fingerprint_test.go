@@ -20,7 +20,7 @@ import (
 // reports the previewed copy gone instead of sending the newcomer in its
 // place. A copy identical in every header and property (the rascal one,
 // republished unchanged) cannot be told apart by anything RabbitMQ delivers:
-// it keeps its id (README, "Choices where the spec is silent").
+// it keeps its id (docs/design.md, "Choices where the spec is silent").
 func TestTimelessCopiesKeepTheTokenExact(t *testing.T) {
 	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {

@@ -222,6 +222,22 @@ func (r *Rabbit) Count(queue string) int {
 	return q.Messages
 }
 
+// Look returns queue's ready count and its consumer count (passive
+// declare: exact and current, unlike the management API's samples).
+func (r *Rabbit) Look(queue string) (ready, consumers int) {
+	r.t.Helper()
+	ch, err := r.Conn.Channel()
+	if err != nil {
+		r.t.Fatalf("testkit: channel: %v", err)
+	}
+	defer ch.Close()
+	q, err := ch.QueueDeclarePassive(queue, true, false, false, false, nil)
+	if err != nil {
+		r.t.Fatalf("testkit: look at %s: %v", queue, err)
+	}
+	return q.Messages, q.Consumers
+}
+
 // countPatience multiplies WaitCount's bound (see there).
 const countPatience = 3
 

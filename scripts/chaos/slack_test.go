@@ -247,7 +247,7 @@ func TestChaosSlackRequests(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bot.New(n, bot.Deps{Ops: o, Replays: fx, Tokens: fx})
+	b, err := bot.New(n, bot.Deps{Ops: o, Tokens: fx})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,4 +34,15 @@
 //     stand-in on a chosen address, for `dlqbot demo`.
 //
 // Everything is kept in memory and is safe for concurrent use.
+//
+// Files:
+//
+//	stub.go       Stub, New and Listen: the stand-in's workspace and server
+//	methods.go    the Web API methods it answers; records.go what it
+//	              recorded (calls, messages, ephemerals, files)
+//	response.go   response_url answers
+//	sign.go       signed slash commands and clicks sent to dlqbot
+//	socket.go     Socket Mode
+//	web.go        the page `dlqbot demo` shows a newcomer; web_state.go
+//	              what the page shows of channels and threads
 package slackstub

@@ -125,6 +125,16 @@ func (s *Stub) method(c *Call, token string) obj {
 		}
 		m.EditedAt = append(m.EditedAt, c.At)
 		return obj{"ok": true, "channel": m.Channel, "ts": m.TS, "text": m.Text, "message": s.messageJSON(m)}
+	case "chat.getPermalink":
+		m, ok := s.byTS[a.Get("channel")+"/"+a.Get("message_ts")]
+		if !ok || m.deleted {
+			return fail("message_not_found")
+		}
+		link := s.base + "/archives/" + m.Channel + "/p" + strings.ReplaceAll(m.TS, ".", "")
+		if m.ThreadTS != "" && m.ThreadTS != m.TS {
+			link += "?thread_ts=" + m.ThreadTS + "&cid=" + m.Channel
+		}
+		return obj{"ok": true, "channel": m.Channel, "permalink": link}
 	case "chat.postEphemeral":
 		if a.Get("channel") == "" {
 			return fail("channel_not_found")

@@ -14,6 +14,7 @@ const EMOJI = {
   heavy_check_mark: "✔️", point_right: "👉", memo: "📝", inbox_tray: "📥", outbox_tray: "📤",
   rewind: "⏪", fast_forward: "⏩", stopwatch: "⏱️", speech_balloon: "💬", thumbsup: "👍", "+1": "👍",
   red_circle: "🔴", large_green_circle: "🟢", large_yellow_circle: "🟡", white_circle: "⚪",
+  chart_with_upwards_trend: "📈", handshake: "🤝", raising_hand: "🙋",
 };
 
 function escapeHTML(s) {

@@ -1,5 +1,3 @@
-// Package redact hides secrets in what dlqbot prints: one rule for every
-// URL it names in a message or a log line.
 package redact
 
 import "net/url"

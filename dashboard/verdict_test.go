@@ -1,0 +1,39 @@
+package dashboard
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stroma/dlqbot/engine"
+)
+
+// A replay that finished with copies back is not a green finish: its badge
+// is the verdict; a clean finish says so.
+func TestFinishedBadgeShowsTheVerdict(t *testing.T) {
+	t.Parallel()
+	back := engine.Replay{ID: "r_cameback000001", DLQ: "orders.dlq", State: engine.StateFinished, Total: 32, Sent: 32, Settled: 32, Returned: 12}
+	clean := engine.Replay{ID: "r_clean000000001", DLQ: "orders.dlq", State: engine.StateFinished, Total: 4, Sent: 4, Settled: 4}
+	b := &listedBackend{fakeBackend: &fakeBackend{}, more: []engine.Replay{back, clean}}
+	d, err := New(Config{Policy: testPolicy(t)}, Deps{Backend: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	page := get(h, "http://dlqbot.test/dashboard/", signIn(t, h, tokOps))
+	body := page.Body.String()
+	row := func(id string) string {
+		_, rest, _ := strings.Cut(body, `data-replay="`+id+`"`)
+		r, _, _ := strings.Cut(rest, "</tr>")
+		return r
+	}
+	if page.Code != http.StatusOK {
+		t.Fatalf("status %d", page.Code)
+	}
+	if r := row(back.ID); !strings.Contains(r, `class="state st-came_back"`) || !strings.Contains(r, "finished · 12 came back") || strings.Contains(r, "st-finished") {
+		t.Errorf("finished with returns shows as:\n%s", r)
+	}
+	if r := row(clean.ID); !strings.Contains(r, `class="state st-finished"`) || !strings.Contains(r, "finished clean") {
+		t.Errorf("clean finish shows as:\n%s", r)
+	}
+}
