@@ -83,7 +83,8 @@ func (rn *run) openCursor(ctx context.Context) {
 		return
 	}
 	rn.cur, rn.curOpened = c, rn.s.d.Clock.Now()
-	rn.startTail() // settle_tail.go
+	// What the cursor reads is looked at for returns (settle_tail.go).
+	rn.startTail()
 	rn.markReading(ctx, false) // readers.go
 	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened")
 }

@@ -45,9 +45,6 @@ type holdReader struct {
 	chans  []*heldChan
 	seq    int
 	copies int  // copies named (copyHeader), over every move of the read
-	// arrived is how many messages arrived behind the read and were
-	// handed out by Arrivals (tail.go).
-	arrived int
 	done   bool // errReadDone was returned
 	timer  *time.Timer
 	closed bool
@@ -58,6 +55,9 @@ type holdReader struct {
 	// shown in the ready count when this read began (see stillLanding): the
 	// read cannot see them, so it is not a whole read.
 	landing int
+	// arrived is how many messages arrived behind the read and were
+	// handed out by Arrivals (tail.go).
+	arrived int
 	// short is set when the read ended before it saw every message ready at
 	// its start: the broker had none left for it (another client holds or
 	// took them), or it stopped delivering for the stall timeout.
