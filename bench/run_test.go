@@ -39,7 +39,8 @@ func dlqbotBinary(b *testing.B) string {
 // without anything that would change the binary's own defaults (GOMEMLIMIT,
 // GOGC, a server, a permissions file), in the operator's direct mode on the
 // test brokers with its own Redis prefix. DLQBOT_BENCH_GODEBUG becomes the
-// binary's GODEBUG (gctrace=1 to see its collector).
+// binary's GODEBUG (gctrace=1 to see its collector); with
+// DLQBOT_BENCH_STDERR=<dir> each run's stderr is written there.
 func dlqbotEnv(prefix string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
@@ -116,6 +117,10 @@ func runDlqbot(b *testing.B, bin string, env []string, args ...string) ran {
 		r.exit = ee.ExitCode()
 	} else if err != nil {
 		b.Fatalf("run %s: %v", bin, err)
+	}
+	if dir := os.Getenv("DLQBOT_BENCH_STDERR"); dir != "" {
+		name := filepath.Join(dir, strings.NewReplacer("/", "_").Replace(b.Name())+"."+args[0]+".stderr")
+		_ = os.WriteFile(name, r.stderr, 0o644)
 	}
 	if err := json.Unmarshal(r.raw, &r.out); err != nil {
 		b.Fatalf("dlqbot %s: not one JSON document (%v):\n%s\nstderr:\n%s", strings.Join(args, " "), err, r.raw, tail(r.stderr))

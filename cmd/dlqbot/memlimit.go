@@ -50,9 +50,15 @@ func defaultMemLimit(getenv func(string) string, readFile func(string) ([]byte, 
 	return memLimitFixed, true
 }
 
-// setMemLimit applies defaultMemLimit to the runtime.
-func setMemLimit() {
-	if n, ok := defaultMemLimit(os.Getenv, os.ReadFile); ok {
-		debug.SetMemoryLimit(n)
+// setMemoryLimit sets the runtime's soft memory limit (a variable so that
+// tests can see what run sets without changing their own process's limit).
+var setMemoryLimit = debug.SetMemoryLimit
+
+// setMemLimit applies defaultMemLimit to the runtime. run calls it for
+// every command: the terminal's preview and replay hold a whole preview
+// and plan in memory just as serve's worker does.
+func setMemLimit(getenv func(string) string) {
+	if n, ok := defaultMemLimit(getenv, os.ReadFile); ok {
+		setMemoryLimit(n)
 	}
 }
