@@ -15,11 +15,15 @@ import (
 // runtime caps the collector's share of the CPU, so a replay slows rather
 // than dies near it. GOMEMLIMIT (any value, "off" too) takes precedence.
 //
-// memLimitFixed holds a whole replay of 1,000,000 messages (preview,
-// approval and one unpaced step) under 300 MB of RSS: its live heap peaked
-// at 192.5 MB, and the process at 289.2 MB with this limit, at no loss of
-// speed (docs/benchmarks.md, 2026-12-03). Several such replays at once in
-// one process need more: set GOMEMLIMIT.
+// The limit bounds what the collector lets the heap grow to above the live
+// heap; it cannot bound the live heap itself. Through the binary, a whole
+// replay in one step keeps about 300 bytes live per message (the token's
+// columns, the plan's id index, the step's walk and the mover's list of
+// what it sent) over about 26 MB of fixed buffers (docs/benchmarks.md:
+// peak RSS 136 MB at 100,000 and 193 MB at 200,000, where the limit is not
+// reached). At 1,000,000 that is over this limit, and the RSS follows the
+// live heap. Several replays at once in one process need more: set
+// GOMEMLIMIT.
 const (
 	memLimitShare = 0.7
 	memLimitFixed = 280 << 20
