@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -66,14 +65,15 @@ type ran struct {
 	raw    []byte
 	stderr []byte
 	took   time.Duration
-	peakKB int64 // peak RSS: the larger of VmHWM last read and the rusage maxrss
+	peakKB int64 // peak RSS: VmHWM, last read
 	exit   int
 }
 
 // runDlqbot runs the binary with args and returns what it printed, how long
 // it took and its peak resident set: /proc/<pid>/status's VmHWM, read
-// every 20 ms while it runs, and wait4's ru_maxrss (the same figure, read
-// as it exits).
+// every 20 ms while it runs. Not wait4's ru_maxrss: Linux carries the
+// high-water mark across exec, so a child's includes this (larger) test
+// process's resident set at the fork.
 func runDlqbot(b *testing.B, bin string, env []string, args ...string) ran {
 	b.Helper()
 	cmd := exec.Command(bin, args...)
@@ -107,11 +107,8 @@ func runDlqbot(b *testing.B, bin string, env []string, args ...string) ran {
 	took := time.Since(start)
 	close(done)
 	r := ran{raw: stdout.Bytes(), stderr: stderr.Bytes(), took: took}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.peakKB = ru.Maxrss
-	}
 	mu.Lock()
-	r.peakKB = max(r.peakKB, hwm)
+	r.peakKB = hwm
 	mu.Unlock()
 	if ee, ok := err.(*exec.ExitError); ok {
 		r.exit = ee.ExitCode()
