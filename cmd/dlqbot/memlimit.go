@@ -17,10 +17,10 @@ import (
 //
 // The limit bounds what the collector lets the heap grow to above the live
 // heap; it cannot bound the live heap itself. Through the binary, a whole
-// replay in one step keeps about 300 bytes live per message (the token's
+// replay in one step keeps 300–420 bytes live per message (the token's
 // columns, the plan's id index, the step's walk and the mover's list of
 // what it sent) over about 26 MB of fixed buffers (docs/benchmarks.md:
-// peak RSS 136 MB at 100,000 and 193 MB at 200,000, where the limit is not
+// peak RSS 111 MB at 100,000 and 185 MB at 200,000, where the limit is not
 // reached). At 1,000,000 that is over this limit (347 MB live, 412.5 MB
 // RSS, with the collector using a fifth of the CPU): the RSS follows the
 // live heap. Several replays at once in one process need more: set
