@@ -1,106 +1,122 @@
 #!/usr/bin/env bash
-# Runs every benchmark against its reference in the same run and writes the
-# figures, with the command that produced them, to docs/benchmarks.md.
-# Usage: scripts/bench.sh [messages-for-scan-benchmarks]
+# Runs dlqbot's binary as a user does (bench.BenchmarkBinary: `dlqbot
+# preview … --json`, then `dlqbot replay <token> rate=max --json`, in the
+# operator's direct mode with the binary's own defaults), each run beside
+# its reference in the same run, on a DLQ fed through the default exchange
+# and on one bound to a dead-letter exchange, and writes the figures to
+# docs/benchmarks.md: one table of current figures, then the raw output,
+# then the earlier runs (the previous current figures move there).
+# Usage: scripts/bench.sh [messages]   (default 20,000; 100,000 and
+# 1,000,000 by hand, on a quiet machine). BENCH_NOTE is added under the
+# table (e.g. "taken on a busy, shared machine").
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export DLQBOT_BENCH_MESSAGES=${1:-100000}
-export DLQBOT_BENCH_REPLAY_MESSAGES=${DLQBOT_BENCH_REPLAY_MESSAGES:-$DLQBOT_BENCH_MESSAGES}
-export DLQBOT_BENCH_ROUNDS=${DLQBOT_BENCH_ROUNDS:-5}
+export DLQBOT_BENCH_BINARY_MESSAGES=${1:-20000}
 out=docs/benchmarks.md
 raw=$(mktemp)
-lines=$(mktemp)
-trap 'rm -f "$raw" "$lines"' EXIT
+trap 'rm -f "$raw"' EXIT
 
-run() { # run <package> <regexp> <benchtime>
-  local cmd="go test $1 -run '^\$' -bench '$2' -benchtime $3 -count 1 -timeout 60m"
-  echo "+ $cmd" >&2
-  { echo "### \`$cmd\`"; echo '```'; } >>"$raw"
-  eval "$cmd" 2>&1 | grep -E '^(Benchmark|goos|goarch|cpu|ok|FAIL|---)' | tee -a "$raw" "$lines" >&2
-  echo '```' >>"$raw"
-}
+go build -o bin/dlqbot ./cmd/dlqbot
+export DLQBOT_BENCH_BIN=$PWD/bin/dlqbot
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+cmd="DLQBOT_BENCH_BINARY_MESSAGES=$DLQBOT_BENCH_BINARY_MESSAGES go test ./bench -run '^\$' -bench BenchmarkBinary -benchtime 1x -count 1 -timeout 120m -v"
+echo "+ $cmd" >&2
+eval "$cmd" 2>&1 | grep -E '^(Benchmark|goos|goarch|cpu|ok|FAIL|---|PASS)|returns found by' | tee "$raw" >&2
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-run ./engine/amqp 'BenchmarkScan' 1x
-run ./engine 'BenchmarkPreview' 1x
-run ./engine/amqp 'BenchmarkMove' 1x
-run ./engine 'BenchmarkPacing|BenchmarkStopLatency' 1x
-run ./cmd/dlqbot 'BenchmarkInterruptReport' 1x
-run ./integration 'BenchmarkSlashCommandAck' 500x
-run ./engine 'BenchmarkReturnsLookup' 1x
-run ./engine 'BenchmarkWholeReplay' 1x
-run ./store 'BenchmarkTokenFormats|BenchmarkTokenLoadHeader' 1x
-run ./engine 'BenchmarkPreviewApproveStep' 1x
-run ./engine 'BenchmarkFilteredReplay' 1x
-
-summary=$(python3 - "$lines" <<'PY'
-import re, sys
+BENCH_CMD="$cmd" BENCH_WHEN="$(date -u +%Y-%m-%dT%H:%MZ)" BENCH_CORES="$(nproc)" \
+BENCH_RABBIT="$(rabbitmqctl version 2>/dev/null | tail -1 || echo '?')" \
+BENCH_REDIS="$(redis-server --version | grep -o 'v=[0-9.]*' | cut -c3-)" \
+BENCH_LOAD="$load_before before, $load_after after" BENCH_NOTE="${BENCH_NOTE:-}" \
+python3 - "$raw" "$out" <<'PY'
+import os, re, sys
+raw_path, out_path = sys.argv[1], sys.argv[2]
+raw = open(raw_path).read()
 m = {}
-for line in open(sys.argv[1]):
+for line in raw.splitlines():
     if not line.startswith("Benchmark"):
         continue
     f = line.split()
     name = re.sub(r"-\d+$", "", f[0])
-    vals = {f[i + 1]: float(f[i]) for i in range(2, len(f) - 1, 2) if re.match(r"^-?[\d.e+]+$", f[i])}
-    m[name] = vals
+    m[name] = {f[i + 1]: float(f[i]) for i in range(2, len(f) - 1, 2) if re.match(r"^-?[\d.e+]+$", f[i])}
+n = int(os.environ["DLQBOT_BENCH_BINARY_MESSAGES"])
 def g(b, k, fmt="{:,.0f}"):
     v = m.get(b, {}).get(k)
     return "–" if v is None else fmt.format(v)
-rows = [
-  ("Preview scan, classic DLQ, 100k × 1 KB", "≥ 50% of a minimal reader", f"{g('BenchmarkScan/classic','msgs/s')} msg/s vs {g('BenchmarkScan/classic','ref-msgs/s')} msg/s", g('BenchmarkScan/classic','ratio','{:.2f}×')),
-  ("Preview scan, quorum DLQ, 100k × 1 KB", "≥ 50% of a minimal reader", f"{g('BenchmarkScan/quorum','msgs/s')} msg/s vs {g('BenchmarkScan/quorum','ref-msgs/s')} msg/s", g('BenchmarkScan/quorum','ratio','{:.2f}×')),
-  ("Preview scan peak Go heap (classic / quorum)", "< 150 MB", f"{g('BenchmarkScan/classic','peak-MB','{:.1f}')} / {g('BenchmarkScan/quorum','peak-MB','{:.1f}')} MB", "reference " + g('BenchmarkScan/classic','ref-peak-MB','{:.1f}') + " / " + g('BenchmarkScan/quorum','ref-peak-MB','{:.1f}') + " MB"),
-  ("Whole preview (scan, fingerprints, token), classic DLQ, DLQBOT_BENCH_MESSAGES × 1 KB", "peak RSS ≤ 300 MB at 1M; reads all", f"{g('BenchmarkPreview','msgs/s')} msg/s, peak RSS {g('BenchmarkPreview','peak-RSS-MB')} MB, peak heap {g('BenchmarkPreview','peak-heap-MB')} MB, read {g('BenchmarkPreview','read')}", "compare with the scan's reference reader above"),
-  ("Unpaced replay send path, 10k × 1 KB persistent", "≥ 80% of a minimal confirm-then-ack mover", f"{g('BenchmarkMove','dlqbot-msgs/s')} msg/s vs {g('BenchmarkMove','minimal-mover-msgs/s')} msg/s (shovel {g('BenchmarkMove','shovel-msgs/s')}, get/publish/ack loop {g('BenchmarkMove','get-publish-ack-loop-msgs/s')})", g('BenchmarkMove','ratio-dlqbot/minimal','{:.2f}×') + " (median of per-round ratios)"),
-  ("… against the same mover writing the three replay headers", "(like for like)", f"{g('BenchmarkMove','dlqbot-msgs/s')} msg/s vs {g('BenchmarkMove','minimal-mover+replay-headers-msgs/s')} msg/s", g('BenchmarkMove','ratio-dlqbot/minimal+headers','{:.2f}×')),
-  ("Whole replay in one unpaced step, classic DLQ, DLQBOT_BENCH_REPLAY_MESSAGES × 1 KB, exact", "against a minimal confirm-then-ack mover and the shovel, same messages", f"{g('BenchmarkWholeReplay','dlqbot-msgs/s')} msg/s (approval {g('BenchmarkWholeReplay','approve-s','{:.1f}')} s more) vs minimal {g('BenchmarkWholeReplay','minimal-mover-msgs/s')}, with headers {g('BenchmarkWholeReplay','minimal-mover+replay-headers-msgs/s')}, shovel {g('BenchmarkWholeReplay','shovel-msgs/s')} msg/s", g('BenchmarkWholeReplay','ratio-dlqbot/minimal','{:.2f}×') + " / " + g('BenchmarkWholeReplay','ratio-dlqbot/minimal+headers','{:.2f}×') + " / " + g('BenchmarkWholeReplay','ratio-dlqbot/shovel','{:.2f}×')),
-  ("Preview of the same DLQ, before that replay", "peak RSS ≤ 300 MB at 1M; against the minimal reader", f"{g('BenchmarkWholeReplay','preview-msgs/s')} msg/s, read {g('BenchmarkWholeReplay','preview-read')}, peak RSS {g('BenchmarkWholeReplay','preview-peak-RSS-MB')} MB vs {g('BenchmarkWholeReplay','ref-read-msgs/s')} msg/s", ""),
-  ("Preview token of 1,000,000 items: size, decode CPU (binary vs JSON/gzip)", "compact, streamed", f"{g('BenchmarkTokenFormats/1000000','binary-MB','{:.1f}')} MB, {g('BenchmarkTokenFormats/1000000','binary-dec-cpu-ms')} ms, {g('BenchmarkTokenFormats/1000000','binary-dec-alloc-MB')} MB allocated vs {g('BenchmarkTokenFormats/1000000','json-gzip-MB','{:.1f}')} MB, {g('BenchmarkTokenFormats/1000000','json-gzip-dec-cpu-ms')} ms, {g('BenchmarkTokenFormats/1000000','json-gzip-dec-alloc-MB')} MB", "header alone " + g('BenchmarkTokenLoadHeader','load-header-ms','{:.2f}') + " ms vs whole " + g('BenchmarkTokenLoadHeader','load-ms') + " ms"),
-  ("Preview, approval, one unpaced step, DLQBOT_BENCH_REPLAY_MESSAGES × 1 KB", "peak RSS ≤ 300 MB at 1M", f"{g('BenchmarkPreviewApproveStep','preview-s','{:.1f}')} s + {g('BenchmarkPreviewApproveStep','approve-s','{:.1f}')} s + {g('BenchmarkPreviewApproveStep','step-s','{:.1f}')} s; peak RSS {g('BenchmarkPreviewApproveStep','preview-peak-RSS-MB')} / {g('BenchmarkPreviewApproveStep','approve+step-peak-RSS-MB')} MB", "preview / approval and step"),
-  ("Filtered replay of a tenth of DLQBOT_BENCH_MESSAGES × 1 KB, default steps, unpaced, exact", "deliveries ≤ 2× the DLQ; time ≤ 1.5× a one-pass filtered mover, same run", f"{g('BenchmarkFilteredReplay','dlqbot-s','{:.1f}')} s, {g('BenchmarkFilteredReplay','dlqbot-deliveries')} deliveries in {g('BenchmarkFilteredReplay','steps')} steps (preview {g('BenchmarkFilteredReplay','preview-deliveries')}, approval {g('BenchmarkFilteredReplay','approve-deliveries')} apart) vs mover {g('BenchmarkFilteredReplay','mover-s','{:.1f}')} s, {g('BenchmarkFilteredReplay','mover-deliveries')} deliveries", g('BenchmarkFilteredReplay','time-ratio-dlqbot/mover','{:.2f}×') + " time, " + g('BenchmarkFilteredReplay','deliveries/DLQ','{:.2f}×') + " the DLQ read"),
-  ("Pacing, rate=100 over 30 s", "within 5%", f"{g('BenchmarkPacing','achieved-msgs/s','{:.2f}')} msg/s", g('BenchmarkPacing','error-%','{:+.3f}%')),
-  ("Pause click → last copy delivered (rate=200)", "≤ 1 s", f"mean {g('BenchmarkStopLatency/pause','mean-ms')} ms, worst {g('BenchmarkStopLatency/pause','worst-ms')} ms", ""),
-  ("Cancel click → last copy delivered (rate=200)", "≤ 1 s", f"mean {g('BenchmarkStopLatency/cancel','mean-ms')} ms, worst {g('BenchmarkStopLatency/cancel','worst-ms')} ms", ""),
-  ("Owner SIGKILLed → interrupted reported (15 s lease)", "≤ 30 s", f"{g('BenchmarkInterruptReport','s-to-interrupted','{:.1f}')} s", ""),
-  ("Slash-command ack while previewing a 100k DLQ", "< 3 s", f"p99 {g('BenchmarkSlashCommandAckWhilePreviewing','p99-ms','{:.1f}')} ms (p50 {g('BenchmarkSlashCommandAckWhilePreviewing','p50-ms','{:.2f}')} ms)", ""),
-]
-print("| measure | target | measured (same run) | ratio / note |")
-print("| --- | --- | --- | --- |")
+setups = [("default-exchange", 'default exchange (`x-dead-letter-exchange: ""`)'), ("dlx", "bound to a DLX")]
+rows = []
+for s, label in setups:
+    w, f = "BenchmarkBinary/whole/" + s, "BenchmarkBinary/filtered/" + s
+    rows.append((f"Whole replay, {n:,} × 1 KB, one unpaced step (`step={n} cap={n}`), approve → finished", label,
+        f"{g(w,'dlqbot-msgs/s')} msg/s ({g(w,'replay-s','{:.1f}')} s for `replay`)",
+        f"confirm-then-ack mover {g(w,'mover-msgs/s')} msg/s; shovel {g(w,'shovel-msgs/s')} msg/s",
+        f"{g(w,'ratio-dlqbot/mover','{:.2f}×')} the mover, {g(w,'ratio-dlqbot/shovel','{:.2f}×')} the shovel",
+        f"each a fresh DLQ of {n:,}, filled right before it ran; dlqbot's read once by its own preview, the mover's and the shovel's by nobody; all three empty after"))
+    rows.append((f"Filtered replay of 10% (`source=<work>`, every tenth), {n:,} × 1 KB, default steps", label,
+        f"{g(f,'replay-s','{:.1f}')} s for `replay` in {g(f,'steps')} steps (+ {g(f,'preview-s','{:.1f}')} s preview); deliveries not measured — returns by " + ("re-reading the DLQ, " + g(f,'planned-rereads') + " re-reads planned" if m.get(f,{}).get('reread') == 1 else "the tap, no re-reads"),
+        f"one-pass filtered mover {g(f,'mover-s','{:.1f}')} s, {g(f,'mover-deliveries')} deliveries",
+        f"{g(f,'time-ratio-dlqbot/mover','{:.2f}×')} the mover's time ({g(f,'time-ratio-preview+replay/mover','{:.2f}×')} with the preview)",
+        f"each a fresh DLQ of {n:,} ({n//10:,} selected), dlqbot's read first by its preview; {n - n//10:,} left in each after"))
+    rows.append((f"Peak RSS of the binary (VmHWM), {n:,}", label,
+        f"preview {g(w,'preview-peak-RSS-MB','{:.1f}')} MB, whole replay {g(w,'replay-peak-RSS-MB','{:.1f}')} MB; filtered: preview {g(f,'preview-peak-RSS-MB','{:.1f}')} MB, replay {g(f,'replay-peak-RSS-MB','{:.1f}')} MB",
+        "–", "target ≤ 300 MB at 1,000,000", "as above"))
+cmd = os.environ["BENCH_CMD"]
+lines = []
+lines.append("# Benchmarks")
+lines.append("")
+lines.append("## Current figures")
+lines.append("")
+lines.append(f"Written by `make bench` (`scripts/bench.sh`) on {os.environ['BENCH_WHEN']}, {os.environ['BENCH_CORES']} cores, "
+             f"RabbitMQ {os.environ['BENCH_RABBIT']} (classic DLQs), Redis {os.environ['BENCH_REDIS']}; load average {os.environ['BENCH_LOAD']}. "
+             "Every figure comes from the one command below, which runs the built binary as a user does "
+             "(`bin/dlqbot preview <dlq> [source=…] --json`, then `bin/dlqbot replay <token> rate=max --json`, "
+             "operator direct mode with `DLQBOT_ACCESS=open`, the binary's own defaults: no GOMEMLIMIT, no GOGC), "
+             "each beside its reference in the same run; compare the ratios, never figures across runs. "
+             "A healthy auto-ack consumer reads each work queue.")
+if os.environ.get("BENCH_NOTE"):
+    lines.append("")
+    lines.append("**" + os.environ["BENCH_NOTE"] + "**")
+lines.append("")
+lines.append(f"Command: `{cmd}`")
+lines.append("")
+lines.append("| measure | DLQ fed through | dlqbot (through the binary) | reference (same run) | ratio | DLQ state, both sides |")
+lines.append("| --- | --- | --- | --- | --- | --- |")
 for r in rows:
-    print("| " + " | ".join(r) + " |")
-PY
-)
+    lines.append("| " + " | ".join(r) + " |")
+lines.append("")
+lines.append("Time for dlqbot is the `replay` command's wall time (approve → finished, the process's start and exit included); "
+             "for the mover, from its first read to its last ack; for the shovel, from its creation until it has deleted itself "
+             "and its DLQ holds nothing. Each contender's consumer must receive every copy and each DLQ must hold what it should, "
+             "or the run fails. Deliveries from dlqbot's DLQ are not counted (that would need the management statistics); "
+             "the table gives what its preview says it will do instead.")
+lines.append("")
+lines.append("### Raw output")
+lines.append("")
+lines.append("```")
+lines.append(raw.rstrip())
+lines.append("```")
+current = "\n".join(lines[2:])  # without the title
 
-# Hand-run sections (larger sizes, runs on a quiet machine) follow the marker
-# line and are kept as they are.
-marker='<!-- hand-run sections below: kept by scripts/bench.sh -->'
-kept=$(mktemp)
-if grep -qxF "$marker" "$out" 2>/dev/null; then awk -v m="$marker" 'f || $0 == m { f = 1; print }' "$out" >"$kept"; else echo "$marker" >"$kept"; fi
-{
-  echo "# Benchmarks"
-  echo
-  echo "Written by \`make bench\` (\`scripts/bench.sh\`) on $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores,"
-  echo "RabbitMQ $(rabbitmqctl version 2>/dev/null | tail -1 || echo '?'), Redis $(redis-server --version | grep -o 'v=[0-9.]*' | cut -c3-)."
-  echo "DLQBOT_BENCH_MESSAGES=$DLQBOT_BENCH_MESSAGES, DLQBOT_BENCH_REPLAY_MESSAGES=$DLQBOT_BENCH_REPLAY_MESSAGES, DLQBOT_BENCH_ROUNDS=$DLQBOT_BENCH_ROUNDS. This machine is shared and noisy:"
-  echo "each figure is compared with its reference measured in the same run (the ratios), never across runs."
-  echo
-  echo "## Summary"
-  echo
-  echo "$summary"
-  echo
-  echo "The replay send path includes everything a replay does per message: the"
-  echo "fingerprint, the header rewrite, the ledger's intent and confirm records in Redis,"
-  echo "confirm-then-ack. The reference mover does only confirm-then-ack, with the same"
-  echo "in-flight window (500), copying each message unchanged; it is also run writing the"
-  echo "three headers a replay must add (x-replay-id, x-replay-count, stroma.dlq.replayed_from),"
-  echo "because headers on a copy cost the broker and client measurably (about 20% here),"
-  echo "whoever writes them. The contenders run interleaved over the rounds, in rotated"
-  echo "order, and medians are reported."
-  echo
-  echo "## Raw output, one block per command"
-  echo
-  cat "$raw"
-  echo
-  cat "$kept"
-} >"$out"
-rm -f "$kept"
+# The previous file: its current figures move to the top of the earlier runs.
+marker = "<!-- earlier runs below: kept by scripts/bench.sh -->"
+old = open(out_path).read() if os.path.exists(out_path) else ""
+def demote(text):
+    out, fence = [], False
+    for l in text.splitlines():
+        if l.startswith("```"):
+            fence = not fence
+        out.append("#" + l if (not fence and l.startswith("#")) else l)
+    return "\n".join(out)
+if marker in old:
+    head, earlier = old.split(marker, 1)
+    prev = head.split("## Current figures", 1)[1].split("## Earlier runs", 1)[0] if "## Current figures" in head else ""
+    m_when = re.search(r"on (\d{4}-\d\d-\d\dT\d\d:\d\dZ)", prev)
+    title = "### `make bench` of " + (m_when.group(1) if m_when else "an earlier run")
+    earlier = "\n" + title + "\n" + demote(prev.strip("\n")) + "\n" + earlier if prev.strip() else earlier
+else:
+    earlier = "\n### Before `make bench` ran the binary\n\n" + demote(old.replace("# Benchmarks\n", "", 1).strip("\n"))
+with open(out_path, "w") as fh:
+    fh.write("# Benchmarks\n\n" + current + "\n\n## Earlier runs\n\nOlder figures, each with its date, machine and command; "
+             "engine benchmarks (`go test ./engine -bench …`) measured the engine in process, not the binary.\n\n" + marker + "\n" + earlier.lstrip("\n"))
+PY
 echo "wrote $out" >&2

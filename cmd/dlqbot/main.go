@@ -21,13 +21,14 @@ import (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	setMemLimit()
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
 	os.Exit(exitCode(err))
 }
 
-// run dispatches to serve, demo or the terminal front end.
+// run dispatches to serve, demo or the terminal front end, each under the
+// default soft memory limit (setMemLimit) unless GOMEMLIMIT is set.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) error {
+	setMemLimit(getenv)
 	cfg, err := loadConfig(getenv)
 	if err != nil {
 		return configFailed(args, stdout, stderr, err)

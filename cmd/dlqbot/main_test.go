@@ -14,6 +14,9 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	// The tests' own process keeps its memory limit: run records what it
+	// would set instead (TestRunSetsMemLimit).
+	setMemoryLimit = memLimits.set
 	os.Exit(m.Run())
 }
 

@@ -15,11 +15,16 @@ import (
 // runtime caps the collector's share of the CPU, so a replay slows rather
 // than dies near it. GOMEMLIMIT (any value, "off" too) takes precedence.
 //
-// memLimitFixed holds a whole replay of 1,000,000 messages (preview,
-// approval and one unpaced step) under 300 MB of RSS: its live heap peaked
-// at 192.5 MB, and the process at 289.2 MB with this limit, at no loss of
-// speed (docs/benchmarks.md, 2026-12-03). Several such replays at once in
-// one process need more: set GOMEMLIMIT.
+// The limit bounds what the collector lets the heap grow to above the live
+// heap; it cannot bound the live heap itself. Through the binary, a whole
+// replay in one step keeps 300–420 bytes live per message (the token's
+// columns, the plan's id index, the step's walk and the mover's list of
+// what it sent) over about 26 MB of fixed buffers (docs/benchmarks.md:
+// peak RSS 111 MB at 100,000 and 185 MB at 200,000, where the limit is not
+// reached). At 1,000,000 that is over this limit (347 MB live, 412.5 MB
+// RSS, with the collector using a fifth of the CPU): the RSS follows the
+// live heap. Several replays at once in one process need more: set
+// GOMEMLIMIT.
 const (
 	memLimitShare = 0.7
 	memLimitFixed = 280 << 20
@@ -50,9 +55,15 @@ func defaultMemLimit(getenv func(string) string, readFile func(string) ([]byte, 
 	return memLimitFixed, true
 }
 
-// setMemLimit applies defaultMemLimit to the runtime.
-func setMemLimit() {
-	if n, ok := defaultMemLimit(os.Getenv, os.ReadFile); ok {
-		debug.SetMemoryLimit(n)
+// setMemoryLimit sets the runtime's soft memory limit (a variable so that
+// tests can see what run sets without changing their own process's limit).
+var setMemoryLimit = debug.SetMemoryLimit
+
+// setMemLimit applies defaultMemLimit to the runtime. run calls it for
+// every command: the terminal's preview and replay hold a whole preview
+// and plan in memory just as serve's worker does.
+func setMemLimit(getenv func(string) string) {
+	if n, ok := defaultMemLimit(getenv, os.ReadFile); ok {
+		setMemoryLimit(n)
 	}
 }
