@@ -98,7 +98,9 @@ func targetOf(t *testing.T, p *engine.Preview, queue string) engine.TargetView {
 // says unknown, and so does a preview whose management API hangs; a target
 // without consumers says none.
 func TestConsumersSinceFailure(t *testing.T) {
+	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
+		t.Parallel()
 		e := newEnvTuned(t, engine.Config{}, b, func(d *engine.Deps) { d.Consumers = d.Counters.(engine.ConsumerLister) })
 		r := e.rabbit
 		work, dlq := testkit.Name("work"), testkit.Name("dlq")

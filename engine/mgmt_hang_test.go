@@ -250,9 +250,11 @@ func pacedUnderHangingAPI(t *testing.T, tb testkit.Broker, tap bool, dlqArgs amq
 	// Against the pace the same run kept with the API up, not against a
 	// fixed figure: on a loaded machine both fall (a speed target is a
 	// benchmark's, docs/benchmarks.md). Waiting on the API, the pace fell
-	// to 1.6 msg/s, a fortieth of the pace with the API up.
-	if want := 0.6 * min(upRate, float64(rate)); hungRate < want || hungRate > 1.5*float64(rate) {
-		t.Errorf("send rate while the API hangs %.1f msg/s, want at least %.1f (0.6 of the %.1f msg/s with the API up, rate=%d)", hungRate, want, upRate, rate)
+	// to 1.6 msg/s, a fiftieth of the pace with the API up; beside make
+	// test's other lanes the pace with it hanging has measured 0.55–1.0 of
+	// the pace with it up.
+	if want := 0.4 * min(upRate, float64(rate)); hungRate < want || hungRate > 1.5*float64(rate) {
+		t.Errorf("send rate while the API hangs %.1f msg/s, want at least %.1f (0.4 of the %.1f msg/s with the API up, rate=%d)", hungRate, want, upRate, rate)
 	}
 	wall := at[len(at)-1].Sub(hungAt)
 	t.Logf("%d copies arrived in the %s after the hang: %.1f msg/s overall, settling included", len(at)-before, wall.Round(time.Millisecond), float64(len(at)-before)/wall.Seconds())
