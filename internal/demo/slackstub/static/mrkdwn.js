@@ -8,7 +8,7 @@
 const EMOJI = {
   arrow_forward: "▶️", black_square_for_stop: "⏹️", checkered_flag: "🏁", double_vertical_bar: "⏸️",
   ghost: "👻", grey_question: "❔", hourglass_flowing_sand: "⏳", information_source: "ℹ️", mag: "🔍",
-  no_entry_sign: "🚫", octagonal_sign: "🛑", parking: "🅿️", repeat: "🔁", rotating_light: "🚨",
+  no_entry_sign: "🚫", octagonal_sign: "🛑", parking: "🅿️", repeat: "🔁", rotating_light: "🚨", zzz: "💤",
   warning: "⚠️", wastebasket: "🗑️", white_check_mark: "✅", x: "❌", zap: "⚡", tada: "🎉",
   eyes: "👀", robot_face: "🤖", wave: "👋", bulb: "💡", lock: "🔒", hourglass: "⌛", fire: "🔥",
   heavy_check_mark: "✔️", point_right: "👉", memo: "📝", inbox_tray: "📥", outbox_tray: "📤",
