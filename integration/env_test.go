@@ -132,7 +132,7 @@ func newEnv(t testing.TB, o options) *env {
 	// built on it drives the engine.
 	slack, err := bot.NewNotifier(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
 		APIURL: stub.APIURL(), ActivityChannel: activity, APIChannel: o.apiChannel, TeamID: o.teamID},
-		bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log})
+		bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Previews: st.Tokens(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
