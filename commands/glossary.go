@@ -22,7 +22,7 @@ var Glossary = []Term{
 	{"missing", "missing", "Previewed messages no longer in the DLQ when their step came (something else took them): not sent."},
 	{"in doubt", "in_doubt", "Copies in flight when the broker connection was lost: maybe delivered; their originals stay in the DLQ and are not sent again unless you resume with resend=in-doubt."},
 	{"not delivered", "failed", "Copies the broker refused or could not route (no queue took them): their originals stay in the DLQ."},
-	{"new failures", "new_failures", "Messages dead-lettered in the DLQ since the replay started that do not carry its id: failures that are not this replay's."},
+	{"new failures", "new_failures", "Messages dead-lettered in the DLQ since the replay started that do not carry its id (failures that are not this replay's), counted over one of two windows named beside the number: *during the replay* (to its last step: its card, thread, dashboard page and status) or *since the replay began* (to the moment of a `check` or follow-up, so it grows while the DLQ keeps receiving failures)."},
 	{"held", "", "Previewed messages another client holds unacknowledged, or another replay is sending: they stay in the DLQ and are not counted as missing."},
 	{"tap", "returns_mode", "A queue bound beside the DLQ that sees every message dead-lettered into it, so copies that came back are counted without reading the DLQ."},
 }
