@@ -17,7 +17,7 @@ type Term struct {
 // vocabulary test checks them).
 var Glossary = []Term{
 	{"sent", "sent", "Copies of previewed messages the broker confirmed it took; each original is acked from the DLQ only then."},
-	{"settled", "settled", "Sent copies that left the target queue (a consumer took them); a step ends when all of them settled or came back."},
+	{"settled", "settled", "Sent copies that left the target queue (a consumer took them, whether it then acked them or they came back, so settled counts the copies that came back too); a step ends when all of them settled."},
 	{"came back", "returned", "Sent copies dead-lettered again, carrying this replay's id: the canary stops on them and `check` groups them."},
 	{"missing", "missing", "Previewed messages no longer in the DLQ when their step came (something else took them): not sent."},
 	{"in doubt", "in_doubt", "Copies in flight when the broker connection was lost: maybe delivered; their originals stay in the DLQ and are not sent again unless you resume with resend=in-doubt."},
