@@ -56,8 +56,8 @@ type NotifierDeps struct {
 	Refs SlackRefs
 	// Previews reads the preview behind a replay's token, so that a
 	// replica that did not post the preview can still edit it to show the
-	// replay's status (outcome.go); nil edits it to the status line and a
-	// line naming the replay.
+	// replay's status (outcome.go); nil leaves previews another replica
+	// posted as they are.
 	Previews PreviewHeaders
 	Log      zerolog.Logger
 	// Now tells the time; nil means time.Now.

@@ -51,7 +51,11 @@ func (fs *feeds) editRoot(ctx context.Context, f *feed, r engine.Replay) {
 	}
 	if root == nil {
 		// Another replica posted the preview (or this one restarted):
-		// render it from what the token store keeps.
+		// render it from what the token store keeps. A notifier given no
+		// token store leaves previews it did not post alone.
+		if nt.previews == nil {
+			return
+		}
 		root = fs.frozenRoot(ctx, f, r)
 	}
 	bl, text := blocks.PreviewStatus(root, r, fs.links(ctx, f, loc))
@@ -65,11 +69,12 @@ func (fs *feeds) editRoot(ctx context.Context, f *feed, r engine.Replay) {
 }
 
 // frozenRoot renders r's preview from the token store, remembering it for
-// the next edits; nil when it cannot be read (PreviewStatus then shows the
-// status line and a line naming the replay).
+// the next edits; nil when it cannot be read (expired, or gone with its
+// replay's retention): PreviewStatus then shows the status line and a line
+// naming the replay, the status mattering more than the preview's body.
 func (fs *feeds) frozenRoot(ctx context.Context, f *feed, r engine.Replay) []slack.Block {
 	nt := fs.n
-	if nt.previews == nil || r.Token == "" {
+	if r.Token == "" {
 		return nil
 	}
 	p, err := nt.previews.LoadHeader(ctx, r.Token)
