@@ -50,7 +50,7 @@ func Check(c engine.CheckReport, v View) ([]slack.Block, string) {
 		out = append(out, checkGroupBlocks(c, v)...)
 	}
 	if c.NewFailures > 0 {
-		out = append(out, section(fmt.Sprintf(":information_source: *%s* dead-lettered in %s since the replay started without this replay's id — counted apart, not as messages that came back.",
+		out = append(out, section(fmt.Sprintf(":information_source: *%s since the replay began*: dead-lettered in %s without this replay's id, up to this check — counted apart, not as messages that came back.",
 			plural(c.NewFailures, "new failure", "new failures"), code(c.DLQ, 300))))
 	}
 	var buttons []*slack.ButtonBlockElement

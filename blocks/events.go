@@ -178,7 +178,7 @@ func ActivityCheck(c engine.CheckReport) string {
 			num(c.Returned), num(c.Replayed), num(max(c.Replayed-c.Returned, 0)))
 	}
 	if c.NewFailures > 0 {
-		s += fmt.Sprintf("; %s dead-lettered meanwhile without this replay's id", plural(c.NewFailures, "new failure", "new failures"))
+		s += fmt.Sprintf("; %s since the replay began (without its id)", plural(c.NewFailures, "new failure", "new failures"))
 	}
 	if c.AtParkLimit > 0 {
 		s += fmt.Sprintf("; %s at the park limit", num(c.AtParkLimit))

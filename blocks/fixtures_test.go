@@ -111,7 +111,7 @@ func cancelledAfterGrace() engine.Replay {
 
 // lastStep is the result of step 2.
 func lastStep() *engine.StepResult {
-	return &engine.StepResult{Step: 2, Planned: 20, Sent: 20, Settled: 20, Observation: "all 20 left the target queue", Duration: 4200 * time.Millisecond}
+	return &engine.StepResult{Step: 2, Planned: 20, Sent: 20, Settled: 20, Observation: "all 20 settled", Duration: 4200 * time.Millisecond}
 }
 
 // stoppedReplay came back in step 2: 12 returned copies and one unroutable.
@@ -200,6 +200,6 @@ func finishedUnseen() (engine.Replay, *engine.StepResult) {
 	r.Note = "400 sent, 400 settled, 0 seen back, " + r.Unseen.Words() + ", 0 missing, 0 not delivered"
 	u := *r.Unseen
 	st := &engine.StepResult{Step: 6, Planned: 90, Sent: 90, Settled: 90, Unseen: &u, Duration: 4 * time.Second,
-		Observation: "all 90 left the target queue; " + u.Words()}
+		Observation: "all 90 settled; " + u.Words()}
 	return r, st
 }

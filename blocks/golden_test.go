@@ -59,6 +59,8 @@ func goldenCases() map[string]render {
 	links := ReplayLinks("https://acme.slack.com", "C0123456789", "1700000000.000100", "https://dlqbot.example.com", replayID)
 	approvedPreview, _ := Preview(previewWithProblems(), fixedNow())
 	approvedPreview = Approved(approvedPreview, approver, replayID)
+	frozenHeader := engine.Frozen{Token: "p_frozen", DLQ: "orders.dlq", Selection: "orders.dlq reason=rejected",
+		Requester: "U0REQUEST1", Total: 1200, Distinct: 1180, ItemTargets: []string{"orders", "orders.retry"}}
 	return map[string]render{
 		"progress_finished_came_back":   rendered(Progress(finishedBack, nil)),
 		"progress_stopped_nothing_left": rendered(Progress(stoppedEnd, nil)),
@@ -70,6 +72,7 @@ func goldenCases() map[string]render {
 		"preview_status_came_back":      rendered(PreviewStatus(approvedPreview, finishedBack, links)),
 		"preview_status_unseen":         rendered(PreviewStatus(nil, func() engine.Replay { r, _ := finishedUnseen(); return r }(), Links{})),
 		"preview_status_cancelled":      rendered(PreviewStatus(approvedPreview, cancelled, links)),
+		"preview_status_frozen":         rendered(PreviewStatus(FrozenPreview(frozenHeader), stopped, links)),
 		"preview_details":               rendered(PreviewDetails(previewWithProblems())),
 		"progress_in_doubt":             rendered(Progress(inDoubt, nil)),
 		"progress_in_doubt_taken":       rendered(Progress(taken, nil)),

@@ -172,3 +172,24 @@ func PreviewStatus(original []slack.Block, r engine.Replay, l Links) ([]slack.Bl
 	text := fmt.Sprintf("Replay %s of %s: %s, %s.", escape(r.ID), escape(r.DLQ), escape(string(r.State)), escape(string(r.Verdict())))
 	return append([]slack.Block{status}, body...), fallback(text)
 }
+
+// FrozenPreview renders the preview behind a token as the token store
+// keeps it (its header: no problems, groups or samples, which only the
+// process that made the preview holds): what would be replayed, from
+// where, to where, with which selection and at whose request. A replica
+// that did not post a preview edits it from these blocks (PreviewStatus),
+// so that its status line is current whichever replica runs the replay.
+func FrozenPreview(f engine.Frozen) []slack.Block {
+	targets := len(f.ItemTargets)
+	if targets == 0 {
+		targets = len(f.Targets)
+	}
+	head := fmt.Sprintf("*Preview* of %s from %s to %s", msgs(f.Total), code(f.DLQ, 300), plural(targets, "target queue", "target queues"))
+	var fs []string
+	if f.Selection != "" {
+		fs = append(fs, "*Selection*\n"+code(f.Selection, 1000))
+	}
+	fs = append(fs, "*Would be replayed*\n"+fmt.Sprintf("%s (%s distinct)", msgs(f.Total), num(f.Distinct)),
+		"*Requested by*\n"+who(f.Requester))
+	return []slack.Block{section(head), fields(fs...)}
+}

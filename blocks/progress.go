@@ -58,7 +58,7 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 		fs = append(fs, "*Not delivered*\n"+num(r.Failed)+" refused by the broker, originals kept")
 	}
 	if r.NewFailures > 0 {
-		fs = append(fs, "*New failures*\n"+num(r.NewFailures)+" dead-lettered meanwhile, not by this replay")
+		fs = append(fs, "*New failures during the replay*\n"+num(r.NewFailures)+" dead-lettered while it ran, without its id")
 	}
 	out := []slack.Block{section(head), fields(fs...)}
 	if d := disappeared(r); d != "" {

@@ -29,6 +29,7 @@ type Notifier struct {
 	now      func() time.Time
 	replays  Replays
 	refs     SlackRefs
+	previews PreviewHeaders
 	observer Observer
 
 	ctx     context.Context // lives until Shutdown
@@ -53,7 +54,12 @@ type NotifierDeps struct {
 	// Refs records where each replay shows in Slack, for every replica;
 	// nil keeps it in this process only.
 	Refs SlackRefs
-	Log  zerolog.Logger
+	// Previews reads the preview behind a replay's token, so that a
+	// replica that did not post the preview can still edit it to show the
+	// replay's status (outcome.go); nil leaves previews another replica
+	// posted as they are.
+	Previews PreviewHeaders
+	Log      zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
 	// Observer, when set, is told about every Slack API call and retry
@@ -91,6 +97,7 @@ func NewNotifier(cfg Config, d NotifierDeps) (*Notifier, error) {
 		now:      d.Now,
 		replays:  d.Replays,
 		refs:     d.Refs,
+		previews: d.Previews,
 		observer: d.Observer,
 	}
 	if n.refs == nil {

@@ -9,9 +9,11 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// The preview a replay was approved from is its status: the Notifier edits
-// it (when this process knows its blocks) to lead with the replay's state
-// and verdict (blocks.PreviewStatus) each time either changes, and at the
+// The preview a replay was approved from is its status: the Notifier that
+// runs the replay edits it to lead with the replay's state and verdict
+// (blocks.PreviewStatus) each time either changes — from the preview's
+// blocks when this process posted it, else from the preview the token
+// store keeps (blocks.FrozenPreview) — and at the
 // end posts one outcome line in the replay's channel, outside the thread.
 // Every activity and outcome line links the replay's thread and, with
 // Config.DashboardURL, its dashboard page.
@@ -25,8 +27,14 @@ func outcomeEvent(k engine.EventKind) bool {
 	return false
 }
 
-// editRoot brings the preview's status line up to r, when the preview's
-// blocks are known here, it is not the progress message itself, and the
+// PreviewHeaders reads the preview behind a token without its items; the
+// store's Tokens implements it.
+type PreviewHeaders interface {
+	LoadHeader(ctx context.Context, token string) (engine.Frozen, error)
+}
+
+// editRoot brings the preview's status line up to r, when the replay has
+// a preview message apart from its progress message, and the
 // state or verdict changed since the last edit. Edits are one at a time
 // and never go back to an older record (the approval's own edit and the
 // sender's may race).
@@ -38,8 +46,17 @@ func (fs *feeds) editRoot(ctx context.Context, f *feed, r engine.Replay) {
 	fs.mu.Lock()
 	root, shown, at, loc := f.root, f.rootKey, f.rootAt, f.loc
 	fs.mu.Unlock()
-	if root == nil || key == shown || r.UpdatedAt.Before(at) || loc.channel == "" || loc.thread == "" || loc.thread == loc.progress {
+	if key == shown || r.UpdatedAt.Before(at) || loc.channel == "" || loc.thread == "" || loc.thread == loc.progress {
 		return
+	}
+	if root == nil {
+		// Another replica posted the preview (or this one restarted):
+		// render it from what the token store keeps. A notifier given no
+		// token store leaves previews it did not post alone.
+		if nt.previews == nil {
+			return
+		}
+		root = fs.frozenRoot(ctx, f, r)
 	}
 	bl, text := blocks.PreviewStatus(root, r, fs.links(ctx, f, loc))
 	if err := nt.update(ctx, 2, loc.channel, loc.thread, bl, text); err != nil {
@@ -49,6 +66,29 @@ func (fs *feeds) editRoot(ctx context.Context, f *feed, r engine.Replay) {
 	fs.mu.Lock()
 	f.rootKey, f.rootAt = key, r.UpdatedAt
 	fs.mu.Unlock()
+}
+
+// frozenRoot renders r's preview from the token store, remembering it for
+// the next edits; nil when it cannot be read (expired, or gone with its
+// replay's retention): PreviewStatus then shows the status line and a line
+// naming the replay, the status mattering more than the preview's body.
+func (fs *feeds) frozenRoot(ctx context.Context, f *feed, r engine.Replay) []slack.Block {
+	nt := fs.n
+	if r.Token == "" {
+		return nil
+	}
+	p, err := nt.previews.LoadHeader(ctx, r.Token)
+	if err != nil {
+		nt.log.Warn().Err(err).Str("replay_id", f.id).Msg("preview not read; its status line stands alone")
+		return nil
+	}
+	root := blocks.FrozenPreview(p)
+	fs.mu.Lock()
+	if f.root == nil {
+		f.root = root
+	}
+	fs.mu.Unlock()
+	return root
 }
 
 // showRoot edits the preview of a replay just approved to lead with its

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/engine"
@@ -110,4 +112,59 @@ func TestPreviewDetailsButton(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// A replay approved through one replica and run by another (or by this
+// one after a restart, its memory of the preview gone): the replica that
+// runs it renders the preview from the token store and edits it to lead
+// with the outcome, so the preview never stays "Approved by …".
+func TestThePreviewShowsTheOutcomeWhicheverReplicaRunsIt(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, nil, nil)
+	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "preview orders.dlq", "U_REQ", "C_OPS"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the preview", func() bool { return len(h.stub.Messages("C_OPS")) == 1 })
+	preview := h.stub.Messages("C_OPS")[0]
+	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_OPS"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the preview to show the queued replay", func() bool {
+		m, _ := h.stub.Message("C_OPS", preview.TS)
+		return strings.Contains(string(m.RawBlocks), "Queued")
+	})
+
+	// The other replica shares only the store: where the replay shows, and
+	// the preview behind its token.
+	cfg := bot.Config{SigningSecret: secret, BotToken: "xoxb-test", APIURL: h.stub.APIURL(), ActivityChannel: "C_ACTIVITY"}
+	other, err := bot.NewNotifier(cfg, bot.NotifierDeps{Replays: h.store, Refs: refsOf{h.store}, Previews: h.store, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = other.Shutdown(ctx)
+	})
+	start := event("r_fake", engine.EventStarted, engine.StateRunning, 0, nil)
+	start.Replay.Token = "p_fake"
+	other.Notify(context.Background(), start)
+	end := start
+	end.Kind, end.Replay.State, end.Replay.Sent, end.Replay.Settled = engine.EventFinished, engine.StateFinished, 100, 100
+	end.Replay.UpdatedAt = start.Replay.UpdatedAt.Add(time.Second)
+	other.Notify(context.Background(), end)
+
+	testkit.Eventually(t, 10*time.Second, "the preview to show the outcome", func() bool {
+		m, _ := h.stub.Message("C_OPS", preview.TS)
+		return strings.Contains(string(m.RawBlocks), "Finished clean*: 100 sent, 100 settled, 0 back")
+	})
+	raw := func() string { m, _ := h.stub.Message("C_OPS", preview.TS); return string(m.RawBlocks) }()
+	for _, want := range []string{"*Would be replayed*", "orders.dlq", "Approved by"} {
+		if !strings.Contains(raw, want) {
+			t.Errorf("the preview as the other replica edited it lacks %q:\n%s", want, raw)
+		}
+	}
+	if strings.Contains(raw, blocks.ActionApprove) {
+		t.Errorf("the preview offers its buttons again:\n%s", raw)
+	}
 }

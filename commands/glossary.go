@@ -17,12 +17,12 @@ type Term struct {
 // vocabulary test checks them).
 var Glossary = []Term{
 	{"sent", "sent", "Copies of previewed messages the broker confirmed it took; each original is acked from the DLQ only then."},
-	{"settled", "settled", "Sent copies that left the target queue (a consumer took them); a step ends when all of them settled or came back."},
+	{"settled", "settled", "Sent copies that left the target queue (a consumer took them, whether it then acked them or they came back, so settled counts the copies that came back too); a step ends when all of them settled."},
 	{"came back", "returned", "Sent copies dead-lettered again, carrying this replay's id: the canary stops on them and `check` groups them."},
 	{"missing", "missing", "Previewed messages no longer in the DLQ when their step came (something else took them): not sent."},
 	{"in doubt", "in_doubt", "Copies in flight when the broker connection was lost: maybe delivered; their originals stay in the DLQ and are not sent again unless you resume with resend=in-doubt."},
 	{"not delivered", "failed", "Copies the broker refused or could not route (no queue took them): their originals stay in the DLQ."},
-	{"new failures", "new_failures", "Messages dead-lettered in the DLQ since the replay started that do not carry its id: failures that are not this replay's."},
+	{"new failures", "new_failures", "Messages dead-lettered in the DLQ since the replay started that do not carry its id (failures that are not this replay's), counted over one of two windows named beside the number: *during the replay* (to its last step: its card, thread, dashboard page and status) or *since the replay began* (to the moment of a `check` or follow-up, so it grows while the DLQ keeps receiving failures)."},
 	{"held", "", "Previewed messages another client holds unacknowledged, or another replay is sending: they stay in the DLQ and are not counted as missing."},
 	{"tap", "returns_mode", "A queue bound beside the DLQ that sees every message dead-lettered into it, so copies that came back are counted without reading the DLQ."},
 }

@@ -1,10 +1,13 @@
 package dashboard
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
 
+	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -35,5 +38,43 @@ func TestFinishedBadgeShowsTheVerdict(t *testing.T) {
 	}
 	if r := row(clean.ID); !strings.Contains(r, `class="state st-finished"`) || !strings.Contains(r, "finished clean") {
 		t.Errorf("clean finish shows as:\n%s", r)
+	}
+}
+
+// recordBackend answers for one replay record.
+type recordBackend struct {
+	*fakeBackend
+	r engine.Replay
+}
+
+func (b *recordBackend) Replay(_ context.Context, _ commands.Principal, id string) (engine.Replay, error) {
+	if id != b.r.ID {
+		return engine.Replay{}, errors.New("there is no such replay")
+	}
+	return b.r, nil
+}
+
+// The replay's page shows the record's numbers under the glossary's
+// words, new failures named by their window (during the replay), as the
+// card and the terminal's status do.
+func TestReplayPageShowsTheRecordsNumbers(t *testing.T) {
+	t.Parallel()
+	r := engine.Replay{ID: "r_numbers0000001", DLQ: "orders.dlq", State: engine.StateStopped, Step: 1, Total: 40, Sent: 10, Settled: 10, Returned: 3, NewFailures: 2}
+	d, err := New(Config{Policy: testPolicy(t)}, Deps{Backend: &recordBackend{fakeBackend: &fakeBackend{}, r: r}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	page := get(h, "http://dlqbot.test/dashboard/replays/"+r.ID, signIn(t, h, tokOps))
+	body := page.Body.String()
+	for _, want := range []string{
+		`<dt>sent</dt><dd id="sent">10</dd>`,
+		`<dt>settled</dt><dd id="settled">10</dd>`,
+		`<dt>came back</dt><dd id="returned">3</dd>`,
+		`<dt>new failures during the replay</dt><dd id="new_failures">2</dd>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the replay's page lacks %s:\n%s", want, body)
+		}
 	}
 }

@@ -115,7 +115,7 @@ func TestCanaryStopsWhenNothingSettles(t *testing.T) {
 	if rep.State != engine.StateStopped || rep.Sent != 10 || rep.Settled != 0 {
 		t.Fatalf("replay %+v: want stopped after 10 sent, none settled", rep)
 	}
-	if !strings.Contains(rep.Note, "none of the 10 left the target queue") {
+	if !strings.Contains(rep.Note, "none of the 10 settled") {
 		t.Fatalf("note %q does not say none settled", rep.Note)
 	}
 	r.WaitCount(src, 10, 10*time.Second)

@@ -41,8 +41,9 @@ type StepResult struct {
 	// client held messages of the DLQ: not sent, still planned.
 	HeldElsewhere int `json:"held_elsewhere,omitempty"`
 	// Observation says, in words that claim no more than was seen, how
-	// settling was judged ("left the target queue", "none left the target
-	// queue within 60s", …).
+	// settling was judged in the glossary's words ("all 10 settled", "none
+	// of the 10 settled within 1m0s", …): settled is a copy seen leaving
+	// the target queue.
 	Observation string        `json:"observation"`
 	Duration    time.Duration `json:"duration"`
 	// Unseen, when set, names the copies whose return the step could not

@@ -315,11 +315,11 @@ func (rn *run) describe(res *StepResult, took time.Duration) string {
 	var s string
 	switch {
 	case res.Settled == res.Sent:
-		s = fmt.Sprintf("all %d left the target queue", res.Sent)
+		s = fmt.Sprintf("all %d settled", res.Sent)
 	case res.Settled == 0:
-		s = fmt.Sprintf("none of the %d left the target queue within %s", res.Sent, t)
+		s = fmt.Sprintf("none of the %d settled within %s", res.Sent, t)
 	default:
-		s = fmt.Sprintf("%d of %d left the target queue within %s", res.Settled, res.Sent, t)
+		s = fmt.Sprintf("%d of %d settled within %s", res.Settled, res.Sent, t)
 	}
 	switch {
 	case res.Returned > 0:

@@ -71,7 +71,7 @@ func TestDemoPageInBrowser(t *testing.T) {
 	// the fix covers); the XTS class is reached by a later step, whose
 	// copy comes back: the replay stops by itself there.
 	b.waitText("#thread-body", "Stopped · step", 60*time.Second)
-	b.waitText("#thread-body", "with this replay's id", 10*time.Second)
+	b.waitText("#thread-body", "came back to "+q.DLQ, 10*time.Second)
 	b.shot("04-payments-stopped")
 	id := regexp.MustCompile(`r_[0-9a-f]{16}`).FindString(b.text("#thread-body"))
 	if id == "" {

@@ -66,6 +66,9 @@ type options struct {
 	// followUps, when set, are the engine's follow-up checks, run from
 	// the store's schedule every 100 ms.
 	followUps []time.Duration
+	// noWorker leaves the env without a worker: another replica's runs
+	// its replays.
+	noWorker bool
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -132,7 +135,7 @@ func newEnv(t testing.TB, o options) *env {
 	// built on it drives the engine.
 	slack, err := bot.NewNotifier(bot.Config{SigningSecret: secret, BotToken: "xoxb-integration", AppToken: o.appToken,
 		APIURL: stub.APIURL(), ActivityChannel: activity, APIChannel: o.apiChannel, TeamID: o.teamID},
-		bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log})
+		bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Previews: st.Tokens(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,12 +179,14 @@ func newEnv(t testing.TB, o options) *env {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		// As serve wires it: the worker checks each replay against its own policy.
-		_ = svc.Work(ctx, engine.WorkerConfig{Block: 200 * time.Millisecond, Authorizer: ops})
-	}()
+	if !o.noWorker {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// As serve wires it: the worker checks each replay against its own policy.
+			_ = svc.Work(ctx, engine.WorkerConfig{Block: 200 * time.Millisecond, Authorizer: ops})
+		}()
+	}
 	if o.followUps != nil {
 		wg.Add(1)
 		go func() {

@@ -178,7 +178,7 @@ func NewServer(svc Service, cfg Config, caller CallerFunc, log zerolog.Logger) *
 			return run("dlq_cancel", req, func(c api.Caller) (any, error) { return svc.Control(ctx, c, "cancel", in.ReplayID) })
 		})
 	sdk.AddTool(s, &sdk.Tool{Name: "dlq_check", Title: "Did the replay work?",
-		Description: "Check a replay: how many of its copies came back to the DLQ (with a new death), grouped by exception or reason, new failures meanwhile, and messages at the park limit. Messages not back are 'not seen in a dead-letter queue', never 'processed'. When the DLQ's tap was gone for a while and the DLQ could not be re-read, 'unseen' {count, from, to} names the copies it could not tell about: then 'returned' counts only what was seen. Reads the DLQ without changing it." + safety,
+		Description: "Check a replay: how many of its copies came back to the DLQ (with a new death), grouped by exception or reason, new failures since the replay began, and messages at the park limit. Messages not back are 'not seen in a dead-letter queue', never 'processed'. When the DLQ's tap was gone for a while and the DLQ could not be re-read, 'unseen' {count, from, to} names the copies it could not tell about: then 'returned' counts only what was seen. Reads the DLQ without changing it." + safety,
 		Annotations: &sdk.ToolAnnotations{Title: "Did the replay work?", ReadOnlyHint: true, OpenWorldHint: &no}},
 		func(ctx context.Context, req *sdk.CallToolRequest, in replayIDIn) (*sdk.CallToolResult, any, error) {
 			return run("dlq_check", req, func(c api.Caller) (any, error) { return svc.Check(ctx, c, in.ReplayID) })

@@ -108,7 +108,7 @@ func mcpStdio(ctx context.Context, cfg config, args []string, stderr io.Writer) 
 	var groups commands.UserGroups
 	if cfg.SlackBotToken != "" {
 		if n, err = bot.NewNotifier(bot.Config{BotToken: cfg.SlackBotToken, APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel,
-			APIChannel: cfg.APIChannel, WorkspaceURL: cfg.SlackWorkspaceURL, DashboardURL: cfg.DashboardURL}, bot.NotifierDeps{Replays: a.store.Replays(), Refs: a.store.SlackRefs(), Log: a.log}); err != nil {
+			APIChannel: cfg.APIChannel, WorkspaceURL: cfg.SlackWorkspaceURL, DashboardURL: cfg.DashboardURL}, bot.NotifierDeps{Replays: a.store.Replays(), Refs: a.store.SlackRefs(), Previews: a.store.Tokens(), Log: a.log}); err != nil {
 			return usageError("slack: %w", err)
 		}
 		groups = n.UserGroups()

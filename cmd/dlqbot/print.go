@@ -112,7 +112,7 @@ func printReplay(w io.Writer, r engine.Replay) {
 		fmt.Fprintf(w, "  !! %d message(s) DISAPPEARED: neither sent by dlqbot nor in %s any more (dlqbot did not send them)\n", r.Missing, r.DLQ)
 	}
 	fmt.Fprintf(w, "  from %s, approved by %s, requested by %s\n", r.DLQ, r.Approver, r.Requester)
-	fmt.Fprintf(w, "  step %d; sent %d of %d; settled %d; came back %d; missing %d; not delivered %d; new failures meanwhile %d\n",
+	fmt.Fprintf(w, "  step %d; sent %d of %d; settled %d; came back %d; missing %d; not delivered %d; new failures during the replay %d\n",
 		r.Step, r.Sent, r.Total, r.Settled, r.Returned, r.Missing, r.Failed, r.NewFailures)
 	if r.Unseen != nil {
 		fmt.Fprintf(w, "  !! %s: the DLQ's tap was gone and the DLQ could not be re-read; \"came back\" counts only what was seen\n", r.Unseen.Words())
@@ -216,7 +216,7 @@ func printCheck(w io.Writer, c engine.CheckReport) {
 		tw.Flush()
 		fmt.Fprintf(w, "Preview the copies back: dlqbot preview %s replayed_by=%s [group=<group id>]\n", c.DLQ, c.ReplayID)
 	}
-	fmt.Fprintf(w, "New failures meanwhile (without this replay's id): %d\n", c.NewFailures)
+	fmt.Fprintf(w, "New failures since the replay began (without its id, up to this check): %d\n", c.NewFailures)
 	if c.AtParkLimit > 0 {
 		fmt.Fprintf(w, "%d message(s) were replayed %d times or more without success: dlqbot park %s moves them to the parking queue (or Slack's Park button).\n", c.AtParkLimit, c.ParkAfter, c.ReplayID)
 	}

@@ -264,7 +264,7 @@ func newSlackNotifier(cfg config, st *store.Store, o bot.Observer, log zerolog.L
 		APIURL: cfg.SlackAPIURL, ActivityChannel: cfg.ActivityChannel, APIChannel: cfg.APIChannel,
 		TeamID: cfg.SlackTeamID, AppID: cfg.SlackAppID,
 		WorkspaceURL: cfg.SlackWorkspaceURL, DashboardURL: cfg.DashboardURL,
-	}, bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Log: log, Observer: o})
+	}, bot.NotifierDeps{Replays: st.Replays(), Refs: st.SlackRefs(), Previews: st.Tokens(), Log: log, Observer: o})
 	if err != nil {
 		return nil, usageError("slack: %w", err)
 	}

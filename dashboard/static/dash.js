@@ -14,6 +14,7 @@ function show(r) {
   setText("settled", r.settled);
   setText("returned", r.returned);
   setText("missing", r.missing || 0);
+  setText("new_failures", r.new_failures || 0);
   setText("in_doubt", r.in_doubt || 0);
   setText("step", r.step);
   setText("left", Math.max(0, r.total - r.sent - (r.missing || 0) - (r.failed || 0) - (r.in_doubt || 0)));
