@@ -85,8 +85,8 @@ func TestAPIPreviewApproveEventsCheck(t *testing.T) {
 	if err != nil || ch != channel || thread == "" {
 		t.Fatalf("replay not shown in Slack: %s %s %v", ch, thread, err)
 	}
-	if top := e.thread(thread); !strings.Contains(top.Text, "approved by api:runbook") {
-		t.Errorf("thread head %q does not name the principal", top.Text)
+	if top := e.thread(thread); !strings.Contains(top.Content(), "Approved by api:runbook") && !strings.Contains(top.Content(), "approved by api:runbook") {
+		t.Errorf("thread head %q does not name the principal", top.Content())
 	}
 	e.waitProgress(thread, "Finished", 30*time.Second)
 	testkit.Eventually(t, 10*time.Second, "the finished activity line", func() bool { return contains(e.activityLines(), "finished") })
