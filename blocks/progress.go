@@ -61,6 +61,10 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 		fs = append(fs, "*New failures*\n"+num(r.NewFailures)+" dead-lettered meanwhile, not by this replay")
 	}
 	out := []slack.Block{section(head), fields(fs...)}
+	if r.Pace != "" && r.State == engine.StateRunning {
+		// What an auto-paced replay sends at and why (engine/pacer.go).
+		out = append(out, section(":stopwatch: "+escape(r.Pace)))
+	}
 	if d := disappeared(r); d != "" {
 		out = append(out[:1], append([]slack.Block{section(d)}, out[1:]...)...)
 	}

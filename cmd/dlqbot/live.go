@@ -136,12 +136,15 @@ func progressLine(r engine.Replay, now time.Time, withID bool) string {
 	if r.Note != "" { // while running: waiting for the broker after a lost node
 		b.WriteString(" · " + r.Note)
 	}
+	if r.Pace != "" && r.State == engine.StateRunning {
+		b.WriteString(" · " + r.Pace)
+	}
 	return b.String()
 }
 
 // progressKey is what a plain progress line is printed again for.
 func progressKey(r engine.Replay) string {
-	return fmt.Sprintf("%s %s %d %d %d %d %d %d %s", r.ID, r.State, r.Step, r.Sent, r.Settled, r.Returned, r.Missing, r.Failed, r.Note)
+	return fmt.Sprintf("%s %s %d %d %d %d %d %d %s %s", r.ID, r.State, r.Step, r.Sent, r.Settled, r.Returned, r.Missing, r.Failed, r.Note, r.Pace)
 }
 
 // elapsedOf is how long the replay has run: until it ended, or until now.
