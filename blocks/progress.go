@@ -302,7 +302,7 @@ func failureLine(f engine.Failure) string {
 func paramsText(r engine.Replay) string {
 	p := r.Params
 	s := fmt.Sprintf("Approved by %s · requested by %s · first step %s, doubling up to %s · %s · step timeout %s",
-		who(r.Approver), who(r.Requester), num(p.Step), num(p.Cap), rate(p.Rate), p.Timeout)
+		who(r.Approver), who(r.Requester), num(p.Step), num(p.Cap), paceText(p), p.Timeout)
 	if !r.CreatedAt.IsZero() {
 		s += " · started " + date(r.CreatedAt)
 	}
