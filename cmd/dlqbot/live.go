@@ -144,7 +144,7 @@ func progressLine(r engine.Replay, now time.Time, withID bool) string {
 
 // progressKey is what a plain progress line is printed again for.
 func progressKey(r engine.Replay) string {
-	return fmt.Sprintf("%s %s %d %d %d %d %d %d %s %s", r.ID, r.State, r.Step, r.Sent, r.Settled, r.Returned, r.Missing, r.Failed, r.Note, r.Pace)
+	return fmt.Sprintf("%s %s %d %d %d %d %d %d %s", r.ID, r.State, r.Step, r.Sent, r.Settled, r.Returned, r.Missing, r.Failed, r.Note)
 }
 
 // elapsedOf is how long the replay has run: until it ended, or until now.
