@@ -37,8 +37,11 @@ func (s *Service) Preview(ctx context.Context, c Caller, selection string) (*eng
 type Params struct {
 	Step *int `json:"step,omitempty"`
 	Cap  *int `json:"cap,omitempty"`
-	// Rate is messages per second, or "max" for unpaced.
+	// Rate is messages per second, "max" for unpaced, or "auto" (the
+	// default) to pace to the target's consumers.
 	Rate Rate `json:"rate,omitempty"`
+	// Max is the most rate "auto" sends, in messages per second.
+	Max Rate `json:"max,omitempty"`
 	// Timeout is a step's settle timeout in Go syntax ("30s").
 	Timeout string `json:"timeout,omitempty"`
 	// TakeOver, at approval, sends the previewed messages another running
@@ -47,7 +50,7 @@ type Params struct {
 }
 
 func (p Params) params() (engine.Params, error) {
-	prm, msg := commands.CheckReplayParams(commands.ReplayParams{Step: p.Step, Cap: p.Cap, Rate: string(p.Rate), Timeout: p.Timeout})
+	prm, msg := commands.CheckReplayParams(commands.ReplayParams{Step: p.Step, Cap: p.Cap, Rate: string(p.Rate), Max: string(p.Max), Timeout: p.Timeout})
 	if msg != "" {
 		return engine.Params{}, newError(http.StatusBadRequest, CodeBadRequest, "%s. Nothing was sent.", msg)
 	}

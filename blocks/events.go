@@ -22,7 +22,7 @@ func StepReplyAs(command string, e engine.Event) string {
 	switch e.Kind {
 	case engine.EventStarted:
 		s = fmt.Sprintf(":arrow_forward: Replay started: %s from %s in canary steps (first step %s, doubling up to %s, %s).",
-			msgs(r.Total), dlq, num(p.Step), num(p.Cap), rate(p.Rate))
+			msgs(r.Total), dlq, num(p.Step), num(p.Cap), paceText(p))
 		if tw := engine.TakeOverWords(r); tw != "" {
 			s += " " + esc(oneLine(strings.ToUpper(tw[:1])+tw[1:]), 600) + "."
 		}

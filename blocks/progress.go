@@ -61,6 +61,10 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 		fs = append(fs, "*New failures during the replay*\n"+num(r.NewFailures)+" dead-lettered while it ran, without its id")
 	}
 	out := []slack.Block{section(head), fields(fs...)}
+	if r.Pace != "" && r.State == engine.StateRunning {
+		// What an auto-paced replay sends at and why (engine/pacer.go).
+		out = append(out, section(":stopwatch: "+escape(r.Pace)))
+	}
 	if d := disappeared(r); d != "" {
 		out = append(out[:1], append([]slack.Block{section(d)}, out[1:]...)...)
 	}
@@ -298,7 +302,7 @@ func failureLine(f engine.Failure) string {
 func paramsText(r engine.Replay) string {
 	p := r.Params
 	s := fmt.Sprintf("Approved by %s · requested by %s · first step %s, doubling up to %s · %s · step timeout %s",
-		who(r.Approver), who(r.Requester), num(p.Step), num(p.Cap), rate(p.Rate), p.Timeout)
+		who(r.Approver), who(r.Requester), num(p.Step), num(p.Cap), paceText(p), p.Timeout)
 	if !r.CreatedAt.IsZero() {
 		s += " · started " + date(r.CreatedAt)
 	}

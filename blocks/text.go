@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // ellipsis marks text that was cut short.
@@ -248,8 +250,17 @@ func seconds(d time.Duration) string {
 	return d.Round(100 * time.Millisecond).String()
 }
 
-// rate formats a replay's pace.
-func rate(r float64) string {
+// paceText says how a replay with p paces: a fixed rate, unpaced, or
+// paced to the consumer (rate=auto) up to its max.
+func paceText(p engine.Params) string {
+	r := p.Rate
+	if p.Auto && r >= 0 {
+		m := p.Max
+		if m <= 0 {
+			m = engine.DefaultAutoMax
+		}
+		return "paced to the consumer, up to " + strconv.FormatFloat(m, 'f', -1, 64) + " msg/s"
+	}
 	if r < 0 {
 		return "unpaced"
 	}

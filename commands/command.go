@@ -146,10 +146,15 @@ func (c ReplayCmd) String() string {
 		parts = append(parts, "cap="+strconv.Itoa(p.Cap))
 	}
 	switch {
+	case p.Auto:
+		parts = append(parts, "rate=auto")
 	case p.Rate < 0:
 		parts = append(parts, "rate=max")
 	case p.Rate > 0:
 		parts = append(parts, "rate="+strconv.FormatFloat(p.Rate, 'f', -1, 64))
+	}
+	if p.Max > 0 {
+		parts = append(parts, "max="+strconv.FormatFloat(p.Max, 'f', -1, 64))
 	}
 	if p.Timeout > 0 {
 		parts = append(parts, "timeout="+p.Timeout.String())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -44,7 +45,7 @@ type Flags struct {
 // The keys each subcommand takes, in canonical order.
 var (
 	previewKeys = []string{"ids", "reason", "source", "since", "until", "exception", "limit", "park_after", "include_parked", "vhost", "to", "group", "replayed_by"}
-	replayKeys  = []string{"step", "cap", "rate", "timeout", "takeover"}
+	replayKeys  = []string{"step", "cap", "rate", "max", "timeout", "takeover"}
 	verbs       = []string{"help", "list", "preview", "replay", "status", "pause", "resume", "cancel", "check"}
 )
 
@@ -71,7 +72,7 @@ var examples = map[string]string{
 	"exception": `exception="timeout while"`, "limit": "limit=100",
 	"park_after": "park_after=5", "include_parked": "include_parked=true",
 	"vhost": "vhost=prod", "to": "to=orders.scratch",
-	"step": "step=5", "cap": "cap=200", "rate": "rate=20", "timeout": "timeout=2m", "takeover": "takeover=yes",
+	"step": "step=5", "cap": "cap=200", "rate": "rate=20", "max": "rate=auto max=200", "timeout": "timeout=2m", "takeover": "takeover=yes",
 	"group": "group=g3f2a9c1b7e4d", "replayed_by": "replayed_by=r_0123456789abcdef",
 	"header": "header.tenant=acme",
 }
@@ -382,6 +383,9 @@ func checkParams(prm engine.Params) (string, string) {
 	case prm.Cap == 0 && prm.Step > DefaultCap:
 		return fmt.Sprintf("`step=%d` is above the default cap of %d; raise the cap too", prm.Step, DefaultCap),
 			fmt.Sprintf("step=%d cap=%d", prm.Step, prm.Step)
+	case prm.Max > 0 && !prm.Auto && prm.Rate != 0:
+		return "`max=` is the most `rate=auto` may send; with a fixed rate= or rate=max it means nothing — drop one of them",
+			fmt.Sprintf("rate=auto max=%s", strconv.FormatFloat(prm.Max, 'f', -1, 64))
 	case prm.Step == 0 && prm.Cap > 0 && prm.Cap < DefaultStep:
 		return fmt.Sprintf("`cap=%d` is below the default first step of %d; lower the step too", prm.Cap, DefaultStep),
 			fmt.Sprintf("step=%d cap=%d", prm.Cap, prm.Cap)

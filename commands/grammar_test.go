@@ -138,6 +138,8 @@ func TestCanonicalString(t *testing.T) {
 		{"replay abcd timeout=120s rate=max cap=50", "replay abcd cap=50 rate=max timeout=2m0s"},
 		{"replay abcd takeover=YES step=5", "replay abcd step=5 takeover=yes"},
 		{"replay abcd rate=1e6", "replay abcd rate=1000000"},
+		{"replay abcd max=200 rate=AUTO", "replay abcd rate=auto max=200"},
+		{"replay abcd max=200", "replay abcd max=200"},
 		{"Status", "status"},
 		{"help FILTER", "help filters"},
 	}

@@ -58,7 +58,9 @@ var filterHelp = []helpEntry{
 var paramHelp = []helpEntry{
 	{"step", "step=<n>", "first step size (default 10); later steps double", examples["step"], ""},
 	{"cap", "cap=<n>", "largest step (default 500); at least step", examples["cap"], ""},
-	{"rate", "rate=<n>", "messages per second (default 50); rate=max sends without pacing", examples["rate"], ""},
+	{"rate", "rate=<n>", "messages per second; rate=auto (the default) paces to the target's consumers; rate=max sends without pacing", examples["rate"],
+		"rate=auto samples the target's ready count while it sends and works out what its consumers acknowledge from it, then keeps the backlog it adds under about two seconds of their acknowledgements; it slows when live traffic already fills the queue. When the target has no consumer or the broker cannot say, it sends at 50 messages per second. The replay's progress shows its current rate and why."},
+	{"max", "max=<n>", "the most rate=auto sends, in messages per second (default 500)", examples["max"], ""},
 	{"timeout", "timeout=<duration>", "how long a step may take to settle (default 60s), like 30s or 2m", examples["timeout"], ""},
 	{"takeover", "takeover=yes", "send the previewed messages another running or paused replay owns from this one instead (that replay then leaves them; without it this replay leaves them to it)", examples["takeover"], ""},
 }

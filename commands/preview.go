@@ -179,7 +179,9 @@ func (p *parser) replay(args []token) Result {
 		case "cap":
 			c.Params.Cap, msg = parseCount(t.key, t.value)
 		case "rate":
-			c.Params.Rate, msg = parseRate(t.value)
+			c.Params.Rate, c.Params.Auto, msg = parseRateAuto(t.value)
+		case "max":
+			c.Params.Max, msg = parseMax(t.value)
 		case "timeout":
 			c.Params.Timeout, msg = parseTimeout(t.value)
 		case "takeover":

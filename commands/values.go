@@ -208,6 +208,31 @@ func parseRate(v string) (float64, string) {
 	return r, ""
 }
 
+// parseRateAuto reads rate=: auto (pace to the consumer), or what
+// parseRate reads.
+func parseRateAuto(v string) (float64, bool, string) {
+	if strings.EqualFold(v, "auto") {
+		return 0, true, ""
+	}
+	r, msg := parseRate(v)
+	if msg != "" {
+		msg += ", or rate=auto to pace to the consumer"
+	}
+	return r, false, msg
+}
+
+// parseMax reads max=: the most rate=auto sends, in messages per second.
+func parseMax(v string) (float64, string) {
+	if strings.EqualFold(v, "max") {
+		return 0, "`max=max` means nothing: without max= rate=auto goes up to its default ceiling"
+	}
+	r, msg := parseRate(v)
+	if msg != "" {
+		return 0, strings.Replace(strings.Replace(msg, "`rate=", "`max=", 1), ", or rate=max for no pacing", "", 1)
+	}
+	return r, ""
+}
+
 // parseTimeout reads timeout=: a Go duration from 1s to 24h.
 func parseTimeout(v string) (time.Duration, string) {
 	d, err := time.ParseDuration(v)
@@ -280,8 +305,12 @@ func distance(a, b string) int {
 // HTTP API, MCP), before they are checked: nil or "" means the default.
 type ReplayParams struct {
 	Step, Cap *int
-	// Rate is messages per second, or "max" for unpaced.
+	// Rate is messages per second, "max" for unpaced, or "auto" to pace
+	// to the consumer (the default).
 	Rate string
+	// Max is the most rate=auto sends, in messages per second ("" means
+	// its default).
+	Max string
 	// Timeout is a step's settle timeout in Go syntax ("30s").
 	Timeout string
 }
@@ -309,11 +338,18 @@ func CheckReplayParams(v ReplayParams) (engine.Params, string) {
 		}
 	}
 	if v.Rate != "" {
-		r, msg := parseRate(v.Rate)
+		r, auto, msg := parseRateAuto(v.Rate)
 		if msg != "" {
 			return engine.Params{}, msg
 		}
-		prm.Rate = r
+		prm.Rate, prm.Auto = r, auto
+	}
+	if v.Max != "" {
+		m, msg := parseMax(v.Max)
+		if msg != "" {
+			return engine.Params{}, msg
+		}
+		prm.Max = m
 	}
 	if v.Timeout != "" {
 		d, msg := parseTimeout(v.Timeout)

@@ -23,10 +23,7 @@ import (
 func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *StepResult, sentPer map[string]int) (MoveResult, error) {
 	sentBefore := rn.r.Sent
 	rn.lastProgress = time.Time{}
-	rate := rn.r.Params.Rate
-	if rate < 0 {
-		rate = 0
-	}
+	rate, paceHook := rn.paceOf(ctx)
 	mr, moveErr := rn.move(ctx, MoveRequest{
 		Queue: rn.r.DLQ,
 		Pick: func(m Message) (Pick, bool) {
@@ -53,10 +50,12 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 				}
 				pick[id]--
 				*left--
+				rn.pacedTarget(e.Target)
 				return Pick{ID: id, Target: e.Target, Source: meta.Source, Copy: e.Copy}, true
 			}
 			pick[id]--
 			*left--
+			rn.pacedTarget(rn.plan.target(id))
 			return Pick{ID: id, Target: rn.plan.target(id), Source: meta.Source}, true
 		},
 		Satisfied: func() bool { return *left == 0 },
@@ -69,6 +68,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		},
 		Window:   rn.s.cfg.Window,
 		Rate:     rate,
+		Pace:     paceHook,
 		Continue: rn.mayContinue(ctx),
 		Intend: func(ctx context.Context, batch []Moved) (map[string]string, error) {
 			if err := rn.hb.check(ctx); err != nil {

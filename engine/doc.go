@@ -67,6 +67,9 @@
 //	logthrottle.go    errors that keep happening, logged once in a while
 //	plan.go, step.go  what each step sends; account.go accounts for every
 //	                  planned message (missing, held elsewhere)
+//	pacer.go          rate=auto's controller: the rate from the targets'
+//	                  backlog and their consumers' acknowledgements;
+//	                  pace_run.go samples the targets for it while sending
 //	settle.go         a step settling; settle_returns.go the copies that
 //	                  came back (from the tap, or by re-reading the DLQ);
 //	                  settle_tail.go from the cursor's tail, where no tap can be;

@@ -62,6 +62,10 @@ type MoveRequest struct {
 	Window int
 	// Rate paces publishes in messages per second; 0 means unpaced.
 	Rate float64
+	// Pace, when set, is called before each publish and gives the rate for
+	// it (messages per second; <=0 unpaced), in place of Rate: an auto-
+	// paced replay's controller (pacer.go).
+	Pace func() float64
 	// Continue is called before each publish; a non-nil error stops
 	// publishing (pause, cancel, lost lease). In-flight copies are still
 	// confirmed and their originals acked; the rest stay in the DLQ.

@@ -46,6 +46,12 @@ type Params struct {
 	// leaves them, "taken over by r_…". Without it the new replay leaves
 	// them to their owner. Json "take_over".
 	TakeOver bool `json:"take_over,omitempty"`
+	// Auto paces to the targets' consumers (rate=auto, pacer.go), never
+	// above Max (default DefaultAutoMax); Rate is then the fixed rate used
+	// while the consumers cannot be measured (none, or not inspectable).
+	// The default when no rate is given. Json "auto", "max".
+	Auto bool    `json:"auto,omitempty"`
+	Max  float64 `json:"max,omitempty"`
 }
 
 // Failure is one message a replay could not deliver or that came back.
@@ -105,6 +111,10 @@ type Replay struct {
 	// each with PossibleDuplicateHeader: they are in Sent, and a consumer
 	// may have received each twice (the first copy and the resend).
 	Resent int `json:"resent,omitempty"`
+	// Pace is what an auto-paced replay's pacer does and why, as of its
+	// last sample ("pacing to the consumer: 48 msg/s; backlog 30"). Json
+	// "pace".
+	Pace string `json:"pace,omitempty"`
 	// Unreconciled is set when a run lost its broker connection after
 	// sending, and cleared once a counted read of the DLQ made Duplicates
 	// and InDoubt equal what the broker holds (engine/reconcile.go); the
@@ -250,7 +260,13 @@ func (p Params) withDefaults() Params {
 		p.Cap = p.Step
 	}
 	if p.Rate == 0 {
+		// No rate given: pace to the consumer, at DefaultRate while it
+		// cannot be measured.
 		p.Rate = DefaultRate
+		p.Auto = true
+	}
+	if p.Rate < 0 {
+		p.Auto = false // rate=max: unpaced
 	}
 	if p.Timeout <= 0 {
 		p.Timeout = DefaultTimeout

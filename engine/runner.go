@@ -99,6 +99,10 @@ type run struct {
 	pendingBy  map[string]int
 	droppedIDs map[string]int
 	dropNote   string
+	// pacer paces an auto-paced replay (pace_run.go), made by its first
+	// pass; paceTargets are the targets it has sent to.
+	pacer       *Pacer
+	paceTargets map[string]bool
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is

@@ -41,7 +41,8 @@ type (
 		Token          string `json:"token" jsonschema:"the token returned by dlq_preview (p_…); a replay never takes a selection"`
 		Step           *int   `json:"step,omitempty" jsonschema:"first canary step size, at least 1 (default 10)"`
 		Cap            *int   `json:"cap,omitempty" jsonschema:"largest step, at least 1 (default 500)"`
-		Rate           string `json:"rate,omitempty" jsonschema:"messages per second (default 50), or max"`
+		Rate           string `json:"rate,omitempty" jsonschema:"auto (the default: paced to the target's consumers), messages per second, or max (unpaced)"`
+		Max            string `json:"max,omitempty" jsonschema:"the most rate auto sends, in messages per second (default 500)"`
 		Timeout        string `json:"timeout,omitempty" jsonschema:"step settle timeout in Go syntax (default 60s)"`
 		TakeOver       bool   `json:"take_over,omitempty" jsonschema:"send the previewed messages another running or paused replay owns from this replay instead (that replay then leaves them); default false: leave them to it"`
 		ConfirmChanges string `json:"confirm_changes,omitempty" jsonschema:"the changes_digest of an earlier refusal: approve despite exactly those changes since the preview"`
@@ -125,7 +126,7 @@ func NewServer(svc Service, cfg Config, caller CallerFunc, log zerolog.Logger) *
 					return waiting{Status: "waiting_for_approval", Token: in.Token, Channel: ch, TS: ts,
 						Message: "The preview was posted to Slack for a person to approve; nothing is sent until someone clicks Approve. Follow it with dlq_status."}, nil
 				}
-				r, err := svc.Approve(ctx, c, in.Token, api.Params{Step: in.Step, Cap: in.Cap, Rate: api.Rate(in.Rate), Timeout: in.Timeout, TakeOver: in.TakeOver}, in.ConfirmChanges)
+				r, err := svc.Approve(ctx, c, in.Token, api.Params{Step: in.Step, Cap: in.Cap, Rate: api.Rate(in.Rate), Max: api.Rate(in.Max), Timeout: in.Timeout, TakeOver: in.TakeOver}, in.ConfirmChanges)
 				var ae *api.Error
 				if errors.As(err, &ae) && ae.Code == api.CodeNeedsHuman {
 					// Only a server can tell (svc a client of one): it

@@ -136,6 +136,9 @@ func progressLine(r engine.Replay, now time.Time, withID bool) string {
 	if r.Note != "" { // while running: waiting for the broker after a lost node
 		b.WriteString(" · " + r.Note)
 	}
+	if r.Pace != "" && r.State == engine.StateRunning {
+		b.WriteString(" · " + r.Pace)
+	}
 	return b.String()
 }
 

@@ -123,6 +123,9 @@ func printReplay(w io.Writer, r engine.Replay) {
 	if r.Note != "" {
 		fmt.Fprintf(w, "  %s\n", r.Note)
 	}
+	if r.Pace != "" && r.State == engine.StateRunning {
+		fmt.Fprintf(w, "  %s\n", r.Pace)
+	}
 	if r.State == engine.StateInterrupted && r.RestSelection != "" {
 		fmt.Fprintf(w, "  To replay the rest, preview it again: %s preview %s\n", commands.TerminalPrefix, r.RestSelection)
 	}

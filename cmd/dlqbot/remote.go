@@ -239,10 +239,15 @@ func apiParams(p engine.Params) api.Params {
 		out.Cap = &p.Cap
 	}
 	switch {
+	case p.Auto:
+		out.Rate = "auto"
 	case p.Rate < 0:
 		out.Rate = "max"
 	case p.Rate > 0:
 		out.Rate = api.Rate(strconv.FormatFloat(p.Rate, 'f', -1, 64))
+	}
+	if p.Max > 0 {
+		out.Max = api.Rate(strconv.FormatFloat(p.Max, 'f', -1, 64))
 	}
 	if p.Timeout > 0 {
 		out.Timeout = p.Timeout.String()

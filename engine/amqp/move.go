@@ -356,7 +356,11 @@ func (m *mover) cont() error {
 
 // pace waits for the next publish slot when a rate is set.
 func (m *mover) pace(ctx context.Context) error {
-	if m.req.Rate <= 0 {
+	rate := m.req.Rate
+	if m.req.Pace != nil {
+		rate = m.req.Pace()
+	}
+	if rate <= 0 {
 		return nil
 	}
 	now := time.Now()
@@ -378,7 +382,7 @@ func (m *mover) pace(ctx context.Context) error {
 			return err
 		}
 	}
-	m.next = m.next.Add(time.Duration(float64(time.Second) / m.req.Rate))
+	m.next = m.next.Add(time.Duration(float64(time.Second) / rate))
 	return nil
 }
 
