@@ -111,11 +111,7 @@ func (rt *remote) control(ctx context.Context, out *output, action engine.Contro
 	if err != nil {
 		return out.fail(remoteErr(err))
 	}
-	if out.json {
-		return out.doc(r)
-	}
-	fmt.Fprintf(out.w, "%s requested for %s (now %s)\n", action, r.ID, r.State)
-	return nil
+	return out.controlled(action, r)
 }
 
 // replay approves a token and follows the replay the server's workers run

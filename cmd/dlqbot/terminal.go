@@ -187,10 +187,16 @@ func (a *app) control(ctx context.Context, out *output, action engine.ControlAct
 	if err != nil {
 		return out.fail(failed(err))
 	}
-	if out.json {
-		return out.doc(r)
+	return out.controlled(action, r)
+}
+
+// controlled reports a pause or cancel asked for r, directly or through
+// the server.
+func (o *output) controlled(action engine.ControlAction, r engine.Replay) error {
+	if o.json {
+		return o.doc(r)
 	}
-	fmt.Fprintf(out.w, "%s requested for %s (now %s)\n", action, r.ID, r.State)
+	fmt.Fprintf(o.w, "%s requested for %s (now %s)\n", action, r.ID, r.State)
 	return nil
 }
 
