@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +84,22 @@ func (f *faultRun) resumeAfterFault(t *testing.T, id string, dups map[string]int
 	}
 	f.expectNoResend(t, dups, f.account(t, "after resuming", id))
 	t.Logf("resumed: state %s, sent %d of %d, in doubt %d: %s", rep.State, rep.Sent, rep.Total, rep.InDoubt, rep.Note)
+	if rep.State == engine.StateStopped && rep.InDoubt == 0 && rep.Duplicates > 0 && rep.Sent == rep.Total {
+		// Its last read could not reach every original of a confirmed copy
+		// (under load a read can end short) and it said so rather than
+		// "finished": the next resume acks them, sending nothing.
+		if !strings.Contains(rep.Note, "a resume acks them") {
+			t.Fatalf("stopped with %d duplicate(s) left without saying how they go: %s", rep.Duplicates, rep.Note)
+		}
+		if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+			t.Fatal(err)
+		}
+		if rep, err = e.svc.Run(rctx, id, "owner3"); err != nil {
+			t.Fatalf("replay resumed again: %v", err)
+		}
+		f.expectNoResend(t, dups, f.account(t, "after resuming again", id))
+		t.Logf("resumed again: state %s, sent %d of %d, in doubt %d, duplicates %d: %s", rep.State, rep.Sent, rep.Total, rep.InDoubt, rep.Duplicates, rep.Note)
+	}
 	if rep.InDoubt > 0 && rep.State == engine.StateFinished {
 		t.Errorf("a replay with %d copies in doubt ended finished", rep.InDoubt)
 	}
