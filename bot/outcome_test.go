@@ -50,7 +50,7 @@ func TestThePreviewIsTheReplaysStatus(t *testing.T) {
 			if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_OPS"); err != nil {
 				t.Fatal(err)
 			}
-			testkit.Eventually(t, 10*time.Second, "the preview to show the queued replay", func() bool {
+			testkit.Eventually(t, 30*time.Second, "the preview to show the queued replay", func() bool {
 				m, _ := h.stub.Message("C_OPS", preview.TS)
 				return strings.Contains(string(m.RawBlocks), blocks.BlockPreviewStatus) && strings.Contains(string(m.RawBlocks), "Queued")
 			})
@@ -58,7 +58,7 @@ func TestThePreviewIsTheReplaysStatus(t *testing.T) {
 			h.bot.Notify(context.Background(), start)
 			h.bot.Notify(context.Background(), c.end(start))
 
-			testkit.Eventually(t, 10*time.Second, "the preview to show the outcome", func() bool {
+			testkit.Eventually(t, 30*time.Second, "the preview to show the outcome", func() bool {
 				m, _ := h.stub.Message("C_OPS", preview.TS)
 				return strings.Contains(string(m.RawBlocks), c.want)
 			})
@@ -129,7 +129,7 @@ func TestThePreviewShowsTheOutcomeWhicheverReplicaRunsIt(t *testing.T) {
 	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_OPS"); err != nil {
 		t.Fatal(err)
 	}
-	testkit.Eventually(t, 10*time.Second, "the preview to show the queued replay", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the preview to show the queued replay", func() bool {
 		m, _ := h.stub.Message("C_OPS", preview.TS)
 		return strings.Contains(string(m.RawBlocks), "Queued")
 	})
@@ -154,7 +154,7 @@ func TestThePreviewShowsTheOutcomeWhicheverReplicaRunsIt(t *testing.T) {
 	end.Replay.UpdatedAt = start.Replay.UpdatedAt.Add(time.Second)
 	other.Notify(context.Background(), end)
 
-	testkit.Eventually(t, 10*time.Second, "the preview to show the outcome", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the preview to show the outcome", func() bool {
 		m, _ := h.stub.Message("C_OPS", preview.TS)
 		return strings.Contains(string(m.RawBlocks), "Finished clean*: 100 sent, 100 settled, 0 back")
 	})
