@@ -72,7 +72,6 @@
 //	                  pace_run.go samples the targets for it while sending
 //	settle.go         a step settling; settle_returns.go the copies that
 //	                  came back (from the tap, or by re-reading the DLQ);
-//	                  settle_tail.go from the cursor's tail, where no tap can be;
 //	                  settle_proof.go the counters' proof that ends it early;
 //	                  settle_overlap.go a step settling while the next sends,
 //	                  and settle_breaker.go the breaker that stops it on returns;

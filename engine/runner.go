@@ -65,8 +65,6 @@ type run struct {
 	// curOpened when it opened (see cursor.go).
 	cur       Cursor
 	curOpened time.Time
-	// tail is what the cursor saw of the replay's returns (settle_tail.go).
-	tail curTail
 	// marked is when the run last marked itself reading the DLQ (and
 	// looked for replays seeking what its cursor holds, readers.go).
 	marked time.Time
@@ -247,7 +245,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		text += "; " + tw // what its approval took over, and from whom
 	}
 	if rn.mode == ReturnsReread {
-		text += "; returns will be found at the DLQ's tail by the replay's own read, or by re-reading the DLQ (" + rn.modeNote + ")"
+		text += "; returns will be found by re-reading the DLQ once per step (" + rn.modeNote + ")"
 	}
 	rn.emit(ctx, kind, nil, text)
 	rn.actor = ""
