@@ -29,7 +29,7 @@ func (rn *run) paceOf(ctx context.Context) (float64, func() float64) {
 				consumers += st.Consumers
 			}
 			p.Observe(ready, consumers, ok)
-			rn.r.Pace = p.Status()
+			rn.pace.Store(p.Status()) // the run's goroutine copies it into the record (put)
 		}
 		p.Published(1)
 		return p.Rate()

@@ -101,6 +101,8 @@ type run struct {
 	// pass; paceTargets are the targets it has sent to.
 	pacer       *Pacer
 	paceTargets map[string]bool
+	// pace is the pacer's last status, written by the mover's goroutine.
+	pace atomic.Value
 }
 
 // Run executes replay id as owner until it finishes, stops, pauses, is
@@ -555,6 +557,9 @@ func (rn *run) yield(ctx context.Context, desired State, unless ...State) error 
 // put writes the record, fenced by the lease.
 func (rn *run) put(ctx context.Context) error {
 	rn.r.UpdatedAt = rn.s.d.Clock.Now()
+	if v, ok := rn.pace.Load().(string); ok {
+		rn.r.Pace = v
+	}
 	if err := rn.s.d.Replays.Put(ctx, rn.r, rn.owner, rn.epoch); err != nil {
 		if errors.Is(err, ErrLeaseLost) {
 			rn.hb.lost.Store(true)
