@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // A lost connection can leave originals in the DLQ whose copies the
@@ -54,7 +55,7 @@ func (rn *run) dropping() bool {
 // copy; it counts it as dropped.
 func (rn *run) dropsOriginal(m Meta) bool {
 	c := rn.confirmed[m.ID]
-	if c == 0 || m.ReplayID == rn.r.ID || c < rn.plan.previewed(m.ID) || rn.droppedIDs[m.ID] >= c || diedSince(m, rn.r.CreatedAt) {
+	if c == 0 || m.ReplayID == rn.r.ID || c < rn.plan.previewed(m.ID) || rn.droppedIDs[m.ID] >= c || diedAfterSecondOf(m, rn.r.CreatedAt) {
 		return false
 	}
 	if rn.droppedIDs == nil {
@@ -62,6 +63,18 @@ func (rn *run) dropsOriginal(m Meta) bool {
 	}
 	rn.droppedIDs[m.ID]++
 	return true
+}
+
+// diedAfterSecondOf reports whether m was dead-lettered in a second after
+// t's. The broker keeps death times to the second, and an approval can
+// fall in the same second as the last dead-lettering the preview saw: an
+// original that died then is the one previewed, not a failure since. (A
+// new death within that first second would need another client to have
+// taken the original, had it fail and dead-lettered it before the replay
+// sent anything it could be judged by.)
+func diedAfterSecondOf(m Meta, t time.Time) bool {
+	d := latestDeath(m)
+	return !d.IsZero() && d.Truncate(time.Second).After(t.Truncate(time.Second))
 }
 
 // bookDrops counts the originals a read dropped: no longer duplicates.
@@ -91,8 +104,14 @@ func (rn *run) finishAcks(ctx context.Context) {
 		rn.dropNote = "the ledger could not be read"
 		return
 	}
-	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
-	if err != nil || !st.Exists {
+	st, err := rn.inspectDLQ(ctx)
+	if err != nil {
+		rn.warn("ack the originals of confirmed copies", err)
+		rn.dropNote = "the DLQ could not be inspected: " + err.Error()
+		return
+	}
+	if !st.Exists {
+		rn.dropNote = "the DLQ no longer exists"
 		return
 	}
 	need := 1
@@ -134,6 +153,24 @@ func (rn *run) finishAcks(ctx context.Context) {
 		rn.dropNote = ""
 	default:
 		rn.dropNote = "another client held messages of it"
+	}
+}
+
+// inspectDLQ inspects the DLQ, again while the broker does not answer, up
+// to Config.HeldWait: the acks are the last thing between a replay and
+// "finished", and one slow answer must not leave them to a resume.
+func (rn *run) inspectDLQ(ctx context.Context) (QueueInfo, error) {
+	deadline := rn.s.d.Clock.Now().Add(rn.s.cfg.HeldWait)
+	for {
+		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+		if err == nil || ctx.Err() != nil || !rn.s.d.Clock.Now().Before(deadline) {
+			return st, err
+		}
+		select {
+		case <-ctx.Done():
+			return st, err
+		case <-rn.s.d.Clock.After(time.Second):
+		}
 	}
 }
 
