@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // DefaultParkAfter is how many replays leave a message parked.
@@ -18,9 +20,9 @@ type Selection struct {
 	DLQ   string `json:"dlq"`
 	Vhost string `json:"vhost,omitempty"`
 	// IDs, when non-empty, keeps only these message ids.
-	IDs    []string `json:"ids,omitempty"`
-	Reason Reason   `json:"reason,omitempty"`
-	Source string   `json:"source,omitempty"`
+	IDs    []string      `json:"ids,omitempty"`
+	Reason letter.Reason `json:"reason,omitempty"`
+	Source string        `json:"source,omitempty"`
 	// Since and Until bound the last death time (inclusive); relative
 	// durations are resolved by the parser.
 	Since     time.Time `json:"since,omitzero"`
@@ -64,7 +66,7 @@ const (
 
 // Match applies every filter except Limit (which depends on order) and
 // Headers (MatchHeaders, on the message itself) to m.
-func (s Selection) Match(m Meta) Verdict {
+func (s Selection) Match(m letter.Meta) Verdict {
 	if len(s.IDs) > 0 && !contains(s.IDs, m.ID) {
 		return Excluded
 	}

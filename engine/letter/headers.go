@@ -1,4 +1,4 @@
-package engine
+package letter
 
 import (
 	"math"
@@ -142,7 +142,7 @@ func hdrTypeName(v any) string {
 	if rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 {
 		return "bytes"
 	}
-	return truncateUTF8(rv.Type().String(), 40)
+	return TruncateUTF8(rv.Type().String(), 40)
 }
 
 // hdrString reads a string or byte string, keeping at most limit bytes (cut
@@ -172,12 +172,12 @@ func hdrString(v any, limit int) (s string, cut bool, ok bool) {
 	if b, isBytes := v.([]byte); isBytes {
 		full = len(b)
 	}
-	s = truncateUTF8(s, limit)
+	s = TruncateUTF8(s, limit)
 	return s, len(s) < full, true
 }
 
-// truncateUTF8 returns s cut to at most limit bytes without splitting a rune.
-func truncateUTF8(s string, limit int) string {
+// TruncateUTF8 returns s cut to at most limit bytes without splitting a rune.
+func TruncateUTF8(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
