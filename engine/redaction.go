@@ -144,7 +144,7 @@ const (
 )
 
 // shownHeaders are m's headers a sample shows: those with a single value
-// (HeaderString), the dead-letter bookkeeping (x-death and the like,
+// (letter.HeaderString), the dead-letter bookkeeping (x-death and the like,
 // which the sample's other fields already say) left out, at most
 // maxShownHeaders by name, each value cut at maxShownHeaderBytes. A value
 // the rules hide — a header's, or a value hidden in the body — reads
@@ -169,7 +169,7 @@ func (x *redactor) shownHeaders(m letter.Message) map[string]string {
 	sort.Strings(names)
 	out := map[string]string{}
 	for _, n := range names {
-		v, ok := HeaderString(m.Headers[n])
+		v, ok := letter.HeaderString(m.Headers[n])
 		if !ok {
 			continue
 		}

@@ -24,7 +24,8 @@
 //	                the operator (ParseHeaderDialect), and their parser
 //	headers.go      header values read defensively, whatever type a client
 //	                library decoded (tables, arrays, strings, integers, times,
-//	                decimals), and the limits on the work done per message
+//	                decimals), the limits on the work done per message, and
+//	                HeaderString, a value as one string
 //	fingerprint.go  Fingerprint, a copy's id (Meta.ID), and the digest of a
 //	                copy that has no failure time
 //	group.go        NormaliseException, the failure group's text

@@ -1,6 +1,7 @@
 package letter
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -348,4 +349,30 @@ func addClampedInt(a int, b int64) int {
 		return int(maxInt)
 	}
 	return a + int(b)
+}
+
+// HeaderString is a header value as a string: text and bytes as they
+// are, numbers in decimal, booleans as true or false, times in RFC 3339
+// (UTC); ok is false for tables, arrays and nil, which have no one
+// string.
+func HeaderString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case []byte:
+		return string(x), true
+	case bool:
+		return strconv.FormatBool(x), true
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return fmt.Sprint(x), true
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32), true
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), true
+	case time.Time:
+		return x.UTC().Format(time.RFC3339), true
+	case fmt.Stringer:
+		return x.String(), true // amqp.Decimal and the like
+	}
+	return "", false
 }
