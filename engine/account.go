@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // A step accounts for every message it planned. A pass over the DLQ that
@@ -26,7 +28,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	rate, paceHook := rn.paceOf(ctx)
 	mr, moveErr := rn.move(ctx, MoveRequest{
 		Queue: rn.r.DLQ,
-		Pick: func(m Message) (Pick, bool) {
+		Pick: func(m letter.Message) (Pick, bool) {
 			if rn.dropping() {
 				// An original whose copy an earlier run confirmed: its ack,
 				// which a lost connection did not carry (resume_acks.go).
@@ -60,7 +62,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		},
 		Satisfied: func() bool { return *left == 0 },
 		Rewrite: func(h map[string]any, p Pick) map[string]any {
-			out := ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
+			out := letter.ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
 			if rn.resending {
 				out[PossibleDuplicateHeader] = true
 			}

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // ErrChanged means the world changed since the preview; the approval must
@@ -173,7 +175,7 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 	for try := 0; try < 2; try++ {
 		found = make(map[string]int, len(want))
 		began := s.d.Clock.Now()
-		info, err := s.scanWhole(ctx, dlq, "an approval's comparison", func(m Message) error {
+		info, err := s.scanWhole(ctx, dlq, "an approval's comparison", func(m letter.Message) error {
 			id := s.ParseMeta(dlq, m).ID
 			if found[id] < want[id] {
 				found[id]++

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"sort"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // Arrivals over time (issue 15): when the selected messages were
@@ -182,10 +184,10 @@ func newArrivals(now time.Time) *arrivals {
 }
 
 // add counts one selected message.
-func (a *arrivals) add(m Meta) {
+func (a *arrivals) add(m letter.Meta) {
 	g := a.groups.row(m.FailureGroup)
 	if g.typ == "" && g != &a.groups.other {
-		g.typ = FailureType(m.ExceptionType, m.Exception, m.Reason)
+		g.typ = letter.FailureType(m.ExceptionType, m.Exception, m.Reason)
 	}
 	rows := [3]*arrivalCounter{&a.all, g, a.sources.row(m.Source)}
 	t := m.LastDeath

@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 var arrivalsNow = time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
 
-func deadAt(t time.Time, group, source string) Meta {
-	return Meta{LastDeath: t, FailureGroup: group, Source: source}
+func deadAt(t time.Time, group, source string) letter.Meta {
+	return letter.Meta{LastDeath: t, FailureGroup: group, Source: source}
 }
 
 func sum(xs []int) int {
@@ -105,7 +107,7 @@ func TestArrivalsRecentUndatedAndRows(t *testing.T) {
 	a.add(deadAt(arrivalsNow.Add(-(5*time.Minute + time.Second)), "currency XTS", "payments"))
 	// Spring: no failure time.
 	for i := 0; i < 3; i++ {
-		a.add(Meta{FailureGroup: "currency XTS", Source: "payments"})
+		a.add(letter.Meta{FailureGroup: "currency XTS", Source: "payments"})
 	}
 	v := a.view()
 	if v.Messages != 55 || v.Undated != 3 || sum(v.Counts) != 52 {
@@ -140,7 +142,7 @@ func TestArrivalsRecentUndatedAndRows(t *testing.T) {
 	}
 	// Only undated messages: no buckets, no times.
 	c := newArrivals(arrivalsNow)
-	c.add(Meta{FailureGroup: "x"})
+	c.add(letter.Meta{FailureGroup: "x"})
 	if v := c.view(); v.Undated != 1 || len(v.Counts) != 0 || !v.First.IsZero() || !v.Start.IsZero() {
 		t.Fatalf("undated only: %+v", v)
 	}
@@ -199,7 +201,7 @@ func TestArrivalsMillion(t *testing.T) {
 }
 
 func TestSelectionGroupAndReplayedBy(t *testing.T) {
-	m := Meta{FailureGroup: "order <n> not found", ReplayID: "r_1", Returned: true}
+	m := letter.Meta{FailureGroup: "order <n> not found", ReplayID: "r_1", Returned: true}
 	for _, c := range []struct {
 		sel  Selection
 		want Verdict
@@ -234,7 +236,7 @@ func TestSelectionGroupAndReplayedBy(t *testing.T) {
 // groups and 5 sources).
 func BenchmarkArrivalsAdd(b *testing.B) {
 	r := rand.New(rand.NewSource(3))
-	ms := make([]Meta, 4096)
+	ms := make([]letter.Meta, 4096)
 	for i := range ms {
 		ms[i] = deadAt(arrivalsNow.Add(-time.Duration(r.Int63n(int64(7*24*time.Hour)))), fmt.Sprintf("group %d", i%20), fmt.Sprintf("q%d", i%5))
 	}
@@ -249,7 +251,7 @@ func BenchmarkArrivalsAdd(b *testing.B) {
 // SHA-256 of its failure group).
 func BenchmarkMatchGroupID(b *testing.B) {
 	s := Selection{Group: GroupID("java.lang.IllegalStateException: order <n> not found")}
-	m := Meta{FailureGroup: "java.lang.IllegalArgumentException: currency <id> is not supported for merchant <n>"}
+	m := letter.Meta{FailureGroup: "java.lang.IllegalArgumentException: currency <id> is not supported for merchant <n>"}
 	for i := 0; i < b.N; i++ {
 		s.Match(m)
 	}
@@ -259,7 +261,7 @@ func BenchmarkMatchGroupID(b *testing.B) {
 // BenchmarkMatchGroupID.
 func BenchmarkMatchNoGroup(b *testing.B) {
 	s := Selection{}
-	m := Meta{FailureGroup: "java.lang.IllegalArgumentException: currency <id> is not supported for merchant <n>"}
+	m := letter.Meta{FailureGroup: "java.lang.IllegalArgumentException: currency <id> is not supported for merchant <n>"}
 	for i := 0; i < b.N; i++ {
 		s.Match(m)
 	}

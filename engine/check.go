@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // maxParkIDs caps the ids a check report lists for parking.
@@ -45,7 +47,7 @@ func (s *Service) Check(ctx context.Context, replayID, label string) (CheckRepor
 	}
 	tally := newReturnTally()
 	began := s.d.Clock.Now()
-	info, err := s.scanWhole(ctx, r.DLQ, "a check of "+r.ID, func(m Message) error {
+	info, err := s.scanWhole(ctx, r.DLQ, "a check of "+r.ID, func(m letter.Message) error {
 		meta := s.viewMeta(r.DLQ, m)
 		switch {
 		case meta.ReplayID == r.ID && meta.Returned:

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // checkFromTap fills c from the tap's record of r's returns when r's runs
@@ -57,7 +59,7 @@ func (s *Service) checkFromTap(ctx context.Context, r Replay, c *CheckReport) (d
 	for _, g := range rec.Groups {
 		typ := g.Example.Type
 		if typ == "" {
-			typ = groupType(g.Group, g.Example.Reason)
+			typ = letter.GroupType(g.Group, g.Example.Reason)
 		}
 		c.Groups = append(c.Groups, CheckGroup{Group: g.Group, Type: typ, Count: g.Count, ExampleID: g.Example.ID,
 			Reason: g.Example.Reason, Example: g.Example.Exception})
@@ -116,7 +118,7 @@ func (s *Service) gapsOf(ctx context.Context, r Replay) []TapGap {
 func (s *Service) reconcileCheck(ctx context.Context, r Replay, gaps []TapGap, c *CheckReport) error {
 	tally := newReturnTally()
 	groups := tally.groups
-	_, err := s.scanWhole(ctx, r.DLQ, "a check of "+r.ID, func(m Message) error {
+	_, err := s.scanWhole(ctx, r.DLQ, "a check of "+r.ID, func(m letter.Message) error {
 		meta := s.viewMeta(r.DLQ, m)
 		if meta.ReplayID == r.ID && meta.Returned {
 			tally.add(meta, c.ParkAfter)
@@ -191,10 +193,10 @@ func newReturnTally() *returnTally {
 }
 
 // add counts one returned copy (meta); parkAfter is the park limit.
-func (t *returnTally) add(meta Meta, parkAfter int) {
+func (t *returnTally) add(meta letter.Meta, parkAfter int) {
 	g := t.groups[meta.FailureGroup]
 	if g == nil {
-		g = &CheckGroup{Group: meta.FailureGroup, Type: FailureType(meta.ExceptionType, meta.Exception, meta.Reason), ExampleID: meta.ID, Reason: string(meta.Reason), Example: meta.Exception}
+		g = &CheckGroup{Group: meta.FailureGroup, Type: letter.FailureType(meta.ExceptionType, meta.Exception, meta.Reason), ExampleID: meta.ID, Reason: string(meta.Reason), Example: meta.Exception}
 		t.groups[meta.FailureGroup] = g
 	}
 	g.Count++

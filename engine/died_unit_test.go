@@ -3,6 +3,8 @@ package engine
 import (
 	"testing"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // TestAnOriginalThatDiedInTheApprovalsSecondIsTheOriginal: the broker keeps
@@ -22,7 +24,7 @@ func TestAnOriginalThatDiedInTheApprovalsSecondIsTheOriginal(t *testing.T) {
 		{"no death", time.Time{}, false},
 	}
 	for _, c := range cases {
-		if got := diedAfterSecondOf(Meta{LastDeath: c.death}, created); got != c.since {
+		if got := diedAfterSecondOf(letter.Meta{LastDeath: c.death}, created); got != c.since {
 			t.Errorf("%s: died since %v, want %v", c.name, got, c.since)
 		}
 	}

@@ -1,7 +1,10 @@
-// Package engine owns what dlqbot knows about dead letters and what it does
-// with them: the metadata derived from each message (docs/design.md
-// "Dead-letter dialects"), selections and previews ("Reading a DLQ without
-// changing it") and replays ("Replaying: confirm, record, then ack").
+// Package engine owns what dlqbot does with dead letters: selections and
+// previews (docs/design.md "Reading a DLQ without changing it") and replays
+// ("Replaying: confirm, record, then ack"). Reading one dead letter (its
+// metadata, dialects, id, failure group and the headers of its copies) is
+// package engine/letter's; letter_aliases.go gives letter's names here too
+// (engine.Meta, engine.Message, …), so that the packages outside the engine
+// need not import it.
 //
 // The engine talks to the outside world only through small interfaces: the
 // ports*.go files hold those shared by several parts, and the others are
@@ -30,8 +33,7 @@
 // Where each part of the engine lives:
 //
 //	service.go        Config, Deps and New; enqueue.go hands a replay to workers
-//	message.go, meta.go, dialects.go, rascal.go, inhouse.go
-//	                  a dead letter and the metadata read from its headers
+//	letter_aliases.go engine/letter's names (Meta, Message, …), given here too
 //	selection.go      the selection grammar's meaning (Selection, Match,
 //	                  MatchHeaders on a message's headers)
 //	redaction.go      what a preview shows of a message, redacted (its
@@ -94,10 +96,6 @@
 //	worker.go, heartbeat.go, reaper.go, control.go, desire.go, control_action.go
 //	                  workers, leases, interrupted replays, pause/resume/cancel;
 //	                  authorize.go a worker's refusal of a replay its policy does not allow
-//	rewrite.go, headers.go, fingerprint.go, group.go
-//	                  copy headers, header values, message ids, failure groups
-//	failuretype.go    what a channel may see of a failure (its type), and the
-//	                  check of queue names taken from headers
 //	integrity.go      ErrBadSignature, a stored record changed outside dlqbot
 //	window_take.go    WindowTake, the outcome of taking from a sliding window
 //	                  (ops.Windows, kept by the store)

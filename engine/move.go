@@ -1,6 +1,10 @@
 package engine
 
-import "context"
+import (
+	"context"
+
+	"github.com/stroma/dlqbot/engine/letter"
+)
 
 // Pick is a decision to send one DLQ message: its id and target queue.
 type Pick struct {
@@ -52,7 +56,7 @@ type MoveRequest struct {
 	Queue string
 	// Pick is called for each message in queue order; ok=false leaves the
 	// message in place. Pick must not keep m.Body.
-	Pick func(m Message) (p Pick, ok bool)
+	Pick func(m letter.Message) (p Pick, ok bool)
 	// Satisfied, when set, is checked after each message: true ends the
 	// read early (nothing further is needed from this pass).
 	Satisfied func() bool

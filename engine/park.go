@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // ParkResult says what a park moved.
@@ -50,7 +52,7 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (ParkResult, er
 	}
 	mr, err := s.d.Mover.Move(ctx, MoveRequest{
 		Queue: r.DLQ,
-		Pick: func(m Message) (Pick, bool) {
+		Pick: func(m letter.Message) (Pick, bool) {
 			meta := s.ParseMeta(r.DLQ, m)
 			if meta.ReplayID != r.ID || !meta.Returned || meta.ReplayCount < limit {
 				return Pick{}, false

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // Errors the adapters return, checked with errors.Is.
@@ -147,7 +149,7 @@ type Broker interface {
 	// calls visit for each, in queue order, without changing the queue:
 	// afterwards the same messages are there in the same order. An error from
 	// visit ends the scan early; every message is still given back.
-	Scan(ctx context.Context, queue string, visit func(Message) error) (ScanInfo, error)
+	Scan(ctx context.Context, queue string, visit func(letter.Message) error) (ScanInfo, error)
 	// Route returns the queues that exchange's bindings route routingKey to.
 	Route(ctx context.Context, exchange, routingKey string) ([]string, error)
 	// DeclareQueue declares a durable classic queue (the parking queue) if

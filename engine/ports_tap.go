@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // ReturnsMode is how a replay finds the copies that came back to its DLQ.
@@ -48,7 +50,7 @@ type Taps interface {
 	// error gives the batch back). It returns when the tap is empty (as
 	// far as its ready count tells), with how many messages it recorded.
 	// A missing tap is ErrQueueNotFound.
-	DrainTap(ctx context.Context, dlq string, record func([]Message) error) (int, error)
+	DrainTap(ctx context.Context, dlq string, record func([]letter.Message) error) (int, error)
 	// WatchTap holds a consumer on dlq's tap, handing what arrives to
 	// record in batches (each acknowledged once record returned nil, given
 	// back otherwise), until ctx ends (it then returns nil). It returns
@@ -56,7 +58,7 @@ type Taps interface {
 	// not exist, or when the broker cancels the consumer because the tap
 	// was deleted. Any other error means its channel closed (the watch may
 	// be started again).
-	WatchTap(ctx context.Context, dlq string, record func([]Message) error) error
+	WatchTap(ctx context.Context, dlq string, record func([]letter.Message) error) error
 }
 
 // ReturnEvent is one copy of a replay that came back to the DLQ.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // Problem is one thing that would go wrong, with how many messages it hits.
@@ -21,11 +23,11 @@ type Problem struct {
 
 // TargetView summarises the selected messages bound for one queue.
 type TargetView struct {
-	Queue     string         `json:"queue"`
-	Exists    bool           `json:"exists"`
-	Consumers int            `json:"consumers"`
-	Messages  int            `json:"messages"`
-	Reasons   map[Reason]int `json:"reasons"`
+	Queue     string                `json:"queue"`
+	Exists    bool                  `json:"exists"`
+	Consumers int                   `json:"consumers"`
+	Messages  int                   `json:"messages"`
+	Reasons   map[letter.Reason]int `json:"reasons"`
 	// ConsumersSinceFailure says whether the queue's consumers connected
 	// after LastFailure, the latest time its selected messages failed
 	// (see preview_targets.go); ConsumerConns are the consumers' connections
@@ -60,7 +62,7 @@ const (
 
 // PreviewMessage is one distinct selected (or parked) message.
 type PreviewMessage struct {
-	Meta
+	letter.Meta
 	Count    int    `json:"count"`
 	Target   string `json:"target,omitempty"`
 	Parked   bool   `json:"parked,omitempty"`
@@ -144,7 +146,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	arr := newArrivals(s.d.Clock.Now())
 	red := newRedactor(s.d.Redactor, sel.DLQ)
 	began := s.d.Clock.Now()
-	info, err := s.scanWhole(ctx, sel.DLQ, "a preview of "+requester, func(m Message) error {
+	info, err := s.scanWhole(ctx, sel.DLQ, "a preview of "+requester, func(m letter.Message) error {
 		p.Scanned++
 		if !sel.MatchHeaders(m.Headers) {
 			return nil

@@ -3,6 +3,8 @@ package engine
 import (
 	"encoding/hex"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // previewRow is one distinct matching message as a preview keeps it while
@@ -24,7 +26,7 @@ type rowClass struct {
 	source, sourceNote, exchange, routingKey string
 	needsRoute                               bool
 	badTarget                                bool // the headers named an invalid queue (Meta.BadTarget)
-	reason                                   Reason
+	reason                                   letter.Reason
 	group                                    string
 	again                                    bool // ReplayCount > 0
 	unreadable                               bool // headers that could not be read
@@ -57,7 +59,7 @@ func newPreviewRows() *previewRows {
 
 // add counts one copy of meta and reports its row and whether it is new.
 // Copies of a row after the first keep the first's verdict, like before.
-func (r *previewRows) add(meta Meta, parked bool) (int, bool) {
+func (r *previewRows) add(meta letter.Meta, parked bool) (int, bool) {
 	var key [8]byte
 	packed := len(meta.ID) == 16
 	if packed {

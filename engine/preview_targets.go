@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // historyBatch is how many ids a preview asks the ledger about at once.
@@ -97,7 +99,7 @@ func (s *Service) inspectTargets(ctx context.Context, p *Preview, r *previewRows
 		}
 		t := byQueue[q]
 		if t == nil {
-			t = &TargetView{Queue: q, Reasons: map[Reason]int{}}
+			t = &TargetView{Queue: q, Reasons: map[letter.Reason]int{}}
 			byQueue[q] = t
 		}
 		t.Messages += int(row.count)

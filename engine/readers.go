@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // Two replays of one DLQ read it at once, and each read holds what it
@@ -126,7 +128,7 @@ func isScanReader(id string) bool { return strings.HasPrefix(id, scanReaderPrefi
 // what a replay's cursor or step holds is not seen, and heldByReplays
 // names that replay. So neither waits for the other longer than the
 // other's read lasts.
-func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(Message) error) (ScanInfo, error) {
+func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(letter.Message) error) (ScanInfo, error) {
 	if s.d.Claims == nil {
 		return s.d.Broker.Scan(ctx, dlq, visit)
 	}

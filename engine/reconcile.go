@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // After a lost broker connection a replay's counts can be short of what
@@ -73,7 +75,7 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 			return false, nil
 		}
 		held := map[string]int{}
-		info, serr := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
+		info, serr := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m letter.Message) error {
 			meta := rn.s.ParseMeta(rn.r.DLQ, m)
 			if meta.ReplayID != rn.r.ID { // a copy of this replay back in the DLQ is a return
 				held[meta.ID]++

@@ -3,6 +3,8 @@ package engine
 import (
 	"sort"
 	"strings"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // Hidden replaces every value a redaction rule hides.
@@ -38,7 +40,7 @@ func newRedactor(r Redactor, dlq string) *redactor {
 
 // headers hides the rules' header values in meta's texts, and notes its
 // failure group when that quoted one.
-func (x *redactor) headers(m Message, meta *Meta) []string {
+func (x *redactor) headers(m letter.Message, meta *letter.Meta) []string {
 	if x.r == nil {
 		return nil
 	}
@@ -52,7 +54,7 @@ func (x *redactor) headers(m Message, meta *Meta) []string {
 // excerpt is the redacted excerpt of m's body, at most n bytes (none when
 // n ≤ 0 or the body cannot be redacted); it also hides the body's hidden
 // values in meta's texts.
-func (x *redactor) excerpt(m Message, meta *Meta, n int) string {
+func (x *redactor) excerpt(m letter.Message, meta *letter.Meta, n int) string {
 	body := m.Body
 	if x.r != nil {
 		out, hidden, ok := x.r.RedactBody(x.dlq, body)
@@ -87,7 +89,7 @@ func (x *redactor) arrivals(a *Arrivals) {
 // hideIn replaces the hidden values in meta's texts (exception, its type,
 // the failure group, the source note, the problems) and reports whether
 // any was found.
-func hideIn(meta *Meta, hidden []string) bool {
+func hideIn(meta *letter.Meta, hidden []string) bool {
 	found := false
 	meta.Problems = append([]string(nil), meta.Problems...) // the scan's copy shares it
 	for _, s := range []*string{&meta.Exception, &meta.ExceptionType, &meta.FailureGroup, &meta.SourceNote} {
@@ -120,7 +122,7 @@ func hideValues(s string, values []string) string {
 // a preview: a check report's groups and examples (follow-ups too), a
 // returned copy's Failure.Detail, and the tap's record of returns. Ids
 // and counts are ParseMeta's.
-func (s *Service) viewMeta(dlq string, m Message) Meta {
+func (s *Service) viewMeta(dlq string, m letter.Message) letter.Meta {
 	meta := s.ParseMeta(dlq, m)
 	if s.d.Redactor == nil {
 		return meta
@@ -142,12 +144,12 @@ const (
 )
 
 // shownHeaders are m's headers a sample shows: those with a single value
-// (HeaderString), the dead-letter bookkeeping (x-death and the like,
+// (letter.HeaderString), the dead-letter bookkeeping (x-death and the like,
 // which the sample's other fields already say) left out, at most
 // maxShownHeaders by name, each value cut at maxShownHeaderBytes. A value
 // the rules hide — a header's, or a value hidden in the body — reads
 // Hidden; when the body cannot be redacted, no header is shown.
-func (x *redactor) shownHeaders(m Message) map[string]string {
+func (x *redactor) shownHeaders(m letter.Message) map[string]string {
 	var hidden []string
 	if x.r != nil {
 		hidden = x.r.HiddenHeaders(x.dlq, m.Headers)
@@ -167,7 +169,7 @@ func (x *redactor) shownHeaders(m Message) map[string]string {
 	sort.Strings(names)
 	out := map[string]string{}
 	for _, n := range names {
-		v, ok := HeaderString(m.Headers[n])
+		v, ok := letter.HeaderString(m.Headers[n])
 		if !ok {
 			continue
 		}
@@ -178,7 +180,7 @@ func (x *redactor) shownHeaders(m Message) map[string]string {
 		case containsString(hidden, v):
 			v = Hidden
 		default:
-			v = truncateUTF8(hideValues(v, hidden), maxShownHeaderBytes)
+			v = letter.TruncateUTF8(hideValues(v, hidden), maxShownHeaderBytes)
 		}
 		out[n] = v
 	}

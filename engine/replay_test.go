@@ -151,7 +151,7 @@ func replayExactly(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	// The identical pair is one fingerprint when the broker dead-lettered
 	// both within one second: the fingerprint holds the first death's time
-	// in Unix seconds (engine/fingerprint.go), so rejects either side of a
+	// in Unix seconds (engine/letter/fingerprint.go), so rejects either side of a
 	// second's turn are two distinct copies. Only a fill that began and
 	// ended (all 20 in the DLQ) within one second is sure to be 19.
 	if p.Selected != 20 || (p.Distinct != 19 && (before == after || p.Distinct != 20)) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // A lost connection can leave originals in the DLQ whose copies the
@@ -53,7 +55,7 @@ func (rn *run) dropping() bool {
 // dropsOriginal reports whether m, met by a read of the DLQ, is the
 // original of a copy the ledger holds as confirmed, to be acked without a
 // copy; it counts it as dropped.
-func (rn *run) dropsOriginal(m Meta) bool {
+func (rn *run) dropsOriginal(m letter.Meta) bool {
 	c := rn.confirmed[m.ID]
 	if c == 0 || m.ReplayID == rn.r.ID || c < rn.plan.previewed(m.ID) || rn.droppedIDs[m.ID] >= c || diedAfterSecondOf(m, rn.r.CreatedAt) {
 		return false
@@ -72,7 +74,7 @@ func (rn *run) dropsOriginal(m Meta) bool {
 // new death within that first second would need another client to have
 // taken the original, had it fail and dead-lettered it before the replay
 // sent anything it could be judged by.)
-func diedAfterSecondOf(m Meta, t time.Time) bool {
+func diedAfterSecondOf(m letter.Meta, t time.Time) bool {
 	d := latestDeath(m)
 	return !d.IsZero() && d.Truncate(time.Second).After(t.Truncate(time.Second))
 }
@@ -128,7 +130,7 @@ func (rn *run) finishAcks(ctx context.Context) {
 	held := map[string]int{}
 	mr, err := rn.s.d.Mover.Move(ctx, MoveRequest{
 		Queue: rn.r.DLQ,
-		Pick: func(m Message) (Pick, bool) {
+		Pick: func(m letter.Message) (Pick, bool) {
 			meta := rn.s.ParseMeta(rn.r.DLQ, m)
 			if rn.dropsOriginal(meta) {
 				return Pick{ID: meta.ID, Drop: true}, true

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // DefaultParkAfter is how many replays leave a message parked.
@@ -18,9 +20,9 @@ type Selection struct {
 	DLQ   string `json:"dlq"`
 	Vhost string `json:"vhost,omitempty"`
 	// IDs, when non-empty, keeps only these message ids.
-	IDs    []string `json:"ids,omitempty"`
-	Reason Reason   `json:"reason,omitempty"`
-	Source string   `json:"source,omitempty"`
+	IDs    []string      `json:"ids,omitempty"`
+	Reason letter.Reason `json:"reason,omitempty"`
+	Source string        `json:"source,omitempty"`
 	// Since and Until bound the last death time (inclusive); relative
 	// durations are resolved by the parser.
 	Since     time.Time `json:"since,omitzero"`
@@ -39,7 +41,7 @@ type Selection struct {
 	// carry its x-replay-id and a new death (what check counts).
 	ReplayedBy string `json:"replayed_by,omitempty"`
 	// Headers keeps only messages whose header of each name has exactly
-	// that value, read as a string (HeaderString); names are
+	// that value, read as a string (letter.HeaderString); names are
 	// case-sensitive, as AMQP's are.
 	Headers map[string]string `json:"headers,omitempty"`
 }
@@ -64,7 +66,7 @@ const (
 
 // Match applies every filter except Limit (which depends on order) and
 // Headers (MatchHeaders, on the message itself) to m.
-func (s Selection) Match(m Meta) Verdict {
+func (s Selection) Match(m letter.Meta) Verdict {
 	if len(s.IDs) > 0 && !contains(s.IDs, m.ID) {
 		return Excluded
 	}
@@ -107,38 +109,12 @@ func (s Selection) MatchHeaders(headers map[string]any) bool {
 		if !ok {
 			return false
 		}
-		got, ok := HeaderString(v)
+		got, ok := letter.HeaderString(v)
 		if !ok || got != want {
 			return false
 		}
 	}
 	return true
-}
-
-// HeaderString is a header value as a string: text and bytes as they
-// are, numbers in decimal, booleans as true or false, times in RFC 3339
-// (UTC); ok is false for tables, arrays and nil, which have no one
-// string.
-func HeaderString(v any) (string, bool) {
-	switch x := v.(type) {
-	case string:
-		return x, true
-	case []byte:
-		return string(x), true
-	case bool:
-		return strconv.FormatBool(x), true
-	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-		return fmt.Sprint(x), true
-	case float32:
-		return strconv.FormatFloat(float64(x), 'g', -1, 32), true
-	case float64:
-		return strconv.FormatFloat(x, 'g', -1, 64), true
-	case time.Time:
-		return x.UTC().Format(time.RFC3339), true
-	case fmt.Stringer:
-		return x.String(), true // amqp.Decimal and the like
-	}
-	return "", false
 }
 
 // quoteIfNeeded quotes a value (Go syntax, as the grammar reads it) when it

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // Config tunes the engine. Zero values mean the documented defaults.
@@ -121,7 +123,7 @@ type Config struct {
 	FollowUps []time.Duration
 	// Dialect names the headers of an in-house framework's dead letters
 	// (default: none; see HeaderDialect).
-	Dialect HeaderDialect
+	Dialect letter.HeaderDialect
 	// Log receives what the engine cannot return to a caller: background
 	// errors (worker, reaper, taps, follow-ups) and failures it carries on
 	// after while a replay runs, each with the replay_id, dlq and op fields
@@ -285,8 +287,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 
 // ParseMeta derives a message's metadata with the configured in-house
 // dialect (ParseMetaDialect).
-func (s *Service) ParseMeta(dlq string, m Message) Meta {
-	return ParseMetaDialect(dlq, m, s.cfg.Dialect)
+func (s *Service) ParseMeta(dlq string, m letter.Message) letter.Meta {
+	return letter.ParseMetaDialect(dlq, m, s.cfg.Dialect)
 }
 
 func excerpt(body []byte, n int) string {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // targetWatch follows one target queue while a step settles.
@@ -289,7 +291,7 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 	}
 }
 
-func latestDeath(m Meta) time.Time {
+func latestDeath(m letter.Meta) time.Time {
 	if !m.LastDeath.IsZero() {
 		return m.LastDeath
 	}
@@ -298,14 +300,14 @@ func latestDeath(m Meta) time.Time {
 
 // diedSince reports whether m was dead-lettered at or after t, at the
 // broker's one-second resolution of death times.
-func diedSince(m Meta, t time.Time) bool {
+func diedSince(m letter.Meta, t time.Time) bool {
 	d := latestDeath(m)
 	return !d.IsZero() && !d.Before(t.Truncate(time.Second))
 }
 
 // isNew reports whether m is a failure that arrived since the replay
 // started: not one of the previewed messages, and dead-lettered since.
-func (rn *run) isNew(m Meta) bool {
+func (rn *run) isNew(m letter.Meta) bool {
 	return !rn.plan.has(m.ID) && diedSince(m, rn.r.CreatedAt)
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // The tap sees every dead letter that reaches the DLQ through its
@@ -185,7 +187,7 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	}
 	cov, err := rn.scanWhole(ctx, within, func() {
 		seen, inDLQ, extra = map[string]int{}, 0, nil
-	}, func(m Message) error {
+	}, func(m letter.Message) error {
 		meta := rn.s.viewMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			seen[meta.ID]++

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // returnsLook is one step's state of looking for returns.
@@ -64,7 +66,7 @@ func (rn *run) startReturns(ctx context.Context) error {
 	}
 	// Re-reads count returns as copies seen in the DLQ beyond those seen
 	// before: a resumed run first notes what is there already.
-	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m Message) error {
+	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m letter.Message) error {
 		meta := rn.s.ParseMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			rn.returnedSeen[meta.ID]++
@@ -160,7 +162,7 @@ func (rn *run) rereadReturns(ctx context.Context, look *returnsLook) error {
 	if last {
 		within = lastLookPatience
 	}
-	cov, err := rn.scanWhole(ctx, within, func() { seen, fresh = map[string]int{}, 0 }, func(m Message) error {
+	cov, err := rn.scanWhole(ctx, within, func() { seen, fresh = map[string]int{}, 0 }, func(m letter.Message) error {
 		meta := rn.s.viewMeta(rn.r.DLQ, m)
 		switch {
 		case meta.ReplayID == rn.r.ID && meta.Returned:
@@ -208,7 +210,7 @@ func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
 		extra []Failure
 	)
 	rn.releaseCursor("a re-read after a window without the tap reads the whole DLQ") // see checkBypass
-	cov, err := rn.scanWhole(ctx, scanRetry, func() { inDLQ, extra = 0, nil }, func(m Message) error {
+	cov, err := rn.scanWhole(ctx, scanRetry, func() { inDLQ, extra = 0, nil }, func(m letter.Message) error {
 		meta := rn.s.viewMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			inDLQ++

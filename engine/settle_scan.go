@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // A run's re-reads of its DLQ (a bypass check, a re-read after a window
@@ -25,7 +27,7 @@ const scanRetry = 2 * time.Second
 // whole or within has passed; it returns the last read's coverage. A read
 // that ended for any reason but another client (its caller, an error) is
 // not repeated.
-func (rn *run) scanWhole(ctx context.Context, within time.Duration, begin func(), visit func(Message) error) (Coverage, error) {
+func (rn *run) scanWhole(ctx context.Context, within time.Duration, begin func(), visit func(letter.Message) error) (Coverage, error) {
 	clock := rn.s.d.Clock
 	deadline := clock.Now().Add(within)
 	for {

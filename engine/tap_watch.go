@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // tapRepairRetry is how often a watch tries again to declare a missing
@@ -57,7 +59,7 @@ func (rn *run) watchTap(ctx context.Context) (stop func()) {
 func (w *tapWatch) run(ctx context.Context) {
 	s := w.s
 	for ctx.Err() == nil {
-		err := s.d.Taps.WatchTap(ctx, w.dlq, func(ms []Message) error {
+		err := s.d.Taps.WatchTap(ctx, w.dlq, func(ms []letter.Message) error {
 			if err := s.recordBatch(ctx, w.dlq, ms); err != nil {
 				return err
 			}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // DefaultTapPoll is how often a worker drains every registered tap.
@@ -21,7 +23,7 @@ func (s *Service) recordTap(ctx context.Context, dlq string) (int, error) {
 	if !s.tapping() {
 		return 0, nil
 	}
-	n, err := s.d.Taps.DrainTap(ctx, dlq, func(ms []Message) error { return s.recordBatch(ctx, dlq, ms) })
+	n, err := s.d.Taps.DrainTap(ctx, dlq, func(ms []letter.Message) error { return s.recordBatch(ctx, dlq, ms) })
 	if err != nil {
 		return n, fmt.Errorf("engine: record tap of %s: %w", dlq, err)
 	}
@@ -31,7 +33,7 @@ func (s *Service) recordTap(ctx context.Context, dlq string) (int, error) {
 
 // recordBatch records one batch of dlq's tap: every message is an
 // arrival, and one with a replay id and a new death a return.
-func (s *Service) recordBatch(ctx context.Context, dlq string, ms []Message) error {
+func (s *Service) recordBatch(ctx context.Context, dlq string, ms []letter.Message) error {
 	var evs []ReturnEvent
 	now := s.d.Clock.Now()
 	for _, m := range ms {
@@ -45,7 +47,7 @@ func (s *Service) recordBatch(ctx context.Context, dlq string, ms []Message) err
 		}
 		evs = append(evs, ReturnEvent{
 			ReplayID: meta.ReplayID, ID: meta.ID, Source: meta.Source, Group: meta.FailureGroup,
-			Type:   FailureType(meta.ExceptionType, meta.Exception, meta.Reason),
+			Type:   letter.FailureType(meta.ExceptionType, meta.Exception, meta.Reason),
 			Reason: string(meta.Reason), Exception: meta.Exception, ReplayCount: meta.ReplayCount,
 			At: at, Redelivered: m.Redelivered,
 		})

@@ -3,5 +3,6 @@
 // doc.go and the test files) and no Go file of its directory that does
 // not exist (doccheck_test.go), and the imports run one way, front ends →
 // ops → engine ← store, engine/amqp, with no production package importing
-// a test helper (layers_test.go). It has no production code.
+// a test helper and engine/letter importing the standard library only
+// (layers_test.go). It has no production code.
 package doccheck

@@ -102,3 +102,35 @@ func TestLayers(t *testing.T) {
 		}
 	}
 }
+
+// TestLetterIsALeaf keeps engine/letter, the reading of one dead letter, a
+// leaf: its production files import the standard library only, so that it
+// can be read, tested and fuzzed without the engine, and engine can import
+// it without a cycle.
+func TestLetterIsALeaf(t *testing.T) {
+	dir := filepath.Join("..", "..", "engine", "letter")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		n++
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if first, _, _ := strings.Cut(p, "/"); strings.Contains(first, ".") {
+				t.Errorf("engine/letter/%s imports %s: letter imports the standard library only", filepath.Base(path), p)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatalf("no production files in %s", dir)
+	}
+}

@@ -78,7 +78,7 @@ fuzz() { # fuzz <package> <target>
   echo "  exit $rc" >&2
   rm -f "$tmp"
 }
-fuzz ./engine FuzzParseMeta
+fuzz ./engine/letter FuzzParseMeta
 fuzz ./commands FuzzParse
 fuzz ./store FuzzDecodeToken
 

@@ -1,4 +1,4 @@
-package engine
+package letter
 
 import (
 	"fmt"
@@ -205,7 +205,7 @@ func parseReason(s string, r *hdrReader) Reason {
 	case "":
 		return ReasonUnknown
 	}
-	r.p.add("dead-letter reason %q not recognised", truncateUTF8(s, 40))
+	r.p.add("dead-letter reason %q not recognised", TruncateUTF8(s, 40))
 	return ReasonUnknown
 }
 

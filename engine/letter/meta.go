@@ -1,4 +1,4 @@
-package engine
+package letter
 
 import (
 	"fmt"
@@ -15,9 +15,9 @@ import (
 // ParseMetaDialect recognises RabbitMQ's own dead-lettering (x-death,
 // x-first-death-*, x-last-death-*), Spring AMQP's RepublishMessageRecoverer,
 // MassTransit, NServiceBus and rascal, and the in-house dialect d (the zero
-// HeaderDialect recognises none); Service.ParseMeta passes the configured
-// one. An in-house dialect's headers win over every other convention: the
-// operator named them. A message whose origin cannot be derived gets
+// HeaderDialect recognises none); the engine's Service.ParseMeta passes the
+// configured one. An in-house dialect's headers win over every other
+// convention: the operator named them. A message whose origin cannot be derived gets
 // DialectUnknown and an empty Source, with SourceNote saying why; a source
 // is never guessed.
 //
@@ -36,7 +36,7 @@ func ParseMetaDialect(dlq string, m Message, d HeaderDialect) (meta Meta) {
 				Seq: m.Seq, Dialect: DialectUnknown, Reason: ReasonUnknown,
 				FailureGroup: string(ReasonUnknown), MessageID: m.MessageID, Size: len(m.Body),
 				SourceNote: "headers could not be read",
-				Problems:   []string{truncateUTF8(fmt.Sprintf("internal error reading headers: %v", r), 200)},
+				Problems:   []string{TruncateUTF8(fmt.Sprintf("internal error reading headers: %v", r), 200)},
 			}
 			meta.ID = Fingerprint(m.MessageID, m.Body, "panic")
 		}
@@ -260,7 +260,7 @@ func (p *problemList) add(format string, args ...any) {
 		p.dropped++
 		return
 	}
-	p.list = append(p.list, truncateUTF8(fmt.Sprintf(format, args...), 200))
+	p.list = append(p.list, TruncateUTF8(fmt.Sprintf(format, args...), 200))
 }
 
 // result returns the notes, with a final count of the ones left out.

@@ -1,6 +1,7 @@
-package engine
+package letter
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -142,7 +143,7 @@ func hdrTypeName(v any) string {
 	if rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 {
 		return "bytes"
 	}
-	return truncateUTF8(rv.Type().String(), 40)
+	return TruncateUTF8(rv.Type().String(), 40)
 }
 
 // hdrString reads a string or byte string, keeping at most limit bytes (cut
@@ -172,12 +173,12 @@ func hdrString(v any, limit int) (s string, cut bool, ok bool) {
 	if b, isBytes := v.([]byte); isBytes {
 		full = len(b)
 	}
-	s = truncateUTF8(s, limit)
+	s = TruncateUTF8(s, limit)
 	return s, len(s) < full, true
 }
 
-// truncateUTF8 returns s cut to at most limit bytes without splitting a rune.
-func truncateUTF8(s string, limit int) string {
+// TruncateUTF8 returns s cut to at most limit bytes without splitting a rune.
+func TruncateUTF8(s string, limit int) string {
 	if len(s) <= limit {
 		return s
 	}
@@ -348,4 +349,30 @@ func addClampedInt(a int, b int64) int {
 		return int(maxInt)
 	}
 	return a + int(b)
+}
+
+// HeaderString is a header value as a string: text and bytes as they
+// are, numbers in decimal, booleans as true or false, times in RFC 3339
+// (UTC); ok is false for tables, arrays and nil, which have no one
+// string.
+func HeaderString(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case []byte:
+		return string(x), true
+	case bool:
+		return strconv.FormatBool(x), true
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		return fmt.Sprint(x), true
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32), true
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), true
+	case time.Time:
+		return x.UTC().Format(time.RFC3339), true
+	case fmt.Stringer:
+		return x.String(), true // amqp.Decimal and the like
+	}
+	return "", false
 }

@@ -1,4 +1,4 @@
-package engine
+package letter
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package engine
+package letter
 
 import (
 	"fmt"
@@ -47,10 +47,10 @@ func validType(t string) bool {
 	return t != "" && len(t) <= maxTypeLen && typeNameRE.MatchString(t)
 }
 
-// groupType is the type of a failure group known only by its text and
+// GroupType is the type of a failure group known only by its text and
 // an example's reason (a return recorded before types were recorded):
 // the group's leading type name, else the reason.
-func groupType(group, reason string) string {
+func GroupType(group, reason string) string {
 	return FailureType("", group, Reason(reason))
 }
 

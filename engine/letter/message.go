@@ -1,4 +1,4 @@
-package engine
+package letter
 
 import "time"
 
@@ -74,7 +74,7 @@ type Meta struct {
 	RoutingKeys []string `json:"routing_keys,omitempty"`
 	// NeedsRoute is set when the dialect names an exchange and routing key
 	// rather than a queue (Spring with a non-default exchange): Source must
-	// then be resolved through the exchange's bindings (Broker.Route).
+	// then be resolved through the exchange's bindings (engine's Broker.Route).
 	NeedsRoute bool   `json:"needs_route,omitempty"`
 	Reason     Reason `json:"reason"`
 	// Attempts is how many times the message was tried in its source: what
@@ -106,7 +106,7 @@ type Meta struct {
 	Excerpt string `json:"excerpt,omitempty"`
 	// Headers are the message's headers with a single value (HeaderString),
 	// redacted as the excerpt is (filled by the caller with Excerpt; see
-	// redactor.shownHeaders).
+	// the engine's redactor.shownHeaders).
 	Headers map[string]string `json:"headers,omitempty"`
 	// Refusal is set when the message carries a framework marker that makes
 	// its consumer refuse a replayed copy (rascal's immediateNack): it says

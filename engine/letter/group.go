@@ -1,4 +1,4 @@
-package engine
+package letter
 
 import (
 	"regexp"
@@ -40,7 +40,7 @@ var (
 // stay apart. Whitespace is collapsed and trimmed, and the result is capped
 // at 200 characters (only the first 4 KB of s are looked at).
 func NormaliseException(s string) string {
-	s = truncateUTF8(s, groupInputLimit)
+	s = TruncateUTF8(s, groupInputLimit)
 	s = strings.TrimSpace(s)
 	prefix := ""
 	if loc := groupTypeRE.FindStringIndex(s); loc != nil {
