@@ -23,7 +23,8 @@ const alertTTL = 7 * 24 * time.Hour
 // (engine.AlertStore): a DLQ's alert is one JSON record, opened with SET NX
 // (unless the DLQ is snoozed) and changed only by compare-and-set on its
 // whole value, so of replicas making the same transition at once exactly
-// one wins and posts or edits the message.
+// one wins and posts or edits the message. A record names the Slack
+// message the bot edits, so a store with a key signs it (alert_sign.go).
 type Alerts struct{ b *base }
 
 // Alerts returns the watch's alert records.
@@ -32,13 +33,16 @@ func (s *Store) Alerts() *Alerts { return &Alerts{s.b} }
 // openAlertScript opens a DLQ's alert unless it has one or is snoozed.
 //
 //	KEYS[1] the alert, KEYS[2] the DLQ's snooze; ARGV[1] the record
-//	(JSON), ARGV[2] its time to live in ms
+//	(stored form), ARGV[2] its time to live in ms, ARGV[3] a record that
+//	failed its check, to be replaced ("": none)
 //
 // It returns 1 when it opened the alert, 0 otherwise.
 var openAlertScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return 1 end
-return 0
+local cur = redis.call('GET', KEYS[1])
+if cur and (ARGV[3] == '' or cur ~= ARGV[3]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
 `)
 
 // casAlertScript replaces (or, with ARGV[2] empty, deletes) an alert
@@ -58,7 +62,15 @@ func (a *Alerts) Open(ctx context.Context, r engine.AlertRecord) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("store: open alert of %s: %w", r.DLQ, err)
 	}
-	n, err := openAlertScript.Run(ctx, a.b.rdb, []string{a.b.k.alert(r.DLQ), a.b.k.alertSnooze(r.DLQ)}, js, alertTTL.Milliseconds()).Int()
+	keys := []string{a.b.k.alert(r.DLQ), a.b.k.alertSnooze(r.DLQ)}
+	stored := a.b.signAlert(r.DLQ, js)
+	n, err := openAlertScript.Run(ctx, a.b.rdb, keys, stored, alertTTL.Milliseconds(), "").Int()
+	if err == nil && n == 0 {
+		// A record that fails its check is no alert: this one replaces it.
+		if _, raw, _, gerr := a.get(ctx, r.DLQ); errors.Is(gerr, engine.ErrBadSignature) && raw != "" {
+			n, err = openAlertScript.Run(ctx, a.b.rdb, keys, stored, alertTTL.Milliseconds(), raw).Int()
+		}
+	}
 	if err != nil {
 		return false, fail(err, "open alert of %s", r.DLQ)
 	}
@@ -71,7 +83,8 @@ func (a *Alerts) Open(ctx context.Context, r engine.AlertRecord) (bool, error) {
 	return n == 1, nil
 }
 
-// get returns dlq's record and its raw value.
+// get returns dlq's record and its raw value; a record that fails its
+// check is a SignatureError, with its raw value.
 func (a *Alerts) get(ctx context.Context, dlq string) (engine.AlertRecord, string, bool, error) {
 	var r engine.AlertRecord
 	raw, err := a.b.rdb.Get(ctx, a.b.k.alert(dlq)).Result()
@@ -81,18 +94,26 @@ func (a *Alerts) get(ctx context.Context, dlq string) (engine.AlertRecord, strin
 	if err != nil {
 		return r, "", false, fail(err, "get alert of %s", dlq)
 	}
-	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+	js, err := a.b.openAlert(dlq, raw)
+	if err != nil {
+		return r, raw, false, err
+	}
+	if err := json.Unmarshal(js, &r); err != nil {
 		return r, "", false, fmt.Errorf("store: alert of %s: %w", dlq, err)
 	}
 	return r, raw, true, nil
 }
 
-// Get returns dlq's alert, if it has one.
+// Get returns dlq's alert, if it has one. A record that fails its check
+// is reported and read as none, so the watch opens a fresh alert over it.
 func (a *Alerts) Get(ctx context.Context, dlq string) (engine.AlertRecord, bool, error) {
 	if checkTag("dlq", dlq) != nil {
 		return engine.AlertRecord{}, false, nil
 	}
 	r, _, ok, err := a.get(ctx, dlq)
+	if errors.Is(err, engine.ErrBadSignature) {
+		return engine.AlertRecord{}, false, nil
+	}
 	return r, ok, err
 }
 
@@ -114,7 +135,7 @@ func (a *Alerts) change(ctx context.Context, dlq, id string, fn func(*engine.Ale
 		if err != nil {
 			return r, false, fmt.Errorf("store: alert of %s: %w", dlq, err)
 		}
-		next = string(js)
+		next = a.b.signAlert(dlq, js)
 	}
 	n, err := casAlertScript.Run(ctx, a.b.rdb, []string{a.b.k.alert(dlq)}, raw, next).Int()
 	if err != nil {
@@ -171,7 +192,7 @@ func (a *Alerts) List(ctx context.Context) ([]engine.AlertRecord, error) {
 	}
 	var out []engine.AlertRecord
 	for _, d := range dlqs {
-		r, ok, err := a.Get(ctx, d)
+		r, ok, err := a.Get(ctx, d) // one that fails its check is left out
 		if err != nil {
 			return nil, err
 		}

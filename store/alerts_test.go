@@ -1,6 +1,8 @@
 package store
 
 import (
+	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -91,5 +93,44 @@ func TestAlertTransitionsOnce(t *testing.T) {
 	}
 	if ok, _ := al.Open(e.ctx, engine.AlertRecord{ID: "a_y", DLQ: "payments.dlq"}); !ok {
 		t.Fatal("the snooze of orders.dlq kept payments.dlq from alerting")
+	}
+}
+
+// TestAlertTampered: an alert record pointed at another Slack message in
+// Redis is refused and reported: Get and List read it as none, Posted
+// refuses it, and the next alert opened for the DLQ replaces it.
+func TestAlertTampered(t *testing.T) {
+	t.Parallel()
+	e, refused := signedEnv(t)
+	al := e.st.Alerts()
+	t0 := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	rec := engine.AlertRecord{ID: "a_1", DLQ: "orders.dlq", Channel: "C0OPS", TS: "1.000", Opened: t0, Arrived: 3, Edited: t0}
+	if ok, err := al.Open(e.ctx, rec); err != nil || !ok {
+		t.Fatalf("open: %v %v", ok, err)
+	}
+	key := e.st.b.k.alert("orders.dlq")
+	raw := e.rdb.Get(e.ctx, key).Val()
+	e.rdb.Set(e.ctx, key, strings.Replace(raw, "C0OPS", "C0ELSEWHERE", 1), time.Hour)
+	if r, ok, err := al.Get(e.ctx, "orders.dlq"); ok || err != nil {
+		t.Fatalf("a changed alert reads %+v, %v, %v; want none", r, ok, err)
+	}
+	if ok, err := al.Posted(e.ctx, "orders.dlq", "a_1", "2.000"); ok || !errors.Is(err, engine.ErrBadSignature) {
+		t.Fatalf("posting a changed alert: %v %v; want refused", ok, err)
+	}
+	if list, err := al.List(e.ctx); err != nil || len(list) != 0 {
+		t.Fatalf("list: %+v %v; want the changed alert left out", list, err)
+	}
+	if len(*refused) == 0 || (*refused)[0].Kind != "alert" {
+		t.Fatalf("refusals reported: %v", *refused)
+	}
+	rec.ID = "a_2"
+	if ok, err := al.Open(e.ctx, rec); err != nil || !ok {
+		t.Fatalf("opening over a changed alert: %v %v", ok, err)
+	}
+	if r, ok, err := al.Get(e.ctx, "orders.dlq"); err != nil || !ok || r.ID != "a_2" || r.Channel != "C0OPS" {
+		t.Fatalf("after reopening: %+v %v %v", r, ok, err)
+	}
+	if ttl := e.rdb.PTTL(e.ctx, key).Val(); ttl <= time.Hour {
+		t.Fatalf("the reopened alert kept the changed record's TTL (%v)", ttl)
 	}
 }

@@ -34,12 +34,14 @@
 //	                                and desired_by when signed; replay_version.go)
 //	P{<replay>}:lease       string  lease owner: worker id "/" random run token; PX = lease TTL
 //	P{<replay>}:ledger      list    the replay's ledger log in send order: one intent record ("i")
-//	                                per window of copies, as compact JSON; ledgers of earlier
+//	                                per window of copies, as compact JSON, each entry with its MAC
+//	                                ("m") when signed (ledger_sign.go); ledgers of earlier
 //	                                releases also hold confirm ("c") and abandon ("a") records
 //	P{<replay>}:acks        hash    layout ("2": every record of the ledger is a window; absent or
 //	                                "mixed": read whole, as earlier releases wrote it) and the
 //	                                compact confirms and abandons per copy block:
-//	                                c:<copy prefix>:<block> → "c<unix ms>:<lo>-<hi>,…;a:<lo>-<hi>;…"
+//	                                c:<copy prefix>:<block> → "c<unix ms>:<lo>-<hi>,…;a:<lo>-<hi>;…",
+//	                                each segment's MAC before its ";" ("#<hex>") when signed
 //	P{<replay>}:events      stream  progress events (field "e": event JSON), for the HTTP API's
 //	                                event stream; capped near DefaultEventsMaxLen
 //	P{<replay>}:returns     hash    copies of the replay that came back, recorded from the DLQ's
@@ -65,7 +67,8 @@
 //	                                "c|<expiry ms>" (a cursor open between steps); expires a day
 //	                                after the last mark
 //	Preads:<vhost>/<queue>  hash    the queue's read mark: count (highest delivery count the last
-//	                                reads left), at (unix ms), reads (since the last whole read)
+//	                                reads left), at (unix ms), reads (since the last whole read),
+//	                                sig (their MAC when signed); written by compare-and-set
 //	Pwindow:<name>          zset    a sliding window's takes (windows.go): "<id>:<n>" scored by
 //	                                time taken (unix ms); the four-eyes threshold's self-approved
 //	                                messages and the scan rate limit (names from package ops)
@@ -90,8 +93,9 @@
 //	                                key: timestamp and body hash); PX = 10 min, longer than the
 //	                                signature stays valid
 //	P{alert:<dlq>}:alert    string  the DLQ's open watch alert (alerts.go): JSON id, channel, ts,
-//	                                opened, baseline, arrived, edited; SET NX to open, changed by
-//	                                compare-and-set of the whole value; PX 7 days
+//	                                opened, baseline, arrived, edited, then a newline and its MAC
+//	                                when signed (alert_sign.go); opened unless one exists, changed
+//	                                by compare-and-set of the whole value; PX 7 days
 //	P{alert:<dlq>}:snooze   string  the DLQ's alerts are snoozed while it exists (PX 1 hour)
 //	Palerts                 set     DLQs with an open alert (an index for listing them)
 //	Pdashout:<session>      string  a dashboard session that was signed out (128 bits of a hash of its
@@ -133,10 +137,13 @@
 //	schedule.go          Schedule: follow-up checks due
 //	claims.go            Claims: a DLQ's messages held by one replay at a time
 //	ledger.go            Ledger: what every replay sent; ledger_acks.go the
-//	                     copies acked, ledger_pages.go its pages
+//	                     copies acked, ledger_pages.go its pages,
+//	                     ledger_sign.go the MACs of its entries and acks
 //	returns.go           Returns: the copies that came back; tapgap.go the
 //	                     windows a DLQ's tap was missing
 //	readmarks.go         ReadMarks: what the last reads left on a queue
+//	alerts.go            Alerts: the watch's alerts; alert_sign.go their
+//	                     signatures
 //	events.go            Events: each replay's event log
 //	audit.go             Audit: the audit trail; audit_verify.go its check
 //	sessions.go          DashboardSessions: dashboard sessions signed out

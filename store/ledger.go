@@ -48,6 +48,7 @@ type logEntry struct {
 	Target string `json:"t"`
 	Seq    int    `json:"s"`
 	Copy   string `json:"c,omitempty"` // the copy's x-dlqbot-copy
+	MAC    string `json:"m,omitempty"` // its MAC when signed (ledger_sign.go)
 }
 
 // Confirm records entries as confirmed sends. An entry with a copy tag
@@ -156,13 +157,16 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 	sp := l.b.pipeline()
 	pipe := sp.pipe
 	for _, g := range groups {
+		l.b.signEntries(g.rid, kind, g.at, g.dlq, g.recs)
 		rec, err := json.Marshal(logRec{Kind: kind, At: g.at, DLQ: g.dlq, Entries: g.recs})
 		if err != nil {
 			return err
 		}
 		key := l.b.k.ledger(g.rid)
-		pipe.RPush(ctx, key, rec)
+		// The layout first: a page reader never meets this record in a
+		// ledger still marked as windows only.
 		pipe.HSet(ctx, l.b.k.acks(g.rid), fieldLayout, layoutMixed)
+		pipe.RPush(ctx, key, rec)
 		if keep > 0 {
 			pipe.PExpire(ctx, key, time.Duration(keep)*time.Millisecond)
 			pipe.PExpire(ctx, l.b.k.acks(g.rid), time.Duration(keep)*time.Millisecond)

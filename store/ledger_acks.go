@@ -18,7 +18,8 @@ import (
 // replay's acks hash (P{<replay>}:acks) has one field per prefix and block
 // of ackBlock numbers, to which each batch appends one segment:
 // "c<unix ms>:<lo>-<hi>,…;" for confirmed copies, "a:<lo>-<hi>,…;" for
-// abandoned ones. A window of 250 copies is one or two segments, written
+// abandoned ones, with the segment's MAC before the ";" when signed
+// ("#<MAC>;", ledger_sign.go). A window of 250 copies is one or two segments, written
 // by one script call; a page of the ledger reads the few fields its
 // windows need (ledger_pages.go). Entries whose copy is not of that form
 // (written before copies were named) are recorded as earlier releases did
@@ -118,7 +119,7 @@ func (l *Ledger) ack(ctx context.Context, kind byte, entries []engine.LedgerEntr
 		args := make([]any, 0, 1+2*len(segs))
 		args = append(args, l.b.cfg.retentionMs())
 		for _, s := range segs {
-			args = append(args, s.field, segment(kind, s.ms, byReplay[rid][s]))
+			args = append(args, s.field, l.b.signSegment(rid, s.field, segment(kind, s.ms, byReplay[rid][s])))
 		}
 		sp.Script(ctx, ackScript, []string{l.b.k.acks(rid), l.b.k.ledger(rid)}, args...)
 	}
@@ -160,33 +161,49 @@ type ackSeg struct {
 	ranges [][2]int64
 }
 
-// parseAcks reads a field's segments; malformed ones are skipped.
-func parseAcks(v string) []ackSeg {
+// acks reads a field's segments, each checked against its MAC (a
+// segment that fails refuses the read); malformed ones are skipped.
+func (c *ledgerCheck) acks(field, v string) ([]ackSeg, error) {
 	var out []ackSeg
 	for _, s := range strings.Split(v, ";") {
-		head, body, ok := strings.Cut(s, ":")
-		if !ok || head == "" || (head[0] != 'c' && head[0] != 'a') {
+		if s == "" {
 			continue
 		}
-		sg := ackSeg{kind: head[0]}
-		if sg.kind == 'c' {
-			ms, err := strconv.ParseInt(head[1:], 10, 64)
-			if err != nil {
-				continue
-			}
-			sg.at = time.UnixMilli(ms).UTC()
+		body, err := c.segment(field, s)
+		if err != nil {
+			return nil, err
 		}
-		for _, r := range strings.Split(body, ",") {
-			lo, hi, ok := strings.Cut(r, "-")
-			a, err1 := strconv.ParseInt(lo, 10, 64)
-			b, err2 := strconv.ParseInt(hi, 10, 64)
-			if ok && err1 == nil && err2 == nil {
-				sg.ranges = append(sg.ranges, [2]int64{a, b})
-			}
+		if sg, ok := parseSeg(body); ok {
+			out = append(out, sg)
 		}
-		out = append(out, sg)
 	}
-	return out
+	return out, nil
+}
+
+// parseSeg reads one segment's body: "c<ms>:<lo>-<hi>,…" or
+// "a:<lo>-<hi>,…".
+func parseSeg(s string) (ackSeg, bool) {
+	head, body, ok := strings.Cut(s, ":")
+	if !ok || head == "" || (head[0] != 'c' && head[0] != 'a') {
+		return ackSeg{}, false
+	}
+	sg := ackSeg{kind: head[0]}
+	if sg.kind == 'c' {
+		ms, err := strconv.ParseInt(head[1:], 10, 64)
+		if err != nil {
+			return ackSeg{}, false
+		}
+		sg.at = time.UnixMilli(ms).UTC()
+	}
+	for _, r := range strings.Split(body, ",") {
+		lo, hi, ok := strings.Cut(r, "-")
+		a, err1 := strconv.ParseInt(lo, 10, 64)
+		b, err2 := strconv.ParseInt(hi, 10, 64)
+		if ok && err1 == nil && err2 == nil {
+			sg.ranges = append(sg.ranges, [2]int64{a, b})
+		}
+	}
+	return sg, true
 }
 
 // ackOf says what the segments record of copy n: 'c' (confirmed at at),

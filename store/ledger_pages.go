@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -92,9 +93,18 @@ func (l *Ledger) windows(ctx context.Context, replayID string, raw []string) ([]
 	var fields []string
 	seen := map[string]bool{}
 	n := 0
+	check := l.b.checkLedger(replayID)
 	for i, r := range raw {
 		if err := json.Unmarshal([]byte(r), &recs[i]); err != nil {
 			return nil, fmt.Errorf("store: ledger entries %s: decode: %w", replayID, err)
+		}
+		if recs[i].Kind != "i" {
+			// The window layout holds intents only (a confirm record here
+			// was added in Redis, or the layout field changed).
+			return nil, l.b.refuse("ledger", replayID, "its ledger is in the window layout but holds a record of kind "+strconv.Quote(recs[i].Kind))
+		}
+		if err := check.entries(&recs[i]); err != nil {
+			return nil, err
 		}
 		for _, le := range recs[i].Entries {
 			n++
@@ -112,7 +122,9 @@ func (l *Ledger) windows(ctx context.Context, replayID string, raw []string) ([]
 		}
 		for i, v := range vals {
 			if s, ok := v.(string); ok {
-				segs[fields[i]] = parseAcks(s)
+				if segs[fields[i]], err = check.acks(fields[i], s); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
@@ -149,6 +161,7 @@ func (l *Ledger) whole(ctx context.Context, replayID string) ([]engine.LedgerEnt
 	}
 	var out []engine.LedgerEntry
 	pending := map[match][]int{} // indexes in out of unconfirmed intents
+	check := l.b.checkLedger(replayID)
 	for from := int64(0); ; from += wholeChunk {
 		raw, err := l.b.rdb.LRange(ctx, key, from, from+wholeChunk-1).Result()
 		if err != nil {
@@ -158,6 +171,9 @@ func (l *Ledger) whole(ctx context.Context, replayID string) ([]engine.LedgerEnt
 			var rec logRec
 			if err := json.Unmarshal([]byte(r), &rec); err != nil {
 				return nil, fmt.Errorf("store: ledger entries %s: decode: %w", replayID, err)
+			}
+			if err := check.entries(&rec); err != nil {
+				return nil, err
 			}
 			at := time.UnixMilli(rec.At).UTC()
 			for _, le := range rec.Entries {
@@ -191,7 +207,7 @@ func (l *Ledger) whole(ctx context.Context, replayID string) ([]engine.LedgerEnt
 			break
 		}
 	}
-	if err := l.settleCompact(ctx, replayID, out); err != nil {
+	if err := l.settleCompact(ctx, check, out); err != nil {
 		return nil, err
 	}
 	return slices.DeleteFunc(out, func(e engine.LedgerEntry) bool { return e.ID == "" }), nil
@@ -200,7 +216,8 @@ func (l *Ledger) whole(ctx context.Context, replayID string) ([]engine.LedgerEnt
 // settleCompact applies the compact acks of replayID to the pending
 // entries of out (a whole read): the first pending entry of each copy tag
 // they confirm or abandon.
-func (l *Ledger) settleCompact(ctx context.Context, replayID string, out []engine.LedgerEntry) error {
+func (l *Ledger) settleCompact(ctx context.Context, check *ledgerCheck, out []engine.LedgerEntry) error {
+	replayID := check.replayID
 	all, err := l.b.rdb.HGetAll(ctx, l.b.k.acks(replayID)).Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return fail(err, "ledger entries %s: acks", replayID)
@@ -218,7 +235,9 @@ func (l *Ledger) settleCompact(ctx context.Context, replayID string, out []engin
 		}
 		f := ackField(prefix, c)
 		if _, done := segs[f]; !done {
-			segs[f] = parseAcks(all[f])
+			if segs[f], err = check.acks(f, all[f]); err != nil {
+				return err
+			}
 		}
 		switch kind, at := ackOf(segs[f], c); kind {
 		case 'a':

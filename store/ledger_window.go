@@ -277,11 +277,16 @@ func (l *Ledger) windowArgs(w engine.Window) ([]any, error) {
 	args := make([]any, 0, 8+2*len(w.Entries))
 	args = append(args, w.ReplayID, w.Owner, strconv.FormatInt(w.Epoch, 10), strconv.FormatInt(now.UnixMilli(), 10),
 		strconv.FormatInt(w.Since.UnixMilli(), 10), l.b.cfg.retentionMs(), head, resend)
+	m := l.b.ledgerMACer()
 	for _, e := range w.Entries {
 		if e.ID == "" {
 			return nil, fmt.Errorf("empty message id")
 		}
-		rec, err := json.Marshal(logEntry{ID: e.ID, Target: e.Target, Seq: e.Seq, Copy: e.Copy})
+		le := logEntry{ID: e.ID, Target: e.Target, Seq: e.Seq, Copy: e.Copy}
+		if m != nil {
+			le.MAC = m.entry(w.ReplayID, "i", at.UnixMilli(), w.DLQ, le)
+		}
+		rec, err := json.Marshal(le)
 		if err != nil {
 			return nil, err
 		}
