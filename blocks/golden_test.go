@@ -73,6 +73,7 @@ func goldenCases() map[string]render {
 		"preview_status_unseen":         rendered(PreviewStatus(nil, func() engine.Replay { r, _ := finishedUnseen(); return r }(), Links{})),
 		"preview_status_cancelled":      rendered(PreviewStatus(approvedPreview, cancelled, links)),
 		"preview_status_frozen":         rendered(PreviewStatus(FrozenPreview(frozenHeader), stopped, links)),
+		"preview_status_frozen_card":    rendered(PreviewStatus(FrozenPreview(frozenOf(previewArrivals())), stopped, links)),
 		"preview_details":               rendered(PreviewDetails(previewWithProblems())),
 		"progress_in_doubt":             rendered(Progress(inDoubt, nil)),
 		"progress_in_doubt_taken":       rendered(Progress(taken, nil)),
