@@ -101,6 +101,7 @@ func goldenCases() map[string]render {
 		"preview_targets_private":       rendered(Samples(previewManyTargets())),
 		"progress_unseen":               rendered(Progress(finishedUnseen())),
 		"alert_open":                    rendered(Alert(watchAlert(ops.AlertOpen))),
+		"alert_open_groups":             rendered(Alert(alertWithGroups())),
 		"alert_resolved":                rendered(Alert(watchAlert(ops.AlertResolved))),
 		"alert_snoozed":                 rendered(Alert(watchAlert(ops.AlertSnoozed))),
 		"error":                         rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
@@ -265,5 +266,15 @@ func watchAlert(state string) ops.Alert {
 	case ops.AlertSnoozed:
 		a.Ended, a.By, a.Until = fixedNow(), "U012ALICE", fixedNow().Add(time.Hour)
 	}
+	return a
+}
+
+// alertWithGroups is an open alert of a DLQ whose latest whole preview
+// saw four failure groups.
+func alertWithGroups() ops.Alert {
+	a := watchAlert(ops.AlertOpen)
+	a.Seen = engine.CardOf(previewArrivals()).Arrivals
+	a.Seen.Groups = append(a.Seen.Groups, engine.ArrivalRow{GroupID: "g0123456789ab", Messages: 2})
+	a.Seen.MoreGroups = 4
 	return a
 }
