@@ -74,7 +74,7 @@ func goldenCases() map[string]render {
 		"preview_status_cancelled":      rendered(PreviewStatus(approvedPreview, cancelled, links)),
 		"preview_status_frozen":         rendered(PreviewStatus(FrozenPreview(frozenHeader), stopped, links)),
 		"preview_status_frozen_card":    rendered(PreviewStatus(FrozenPreview(frozenOf(previewArrivals())), stopped, links)),
-		"preview_details":               rendered(PreviewDetails(previewWithProblems())),
+		"preview_details":               rendered(PreviewDetails(previewWithBudget())),
 		"progress_in_doubt":             rendered(Progress(inDoubt, nil)),
 		"progress_in_doubt_taken":       rendered(Progress(taken, nil)),
 		"progress_in_doubt_stale":       rendered(Progress(stale, nil)),
@@ -277,4 +277,13 @@ func alertWithGroups() ops.Alert {
 	a.Seen.Groups = append(a.Seen.Groups, engine.ArrivalRow{GroupID: "g0123456789ab", Messages: 2})
 	a.Seen.MoreGroups = 4
 	return a
+}
+
+// previewWithBudget is previewWithProblems with its quorum DLQ's read
+// budget.
+func previewWithBudget() *engine.Preview {
+	p := previewWithProblems()
+	p.Budget = &engine.BudgetView{Limit: 20, LimitFrom: "RabbitMQ 4's default for quorum queues", DeliveryCount: 2, ReadsLeft: 18, ReadsNeeded: 7, Steps: 3}
+	p.Returns = engine.ReturnsView{Mode: engine.ReturnsTap, Tap: "dlqbot.tap.orders.dlq", Detail: "returns will be found by the tap dlqbot.tap.orders.dlq, bound to the DLQ's dead-letter exchange"}
+	return p
 }

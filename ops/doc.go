@@ -48,6 +48,7 @@
 //	              Replays, Windows, Asker, ...)
 //	caller.go     Caller: who calls, through which front end, proved how
 //	preview.go    Preview and Samples
+//	details.go    PreviewDetails, a preview's mechanics, as every front end shows them
 //	approve.go    Approve, RequestApproval and Discard
 //	replays.go    Replay, List, Control, Check and Park
 //	follow.go     Follow, the `read` to follow a replay's progress
