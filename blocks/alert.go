@@ -7,6 +7,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/ops"
 )
 
@@ -19,13 +20,18 @@ const (
 	ActionSnooze = "dlq.snooze"
 )
 
-// BlockAlertActions holds an open alert's Preview and Snooze buttons.
-const BlockAlertActions = "dlq.alert.actions"
+// Block ids of an open alert: its Preview and Snooze buttons, and the
+// line asking for a preview when no failure groups are known.
+const (
+	BlockAlertActions = "dlq.alert.actions"
+	BlockAlertGroups  = "dlq.alert.groups"
+)
 
 // Alert renders a DLQ watch alert: open (with its buttons), resolved
 // (naming the replays that ran while it was open) or snoozed. It shows
-// counts, times and a sparkline of the DLQ's recent depth; never a
-// message's content.
+// counts, times, a sparkline of the DLQ's recent depth and, open, the
+// top failure groups its latest preview saw (by id and type); never a
+// message's content or an exception's text.
 func Alert(a ops.Alert) ([]slack.Block, string) {
 	dlq := "`" + escape(a.DLQ) + "`"
 	var head, text string
@@ -56,7 +62,7 @@ func Alert(a ops.Alert) ([]slack.Block, string) {
 	bl = append(bl, section(strings.Join(facts, " · ")))
 	switch a.State {
 	case ops.AlertOpen:
-		bl = append(bl, slack.NewActionBlock(BlockAlertActions,
+		bl = append(bl, alertGroups(a.Seen), slack.NewActionBlock(BlockAlertActions,
 			button(ActionWatchPreview, a.DLQ, "Preview", slack.StylePrimary, nil),
 			button(ActionSnooze, a.DLQ, "Snooze 1h", "", nil)))
 	case ops.AlertResolved:
@@ -72,6 +78,23 @@ func Alert(a ops.Alert) ([]slack.Block, string) {
 		bl = append(bl, contextBlock("", drained))
 	}
 	return bl, fallback(text)
+}
+
+// alertGroups names the failure groups the DLQ's latest whole preview
+// saw, by id, type and count (an alert is posted in a channel: never a
+// group's text), with when; without them it asks for a preview.
+func alertGroups(seen *engine.Arrivals) slack.Block {
+	if seen == nil || len(seen.Groups) == 0 {
+		return contextBlock(BlockAlertGroups, ":mag: Preview to see its failure groups.")
+	}
+	parts := make([]string, 0, len(seen.Groups)+1)
+	for _, g := range seen.Groups {
+		parts = append(parts, fmt.Sprintf("%s %s × %s", code(g.GroupID, 20), code(failureName(ChannelView, "", g.Type), 120), num(g.Messages)))
+	}
+	if seen.MoreGroups > 0 {
+		parts = append(parts, "…and "+msgs(seen.MoreGroups)+" in other groups")
+	}
+	return section(fmt.Sprintf("*Top failure groups* at the last preview (%s): ", date(seen.Now)) + strings.Join(parts, " · "))
 }
 
 // perMin formats a rate per minute: whole numbers from 10 up, one

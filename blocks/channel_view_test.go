@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // The person named in the fixtures' exception texts.
@@ -38,6 +39,7 @@ func TestChannelViewsShowNoExceptionText(t *testing.T) {
 		"approved":       string(marshal(t, rendered(PreviewApproved(p, approver, replayID)))),
 		"follow-up":      string(marshal(t, rendered(Check(c, ChannelView)))),
 		"activity check": ActivityCheck(c),
+		"alert":          string(marshal(t, rendered(Alert(alertWithTexts())))),
 	}
 	for name, s := range channel {
 		for _, l := range personal {
@@ -45,6 +47,9 @@ func TestChannelViewsShowNoExceptionText(t *testing.T) {
 				t.Errorf("the channel's %s shows %q:\n%s", name, l, s)
 			}
 		}
+	}
+	if !strings.Contains(channel["alert"], "java.lang.IllegalArgumentException") || !strings.Contains(channel["alert"], p.Arrivals.Groups[1].GroupID) {
+		t.Errorf("the alert does not name the group by its type and id:\n%s", channel["alert"])
 	}
 	if !strings.Contains(channel["preview"], "java.lang.IllegalArgumentException") || !strings.Contains(channel["preview"], p.Arrivals.Groups[1].GroupID) {
 		t.Errorf("the preview does not name the group by its type and id:\n%s", channel["preview"])
@@ -86,4 +91,14 @@ func TestTargetsCutSayMore(t *testing.T) {
 	if !strings.Contains(priv, `\u043erders`) {
 		t.Errorf("the private list does not quote the mixed name:\n%s", priv)
 	}
+}
+
+// alertWithTexts is an open alert whose groups still carry their texts,
+// as if whoever kept them had not left them out: the alert shows ids and
+// types all the same.
+func alertWithTexts() ops.Alert {
+	a := watchAlert(ops.AlertOpen)
+	arr := *previewArrivals().Arrivals
+	a.Seen = &arr
+	return a
 }

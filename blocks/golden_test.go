@@ -73,7 +73,8 @@ func goldenCases() map[string]render {
 		"preview_status_unseen":         rendered(PreviewStatus(nil, func() engine.Replay { r, _ := finishedUnseen(); return r }(), Links{})),
 		"preview_status_cancelled":      rendered(PreviewStatus(approvedPreview, cancelled, links)),
 		"preview_status_frozen":         rendered(PreviewStatus(FrozenPreview(frozenHeader), stopped, links)),
-		"preview_details":               rendered(PreviewDetails(previewWithProblems())),
+		"preview_status_frozen_card":    rendered(PreviewStatus(FrozenPreview(frozenOf(previewArrivals())), stopped, links)),
+		"preview_details":               rendered(PreviewDetails(previewWithBudget())),
 		"progress_in_doubt":             rendered(Progress(inDoubt, nil)),
 		"progress_in_doubt_taken":       rendered(Progress(taken, nil)),
 		"progress_in_doubt_stale":       rendered(Progress(stale, nil)),
@@ -100,6 +101,7 @@ func goldenCases() map[string]render {
 		"preview_targets_private":       rendered(Samples(previewManyTargets())),
 		"progress_unseen":               rendered(Progress(finishedUnseen())),
 		"alert_open":                    rendered(Alert(watchAlert(ops.AlertOpen))),
+		"alert_open_groups":             rendered(Alert(alertWithGroups())),
 		"alert_resolved":                rendered(Alert(watchAlert(ops.AlertResolved))),
 		"alert_snoozed":                 rendered(Alert(watchAlert(ops.AlertSnoozed))),
 		"error":                         rendered(Error("Token p_xyz has expired. Run `/dlq preview orders.dlq` again <@here>.")),
@@ -265,4 +267,23 @@ func watchAlert(state string) ops.Alert {
 		a.Ended, a.By, a.Until = fixedNow(), "U012ALICE", fixedNow().Add(time.Hour)
 	}
 	return a
+}
+
+// alertWithGroups is an open alert of a DLQ whose latest whole preview
+// saw four failure groups.
+func alertWithGroups() ops.Alert {
+	a := watchAlert(ops.AlertOpen)
+	a.Seen = engine.CardOf(previewArrivals()).Arrivals
+	a.Seen.Groups = append(a.Seen.Groups, engine.ArrivalRow{GroupID: "g0123456789ab", Messages: 2})
+	a.Seen.MoreGroups = 4
+	return a
+}
+
+// previewWithBudget is previewWithProblems with its quorum DLQ's read
+// budget.
+func previewWithBudget() *engine.Preview {
+	p := previewWithProblems()
+	p.Budget = &engine.BudgetView{Limit: 20, LimitFrom: "RabbitMQ 4's default for quorum queues", DeliveryCount: 2, ReadsLeft: 18, ReadsNeeded: 7, Steps: 3}
+	p.Returns = engine.ReturnsView{Mode: engine.ReturnsTap, Tap: "dlqbot.tap.orders.dlq", Detail: "returns will be found by the tap dlqbot.tap.orders.dlq, bound to the DLQ's dead-letter exchange"}
+	return p
 }

@@ -174,12 +174,18 @@ func PreviewStatus(original []slack.Block, r engine.Replay, l Links) ([]slack.Bl
 }
 
 // FrozenPreview renders the preview behind a token as the token store
-// keeps it (its header: no problems, groups or samples, which only the
-// process that made the preview holds): what would be replayed, from
-// where, to where, with which selection and at whose request. A replica
-// that did not post a preview edits it from these blocks (PreviewStatus),
-// so that its status line is current whichever replica runs the replay.
+// keeps it, for a replica that did not post the preview to edit it
+// (PreviewStatus) wherever the replay runs. With the token's card
+// (engine.PreviewCard) it is the preview's own body, verdict first: the
+// headline, the problems, the numbers, the failure groups by id and type,
+// the targets. A token without a card gives what its header holds: what
+// would be replayed, from where, to where and at whose request.
 func FrozenPreview(f engine.Frozen) []slack.Block {
+	if c := f.Card; c != nil {
+		return previewBody(&engine.Preview{Token: f.Token, DLQ: engine.QueueInfo{Name: f.DLQ}, Selection: f.Selection,
+			Requester: f.Requester, Selected: f.Total, Distinct: f.Distinct, Parked: c.Parked,
+			Problems: c.Problems, Targets: c.Targets, Arrivals: c.Arrivals, Returns: c.Returns})
+	}
 	targets := len(f.ItemTargets)
 	if targets == 0 {
 		targets = len(f.Targets)

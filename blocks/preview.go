@@ -8,6 +8,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 // Caps on what a preview lists; the rest is summarised as "and N more".
@@ -126,41 +127,47 @@ func previewFields(p *engine.Preview) []string {
 	return out
 }
 
-// PreviewDetails renders a preview's mechanics, shown to whoever asks
-// (the Details button): what was read, how the first step reads, how
-// returns would be found, the steps, and what approving needs.
+// PreviewDetails renders a preview's mechanics (ops.PreviewDetails, the
+// view `dlqbot preview --details` prints too), shown to whoever asks (the
+// Details button): what was read, how the first step reads, the read
+// budget, how returns would be found, the steps, and what approving needs.
 func PreviewDetails(p *engine.Preview) ([]slack.Block, string) {
 	if p == nil {
 		return Error("There is no preview to show.")
 	}
-	dlq := code(p.DLQ.Name, 300)
-	if p.DLQ.Type != "" {
-		dlq += " (" + esc(p.DLQ.Type, 20) + ")"
+	d := ops.DetailsOf(p)
+	dlq := code(d.DLQ, 300)
+	if d.Type != "" {
+		dlq += " (" + esc(d.Type, 20) + ")"
 	}
 	fs := []string{
 		"*DLQ*\n" + dlq,
-		"*Scanned*\n" + msgs(p.Scanned),
-		"*Parked, left out*\n" + msgs(p.Parked),
-		"*Target queues*\n" + num(len(p.Targets)),
+		"*Scanned*\n" + msgs(d.Scanned),
+		"*Parked, left out*\n" + msgs(d.Parked),
+		"*Target queues*\n" + num(d.Targets),
 	}
-	if p.FirstStepDepth > 0 {
-		fs = append(fs, "*First step reads*\nthe first "+msgs(p.FirstStepDepth)+" of the DLQ"+canaryClasses(p))
+	if d.FirstStepDepth > 0 {
+		fs = append(fs, "*First step reads*\nthe first "+msgs(d.FirstStepDepth)+" of the DLQ"+canaryClasses(d))
 	}
-	out := []slack.Block{section(fmt.Sprintf("*Details of the preview of %s*", code(p.DLQ.Name, 300))), fields(fs...)}
-	if p.Returns.Detail != "" {
-		out = append(out, contextBlock(BlockPreviewReturns, returnsLine(p.Returns)))
+	if b := d.Budget; b != nil {
+		fs = append(fs, fmt.Sprintf("*Read budget*\n%s left of the delivery limit %s; a replay needs %s in %s",
+			plural(b.ReadsLeft, "read", "reads"), num(b.Limit), num(b.ReadsNeeded), plural(b.Steps, "step", "steps")))
+	}
+	out := []slack.Block{section(fmt.Sprintf("*Details of the preview of %s*", code(d.DLQ, 300))), fields(fs...)}
+	if d.Returns.Detail != "" {
+		out = append(out, contextBlock(BlockPreviewReturns, returnsLine(d.Returns)))
 	}
 	out = append(out, contextBlock("", "Steps: the first holds one message of every target and failure group, then each doubles up to the cap (`step=`, `cap=`). Approving needs the replay permission on the DLQ and publish on every target."))
-	return out, fallback("Details of the preview of " + escape(p.DLQ.Name) + ".")
+	return out, fallback("Details of the preview of " + escape(d.DLQ) + ".")
 }
 
 // canaryClasses says how many of the selection's failure classes (target
 // × failure group) the first step holds a copy of ("" when unknown).
-func canaryClasses(p *engine.Preview) string {
-	if p.Classes == 0 {
+func canaryClasses(d ops.PreviewDetails) string {
+	if d.Classes == 0 {
 		return ""
 	}
-	return fmt.Sprintf(", holding a copy of %s of its %s", num(p.CanaryClasses), plural(p.Classes, "failure class", "failure classes"))
+	return fmt.Sprintf(", holding a copy of %s of its %s", num(d.CanaryClasses), plural(d.Classes, "failure class", "failure classes"))
 }
 
 // nothingText explains a preview without a token.

@@ -19,6 +19,7 @@ func TestParseArgs(t *testing.T) {
 		{[]string{"--json", "preview", "orders.dlq"}, sel("orders.dlq", nil), Flags{JSON: true}},
 		{[]string{"preview", "--json", "orders.dlq"}, sel("orders.dlq", nil), Flags{JSON: true}},
 		{[]string{"preview", "orders.dlq", "-json"}, sel("orders.dlq", nil), Flags{JSON: true}},
+		{[]string{"preview", "orders.dlq", "--details"}, sel("orders.dlq", nil), Flags{Details: true}},
 		{[]string{"/usr/local/bin/dlqbot", "status", "--json"}, StatusCmd{}, Flags{JSON: true}},
 		{[]string{"preview", "q", "exception=timeout while"}, sel("q", func(s *engine.Selection) { s.Exception = "timeout while" }), Flags{}},
 		{[]string{"preview", "q", `exception="timeout while"`}, sel("q", func(s *engine.Selection) { s.Exception = "timeout while" }), Flags{}},

@@ -40,6 +40,9 @@ type Flags struct {
 	// Verbose asks for dlqbot's log at info level and above on stderr
 	// (--verbose or -v); without it only warnings and errors are logged.
 	Verbose bool
+	// Details asks preview for its mechanics too (--details): what the
+	// first step reads, the read budget, how returns would be found.
+	Details bool
 }
 
 // The keys each subcommand takes, in canonical order.
@@ -100,7 +103,7 @@ func ParseAs(prefix, text string, now time.Time) Result {
 
 // ParseArgs parses the terminal front end's arguments: os.Args[1:] (a
 // leading program name "dlqbot" is skipped too). --json, --help (or -h),
-// --follow (or -f) and --verbose (or -v) are taken out wherever they are and reported in
+// --follow (or -f), --verbose (or -v) and --details are taken out wherever they are and reported in
 // Flags, even when the rest is a mistake; "--" ends the options. The shell has already split and
 // unquoted the line, so a value with spaces is one argument.
 func ParseArgs(args []string, now time.Time) (Result, Flags) {
@@ -124,9 +127,11 @@ func ParseArgs(args []string, now time.Time) (Result, Flags) {
 			f.Follow = true
 		case options && (a == "--verbose" || a == "-verbose" || a == "-v"):
 			f.Verbose = true
+		case options && (a == "--details" || a == "-details"):
+			f.Details = true
 		case options && len(a) > 1 && a[0] == '-':
 			if problem == "" {
-				problem = fmt.Sprintf("Unknown option `%s`; %s accepts --json, --help, --follow and --verbose (anywhere on the line).", a, TerminalPrefix)
+				problem = fmt.Sprintf("Unknown option `%s`; %s accepts --json, --help, --follow, --verbose and --details (anywhere on the line).", a, TerminalPrefix)
 			}
 		case !utf8.ValidString(a):
 			if problem == "" {

@@ -167,7 +167,7 @@ func writeFull(b *strings.Builder, prefix string, accessControl bool) {
 	b.WriteString(access(accessControl) + "\n")
 	b.WriteString("More: `" + prefix + " help <command>`, `" + prefix + " help filters`, `" + prefix + " help params`, `" + prefix + " help glossary`, `" + prefix + " help permissions`\n")
 	if prefix == TerminalPrefix {
-		b.WriteString("Add --json anywhere on the line for exactly one JSON document on stdout, --verbose for dlqbot's log at info level and above on stderr (only warnings and errors otherwise).\n")
+		b.WriteString("Add --json anywhere on the line for exactly one JSON document on stdout, --verbose for dlqbot's log at info level and above on stderr (only warnings and errors otherwise); --details with preview for how it would run (the first step's read, the read budget, finding returns).\n")
 	}
 }
 

@@ -97,6 +97,9 @@ type Frozen struct {
 	// use; Load and LoadHeader set them (a header names every queue a
 	// replay of it publishes to without its items).
 	ItemTargets []string `json:"-"`
+	// Card is what the preview's channel post showed beside this header
+	// (PreviewCard); nil when the token keeps none.
+	Card *PreviewCard `json:"card,omitempty"`
 	// Each, when set, yields the items in place of Items when the token
 	// is saved (it may be called more than once): a large preview never
 	// holds all its items at once. A loaded Frozen has Items, never Each.
@@ -160,12 +163,41 @@ func (f Frozen) TargetQueues() []string {
 	return out
 }
 
+// PreviewCard is what a channel is shown of a preview beyond its token's
+// header: its problems, targets and parked count, when its messages failed
+// by failure group (each group by its id, exception type and counts: the
+// group's text is left out) and how returns would be found. The token
+// keeps it so that a replica that did not make the preview can render it
+// whole, as the bot does when it edits a preview into its replay's status.
+type PreviewCard struct {
+	Problems []Problem    `json:"problems,omitempty"`
+	Targets  []TargetView `json:"targets,omitempty"`
+	Parked   int          `json:"parked,omitempty"`
+	Arrivals *Arrivals    `json:"arrivals,omitempty"`
+	Returns  ReturnsView  `json:"returns"`
+}
+
+// CardOf returns the card of p, its failure groups without their texts.
+func CardOf(p *Preview) *PreviewCard {
+	c := &PreviewCard{Problems: p.Problems, Targets: p.Targets, Parked: p.Parked, Returns: p.Returns}
+	if p.Arrivals != nil {
+		a := *p.Arrivals
+		a.Groups = make([]ArrivalRow, len(p.Arrivals.Groups))
+		for i, g := range p.Arrivals.Groups {
+			g.Key = ""
+			a.Groups[i] = g
+		}
+		c.Arrivals = &a
+	}
+	return c
+}
+
 // freeze stores the replayable part of p under a new token.
 func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview, r *previewRows) error {
 	f := Frozen{
 		DLQ: sel.DLQ, Vhost: s.cfg.Vhost, Selection: p.Selection, To: sel.To,
 		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected, ParkAfter: sel.ParkLimit(),
-		Proof: p.proof,
+		Proof: p.proof, Card: CardOf(p),
 	}
 	f.Each = func(yield func(Item) bool) {
 		for i, row := range r.rows {

@@ -27,11 +27,14 @@
 // by a process that applied no policy, or another one, is refused there.
 //
 // The DLQ watch (watch.go, its per-DLQ depth samples in watch_track.go,
-// the Snooze button in watch_snooze.go) samples every queue's depth once
+// the Snooze button in watch_snooze.go, the failure groups it names in
+// watch_groups.go) samples every queue's depth once
 // a tick, from the management API's queue list (never a message), and
 // posts one alert when a DLQ the policy's watch: section names grows by
 // its threshold within its window; later arrivals edit it, and a DLQ back
-// at its baseline resolves it, naming the replays that ran meanwhile.
+// at its baseline resolves it, naming the replays that ran meanwhile. An
+// alert names the top failure groups (id and type) the DLQ's latest
+// preview of the whole DLQ saw, and when: the watch reads no message.
 // Every replica runs one; each transition is won by one replica in the
 // AlertStore (Redis), so each alert is posted once.
 //
@@ -45,6 +48,7 @@
 //	              Replays, Windows, Asker, ...)
 //	caller.go     Caller: who calls, through which front end, proved how
 //	preview.go    Preview and Samples
+//	details.go    PreviewDetails, a preview's mechanics, as every front end shows them
 //	approve.go    Approve, RequestApproval and Discard
 //	replays.go    Replay, List, Control, Check and Park
 //	follow.go     Follow, the `read` to follow a replay's progress

@@ -132,7 +132,11 @@ type Deps struct {
 	// Queues lists the broker's queues (ListDLQs); optional (ListDLQs
 	// is then refused as Unavailable).
 	Queues engine.QueueLister
-	Log    zerolog.Logger
+	// GroupsSeen keeps the failure groups of each DLQ's latest whole
+	// preview for its watch alerts; optional (alerts then ask for a
+	// preview).
+	GroupsSeen GroupsSeen
+	Log        zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
 }

@@ -27,10 +27,12 @@ type fakeEngine struct {
 	controls []string
 	// since is the verdict on the target's consumers in every token (Load).
 	since engine.Since
+	// arrivals are every preview's.
+	arrivals *engine.Arrivals
 }
 
 func (f *fakeEngine) Preview(_ context.Context, sel engine.Selection, req string) (*engine.Preview, error) {
-	p := &engine.Preview{Token: "p_" + req, Requester: req, DLQ: engine.QueueInfo{Name: sel.DLQ}}
+	p := &engine.Preview{Token: "p_" + req, Requester: req, DLQ: engine.QueueInfo{Name: sel.DLQ}, Arrivals: f.arrivals}
 	if f.since != "" {
 		p.Targets = []engine.TargetView{{Queue: "t", Exists: true, Consumers: 1, ConsumersSinceFailure: f.since}}
 	}

@@ -40,6 +40,7 @@ func (o *Ops) Preview(ctx context.Context, c Caller, sel engine.Selection) (p *e
 	if err != nil {
 		return nil, Classify(err, sel.DLQ)
 	}
+	o.saveGroups(ctx, sel, p)
 	return p, nil
 }
 

@@ -48,7 +48,7 @@ type (
 )
 
 // Alert is what an alert message shows. It carries no message content:
-// counts, times and replay ids only.
+// counts, times, replay ids and failure groups by id and type only.
 type Alert struct {
 	AlertRecord
 	State string
@@ -60,6 +60,10 @@ type Alert struct {
 	Depths    []int
 	// Threshold is the rule's threshold.
 	Threshold int
+	// Seen is, of an open alert, the failure groups the DLQ's latest
+	// whole preview saw (GroupsSeen: ids, types and counts, at Seen.Now);
+	// nil when none is known.
+	Seen *engine.Arrivals
 	// Ended is when it was resolved or snoozed; Replays the replays of
 	// the DLQ that ran while it was open (resolved); By who snoozed it,
 	// until Until.
@@ -213,8 +217,12 @@ func (w *Watcher) check(ctx context.Context, name string, r commands.WatchRule, 
 	}
 	n, since := tr.growth(now, r.Within)
 	view := func(rec AlertRecord, state string) Alert {
-		return Alert{AlertRecord: rec, State: state, Depth: depth, Within: r.Within, PerMinute: perMinute(n, since),
+		a := Alert{AlertRecord: rec, State: state, Depth: depth, Within: r.Within, PerMinute: perMinute(n, since),
 			Depths: tr.spark(), Threshold: r.Threshold}
+		if state == AlertOpen {
+			a.Seen = w.alertSeen(ctx, name)
+		}
+		return a
 	}
 	switch {
 	case ok && depth <= rec.Baseline:

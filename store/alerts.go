@@ -203,3 +203,39 @@ func (a *Alerts) List(ctx context.Context) ([]engine.AlertRecord, error) {
 	slices.SortFunc(out, func(x, y engine.AlertRecord) int { return strings.Compare(x.DLQ, y.DLQ) })
 	return out, nil
 }
+
+// SaveGroups keeps a for dlq's alerts (ops.GroupsSeen): the failure
+// groups the DLQ's latest whole preview saw, for alertTTL. The caller
+// leaves the groups' texts out; the store keeps what it is given.
+func (a *Alerts) SaveGroups(ctx context.Context, dlq string, seen engine.Arrivals) error {
+	if err := checkTag("dlq", dlq); err != nil {
+		return fmt.Errorf("store: save failure groups: %w", err)
+	}
+	js, err := json.Marshal(seen)
+	if err != nil {
+		return fmt.Errorf("store: save failure groups of %s: %w", dlq, err)
+	}
+	if err := a.b.rdb.Set(ctx, a.b.k.alertGroups(dlq), js, alertTTL).Err(); err != nil {
+		return fail(err, "save failure groups of %s", dlq)
+	}
+	return nil
+}
+
+// Groups returns what SaveGroups kept for dlq; ok is false when nothing is.
+func (a *Alerts) Groups(ctx context.Context, dlq string) (engine.Arrivals, bool, error) {
+	var seen engine.Arrivals
+	if checkTag("dlq", dlq) != nil {
+		return seen, false, nil
+	}
+	raw, err := a.b.rdb.Get(ctx, a.b.k.alertGroups(dlq)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return seen, false, nil
+	}
+	if err != nil {
+		return seen, false, fail(err, "get failure groups of %s", dlq)
+	}
+	if err := json.Unmarshal(raw, &seen); err != nil {
+		return seen, false, fmt.Errorf("store: failure groups of %s: %w", dlq, err)
+	}
+	return seen, true, nil
+}

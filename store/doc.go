@@ -97,6 +97,9 @@
 //	                                when signed (alert_sign.go); opened unless one exists, changed
 //	                                by compare-and-set of the whole value; PX 7 days
 //	P{alert:<dlq>}:snooze   string  the DLQ's alerts are snoozed while it exists (PX 1 hour)
+//	P{alert:<dlq>}:groups   string  the failure groups the DLQ's latest whole preview saw, for its
+//	                                alerts (alerts.go): JSON engine.Arrivals, each group by id, type
+//	                                and count, no text; PX 7 days
 //	Palerts                 set     DLQs with an open alert (an index for listing them)
 //	Pdashout:<session>      string  a dashboard session that was signed out (128 bits of a hash of its
 //	                                nonce); PXAT = when the session would have expired

@@ -85,6 +85,7 @@ func (k keys) window(name string) string { return k.p + "window:" + name }
 // alert.
 func (k keys) alert(dlq string) string       { return k.p + "{alert:" + dlq + "}:alert" }
 func (k keys) alertSnooze(dlq string) string { return k.p + "{alert:" + dlq + "}:snooze" }
+func (k keys) alertGroups(dlq string) string { return k.p + "{alert:" + dlq + "}:groups" }
 func (k keys) alerts() string                { return k.p + "alerts" }
 
 // maxIDLen bounds replay ids and tokens used inside hash tags.

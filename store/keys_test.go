@@ -67,7 +67,7 @@ func TestDocListsEveryKey(t *testing.T) {
 		"slackRequest": k.slackRequest("<sighash>"), "slackRefs": k.slackRefs("<replay>"),
 		"dashboardSignedOut": k.dashboardSignedOut("<session>"),
 		"auditAnchor":        k.auditAnchor(), "auditRate": k.auditRateDoc(),
-		"alert": k.alert("<dlq>"), "alertSnooze": k.alertSnooze("<dlq>"), "alerts": k.alerts(),
+		"alert": k.alert("<dlq>"), "alertSnooze": k.alertSnooze("<dlq>"), "alertGroups": k.alertGroups("<dlq>"), "alerts": k.alerts(),
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "keys.go", nil, 0)

@@ -225,7 +225,7 @@ func decodeHead(val []byte) (engine.Frozen, tokenHead, []byte, error) {
 	}
 	f := engine.Frozen{Token: h.Token, DLQ: h.DLQ, Vhost: h.Vhost, Selection: h.Selection, To: h.To, Requester: h.Requester,
 		CreatedAt: h.CreatedAt, ExpiresAt: h.ExpiresAt, Targets: h.Targets, Total: h.Total, ParkAfter: h.ParkAfter,
-		Distinct: h.Distinct, Proof: h.Proof}
+		Distinct: h.Distinct, Proof: h.Proof, Card: h.Card}
 	for _, c := range h.Classes {
 		if c.Target != "" && !slices.Contains(f.ItemTargets, c.Target) {
 			f.ItemTargets = append(f.ItemTargets, c.Target)

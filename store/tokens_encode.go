@@ -71,6 +71,8 @@ type tokenHead struct {
 	// Proof is what an approval needs to prove that nothing previewed
 	// left the DLQ without reading it (engine.ApprovalProof, issue 23).
 	Proof *engine.ApprovalProof `json:"proof,omitempty"`
+	// Card is what the preview's channel post showed (engine.PreviewCard).
+	Card *engine.PreviewCard `json:"card,omitempty"`
 	// Classes is the class table: every (target, failure group) an item
 	// refers to by index, in order of first use.
 	Classes []tokenClass `json:"classes"`
@@ -89,7 +91,7 @@ func encodeToken(f engine.Frozen) ([]byte, error) {
 	items := itemsOf(f)
 	h := tokenHead{Token: f.Token, DLQ: f.DLQ, Vhost: f.Vhost, Selection: f.Selection, To: f.To, Requester: f.Requester,
 		CreatedAt: f.CreatedAt, ExpiresAt: f.ExpiresAt, Targets: f.Targets, Total: f.Total, ParkAfter: f.ParkAfter,
-		Proof: f.Proof}
+		Proof: f.Proof, Card: f.Card}
 	class := map[tokenClass]int{}
 	for it := range items {
 		c := tokenClass{Target: it.Target, Group: it.Group}

@@ -26,9 +26,6 @@ func printPreview(w io.Writer, p *engine.Preview) {
 	}
 	fmt.Fprintf(w, "Selection: %s\n", p.Selection)
 	fmt.Fprintf(w, "Scanned %d message(s): %d selected (%d distinct), %d parked. Nothing was changed.\n", p.Scanned, p.Selected, p.Distinct, p.Parked)
-	if p.FirstStepDepth > 0 {
-		fmt.Fprintf(w, "The replay's first step reads the first %d message(s) of the DLQ and holds a copy of %d of its %d failure class(es) (target × failure group); the later steps read on from there (the DLQ is read once).\n", p.FirstStepDepth, p.CanaryClasses, p.Classes)
-	}
 	fmt.Fprintln(w)
 	if len(p.Problems) > 0 {
 		fmt.Fprintln(w, "What would go wrong:")
@@ -41,12 +38,9 @@ func printPreview(w io.Writer, p *engine.Preview) {
 		fmt.Fprintln(w)
 	}
 	printArrivals(w, p)
-	if p.Returns.Detail != "" {
-		mark := "  "
-		if p.Returns.Mode == engine.ReturnsReread {
-			mark = "  ! "
-		}
-		fmt.Fprintf(w, "Finding returns:\n%s%s\n\n", mark, p.Returns.Detail)
+	if p.Returns.Mode == engine.ReturnsReread && p.Returns.Detail != "" {
+		// A warning, shown with the verdict; a tap is a mechanic (--details).
+		fmt.Fprintf(w, "Finding returns:\n  ! %s\n\n", p.Returns.Detail)
 	}
 	if len(p.Targets) > 0 {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/ops"
 )
 
 func TestTerminalPreviewSaysHowReturnsWillBeFound(t *testing.T) {
@@ -18,12 +19,12 @@ func TestTerminalPreviewSaysHowReturnsWillBeFound(t *testing.T) {
 	}
 }
 
-func TestTerminalPreviewSaysWhatTheFirstStepCovers(t *testing.T) {
+func TestTerminalDetailsSayWhatTheFirstStepCovers(t *testing.T) {
 	p := &engine.Preview{DLQ: engine.QueueInfo{Name: "orders.dlq", Exists: true}, Selected: 65,
 		FirstStepDepth: 61, CanaryClasses: 2, Classes: 3}
 	var b bytes.Buffer
-	printPreview(&b, p)
-	if !strings.Contains(b.String(), "first step reads the first 61 message(s) of the DLQ and holds a copy of 2 of its 3 failure class(es)") {
+	printDetails(&b, ops.DetailsOf(p))
+	if !strings.Contains(b.String(), "First step: reads the first 61 message(s) of the DLQ, holding a copy of 2 of its 3 failure class(es)") {
 		t.Fatalf("terminal preview:\n%s", b.String())
 	}
 }

@@ -36,11 +36,7 @@ func (rt *remote) run(ctx context.Context, cmd commands.Command, follow bool, ou
 		if err != nil {
 			return out.fail(remoteErr(err))
 		}
-		if out.json {
-			return out.doc(p)
-		}
-		printPreview(out.w, p)
-		return nil
+		return showPreview(out, p)
 	case commands.ReplayCmd:
 		return rt.replay(ctx, out, stderr, c)
 	case commands.StatusCmd:

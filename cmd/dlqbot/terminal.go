@@ -38,7 +38,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 	level := terminalLevel(flags.Verbose)
 	cfg.logLevel = &level
 	logw := scr.logs(stderr)
-	out := &output{w: stdout, json: flags.JSON, tty: isTerminal(stdout), getenv: getenv, screen: scr,
+	out := &output{w: stdout, json: flags.JSON, details: flags.Details, tty: isTerminal(stdout), getenv: getenv, screen: scr,
 		log: zerolog.New(logw).Level(level).With().Timestamp().Logger()}
 	if res.Cmd == nil {
 		return out.fail(usageError("%s", res.Reply))
@@ -50,6 +50,9 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		}
 		fmt.Fprintln(stdout, commands.HelpAs(commands.TerminalPrefix, h.Topic, access))
 		return nil
+	}
+	if _, ok := res.Cmd.(commands.PreviewCmd); flags.Details && !ok {
+		return out.fail(usageError("--details goes with %s preview <dlq> [selection]", commands.TerminalPrefix))
 	}
 	if flags.Follow {
 		switch c := res.Cmd.(type) {
@@ -85,11 +88,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		if err != nil {
 			return out.fail(failed(err))
 		}
-		if out.json {
-			return out.doc(p)
-		}
-		printPreview(stdout, p)
-		return nil
+		return showPreview(out, p)
 	case commands.ReplayCmd:
 		return a.replay(ctx, out, stderr, c)
 	case commands.StatusCmd:
@@ -303,7 +302,9 @@ func watched(out *output, r engine.Replay) error {
 type output struct {
 	w    io.Writer
 	json bool
-	done bool
+	// details asks preview for its mechanics (--details).
+	details bool
+	done    bool
 	// tty is set when w is a terminal: progress is then one line redrawn
 	// in place on w (unless json); stderr takes plain progress lines
 	// otherwise.
