@@ -66,19 +66,8 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f F
 	if err != nil {
 		return Frozen{}, nil, nil, fmt.Errorf("engine: compare %s: %w", token, err)
 	}
-	for _, t := range f.Targets {
-		st, err := s.d.Broker.Inspect(ctx, t.Queue)
-		if err != nil {
-			return f, nil, nil, fmt.Errorf("engine: compare %s: inspect %s: %w", token, t.Queue, err)
-		}
-		switch {
-		case t.Exists && !st.Exists:
-			changes = append(changes, Change{Kind: ChangeTargetDeleted, Queue: t.Queue, Messages: t.Messages,
-				Detail: fmt.Sprintf("target queue %s was deleted since the preview", t.Queue)})
-		case t.Consumers > 0 && st.Exists && st.Consumers == 0:
-			changes = append(changes, Change{Kind: ChangeConsumersGone, Queue: t.Queue, Messages: t.Messages,
-				Detail: fmt.Sprintf("target queue %s had %d consumer(s) at the preview and has none now", t.Queue, t.Consumers)})
-		}
+	if changes, err = s.targetChanges(ctx, token, f.Targets); err != nil {
+		return f, nil, nil, err
 	}
 	// What other dlqbot replays sent or hold is read from the store while
 	// the broker proves the DLQ unchanged: neither waits for the other (at
@@ -132,6 +121,27 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f F
 	lapsed = o.lapsed
 	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Kind < changes[j].Kind })
 	return f, changes, lapsed, nil
+}
+
+// targetChanges reports the targets deleted, or left without consumers,
+// since the preview (targets: as it saw them), for compare of token.
+func (s *Service) targetChanges(ctx context.Context, token string, targets []TargetSnapshot) ([]Change, error) {
+	var changes []Change
+	for _, t := range targets {
+		st, err := s.d.Broker.Inspect(ctx, t.Queue)
+		if err != nil {
+			return nil, fmt.Errorf("engine: compare %s: inspect %s: %w", token, t.Queue, err)
+		}
+		switch {
+		case t.Exists && !st.Exists:
+			changes = append(changes, Change{Kind: ChangeTargetDeleted, Queue: t.Queue, Messages: t.Messages,
+				Detail: fmt.Sprintf("target queue %s was deleted since the preview", t.Queue)})
+		case t.Consumers > 0 && st.Exists && st.Consumers == 0:
+			changes = append(changes, Change{Kind: ChangeConsumersGone, Queue: t.Queue, Messages: t.Messages,
+				Detail: fmt.Sprintf("target queue %s had %d consumer(s) at the preview and has none now", t.Queue, t.Consumers)})
+		}
+	}
+	return changes, nil
 }
 
 // goneChanges words what a compare's read did not find of the previewed

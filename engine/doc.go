@@ -55,8 +55,15 @@
 //	                  it by a watch opened at the preview
 //	verdict.go        a replay's verdict (clean, came back, could not tell),
 //	                  written beside its state in every JSON document
-//	runner.go         a replay's run: its loop, stop causes and summary;
-//	                  run_words.go the sentences of its shortfalls
+//	runner.go         a replay's run: its state, and a worker starting it
+//	                  (lease, record, preview, ledger); run_loop.go its
+//	                  loop over the steps; run_halt.go a halt (pause,
+//	                  cancel, shutdown, read budget, fault); run_stop.go the
+//	                  stop causes and the stop written with the run's last
+//	                  write (stopYield); run_end.go its end once the plan
+//	                  is exhausted; run_record.go its writes of the record
+//	                  and its events; run_words.go the sentences of its
+//	                  shortfalls
 //	claims.go         a step's claims on its messages and who else holds
 //	                  or reads them; readers.go marks a run reading the DLQ
 //	cursor.go         a run's cursor on the DLQ (held messages, its bounds)

@@ -59,61 +59,23 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	start := rn.s.d.Clock.Now()
 	k := rn.r.Step + 1
 	size := stepSize(rn.r.Params.Step, rn.r.Params.Cap, k)
-	// The copies in doubt go first when a resend was asked for, in steps
-	// of the same sizes.
-	rn.resending = rn.rs.left() > 0
-	var pick map[string]int
-	// walk is the step's walk over the plan, sent in chunks of at most
-	// Config.StepChunk picks (nil for a resend: one pick).
-	var walk *stepWalk
-	if rn.resending {
-		// A resend reads the DLQ afresh: the cursor must hold nothing.
-		rn.releaseCursor("a resend of copies in doubt")
-		pick = rn.rs.next(size)
-	} else {
-		// Another replay of the same DLQ may hold some of them: those are
-		// its to send (out of the plan), and this step sends the rest.
-		for {
-			if walk == nil || walk.done {
-				walk = rn.plan.start(size, k == 1)
-			}
-			var err error
-			if pick, err = rn.claimChunk(ctx, walk, nil); err != nil {
-				return &sentStep{res: StepResult{Step: k}}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, err)
-			}
-			if len(pick) > 0 || rn.plan.remaining() == 0 {
-				break
-			}
-		}
-		if len(pick) == 0 {
-			// Everything left was another replay's: no step to send.
-			return nil, nil, rn.put(ctx)
-		}
+	pick, walk, err := rn.pickFirst(ctx, k, size)
+	if err != nil {
+		return &sentStep{res: StepResult{Step: k}}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, err)
 	}
-	// planned counts the copies of all the step's chunks, and targets are
-	// where they go: the later chunks are counted without being picked.
-	planned, targets := copiesIn(pick), map[string]bool{}
-	for id := range pick {
-		targets[rn.plan.target(id)] = true
+	if !rn.resending && len(pick) == 0 {
+		// Everything left was another replay's: no step to send.
+		return nil, nil, rn.put(ctx)
 	}
-	if walk != nil && !walk.done {
-		rest, more := walk.count()
-		planned += rest
-		maps.Copy(targets, more)
-	}
+	planned, targets := rn.stepScope(pick, walk)
 	rn.stepSent = map[string]bool{}
 	defer func() { rn.settleClaims(ctx, rn.stepSent) }()
-	left := copiesIn(pick)
 	rn.r.Step = k
 	res := StepResult{Step: k, Planned: planned}
 	if err := rn.put(ctx); err != nil {
 		return &sentStep{res: res}, nil, err
 	}
-	text := fmt.Sprintf("step %d: sending %d message(s)", k, planned)
-	if rn.resending {
-		text = fmt.Sprintf("step %d: sending %d copy(ies) in doubt again, marked %s: true", k, planned, PossibleDuplicateHeader)
-	}
-	rn.emit(ctx, EventStepStarted, &res, text)
+	rn.emit(ctx, EventStepStarted, &res, rn.stepText(k, planned))
 	defer func() {
 		if rn.resending {
 			rn.resending = false
@@ -127,49 +89,7 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	sentPer := map[string]int{}
 	rn.openCursor(ctx)
 	stopBreaker := rn.breaker(ctx) // returns of the unjudged step stop this one's sends
-	// The chunks, one after the other: sent counts the copies their moves
-	// sent, and unsure keeps what countSent needs of each (its failures
-	// and unacked originals).
-	var (
-		mr       MoveResult
-		moveErr  error
-		sentN    int
-		unsure   MoveResult
-		chunkErr error
-	)
-	for {
-		mr, moveErr = rn.pass(ctx, pick, &left, &res, sentPer)
-		if moveErr == nil && mr.Stopped == nil && left > 0 {
-			// Not every picked message was found: account for each of them
-			// before anything is called missing (see account.go), with reads
-			// that must not find dlqbot's own cursor holding messages.
-			rn.releaseCursor("a step did not find all its picks")
-			mr, moveErr = rn.findRest(ctx, pick, &left, &res, sentPer, mr)
-		}
-		sentN += len(mr.Sent)
-		unsure.Failed = append(unsure.Failed, mr.Failed...)
-		unsure.Unacked = append(unsure.Unacked, mr.Unacked...)
-		if walk == nil || walk.done || moveErr != nil || mr.Stopped != nil || res.HeldElsewhere > 0 {
-			// Held elsewhere: the rest of the step stays planned, for a
-			// later step, rather than wait HeldWait once more per chunk.
-			break
-		}
-		rn.settleClaims(ctx, rn.stepSent)
-		rn.stepSent = map[string]bool{}
-		pick = nil
-		for len(pick) == 0 && chunkErr == nil && !walk.done {
-			pick, chunkErr = rn.claimChunk(ctx, walk, &res.Planned) // a chunk all another replay's: the next one
-		}
-		if chunkErr != nil {
-			moveErr = chunkErr
-			break
-		}
-		if len(pick) == 0 {
-			break
-		}
-		left = copiesIn(pick)
-		rn.openCursor(ctx) // released when a chunk looked for the rest of its picks
-	}
+	mr, moveErr, sentN, unsure := rn.sendChunks(ctx, pick, walk, &res, sentPer)
 	stopBreaker()
 	rn.addUnsettled(sentPer)
 	rn.countSent(sentPer, unsure, moveErr)
@@ -192,6 +112,100 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	p = rn.beginSettle(ctx, res, sentPer, baseline, look)
 	p.start = start
 	return p, mr.Stopped, nil
+}
+
+// pickFirst picks the first chunk of step k (of size copies) and sets
+// rn.resending. The copies in doubt go first when a resend was asked for,
+// in steps of the same sizes; otherwise the step walks the plan (walk),
+// and what another replay of the same DLQ holds is its to send (out of
+// the plan): the step sends the rest. An empty pick (not resending): all
+// that was left was another replay's.
+func (rn *run) pickFirst(ctx context.Context, k, size int) (pick map[string]int, walk *stepWalk, err error) {
+	rn.resending = rn.rs.left() > 0
+	if rn.resending {
+		// A resend reads the DLQ afresh: the cursor must hold nothing.
+		rn.releaseCursor("a resend of copies in doubt")
+		return rn.rs.next(size), nil, nil
+	}
+	// walk is the step's walk over the plan, sent in chunks of at most
+	// Config.StepChunk picks (nil for a resend: one pick).
+	for {
+		if walk == nil || walk.done {
+			walk = rn.plan.start(size, k == 1)
+		}
+		if pick, err = rn.claimChunk(ctx, walk, nil); err != nil {
+			return nil, walk, err
+		}
+		if len(pick) > 0 || rn.plan.remaining() == 0 {
+			return pick, walk, nil
+		}
+	}
+}
+
+// stepScope is how many copies a step sends, counting all of walk's
+// chunks (the later ones counted without being picked), and where they
+// go.
+func (rn *run) stepScope(pick map[string]int, walk *stepWalk) (planned int, targets map[string]bool) {
+	planned, targets = copiesIn(pick), map[string]bool{}
+	for id := range pick {
+		targets[rn.plan.target(id)] = true
+	}
+	if walk != nil && !walk.done {
+		rest, more := walk.count()
+		planned += rest
+		maps.Copy(targets, more)
+	}
+	return planned, targets
+}
+
+// stepText words the start of step k, of planned copies.
+func (rn *run) stepText(k, planned int) string {
+	if rn.resending {
+		return fmt.Sprintf("step %d: sending %d copy(ies) in doubt again, marked %s: true", k, planned, PossibleDuplicateHeader)
+	}
+	return fmt.Sprintf("step %d: sending %d message(s)", k, planned)
+}
+
+// sendChunks sends the step's chunks, one after the other, from pick
+// (the first) on, claiming each next one of walk as the one before is
+// sent. mr and moveErr are the last chunk's move; sentN counts the copies
+// all the moves sent, and unsure keeps what countSent needs of each (its
+// failures and unacked originals).
+func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *stepWalk, res *StepResult, sentPer map[string]int) (mr MoveResult, moveErr error, sentN int, unsure MoveResult) {
+	left := copiesIn(pick)
+	var chunkErr error
+	for {
+		mr, moveErr = rn.pass(ctx, pick, &left, res, sentPer)
+		if moveErr == nil && mr.Stopped == nil && left > 0 {
+			// Not every picked message was found: account for each of them
+			// before anything is called missing (see account.go), with reads
+			// that must not find dlqbot's own cursor holding messages.
+			rn.releaseCursor("a step did not find all its picks")
+			mr, moveErr = rn.findRest(ctx, pick, &left, res, sentPer, mr)
+		}
+		sentN += len(mr.Sent)
+		unsure.Failed = append(unsure.Failed, mr.Failed...)
+		unsure.Unacked = append(unsure.Unacked, mr.Unacked...)
+		if walk == nil || walk.done || moveErr != nil || mr.Stopped != nil || res.HeldElsewhere > 0 {
+			// Held elsewhere: the rest of the step stays planned, for a
+			// later step, rather than wait HeldWait once more per chunk.
+			return mr, moveErr, sentN, unsure
+		}
+		rn.settleClaims(ctx, rn.stepSent)
+		rn.stepSent = map[string]bool{}
+		pick = nil
+		for len(pick) == 0 && chunkErr == nil && !walk.done {
+			pick, chunkErr = rn.claimChunk(ctx, walk, &res.Planned) // a chunk all another replay's: the next one
+		}
+		if chunkErr != nil {
+			return mr, chunkErr, sentN, unsure
+		}
+		if len(pick) == 0 {
+			return mr, moveErr, sentN, unsure
+		}
+		left = copiesIn(pick)
+		rn.openCursor(ctx) // released when a chunk looked for the rest of its picks
+	}
 }
 
 // claimChunk picks walk's next chunk (Config.StepChunk copies, when the

@@ -53,8 +53,8 @@
 //   - the tap (tap.go): a bounded classic queue "dlqbot.tap.<dlq>" bound
 //     exactly like a DLQ (bindings read from the management API), so every
 //     dead letter routed to the DLQ reaches it too; DrainTap hands its
-//     messages to the engine, which records returns without reading the
-//     DLQ. A DLQ fed only through the default exchange cannot be tapped.
+//     messages to the engine (tap_drain.go), which records returns without
+//     reading the DLQ. A DLQ fed only through the default exchange cannot be tapped.
 //     WatchTap (tap_watch.go) holds a consumer on the tap while a replay
 //     runs and returns engine.ErrQueueNotFound the moment the broker
 //     cancels it (the tap was deleted: Channel.NotifyCancel).

@@ -79,25 +79,8 @@ func (b *Broker) WatchTap(ctx context.Context, dlq string, record func([]engine.
 				}
 				return fmt.Errorf("amqp: watch tap %s: %w", tap, unavailable("node "+b.conns.node(), errors.New("channel closed")))
 			}
-			batch = append(batch[:0], d)
-		more:
-			for len(batch) < tapBatch {
-				select {
-				case d, ok := <-ds:
-					if !ok {
-						break more
-					}
-					batch = append(batch, d)
-				default:
-					break more
-				}
-			}
-			msgs := make([]engine.Message, len(batch))
-			for i, d := range batch {
-				msgs[i] = engine.Message{Seq: i, Headers: fromTable(d.Headers), MessageID: d.MessageId,
-					Timestamp: d.Timestamp, ContentType: d.ContentType, Body: d.Body, Redelivered: d.Redelivered}
-			}
-			if err := record(msgs); err != nil {
+			batch = received(ds, append(batch[:0], d))
+			if err := record(tapMessages(batch)); err != nil {
 				giveBack()
 				return fmt.Errorf("amqp: watch tap %s: record: %w", tap, err)
 			}
@@ -107,4 +90,21 @@ func (b *Broker) WatchTap(ctx context.Context, dlq string, record func([]engine.
 			batch = batch[:0]
 		}
 	}
+}
+
+// received adds to batch the deliveries ds already received, until it
+// holds tapBatch.
+func received(ds <-chan amqp.Delivery, batch []amqp.Delivery) []amqp.Delivery {
+	for len(batch) < tapBatch {
+		select {
+		case d, ok := <-ds:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, d)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
