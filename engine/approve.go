@@ -74,8 +74,8 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f F
 	// 100,000 ids the two reads took as long as the proof).
 	others := s.othersAsync(ctx, f, items)
 	// The DLQ is read only when the broker cannot prove that no previewed
-	// message left it (approve_proof.go).
-	if s.cfg.CompareAlways || !s.proveUnchanged(ctx, f) {
+	// message left it (package proof).
+	if s.cfg.CompareAlways || !s.prover.Prove(ctx, proofPreview(f)) {
 		<-others
 		all, err := items.load(ctx)
 		if err != nil {
@@ -300,8 +300,8 @@ func (s *Service) approve(ctx context.Context, token, approver string, p Params,
 		err = fmt.Errorf("engine: approve %s: keep the preview: %w", token, err)
 		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, true, err)
 	}
-	s.closeWatch(ctx, f.Proof) // its approval is made: the watch has done its work
-	s.leftTo(ctx, r)           // the replays it took over from say so
+	s.prover.Close(ctx, f.Proof) // its approval is made: the watch has done its work
+	s.leftTo(ctx, r)             // the replays it took over from say so
 	return Approval{Replay: r, Changes: changes}, nil
 }
 

@@ -6,7 +6,7 @@ import (
 	"sync"
 )
 
-// An approval that the broker proves (approve_proof.go) and that no other
+// An approval that the broker proves (package proof) and that no other
 // replay touched since the preview (the claims' summary) needs, of the
 // previewed items, only the first Config.OwnAtApproval, which it owns; its
 // runs decode the rest. At 1,000,000 items decoding them all took most of

@@ -4,7 +4,10 @@
 // metadata, dialects, id, failure group and the headers of its copies) is
 // package engine/letter's; letter_aliases.go gives letter's names here too
 // (engine.Meta, engine.Message, …), so that the packages outside the engine
-// need not import it.
+// need not import it. The approval's proof that no previewed message left
+// the DLQ (begun at the preview, proven at the approval) is package
+// engine/proof's; proof_ports.go serves its ports from the engine's and
+// gives its names here too (engine.ApprovalProof, engine.Watches).
 //
 // The engine talks to the outside world only through small interfaces: the
 // ports*.go files hold those shared by several parts, and the others are
@@ -29,6 +32,8 @@
 //	queues.go         QueueLister (the vhost's queues, for a list of DLQs)
 //	alerts.go         AlertStore (the DLQ watch's alerts, one per DLQ, shared
 //	                  by the replicas; the watch is package ops's)
+//	proof_ports.go    Watches (the approval proof's watches: package
+//	                  proof's port, named here too)
 //
 // Where each part of the engine lives:
 //
@@ -50,9 +55,10 @@
 //	approve_others.go what other replays did with the previewed ids;
 //	                  approve_own.go the claims that count at an approval
 //	                  and taking over what lapsed replays held
-//	approve_proof.go  the approval's proof that the DLQ did not change since
-//	                  the preview (ApprovalProof); approve_watch.go proves
-//	                  it by a watch opened at the preview
+//	proof_ports.go    package proof's Prover as the Service's: its ports
+//	                  served by the engine's, and what the preview and the
+//	                  approval hand it (the proof that the DLQ did not
+//	                  change since the preview is proof's)
 //	verdict.go        a replay's verdict (clean, came back, could not tell),
 //	                  written beside its state in every JSON document
 //	runner.go         a replay's run: its state, and a worker starting it

@@ -6,6 +6,8 @@ import (
 	"iter"
 	"slices"
 	"time"
+
+	"github.com/stroma/dlqbot/engine/proof"
 )
 
 // Item is one distinct message of a frozen preview: an id, how many
@@ -87,9 +89,9 @@ type Frozen struct {
 	// message is parked rather than replayed).
 	ParkAfter int `json:"park_after"`
 	// Proof is what the approval needs to prove, without reading the DLQ,
-	// that no previewed message left it (approve_proof.go); nil when the
+	// that no previewed message left it (package proof); nil when the
 	// preview could not freeze one.
-	Proof *ApprovalProof `json:"proof,omitempty"`
+	Proof *proof.Proof `json:"proof,omitempty"`
 	// Distinct is how many items the preview froze (len(Items) when they
 	// are loaded); LoadHeader sets it without loading them.
 	Distinct int `json:"-"`

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/engine/letter"
+	"github.com/stroma/dlqbot/engine/proof"
 )
 
 // Problem is one thing that would go wrong, with how many messages it hits.
@@ -72,7 +73,7 @@ type PreviewMessage struct {
 // Preview is what a replay of a selection would do. Making one changes nothing.
 type Preview struct {
 	// proof is what the token freezes for its approval (Frozen.Proof).
-	proof     *ApprovalProof
+	proof     *proof.Proof
 	Token     string    `json:"token,omitempty"`
 	ExpiresAt string    `json:"expires_at,omitempty"`
 	DLQ       QueueInfo `json:"dlq"`
@@ -135,10 +136,10 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, ErrQueueNotFound)
 	}
 	p := &Preview{DLQ: dlq, Selection: sel.String(), Requester: requester, Problems: []Problem{}}
-	proof := s.proofBefore(ctx, dlq) // before the read: see approve_proof.go
+	proof := s.prover.Begin(ctx, proofQueue(dlq)) // before the read: see package proof
 	defer func() {
 		if p.Token == "" {
-			s.closeWatch(ctx, proof) // no token will be approved by it
+			s.prover.Close(ctx, proof) // no token will be approved by it
 		}
 	}()
 	rows := newPreviewRows()
@@ -198,7 +199,7 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	red.arrivals(p.Arrivals)
 	p.Coverage = info.Coverage
 	p.HeldByReplay = s.heldByReplays(ctx, sel.DLQ, began, info.Coverage)
-	p.proof = s.proofAfter(ctx, proof, info)
+	p.proof = s.prover.Keep(ctx, proof, proofRead(info))
 	if err := s.previewBudget(ctx, p); err != nil {
 		return nil, err
 	}

@@ -120,7 +120,7 @@ func (f *filtered) deliveries() int64 { return f.e.broker.Delivered(f.dlq) }
 // at most twice the DLQ's size in deliveries from it, that work's consumer
 // got each selected message once, and that the DLQ holds the rest, in
 // order. The approval proves from the broker's counts that nothing
-// changed and reads nothing (engine/approve_proof.go): were it to compare
+// changed and reads nothing (engine/proof/proof.go): were it to compare
 // instead, its read would count in the total and pass the limit.
 func (f *filtered) replayTenth(t *testing.T) {
 	t.Helper()

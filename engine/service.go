@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/engine/letter"
+	"github.com/stroma/dlqbot/engine/proof"
 )
 
 // Config tunes the engine. Zero values mean the documented defaults.
@@ -74,11 +75,11 @@ type Config struct {
 	HeldWait time.Duration
 	// CompareAlways makes every approval read the DLQ to compare it with
 	// the preview, even when the broker's counts prove nothing left it
-	// (approve_proof.go); default false. For benchmarks of the old path.
+	// (package proof); default false. For benchmarks of the old path.
 	CompareAlways bool
 	// ProofWait is the most an approval waits for the DLQ's management
 	// statistics to catch up with its preview before it compares instead
-	// (approve_proof.go): default 2m. It waits no longer than twice the
+	// (package proof): default 2m. It waits no longer than twice the
 	// preview's read took (about what the compare costs), and at least
 	// three times StatsLag (the sample must be StatsLag newer than the
 	// approval's start).
@@ -88,7 +89,7 @@ type Config struct {
 	// steps (approve_own.go). Default 10,000.
 	OwnAtApproval int
 	// ProofFrom is the fewest messages a previewed DLQ holds for its
-	// approval to try the proof (approve_proof.go) instead of comparing:
+	// approval to try the proof (package proof) instead of comparing:
 	// below it a compare reads the DLQ in about the time the proof waits
 	// for the statistics, and is exact where the proof has a blind spot
 	// (acks the statistics have not shown yet). Default 20,000.
@@ -191,7 +192,7 @@ func (c Config) withDefaults() Config {
 		c.ProofWait = 2 * time.Minute
 	}
 	if c.ProofFrom <= 0 {
-		c.ProofFrom = DefaultProofFrom
+		c.ProofFrom = proof.DefaultFrom
 	}
 	if c.OwnAtApproval <= 0 {
 		c.OwnAtApproval = DefaultOwnAtApproval
@@ -265,6 +266,9 @@ type Service struct {
 	cfg  Config
 	d    Deps
 	logs *logThrottle
+	// prover proves at an approval that its preview's DLQ is unchanged
+	// (package proof).
+	prover *proof.Prover
 	// tapSeen is, per DLQ, when this process last found its tap in
 	// place (time.Time), the start of any window without it it notices.
 	tapSeen sync.Map
@@ -282,7 +286,8 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if d.Clock == nil {
 		d.Clock = SystemClock{}
 	}
-	return &Service{cfg: cfg.withDefaults(), d: d, logs: newLogThrottle(d.Clock, logEvery)}, nil
+	cfg = cfg.withDefaults()
+	return &Service{cfg: cfg, d: d, logs: newLogThrottle(d.Clock, logEvery), prover: newProver(cfg, d)}, nil
 }
 
 // ParseMeta derives a message's metadata with the configured in-house

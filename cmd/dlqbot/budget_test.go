@@ -77,7 +77,7 @@ func TestTerminalQuorumReadBudget(t *testing.T) {
 		testkit.Eventually(t, 30*time.Second, "nothing lost", func() bool { return r.Count(dlq)+sent == 10 })
 
 		// The approval reads the DLQ only when its proof could not show
-		// nothing changed (approve_proof.go), so the budget left is one
+		// nothing changed (engine/proof/proof.go), so the budget left is one
 		// read more or less: either the preview is refused before it
 		// reads, or it reads and warns of what is left.
 		out, _, code = dlqbot(t, env, "preview", dlq, "--json")

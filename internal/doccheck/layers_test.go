@@ -134,3 +134,19 @@ func TestLetterIsALeaf(t *testing.T) {
 		t.Fatalf("no production files in %s", dir)
 	}
 }
+
+// TestProofStandsAlone keeps engine/proof, the approval's proof, below the
+// engine: package engine imports it, so it imports nothing of the module
+// but engine/letter (the vocabulary of one dead letter), and never engine.
+func TestProofStandsAlone(t *testing.T) {
+	deps := productionImports(t)
+	imports, ok := deps["engine/proof"]
+	if !ok {
+		t.Fatal("no production files in engine/proof")
+	}
+	for _, d := range imports {
+		if d != "engine/letter" {
+			t.Errorf("engine/proof imports %s: it may import only engine/letter of the module", d)
+		}
+	}
+}

@@ -1,11 +1,11 @@
-package engine
+package proof
 
 import (
 	"context"
 	"time"
 )
 
-// Approval without a read (issue 23). A compare reads the whole DLQ again
+// Approval without a read. A compare reads the whole DLQ again
 // (234 s at 1,000,000 messages). It is needed only when something may
 // have left the DLQ since the preview, and the broker's own counts can
 // prove that nothing did:
@@ -27,7 +27,7 @@ import (
 // more than a statistics interval (4.3 gave samples dated after the
 // preview that still counted its read unacknowledged): a sample that has
 // not caught up proves nothing either way, so the approval waits for one
-// (see proveUnchanged) rather than compare for a lag alone. What settles
+// (see Prove) rather than compare for a lag alone. What settles
 // the question at once is an ack count that moved (a message left, or
 // the counters were reset) or a caught-up sample whose ready count is not
 // the preview's.
@@ -51,18 +51,19 @@ import (
 // broker has not counted yet StatsLag after the approval began (a quorum
 // DLQ drained and refilled just before Approve, on 4.3 under load) shows
 // as nothing. So a proof is tried only where a compare is costly (a DLQ
-// of Config.ProofFrom messages or more); smaller DLQs are compared.
+// of Config.From messages or more); smaller DLQs are compared.
 // The proof covers the DLQ up to the management sample's time, which is
 // newer than the preview: like a compare, it is a snapshot, and the
-// replay's own accounting (account.go) stays the judge of what is missing.
+// replay's own accounting (the engine's) stays the judge of what is
+// missing.
 
-// DefaultProofFrom is Config.ProofFrom's default: a DLQ of fewer messages
-// is compared at approval (a read of 20,000 takes a few seconds; the
-// proof waits at least three StatsLags).
-const DefaultProofFrom = 20000
+// DefaultFrom is the default of Config.From (the engine's ProofFrom): a
+// DLQ of fewer messages is compared at approval (a read of 20,000 takes a
+// few seconds; the proof waits at least three StatsLags).
+const DefaultFrom = 20000
 
-// ApprovalProof is what a preview freezes for its approval's proof.
-type ApprovalProof struct {
+// Proof is what a preview freezes for its approval's proof.
+type Proof struct {
 	// Ready is the DLQ's ready count when the preview's read began (a
 	// passive declare: exact).
 	Ready int `json:"ready"`
@@ -77,7 +78,7 @@ type ApprovalProof struct {
 	// for the statistics instead.
 	Read time.Duration `json:"read_ns,omitempty"`
 	// Watch is the queue that counts what reached the DLQ after the
-	// preview (approve_watch.go), "" when none was opened; WatchArrived
+	// preview (watch.go), "" when none was opened; WatchArrived
 	// and WatchReady are the watch's count and the DLQ's ready count
 	// right after it was opened.
 	Watch        string `json:"watch,omitempty"`
@@ -85,23 +86,37 @@ type ApprovalProof struct {
 	WatchReady   int    `json:"watch_ready,omitempty"`
 }
 
-// proofBefore samples, before a preview's read, what a proof needs: the
+// Prover proves, at an approval, that no previewed message left the DLQ
+// since the preview, without reading it: Begin before the preview's read,
+// Keep after it (the Proof goes into the preview's token), Prove at the
+// approval, and Close once the Proof has done its work.
+type Prover struct {
+	cfg Config
+	d   Deps
+}
+
+// New returns a Prover looking through d, tuned by cfg.
+func New(cfg Config, d Deps) *Prover {
+	return &Prover{cfg: cfg, d: d}
+}
+
+// Begin samples, before a preview's read, what a proof needs: the
 // management counters and, for a DLQ large enough to be proven, a watch;
 // nil when it can do neither (a consumer on the DLQ, no statistics and no
 // watch).
-func (s *Service) proofBefore(ctx context.Context, dlq QueueInfo) *ApprovalProof {
+func (p *Prover) Begin(ctx context.Context, dlq Queue) *Proof {
 	if dlq.Consumers > 0 {
 		return nil
 	}
-	pr := &ApprovalProof{Ready: dlq.Ready}
-	if s.d.Counters != nil {
-		cs, err := s.d.Counters.Counters(ctx, dlq.Name)
+	pr := &Proof{Ready: dlq.Ready}
+	if p.d.Counters != nil {
+		cs, err := p.d.Counters.Counters(ctx, dlq.Name)
 		if err == nil && !cs.SampledAt.IsZero() && !cs.Lapsed && cs.Consumers == 0 && cs.Unacked == 0 {
 			pr.Ack, pr.SampledAt = cs.Ack, cs.SampledAt
 		}
 	}
-	if dlq.Ready >= s.cfg.ProofFrom {
-		s.openWatch(ctx, dlq.Name, pr)
+	if dlq.Ready >= p.cfg.From {
+		p.openWatch(ctx, dlq.Name, pr)
 	}
 	if pr.SampledAt.IsZero() && pr.Watch == "" {
 		return nil
@@ -109,57 +124,57 @@ func (s *Service) proofBefore(ctx context.Context, dlq QueueInfo) *ApprovalProof
 	return pr
 }
 
-// proofAfter keeps pr only when the preview's read saw the whole DLQ
+// Keep keeps pr only when the preview's read saw the whole DLQ
 // (nothing held by others, no other consumer, not cut short), with how
 // long the read took; a proof it drops closes its watch.
-func (s *Service) proofAfter(ctx context.Context, pr *ApprovalProof, info ScanInfo) *ApprovalProof {
+func (p *Prover) Keep(ctx context.Context, pr *Proof, info Read) *Proof {
 	if pr == nil {
 		return nil
 	}
-	if !info.Coverage.Whole() || info.Coverage.Ready != pr.Ready {
-		s.closeWatch(ctx, pr)
+	if !info.Whole || info.Ready != pr.Ready {
+		p.Close(ctx, pr)
 		return nil
 	}
 	pr.Read = info.Duration
 	return pr
 }
 
-// proveUnchanged reports whether the broker proves that no message left
+// Prove reports whether the broker proves that no message left
 // f's DLQ since its preview (see above), without reading the DLQ. It
-// waits, polling every Config.SettlePoll on the Clock, for a management
+// waits, polling every Config.Poll on the Clock, for a management
 // sample that has caught up with the preview, for as long as the
 // fallback would take (twice the preview's read, at least three StatsLags,
-// at most Config.ProofWait): an approval a few seconds after its preview
+// at most Config.Wait): an approval a few seconds after its preview
 // waits that long, a later one not at all. Any doubt left then is false
 // (compare).
-func (s *Service) proveUnchanged(ctx context.Context, f Frozen) bool {
+func (p *Prover) Prove(ctx context.Context, f Preview) bool {
 	pr := f.Proof
-	if pr == nil || pr.Ready < s.cfg.ProofFrom {
+	if pr == nil || pr.Ready < p.cfg.From {
 		return false
 	}
-	if unchanged, decided := s.proveByWatch(ctx, f); decided {
+	if unchanged, decided := p.proveByWatch(ctx, f); decided {
 		return unchanged
 	}
-	if s.d.Counters == nil || pr.SampledAt.IsZero() {
+	if p.d.Counters == nil || pr.SampledAt.IsZero() {
 		return false
 	}
-	clock := s.d.Clock
+	clock := p.d.Clock
 	start := clock.Now()
-	wait := min(max(3*s.cfg.StatsLag, 2*pr.Read), s.cfg.ProofWait)
+	wait := min(max(3*p.cfg.StatsLag, 2*pr.Read), p.cfg.Wait)
 	for {
-		unchanged, settled := s.proofLook(ctx, f, start)
+		unchanged, settled := p.proofLook(ctx, f, start)
 		if settled {
 			return unchanged
 		}
 		if clock.Now().Sub(start) >= wait {
-			s.cfg.Log.Info().Str("dlq", f.DLQ).Dur("waited", clock.Now().Sub(start)).
+			p.cfg.Log.Info().Str("dlq", f.DLQ).Dur("waited", clock.Now().Sub(start)).
 				Msg("approval: the DLQ's management statistics did not catch up with the preview; comparing instead")
 			return false
 		}
 		select {
 		case <-ctx.Done():
 			return false
-		case <-clock.After(s.cfg.SettlePoll):
+		case <-clock.After(p.cfg.Poll):
 		}
 	}
 }
@@ -174,13 +189,13 @@ func (s *Service) proveUnchanged(ctx context.Context, f Frozen) bool {
 // every ack before the approval (a previewed message consumed and another
 // published in its place a moment before Approve keeps the ready count;
 // only the ack counter shows it).
-func (s *Service) proofLook(ctx context.Context, f Frozen, start time.Time) (unchanged, settled bool) {
+func (p *Prover) proofLook(ctx context.Context, f Preview, start time.Time) (unchanged, settled bool) {
 	pr := f.Proof
-	st, err := s.d.Broker.Inspect(ctx, f.DLQ)
+	st, err := p.d.Broker.Inspect(ctx, f.DLQ)
 	if err != nil || !st.Exists {
 		return false, true
 	}
-	cs, err := s.d.Counters.Counters(ctx, f.DLQ)
+	cs, err := p.d.Counters.Counters(ctx, f.DLQ)
 	if err != nil {
 		return false, true
 	}
@@ -199,7 +214,7 @@ func (s *Service) proofLook(ctx context.Context, f Frozen, start time.Time) (unc
 	if start.After(since) {
 		since = start
 	}
-	caughtUp := cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 &&
+	caughtUp := cs.SampledAt.After(since.Add(p.cfg.StatsLag)) && cs.Unacked == 0 &&
 		cs.Consumers == 0 && st.Consumers == 0 && cs.Ready == st.Ready
 	if !caughtUp {
 		return false, false
@@ -208,6 +223,6 @@ func (s *Service) proofLook(ctx context.Context, f Frozen, start time.Time) (unc
 		return false, true
 	}
 	// The instant count again: nothing left while the sample was read.
-	st, err = s.d.Broker.Inspect(ctx, f.DLQ)
+	st, err = p.d.Broker.Inspect(ctx, f.DLQ)
 	return err == nil && st.Exists && st.Consumers == 0 && st.Ready == pr.Ready, true
 }

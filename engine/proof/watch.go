@@ -1,4 +1,4 @@
-package engine
+package proof
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// The watch: approval without a read and without waiting (issue 23). The
+// The watch: approval without a read and without waiting. The
 // management statistics lag the queue by up to a statistics interval, so a
 // proof from them alone waits StatsLag after the click. A watch counts
 // exactly, at once, what reached the DLQ since the preview: a queue bound
@@ -45,35 +45,35 @@ const watchTTL = time.Hour
 
 // openWatch opens a watch of dlq for pr; without one the proof waits for
 // the statistics.
-func (s *Service) openWatch(ctx context.Context, dlq string, pr *ApprovalProof) {
-	if s.d.Watches == nil {
+func (p *Prover) openWatch(ctx context.Context, dlq string, pr *Proof) {
+	if p.d.Watches == nil {
 		return
 	}
-	lk, err := s.d.Watches.OpenWatch(ctx, dlq, min(s.cfg.TokenTTL, watchTTL))
+	lk, err := p.d.Watches.OpenWatch(ctx, dlq, min(p.cfg.TokenTTL, watchTTL))
 	if err != nil {
-		if !errors.Is(err, ErrUnsupported) {
-			s.cfg.Log.Warn().Err(err).Str("dlq", dlq).Msg("preview: no watch for the approval's proof")
+		if !errors.Is(err, p.cfg.Unsupported) {
+			p.cfg.Log.Warn().Err(err).Str("dlq", dlq).Msg("preview: no watch for the approval's proof")
 		}
 		return
 	}
 	if lk.Consumers > 0 {
-		s.closeWatch(ctx, &ApprovalProof{Watch: lk.Watch})
+		p.Close(ctx, &Proof{Watch: lk.Watch})
 		return
 	}
 	pr.Watch, pr.WatchArrived, pr.WatchReady = lk.Watch, lk.Arrived, lk.Ready
 }
 
-// closeWatch deletes pr's watch, if any; a failure (or a ctx that ended:
+// Close deletes pr's watch, if any; a failure (or a ctx that ended:
 // the caller is shutting down, and nothing here outlives it) leaves it to
 // expire.
-func (s *Service) closeWatch(ctx context.Context, pr *ApprovalProof) {
-	if pr == nil || pr.Watch == "" || s.d.Watches == nil {
+func (p *Prover) Close(ctx context.Context, pr *Proof) {
+	if pr == nil || pr.Watch == "" || p.d.Watches == nil {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := s.d.Watches.CloseWatch(cctx, pr.Watch); err != nil {
-		s.cfg.Log.Warn().Err(err).Str("watch", pr.Watch).Msg("could not delete a watch queue; the broker deletes it when it expires")
+	if err := p.d.Watches.CloseWatch(cctx, pr.Watch); err != nil {
+		p.cfg.Log.Warn().Err(err).Str("watch", pr.Watch).Msg("could not delete a watch queue; the broker deletes it when it expires")
 	}
 }
 
@@ -82,21 +82,21 @@ func (s *Service) closeWatch(ctx context.Context, pr *ApprovalProof) {
 // see): the statistics' proof is tried then. A sum above zero is waited
 // on while it shrinks (a preview's give-backs landing late: a quorum DLQ,
 // or the last windows of a large read), then decided against: compare.
-func (s *Service) proveByWatch(ctx context.Context, f Frozen) (unchanged, decided bool) {
+func (p *Prover) proveByWatch(ctx context.Context, f Preview) (unchanged, decided bool) {
 	pr := f.Proof
-	if pr == nil || pr.Watch == "" || s.d.Watches == nil {
+	if pr == nil || pr.Watch == "" || p.d.Watches == nil {
 		return false, false
 	}
-	clock := s.d.Clock
+	clock := p.d.Clock
 	start := clock.Now()
 	// Give-backs landing shrink the sum; a message that left keeps it.
 	// Wait while it shrinks (the preview's last windows of 1,000,000 took
 	// longer than StatsLag to land), at most as long as the statistics'
 	// proof would, and StatsLag without progress.
-	most := min(max(3*s.cfg.StatsLag, 2*pr.Read), s.cfg.ProofWait)
+	most := min(max(3*p.cfg.StatsLag, 2*pr.Read), p.cfg.Wait)
 	best, progress := -1, start
 	for {
-		lk, err := s.d.Watches.LookWatch(ctx, f.DLQ, pr.Watch)
+		lk, err := p.d.Watches.LookWatch(ctx, f.DLQ, pr.Watch)
 		if err != nil || lk.Full {
 			return false, false
 		}
@@ -108,21 +108,21 @@ func (s *Service) proveByWatch(ctx context.Context, f Frozen) (unchanged, decide
 		case left < 0:
 			return false, false
 		case left == 0:
-			return s.ackUnmoved(ctx, f), true
+			return p.ackUnmoved(ctx, f), true
 		}
 		now := clock.Now()
 		if best < 0 || left < best {
 			best, progress = left, now
 		}
-		if now.Sub(progress) >= min(s.cfg.StatsLag, s.cfg.ProofWait) || now.Sub(start) >= most {
-			s.cfg.Log.Info().Str("dlq", f.DLQ).Int("not_ready", left).
+		if now.Sub(progress) >= min(p.cfg.StatsLag, p.cfg.Wait) || now.Sub(start) >= most {
+			p.cfg.Log.Info().Str("dlq", f.DLQ).Int("not_ready", left).
 				Msg("approval: messages of the DLQ are gone or held since the preview; comparing")
 			return false, true
 		}
 		select {
 		case <-ctx.Done():
 			return false, true
-		case <-clock.After(s.cfg.SettlePoll):
+		case <-clock.After(p.cfg.Poll):
 		}
 	}
 }
@@ -131,13 +131,13 @@ func (s *Service) proveByWatch(ctx context.Context, f Frozen) (unchanged, decide
 // shows the DLQ's ack counter where the preview found it: an ack older
 // than a statistics interval that the watch's sum missed (see above). No
 // sample, or none at the preview, leaves the watch's verdict standing; a
-// sample whose counters lapsed (QueueCounters.Lapsed) does not.
-func (s *Service) ackUnmoved(ctx context.Context, f Frozen) bool {
+// sample whose counters lapsed (Counters.Lapsed) does not.
+func (p *Prover) ackUnmoved(ctx context.Context, f Preview) bool {
 	pr := f.Proof
-	if s.d.Counters == nil || pr.SampledAt.IsZero() {
+	if p.d.Counters == nil || pr.SampledAt.IsZero() {
 		return true
 	}
-	cs, err := s.d.Counters.Counters(ctx, f.DLQ)
+	cs, err := p.d.Counters.Counters(ctx, f.DLQ)
 	if err != nil || cs.SampledAt.IsZero() {
 		return true
 	}

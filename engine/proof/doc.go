@@ -1,0 +1,34 @@
+// Package proof proves, at an approval, that no previewed message left the
+// DLQ since its preview, without reading the DLQ again: a compare reads the
+// whole DLQ, and the broker's own counts can often show that nothing left
+// (docs/design.md "Approval without a read" and "The watch").
+//
+// It owns that proof and nothing else, as one type, Prover: Begin, before
+// the preview's read, samples the DLQ's ready count and management counters
+// and opens a watch; Keep, after the read, keeps the Proof only when the
+// read saw the whole DLQ; the Proof is frozen in the preview's token; Prove,
+// at the approval, decides from the watch or the counters whether the DLQ
+// is unchanged (false: the approval compares); Close deletes the watch once
+// the Proof has done its work.
+//
+// It knows no token, no replay and no engine: it looks at the broker through
+// its own small ports (Broker, CounterReader, Watches, Clock) and takes the
+// preview's numbers as its own values (Queue, Read, Preview), so that
+// package engine can import it without a cycle. It imports nothing of the
+// module (internal/doccheck checks this). The engine serves its ports from
+// its own (engine/proof_ports.go) and gives the names the packages outside
+// the engine use as engine.ApprovalProof, engine.Watches and
+// engine.WatchLook.
+//
+// Where each part lives:
+//
+//	proof.go  Proof (what a preview freezes), Prover and its New; Begin and
+//	          Keep at the preview; Prove at the approval, by the management
+//	          counters (the sample that has caught up with the preview and
+//	          the approval), after the watch
+//	watch.go  the watch: opened by Begin, closed by Close, and its verdict
+//	          (what reached the DLQ since the preview, against what left)
+//	ports.go  Config and Deps; the ports Broker, CounterReader, Watches and
+//	          Clock, and the values they and the engine hand over (Queue,
+//	          Counters, WatchLook, Read, Preview)
+package proof

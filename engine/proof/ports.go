@@ -1,0 +1,139 @@
+package proof
+
+import (
+	"context"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Config tunes a Prover. It has no defaults of its own: the engine fills it
+// from its own Config (ProofFrom, StatsLag, ProofWait, SettlePoll,
+// TokenTTL, Log).
+type Config struct {
+	// From is the fewest messages a previewed DLQ holds for its approval
+	// to try the proof instead of comparing (DefaultFrom by default).
+	From int
+	// StatsLag is how far the management counters lag behind their
+	// sample's time: the broker's statistics interval plus a margin.
+	StatsLag time.Duration
+	// Wait is the most an approval waits for the statistics to catch up
+	// with its preview before it compares instead.
+	Wait time.Duration
+	// Poll is how often the approval looks again while it waits.
+	Poll time.Duration
+	// TokenTTL is how long a preview token stays valid: a watch is kept
+	// no longer than that.
+	TokenTTL time.Duration
+	// Unsupported is the error Watches.OpenWatch wraps for a DLQ that can
+	// have no watch (the engine's ErrUnsupported): expected, so not
+	// warned about.
+	Unsupported error
+	// Log receives the warnings and the fallbacks to a compare.
+	Log zerolog.Logger
+}
+
+// Deps are the ports a Prover looks at the broker through. Broker and
+// Clock are required; Counters and Watches are optional (without either
+// there is nothing to prove by, and the approval compares).
+type Deps struct {
+	Clock    Clock
+	Broker   Broker
+	Counters CounterReader
+	Watches  Watches
+}
+
+// Clock tells the time and waits (the engine's Clock).
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+// Broker looks at a queue by a passive declare (exact and current).
+type Broker interface {
+	// Inspect reports whether a queue exists, its ready count and its
+	// consumers; a missing queue is Queue{Exists: false} and a nil error.
+	Inspect(ctx context.Context, queue string) (Queue, error)
+}
+
+// Queue is what a passive declare tells of a queue.
+type Queue struct {
+	Name      string
+	Exists    bool
+	Ready     int
+	Consumers int
+}
+
+// CounterReader reads the management API's counters of a queue.
+type CounterReader interface {
+	Counters(ctx context.Context, queue string) (Counters, error)
+}
+
+// Counters is the part of a management sample of a queue that the proof
+// compares.
+type Counters struct {
+	Ready     int
+	Unacked   int
+	Consumers int
+	Ack       int64
+	// SampledAt is when the broker took the sample (zero when unknown):
+	// the counters are at least as new as that.
+	SampledAt time.Time
+	// Lapsed is true when the counters mean nothing: the answer left them
+	// out, or showed less than an earlier one for the queue, and the
+	// broker has not sampled the queue since to confirm it.
+	Lapsed bool
+}
+
+// Watches count exactly what reaches a DLQ between its preview and its
+// approval (watch.go): a watch is a queue bound as the DLQ is and read by
+// no one, so every dead letter routed to the DLQ after it was opened is in
+// it too.
+type Watches interface {
+	// OpenWatch opens a new watch of dlq, kept by the broker for ttl
+	// unused, and looks at it and dlq (the watch first). It is
+	// Config.Unsupported when dead letters can reach dlq other than
+	// through its bindings (the default exchange).
+	OpenWatch(ctx context.Context, dlq string, ttl time.Duration) (WatchLook, error)
+	// LookWatch looks at dlq and then its watch; a watch that is gone is
+	// an error (the engine's ErrQueueNotFound).
+	LookWatch(ctx context.Context, dlq, watch string) (WatchLook, error)
+	// CloseWatch deletes the watch; one already gone is not an error.
+	CloseWatch(ctx context.Context, watch string) error
+}
+
+// WatchLook is one look at a DLQ and its watch, each by a passive declare
+// (exact, not sampled).
+type WatchLook struct {
+	// Watch is the watch queue's name.
+	Watch string
+	// Arrived is how many messages the watch holds: every dead letter
+	// routed to the DLQ since it was opened.
+	Arrived int
+	// Full says the watch reached its length limit and dropped its
+	// oldest: Arrived is then short.
+	Full bool
+	// Ready is the DLQ's ready count.
+	Ready int
+	// Consumers counts the consumers of the DLQ and of the watch.
+	Consumers int
+}
+
+// Read is what the preview's read saw of the DLQ.
+type Read struct {
+	// Whole is whether it saw every message, with no other client
+	// holding any.
+	Whole bool
+	// Ready is the DLQ's ready count when the read began.
+	Ready int
+	// Duration is how long the read took.
+	Duration time.Duration
+}
+
+// Preview is what an approval proves against: the previewed DLQ, when the
+// preview was made, and what it froze for the proof.
+type Preview struct {
+	DLQ       string
+	CreatedAt time.Time
+	Proof     *Proof
+}
