@@ -54,7 +54,7 @@ import (
 // of Config.ProofFrom messages or more); smaller DLQs are compared.
 // The proof covers the DLQ up to the management sample's time, which is
 // newer than the preview: like a compare, it is a snapshot, and the
-// replay's own accounting (account.go) stays the judge of what is missing.
+// replay's own accounting (account_find.go) stays the judge of what is missing.
 
 // DefaultProofFrom is Config.ProofFrom's default: a DLQ of fewer messages
 // is compared at approval (a read of 20,000 takes a few seconds; the

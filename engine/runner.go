@@ -48,8 +48,11 @@ type run struct {
 	claimed  []string
 	stepSent map[string]bool
 	// heldNote names who held messages of the DLQ when the last step
-	// found messages held elsewhere (heldBy).
-	heldNote string
+	// found messages held elsewhere (heldBy); heldLanded says that step's
+	// whole reads kept finding messages reach the DLQ that they had not
+	// seen (findRest).
+	heldNote   string
+	heldLanded bool
 	// sawReaders are the other dlqbot replays, and sawScans the dlqbot
 	// previews, approvals and checks ("a preview of U123"), a step looking
 	// for its picks (findRest) has seen reading the DLQ (readerWait),
@@ -296,8 +299,7 @@ func (rn *run) loop(parent context.Context) (Replay, error) {
 		case res.Returned > 0 || (res.Sent > 0 && res.Settled == 0):
 			note = res.Observation
 		case res.HeldElsewhere > 0:
-			note = fmt.Sprintf("%d planned message(s) were held unacked by %s for longer than %s: not sent, still planned; resume when it lets go",
-				res.HeldElsewhere, rn.heldNote, rn.s.cfg.HeldWait)
+			note = rn.heldWhy(res.HeldElsewhere)
 			if res.Sent > 0 {
 				note += " (step: " + res.Observation + ")"
 			}
