@@ -77,7 +77,6 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 		}
 		return err
 	}
-	landed := false // it gave up on messages reaching the DLQ unseen (proveMissing)
 look:
 	for *left > 0 {
 		// After a whole read, only the broker's unacked count can tell a
@@ -118,8 +117,7 @@ look:
 				// held them: the wait starts again.
 				continue look
 			case !rn.s.d.Clock.Now().Before(f.deadline):
-				landed = true // past HeldWait: below
-				break look
+				break look // past HeldWait: below
 			}
 			// Messages reached the DLQ that the read could not see: read
 			// again, after this quiet moment.
@@ -141,7 +139,7 @@ look:
 			break look
 		}
 	}
-	rn.unfound(ctx, pick, left, res, landed)
+	rn.unfound(ctx, pick, left, res, f.landed)
 	return mr, nil
 }
 
@@ -220,8 +218,11 @@ type finder struct {
 	letGos  int
 	// repassed: a quiet moment led to a read again.
 	repassed bool
-	// landed: after a whole read, the DLQ held messages it could not
-	// have seen (sawAll), so its picks may have been among them.
+	// landed: at the last quiet moment after a whole read, the DLQ held
+	// messages that read could not have seen (sawAll), so its picks may
+	// have been among them. When the search gives up after that, it says
+	// so rather than name a holder: the wait that followed may merely not
+	// have seen a statistics sample new enough to prove the next read.
 	landed bool
 }
 

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -151,5 +152,71 @@ func expectOnce(t *testing.T, r *testkit.Rabbit, rep engine.Replay, n int, dlq s
 		if k != 1 {
 			t.Errorf("%s reached the target's consumer %d times", id, k)
 		}
+	}
+}
+
+// TestGoneWhileTheDLQKeepsFillingIsNotCalledMissing: 5 previewed messages
+// are consumed by another client before the replay, while new dead
+// letters keep reaching the DLQ. Every whole read then leaves the DLQ
+// holding messages it did not see, so nothing proves the 5 gone rather
+// than among them: the step reads again until HeldWait, then says what it
+// could not tell — the 5 not found while messages kept arriving — keeps
+// them planned and stops, never "missing". The other 25 reach the
+// consumer once each.
+func TestGoneWhileTheDLQKeepsFillingIsNotCalledMissing(t *testing.T) {
+	t.Parallel()
+	cfg := fast
+	cfg.HeldWait = 20 * time.Second // past two statistics samples: quiet moments come, and reads follow them
+	e := newEnv(t, cfg)
+	r := e.rabbit
+	src, dlq := r.DeadLettered(30, 100)
+	p := preview(t, e, engine.Selection{DLQ: dlq})
+	ch := r.Channel()
+	for range 5 { // another client consumes 5 previewed messages
+		if _, ok, err := ch.Get(dlq, true); !ok || err != nil {
+			t.Fatalf("get from the DLQ: %v, %v", ok, err)
+		}
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go func() { // new dead letters, all through the replay
+		pub, err := r.Conn.Channel()
+		if err != nil {
+			return
+		}
+		defer pub.Close()
+		for i := 0; ctx.Err() == nil; i++ {
+			_ = pub.PublishWithContext(ctx, "", dlq, false, false, testkit.Msg(fmt.Sprintf("new-%d", i), []byte("{}"), nil))
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}()
+	got := &counter{}
+	r.Consume(src, got.handle)
+	rep := approveRun(t, e, p.Token, oneStep, true)
+	stop()
+	t.Logf("the replay's note: %s", rep.Note)
+	held := 0
+	for _, f := range rep.Failures {
+		if f.Kind == engine.FailureHeldElsewhere {
+			held++
+		}
+	}
+	if rep.State != engine.StateStopped || rep.Sent != 25 || rep.Missing != 0 || held != 5 || !strings.Contains(rep.Note, "kept reaching it") {
+		t.Fatalf("replay: state %s, sent %d, missing %d, held elsewhere %d: %s; want stopped, 25 sent, the 5 gone held elsewhere (not missing), saying messages kept reaching the DLQ",
+			rep.State, rep.Sent, rep.Missing, held, rep.Note)
+	}
+	testkit.Eventually(t, 30*time.Second, "the 25 sent at the consumer", func() bool { return got.n.Load() >= 25 })
+	got.mu.Lock()
+	defer got.mu.Unlock()
+	for id, k := range got.ids {
+		if k != 1 {
+			t.Errorf("%s reached the consumer %d times", id, k)
+		}
+	}
+	if len(got.ids) != 25 {
+		t.Errorf("the consumer got %d distinct messages, want 25", len(got.ids))
 	}
 }
