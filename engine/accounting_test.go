@@ -10,6 +10,7 @@ import (
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/engine"
 	broker "github.com/stroma/dlqbot/engine/amqp"
@@ -18,7 +19,8 @@ import (
 )
 
 // newEnvAt is newEnv on broker tb, with the store st (nil: a new one), so
-// that two engines can share one Redis like two replicas.
+// that two engines can share one Redis like two replicas (each with the
+// store's claims and reading marks, as every replica has).
 func newEnvAt(t testing.TB, cfg engine.Config, tb testkit.Broker, st *store.Store) *env {
 	t.Helper()
 	b, err := broker.New(broker.Config{URL: tb.AMQPURL, ManagementURL: tb.ManagementURL})
@@ -33,7 +35,7 @@ func newEnvAt(t testing.TB, cfg engine.Config, tb testkit.Broker, st *store.Stor
 		}
 	}
 	svc, err := engine.New(cfg, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
-		Jobs: st.Jobs(), Registry: st.Workers()})
+		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,11 +83,16 @@ func expectExact(t *testing.T, r *testkit.Rabbit, rep engine.Replay, n int, dlq 
 // TestPreviewsDuringReplayLoseNothing runs previews of the DLQ (another
 // engine, another connection: another replica) all through a replay's
 // steps. Messages a preview holds while a step reads are waited for, never
-// called missing: the replay finishes with every message sent.
+// called missing, and a preview never holds them for long: the replay
+// finishes with every message at the consumer once and the DLQ empty.
+// (TestPicksHeldThroughWholeReadsAreNotMissing holds the picks through
+// whole reads on purpose.)
 func TestPreviewsDuringReplayLoseNothing(t *testing.T) {
 	t.Parallel()
 	const n = 300
-	e := newEnv(t, fast)
+	cfg := fast
+	cfg.Log = zerolog.New(testLog(t)).Level(zerolog.InfoLevel) // what the replay waited for, and why
+	e := newEnv(t, cfg)
 	other := newEnvAt(t, fast, testkit.Rabbit3, e.store)
 	r := e.rabbit
 	src, dlq := r.DeadLettered(n, 200)
@@ -126,7 +133,10 @@ func TestPreviewsDuringReplayLoseNothing(t *testing.T) {
 	if scans.Load() < 1 {
 		t.Fatalf("no preview ran during the replay: the test proves nothing")
 	}
-	expectExact(t, r, rep, n, dlq, got)
+	for _, f := range rep.Failures {
+		t.Errorf("%s: %s: %s", f.ID, f.Kind, f.Detail)
+	}
+	expectOnce(t, r, rep, n, dlq, got)
 }
 
 // TestCompareOnOneReplicaMoveOnAnother approves on one engine (its compare

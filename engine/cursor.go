@@ -22,7 +22,7 @@ import (
 //     could take it past that;
 //   - its read ended and no message it holds is wanted any more;
 //   - a step did not find all its picks (they are then looked for by the
-//     one-shot reads of account.go, which must not take dlqbot's own
+//     one-shot reads of account_find.go, which must not take dlqbot's own
 //     cursor for another client holding messages);
 //   - a resend of copies in doubt, which reads the DLQ afresh;
 //   - a pause, a stop, a cancel, a lost lease, a shutdown or the end.

@@ -164,8 +164,7 @@ func (rn *run) stepNote(res *StepResult) string {
 	case res.Returned > 0 || (res.Sent > 0 && res.Settled == 0):
 		note = res.Observation
 	case res.HeldElsewhere > 0:
-		note = fmt.Sprintf("%d planned message(s) were held unacked by %s for longer than %s: not sent, still planned; resume when it lets go",
-			res.HeldElsewhere, rn.heldNote, rn.s.cfg.HeldWait)
+		note = rn.heldWhy(res.HeldElsewhere)
 		if res.Sent > 0 {
 			note += " (step: " + res.Observation + ")"
 		}

@@ -53,8 +53,11 @@ type run struct {
 	claimed  []string
 	stepSent map[string]bool
 	// heldNote names who held messages of the DLQ when the last step
-	// found messages held elsewhere (heldBy).
-	heldNote string
+	// found messages held elsewhere (heldBy); heldLanded says that step's
+	// whole reads kept finding messages reach the DLQ that they had not
+	// seen (findRest).
+	heldNote   string
+	heldLanded bool
 	// sawReaders are the other dlqbot replays, and sawScans the dlqbot
 	// previews, approvals and checks ("a preview of U123"), a step looking
 	// for its picks (findRest) has seen reading the DLQ (readerWait),

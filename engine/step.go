@@ -178,7 +178,7 @@ func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *stepWa
 		mr, moveErr = rn.pass(ctx, pick, &left, res, sentPer)
 		if moveErr == nil && mr.Stopped == nil && left > 0 {
 			// Not every picked message was found: account for each of them
-			// before anything is called missing (see account.go), with reads
+			// before anything is called missing (see account_find.go), with reads
 			// that must not find dlqbot's own cursor holding messages.
 			rn.releaseCursor("a step did not find all its picks")
 			mr, moveErr = rn.findRest(ctx, pick, &left, res, sentPer, mr)

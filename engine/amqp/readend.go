@@ -22,15 +22,33 @@ import (
 // ends short: a delivery can still be on the wire when the first answers.
 const emptyProbes = 2
 
+// lonelyGrace is the least time a read of a classic queue waits, with
+// nothing ready and no other consumer, before it ends short (see wait).
+const lonelyGrace = 2 * time.Second
+
 // wait blocks for c's next delivery. Every r.idle without one it asks the
 // broker for the queue's ready count: while messages are ready, or none are
 // but only this read consumes the queue (the broker is slow, not done), it
 // waits on, up to r.stall in all; when none are ready and another consumer
 // is on the queue, the read ends short with errReadDone. ctx ends the wait
 // with its error.
+//
+// A classic queue with nothing ready and no other consumer has handed out
+// every message it holds: what this read still expects is either on its
+// way to it or was taken since the read counted it — acked by another
+// client (a replay's move), or held by one whose consumer is gone. A fence
+// on c tells which: once a synchronous method on c is answered, every
+// delivery the broker made to c before it is in this process. So after
+// emptyProbes fenced probes with no delivery, and lonelyGrace, the read
+// ends short instead of holding everything it read for r.stall (a preview
+// beside a replay held the replay's picks for 2 minutes that way). A
+// quorum queue (or a queue of unknown type) is waited for as before: its
+// state counts messages handed out while their deliveries are still to be
+// sent (3.10 pauses for seconds so).
 func (r *holdReader) wait(ctx context.Context, c *heldChan) (amqp.Delivery, bool, error) {
 	start := time.Now()
 	empty := 0
+	var lonely time.Time // when a classic queue was first seen with nothing for this read
 	for {
 		if r.timer == nil {
 			r.timer = time.NewTimer(r.idle)
@@ -58,8 +76,22 @@ func (r *holdReader) wait(ctx context.Context, c *heldChan) (amqp.Delivery, bool
 		// seconds with every message already out), so that is no end.
 		// Which consumers are this read's own is counted as the broker
 		// counts them (see counted).
+		if ready == 0 && consumers <= r.counted() && r.classic {
+			if err := c.ch.Qos(c.window, 0, false); err != nil { // the fence: see above
+				r.cut = true
+				return amqp.Delivery{}, false, r.b.classify(err)
+			}
+			if lonely.IsZero() {
+				lonely = time.Now()
+			}
+			if empty++; empty <= emptyProbes || time.Since(lonely) < lonelyGrace {
+				continue
+			}
+			r.short, r.done = true, true
+			return amqp.Delivery{}, false, errReadDone
+		}
 		if ready > 0 || consumers <= r.counted() {
-			empty = 0
+			empty, lonely = 0, time.Time{}
 			if time.Since(start) < r.stall {
 				continue
 			}

@@ -221,6 +221,65 @@ func TestReaderEndsShortWhenOthersTakeMessages(t *testing.T) {
 	e.waitReady(q, 20)
 }
 
+// TestAReadDoesNotHoldWhatItCountedAndOthersTook: another client takes 5
+// messages of a classic queue after a read counted them, with basic.get
+// (no consumer), and holds them; nothing is left ready and no other
+// consumer is on the queue. The read must end short soon, not hold the 15
+// it read for StallTimeout (2 minutes): a preview that counted a DLQ just
+// before a replay's step took its picks held the replay's next picks that
+// long, and the replay waited for it. On each broker.
+func TestAReadDoesNotHoldWhatItCountedAndOthersTook(t *testing.T) {
+	t.Parallel()
+	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		e := newEnvOn(t, on)
+		q := e.queue("t-took", amqp.Table{"x-queue-type": "classic"})
+		e.publish(q, testMessages(20))
+		b := testBroker(t, onBroker(on, Config{}))
+		ctx := context.Background()
+		// The read learns the queue's type from the management API.
+		testkit.Eventually(t, 30*time.Second, "the management API to know the queue", func() bool {
+			_, err := b.QueueStats(ctx, q)
+			return err == nil
+		})
+		r, err := b.openReader(ctx, q)
+		if err != nil {
+			t.Fatalf("openReader: %v", err)
+		}
+		other := e.channel()
+		for i := range 5 {
+			if _, ok, err := other.Get(q, false); err != nil || !ok {
+				t.Fatalf("other client: get %d: %v, %v", i, ok, err)
+			}
+		}
+		start, n := time.Now(), 0
+		for {
+			_, err := r.next(ctx)
+			if errors.Is(err, errReadDone) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("next: %v", err)
+			}
+			n++
+		}
+		took := time.Since(start)
+		if cv := r.coverage(-1); n != 15 || !cv.Short || cv.Whole() || cv.HeldElsewhere != 5 {
+			t.Errorf("read %d, coverage %+v; want 15 read, short, 5 held elsewhere", n, cv)
+		}
+		if took > 20*time.Second {
+			t.Errorf("the read held what it had read for %v after the rest was taken; StallTimeout is %v", took, DefaultStallTimeout)
+		}
+		if returned, err := r.release(); err != nil || returned != 15 {
+			t.Fatalf("release = %d, %v; want 15, nil", returned, err)
+		}
+		if err := other.Nack(0, true, true); err != nil {
+			t.Fatal(err)
+		}
+		e.waitReady(q, 20)
+	})
+}
+
 // TestReaderAckThenRelease checks the piece a Move builds on: acked
 // deliveries leave the queue, the rest are given back in order.
 func TestReaderAckThenRelease(t *testing.T) {
