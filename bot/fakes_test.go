@@ -14,6 +14,7 @@ import (
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
+	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/ops"
 )
 
@@ -88,6 +89,7 @@ type fakeStore struct {
 	mu      sync.Mutex
 	replays map[string]engine.Replay
 	refs    map[string][3]string // channel, thread, progress
+	posted  map[string]bool      // tokens whose preview message was recorded
 }
 
 func (s *fakeStore) Set(_ context.Context, id, channel, thread, progress string) error {
@@ -166,8 +168,29 @@ func (e *fakeEngine) Compare(context.Context, string) (engine.Frozen, []engine.C
 	return engine.Frozen{}, nil, nil
 }
 
-// SetMessage forgets where a preview was posted: the bot remembers its own.
-func (s *fakeStore) SetMessage(context.Context, string, string, string) error { return nil }
+// SetMessage notes that a preview was posted, and forgets where: the bot
+// remembers its own.
+func (s *fakeStore) SetMessage(_ context.Context, token, _, _ string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.posted == nil {
+		s.posted = map[string]bool{}
+	}
+	s.posted[token] = true
+	return nil
+}
+
+// previewPosted waits until the bot has recorded the preview of token as
+// posted: the stand-in shows the message a moment before the bot's post
+// returns and the bot knows the message as the token's.
+func (h *harness) previewPosted(t *testing.T, token string) {
+	t.Helper()
+	testkit.Eventually(t, 10*time.Second, "the bot to record its preview", func() bool {
+		h.store.mu.Lock()
+		defer h.store.mu.Unlock()
+		return h.store.posted[token]
+	})
+}
 func (s *fakeStore) Message(context.Context, string) (string, string, error) {
 	return "", "", nil
 }

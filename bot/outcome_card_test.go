@@ -48,6 +48,7 @@ func TestAnotherReplicaShowsThePreviewsProblemsAndGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 10*time.Second, "the preview", func() bool { return len(h.stub.Messages("C_OPS")) == 1 })
+	h.previewPosted(t, "p_fake")
 	preview := h.stub.Messages("C_OPS")[0]
 	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_OPS"); err != nil {
 		t.Fatal(err)

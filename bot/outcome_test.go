@@ -46,6 +46,7 @@ func TestThePreviewIsTheReplaysStatus(t *testing.T) {
 				t.Fatal(err)
 			}
 			testkit.Eventually(t, 10*time.Second, "the preview", func() bool { return len(h.stub.Messages("C_OPS")) == 1 })
+			h.previewPosted(t, "p_fake")
 			preview := h.stub.Messages("C_OPS")[0]
 			if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_OPS"); err != nil {
 				t.Fatal(err)
@@ -95,6 +96,7 @@ func TestPreviewDetailsButton(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 10*time.Second, "the preview", func() bool { return len(h.stub.Messages("C_OPS")) == 1 })
+	h.previewPosted(t, "p_fake")
 	raw := string(h.stub.Messages("C_OPS")[0].RawBlocks)
 	if !strings.Contains(raw, blocks.ActionDetails) || !strings.Contains(raw, "Safe to replay") || strings.Contains(raw, "*Scanned*") {
 		t.Fatalf("preview card without a Details button or a verdict headline, or with its mechanics:\n%s", raw)
@@ -125,6 +127,7 @@ func TestThePreviewShowsTheOutcomeWhicheverReplicaRunsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 10*time.Second, "the preview", func() bool { return len(h.stub.Messages("C_OPS")) == 1 })
+	h.previewPosted(t, "p_fake")
 	preview := h.stub.Messages("C_OPS")[0]
 	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_OPS"); err != nil {
 		t.Fatal(err)
