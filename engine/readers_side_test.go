@@ -176,7 +176,7 @@ func previewsBeside(t *testing.T, e *env, token, dlq string, rec *recorder) (rep
 			t.Fatalf("preview %d beside the replay failed after %s: %v", previews+1, took, err)
 		}
 		previews++
-		if took > 15*time.Second {
+		if took > 30*time.Second { // the promise above; a loaded make test takes up to 20 s
 			t.Errorf("preview %d took %s beside the replay", previews, took)
 		}
 		if h := side.HeldByReplay; h != nil {
