@@ -88,6 +88,8 @@
 //	                  pace_run.go samples the targets for it while sending
 //	settle.go         a step settling; settle_returns.go the copies that
 //	                  came back (from the tap, or by re-reading the DLQ);
+//	                  settle_unverified.go the stop when the tap's record
+//	                  of them fails its check (ErrReturnsUnverified);
 //	                  settle_proof.go the counters' proof that ends it early;
 //	                  settle_overlap.go a step settling while the next sends,
 //	                  and settle_breaker.go the breaker that stops it on returns;

@@ -176,6 +176,13 @@ type Replay struct {
 	// the DLQ's tap was gone for a while and the DLQ could not be re-read
 	// in its place (tap_watch.go). Returned then counts what was seen.
 	Unseen *Unseen `json:"unseen,omitempty"`
+	// ReturnsUnverified, when set, says why the tap's record of this
+	// replay's returns could not be trusted (its counts were lowered or
+	// deleted in Redis, its floor forged: store refuses such a record). The
+	// replay then never claims that nothing came back: Returned counts
+	// what was seen before, and its verdict is could_not_tell unless
+	// copies came back. Json "returns_unverified".
+	ReturnsUnverified string `json:"returns_unverified,omitempty"`
 
 	Failures []Failure `json:"failures,omitempty"`
 	// Note is the last human-readable reason for the state (why it stopped,

@@ -32,6 +32,8 @@ func (rn *run) halt(parent context.Context, cause error) (r Replay, again bool, 
 		return rn.stopForBudget(parent, ctx, cause)
 	case errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
 		return rn.haltShutdown(parent, ctx)
+	case errors.Is(cause, ErrReturnsUnverified):
+		return rn.stopUnverified(parent, ctx, cause)
 	case errors.Is(cause, ErrManagementDown):
 		return rn.stopForAPI(parent, ctx, cause)
 	default:

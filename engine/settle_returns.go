@@ -52,7 +52,7 @@ func (rn *run) startReturns(ctx context.Context) error {
 		}
 	}
 	if rn.mode == ReturnsTap {
-		rec, err := rn.s.d.Returns.Returned(ctx, rn.r.ID, -1)
+		rec, err := rn.returned(ctx, -1)
 		if err != nil {
 			return fmt.Errorf("engine: run %s: read returns: %w", rn.r.ID, err)
 		}
@@ -64,17 +64,24 @@ func (rn *run) startReturns(ctx context.Context) error {
 	if rn.r.Step == 0 {
 		return nil
 	}
+	seen := 0
 	// Re-reads count returns as copies seen in the DLQ beyond those seen
 	// before: a resumed run first notes what is there already.
 	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m letter.Message) error {
 		meta := rn.s.ParseMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			rn.returnedSeen[meta.ID]++
+			seen++
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("engine: run %s: read %s for earlier returns: %w", rn.r.ID, rn.r.DLQ, err)
+	}
+	if rn.r.ReturnsUnverified != "" {
+		// The count of an untrusted tap record may have hidden these:
+		// what the DLQ holds of them came back at least.
+		rn.r.Returned = max(rn.r.Returned, seen)
 	}
 	return nil
 }
@@ -87,7 +94,7 @@ func (rn *run) startReturns(ctx context.Context) error {
 func (rn *run) lookForReturns(ctx context.Context, look *returnsLook, now time.Time, final bool) error {
 	if rn.mode == ReturnsTap {
 		err := rn.tapReturns(ctx)
-		if err != nil && final {
+		if err != nil && (final || errors.Is(err, ErrReturnsUnverified)) {
 			return fmt.Errorf("engine: run %s: look for returns in the tap of %s: %w", rn.r.ID, rn.r.DLQ, err)
 		}
 		if err != nil {
@@ -122,13 +129,13 @@ func (rn *run) tapReturns(ctx context.Context) error {
 		// is reconciled before the step settles. What it recorded stands.
 		rn.watch.noticed(began)
 	}
-	rec, err := rn.s.d.Returns.Returned(ctx, rn.r.ID, rn.listed)
+	rec, err := rn.returned(ctx, rn.listed)
 	if err != nil {
 		return err
 	}
 	arrived, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
 	if err != nil {
-		return err
+		return rn.unverified(err)
 	}
 	if rec.Total > rn.tapTotal {
 		rn.r.Returned += rec.Total - rn.tapTotal
@@ -201,7 +208,7 @@ func (rn *run) rereadReturns(ctx context.Context, look *returnsLook) error {
 // true when the window touched this step: the copies that could have come
 // back unseen are then those sent so far (else the count stands).
 func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
-	rec, err := rn.s.d.Returns.Returned(ctx, rn.r.ID, -1)
+	rec, err := rn.returned(ctx, -1)
 	if err != nil {
 		return fmt.Errorf("engine: run %s: read returns: %w", rn.r.ID, err)
 	}
@@ -259,6 +266,9 @@ func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
 // cameBack words the replay's returns for its final note: the count, and
 // for how many copies it could not tell, when it could not.
 func (rn *run) cameBack() string {
+	if rn.r.ReturnsUnverified != "" {
+		return rn.unverifiedBack()
+	}
 	if g := rn.watch.all(); len(g) > 0 && g[len(g)-1].Open() && rn.r.Unseen == nil {
 		// Still gone at the end: copies may come back unseen until a
 		// check re-reads the DLQ.

@@ -127,6 +127,7 @@ func (rn *run) prepareTap(ctx context.Context) (ReturnsMode, string) {
 		return ReturnsReread, "the tap could not be read: " + err.Error()
 	}
 	if err := s.d.Returns.Begin(ctx, rn.r.ID, rn.r.DLQ); err != nil {
+		_ = rn.unverified(err) // a record changed in Redis stays so: see settle_unverified.go
 		return ReturnsReread, "the tap record could not begin: " + err.Error()
 	}
 	return ReturnsTap, ""

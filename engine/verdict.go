@@ -19,7 +19,8 @@ const (
 	VerdictCameBack ReplayVerdict = "came_back"
 	// VerdictCouldNotTell: for some copies sent nobody could see whether
 	// they came back (the tap was gone and the DLQ could not be re-read,
-	// copies were in doubt, or copies sent never settled).
+	// the tap's record of returns was changed in Redis, copies were in
+	// doubt, or copies sent never settled).
 	VerdictCouldNotTell ReplayVerdict = "could_not_tell"
 )
 
@@ -33,7 +34,7 @@ func (r Replay) Verdict() ReplayVerdict {
 	switch {
 	case r.Returned > 0:
 		return VerdictCameBack
-	case r.Unseen != nil, r.InDoubt > 0:
+	case r.Unseen != nil, r.InDoubt > 0, r.ReturnsUnverified != "":
 		return VerdictCouldNotTell
 	case r.State == StateStopped && strings.Contains(r.Note, "could not tell"):
 		return VerdictCouldNotTell

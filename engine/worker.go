@@ -92,6 +92,8 @@ func (s *Service) Work(ctx context.Context, cfg WorkerConfig) error {
 			_, err := s.run(ctx, id, cfg.ID, cfg.Authorizer)
 			switch {
 			case err == nil, errors.Is(err, ErrReplayBusy), errors.Is(err, ErrRunRefused): // authorize logged it
+			case errors.Is(err, ErrReturnsUnverified):
+				s.cfg.Log.Error().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("replay stopped: the tap's record of its returns failed its check, so it cannot tell whether copies came back")
 			case errors.Is(err, ErrBadSignature):
 				// Its record cannot be trusted, so it is neither run nor
 				// rewritten; the worker goes on with the others.

@@ -52,6 +52,9 @@
 //	                                progress_ts, and _sig: their HMAC when signed), owned by the Slack
 //	                                front end; same retention
 //	P{<replay>}:returnlog   list    the first returned events (JSON), for the failures a run lists
+//	P{<replay>}:returnfloor string  with a signing key, the returns' signed floor (returns_floor.go):
+//	                                "<n> <tainted 0|1> <log length> <fields> <base> <unix ms> <hex MAC>";
+//	                                never lowered; TTL = retention + 1 hour
 //	Psent:<dlq>             hash    per message id, the latest replays that sent it or are sending
 //	                                it: "<replay>:<unix ms>:<copies>,…", newest first, at most five;
 //	                                written with each window's intents (ledger_window.go)
@@ -73,6 +76,8 @@
 //	                                time taken (unix ms); the four-eyes threshold's self-approved
 //	                                messages and the scan rate limit (names from package ops)
 //	Ptap:<dlq>              string  how many messages the DLQ's tap has recorded in all
+//	Ptapfloor:<dlq>         string  with a signing key, that count's signed floor, as returnfloor's
+//	                                with 0 0 -1 for log, fields and base
 //	Ptaps                   hash    DLQs with a tap → unix ms of the last AddTap
 //	Ptapgap:<dlq>           hash    windows the DLQ's tap was missing: start (unix ms) → end (unix ms,
 //	                                0 while still gone); at most 100, the oldest dropped
@@ -142,7 +147,9 @@
 //	ledger.go            Ledger: what every replay sent; ledger_acks.go the
 //	                     copies acked, ledger_pages.go its pages,
 //	                     ledger_sign.go the MACs of its entries and acks
-//	returns.go           Returns: the copies that came back; tapgap.go the
+//	returns.go           Returns: the copies that came back; returns_floor.go
+//	                     and returns_verify.go the signed floors that show
+//	                     its counts lowered or deleted; tapgap.go the
 //	                     windows a DLQ's tap was missing
 //	readmarks.go         ReadMarks: what the last reads left on a queue
 //	alerts.go            Alerts: the watch's alerts; alert_sign.go their

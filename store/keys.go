@@ -53,6 +53,10 @@ func (k keys) auditRate(principalHash string, minute int64) string {
 func (k keys) returns(id string) string     { return k.p + "{" + id + "}:returns" }
 func (k keys) returnLog(id string) string   { return k.p + "{" + id + "}:returnlog" }
 func (k keys) tapArrived(dlq string) string { return k.p + "tap:" + dlq }
+
+// Their signed floors (returns_floor.go).
+func (k keys) returnFloor(id string) string { return k.p + "{" + id + "}:returnfloor" }
+func (k keys) tapFloor(dlq string) string   { return k.p + "tapfloor:" + dlq }
 func (k keys) taps() string                 { return k.p + "taps" }
 
 // tapGap is a DLQ's record of the windows its tap was missing

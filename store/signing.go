@@ -50,7 +50,7 @@ const (
 // engine.ErrBadSignature and, when the record is signed but not current,
 // Err (ErrRecordRolledBack or ErrSideFieldsChanged).
 type SignatureError struct {
-	Kind   string // "preview", "replay" or "slack refs"
+	Kind   string // "preview", "replay", "slack refs", "returns", "tap arrivals", …
 	ID     string // the token's reference (audit.TokenRef) or the replay id
 	Reason string
 	Err    error // a sentinel saying more, or nil

@@ -123,6 +123,9 @@ type base struct {
 	// versions is the highest version read of each replay
 	// (replay_version.go).
 	versions highWater
+	// counts is the highest count seen of each of the taps' records
+	// (returns_floor.go).
+	counts countMarks
 }
 
 func (b *base) now() time.Time { return b.clock.Now() }
