@@ -17,6 +17,11 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	sentBefore := rn.r.Sent
 	rn.lastProgress = time.Time{}
 	rate, paceHook := rn.paceOf(ctx)
+	sentItems := &sentItems{p: rn.plan}
+	onSent := sentItems.add
+	if rn.resending {
+		onSent = nil // bookResend reads mr.Sent
+	}
 	mr, moveErr := rn.move(ctx, MoveRequest{
 		Queue: rn.r.DLQ,
 		Pick: func(m letter.Message) (Pick, bool) {
@@ -78,6 +83,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 			rn.progress(ctx, len(batch))
 			return nil
 		},
+		OnSent: onSent,
 	})
 	rn.r.Sent = sentBefore
 	rn.bookDrops(mr)
@@ -86,24 +92,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		rn.bookResend(mr, res, sentPer)
 		return mr, rn.abandon(ctx, mr)
 	}
-	for _, moved := range [2][]Moved{mr.Sent, mr.Unacked} {
-		for _, m := range moved {
-			rn.stepSent[m.ID] = true
-		}
-	}
-	for _, f := range mr.Failed {
-		if !f.Kind.notSent() {
-			rn.stepSent[f.ID] = true // maybe sent: another replay must not send it
-		}
-	}
-	sent := 0
-	for _, moved := range [2][]Moved{mr.Sent, mr.Unacked} {
-		for _, m := range moved {
-			rn.plan.drop(m.ID, 1)
-			sentPer[m.Target]++
-			sent++
-		}
-	}
+	sent := rn.bookSent(sentItems, mr, sentPer)
 	res.Sent += sent
 	rn.r.Sent += sent
 	rn.r.Duplicates += len(mr.Unacked)

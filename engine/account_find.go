@@ -269,7 +269,7 @@ func (rn *run) sawAll(ctx context.Context, mr MoveResult) bool {
 	if err != nil || !st.Exists || st.Consumers > 0 {
 		return false
 	}
-	return st.Ready <= mr.Coverage.Ready-len(mr.Sent)-len(mr.Dropped)
+	return st.Ready <= mr.Coverage.Ready-mr.SentN-len(mr.Dropped)
 }
 
 // unfound books what is left of pick, not found and not proven missing,

@@ -31,15 +31,18 @@ func (rn *run) claim(ctx context.Context, pick map[string]int) error {
 	if err != nil {
 		return fmt.Errorf("claim step messages: %w", err)
 	}
-	rn.claimed = rn.claimed[:0]
+	// The claimed ids are kept in ids' own array (one list per step, not
+	// two: a step may claim a million).
+	claimed := ids[:0]
 	for _, id := range ids {
 		if cl, ok := refused[id]; ok {
 			rn.elsewhere(id, pick[id], cl)
 			delete(pick, id)
 			continue
 		}
-		rn.claimed = append(rn.claimed, id)
+		claimed = append(claimed, id)
 	}
+	rn.claimed = claimed
 	return nil
 }
 
@@ -73,13 +76,13 @@ func (cl Claim) words() string {
 
 // settleClaims ends the step's claims: what it sent (or may have sent)
 // stays this replay's as sent, the rest is released for others.
-func (rn *run) settleClaims(ctx context.Context, sent map[string]bool) {
+func (rn *run) settleClaims(ctx context.Context, sent *sentSet) {
 	if rn.s.d.Claims == nil || len(rn.claimed) == 0 {
 		return
 	}
 	var done, released []string
 	for _, id := range rn.claimed {
-		if sent[id] {
+		if sent.has(id) {
 			done = append(done, id)
 		} else {
 			released = append(released, id)

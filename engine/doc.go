@@ -80,9 +80,11 @@
 //	                  doubt (PossibleDuplicateHeader), and the count a
 //	                  stopped run leaves for the next run's proof
 //	logthrottle.go    errors that keep happening, logged once in a while
-//	plan.go, step.go  what each step sends; account.go books what its
-//	                  moves did, account_find.go accounts for every planned
-//	                  message they did not find (missing, held elsewhere)
+//	plan.go, step.go  what each step sends (plan_index.go the plan's id
+//	                  index); account.go books what its moves did (sent.go
+//	                  what a step keeps of each copy it sent),
+//	                  account_find.go accounts for every planned message
+//	                  they did not find (missing, held elsewhere)
 //	pacer.go          rate=auto's controller: the rate from the targets'
 //	                  backlog and their consumers' acknowledgements;
 //	                  pace_run.go samples the targets for it while sending

@@ -82,12 +82,22 @@ type MoveRequest struct {
 	// Confirmed is called with confirmed copies before their originals are
 	// acked; an error leaves those originals in the DLQ and stops the move.
 	Confirmed func(ctx context.Context, batch []Moved) error
+	// OnSent, when set, is handed each batch of copies as they become
+	// Sent (confirmed, recorded, their originals' acks handled by the
+	// broker), on the goroutine that called Move and before it returns;
+	// MoveResult.Sent then stays empty and SentN counts them. It must not
+	// keep the batch. A step of a million copies keeps what it books of
+	// each (sent.go) instead of a list of them all.
+	OnSent func(batch []Moved)
 }
 
 // MoveResult summarises a pass.
 type MoveResult struct {
 	Read int     // messages read from the DLQ
-	Sent []Moved // confirmed and recorded; original acked
+	Sent []Moved // confirmed and recorded; original acked (see OnSent)
+	// SentN is how many copies were Sent: len(Sent), or all those handed
+	// to MoveRequest.OnSent.
+	SentN int
 	// Unacked are copies confirmed and recorded whose originals could not be
 	// acked (the connection was lost): the broker requeues those originals in
 	// the DLQ, so each is a duplicate, visible in the ledger.

@@ -7,16 +7,17 @@ import (
 
 // plan tracks which copies of a frozen multiset are still to be sent and
 // picks each canary step's messages. It is arrays over the frozen items
-// (in DLQ order) with a cursor, and one id → item index: no map per
-// purpose, nothing copied per item. It keeps of each item only its id,
-// its class and its DLQ position (24 bytes, where an Item takes 64), so
-// that a run need not keep its preview's items (runner.go).
+// (in DLQ order) with a cursor, and one id → item index (plan_index.go):
+// no map per purpose, nothing copied per item. It keeps of each item only
+// its id, its class, its DLQ position and its copies (about 50 bytes with
+// the index, where an Item alone takes 64), so that a run need not keep
+// its preview's items (runner.go).
 type plan struct {
-	ids     []string         // DLQ order
-	class   []uint32         // each item's class, an index into classes
-	seq     []int32          // each item's DLQ position when previewed
-	classes [][2]string      // target × failure group
-	index   map[string]int32 // id → its first item
+	ids     []string    // DLQ order
+	class   []uint32    // each item's class, an index into classes
+	seq     []int32     // each item's DLQ position when previewed
+	classes [][2]string // target × failure group
+	index   idIndex     // id → its first item
 	// left is, at an id's first item, its copies not yet sent (0 at any
 	// later item of the same id: a preview's items have distinct ids, an
 	// older token might not); count, there, its copies previewed.
@@ -45,13 +46,9 @@ type plan struct {
 func planOf(c ItemColumns, sent map[string]int) *plan {
 	n := c.Len()
 	p := &plan{ids: c.IDs, class: c.Class, seq: c.Seq, classes: c.Classes, count: c.Count,
-		left: make([]int32, n), reached: map[[2]string]bool{}}
+		left: make([]int32, n), reached: map[[2]string]bool{}, index: newIDIndex(c.IDs)}
 	indexed := make(chan bool, 1)
-	go func() {
-		var distinct bool
-		p.index, distinct = distinctIndex(c.IDs)
-		indexed <- distinct
-	}()
+	go func() { indexed <- p.index.distinct() }()
 	for i, s := range c.Seq {
 		p.reach = max(p.reach, int(s)+1)
 		left := c.Count[i]
@@ -89,10 +86,10 @@ func (p *plan) repeated(sent map[string]int) {
 	clear(p.left)
 	p.total = 0
 	for i, id := range p.ids {
-		first, ok := p.index[id]
+		first, ok := p.index.get(id)
 		if !ok {
 			first = int32(i)
-			p.index[id] = first
+			p.index.add(id, first)
 		}
 		count[first] += p.count[i]
 		if left := p.count[i] - int32(sent[id]); left > 0 {
@@ -103,27 +100,25 @@ func (p *plan) repeated(sent map[string]int) {
 	p.count = count
 }
 
-// distinctIndex returns the id → item index of ids that are distinct (a
-// preview's are), with one map write per id, and true; on a repeated id
-// (an older token's) it returns an empty index and false, and planOf
-// writes it the slower way, an id's first item first. At 1,000,000 items
-// the index is most of a run's start before its first copy.
-func distinctIndex(ids []string) (map[string]int32, bool) {
-	index := make(map[string]int32, len(ids))
-	for i, id := range ids {
-		index[id] = int32(i)
-		if len(index) != i+1 {
-			clear(index)
-			return index, false
+// distinct indexes the plan's ids when they are distinct (a preview's
+// are), one write per id, and reports true; on a repeated id (an older
+// token's) it leaves the index empty and reports false, and planOf writes
+// it the slower way, an id's first item first. At 1,000,000 items the
+// index is most of a run's start before its first copy.
+func (x *idIndex) distinct() bool {
+	for i, id := range x.ids {
+		if !x.add(id, int32(i)) {
+			x.reset()
+			return false
 		}
 	}
-	return index, true
+	return true
 }
 
 // previewed is how many copies of id the preview froze (0 for an id not
 // in the plan).
 func (p *plan) previewed(id string) int {
-	if i, ok := p.index[id]; ok {
+	if i, ok := p.index.get(id); ok {
 		return int(p.count[i])
 	}
 	return 0
@@ -134,7 +129,7 @@ func (p *plan) remaining() int { return p.total }
 
 // drop removes n copies of id from what is left (sent, or given up on).
 func (p *plan) drop(id string, n int) {
-	i, ok := p.index[id]
+	i, ok := p.index.get(id)
 	if !ok {
 		return
 	}
@@ -148,13 +143,13 @@ func (p *plan) drop(id string, n int) {
 
 // has reports whether id is one of the frozen items.
 func (p *plan) has(id string) bool {
-	_, ok := p.index[id]
+	_, ok := p.index.get(id)
 	return ok
 }
 
 // target returns id's target queue ("" for an id not in the plan).
 func (p *plan) target(id string) string {
-	if i, ok := p.index[id]; ok {
+	if i, ok := p.index.get(id); ok {
 		return p.classes[p.class[i]][0]
 	}
 	return ""
@@ -163,14 +158,24 @@ func (p *plan) target(id string) string {
 // leftOf is how many copies of id are still to be sent (0 for an id not
 // in the plan).
 func (p *plan) leftOf(id string) int {
-	if i, ok := p.index[id]; ok {
+	if i, ok := p.index.get(id); ok {
 		return int(p.left[i])
 	}
 	return 0
 }
 
 // leftAt is how many copies of item i's id are still to be sent.
-func (p *plan) leftAt(i int) int { return int(p.left[p.index[p.ids[i]]]) }
+func (p *plan) leftAt(i int) int {
+	first, _ := p.index.get(p.ids[i])
+	return int(p.left[first])
+}
+
+// firstOf reports whether item i is its id's first item (the one that
+// counts the id's copies).
+func (p *plan) firstOf(i int) bool {
+	first, _ := p.index.get(p.ids[i])
+	return int(first) == i
+}
 
 // advance moves the cursor past the items with no copies left.
 func (p *plan) advance() {
@@ -249,7 +254,7 @@ func (p *plan) start(n int, first bool) *stepWalk {
 func (p *plan) canaryClasses() map[[2]string]bool {
 	owed := map[[2]string]bool{}
 	for i := p.cursor; i < len(p.ids) && int(p.seq[i]) < p.canaryDepth; i++ {
-		if int(p.index[p.ids[i]]) != i || p.left[i] == 0 {
+		if !p.firstOf(i) || p.left[i] == 0 {
 			continue
 		}
 		if k := p.classes[p.class[i]]; !p.reached[k] {
@@ -304,7 +309,7 @@ func (w *stepWalk) walk(limit int, add func(id string, n int)) {
 			return
 		}
 		id := p.ids[w.i]
-		if int(p.index[id]) != w.i || p.left[w.i] == 0 {
+		if !p.firstOf(w.i) || p.left[w.i] == 0 {
 			continue // a later item of the same id: its copies are the first's
 		}
 		k := p.classes[p.class[w.i]]
@@ -365,7 +370,7 @@ func (w *stepWalk) walk(limit int, add func(id string, n int)) {
 func (p *plan) depth(pick map[string]int) int {
 	d := 0
 	for id := range pick {
-		if i, ok := p.index[id]; ok {
+		if i, ok := p.index.get(id); ok {
 			d = max(d, int(p.seq[i])+1)
 		}
 	}

@@ -51,7 +51,7 @@ type run struct {
 	// claimed are the ids this step claimed (Deps.Claims), and stepSent
 	// those it sent or may have sent.
 	claimed  []string
-	stepSent map[string]bool
+	stepSent *sentSet
 	// heldNote names who held messages of the DLQ when the last step
 	// found messages held elsewhere (heldBy); heldLanded says that step's
 	// whole reads kept finding messages reach the DLQ that they had not

@@ -68,7 +68,7 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 		return nil, nil, rn.put(ctx)
 	}
 	planned, targets := rn.stepScope(pick, walk)
-	rn.stepSent = map[string]bool{}
+	rn.stepSent = newSentSet(rn.plan)
 	defer func() { rn.settleClaims(ctx, rn.stepSent) }()
 	rn.r.Step = k
 	res := StepResult{Step: k, Planned: planned}
@@ -183,7 +183,7 @@ func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *stepWa
 			rn.releaseCursor("a step did not find all its picks")
 			mr, moveErr = rn.findRest(ctx, pick, &left, res, sentPer, mr)
 		}
-		sentN += len(mr.Sent)
+		sentN += mr.SentN
 		unsure.Failed = append(unsure.Failed, mr.Failed...)
 		unsure.Unacked = append(unsure.Unacked, mr.Unacked...)
 		if walk == nil || walk.done || moveErr != nil || mr.Stopped != nil || res.HeldElsewhere > 0 {
@@ -192,7 +192,7 @@ func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *stepWa
 			return mr, moveErr, sentN, unsure
 		}
 		rn.settleClaims(ctx, rn.stepSent)
-		rn.stepSent = map[string]bool{}
+		rn.stepSent = newSentSet(rn.plan)
 		pick = nil
 		for len(pick) == 0 && chunkErr == nil && !walk.done {
 			pick, chunkErr = rn.claimChunk(ctx, walk, &res.Planned) // a chunk all another replay's: the next one

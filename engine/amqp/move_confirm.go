@@ -199,11 +199,26 @@ func (m *mover) ackRecorded(wait bool) error {
 			}
 			return err
 		}
-		for _, f := range rec.batch {
-			m.res.Sent = append(m.res.Sent, f.moved)
-		}
+		m.sent(rec.batch)
 	}
 	return nil
+}
+
+// sent reports a batch Sent: listed in the result, or handed to
+// req.OnSent when it is set.
+func (m *mover) sent(batch []*inflight) {
+	m.res.SentN += len(batch)
+	if m.req.OnSent == nil {
+		for _, f := range batch {
+			m.res.Sent = append(m.res.Sent, f.moved)
+		}
+		return
+	}
+	moved := make([]engine.Moved, len(batch))
+	for i, f := range batch {
+		moved[i] = f.moved
+	}
+	m.req.OnSent(moved)
 }
 
 // finish waits for the confirms of every copy still in flight, then
