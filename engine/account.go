@@ -86,6 +86,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		OnSent: onSent,
 	})
 	rn.r.Sent = sentBefore
+	rn.stepMoves.add(mr)
 	rn.bookDrops(mr)
 	rn.refused(mr, res)
 	if rn.resending {

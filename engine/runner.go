@@ -58,6 +58,8 @@ type run struct {
 	// seen (findRest).
 	heldNote   string
 	heldLanded bool
+	// stepMoves is what the current step's moves did (step.go).
+	stepMoves stepMoves
 	// sawReaders are the other dlqbot replays, and sawScans the dlqbot
 	// previews, approvals and checks ("a preview of U123"), a step looking
 	// for its picks (findRest) has seen reading the DLQ (readerWait),

@@ -170,10 +170,14 @@ func (rn *run) stepText(k, planned int) string {
 // (the first) on, claiming each next one of walk as the one before is
 // sent. mr and moveErr are the last chunk's move; sentN counts the copies
 // all the moves sent, and unsure keeps what countSent needs of each (its
-// failures and unacked originals).
+// failures and unacked originals): both come from rn.stepMoves, which
+// every pass adds to, findRest's re-reads included (the deferred
+// assignment sets them on every return).
 func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *stepWalk, res *StepResult, sentPer map[string]int) (mr MoveResult, moveErr error, sentN int, unsure MoveResult) {
 	left := copiesIn(pick)
 	var chunkErr error
+	rn.stepMoves = stepMoves{}
+	defer func() { sentN, unsure = rn.stepMoves.sent, rn.stepMoves.unsure }()
 	for {
 		mr, moveErr = rn.pass(ctx, pick, &left, res, sentPer)
 		if moveErr == nil && mr.Stopped == nil && left > 0 {
@@ -183,13 +187,10 @@ func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *stepWa
 			rn.releaseCursor("a step did not find all its picks")
 			mr, moveErr = rn.findRest(ctx, pick, &left, res, sentPer, mr)
 		}
-		sentN += mr.SentN
-		unsure.Failed = append(unsure.Failed, mr.Failed...)
-		unsure.Unacked = append(unsure.Unacked, mr.Unacked...)
 		if walk == nil || walk.done || moveErr != nil || mr.Stopped != nil || res.HeldElsewhere > 0 {
 			// Held elsewhere: the rest of the step stays planned, for a
 			// later step, rather than wait HeldWait once more per chunk.
-			return mr, moveErr, sentN, unsure
+			return mr, moveErr, 0, MoveResult{}
 		}
 		rn.settleClaims(ctx, rn.stepSent)
 		rn.stepSent = newSentSet(rn.plan)
@@ -198,10 +199,10 @@ func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *stepWa
 			pick, chunkErr = rn.claimChunk(ctx, walk, &res.Planned) // a chunk all another replay's: the next one
 		}
 		if chunkErr != nil {
-			return mr, chunkErr, sentN, unsure
+			return mr, chunkErr, 0, MoveResult{}
 		}
 		if len(pick) == 0 {
-			return mr, moveErr, sentN, unsure
+			return mr, moveErr, 0, MoveResult{}
 		}
 		left = copiesIn(pick)
 		rn.openCursor(ctx) // released when a chunk looked for the rest of its picks
@@ -337,4 +338,21 @@ func (rn *run) abandon(ctx context.Context, mr MoveResult) error {
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	return rn.s.d.Ledger.Abandon(actx, rn.entries(gone, true))
+}
+
+// stepMoves is what every move of a step did that the step books once its
+// sends end: the copies sent, and those countSent cannot count (failed,
+// or whose originals could not be acked). Every pass adds to it, a
+// findRest's re-reads included, so none is lost when a later pass's
+// result replaces an earlier one.
+type stepMoves struct {
+	sent   int
+	unsure MoveResult
+}
+
+// add books one move's result.
+func (m *stepMoves) add(mr MoveResult) {
+	m.sent += mr.SentN
+	m.unsure.Failed = append(m.unsure.Failed, mr.Failed...)
+	m.unsure.Unacked = append(m.unsure.Unacked, mr.Unacked...)
 }
