@@ -60,6 +60,7 @@
 //	notifier.go      Notifier and NewNotifier; notify.go queues and sends
 //	                 each replay's events; outcome.go its outcome line
 //	slackapi.go      posting, editing and retrying Slack Web API calls
+//	ratehold.go      a 429's Retry-After held for every call of its method
 //	slackrefs.go     where each replay shows in Slack (SlackRefs)
 //	showwhere.go     which channels may show a replay
 //	http.go          the signed HTTP endpoints; socket.go Socket Mode;

@@ -40,6 +40,9 @@ type Notifier struct {
 
 	feeds  *feeds
 	groups commands.UserGroups
+	// holds keeps each Slack method's Retry-After for every caller
+	// (ratehold.go).
+	holds methodHolds
 	// allowed tells whether a replay of a DLQ may be shown in a channel
 	// (the policy's channel allowlist; see showwhere.go); nil allows all.
 	// New sets it from the operations layer's policy.

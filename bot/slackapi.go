@@ -55,6 +55,9 @@ func retryWait(err error, attempt int) (time.Duration, bool) {
 // attempts times (attempts ≤ 0: until ctx ends) or ctx ends.
 func (n *Notifier) retry(ctx context.Context, what string, attempts int, fn func(ctx context.Context) error) error {
 	for i := 0; ; i++ {
+		if err := n.holds.wait(ctx, what); err != nil {
+			return fmt.Errorf("bot: %s held by a rate limit: %w", what, err)
+		}
 		err := fn(ctx)
 		if o := n.observer; o != nil {
 			o.SlackCall(what, err)
@@ -63,6 +66,10 @@ func (n *Notifier) retry(ctx context.Context, what string, attempts int, fn func
 			return nil
 		}
 		wait, ok := retryWait(err, i)
+		var rl *slack.RateLimitedError
+		if errors.As(err, &rl) {
+			n.holds.hold(what, time.Now().Add(wait)) // every call of the method waits
+		}
 		if !ok || (attempts > 0 && i+1 >= attempts) || ctx.Err() != nil {
 			return err
 		}
