@@ -84,11 +84,15 @@ func TestWorkerAsksItsAuthorizer(t *testing.T) {
 	if n := received(); n != 0 {
 		t.Fatalf("the target received %d", n)
 	}
-	mu.Lock()
-	stoppedEvent := len(kinds) == 1 && kinds[0] == engine.EventStopped
-	mu.Unlock()
-	if !stoppedEvent {
-		t.Errorf("events %v, want one stopped", kinds)
+	// The record is written before its event is sent: wait for the event.
+	evs := func() []engine.EventKind {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]engine.EventKind(nil), kinds...)
+	}
+	testkit.Eventually(t, 10*time.Second, "the stopped event", func() bool { return len(evs()) > 0 })
+	if got := evs(); len(got) != 1 || got[0] != engine.EventStopped {
+		t.Errorf("events %v, want one stopped", got)
 	}
 
 	g.set(false)
