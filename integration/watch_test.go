@@ -166,6 +166,13 @@ watch:
 	e.rabbit.Reject(src, testkit.Msgs(30, 200)...)
 	testkit.Eventually(t, 60*time.Second, "one alert", func() bool { return len(e.alerts()) > 0 })
 	alert := e.alerts()[0]
+	// The stand-in shows the alert a moment before the watcher's post
+	// returns and it records the message: a click before that finds no
+	// message to edit.
+	testkit.Eventually(t, 10*time.Second, "the watcher to record its alert", func() bool {
+		rec, ok, err := e.store.Alerts().Get(context.Background(), dlq)
+		return err == nil && ok && rec.TS == alert.TS
+	})
 	e.click("U0SRE", blocks.ActionSnooze, dlq, alert.TS)
 	testkit.Eventually(t, 20*time.Second, "the alert snoozed", func() bool {
 		m, _ := e.stub.Message(channel, alert.TS)
