@@ -224,7 +224,8 @@ func (h *holdingScan) Scan(ctx context.Context, queue string, visit func(engine.
 
 // TestAReplayWaitsForAPreviewsReadAsLongAsItLasts: a preview's read holds
 // every message of a DLQ for 10 s, longer than the replay's held-wait
-// (2 s) and the lease time its reading mark is kept for (4 s). The replay
+// (4 s: the preview's give-back must land within it on a loaded machine)
+// and the lease time its reading mark is kept for (4 s). The replay
 // approved before and run meanwhile waits for that read as long as it lasts — the
 // preview's mark is kept while it reads — and never calls it another
 // client: it finishes once the preview ends, every id delivered once.
@@ -234,7 +235,7 @@ func TestAReplayWaitsForAPreviewsReadAsLongAsItLasts(t *testing.T) {
 	t.Parallel()
 	const n = 50
 	cfg := fast
-	cfg.HeldWait, cfg.LeaseTTL = 2*time.Second, 4*time.Second
+	cfg.HeldWait, cfg.LeaseTTL = 4*time.Second, 4*time.Second
 	hs := &holdingScan{holding: make(chan struct{}), release: make(chan struct{})}
 	e := newEnvTuned(t, cfg, testkit.Rabbit3, func(d *engine.Deps) { hs.Broker = d.Broker; d.Broker = hs })
 	r := e.rabbit
