@@ -17,7 +17,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	sentBefore := rn.r.Sent
 	rn.lastProgress = time.Time{}
 	rate, paceHook := rn.paceOf(ctx)
-	mr, moveErr := rn.move(ctx, MoveRequest{
+	mr, moveErr := rn.moveGivingWay(ctx, MoveRequest{
 		Queue: rn.r.DLQ,
 		Pick: func(m letter.Message) (Pick, bool) {
 			if rn.dropping() {
@@ -62,7 +62,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		Window:   rn.s.cfg.Window,
 		Rate:     rate,
 		Pace:     paceHook,
-		Continue: rn.mayContinue(ctx),
+		Continue: rn.continueGivingWay(ctx, left),
 		Intend: func(ctx context.Context, batch []Moved) (map[string]string, error) {
 			if err := rn.hb.check(ctx); err != nil {
 				return nil, err
@@ -78,7 +78,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 			rn.progress(ctx, len(batch))
 			return nil
 		},
-	})
+	}, pick, left)
 	rn.r.Sent = sentBefore
 	rn.bookDrops(mr)
 	rn.refused(mr, res)
@@ -86,6 +86,16 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		rn.bookResend(mr, res, sentPer)
 		return mr, rn.abandon(ctx, mr)
 	}
+	rn.bookPass(mr, res, sentPer)
+	if err := rn.abandon(ctx, mr); err != nil && moveErr == nil {
+		moveErr = err
+	}
+	return mr, moveErr
+}
+
+// bookPass books what a pass (not a resend) sent, and its failures, into
+// res, sentPer, the plan and the record.
+func (rn *run) bookPass(mr MoveResult, res *StepResult, sentPer map[string]int) {
 	for _, moved := range [2][]Moved{mr.Sent, mr.Unacked} {
 		for _, m := range moved {
 			rn.stepSent[m.ID] = true
@@ -129,10 +139,6 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		}
 		rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: f.Kind.failure(), Detail: f.Detail})
 	}
-	if err := rn.abandon(ctx, mr); err != nil && moveErr == nil {
-		moveErr = err
-	}
-	return mr, moveErr
 }
 
 // confirmations are the ledger entries a confirmed batch stands for: a
