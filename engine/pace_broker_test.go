@@ -87,8 +87,8 @@ func paceRun(t *testing.T, n int, prm engine.Params) (int, time.Duration, engine
 }
 
 // slowConsumer consumes queue with prefetch 5, acking each message after
-// consumerDelay of work; each ack is signalled on acks when set.
-func slowConsumer(t *testing.T, r *testkit.Rabbit, queue string, acks chan<- struct{}) {
+// consumerDelay of work; onAck, when set, is called after each ack.
+func slowConsumer(t *testing.T, r *testkit.Rabbit, queue string, onAck func()) {
 	t.Helper()
 	ch := r.Channel()
 	if err := ch.Qos(5, 0, false); err != nil {
@@ -104,9 +104,8 @@ func slowConsumer(t *testing.T, r *testkit.Rabbit, queue string, acks chan<- str
 		defer done.Done()
 		for d := range ds {
 			time.Sleep(consumerDelay) // the consumer's work
-			_ = d.Ack(false)
-			if acks != nil {
-				acks <- struct{}{}
+			if d.Ack(false) == nil && onAck != nil {
+				onAck()
 			}
 		}
 	}()
@@ -124,7 +123,7 @@ func consumerAlone(t *testing.T, n int) time.Duration {
 	r.WaitCount(q, n, time.Minute)
 	acks := make(chan struct{}, n)
 	start := time.Now()
-	slowConsumer(t, r, q, acks)
+	slowConsumer(t, r, q, func() { acks <- struct{}{} })
 	for range n {
 		<-acks
 	}

@@ -89,26 +89,7 @@ func autoPaceAgainstConsumer(t *testing.T, on testkit.Broker) {
 	r.WaitCount(dlq, n, time.Minute)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	acks := &ackClock{}
-	ch := r.Channel()
-	if err := ch.Qos(5, 0, false); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := ch.Consume(src, testkit.Name("slow"), false, false, false, false, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var consumed sync.WaitGroup
-	consumed.Add(1)
-	go func() {
-		defer consumed.Done()
-		for d := range ds {
-			time.Sleep(consumerDelay) // the consumer's work
-			if d.Ack(false) == nil {
-				acks.acked(time.Now())
-			}
-		}
-	}()
-	t.Cleanup(func() { _ = ch.Close(); consumed.Wait() })
+	slowConsumer(t, r, src, func() { acks.acked(time.Now()) })
 	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Auto: true, Max: 200, Step: 100, Cap: n, Timeout: time.Minute}, false)
 	if err != nil {
 		t.Fatal(err)
