@@ -3,6 +3,7 @@ package bot_test
 import (
 	"context"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -178,6 +179,27 @@ func (s *fakeStore) SetMessage(_ context.Context, token, _, _ string) error {
 	}
 	s.posted[token] = true
 	return nil
+}
+
+// previewQueued previews orders.dlq in C_OPS as U_REQ, approves the
+// preview (p_fake) as U_APP once the bot has recorded it, and waits for the
+// preview to show the queued replay; it returns the preview's message.
+func (h *harness) previewQueued(t *testing.T) slackstub.Message {
+	t.Helper()
+	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "preview orders.dlq", "U_REQ", "C_OPS"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the preview", func() bool { return len(h.stub.Messages("C_OPS")) == 1 })
+	h.previewPosted(t, "p_fake")
+	preview := h.stub.Messages("C_OPS")[0]
+	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_OPS"); err != nil {
+		t.Fatal(err)
+	}
+	testkit.Eventually(t, 30*time.Second, "the preview to show the queued replay", func() bool {
+		m, _ := h.stub.Message("C_OPS", preview.TS)
+		return strings.Contains(string(m.RawBlocks), "Queued")
+	})
+	return preview
 }
 
 // previewPosted waits until the bot has recorded the preview of token as

@@ -123,19 +123,7 @@ func TestPreviewDetailsButton(t *testing.T) {
 func TestThePreviewShowsTheOutcomeWhicheverReplicaRunsIt(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, nil, nil)
-	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "preview orders.dlq", "U_REQ", "C_OPS"); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 10*time.Second, "the preview", func() bool { return len(h.stub.Messages("C_OPS")) == 1 })
-	h.previewPosted(t, "p_fake")
-	preview := h.stub.Messages("C_OPS")[0]
-	if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_OPS"); err != nil {
-		t.Fatal(err)
-	}
-	testkit.Eventually(t, 30*time.Second, "the preview to show the queued replay", func() bool {
-		m, _ := h.stub.Message("C_OPS", preview.TS)
-		return strings.Contains(string(m.RawBlocks), "Queued")
-	})
+	preview := h.previewQueued(t)
 
 	// The other replica shares only the store: where the replay shows, and
 	// the preview behind its token.
