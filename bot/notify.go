@@ -278,7 +278,7 @@ func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
 }
 
 // edit brings the progress message up to the latest state, no sooner
-// than EditInterval after the previous edit, retrying (with the newest
+// than EditInterval after Slack answered the previous edit, retrying (with the newest
 // state each time) until it succeeds, fails for good or the bot stops.
 func (fs *feeds) edit(ctx context.Context, f *feed) {
 	nt := fs.n
@@ -308,6 +308,12 @@ func (fs *feeds) edit(ctx context.Context, f *feed) {
 		} else {
 			err = nt.update(ctx, 1, loc.channel, loc.progress, bl, text)
 		}
+		// The next edit waits from the answer, not the request: Slack has
+		// then received this one, so it sees two edits EditInterval apart
+		// however long this one took on the way.
+		fs.mu.Lock()
+		f.lastEdit = time.Now()
+		fs.mu.Unlock()
 		if err == nil {
 			fs.editRoot(ctx, f, ev.Replay)
 			return

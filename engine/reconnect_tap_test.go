@@ -21,7 +21,9 @@ import (
 // DLQ, are no bypass ("tapped": it finishes through the tap, none back,
 // every original accounted for), and returns the consumer published
 // straight to the DLQ, past the tap, are ("bypassed": it switches to
-// re-reads, counts each of them, as check does, and stops on them).
+// re-reads, counts each of them, as check does, and stops on them; the
+// copies the loss caught without a confirm may stay in doubt there, as
+// the stop comes before the reconcile that would look for them).
 func TestATappedPacedReplayGoesOnAfterLosingItsConnection(t *testing.T) {
 	t.Parallel()
 	for _, bypass := range []bool{false, true} {
@@ -58,11 +60,14 @@ func TestATappedPacedReplayGoesOnAfterLosingItsConnection(t *testing.T) {
 				}
 				t.Logf("after the fault: state %s, mode %s, sent %d, returned %d, duplicates %d, in doubt %d: %s",
 					rep.State, rep.ReturnsMode, rep.Sent, rep.Returned, rep.Duplicates, rep.InDoubt, rep.Note)
-				if rep.InDoubt != 0 || rep.Missing != 0 || rep.Settled != rep.Sent {
+				if rep.Missing != 0 || rep.Settled != rep.Sent {
 					t.Fatalf("the step the loss cut was not judged after the reconnect: sent %d, settled %d, in doubt %d, missing %d: %s",
 						rep.Sent, rep.Settled, rep.InDoubt, rep.Missing, rep.Note)
 				}
 				if !bypass {
+					if rep.InDoubt != 0 {
+						t.Fatalf("in doubt %d after the reconnect's reconcile: %s", rep.InDoubt, rep.Note)
+					}
 					if rep.Sent != n {
 						t.Fatalf("the paced replay did not go on to the end: sent %d of %d: %s", rep.Sent, n, rep.Note)
 					}

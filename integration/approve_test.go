@@ -1,8 +1,6 @@
 package integration_test
 
 import (
-	"github.com/stroma/dlqbot/audit"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +13,9 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/blocks"
+	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
@@ -177,7 +177,7 @@ func TestReplayCommandPauseResumeAndRateLimits(t *testing.T) {
 		if c.Args.Get("ts") != prog.TS {
 			continue
 		}
-		if !last.IsZero() && c.At.Sub(last) < 750*time.Millisecond {
+		if !last.IsZero() && c.At.Sub(last) < bot.DefaultEditInterval {
 			t.Errorf("progress edits %s apart", c.At.Sub(last))
 		}
 		last = c.At

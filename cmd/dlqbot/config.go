@@ -25,17 +25,18 @@ type config struct {
 	// and errors unless --verbose); nil means info.
 	logLevel *zerolog.Level
 
-	SlackBotToken      string // SLACK_BOT_TOKEN
-	SlackSigningSecret string // SLACK_SIGNING_SECRET
-	SlackAppToken      string // SLACK_APP_TOKEN (Socket Mode when set)
-	SlackAPIURL        string // SLACK_API_URL (default Slack's)
-	ActivityChannel    string // DLQBOT_ACTIVITY_CHANNEL
-	HTTPAddr           string // DLQBOT_HTTP_ADDR (default :8080)
-	PermissionsFile    string // DLQBOT_PERMISSIONS
-	AMQPURL            string // AMQP_URL
-	ManagementURL      string // RABBITMQ_MANAGEMENT_URL
-	RedisURL           string // REDIS_URL
-	RedisPrefix        string // DLQBOT_REDIS_PREFIX
+	SlackBotToken      string        // SLACK_BOT_TOKEN
+	SlackSigningSecret string        // SLACK_SIGNING_SECRET
+	SlackAppToken      string        // SLACK_APP_TOKEN (Socket Mode when set)
+	SlackAPIURL        string        // SLACK_API_URL (default Slack's)
+	ActivityChannel    string        // DLQBOT_ACTIVITY_CHANNEL
+	HTTPAddr           string        // DLQBOT_HTTP_ADDR (default :8080)
+	PermissionsFile    string        // DLQBOT_PERMISSIONS
+	AMQPURL            string        // AMQP_URL
+	ManagementURL      string        // RABBITMQ_MANAGEMENT_URL
+	ManagementTimeout  time.Duration // RABBITMQ_MANAGEMENT_TIMEOUT (0: amqp.DefaultHTTPTimeout)
+	RedisURL           string        // REDIS_URL
+	RedisPrefix        string        // DLQBOT_REDIS_PREFIX
 
 	// Tuning (documented in the README).
 	LeaseTTL       time.Duration // DLQBOT_LEASE_TTL (default 15s)
@@ -117,6 +118,9 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	var err error
 	if c.MCPRequireHuman, err = envBool(getenv, "DLQBOT_MCP_REQUIRE_HUMAN"); err != nil {
+		return c, err
+	}
+	if c.ManagementTimeout, err = envDuration(getenv, "RABBITMQ_MANAGEMENT_TIMEOUT"); err != nil {
 		return c, err
 	}
 	if c.LeaseTTL, err = envDuration(getenv, "DLQBOT_LEASE_TTL"); err != nil {

@@ -16,6 +16,8 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DLQBOT_LEASE_TTL", "abc"},
 		{"DLQBOT_LEASE_TTL", "-5s"},
 		{"DLQBOT_LEASE_TTL", "0s"},
+		{"RABBITMQ_MANAGEMENT_TIMEOUT", "soon"},
+		{"RABBITMQ_MANAGEMENT_TIMEOUT", "0s"},
 		{"DLQBOT_MCP_REQUIRE_HUMAN", "maybe"},
 		{"AMQP_URL", "http://127.0.0.1:5672/"},
 		{"AMQP_URL", "127.0.0.1:5672"},

@@ -32,10 +32,15 @@ const testSigningKey = "cmd-test-signing-key-0123456789abcdef"
 // the broker's and Redis's addresses, the signing key, and
 // DLQBOT_ACCESS=open (without a permissions file the terminal and
 // `dlqbot mcp` act directly only with it).
+//
+// Its management API timeout is 30 s, not 5: the suite's brokers hold the
+// queues of every test running at once, and listing them all (list,
+// preview's dead-letter checks) can take longer than 5 s while the machine
+// is loaded; no test here is about that timeout.
 func testEnv(t testing.TB) map[string]string {
 	_, prefix := testkit.Redis(t)
 	return map[string]string{"DLQBOT_REDIS_PREFIX": prefix, "AMQP_URL": testkit.AMQPURL, "RABBITMQ_MANAGEMENT_URL": testkit.ManagementURL, "REDIS_URL": testkit.RedisURL,
-		"DLQBOT_SIGNING_KEY": testSigningKey, "DLQBOT_ACCESS": "open"}
+		"RABBITMQ_MANAGEMENT_TIMEOUT": "30s", "DLQBOT_SIGNING_KEY": testSigningKey, "DLQBOT_ACCESS": "open"}
 }
 
 func oneJSON(t testing.TB, s string) map[string]any {

@@ -123,7 +123,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 		_ = rdb.Close()
 		return nil, usageError("DLQBOT_REDIS_PREFIX: %w", err)
 	}
-	b, err := amqp.New(amqp.Config{URL: cfg.AMQPURL, ManagementURL: cfg.ManagementURL, ConnectionName: cfg.ConnectionName,
+	b, err := amqp.New(amqp.Config{URL: cfg.AMQPURL, ManagementURL: cfg.ManagementURL, HTTPTimeout: cfg.ManagementTimeout, ConnectionName: cfg.ConnectionName,
 		ReadMarks: st.ReadMarks()}) // every replica budgets reads of a quorum DLQ alike
 	if err != nil {
 		_ = rdb.Close()

@@ -78,6 +78,8 @@ type Config struct {
 	// it fail at once with engine.ErrManagementDown (see
 	// mgmt_breaker.go). Default DefaultHTTPTimeout (5 s: a queue's answer
 	// takes milliseconds, and under heavy load still well under a second).
+	// A request that lists the whole vhost (every queue, binding or
+	// connection) may take four times as long (listTimeoutFactor).
 	HTTPTimeout time.Duration
 	// ManagementCooldown is how long a management node that did not
 	// answer is left alone before one probe in the background asks it

@@ -102,7 +102,7 @@ func (m *mgmtClient) connection(ctx context.Context, name string) (engine.Consum
 func (m *mgmtClient) connections(ctx context.Context) (map[string]engine.ConsumerConn, error) {
 	var cjs []connectionJSON
 	path := "/api/vhosts/" + url.PathEscape(m.vhost) + "/connections?columns=name,connected_at,client_properties"
-	if err := m.get(ctx, path, &cjs); err != nil {
+	if err := m.getList(ctx, path, &cjs); err != nil {
 		return nil, err
 	}
 	out := make(map[string]engine.ConsumerConn, len(cjs))

@@ -35,7 +35,7 @@ func (b *Broker) ListQueues(ctx context.Context) ([]engine.QueueListing, error) 
 	m := b.mgmt
 	var qs []queueListJSON
 	path := "/api/queues/" + url.PathEscape(m.vhost) + "?columns=name,messages_ready,consumers,arguments,effective_policy_definition"
-	if err := m.get(ctx, path, &qs); err != nil {
+	if err := m.getList(ctx, path, &qs); err != nil {
 		return nil, fmt.Errorf("amqp: list queues: %w", err)
 	}
 	straight := map[string]bool{} // queues dead-lettered into by name
@@ -53,7 +53,7 @@ func (b *Broker) ListQueues(ctx context.Context) ([]engine.QueueListing, error) 
 	bound := map[string]bool{}
 	if len(dlxs) > 0 {
 		var bs []vhostBindingJSON
-		if err := m.get(ctx, "/api/bindings/"+url.PathEscape(m.vhost), &bs); err != nil {
+		if err := m.getList(ctx, "/api/bindings/"+url.PathEscape(m.vhost), &bs); err != nil {
 			return nil, fmt.Errorf("amqp: list bindings: %w", err)
 		}
 		for _, bd := range bs {
@@ -102,7 +102,7 @@ func (b *Broker) QueueDepths(ctx context.Context) (map[string]int, error) {
 		Name     string `json:"name"`
 		Messages int    `json:"messages"`
 	}
-	if err := m.get(ctx, "/api/queues/"+url.PathEscape(m.vhost)+"?columns=name,messages", &qs); err != nil {
+	if err := m.getList(ctx, "/api/queues/"+url.PathEscape(m.vhost)+"?columns=name,messages", &qs); err != nil {
 		return nil, fmt.Errorf("amqp: queue depths: %w", err)
 	}
 	out := make(map[string]int, len(qs))

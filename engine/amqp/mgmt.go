@@ -45,7 +45,7 @@ func newMgmtClient(raw, vhost string, timeout, cooldown time.Duration) (*mgmtCli
 	if err != nil {
 		return nil, err
 	}
-	m := &mgmtClient{nodes: nodes, brk: make([]nodeBreaker, len(nodes)), vhost: vhost, http: &http.Client{Timeout: timeout}, timeout: timeout}
+	m := &mgmtClient{nodes: nodes, brk: make([]nodeBreaker, len(nodes)), vhost: vhost, http: &http.Client{Timeout: listTimeoutFactor * timeout}, timeout: timeout} // each request's own context bounds it (getFrom)
 	for i := range m.brk {
 		m.brk[i].now, m.brk[i].cooldown = time.Now, cooldown
 	}
@@ -59,6 +59,24 @@ func newMgmtClient(raw, vhost string, timeout, cooldown time.Duration) (*mgmtCli
 // engine.ErrBrokerUnavailable). With several nodes, none answering is
 // ErrBrokerUnavailable joining each node's error.
 func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
+	return m.getWithin(ctx, path, out, m.timeout)
+}
+
+// listTimeoutFactor is how many times the client's timeout a request
+// whose answer lists a whole vhost (every queue, every binding) may take:
+// its answer grows with the broker, and a broker of thousands of queues
+// that answers a queue's request at once can take seconds to list them.
+// Such a slow answer is no sign of a hung API; taking it for one would
+// leave the node alone for a cool-down and stop replays that need it.
+const listTimeoutFactor = 4
+
+// getList is get for a request that lists a whole vhost.
+func (m *mgmtClient) getList(ctx context.Context, path string, out any) error {
+	return m.getWithin(ctx, path, out, listTimeoutFactor*m.timeout)
+}
+
+// getWithin is get with each node's request bounded by timeout.
+func (m *mgmtClient) getWithin(ctx context.Context, path string, out any, timeout time.Duration) error {
 	first := int(m.cur.Load())
 	var errs []error
 	for k := range m.nodes {
@@ -72,9 +90,9 @@ func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
 			continue
 		}
 		began := time.Now()
-		err := m.getFrom(ctx, m.nodes[i], path, out)
+		err := m.getFrom(ctx, m.nodes[i], path, out, timeout)
 		if !errors.Is(err, engine.ErrBrokerUnavailable) {
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) && time.Since(began) >= m.timeout/2 {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) && time.Since(began) >= timeout/2 {
 				// The caller's own deadline cut a request that had waited
 				// long: as good as no answer.
 				nb.failed(unavailable("management API "+m.nodes[i].base, fmt.Errorf("GET %s: no answer within %s", path, time.Since(began).Round(time.Millisecond))))
@@ -102,12 +120,12 @@ func (m *mgmtClient) get(ctx context.Context, path string, out any) error {
 	return fmt.Errorf("%w: none of the %d management API nodes answered: %w", engine.ErrBrokerUnavailable, len(errs), errors.Join(errs...))
 }
 
-// getFrom is one request to one node, bounded by the client's timeout. A
+// getFrom is one request to one node, bounded by timeout. A
 // request the timeout cut, a connection refused or a 5xx answer (a
 // serverError) is engine.ErrBrokerUnavailable; one the caller's ctx ended
 // is ctx's error.
-func (m *mgmtClient) getFrom(ctx context.Context, n mgmtNode, path string, out any) error {
-	rctx, cancel := context.WithTimeout(ctx, m.timeout)
+func (m *mgmtClient) getFrom(ctx context.Context, n mgmtNode, path string, out any, timeout time.Duration) error {
+	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, n.base+path, nil)
 	if err != nil {
@@ -123,7 +141,7 @@ func (m *mgmtClient) getFrom(ctx context.Context, n mgmtNode, path string, out a
 			return ctx.Err()
 		}
 		if rctx.Err() != nil {
-			err = fmt.Errorf("GET %s: no answer within %s", path, m.timeout)
+			err = fmt.Errorf("GET %s: no answer within %s", path, timeout)
 		}
 		return unavailable("management API "+n.base, err)
 	}
@@ -135,7 +153,7 @@ func (m *mgmtClient) getFrom(ctx context.Context, n mgmtNode, path string, out a
 				return ctx.Err()
 			}
 			if rctx.Err() != nil {
-				return unavailable("management API "+n.base, fmt.Errorf("GET %s: the answer did not arrive within %s", path, m.timeout))
+				return unavailable("management API "+n.base, fmt.Errorf("GET %s: the answer did not arrive within %s", path, timeout))
 			}
 			return fmt.Errorf("management API %s: decode: %w", path, err)
 		}

@@ -116,7 +116,7 @@ func (m *mgmtClient) probe(i int) {
 		var o struct {
 			Version string `json:"rabbitmq_version"`
 		}
-		if err := m.getFrom(ctx, m.nodes[i], "/api/overview", &o); err != nil {
+		if err := m.getFrom(ctx, m.nodes[i], "/api/overview", &o, m.timeout); err != nil {
 			m.brk[i].failed(err)
 			return
 		}

@@ -85,7 +85,7 @@ func (q queueArgsJSON) deadLettersStraightTo(dlq string) bool {
 func (m *mgmtClient) directFeeders(ctx context.Context, dlq string, max int) ([]string, error) {
 	var qs []queueArgsJSON
 	path := "/api/queues/" + url.PathEscape(m.vhost) + "?columns=name,arguments,effective_policy_definition"
-	if err := m.get(ctx, path, &qs); err != nil {
+	if err := m.getList(ctx, path, &qs); err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
 	var out []string
