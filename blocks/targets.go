@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
@@ -136,11 +137,57 @@ func targetLine(t engine.TargetView) string {
 	case t.Consumers == 0:
 		state = ":warning: " + name + " — *no consumers*"
 	case t.ConsumersSinceFailure == engine.SinceUnchanged:
-		state = ":rotating_light: " + name + " — " + plural(t.Consumers, "consumer", "consumers") + ", *not restarted since the failures*"
+		state = ":rotating_light: " + name + " — " + plural(t.Consumers, "consumer", "consumers") + ", *not restarted since the failures*" + sinceTimes(t)
 	case t.ConsumersSinceFailure == engine.SinceRestarted:
-		state += ", restarted since the failures"
+		state += ", restarted since the failures" + sinceTimes(t)
 	}
 	return state + " · " + msgs(t.Messages) + reasons(t.Reasons)
+}
+
+// maxConnTimes is how many distinct connection times a target's line
+// shows.
+const maxConnTimes = 3
+
+// sinceTimes gives what a target's restarted/unchanged verdict was judged
+// from, as the terminal's targets table does: " (latest failure …;
+// connected …)", and the client the consumers connected after the failure
+// name themselves by ("" when the preview kept neither time: a token
+// keeps the verdict alone).
+func sinceTimes(t engine.TargetView) string {
+	var parts, times []string
+	if !t.LastFailure.IsZero() {
+		parts = append(parts, "latest failure "+dateSecs(t.LastFailure))
+	}
+	var seen []time.Time
+	var after []engine.ConsumerConn
+	for _, c := range t.ConsumerConns {
+		if c.ConnectedAt.IsZero() {
+			continue
+		}
+		if !t.LastFailure.IsZero() && c.ConnectedAt.After(t.LastFailure) {
+			after = append(after, c)
+		}
+		if !slices.ContainsFunc(seen, c.ConnectedAt.Equal) {
+			seen = append(seen, c.ConnectedAt)
+		}
+	}
+	slices.SortFunc(seen, time.Time.Compare)
+	for _, at := range seen[:min(len(seen), maxConnTimes)] {
+		times = append(times, dateSecs(at))
+	}
+	if len(seen) > maxConnTimes {
+		times = append(times, "+"+num(len(seen)-maxConnTimes)+" more")
+	}
+	if len(times) > 0 {
+		parts = append(parts, "connected "+strings.Join(times, ", "))
+	}
+	if client := clientNames(after); client != "" {
+		parts = append(parts, "restarted as "+client)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 // unchangedLine words the targets whose consumers were all connected

@@ -31,14 +31,17 @@ func previewUnchanged() *engine.Preview {
 			{Queue: "orders", Exists: true, Consumers: 3, Messages: 50, Reasons: map[engine.Reason]int{engine.ReasonRejected: 50},
 				ConsumersSinceFailure: engine.SinceUnchanged, LastFailure: failed, ConsumerConns: conns(now.Add(-3*time.Hour), 3)},
 			{Queue: "billing", Exists: true, Consumers: 1, Messages: 10, Reasons: map[engine.Reason]int{engine.ReasonRejected: 10},
-				ConsumersSinceFailure: engine.SinceRestarted, LastFailure: failed, ConsumerConns: conns(now.Add(-time.Minute), 1)},
+				ConsumersSinceFailure: engine.SinceRestarted, LastFailure: failed,
+				ConsumerConns: []engine.ConsumerConn{{ConnectedAt: now.Add(-time.Minute), Product: "billing-service", Version: "2.0.1"}}},
 		},
 	}
 }
 
 // TestUnchangedLine: the card says first what would go wrong with the
 // consumers that failed these messages, in the issue's words, and marks
-// the target.
+// the target with what the verdict was judged from, as the terminal does
+// (TestPrintUnchanged): the latest failure, when the consumers connected,
+// and what a restarted consumer's client calls itself.
 func TestUnchangedLine(t *testing.T) {
 	p := previewUnchanged()
 	text := problemsText(p) + "\n" + targetsText(p.Targets)
@@ -46,9 +49,30 @@ func TestUnchangedLine(t *testing.T) {
 	if !strings.Contains(text, want) {
 		t.Errorf("card lacks %q:\n%s", want, text)
 	}
-	for _, w := range []string{"`orders` — 3 consumers, *not restarted since the failures*", "`billing` — 1 consumer, restarted since the failures"} {
+	orders, billing := p.Targets[0], p.Targets[1]
+	failed := dateSecs(orders.LastFailure)
+	for _, w := range []string{
+		"`orders` — 3 consumers, *not restarted since the failures* (latest failure " + failed + "; connected " + dateSecs(orders.ConsumerConns[0].ConnectedAt) + ")",
+		"`billing` — 1 consumer, restarted since the failures (latest failure " + failed + "; connected " + dateSecs(billing.ConsumerConns[0].ConnectedAt) + "; restarted as billing-service 2.0.1)",
+	} {
 		if !strings.Contains(text, w) {
 			t.Errorf("card lacks %q:\n%s", w, text)
 		}
+	}
+	// A token keeps the verdict, not the times: the line says no more.
+	kept := engine.TargetView{Queue: "orders", Exists: true, Consumers: 3, Messages: 50, ConsumersSinceFailure: engine.SinceUnchanged}
+	if l := targetLine(kept); !strings.HasSuffix(l, "*not restarted since the failures* · 50 messages") {
+		t.Errorf("a kept verdict's line %q", l)
+	}
+	// Five consumers connected at four times: the earliest three, then
+	// how many more.
+	f := orders.LastFailure
+	orders.ConsumerConns = nil
+	for _, before := range []time.Duration{time.Minute, 3 * time.Hour, 2 * time.Minute, 3 * time.Hour, 10 * time.Minute} {
+		orders.ConsumerConns = append(orders.ConsumerConns, engine.ConsumerConn{ConnectedAt: f.Add(-before)})
+	}
+	want = "; connected " + dateSecs(f.Add(-3*time.Hour)) + ", " + dateSecs(f.Add(-10*time.Minute)) + ", " + dateSecs(f.Add(-2*time.Minute)) + ", +1 more)"
+	if l := targetLine(orders); !strings.Contains(l, want) {
+		t.Errorf("five consumers at four times: %q, want %q", l, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 )
@@ -48,5 +49,40 @@ roles:
 	h = d.Handler()
 	if page := get(h, "http://dlqbot.test/dashboard/", signIn(t, h, tokViewer)).Body.String(); strings.Contains(page, "Open alerts") {
 		t.Fatal("an alerts card without alerts")
+	}
+}
+
+// auditFilterBackend is fakeBackend whose audit trail keeps the filter
+// it was asked for.
+type auditFilterBackend struct {
+	fakeBackend
+	asked audit.Filter
+}
+
+func (f *auditFilterBackend) Audit(_ context.Context, _ commands.Principal, af audit.Filter) ([]audit.Entry, error) {
+	f.asked = af
+	return nil, nil
+}
+
+// TestAuditFiltersOfferTheWatch: the audit page's filters offer the
+// watch's operations (alert, alert_resolved, snooze) and its front end,
+// and pass the chosen ones to the trail.
+func TestAuditFiltersOfferTheWatch(t *testing.T) {
+	t.Parallel()
+	fb := &auditFilterBackend{}
+	d, err := New(Config{Policy: testPolicy(t)}, Deps{Backend: fb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Handler()
+	c := signIn(t, h, tokViewer)
+	page := get(h, "http://dlqbot.test/dashboard/audit?op=snooze&front_end=watch", c).Body.String()
+	for _, want := range []string{"<option>alert</option>", "<option>alert_resolved</option>", "<option selected>snooze</option>", "<option selected>watch</option>"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the audit page has no %s:\n%s", want, page)
+		}
+	}
+	if fb.asked.Op != audit.OpSnooze || fb.asked.FrontEnd != "watch" {
+		t.Errorf("the trail was asked for op %q, front end %q; want %q, %q", fb.asked.Op, fb.asked.FrontEnd, audit.OpSnooze, "watch")
 	}
 }

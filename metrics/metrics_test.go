@@ -15,6 +15,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/metrics"
+	"github.com/stroma/dlqbot/ops"
 )
 
 func newMetrics(t *testing.T) (*metrics.Metrics, *prometheus.Registry) {
@@ -259,6 +260,25 @@ func TestHandlerServesTheRegistry(t *testing.T) {
 	for _, want := range []string{`dlqbot_replays{state="running"} 1`, `dlqbot_replay_events_total{event="started"} 1`, "dlqbot_messages_sent_total 0"} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("/metrics lacks %q:\n%s", want, body)
+		}
+	}
+}
+
+// TestWatchAlertsOnMetrics: the DLQ watch's events, counted through the
+// observer serve gives the watch, are on /metrics by event.
+func TestWatchAlertsOnMetrics(t *testing.T) {
+	m, _ := newMetrics(t)
+	var o ops.WatchObserver = m
+	for _, e := range []string{ops.AlertOpen, "edited", "edited", ops.AlertResolved} {
+		o.WatchAlert(e)
+	}
+	o.WatchSkipped()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	for _, want := range []string{`dlqbot_watch_alerts_total{event="open"} 1`, `dlqbot_watch_alerts_total{event="edited"} 2`,
+		`dlqbot_watch_alerts_total{event="resolved"} 1`, "dlqbot_watch_ticks_skipped_total 1"} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics lacks %q:\n%s", want, rec.Body.String())
 		}
 	}
 }

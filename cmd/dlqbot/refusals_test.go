@@ -147,9 +147,9 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return http.DefaultTransport.RoundTrip(r)
 }
 
-// mcpTool calls an MCP tool over streamable HTTP as tok and returns "ok"
-// or the refusal's code ("[code] sentence").
-func mcpTool(t *testing.T, base, tok, name string, args map[string]any) string {
+// mcpSession connects an MCP client over streamable HTTP as tok; the
+// caller closes it.
+func mcpSession(t *testing.T, base, tok string) *sdk.ClientSession {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -159,7 +159,17 @@ func mcpTool(t *testing.T, base, tok, name string, args map[string]any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s
+}
+
+// mcpTool calls an MCP tool over streamable HTTP as tok and returns "ok"
+// or the refusal's code ("[code] sentence").
+func mcpTool(t *testing.T, base, tok, name string, args map[string]any) string {
+	t.Helper()
+	s := mcpSession(t, base, tok)
 	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	res, err := s.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)

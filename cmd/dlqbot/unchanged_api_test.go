@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/commands"
@@ -19,13 +20,14 @@ import (
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
-// TestAPIWhenUnchangedSecondPerson runs the real binary: with
+// TestAPIAndMCPWhenUnchangedSecondPerson runs the real binary: with
 // approval.when_unchanged: second_person, a principal previews through
-// the API a DLQ whose messages its work queue's one consumer rejected
-// (and still runs): the preview's JSON says unchanged for the target and
-// leads its problems with consumers_unchanged; the same principal's
-// approval is refused 403 needs_second_person, and nothing is sent.
-func TestAPIWhenUnchangedSecondPerson(t *testing.T) {
+// the API, then through MCP, a DLQ whose messages its work queue's one
+// consumer rejected (and still runs): each preview's JSON says unchanged
+// for the target and leads its problems with consumers_unchanged; the
+// same principal's approval is refused needs_second_person by each (403,
+// MCP's [needs_second_person]), and nothing is sent.
+func TestAPIAndMCPWhenUnchangedSecondPerson(t *testing.T) {
 	t.Parallel()
 	env := testEnv(t)
 	r := testkit.Dial(t)
@@ -85,39 +87,61 @@ approval:
 		return resp.StatusCode, out
 	}
 
-	code, body := post("/api/v1/previews", map[string]string{"selection": dlq})
-	var p struct {
-		Token    string `json:"token"`
-		Problems []struct {
-			Kind  engine.ProblemKind `json:"kind"`
-			Queue string             `json:"queue"`
-		} `json:"problems"`
-		Targets []struct {
-			Queue       string                `json:"queue"`
-			Since       engine.Since          `json:"consumers_since_failure"`
-			LastFailure time.Time             `json:"last_failure"`
-			Conns       []engine.ConsumerConn `json:"consumer_connections"`
-		} `json:"targets"`
-	}
-	if code != http.StatusCreated || json.Unmarshal(body, &p) != nil || p.Token == "" {
-		t.Fatalf("preview: %d %s", code, body)
-	}
-	if len(p.Targets) != 1 || p.Targets[0].Since != engine.SinceUnchanged || p.Targets[0].LastFailure.IsZero() ||
-		len(p.Targets[0].Conns) != 1 || !p.Targets[0].Conns[0].ConnectedAt.Equal(opened) {
-		t.Fatalf("preview targets: %s", body)
-	}
-	if len(p.Problems) == 0 || p.Problems[0].Kind != engine.ProblemConsumersUnchanged || p.Problems[0].Queue != src {
-		t.Fatalf("preview problems: %s", body)
+	// unchanged reads a preview's JSON and checks it leads with the
+	// target's unchanged consumers; it returns the preview's token.
+	unchanged := func(via string, body []byte) string {
+		t.Helper()
+		var p struct {
+			Token    string `json:"token"`
+			Problems []struct {
+				Kind  engine.ProblemKind `json:"kind"`
+				Queue string             `json:"queue"`
+			} `json:"problems"`
+			Targets []struct {
+				Queue       string                `json:"queue"`
+				Since       engine.Since          `json:"consumers_since_failure"`
+				LastFailure time.Time             `json:"last_failure"`
+				Conns       []engine.ConsumerConn `json:"consumer_connections"`
+			} `json:"targets"`
+		}
+		if json.Unmarshal(body, &p) != nil || p.Token == "" {
+			t.Fatalf("%s preview: %s", via, body)
+		}
+		if len(p.Targets) != 1 || p.Targets[0].Since != engine.SinceUnchanged || p.Targets[0].LastFailure.IsZero() ||
+			len(p.Targets[0].Conns) != 1 || !p.Targets[0].Conns[0].ConnectedAt.Equal(opened) {
+			t.Fatalf("%s preview targets: %s", via, body)
+		}
+		if len(p.Problems) == 0 || p.Problems[0].Kind != engine.ProblemConsumersUnchanged || p.Problems[0].Queue != src {
+			t.Fatalf("%s preview problems: %s", via, body)
+		}
+		return p.Token
 	}
 
-	code, body = post("/api/v1/previews/"+p.Token+"/approve", map[string]any{"rate": "max"})
+	code, body := post("/api/v1/previews", map[string]string{"selection": dlq})
+	if code != http.StatusCreated {
+		t.Fatalf("preview: %d %s", code, body)
+	}
+	tok := unchanged("API", body)
+	code, body = post("/api/v1/previews/"+tok+"/approve", map[string]any{"rate": "max"})
 	var refusal struct {
 		Code string `json:"code"`
 	}
 	if code != http.StatusForbidden || json.Unmarshal(body, &refusal) != nil || refusal.Code != "needs_second_person" {
 		t.Fatalf("the requester's own approval: %d %s, want 403 needs_second_person", code, body)
 	}
+
+	s := mcpSession(t, base, token)
+	defer s.Close()
+	res, err := s.CallTool(context.Background(), &sdk.CallToolParams{Name: "dlq_preview", Arguments: map[string]any{"selection": dlq}})
+	if err != nil || res.IsError {
+		t.Fatalf("dlq_preview: %v %+v", err, res)
+	}
+	body, _ = json.Marshal(res.StructuredContent)
+	tok = unchanged("MCP", body)
+	if got := mcpTool(t, base, token, "dlq_replay", map[string]any{"token": tok, "rate": "max"}); got != "needs_second_person" {
+		t.Fatalf("the requester's own approval through MCP: %s, want needs_second_person", got)
+	}
 	if n := r.Count(dlq); n != 10 {
-		t.Fatalf("%d in the DLQ after the refused approval, want all 10", n)
+		t.Fatalf("%d in the DLQ after the refused approvals, want all 10", n)
 	}
 }
