@@ -315,7 +315,10 @@ func paramsText(r engine.Replay) string {
 // controls returns the buttons that still apply to r, or nil.
 func controls(r engine.Replay, rest int) slack.Block {
 	leaves := fmt.Sprintf("Nothing more will be sent. %s sent so far stay sent; the remaining %s stay in the DLQ, untouched.", msgs(r.Sent), msgs(rest))
-	if rest == 0 {
+	switch {
+	case r.Sent == 0:
+		leaves = fmt.Sprintf("Nothing will be sent: the %s stay in the DLQ, untouched.", msgs(rest))
+	case rest == 0:
 		leaves = fmt.Sprintf("Nothing is left to send: the replay ends as cancelled. %s sent stay sent.", msgs(r.Sent))
 	}
 	cancel := button(ActionCancel, r.ID, "Cancel", slack.StyleDanger,
