@@ -121,7 +121,7 @@ func stoppedReplay() (engine.Replay, *engine.StepResult) {
 	for i := range 12 {
 		r.Failures = append(r.Failures, engine.Failure{
 			ID: fmt.Sprintf("%016x", 0xabc000+i), Target: "orders.created", Kind: engine.FailureReturned, Reason: "rejected",
-			Detail: fmt.Sprintf("order %d not found <script>", 4700+i),
+			Detail: fmt.Sprintf("order %d not found <script>", 4700+i), GroupID: engine.GroupID("order <n> not found <script>"),
 		})
 	}
 	r.Failures = append(r.Failures, engine.Failure{ID: "00000000deadbeef", Target: "gone.queue", Kind: engine.FailureUnroutable, Reason: "NO_ROUTE"})
