@@ -146,7 +146,7 @@ func interruptedEvent() engine.Event {
 	r.RestSelection = "orders.dlq reason=rejected"
 	return engine.Event{
 		Kind: engine.EventInterrupted, Replay: r, At: fixedNow(),
-		Text: "replay r_0123456789abcdef was interrupted: 30 sent (a1b2c3d4e5f60718, 0f1e2d3c4b5a6978, … 28 more); 2 copy(ies) were in flight and may have been sent as well (pending in the ledger).",
+		Text: "replay r_0123456789abcdef was interrupted: 30 sent (a1b2c3d4e5f60718, 0f1e2d3c4b5a6978, … 28 more); 2 copy(ies) in doubt (in flight when it stopped: maybe delivered; listed in the ledger).",
 	}
 }
 

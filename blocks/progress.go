@@ -65,7 +65,7 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 		// What an auto-paced replay sends at and why (engine/pacer.go).
 		out = append(out, section(":stopwatch: "+escape(r.Pace)))
 	}
-	if d := disappeared(r); d != "" {
+	if d := missingLead(r); d != "" {
 		out = append(out[:1], append([]slack.Block{section(d)}, out[1:]...)...)
 	}
 	if r.InDoubt > 0 || r.Duplicates > 0 {
@@ -95,7 +95,7 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 	text := fmt.Sprintf("Replay %s of %s: %s — %s of %s sent, %s came back.",
 		escape(r.ID), escape(r.DLQ), escape(string(r.State)), num(r.Sent), num(r.Total), num(r.Returned))
 	if r.Missing > 0 {
-		text = fmt.Sprintf("%s DISAPPEARED (dlqbot did not send them). ", msgs(r.Missing)) + text
+		text = fmt.Sprintf("%s MISSING (dlqbot did not send them). ", msgs(r.Missing)) + text
 	}
 	return out, fallback(text)
 }
