@@ -125,8 +125,9 @@ func stoppedReplay() (engine.Replay, *engine.StepResult) {
 		})
 	}
 	r.Failures = append(r.Failures, engine.Failure{ID: "00000000deadbeef", Target: "gone.queue", Kind: engine.FailureUnroutable, Reason: "NO_ROUTE"})
-	r.Note = "12 came back to the DLQ with this replay's id"
-	st := &engine.StepResult{Step: 2, Planned: 20, Sent: 20, Settled: 8, Returned: 12, Observation: "12 came back to the DLQ with this replay's id", Duration: 9 * time.Second}
+	// The engine's words: the step's observation is the stop's note.
+	r.Note = "8 of 20 settled within 9s; 12 came back to orders.dlq"
+	st := &engine.StepResult{Step: 2, Planned: 20, Sent: 20, Settled: 8, Returned: 12, Observation: r.Note, Duration: 9 * time.Second}
 	return r, st
 }
 

@@ -77,7 +77,13 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 			plural(r.Resent, "copy", "copies"), engine.PossibleDuplicateHeader)))
 	}
 	if last != nil {
-		out = append(out, section(stepText(*last, r.Params)))
+		// A replay stopped by its last step says why in the stop line,
+		// in the step's own words: the card says them once.
+		said := ""
+		if r.State == engine.StateStopped {
+			said = r.Note
+		}
+		out = append(out, section(stepText(*last, r.Params, said)))
 	}
 	if s := stateText(r, rest, extra, command); s != "" {
 		out = append(out, section(s))
@@ -143,9 +149,10 @@ func verdictLabel(r engine.Replay) string {
 }
 
 // stepText describes the last step: while it is sending, what it plans;
-// afterwards, what it sent and observed; either way, when it is not the
-// doubling of the last, why (sizeWhy).
-func stepText(s engine.StepResult, p engine.Params) string {
+// afterwards, what it sent and observed (unless the card already says
+// said, the same words); either way, when it is not the doubling of the
+// last, why (sizeWhy).
+func stepText(s engine.StepResult, p engine.Params, said string) string {
 	if s.Sent == 0 && s.Observation == "" {
 		return fmt.Sprintf("*Step %s* — sending %s…%s", num(s.Step), msgs(s.Planned), sizeWhy(p, s))
 	}
@@ -157,7 +164,7 @@ func stepText(s engine.StepResult, p engine.Params) string {
 	if s.Duration > 0 {
 		t += " · " + seconds(s.Duration)
 	}
-	if s.Observation != "" {
+	if s.Observation != "" && s.Observation != said {
 		t += "\n_" + esc(oneLine(s.Observation), 1000) + "_"
 	}
 	return t
@@ -242,7 +249,8 @@ func returnedText(r engine.Replay) string {
 		return ""
 	}
 	total := max(n, r.Returned)
-	head := fmt.Sprintf("*Came back* (%s, with this replay's id)", msgs(total))
+	// The Came back field says that they carry this replay's id.
+	head := fmt.Sprintf("*Came back* (%s)", msgs(total))
 	return list(head, lines, total, MaxSectionText, func(h int) string {
 		return "…and " + plural(h, "more", "more")
 	})
