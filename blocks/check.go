@@ -37,13 +37,13 @@ func Check(c engine.CheckReport, v View) ([]slack.Block, string) {
 		summary = "The replay sent nothing, so nothing can come back."
 	case c.Unseen != nil:
 		summary = fmt.Sprintf(":grey_question: *Could not tell for %s.* The DLQ's tap was gone from %s to %s and the DLQ could not be re-read in its place, so copies that came back then were not seen. %s of %s seen back so far.",
-			plural(c.Unseen.Count, "replayed message", "replayed messages"), dateSecs(c.Unseen.From), untilText(c.Unseen.To), num(c.Returned), num(c.Replayed))
+			plural(c.Unseen.Count, "copy sent", "copies sent"), dateSecs(c.Unseen.From), untilText(c.Unseen.To), num(c.Returned), num(c.Replayed))
 	case c.Returned == 0:
-		summary = fmt.Sprintf(":white_check_mark: *0 of %s came back.* %s not seen in a dead-letter queue so far.",
-			plural(c.Replayed, "replayed message", "replayed messages"), num(notBack))
+		summary = fmt.Sprintf(":white_check_mark: *0 of %s sent came back.* %s not seen in a dead-letter queue so far.",
+			num(c.Replayed), num(notBack))
 	default:
-		summary = fmt.Sprintf(":warning: *%s of %s came back*, dead-lettered with this replay's id. %s not seen in a dead-letter queue so far.",
-			num(c.Returned), plural(c.Replayed, "replayed message", "replayed messages"), num(notBack))
+		summary = fmt.Sprintf(":warning: *%s of %s sent came back*, dead-lettered with this replay's id. %s not seen in a dead-letter queue so far.",
+			num(c.Returned), num(c.Replayed), num(notBack))
 	}
 	out := []slack.Block{section(head + "\n" + summary)}
 	if len(c.Groups) > 0 {
@@ -74,10 +74,10 @@ func Check(c engine.CheckReport, v View) ([]slack.Block, string) {
 		when = date(c.At)
 	}
 	out = append(out, contextBlock("", "Checked "+when+" · a copy counts as back when it carries this replay's id and a new death; a copy not seen in a dead-letter queue may still be waiting, or have been dropped"))
-	text := fmt.Sprintf("Replay %s: %s of %s replayed came back, %s not seen in a dead-letter queue.",
+	text := fmt.Sprintf("Replay %s: %s of %s sent came back, %s not seen in a dead-letter queue.",
 		escape(c.ReplayID), num(c.Returned), num(c.Replayed), num(notBack))
 	if c.Unseen != nil {
-		text = fmt.Sprintf("Replay %s: %s of %s replayed seen back; %s.", escape(c.ReplayID), num(c.Returned), num(c.Replayed), escape(c.Unseen.Words()))
+		text = fmt.Sprintf("Replay %s: %s of %s sent seen back; %s.", escape(c.ReplayID), num(c.Returned), num(c.Replayed), escape(c.Unseen.Words()))
 	}
 	return out, fallback(text)
 }

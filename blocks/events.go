@@ -65,20 +65,20 @@ func StepReplyAs(command string, e engine.Event) string {
 	default:
 		return ""
 	}
-	if d := disappeared(r); d != "" && e.Kind != engine.EventStepStarted && e.Kind != engine.EventStepPassed {
+	if d := missingLead(r); d != "" && e.Kind != engine.EventStepStarted && e.Kind != engine.EventStepPassed {
 		s = d + " " + s
 	}
 	return clip(oneLine(s), maxLine)
 }
 
-// disappeared is the loud lead for a replay some of whose messages are
+// missingLead is the loud lead for a replay some of whose messages are
 // gone: neither sent by dlqbot nor in the DLQ any more. It is "" when none
 // are.
-func disappeared(r engine.Replay) string {
+func missingLead(r engine.Replay) string {
 	if r.Missing == 0 {
 		return ""
 	}
-	return fmt.Sprintf(":rotating_light: *%s DISAPPEARED* — neither sent by dlqbot nor in %s any more: dlqbot did not send %s; something else took %s from the DLQ.",
+	return fmt.Sprintf(":rotating_light: *%s MISSING* — neither sent by dlqbot nor in %s any more: dlqbot did not send %s; something else took %s from the DLQ.",
 		msgs(r.Missing), code(r.DLQ, 120), itThem(r.Missing), itThem(r.Missing))
 }
 
@@ -157,7 +157,7 @@ func Activity(e engine.Event) string {
 		return ""
 	}
 	s += " · approved by " + who(r.Approver)
-	if d := disappeared(r); d != "" && e.Kind != engine.EventStarted {
+	if d := missingLead(r); d != "" && e.Kind != engine.EventStarted {
 		s = d + " " + s
 	}
 	return clip(oneLine(s), maxLine)
@@ -172,9 +172,9 @@ func ActivityCheck(c engine.CheckReport) string {
 		s += " (follow-up " + esc(oneLine(c.Label), 20) + ")"
 	}
 	if c.Unseen != nil {
-		s += fmt.Sprintf(": %s of %s replayed seen back; %s", num(c.Returned), num(c.Replayed), esc(c.Unseen.Words(), 300))
+		s += fmt.Sprintf(": %s of %s sent seen back; %s", num(c.Returned), num(c.Replayed), esc(c.Unseen.Words(), 300))
 	} else {
-		s += fmt.Sprintf(": %s of %s replayed came back, %s not seen in a dead-letter queue",
+		s += fmt.Sprintf(": %s of %s sent came back, %s not seen in a dead-letter queue",
 			num(c.Returned), num(c.Replayed), num(max(c.Replayed-c.Returned, 0)))
 	}
 	if c.NewFailures > 0 {

@@ -121,12 +121,13 @@ func stoppedReplay() (engine.Replay, *engine.StepResult) {
 	for i := range 12 {
 		r.Failures = append(r.Failures, engine.Failure{
 			ID: fmt.Sprintf("%016x", 0xabc000+i), Target: "orders.created", Kind: engine.FailureReturned, Reason: "rejected",
-			Detail: fmt.Sprintf("order %d not found <script>", 4700+i),
+			Detail: fmt.Sprintf("order %d not found <script>", 4700+i), GroupID: engine.GroupID("order <n> not found <script>"),
 		})
 	}
 	r.Failures = append(r.Failures, engine.Failure{ID: "00000000deadbeef", Target: "gone.queue", Kind: engine.FailureUnroutable, Reason: "NO_ROUTE"})
-	r.Note = "12 came back to the DLQ with this replay's id"
-	st := &engine.StepResult{Step: 2, Planned: 20, Sent: 20, Settled: 8, Returned: 12, Observation: "12 came back to the DLQ with this replay's id", Duration: 9 * time.Second}
+	// The engine's words: the step's observation is the stop's note.
+	r.Note = "8 of 20 settled within 9s; 12 came back to orders.dlq"
+	st := &engine.StepResult{Step: 2, Planned: 20, Sent: 20, Settled: 8, Returned: 12, Observation: r.Note, Duration: 9 * time.Second}
 	return r, st
 }
 
@@ -146,7 +147,7 @@ func interruptedEvent() engine.Event {
 	r.RestSelection = "orders.dlq reason=rejected"
 	return engine.Event{
 		Kind: engine.EventInterrupted, Replay: r, At: fixedNow(),
-		Text: "replay r_0123456789abcdef was interrupted: 30 sent (a1b2c3d4e5f60718, 0f1e2d3c4b5a6978, … 28 more); 2 copy(ies) were in flight and may have been sent as well (pending in the ledger).",
+		Text: "replay r_0123456789abcdef was interrupted: 30 sent (a1b2c3d4e5f60718, 0f1e2d3c4b5a6978, … 28 more); 2 copy(ies) in doubt (in flight when it stopped: maybe delivered; listed in the ledger).",
 	}
 }
 

@@ -56,6 +56,8 @@ func goldenCases() map[string]render {
 	stoppedEnd.Total, stoppedEnd.Sent, stoppedEnd.Failed = 30, 29, 1
 	cancelled := replay(engine.StateCancelled)
 	cancelled.EndedAt = fixedNow()
+	queued := replay(engine.StateQueued)
+	queued.Sent, queued.Settled, queued.Step = 0, 0, 0
 	links := ReplayLinks("https://acme.slack.com", "C0123456789", "1700000000.000100", "https://dlqbot.example.com", replayID)
 	approvedPreview, _ := Preview(previewWithProblems(), fixedNow())
 	approvedPreview = Approved(approvedPreview, approver, replayID)
@@ -72,6 +74,9 @@ func goldenCases() map[string]render {
 		"preview_status_came_back":      rendered(PreviewStatus(approvedPreview, finishedBack, links)),
 		"preview_status_unseen":         rendered(PreviewStatus(nil, func() engine.Replay { r, _ := finishedUnseen(); return r }(), Links{})),
 		"preview_status_cancelled":      rendered(PreviewStatus(approvedPreview, cancelled, links)),
+		"preview_status_queued":         rendered(PreviewStatus(approvedPreview, queued, links)),
+		"preview_status_interrupted":    rendered(PreviewStatus(approvedPreview, interruptedEvent().Replay, links)),
+		"progress_queued":               rendered(Progress(queued, nil)),
 		"preview_status_frozen":         rendered(PreviewStatus(FrozenPreview(frozenHeader), stopped, links)),
 		"preview_status_frozen_card":    rendered(PreviewStatus(FrozenPreview(frozenOf(previewArrivals())), stopped, links)),
 		"preview_details":               rendered(PreviewDetails(previewWithBudget())),

@@ -42,9 +42,7 @@ func Outcome(r engine.Replay) string {
 		switch {
 		case r.Returned > 0:
 			s += fmt.Sprintf("%s of %s came back", num(r.Returned), num(r.Sent))
-			if why := firstReturn(r); why != "" {
-				s += " — " + esc(oneLine(why), 80)
-			}
+			s += topReturn(r)
 		case r.Verdict() == engine.VerdictCouldNotTell:
 			s += "could not tell whether every copy stayed away, " + sentOf
 			if r.Note != "" {
@@ -94,16 +92,64 @@ func backSoFar(r engine.Replay) string {
 	return ", " + cameBack(r.Returned, r.Unseen)
 }
 
-// firstReturn is what a channel may see of the first copy that came back:
-// its exception's type, else its dead-letter reason (engine.FailureType;
-// never the exception's message), "" when none is recorded.
-func firstReturn(r engine.Replay) string {
-	for _, f := range r.Failures {
-		if f.Kind == engine.FailureReturned {
-			return engine.FailureType("", f.Detail, engine.Reason(f.Reason))
+// topReturn is " — <type> (group <id>)" for the failure group most of
+// r's listed returned copies are in: what a channel may see of it, its
+// exception's type else its dead-letter reason (engine.FailureType; never
+// the exception's message), and the id check groups it under, with how
+// many other groups came back. Without one largest group it names the
+// first copy's type alone; "" when no copy is listed.
+func topReturn(r engine.Replay) string {
+	var (
+		first  *engine.Failure
+		counts = map[string]int{}
+		order  []string
+	)
+	for i, f := range r.Failures {
+		if f.Kind != engine.FailureReturned {
+			continue
+		}
+		if first == nil {
+			first = &r.Failures[i]
+		}
+		if f.GroupID == "" {
+			continue
+		}
+		if counts[f.GroupID] == 0 {
+			order = append(order, f.GroupID)
+		}
+		counts[f.GroupID]++
+	}
+	if first == nil {
+		return ""
+	}
+	top, tied := "", false
+	for _, g := range order {
+		switch {
+		case counts[g] > counts[top]:
+			top, tied = g, false
+		case counts[g] == counts[top]:
+			tied = true
 		}
 	}
-	return ""
+	if top == "" || tied {
+		return " — " + esc(oneLine(failureTypeOf(*first)), 80)
+	}
+	for i := range r.Failures {
+		if f := r.Failures[i]; f.Kind == engine.FailureReturned && f.GroupID == top {
+			first = &r.Failures[i]
+			break
+		}
+	}
+	s := " — " + esc(oneLine(failureTypeOf(*first)), 80) + " (group " + code(top, 20)
+	if n := len(order) - 1; n > 0 {
+		s += "; " + plural(n, "other group", "other groups") + " came back too"
+	}
+	return s + ")"
+}
+
+// failureTypeOf is a returned copy's failure type (engine.FailureType).
+func failureTypeOf(f engine.Failure) string {
+	return engine.FailureType("", f.Detail, engine.Reason(f.Reason))
 }
 
 // Links are where a replay can be followed: its Slack thread and its

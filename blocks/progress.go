@@ -65,7 +65,7 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 		// What an auto-paced replay sends at and why (engine/pacer.go).
 		out = append(out, section(":stopwatch: "+escape(r.Pace)))
 	}
-	if d := disappeared(r); d != "" {
+	if d := missingLead(r); d != "" {
 		out = append(out[:1], append([]slack.Block{section(d)}, out[1:]...)...)
 	}
 	if r.InDoubt > 0 || r.Duplicates > 0 {
@@ -77,7 +77,13 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 			plural(r.Resent, "copy", "copies"), engine.PossibleDuplicateHeader)))
 	}
 	if last != nil {
-		out = append(out, section(stepText(*last, r.Params)))
+		// A replay stopped by its last step says why in the stop line,
+		// in the step's own words: the card says them once.
+		said := ""
+		if r.State == engine.StateStopped {
+			said = r.Note
+		}
+		out = append(out, section(stepText(*last, r.Params, said)))
 	}
 	if s := stateText(r, rest, extra, command); s != "" {
 		out = append(out, section(s))
@@ -95,7 +101,7 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 	text := fmt.Sprintf("Replay %s of %s: %s — %s of %s sent, %s came back.",
 		escape(r.ID), escape(r.DLQ), escape(string(r.State)), num(r.Sent), num(r.Total), num(r.Returned))
 	if r.Missing > 0 {
-		text = fmt.Sprintf("%s DISAPPEARED (dlqbot did not send them). ", msgs(r.Missing)) + text
+		text = fmt.Sprintf("%s MISSING (dlqbot did not send them). ", msgs(r.Missing)) + text
 	}
 	return out, fallback(text)
 }
@@ -143,9 +149,10 @@ func verdictLabel(r engine.Replay) string {
 }
 
 // stepText describes the last step: while it is sending, what it plans;
-// afterwards, what it sent and observed; either way, when it is not the
-// doubling of the last, why (sizeWhy).
-func stepText(s engine.StepResult, p engine.Params) string {
+// afterwards, what it sent and observed (unless the card already says
+// said, the same words); either way, when it is not the doubling of the
+// last, why (sizeWhy).
+func stepText(s engine.StepResult, p engine.Params, said string) string {
 	if s.Sent == 0 && s.Observation == "" {
 		return fmt.Sprintf("*Step %s* — sending %s…%s", num(s.Step), msgs(s.Planned), sizeWhy(p, s))
 	}
@@ -157,7 +164,7 @@ func stepText(s engine.StepResult, p engine.Params) string {
 	if s.Duration > 0 {
 		t += " · " + seconds(s.Duration)
 	}
-	if s.Observation != "" {
+	if s.Observation != "" && s.Observation != said {
 		t += "\n_" + esc(oneLine(s.Observation), 1000) + "_"
 	}
 	return t
@@ -242,7 +249,8 @@ func returnedText(r engine.Replay) string {
 		return ""
 	}
 	total := max(n, r.Returned)
-	head := fmt.Sprintf("*Came back* (%s, with this replay's id)", msgs(total))
+	// The Came back field says that they carry this replay's id.
+	head := fmt.Sprintf("*Came back* (%s)", msgs(total))
 	return list(head, lines, total, MaxSectionText, func(h int) string {
 		return "…and " + plural(h, "more", "more")
 	})
@@ -315,7 +323,10 @@ func paramsText(r engine.Replay) string {
 // controls returns the buttons that still apply to r, or nil.
 func controls(r engine.Replay, rest int) slack.Block {
 	leaves := fmt.Sprintf("Nothing more will be sent. %s sent so far stay sent; the remaining %s stay in the DLQ, untouched.", msgs(r.Sent), msgs(rest))
-	if rest == 0 {
+	switch {
+	case r.Sent == 0:
+		leaves = fmt.Sprintf("Nothing will be sent: the %s stay in the DLQ, untouched.", msgs(rest))
+	case rest == 0:
 		leaves = fmt.Sprintf("Nothing is left to send: the replay ends as cancelled. %s sent stay sent.", msgs(r.Sent))
 	}
 	cancel := button(ActionCancel, r.ID, "Cancel", slack.StyleDanger,

@@ -27,9 +27,9 @@ func TestThePreviewIsTheReplaysStatus(t *testing.T) {
 	}{
 		{"stopped", func(e engine.Event) engine.Event {
 			e.Kind, e.Replay.State, e.Replay.Step, e.Replay.Sent, e.Replay.Settled, e.Replay.Returned = engine.EventStopped, engine.StateStopped, 1, 10, 7, 3
-			e.Replay.Failures = []engine.Failure{{ID: "0123456789abcdef", Kind: engine.FailureReturned, Reason: "rejected"}}
+			e.Replay.Failures = []engine.Failure{{ID: "0123456789abcdef", Kind: engine.FailureReturned, Reason: "rejected", GroupID: "g3f2a00000001"}}
 			return e
-		}, "Stopped by itself* at step 1: 3 of 10 came back — rejected"},
+		}, "Stopped by itself* at step 1: 3 of 10 came back — rejected (group `g3f2a00000001`)"},
 		{"finished", func(e engine.Event) engine.Event {
 			e.Kind, e.Replay.State, e.Replay.Sent, e.Replay.Settled = engine.EventFinished, engine.StateFinished, 100, 100
 			return e

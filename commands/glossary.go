@@ -11,10 +11,11 @@ type Term struct {
 	Meaning string // one sentence
 }
 
-// Glossary is the vocabulary, defined once: `help glossary` lists it and
-// `help <term>` answers for each. blocks/, the dashboard's templates and
-// the terminal's printer use these names and no synonyms (blocks'
-// vocabulary test checks them).
+// Glossary is the vocabulary, defined once: `help glossary` lists it,
+// `help <term>` answers for each and the README's table is written from it
+// (internal/doccheck keeps it so). blocks/, the dashboard and the
+// terminal's printer use these names and no synonyms (blocks' vocabulary
+// test checks them).
 var Glossary = []Term{
 	{"sent", "sent", "Copies of previewed messages the broker confirmed it took; each original is acked from the DLQ only then."},
 	{"settled", "settled", "Sent copies that left the target queue (a consumer took them, whether it then acked them or they came back, so settled counts the copies that came back too); a step ends when all of them settled."},

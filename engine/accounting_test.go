@@ -236,7 +236,7 @@ func TestMessagesGoneAreMissingAndTheReplayDoesNotFinish(t *testing.T) {
 	if rep.State != engine.StateStopped || rep.Sent != 25 || rep.Missing != 5 {
 		t.Fatalf("replay: state %s, sent %d, missing %d: %s; want stopped, 25 sent, 5 missing", rep.State, rep.Sent, rep.Missing, rep.Note)
 	}
-	if !strings.Contains(rep.Note, "5 DISAPPEARED") {
+	if !strings.Contains(rep.Note, "5 MISSING") {
 		t.Errorf("note %q does not say loudly that 5 disappeared", rep.Note)
 	}
 	if c := r.Count(dlq); c != 0 {

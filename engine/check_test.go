@@ -104,6 +104,22 @@ func TestCheckGroupsWhatCameBackAndCountsNewFailuresApart(t *testing.T) {
 	if c.AtParkLimit != 0 {
 		t.Fatalf("at park limit %d, want 0 after one replay", c.AtParkLimit)
 	}
+	sameGroupIDs(t, rep, c)
+}
+
+// sameGroupIDs fails unless every returned copy rep lists carries the id
+// of one of check c's groups: the stop line names what check shows.
+func sameGroupIDs(t *testing.T, rep engine.Replay, c engine.CheckReport) {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, g := range c.Groups {
+		ids[engine.GroupID(g.Group)] = true
+	}
+	for _, f := range rep.Failures {
+		if f.Kind == engine.FailureReturned && !ids[f.GroupID] {
+			t.Errorf("returned copy %s has group id %q; check's groups are %v", f.ID, f.GroupID, ids)
+		}
+	}
 }
 
 func TestFollowUpsRunOnceAcrossReplicasAndRestarts(t *testing.T) {

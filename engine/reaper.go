@@ -128,7 +128,7 @@ func (s *Service) announceInterrupted(ctx context.Context, r Replay) {
 			b.WriteString(")")
 		}
 		if pending > 0 {
-			fmt.Fprintf(&b, "; %d copy(ies) were in flight and may have been sent as well (pending in the ledger)", pending)
+			fmt.Fprintf(&b, "; %d copy(ies) in doubt (in flight when it stopped: maybe delivered; listed in the ledger)", pending)
 		}
 	}
 	b.WriteString(".")

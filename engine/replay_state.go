@@ -61,6 +61,9 @@ type Failure struct {
 	Kind   FailureKind `json:"kind"`
 	Reason string      `json:"reason,omitempty"` // new dead-letter reason or broker reply
 	Detail string      `json:"detail,omitempty"` // exception text, if any
+	// GroupID is a returned copy's failure group (see GroupID), the id
+	// check groups it under; "" when not known.
+	GroupID string `json:"group_id,omitempty"`
 }
 
 // Replay is a replay's record in the store, readable from any process.

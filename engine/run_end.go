@@ -10,7 +10,7 @@ import (
 // target with none coming back since its step was judged, is finished
 // (settle_unjudged.go); any other ends
 // stopped, saying loudly what did not happen — above all how many
-// messages disappeared, neither sent by dlqbot nor in the DLQ.
+// messages are missing, neither sent by dlqbot nor in the DLQ.
 func (rn *run) end(ctx context.Context) (Replay, error) {
 	rn.releaseCursor("the plan is exhausted")
 	rn.r.EndedAt = rn.s.d.Clock.Now()

@@ -9,7 +9,7 @@ import (
 // says of duplicates, copies in doubt and messages other replays sent.
 
 // Shortfall words why a replay whose plan is exhausted did not finish:
-// how many of its messages disappeared (neither sent by dlqbot nor still in
+// how many of its messages are missing (neither sent by dlqbot nor still in
 // the DLQ) first, then those not delivered (still in the DLQ) and those in
 // doubt. It is "" for a replay that sent everything.
 func Shortfall(r Replay) string {
@@ -18,7 +18,7 @@ func Shortfall(r Replay) string {
 	}
 	s := fmt.Sprintf("not finished: %d of %d sent", r.Sent, r.Total) + elsewhereNote(r)
 	if r.Missing > 0 {
-		s += fmt.Sprintf("; %d DISAPPEARED — neither sent by dlqbot nor in %s any more (dlqbot did not send them; something else took them from the DLQ)", r.Missing, r.DLQ)
+		s += fmt.Sprintf("; %d MISSING — neither sent by dlqbot nor in %s any more (dlqbot did not send them; something else took them from the DLQ)", r.Missing, r.DLQ)
 	}
 	if r.Failed > 0 {
 		s += fmt.Sprintf("; %d not delivered (the broker refused them; their originals stay in %s)", r.Failed, r.DLQ)

@@ -193,7 +193,7 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 			seen[meta.ID]++
 			inDLQ++
 			if inDLQ > rn.tapTotal {
-				extra = append(extra, Failure{ID: meta.ID, Target: meta.Source, Kind: FailureReturned, Reason: string(meta.Reason), Detail: meta.Exception})
+				extra = append(extra, returnedFailure(meta))
 			}
 		}
 		return nil

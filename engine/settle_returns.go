@@ -142,7 +142,7 @@ func (rn *run) tapReturns(ctx context.Context) error {
 		rn.tapTotal = rec.Total
 	}
 	for _, ev := range rec.Events {
-		rn.fail(Failure{ID: ev.ID, Target: ev.Source, Kind: FailureReturned, Reason: ev.Reason, Detail: ev.Exception})
+		rn.fail(Failure{ID: ev.ID, Target: ev.Source, Kind: FailureReturned, Reason: ev.Reason, Detail: ev.Exception, GroupID: groupIDOf(ev.Group)})
 	}
 	rn.listed += len(rec.Events)
 	rn.r.NewFailures = max(0, int(arrived-rec.Baseline)-rec.Total)
@@ -177,7 +177,7 @@ func (rn *run) rereadReturns(ctx context.Context, look *returnsLook) error {
 			if seen[meta.ID] > rn.returnedSeen[meta.ID] {
 				rn.returnedSeen[meta.ID] = seen[meta.ID]
 				rn.r.Returned++
-				rn.fail(Failure{ID: meta.ID, Target: meta.Source, Kind: FailureReturned, Reason: string(meta.Reason), Detail: meta.Exception})
+				rn.fail(returnedFailure(meta))
 			}
 		case meta.ReplayID != rn.r.ID && rn.isNew(meta):
 			fresh++
@@ -222,7 +222,7 @@ func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			inDLQ++
 			if _, tapped := rec.IDs[meta.ID]; !tapped {
-				extra = append(extra, Failure{ID: meta.ID, Target: meta.Source, Kind: FailureReturned, Reason: string(meta.Reason), Detail: meta.Exception})
+				extra = append(extra, returnedFailure(meta))
 			}
 		}
 		return nil
@@ -278,4 +278,19 @@ func (rn *run) cameBack() string {
 		return fmt.Sprintf("%d seen back, %s", rn.r.Returned, rn.r.Unseen.Words())
 	}
 	return fmt.Sprintf("%d came back", rn.r.Returned)
+}
+
+// returnedFailure is the record of a copy that came back, meta its dead
+// letter as the run reads it: under the group id check shows it in.
+func returnedFailure(meta letter.Meta) Failure {
+	return Failure{ID: meta.ID, Target: meta.Source, Kind: FailureReturned, Reason: string(meta.Reason), Detail: meta.Exception,
+		GroupID: groupIDOf(meta.FailureGroup)}
+}
+
+// groupIDOf is group's GroupID, "" for no group.
+func groupIDOf(group string) string {
+	if group == "" {
+		return ""
+	}
+	return GroupID(group)
 }

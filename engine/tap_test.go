@@ -181,4 +181,5 @@ func tapFindsReturns(t *testing.T, b testkit.Broker, dlqArgs amqp.Table) {
 	if c.Replayed != n || c.Returned != wantBack || c.NewFailures != 2 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("check: replayed %d returned %d new %d groups %v; want %d %d 2 %v", c.Replayed, c.Returned, c.NewFailures, got, n, wantBack, want)
 	}
+	sameGroupIDs(t, rep, c)
 }

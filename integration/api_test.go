@@ -291,7 +291,7 @@ func TestAPIApproveWhatChanged(t *testing.T) {
 		r = got
 		return err == nil && (got.State == engine.StateStopped || got.State.Terminal())
 	})
-	if r.State != engine.StateStopped || r.Sent != 6 || r.Missing != 2 || e.rabbit.Count(dlq) != 0 || !strings.Contains(r.Note, "2 DISAPPEARED") {
+	if r.State != engine.StateStopped || r.Sent != 6 || r.Missing != 2 || e.rabbit.Count(dlq) != 0 || !strings.Contains(r.Note, "2 MISSING") {
 		t.Fatalf("replay %s sent %d, missing %d (%q); DLQ %d", r.State, r.Sent, r.Missing, r.Note, e.rabbit.Count(dlq))
 	}
 }

@@ -108,7 +108,7 @@ func TestRejectingConsumerStopsThenCancel(t *testing.T) {
 
 	// Did it work? And where is it? Answers go to the asker alone.
 	e.command("U0REQUEST1", "check "+id)
-	if got := e.waitEphemeral("U0REQUEST1", 2); !strings.Contains(got.Text, "10 of 10 replayed came back") {
+	if got := e.waitEphemeral("U0REQUEST1", 2); !strings.Contains(got.Text, "10 of 10 sent came back") {
 		t.Fatalf("check: %q", got.Text)
 	}
 	e.command("U0REQUEST1", "status "+id)

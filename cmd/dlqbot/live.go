@@ -124,7 +124,7 @@ func progressLine(r engine.Replay, now time.Time, withID bool) string {
 		fmt.Fprintf(&b, " (could not tell for %d: no tap)", r.Unseen.Count)
 	}
 	if r.Missing > 0 {
-		fmt.Fprintf(&b, " · !! %d DISAPPEARED (neither sent by dlqbot nor in the DLQ)", r.Missing)
+		fmt.Fprintf(&b, " · !! %d MISSING (neither sent by dlqbot nor in the DLQ)", r.Missing)
 	}
 	if r.Failed > 0 {
 		fmt.Fprintf(&b, " · not delivered %d", r.Failed)

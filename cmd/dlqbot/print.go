@@ -103,7 +103,7 @@ func printReplay(w io.Writer, r engine.Replay) {
 		fmt.Fprintf(w, "Replay %s: %s\n", r.ID, r.State)
 	}
 	if r.Missing > 0 {
-		fmt.Fprintf(w, "  !! %d message(s) DISAPPEARED: neither sent by dlqbot nor in %s any more (dlqbot did not send them)\n", r.Missing, r.DLQ)
+		fmt.Fprintf(w, "  !! %d message(s) MISSING: neither sent by dlqbot nor in %s any more (dlqbot did not send them)\n", r.Missing, r.DLQ)
 	}
 	fmt.Fprintf(w, "  from %s, approved by %s, requested by %s\n", r.DLQ, r.Approver, r.Requester)
 	fmt.Fprintf(w, "  step %d; sent %d of %d; settled %d; came back %d; missing %d; not delivered %d; new failures during the replay %d\n",

@@ -4,5 +4,7 @@
 // not exist (doccheck_test.go), and the imports run one way, front ends →
 // ops → engine ← store, engine/amqp, with no production package importing
 // a test helper and engine/letter importing the standard library only
-// (layers_test.go). It has no production code.
+// (layers_test.go); the README's glossary table is commands.Glossary's
+// terms and no docs/*.md keeps a second copy (glossary_test.go). It has
+// no production code.
 package doccheck
