@@ -172,8 +172,10 @@ func tamperedReturns(t *testing.T, mode string) {
 }
 
 // hideReturns hides replay id's returns in Redis (under prefix) as mode
-// says.
+// says. The attacker is not bound by the recording's context: it may be
+// cancelled (the run ended) while the record is written.
 func hideReturns(ctx context.Context, t *testing.T, rdb redis.UniversalClient, prefix, id, mode string) {
+	ctx = context.WithoutCancel(ctx)
 	h, l, f := prefix+"{"+id+"}:returns", prefix+"{"+id+"}:returnlog", prefix+"{"+id+"}:returnfloor"
 	switch mode {
 	case "deleted":

@@ -44,8 +44,15 @@ func TestLegacyTokenReplaysExactly(t *testing.T) {
 	src, dlq := testkit.Name("src"), testkit.Name("dlq")
 	r.Topology(src, dlq, nil)
 	msgs := testkit.Msgs(300, 100) // over the legacy encoder's 256 items: its streamed, gzip form
-	msgs[3] = msgs[2]              // two identical copies: the multiset counts both
-	r.Reject(src, msgs...)
+	// Dead letters of one death time, published as the broker writes them:
+	// two rejections by the broker can fall in two seconds, and a copy
+	// that died in another second is another message.
+	died := time.Now().Add(-time.Minute).Truncate(time.Second)
+	for i := range msgs {
+		msgs[i].Headers = testkit.DeathHeaders(src, died)
+	}
+	msgs[3] = msgs[2] // two identical copies: the multiset counts both
+	r.Publish(dlq, msgs...)
 	r.WaitCount(dlq, 300, 20*time.Second)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	if p.Selected != 300 || p.Distinct != 299 {

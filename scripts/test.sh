@@ -12,7 +12,8 @@
 #           when the other lanes' busiest part is over
 #   100k    the whole-DLQ replays of 100,000 without the race detector
 #           (engine, -run Of100k; docs/reliability.md says which run where),
-#           then the fuzzing (FUZZTIME per target)
+#           then the fuzzing (FUZZTIME per target), then the pacing test
+#           at its full size (TestPaceToConsumerOf3000)
 #
 # Each lane writes bin/test/<lane>.log, printed when the lane ends with its
 # wall time; the script fails when any lane failed, after all have ended.
@@ -65,6 +66,11 @@ lane_100k() {
     $GO test $TESTFLAGS -count=1 -timeout 15m -parallel "$PARALLEL_100K" -run 'Of100k' ./engine/ || rc=1
   fi
   make --no-print-directory fuzz FUZZTIME="$FUZZTIME" GO="$GO" || rc=1
+  if [ -n "$has_engine" ]; then
+    # Pacing to a consumer of 50 msg/s, held to 1.3× the consumer alone:
+    # last, when the other lanes' busiest part is over.
+    $GO test $TESTFLAGS -count=1 -timeout 10m -run '^TestPaceToConsumerOf3000$' ./engine/ || rc=1
+  fi
   return $rc
 }
 
