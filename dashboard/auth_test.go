@@ -64,6 +64,9 @@ func (f *fakeBackend) Replay(_ context.Context, _ commands.Principal, id string)
 	}
 	return running, nil
 }
+func (f *fakeBackend) Preview(context.Context, commands.Principal, string) (*engine.PreviewCard, error) {
+	return nil, nil
+}
 func (f *fakeBackend) Events(context.Context, commands.Principal, string) ([]string, []engine.Event, error) {
 	return nil, nil, nil
 }

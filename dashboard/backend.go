@@ -18,6 +18,11 @@ type Backend interface {
 	Replays(ctx context.Context, p commands.Principal, n int) ([]engine.Replay, error)
 	// Replay returns one replay p may see.
 	Replay(ctx context.Context, p commands.Principal, id string) (engine.Replay, error)
+	// Preview returns what the preview the replay was approved from found
+	// (its token's engine.PreviewCard: problems and targets, never a
+	// payload or an exception's text), when p may see the replay; nil
+	// when the token keeps none or is no longer kept.
+	Preview(ctx context.Context, p commands.Principal, id string) (*engine.PreviewCard, error)
 	// Events returns the replay's logged events so far, oldest first, with
 	// their log ids.
 	Events(ctx context.Context, p commands.Principal, id string) ([]string, []engine.Event, error)

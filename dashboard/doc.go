@@ -2,7 +2,8 @@
 // replay on one page (newest first, filterable by state and DLQ), a
 // replay's page whose steps arrive live through the replay's event stream
 // (server-sent events, resumed with Last-Event-ID) and survive a reload,
-// the DLQs the signed-in person may read, the DLQ watch's open alerts of
+// under what its preview found (Backend.Preview: the problems first, then
+// the targets with their consumers' verdicts), the DLQs the signed-in person may read, the DLQ watch's open alerts of
 // those DLQs (pages.go, Deps.Alerts), and the audit trail.
 //
 // The pages are server-rendered html/template with a little JavaScript for

@@ -3,6 +3,7 @@ package dashboard
 import (
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,6 +43,7 @@ var funcs = template.FuncMap{
 	"ctl": func(v replayView, csrf string) controlsView {
 		return controlsView{ID: v.ID, CSRF: csrf, Controls: v.Controls}
 	},
+	"connected": connected,
 }
 
 // controlsView is what the controls template needs.
@@ -65,6 +67,26 @@ func ago(t time.Time) string {
 		return fmt.Sprintf("%dh ago", int(d.Hours()))
 	}
 	return t.UTC().Format("2006-01-02")
+}
+
+// connected lists when a target's consumers connected: the distinct
+// times, earliest first, at most three and how many more.
+func connected(conns []engine.ConsumerConn) string {
+	var seen []time.Time
+	for _, c := range conns {
+		if !c.ConnectedAt.IsZero() && !slices.ContainsFunc(seen, c.ConnectedAt.Equal) {
+			seen = append(seen, c.ConnectedAt)
+		}
+	}
+	slices.SortFunc(seen, time.Time.Compare)
+	var out []string
+	for _, at := range seen[:min(len(seen), 3)] {
+		out = append(out, at.UTC().Format("2006-01-02 15:04:05Z"))
+	}
+	if len(seen) > 3 {
+		out = append(out, fmt.Sprintf("+%d more", len(seen)-3))
+	}
+	return strings.Join(out, ", ")
 }
 
 // rate is how fast the replay has sent, in words.

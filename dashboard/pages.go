@@ -41,6 +41,7 @@ type page struct {
 
 	// replay
 	R         *replayView
+	Preview   *previewView
 	Steps     []stepView
 	Returns   []returnGroup
 	FollowUps []followUp
@@ -61,6 +62,27 @@ type control struct {
 	Verb, Label string
 	Danger      bool
 }
+
+// previewView is what the preview a replay was approved from found, as
+// its token keeps it (engine.PreviewCard): its problems first, in the
+// words of Slack's preview, then its targets with their consumers'
+// verdicts. Note says why there is nothing to show ("" when there is).
+type previewView struct {
+	Problems []problemView
+	Targets  []engine.TargetView
+	More     int // targets beyond those listed
+	Note     string
+}
+
+// problemView is one thing the preview said would go wrong: its Title,
+// then its Queue (when the words name one) and its Text.
+type problemView struct {
+	Kind               engine.ProblemKind
+	Title, Queue, Text string
+}
+
+// maxPreviewTargets is how many targets the replay's page lists.
+const maxPreviewTargets = 50
 
 type stepView struct {
 	At   time.Time
@@ -261,9 +283,10 @@ func (d *Dashboard) index(w http.ResponseWriter, r *http.Request, s session) {
 	d.render(w, http.StatusOK, "index.html", p)
 }
 
-// replay shows one replay: its counts, its steps so far (the page's
-// script adds the next ones from the event stream), the returns grouped
-// by failure, the follow-ups' results and the controls allowed.
+// replay shows one replay: its counts, what its preview found, its steps
+// so far (the page's script adds the next ones from the event stream),
+// the returns grouped by failure, the follow-ups' results and the
+// controls allowed.
 func (d *Dashboard) replay(w http.ResponseWriter, r *http.Request, s session) {
 	ctx := r.Context()
 	id := r.PathValue("id")
@@ -297,10 +320,125 @@ func (d *Dashboard) replay(w http.ResponseWriter, r *http.Request, s session) {
 		return
 	}
 	p.Returns = groupReturns(rep)
+	p.Preview = d.preview(r, s, id)
 	if asked, ok := doneNotices[r.URL.Query().Get("done")]; ok {
 		p.Notice = fmt.Sprintf("%s; it is %s now.", asked, rep.State)
 	}
 	d.render(w, http.StatusOK, "replay.html", p)
+}
+
+// preview is what the replay's page shows of the preview it was approved
+// from.
+func (d *Dashboard) preview(r *http.Request, s session, id string) *previewView {
+	c, err := d.d.Backend.Preview(r.Context(), s.p, id)
+	switch {
+	case err != nil:
+		return &previewView{Note: "What its preview found could not be read: " + d.told(err, "read preview")}
+	case c == nil:
+		return &previewView{Note: "What its preview found is not kept (any more)."}
+	}
+	v := &previewView{Targets: sortTargets(c.Targets)}
+	if len(v.Targets) > maxPreviewTargets {
+		v.More = len(v.Targets) - maxPreviewTargets
+		v.Targets = v.Targets[:maxPreviewTargets]
+	}
+	for _, pr := range c.Problems {
+		v.Problems = append(v.Problems, problemOf(pr, c.Targets))
+	}
+	return v
+}
+
+// problemTitles are the problems' titles, as Slack's preview has them.
+var problemTitles = map[engine.ProblemKind]string{
+	engine.ProblemTargetMissing:      "Target queue missing",
+	engine.ProblemNoTarget:           "No target queue",
+	engine.ProblemNoConsumers:        "No consumers",
+	engine.ProblemAlreadyReplayed:    "Already replayed",
+	engine.ProblemParked:             "Parked",
+	engine.ProblemDeliveryLimit:      "Quorum DLQ delivery limit",
+	engine.ProblemRetryState:         "Consumer would refuse replayed copies",
+	engine.ProblemPartialRead:        "Partial read",
+	engine.ProblemUnreadable:         "Unreadable headers",
+	engine.ProblemConsumersUnchanged: "Consumers not restarted",
+}
+
+// problemOf words one problem: its engine-written detail (what the
+// terminal and the API show), except that consumers not restarted are
+// worded as Slack's preview words them (blocks' unchangedLine): "`orders`:
+// its 3 consumers have been connected since before these messages failed —
+// is the fix deployed?".
+func problemOf(pr engine.Problem, targets []engine.TargetView) problemView {
+	v := problemView{Kind: pr.Kind, Title: problemTitles[pr.Kind], Text: pr.Detail}
+	if v.Title == "" {
+		v.Title = string(pr.Kind)
+	}
+	if pr.Kind == engine.ProblemNoTarget && pr.InvalidTargets > 0 {
+		v.Title = "No valid target"
+	}
+	if pr.Kind != engine.ProblemConsumersUnchanged {
+		return v
+	}
+	n, client := 0, ""
+	for _, t := range targets {
+		if t.Queue == pr.Queue {
+			n, client = len(t.ConsumerConns), clientNames(t.ConsumerConns)
+			if n == 0 {
+				n = t.Consumers // a token may keep the count alone
+			}
+		}
+	}
+	who := "its consumers have"
+	switch {
+	case n == 1:
+		who = "its consumer has"
+	case n > 1:
+		who = fmt.Sprintf("its %d consumers have", n)
+	}
+	v.Queue, v.Text = pr.Queue, who+" been connected since before these messages failed"
+	if client != "" {
+		v.Text += " (" + client + ")"
+	}
+	v.Text += " — is the fix deployed?"
+	return v
+}
+
+// clientNames lists the distinct "product version" the consumers' clients
+// name themselves by, at most three ("" when none does).
+func clientNames(conns []engine.ConsumerConn) string {
+	var names []string
+	for _, c := range conns {
+		n := strings.TrimSpace(c.Product + " " + c.Version)
+		if n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) > 3 {
+		names = append(names[:3], "…")
+	}
+	return strings.Join(names, ", ")
+}
+
+// sortTargets orders targets as Slack's preview does: missing ones first,
+// then those without consumers or with consumers not restarted, each
+// group by messages, most first.
+func sortTargets(targets []engine.TargetView) []engine.TargetView {
+	ts := slices.Clone(targets)
+	rank := func(t engine.TargetView) int {
+		switch {
+		case !t.Exists:
+			return 0
+		case t.Consumers == 0, t.ConsumersSinceFailure == engine.SinceUnchanged:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(ts, func(i, j int) bool {
+		if ri, rj := rank(ts[i]), rank(ts[j]); ri != rj {
+			return ri < rj
+		}
+		return ts[i].Messages > ts[j].Messages
+	})
+	return ts
 }
 
 // groupReturns counts the replay's copies that came back, by failure.

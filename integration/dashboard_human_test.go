@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,9 @@ import (
 // token signed in to the dashboard presses Resume on a paused replay and
 // Cancel: both are refused (403, needs a human), the replay stays paused
 // and nobody asked for it to run; a person's token (as_user) on the
-// dashboard resumes it. (Before, the agent's Resume sent the rest.)
+// dashboard resumes it. (Before, the agent's Resume sent the rest.) The
+// replay's page shows its preview's targets, read through dashapi from
+// the token.
 func TestDashboardRequireHuman(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, options{policy: apiPolicy(false), requireHuman: true, apiChannel: channel, events: true})
@@ -66,6 +69,9 @@ func TestDashboardRequireHuman(t *testing.T) {
 
 	agent := newDashClient(t, srv.URL, tokAgent)
 	page := agent.get("/dashboard/replays/"+id, http.StatusOK)
+	if !strings.Contains(page, `<section class="card" id="preview">`) || !strings.Contains(page, `<tr data-target="`+src+`">`) {
+		t.Errorf("the replay's page does not show what its preview found (target %s):\n%s", src, page)
+	}
 	csrf := csrfOf(t, page)
 	for _, verb := range []string{"resume", "cancel"} {
 		if code := agent.post("/dashboard/replays/"+id+"/"+verb, csrf); code != http.StatusForbidden {

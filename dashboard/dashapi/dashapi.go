@@ -2,6 +2,7 @@ package dashapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"time"
@@ -75,6 +76,25 @@ func (b *Backend) Replays(ctx context.Context, p commands.Principal, n int) ([]e
 func (b *Backend) Replay(ctx context.Context, p commands.Principal, id string) (engine.Replay, error) {
 	r, err := b.ops.Replay(ctx, caller(ctx, p), id)
 	return r, wording(err, id)
+}
+
+// Preview returns the card of the preview replay id was approved from,
+// as its token keeps it, when p may see the replay (ops.Ops.Replay); nil
+// when the token keeps none or is gone (an approval keeps it as long as
+// replay records are kept).
+func (b *Backend) Preview(ctx context.Context, p commands.Principal, id string) (*engine.PreviewCard, error) {
+	r, err := b.ops.Replay(ctx, caller(ctx, p), id)
+	if err != nil {
+		return nil, wording(err, id)
+	}
+	f, err := b.tokens.LoadHeader(ctx, r.Token)
+	if errors.Is(err, engine.ErrTokenNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wording(err, id)
+	}
+	return f.Card, nil
 }
 
 // Events returns the replay's logged events so far, when p may see it.
