@@ -343,7 +343,7 @@ func (d *Dashboard) preview(r *http.Request, s session, id string) *previewView 
 		v.Targets = v.Targets[:maxPreviewTargets]
 	}
 	for _, pr := range c.Problems {
-		v.Problems = append(v.Problems, problemOf(pr, c.Targets))
+		v.Problems = append(v.Problems, problemOf(pr))
 	}
 	return v
 }
@@ -362,12 +362,9 @@ var problemTitles = map[engine.ProblemKind]string{
 	engine.ProblemConsumersUnchanged: "Consumers not restarted",
 }
 
-// problemOf words one problem: its engine-written detail (what the
-// terminal and the API show), except that consumers not restarted are
-// worded as Slack's preview words them (blocks' unchangedLine): "`orders`:
-// its 3 consumers have been connected since before these messages failed —
-// is the fix deployed?".
-func problemOf(pr engine.Problem, targets []engine.TargetView) problemView {
+// problemOf is one problem as the terminal and the API word it (the
+// engine's detail), under Slack's title for it.
+func problemOf(pr engine.Problem) problemView {
 	v := problemView{Kind: pr.Kind, Title: problemTitles[pr.Kind], Text: pr.Detail}
 	if v.Title == "" {
 		v.Title = string(pr.Kind)
@@ -375,47 +372,7 @@ func problemOf(pr engine.Problem, targets []engine.TargetView) problemView {
 	if pr.Kind == engine.ProblemNoTarget && pr.InvalidTargets > 0 {
 		v.Title = "No valid target"
 	}
-	if pr.Kind != engine.ProblemConsumersUnchanged {
-		return v
-	}
-	n, client := 0, ""
-	for _, t := range targets {
-		if t.Queue == pr.Queue {
-			n, client = len(t.ConsumerConns), clientNames(t.ConsumerConns)
-			if n == 0 {
-				n = t.Consumers // a token may keep the count alone
-			}
-		}
-	}
-	who := "its consumers have"
-	switch {
-	case n == 1:
-		who = "its consumer has"
-	case n > 1:
-		who = fmt.Sprintf("its %d consumers have", n)
-	}
-	v.Queue, v.Text = pr.Queue, who+" been connected since before these messages failed"
-	if client != "" {
-		v.Text += " (" + client + ")"
-	}
-	v.Text += " — is the fix deployed?"
 	return v
-}
-
-// clientNames lists the distinct "product version" the consumers' clients
-// name themselves by, at most three ("" when none does).
-func clientNames(conns []engine.ConsumerConn) string {
-	var names []string
-	for _, c := range conns {
-		n := strings.TrimSpace(c.Product + " " + c.Version)
-		if n != "" && !slices.Contains(names, n) {
-			names = append(names, n)
-		}
-	}
-	if len(names) > 3 {
-		names = append(names[:3], "…")
-	}
-	return strings.Join(names, ", ")
 }
 
 // sortTargets orders targets as Slack's preview does: missing ones first,

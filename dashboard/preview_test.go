@@ -56,7 +56,7 @@ func TestReplayPageShowsUnchangedConsumersFirst(t *testing.T) {
 		},
 	}
 	body := previewPage(t, card)
-	unchanged := strings.Index(body, `<li class="pr pr-consumers_unchanged" data-kind="consumers_unchanged"><strong>Consumers not restarted</strong> — <code>orders</code>: its 3 consumers have been connected since before these messages failed — is the fix deployed?</li>`)
+	unchanged := strings.Index(body, `<li class="pr pr-consumers_unchanged" data-kind="consumers_unchanged"><strong>Consumers not restarted</strong> — orders: its 3 consumers have been connected since before these messages failed (the latest at 2026-12-06T07:00:00Z) — is the fix deployed?</li>`)
 	none := strings.Index(body, `data-kind="no_consumers"`)
 	steps := strings.Index(body, "<h2>Steps")
 	if unchanged < 0 || none < 0 || unchanged > none || steps < unchanged {
