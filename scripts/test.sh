@@ -18,15 +18,17 @@
 # Each lane writes bin/test/<lane>.log, printed when the lane ends with its
 # wall time; the script fails when any lane failed, after all have ended.
 # Environment: PKGS (default ./...), FUZZTIME (10s), ENGINE_PARALLEL (6:
-# engine tests at once in each of its two runs), PARALLEL (4: tests at once
-# in the other packages), PARALLEL_100K (8), TESTFLAGS (more go test flags,
-# e.g. -v) and GO.
+# engine tests at once), ENGINE_LATE_PARALLEL (8: the long fault cases at
+# once, which mostly wait), PARALLEL (4: tests at once in the other
+# packages), PARALLEL_100K (8), TESTFLAGS (more go test flags, e.g. -v) and
+# GO.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 PKGS=${PKGS:-./...}
 FUZZTIME=${FUZZTIME:-10s}
 ENGINE_PARALLEL=${ENGINE_PARALLEL:-6}
+ENGINE_LATE_PARALLEL=${ENGINE_LATE_PARALLEL:-8}
 PARALLEL=${PARALLEL:-4}
 PARALLEL_100K=${PARALLEL_100K:-8}
 TESTFLAGS=${TESTFLAGS:-}
@@ -56,7 +58,7 @@ lane_rest() {
     $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$PARALLEL" "${rest[@]}" || rc=1
   fi
   if [ -n "$has_engine" ]; then
-    $GO test $TESTFLAGS -race -count=1 -timeout 15m -parallel "$ENGINE_PARALLEL" -run "$ENGINE_LATE" ./engine/ || rc=1
+    $GO test $TESTFLAGS -race -count=1 -timeout 15m -parallel "$ENGINE_LATE_PARALLEL" -run "$ENGINE_LATE" ./engine/ || rc=1
   fi
   return $rc
 }
