@@ -137,7 +137,14 @@ func consumerAlone(t *testing.T, n int) time.Duration {
 // which shows the backlog it avoids. A wide bound: this guards a pacer
 // that starves the consumer beside make test's other lanes, where the
 // consumer itself slows; TestPaceToConsumerOf3000 holds the 1.3×.
+//
+// Not parallel: it times a consumer. Under the race detector (make test's
+// engine lane, where it would hold back every parallel test for a minute)
+// it is left to TestPaceToConsumerOf3000.
 func TestPaceToConsumer(t *testing.T) {
+	if raceOn {
+		t.Skip("make test runs TestPaceToConsumerOf3000 without the race detector instead")
+	}
 	paceToConsumer(t, paceMessages(), 2, true)
 }
 
@@ -145,6 +152,8 @@ func TestPaceToConsumer(t *testing.T) {
 // letters (about 60 s of the consumer), within 1.3× the consumer alone,
 // settling included: make test runs it without the race detector at the
 // end of its 100k lane (scripts/test.sh).
+//
+// Not parallel: it times a consumer.
 func TestPaceToConsumerOf3000(t *testing.T) {
 	skipUnderRace(t)
 	paceToConsumer(t, 3000, 1.3, false)
