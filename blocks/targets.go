@@ -18,7 +18,7 @@ import (
 // the first maxTargets, then "+N more" pointing at Show samples, whose
 // private answer lists every target (TargetList).
 func targetsText(targets []engine.TargetView) string {
-	ts := sortTargets(targets)
+	ts := engine.ConcernFirst(targets)
 	lines := make([]string, 0, maxTargets)
 	for _, t := range ts[:min(len(ts), maxTargets)] {
 		lines = append(lines, targetLine(t))
@@ -59,7 +59,7 @@ const maxTargetSections = 30
 // targetListBlocks lists every target of a preview for a reader, one line
 // each with the whole name quoted, in sections that fit Slack's limits.
 func targetListBlocks(targets []engine.TargetView) []slack.Block {
-	ts := sortTargets(targets)
+	ts := engine.ConcernFirst(targets)
 	var out []slack.Block
 	var b strings.Builder
 	fmt.Fprintf(&b, "*Every target* (%s)", plural(len(ts), "queue", "queues"))
@@ -98,28 +98,6 @@ func fullTargetLine(t engine.TargetView) string {
 		s += " · :warning: mixes " + m + " letters"
 	}
 	return s
-}
-
-func sortTargets(targets []engine.TargetView) []engine.TargetView {
-	ts := append([]engine.TargetView(nil), targets...)
-	rank := func(t engine.TargetView) int {
-		switch {
-		case !t.Exists:
-			return 0
-		case engine.MixedScripts(t.Queue) != "":
-			return 1 // a name to check by eye is never among those cut
-		case t.Consumers == 0, t.ConsumersSinceFailure == engine.SinceUnchanged:
-			return 2
-		}
-		return 3
-	}
-	sort.SliceStable(ts, func(i, j int) bool {
-		if ri, rj := rank(ts[i]), rank(ts[j]); ri != rj {
-			return ri < rj
-		}
-		return ts[i].Messages > ts[j].Messages
-	})
-	return ts
 }
 
 func targetLine(t engine.TargetView) string {

@@ -337,7 +337,7 @@ func (d *Dashboard) preview(r *http.Request, s session, id string) *previewView 
 	case c == nil:
 		return &previewView{Note: "What its preview found is not kept (any more)."}
 	}
-	v := &previewView{Targets: sortTargets(c.Targets)}
+	v := &previewView{Targets: engine.ConcernFirst(c.Targets)}
 	if len(v.Targets) > maxPreviewTargets {
 		v.More = len(v.Targets) - maxPreviewTargets
 		v.Targets = v.Targets[:maxPreviewTargets]
@@ -373,29 +373,6 @@ func problemOf(pr engine.Problem) problemView {
 		v.Title = "No valid target"
 	}
 	return v
-}
-
-// sortTargets orders targets as Slack's preview does: missing ones first,
-// then those without consumers or with consumers not restarted, each
-// group by messages, most first.
-func sortTargets(targets []engine.TargetView) []engine.TargetView {
-	ts := slices.Clone(targets)
-	rank := func(t engine.TargetView) int {
-		switch {
-		case !t.Exists:
-			return 0
-		case t.Consumers == 0, t.ConsumersSinceFailure == engine.SinceUnchanged:
-			return 1
-		}
-		return 2
-	}
-	sort.SliceStable(ts, func(i, j int) bool {
-		if ri, rj := rank(ts[i]), rank(ts[j]); ri != rj {
-			return ri < rj
-		}
-		return ts[i].Messages > ts[j].Messages
-	})
-	return ts
 }
 
 // groupReturns counts the replay's copies that came back, by failure.

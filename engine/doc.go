@@ -46,7 +46,8 @@
 //	preview.go        a preview; preview_rows.go, preview_targets.go,
 //	                  preview_summary.go (counts and problems),
 //	                  preview_canary.go (the first step's classes and depth)
-//	                  and preview_returns.go build it; arrivals.go its sparkline
+//	                  and preview_returns.go build it; arrivals.go its sparkline;
+//	                  targets_order.go the order every front end lists targets in
 //	kinds.go          the kinds of problems, changes and failures
 //	frozen.go         what a preview token freezes, and freeze
 //	approve.go        approving a token: what changed since (Compare), Approve
