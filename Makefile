@@ -26,14 +26,16 @@ services-all services4:
 	./scripts/services.sh all
 
 ## test: the whole suite against the local RabbitMQ 3.10, 4.0 and 4.3 and
-## Redis, in three lanes at once (scripts/test.sh; its tests wait on the
-## brokers far more than on the CPU): the engine package with the race
-## detector; every other package with it; and, without it (which makes
+## Redis, in three lanes at once (scripts/test.sh): the engine package with
+## the race detector but for its long fault cases; every other package
+## with it, then those fault cases (they mostly wait, and start once the
+## busiest minutes are over); and, without the race detector (which makes
 ## them several times slower, so they skip under -race), the whole-DLQ
-## replays of 100,000 (docs/reliability.md "Tests and benchmarks" says which run on which broker), then
-## brief fuzzing. Quorum-queue cases run on every broker, classic-queue
-## cases of the long fault tests on one each (testkit.ClassicOn). Each
-## lane's log is in bin/test/; docs/reliability.md says how long it takes.
+## replays of 100,000 (docs/reliability.md "Tests and benchmarks" says
+## which run on which broker), brief fuzzing and the pacing test at 3,000.
+## Quorum-queue cases run on every broker, classic-queue cases of the long
+## fault tests on one each (testkit.ClassicOn). Each lane's log is in
+## bin/test/; docs/reliability.md says how long it takes.
 test: services-all vet
 	PKGS="$(PKGS)" FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/test.sh
 
