@@ -34,16 +34,17 @@ services-all services4:
 ## replays of 100,000 (docs/reliability.md "Tests and benchmarks" says
 ## which run on which broker), brief fuzzing and the pacing test at 3,000.
 ## Quorum-queue cases run on every broker, classic-queue cases of the long
-## fault tests on one each (testkit.ClassicOn). Each lane's log is in
-## bin/test/; docs/reliability.md says how long it takes.
-test: services-all vet
+## fault tests on one each (testkit.ClassicOn); go vet runs at the end of
+## the engine lane. Each lane's log is in bin/test/; docs/reliability.md
+## says how long it takes.
+test: services-all
 	PKGS="$(PKGS)" FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/test.sh
 
 ## test-all: make test with every case on every broker: classic-queue
 ## cases on all three (DLQBOT_CLASSIC_ALL=1) and every 100,000-message
 ## replay on every broker and queue type (DLQBOT_100K_ALL=1); about three
 ## times as long.
-test-all: services-all vet
+test-all: services-all
 	DLQBOT_CLASSIC_ALL=1 DLQBOT_100K_ALL=1 PKGS="$(PKGS)" FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/test.sh
 
 ## fuzz: run every fuzz target for FUZZTIME each.

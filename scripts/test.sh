@@ -5,7 +5,7 @@
 # rather than on the CPU:
 #
 #   engine  the engine package with the race detector, but for its long
-#           fault cases (ENGINE_LATE)
+#           fault cases (ENGINE_LATE), then go vet of PKGS
 #   rest    every other package with the race detector, then the engine's
 #           long fault cases (ENGINE_LATE), also with it: they wait on
 #           reconnects and graces far more than they compute, and start
@@ -50,7 +50,12 @@ done
 ENGINE_LATE='^(TestResendInDoubtAfterThreeConnectionLosses|TestAnotherReaderTakesFromTheDLQAfterAFault|TestPacedReplayKeepsItsPaceWhileTheManagementAPIHangs|TestASettlingCursorGivesWayToAnotherReplay|TestUnpacedReplaySettlesItsStepsEarly|TestConnectionLostInAChunkedStep|TestConnectionsClosedMidReplayLoseNothing|TestUnpacedReplayConnectionLostEnds)$'
 
 lane_engine() {
-  $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$ENGINE_PARALLEL" -skip "$ENGINE_LATE" ./engine/
+  local rc=0
+  $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$ENGINE_PARALLEL" -skip "$ENGINE_LATE" ./engine/ || rc=1
+  # go vet last, where this lane would otherwise end before the others.
+  # shellcheck disable=SC2086 # PKGS is a list of patterns
+  $GO vet $PKGS || rc=1
+  return $rc
 }
 lane_rest() {
   local rc=0
