@@ -136,7 +136,10 @@ type Deps struct {
 	// preview for its watch alerts; optional (alerts then ask for a
 	// preview).
 	GroupsSeen GroupsSeen
-	Log        zerolog.Logger
+	// Arrivals counts what reached each listed DLQ in the last hour
+	// (ListDLQs); optional (arrivals are then unknown).
+	Arrivals ArrivalCounter
+	Log      zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
 }
