@@ -61,7 +61,7 @@ func (c Config) withDefaults() Config {
 type Engine interface {
 	Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error)
 	Compare(ctx context.Context, token string) (engine.Frozen, []engine.Change, error)
-	ApproveConfirmed(ctx context.Context, token, approver string, p engine.Params, digest string) (engine.Approval, error)
+	ApproveConfirmed(ctx context.Context, token, approver, via string, p engine.Params, digest string) (engine.Approval, error)
 	Control(ctx context.Context, id string, a engine.ControlAction, by string) (engine.Replay, error)
 	Enqueue(ctx context.Context, id string) error
 	Status(ctx context.Context, id string) (engine.Replay, error)
