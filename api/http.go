@@ -147,8 +147,8 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, fn endpoint, str
 
 // ClientHeader names the program making a call for its user: "terminal"
 // or "mcp" (the terminal and `dlqbot mcp` in client mode). It is taken as
-// a label for the audit trail only (ops.Caller.Client); other values are
-// ignored.
+// a label for the audit trail and a replay's approved_via only
+// (ops.Caller.Client); other values are ignored.
 const ClientHeader = "DLQBOT-Client"
 
 func clientLabel(r *http.Request) string {

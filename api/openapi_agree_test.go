@@ -67,7 +67,7 @@ func (p *probeEngine) Preview(_ context.Context, sel engine.Selection, req strin
 func (p *probeEngine) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
 	return engine.Frozen{}, nil, p.err()
 }
-func (p *probeEngine) ApproveConfirmed(_ context.Context, token, by string, _ engine.Params, _ string) (engine.Approval, error) {
+func (p *probeEngine) ApproveConfirmed(_ context.Context, token, by, _ string, _ engine.Params, _ string) (engine.Approval, error) {
 	if err := cmpOr(p.err(), p.refusal); err != nil {
 		return engine.Approval{}, err
 	}

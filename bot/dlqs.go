@@ -24,7 +24,8 @@ func (b *Bot) listDLQs(ctx context.Context, to replyTo) {
 const maxListedDLQs = 30
 
 // DLQListText is /dlq list's reply: one line per DLQ (name, depth,
-// consumers, last replay), what was hidden, and what the list leaves out.
+// arrivals in the last hour, top failure group, consumers, last replay),
+// what was hidden, and what the list leaves out.
 func DLQListText(d ops.DLQs, command string, now time.Time) string {
 	if len(d.DLQs) == 0 {
 		text := "No dead-letter queue you may read was found."
@@ -39,7 +40,10 @@ func DLQListText(d ops.DLQs, command string, now time.Time) string {
 			lines = append(lines, fmt.Sprintf("…and %d more.", len(d.DLQs)-maxListedDLQs))
 			break
 		}
-		s := fmt.Sprintf("• `%s` · *%d* message(s)", slackEscape(q.Name), q.Messages)
+		s := fmt.Sprintf("• `%s` · *%d* message(s) · %s", slackEscape(q.Name), q.Messages, arrivedText(q))
+		if g := q.TopGroup; g != nil {
+			s += fmt.Sprintf(" · top group `%s` `%s` (%d at the preview %s)", g.GroupID, slackEscape(strings.ReplaceAll(g.Type, "`", "'")), g.Messages, agoText(now.Sub(g.SeenAt)))
+		}
 		if q.Consumers > 0 {
 			s += fmt.Sprintf(" · %d consumer(s)", q.Consumers)
 		}
@@ -55,6 +59,17 @@ func DLQListText(d ops.DLQs, command string, now time.Time) string {
 	}
 	lines = append(lines, "_"+d.Note+"_ Preview one: `"+command+" preview <dlq>`; `"+command+" status` lists the replays.")
 	return strings.Join(lines, "\n")
+}
+
+// arrivedText is a DLQ's arrivals in the last hour.
+func arrivedText(q ops.DLQ) string {
+	switch {
+	case q.ArrivalsLastHour == nil:
+		return "arrivals in the last hour unknown"
+	case !q.ArrivalsSince.IsZero():
+		return fmt.Sprintf("%d arrived since %s UTC", *q.ArrivalsLastHour, q.ArrivalsSince.UTC().Format("15:04"))
+	}
+	return fmt.Sprintf("%d arrived in the last hour", *q.ArrivalsLastHour)
 }
 
 // slackEscape escapes &, < and > for Slack's mrkdwn.

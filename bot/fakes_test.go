@@ -46,7 +46,7 @@ func (f *fakeEngine) Preview(ctx context.Context, sel engine.Selection, requeste
 		Messages: []engine.PreviewMessage{{Meta: engine.Meta{ID: "0123456789abcdef"}, Count: 1, Target: "orders"}}}, nil
 }
 
-func (f *fakeEngine) ApproveConfirmed(ctx context.Context, token, approver string, p engine.Params, _ string) (engine.Approval, error) {
+func (f *fakeEngine) ApproveConfirmed(ctx context.Context, token, approver, _ string, p engine.Params, _ string) (engine.Approval, error) {
 	f.calls.Add(1)
 	if f.approved.Add(1) > 1 {
 		return engine.Approval{}, engine.ErrTokenUsed

@@ -25,21 +25,9 @@ var funcs = template.FuncMap{
 	"badge":     badge,
 	"badgeText": badgeText,
 	"left":      func(r engine.Replay) int { return max(0, r.Total-r.Sent-r.Missing-r.Failed-r.InDoubt) },
-	"origin": func(id string) string {
-		switch {
-		case strings.HasPrefix(id, "api:"):
-			return "API / agent"
-		case strings.HasPrefix(id, "terminal:"):
-			return "terminal"
-		case strings.HasPrefix(id, "mcp:"):
-			return "MCP"
-		case id == "":
-			return ""
-		}
-		return "Slack"
-	},
-	"dur":  func(d time.Duration) string { return d.Round(100 * time.Millisecond).String() },
-	"list": func(s ...string) []string { return s },
+	"origin":    origin,
+	"dur":       func(d time.Duration) string { return d.Round(100 * time.Millisecond).String() },
+	"list":      func(s ...string) []string { return s },
 	"ctl": func(v replayView, csrf string) controlsView {
 		return controlsView{ID: v.ID, CSRF: csrf, Controls: v.Controls}
 	},
@@ -50,6 +38,35 @@ var funcs = template.FuncMap{
 type controlsView struct {
 	ID, CSRF string
 	Controls []control
+}
+
+// origin is where a replay was started from: the front end its approval
+// came through, else, for a record that does not name one, a guess from
+// its requester's identity.
+func origin(r engine.Replay) string {
+	switch r.ApprovedVia {
+	case "":
+	case "slack":
+		return "Slack"
+	case "api":
+		return "API"
+	case "mcp":
+		return "MCP"
+	default:
+		return r.ApprovedVia // terminal, dashboard
+	}
+	id := r.Requester
+	switch {
+	case strings.HasPrefix(id, "api:"):
+		return "API / agent"
+	case strings.HasPrefix(id, "terminal:"):
+		return "terminal"
+	case strings.HasPrefix(id, "mcp:"):
+		return "MCP"
+	case id == "":
+		return ""
+	}
+	return "Slack"
 }
 
 // ago is how long before now t was, in a few characters.

@@ -236,25 +236,26 @@ func ChangesDigest(changes []Change) string {
 // were shown. The token is consumed atomically: of concurrent approvals
 // exactly one succeeds, the others get ErrTokenUsed.
 func (s *Service) Approve(ctx context.Context, token, approver string, p Params, confirmed bool) (Approval, error) {
-	return s.approve(ctx, token, approver, p, func(changes []Change) bool { return confirmed || len(changes) == 0 })
+	return s.approve(ctx, token, approver, "", p, func(changes []Change) bool { return confirmed || len(changes) == 0 })
 }
 
 // ApproveConfirmed is Approve bound to what the approver was shown: digest
 // is the ChangesDigest of the changes they confirmed ("" when they
-// confirmed none). The one compare of the world with the preview is made
+// confirmed none), via the front end the approval came through (recorded
+// as the replay's ApprovedVia). The one compare of the world with the preview is made
 // here, after the token is consumed; the approval goes ahead only when it
 // finds no change or exactly the confirmed ones. Anything else (a change
 // that landed after the approver looked) is refused with ErrChanged and
 // the changes found now.
-func (s *Service) ApproveConfirmed(ctx context.Context, token, approver string, p Params, digest string) (Approval, error) {
-	return s.approve(ctx, token, approver, p, func(changes []Change) bool {
+func (s *Service) ApproveConfirmed(ctx context.Context, token, approver, via string, p Params, digest string) (Approval, error) {
+	return s.approve(ctx, token, approver, via, p, func(changes []Change) bool {
 		return len(changes) == 0 || (digest != "" && ChangesDigest(changes) == digest)
 	})
 }
 
 // approve is Approve and ApproveConfirmed: accept says whether the
 // changes the compare found may be approved.
-func (s *Service) approve(ctx context.Context, token, approver string, p Params, accept func([]Change) bool) (Approval, error) {
+func (s *Service) approve(ctx context.Context, token, approver, via string, p Params, accept func([]Change) bool) (Approval, error) {
 	// The replay's id follows from the token (approve_id.go): a signed
 	// record under it means the token started a replay, whatever its used
 	// marker says.
@@ -281,7 +282,7 @@ func (s *Service) approve(ctx context.Context, token, approver string, p Params,
 	}
 	now := s.d.Clock.Now()
 	r := Replay{
-		ID: id, Token: token, DLQ: f.DLQ, Vhost: f.Vhost, Requester: f.Requester, Approver: approver,
+		ID: id, Token: token, DLQ: f.DLQ, Vhost: f.Vhost, Requester: f.Requester, Approver: approver, ApprovedVia: via,
 		State: StateQueued, Params: p.withDefaults(), Total: f.Total, CreatedAt: now, UpdatedAt: now,
 	}
 	// Owned before the record exists: ownership by a replay without a

@@ -17,7 +17,8 @@ import (
 // that, by its digest. A previewed message is taken from the DLQ between
 // the confirm and the approval: the approval is refused, nothing is sent,
 // and the refusal shows the new change beside the confirmed one. Confirming
-// what it showed then approves, and the replay sends what is still there.
+// what it showed then approves, and the replay sends what is still there;
+// its record keeps the front end the approval came through.
 func TestApprovalBoundToTheConfirmedChanges(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -45,7 +46,7 @@ func TestApprovalBoundToTheConfirmedChanges(t *testing.T) {
 	testkit.Eventually(t, 30*time.Second, "the preview's give-backs in the DLQ", func() bool { return r.Count(dlq) == n })
 	_ = r.Take(dlq, 1)
 	prm := engine.Params{Step: 100, Cap: 100, Rate: -1, Timeout: 20 * time.Second}
-	ap, err := e.svc.ApproveConfirmed(ctx, p.Token, "U_APP", prm, confirmed)
+	ap, err := e.svc.ApproveConfirmed(ctx, p.Token, "U_APP", "slack", prm, confirmed)
 	if !errors.Is(err, engine.ErrChanged) {
 		t.Fatalf("approval confirming only the consumer's leaving: %v, replay %q; want ErrChanged", err, ap.Replay.ID)
 	}
@@ -60,18 +61,21 @@ func TestApprovalBoundToTheConfirmedChanges(t *testing.T) {
 	}
 
 	// An approval that confirmed nothing is refused the same way.
-	if _, err := e.svc.ApproveConfirmed(ctx, p.Token, "U_APP", prm, ""); !errors.Is(err, engine.ErrChanged) {
+	if _, err := e.svc.ApproveConfirmed(ctx, p.Token, "U_APP", "slack", prm, ""); !errors.Is(err, engine.ErrChanged) {
 		t.Fatalf("approval confirming nothing: %v, want ErrChanged", err)
 	}
 
 	// Confirming what the refusal showed approves it.
-	ap, err = e.svc.ApproveConfirmed(ctx, p.Token, "U_APP", prm, engine.ChangesDigest(ap.Changes))
+	ap, err = e.svc.ApproveConfirmed(ctx, p.Token, "U_APP", "terminal", prm, engine.ChangesDigest(ap.Changes))
 	if err != nil {
 		t.Fatalf("approval confirming the changes shown: %v, changes %+v", err, ap.Changes)
 	}
 	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
 	if err != nil || rep.Sent != n-1 {
 		t.Fatalf("run: %v, %s, sent %d, want %d", err, rep.State, rep.Sent, n-1)
+	}
+	if rep.ApprovedVia != "terminal" {
+		t.Errorf("the replay's record says it was approved via %q, want the approval's front end, terminal", rep.ApprovedVia)
 	}
 	testkit.Eventually(t, 20*time.Second, "the copies in the target", func() bool { return r.Count(src) == n-1 })
 	if got := r.Count(dlq); got != 0 {

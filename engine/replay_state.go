@@ -74,8 +74,13 @@ type Replay struct {
 	Vhost     string `json:"vhost"`
 	Requester string `json:"requester"`
 	Approver  string `json:"approver"`
-	State     State  `json:"state"`
-	Params    Params `json:"params"`
+	// ApprovedVia is the front end the approval came through ("slack",
+	// "terminal", "api", "mcp", "dashboard"), as the approving caller's
+	// front end named itself: a label to show, never a check. Empty in a
+	// record approved without one.
+	ApprovedVia string `json:"approved_via,omitempty"`
+	State       State  `json:"state"`
+	Params      Params `json:"params"`
 
 	Total    int `json:"total"`    // messages in the frozen multiset
 	Sent     int `json:"sent"`     // confirmed copies

@@ -104,7 +104,7 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 			release()
 		}
 	}()
-	ap, err := o.d.Engine.ApproveConfirmed(ctx, a.Token, o.acting(c), a.Params, a.ConfirmDigest)
+	ap, err := o.d.Engine.ApproveConfirmed(ctx, a.Token, o.acting(c), c.frontEnd(), a.Params, a.ConfirmDigest)
 	if errors.Is(err, engine.ErrChanged) {
 		return out, changedRefusal(ap.Changes, a.ConfirmDigest != "")
 	}

@@ -33,9 +33,9 @@ type Caller struct {
 	FrontEnd string
 	// Client names the program that made an HTTP API call for its user
 	// (FrontTerminal, FrontMCP: the terminal or `dlqbot mcp` in client
-	// mode), "" otherwise. It is a label for the audit trail and logs
-	// only, recorded as the entry's front end: the program could say
-	// anything, so no decision depends on it.
+	// mode), "" otherwise. It is a label for the audit trail, logs and a
+	// replay's ApprovedVia only, recorded as the front end: the program
+	// could say anything, so no decision depends on it.
 	Client string
 	// Channel is the chat channel the call comes from and its outcome is
 	// shown in (a Slack channel id), "" when there is none. The policy's
@@ -103,6 +103,16 @@ func TerminalCaller(policy *commands.Policy, osUser string) Caller {
 		c.Principal = pr.Name
 	}
 	return c
+}
+
+// frontEnd names the front end c came through for the audit trail and a
+// replay's ApprovedVia: the program that made an HTTP API call for its
+// user (Client) when it said so, else FrontEnd.
+func (c Caller) frontEnd() string {
+	if c.Client != "" {
+		return c.Client
+	}
+	return c.FrontEnd
 }
 
 // acting returns the identity the policy checks and records for c.

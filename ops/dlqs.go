@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/stroma/dlqbot/commands"
@@ -17,7 +18,22 @@ const (
 )
 
 // DLQsNote says what a list of DLQs leaves out, and where to find it.
-const DLQsNote = "Arrivals in the last hour and the top failure group need a read of the DLQ: preview it to see them."
+const DLQsNote = "The top failure group is the one the DLQ's latest whole preview saw: preview it to see its groups now."
+
+// ArrivalsWindow is the span a list of DLQs counts arrivals over.
+const ArrivalsWindow = time.Hour
+
+// ArrivalCounter counts the messages that reached a queue within the
+// last span from the broker's own statistics, reading no message; since
+// is where those begin when they cover less than span (zero otherwise).
+// The broker adapter implements it (amqp.Broker.Arrivals).
+type ArrivalCounter interface {
+	Arrivals(ctx context.Context, queue string, span time.Duration) (n int, since time.Time, err error)
+}
+
+// arrivalCalls is how many DLQs' arrivals a list asks the broker for at
+// once.
+const arrivalCalls = 4
 
 // DLQ is one dead-letter queue in a list of those a caller may read.
 type DLQ struct {
@@ -27,6 +43,15 @@ type DLQ struct {
 	Messages  int    `json:"messages"`
 	Consumers int    `json:"consumers"`
 	Why       string `json:"why"`
+	// ArrivalsLastHour counts the messages that reached it within the
+	// last hour (ArrivalsWindow), or since ArrivalsSince when the
+	// broker's samples cover less; nil (null) when the management API
+	// cannot tell.
+	ArrivalsLastHour *int      `json:"arrivals_last_hour"`
+	ArrivalsSince    time.Time `json:"arrivals_since,omitzero"`
+	// TopGroup is the largest failure group the DLQ's latest whole
+	// preview saw; nil when none is kept.
+	TopGroup *TopGroup `json:"top_group,omitempty"`
 	// LastReplay is the most recent replay out of it among the recent
 	// replay records; nil when there is none.
 	LastReplay *LastReplay `json:"last_replay,omitempty"`
@@ -42,6 +67,16 @@ type LastReplay struct {
 	Returned  int          `json:"returned"`
 }
 
+// TopGroup is what a list of DLQs shows of a failure group: its id and
+// exception type (or dead-letter reason), never its text.
+type TopGroup struct {
+	GroupID  string `json:"group_id"`
+	Type     string `json:"type"`
+	Messages int    `json:"messages"`
+	// SeenAt is when the preview that saw it was made.
+	SeenAt time.Time `json:"seen_at"`
+}
+
 // DLQs is ListDLQs's answer.
 type DLQs struct {
 	DLQs []DLQ `json:"dlqs"`
@@ -55,9 +90,12 @@ type DLQs struct {
 // (`read`, checked per DLQ; the others are counted in Hidden, never
 // named), deepest first: the queues another queue dead-letters into,
 // those named as DLQs are (engine.NamedLikeDLQ), and those a grant names
-// literally — each with its depth, consumers and last replay (from the
-// most recent replay records). It reads the broker's queue list, never a
-// DLQ's messages.
+// literally — each with its depth, consumers, arrivals in the last hour
+// (one request to the management API per DLQ listed), top failure group
+// (from its latest whole preview) and last replay (from the most recent
+// replay records). It reads the broker's queue list and statistics, never
+// a DLQ's messages; arrivals or a group it cannot tell are left out, the
+// list stands.
 func (o *Ops) ListDLQs(ctx context.Context, c Caller) (DLQs, error) {
 	out := DLQs{DLQs: []DLQ{}, Note: DLQsNote}
 	if o.d.Queues == nil {
@@ -121,6 +159,8 @@ func (o *Ops) ListDLQs(ctx context.Context, c Caller) (DLQs, error) {
 			}
 		}
 	}
+	o.arrivals(ctx, out.DLQs)
+	o.topGroups(ctx, out.DLQs)
 	sort.SliceStable(out.DLQs, func(i, j int) bool {
 		a, b := out.DLQs[i], out.DLQs[j]
 		if a.Messages != b.Messages {
@@ -129,4 +169,47 @@ func (o *Ops) ListDLQs(ctx context.Context, c Caller) (DLQs, error) {
 		return a.Name < b.Name
 	})
 	return out, nil
+}
+
+// arrivals fills each DLQ's arrivals in the last hour, asking the broker
+// for a few DLQs at once; a DLQ whose count fails stays unknown.
+func (o *Ops) arrivals(ctx context.Context, ds []DLQ) {
+	if o.d.Arrivals == nil {
+		return
+	}
+	sem := make(chan struct{}, arrivalCalls)
+	var wg sync.WaitGroup
+	for i := range ds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(d *DLQ) {
+			defer func() { <-sem; wg.Done() }()
+			n, since, err := o.d.Arrivals.Arrivals(ctx, d.Name, ArrivalsWindow)
+			if err != nil {
+				o.log.Debug().Err(err).Str("dlq", d.Name).Msg("list: the DLQ's arrivals are unknown")
+				return
+			}
+			d.ArrivalsLastHour, d.ArrivalsSince = &n, since
+		}(&ds[i])
+	}
+	wg.Wait()
+}
+
+// topGroups fills each DLQ's top failure group from what its latest
+// whole preview saw (GroupsSeen).
+func (o *Ops) topGroups(ctx context.Context, ds []DLQ) {
+	if o.d.GroupsSeen == nil {
+		return
+	}
+	for i := range ds {
+		a, ok, err := o.d.GroupsSeen.Groups(ctx, ds[i].Name)
+		if err != nil {
+			o.log.Warn().Err(err).Str("dlq", ds[i].Name).Msg("list: the failure groups last seen in the DLQ could not be read")
+			continue
+		}
+		if ok && len(a.Groups) > 0 {
+			g := a.Groups[0]
+			ds[i].TopGroup = &TopGroup{GroupID: g.GroupID, Type: g.Type, Messages: g.Messages, SeenAt: a.Now}
+		}
+	}
 }

@@ -20,7 +20,8 @@
 // Where a refusal has more than one reason, the one no other caller could
 // get past decides: a spent or expired token, then a DLQ that is gone,
 // then the grants, then the four-eyes rule. ListDLQs checks `read` per
-// DLQ and only counts the others.
+// DLQ and only counts the others: nothing about them, not even their
+// arrivals or failure groups, is read.
 //
 // The workers ask the same policy again before a replay sends anything
 // (AuthorizeRun, the engine's Authorizer): an approval or resume written
@@ -52,7 +53,8 @@
 //	approve.go    Approve, RequestApproval and Discard
 //	replays.go    Replay, List, Control, Check and Park
 //	follow.go     Follow, the `read` to follow a replay's progress
-//	dlqs.go       ListDLQs and why each queue is listed
+//	dlqs.go       ListDLQs, why each queue is listed, its arrivals (the
+//	              ArrivalCounter port) and top failure group
 //	audit.go      AuditVisible, which audit entries a caller may see
 //	authorize.go  AuthorizeRun, the worker's own check before it sends
 //	policy.go     the grants, the four-eyes rule, needs-a-human, the scan limit

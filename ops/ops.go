@@ -61,7 +61,7 @@ func (c Config) withDefaults() Config {
 type Engine interface {
 	Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error)
 	Compare(ctx context.Context, token string) (engine.Frozen, []engine.Change, error)
-	ApproveConfirmed(ctx context.Context, token, approver string, p engine.Params, digest string) (engine.Approval, error)
+	ApproveConfirmed(ctx context.Context, token, approver, via string, p engine.Params, digest string) (engine.Approval, error)
 	Control(ctx context.Context, id string, a engine.ControlAction, by string) (engine.Replay, error)
 	Enqueue(ctx context.Context, id string) error
 	Status(ctx context.Context, id string) (engine.Replay, error)
@@ -136,7 +136,10 @@ type Deps struct {
 	// preview for its watch alerts; optional (alerts then ask for a
 	// preview).
 	GroupsSeen GroupsSeen
-	Log        zerolog.Logger
+	// Arrivals counts what reached each listed DLQ in the last hour
+	// (ListDLQs); optional (arrivals are then unknown).
+	Arrivals ArrivalCounter
+	Log      zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
 }

@@ -41,14 +41,14 @@ func (f *fakeEngine) Preview(_ context.Context, sel engine.Selection, req string
 func (f *fakeEngine) Compare(context.Context, string) (engine.Frozen, []engine.Change, error) {
 	return engine.Frozen{}, nil, nil
 }
-func (f *fakeEngine) ApproveConfirmed(_ context.Context, token, by string, p engine.Params, _ string) (engine.Approval, error) {
+func (f *fakeEngine) ApproveConfirmed(_ context.Context, token, by, via string, p engine.Params, _ string) (engine.Approval, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.changed {
 		return engine.Approval{Changes: []engine.Change{{Kind: engine.ChangeMessagesGone, Detail: "gone"}}}, engine.ErrChanged
 	}
 	f.approved = append(f.approved, token+" by "+by)
-	r := engine.Replay{ID: "r_" + token, Token: token, DLQ: "q", Approver: by, Params: p}
+	r := engine.Replay{ID: "r_" + token, Token: token, DLQ: "q", Approver: by, ApprovedVia: via, Params: p}
 	if p.TakeOver {
 		r.TookOver = map[string]int{"r_0ld0000000000000": 30}
 	}
@@ -202,6 +202,38 @@ func TestTakeOverInTheTrail(t *testing.T) {
 	es := tr.Find("", audit.OpApprove, audit.OutcomeOK)
 	if len(es) != 1 || !strings.Contains(es[0].Detail, "took over 30 message(s) from r_0ld0000000000000") {
 		t.Fatalf("the trail has %+v; want the approval naming the take-over", es)
+	}
+}
+
+// TestApprovalRecordsItsFrontEnd: the replay an approval makes names the
+// front end the approver came through; a terminal calling the server's
+// API for its user is the terminal, not the API.
+func TestApprovalRecordsItsFrontEnd(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	o, _, _ := newOps(t, policy, ops.Config{NoHandOff: true})
+	alice := o.Policy().Principals[0]
+	client := ops.PrincipalCaller(alice, ops.FrontAPI)
+	client.Client = ops.FrontTerminal
+	for _, c := range []struct {
+		name string
+		c    ops.Caller
+		want string
+	}{
+		{"Slack", ops.SlackCaller("U0ALICE001"), ops.FrontSlack},
+		{"terminal", ops.TerminalCaller(o.Policy(), "alice"), ops.FrontTerminal},
+		{"terminal through the server", client, ops.FrontTerminal},
+		{"HTTP API", ops.PrincipalCaller(alice, ops.FrontAPI), ops.FrontAPI},
+		{"MCP", ops.PrincipalCaller(alice, ops.FrontMCP), ops.FrontMCP},
+		{"dashboard", ops.PrincipalCaller(alice, ops.FrontDashboard), ops.FrontDashboard},
+	} {
+		ap, err := o.Approve(ctx, c.c, ops.Approval{Token: "p_U0OTHER001"})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if ap.Replay.ApprovedVia != c.want {
+			t.Errorf("%s: approved via %q, want %q", c.name, ap.Replay.ApprovedVia, c.want)
+		}
 	}
 }
 

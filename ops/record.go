@@ -39,10 +39,7 @@ func (o *Ops) record(ctx context.Context, c Caller, e audit.Entry, err error) {
 	e.Time = o.d.Now().UTC()
 	e.Principal = o.name(c)
 	e.Identity = c.Identity
-	e.FrontEnd = c.FrontEnd
-	if c.Client != "" {
-		e.FrontEnd = c.Client
-	}
+	e.FrontEnd = c.frontEnd()
 	e.Outcome = audit.OutcomeOK
 	if err != nil {
 		if r, ok := IsRefusal(err); ok {

@@ -20,11 +20,11 @@ type consumingEngine struct {
 	tokens *store.Tokens
 }
 
-func (c *consumingEngine) ApproveConfirmed(ctx context.Context, token, by string, p engine.Params, digest string) (engine.Approval, error) {
+func (c *consumingEngine) ApproveConfirmed(ctx context.Context, token, by, via string, p engine.Params, digest string) (engine.Approval, error) {
 	if err := c.tokens.Consume(ctx, token, "r_"+token[:8]); err != nil {
 		return engine.Approval{}, err
 	}
-	return c.fakeEngine.ApproveConfirmed(ctx, token, by, p, digest)
+	return c.fakeEngine.ApproveConfirmed(ctx, token, by, via, p, digest)
 }
 
 // someQueues is a broker that has only the queues it names.

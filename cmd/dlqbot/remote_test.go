@@ -97,7 +97,8 @@ func clientEnv(base, token string) map[string]string {
 // four-eyes (exit 1, code needs_second_person) and nothing moves; bob's
 // approval runs to finished on the server's workers; alice's `status
 // --follow` shows another replay to its end; the audit trail, read
-// through the server, records every step with the terminal as front end.
+// through the server, records every step with the terminal as front end,
+// and each replay names the front end its approval came through.
 func TestTerminalThroughServer(t *testing.T) {
 	t.Parallel()
 	env := merge(testEnv(t), "DLQBOT_PERMISSIONS", remotePolicy(t))
@@ -138,6 +139,9 @@ func TestTerminalThroughServer(t *testing.T) {
 		t.Fatalf("bob's approval: exit %d\n%s\n%s", code, out, stderr)
 	}
 	id, _ := doc["replay_id"].(string)
+	if doc["approved_via"] != "terminal" {
+		t.Errorf("bob approved at the terminal (through the server); the replay says approved via %v", doc["approved_via"])
+	}
 
 	// Another preview, approved by bob through the API slowly; alice
 	// follows it to its end over the event stream.
@@ -152,6 +156,9 @@ func TestTerminalThroughServer(t *testing.T) {
 	doc = oneJSON(t, out)
 	if code != 0 || doc["state"] != "finished" || doc["sent"] != float64(5) {
 		t.Fatalf("status --follow through the server: exit %d\n%s\n%s", code, out, stderr)
+	}
+	if doc["approved_via"] != "api" {
+		t.Errorf("bob approved through the API; the replay says approved via %v", doc["approved_via"])
 	}
 	if !strings.Contains(stderr, id2) {
 		t.Errorf("status --follow showed no progress on stderr: %q", stderr)

@@ -90,6 +90,7 @@
 //	route.go         Route: an exchange and routing key to queues
 //	counters.go      Counters, the delivery counters the API has shown
 //	depths.go        Depths, a queue's length over a recent span
+//	arrivals.go      Arrivals, what reached a queue within a recent span
 //	consumers.go     QueueConsumers, a queue's consumers and their connections
 //	tap_mgmt.go      the bindings and direct feeders of a DLQ, for its tap
 package amqp

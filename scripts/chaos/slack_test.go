@@ -40,7 +40,7 @@ func (e *effects) Preview(_ context.Context, sel engine.Selection, requester str
 	e.n.Add(1)
 	return &engine.Preview{DLQ: engine.QueueInfo{Name: sel.DLQ, Exists: true}, Selection: sel.String(), Requester: requester, Problems: []engine.Problem{}}, nil
 }
-func (e *effects) ApproveConfirmed(context.Context, string, string, engine.Params, string) (engine.Approval, error) {
+func (e *effects) ApproveConfirmed(context.Context, string, string, string, engine.Params, string) (engine.Approval, error) {
 	e.n.Add(1)
 	return engine.Approval{}, engine.ErrTokenNotFound
 }
