@@ -34,8 +34,9 @@ type sampleJSON struct {
 // is at most what arrived, and the two series are sampled at different
 // moments, so they are not added up. Messages that arrived while as
 // many left count only when they were published; the length a queue had
-// when the broker's statistics began, within span, counts as arrived. since is where the samples
-// begin when they cover less than span, zero otherwise. It reads no message. A missing queue is
+// when the broker's statistics began, within span, counts as arrived.
+// since is where the samples begin when they cover less than span, zero
+// otherwise. It reads no message. A missing queue is
 // engine.ErrQueueNotFound; a queue the API keeps no samples of is an
 // error.
 func (b *Broker) Arrivals(ctx context.Context, queue string, span time.Duration) (n int, since time.Time, err error) {
