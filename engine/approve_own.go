@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// Who owns a previewed message (issue 22). A message of a DLQ belongs to
+// Who owns a previewed message. A message of a DLQ belongs to
 // at most one replay at a time, recorded in Deps.Claims:
 //   - at approval, a replay owns the previewed ids no other replay owns:
 //     of two overlapping previews the first approved owns the overlap

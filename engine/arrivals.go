@@ -9,7 +9,7 @@ import (
 	"github.com/stroma/dlqbot/engine/letter"
 )
 
-// Arrivals over time (issue 15): when the selected messages were
+// Arrivals over time: when the selected messages were
 // dead-lettered, as a histogram computed during the scan in O(buckets)
 // memory — times are never kept per message.
 const (

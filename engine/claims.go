@@ -26,7 +26,7 @@ func (rn *run) claim(ctx context.Context, pick map[string]int) error {
 	}
 	slices.Sort(ids)
 	// Sends by others since the preview refuse: the approver saw only
-	// what was replayed before it (issue 23).
+	// what was replayed before it.
 	refused, err := rn.s.d.Claims.Claim(ctx, rn.r.DLQ, rn.r.ID, ids, rn.f.CreatedAt, claimTTL)
 	if err != nil {
 		return fmt.Errorf("claim step messages: %w", err)

@@ -69,7 +69,7 @@ type tokenHead struct {
 	// Distinct is the number of items (records).
 	Distinct int `json:"distinct"`
 	// Proof is what an approval needs to prove that nothing previewed
-	// left the DLQ without reading it (engine.ApprovalProof, issue 23).
+	// left the DLQ without reading it (engine.ApprovalProof).
 	Proof *engine.ApprovalProof `json:"proof,omitempty"`
 	// Card is what the preview's channel post showed (engine.PreviewCard).
 	Card *engine.PreviewCard `json:"card,omitempty"`

@@ -16,7 +16,7 @@ func AllBrokers() bool { return os.Getenv("DLQBOT_CLASSIC_ALL") != "" }
 // for the same key in every run, so that make test spreads its classic
 // cases over 3.10, 4.0 and 4.3 instead of running each three times; every
 // broker with DLQBOT_CLASSIC_ALL=1 (make test-all). Quorum-queue cases run
-// on every broker always (issue 21): use Brokers for them.
+// on every broker always: use Brokers for them.
 func ClassicOn(key string) []Broker {
 	bs := Brokers()
 	if AllBrokers() || len(bs) < 2 {

@@ -17,12 +17,11 @@
 //     requests to the bot's HTTP handler.
 //   - TestChaosUnpacedConnectionClosed closes the server's broker
 //     connections as soon as an unpaced replay (rate=max) delivers, in up to
-//     3 rounds: each close must end the replay within 60 s (issue 12).
+//     3 rounds: each close must end the replay within 60 s.
 //   - TestChaosReadersDuringReplay runs `dlqbot preview` and `dlqbot check`
-//     in loops while a replay runs (issue 12).
+//     in loops while a replay runs.
 //   - TestChaosControlEveryPhase pauses and cancels replays while they
-//     send, settle, and between steps: each request must act within 1 s
-//     (issue 12).
+//     send, settle, and between steps: each request must act within 1 s.
 //   - TestChaosClusterNodeLoss SIGKILLs a node of the three-node RabbitMQ
 //     4.3 cluster of scripts/cluster.sh (dlqbot's node, then the DLQ's
 //     quorum leader) during a paced and an unpaced replay of 5,000 from a
@@ -31,7 +30,7 @@
 //   - TestChaosClusterRollingRestart stops and starts the three nodes in
 //     turn during a paced replay of 20,000 (DLQBOT_CHAOS_ROLLING_N).
 //
-// The issue 12 runs run twice, as subtests: on RabbitMQ 3.10 with a classic
+// The first three run twice, as subtests: on RabbitMQ 3.10 with a classic
 // DLQ ("rabbit3-classic") and on RabbitMQ 4.0 with a quorum DLQ
 // ("rabbit4-quorum", figures suffixed _rabbit4_quorum); the others run on
 // 3.10.
