@@ -41,6 +41,7 @@ type config struct {
 	// Tuning (documented in the README).
 	LeaseTTL       time.Duration // DLQBOT_LEASE_TTL (default 15s)
 	ConnectionName string        // DLQBOT_CONNECTION_NAME (default "dlqbot"), shown in the management UI
+	CanaryDepth    int           // DLQBOT_CANARY_DEPTH: how deep step 1 looks for failure classes (0: engine.DefaultCanaryDepth)
 
 	// HTTP API and MCP (docs/api.md "HTTP API and MCP").
 	APIChannel      string // DLQBOT_API_CHANNEL: where API/MCP previews and replays show in Slack
@@ -131,6 +132,13 @@ func loadConfig(getenv func(string) string) (config, error) {
 	}
 	if c.AuditRetention > 0 && c.AuditRetention < time.Hour {
 		return c, usageError("DLQBOT_AUDIT_RETENTION=%q is under an hour; an audit trail is kept for days", getenv("DLQBOT_AUDIT_RETENTION"))
+	}
+	if v := getenv("DLQBOT_CANARY_DEPTH"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, usageError("DLQBOT_CANARY_DEPTH=%q must be a whole number of messages, at least 1", v)
+		}
+		c.CanaryDepth = n
 	}
 	if v := getenv("DLQBOT_AUDIT_MAX_ENTRIES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,9 @@ func TestConfigRefusesBadValues(t *testing.T) {
 		{"DLQBOT_SERVER", "dlqbot.internal:8080"},
 		{"DLQBOT_AUDIT_MAX_ENTRIES", "10"},
 		{"DLQBOT_AUDIT_RATE", "0"},
+		{"DLQBOT_CANARY_DEPTH", "deep"},
+		{"DLQBOT_CANARY_DEPTH", "0"},
+		{"DLQBOT_CANARY_DEPTH", "-10"},
 	} {
 		t.Run(tc.name+"="+tc.value, func(t *testing.T) {
 			getenv := func(k string) string {
@@ -87,6 +91,36 @@ func TestConfigDefaultsAndValues(t *testing.T) {
 	}
 	if c.LeaseTTL != 30*time.Second || !c.MCPRequireHuman || c.HTTPAddr != "127.0.0.1:9000" || !c.httpAddrSet || !c.redisPrefixSet {
 		t.Errorf("values: %+v", c)
+	}
+}
+
+// TestCanaryDepthReachesTheEngine: DLQBOT_CANARY_DEPTH is the depth the
+// engine's first step looks for failure classes; unset, the engine keeps
+// its own default (engine.DefaultCanaryDepth).
+func TestCanaryDepthReachesTheEngine(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  int
+	}{{"", 0}, {"500", 500}, {"250000", 250000}} {
+		t.Run("DLQBOT_CANARY_DEPTH="+tc.value, func(t *testing.T) {
+			cfg, err := loadConfig(func(k string) string {
+				if k == "DLQBOT_CANARY_DEPTH" {
+					return tc.value
+				}
+				return ""
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := openApp(cfg, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer a.Close()
+			if got := a.engineConfig(0).CanaryDepth; got != tc.want {
+				t.Errorf("engine.Config.CanaryDepth %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -139,7 +139,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 // Without, Control's resume only records the request and the caller runs
 // the replay.
 func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, handOff bool) error {
-	b, st, log := a.broker, a.store, a.log
+	b, st := a.broker, a.store
 	deps := engine.Deps{
 		Broker: b, Mover: b, Counters: b, Watches: b, Consumers: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
@@ -165,18 +165,27 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 			}
 		}
 	}
-	svc, err := engine.New(engine.Config{
-		Vhost:        b.Vhost(),
-		LeaseTTL:     a.cfg.LeaseTTL,
-		Dialect:      a.dialect,
-		ExcerptBytes: excerpt,
-		Log:          log.With().Str("component", "engine").Logger(),
-	}, deps)
+	svc, err := engine.New(a.engineConfig(excerpt), deps)
 	if err != nil {
 		return err
 	}
 	a.svc, a.handOff = svc, handOff
 	return nil
+}
+
+// engineConfig is the engine's configuration from a's settings, with
+// excerpt as its payload excerpt size (the env's, or the permissions
+// file's when it sets one). A setting left unset is 0 here: the engine's
+// default.
+func (a *app) engineConfig(excerpt int) engine.Config {
+	return engine.Config{
+		Vhost:        a.broker.Vhost(),
+		LeaseTTL:     a.cfg.LeaseTTL,
+		CanaryDepth:  a.cfg.CanaryDepth,
+		Dialect:      a.dialect,
+		ExcerptBytes: excerpt,
+		Log:          a.log.With().Str("component", "engine").Logger(),
+	}
 }
 
 // ping checks that Redis answers, so a command fails before it reads any
