@@ -38,6 +38,11 @@ func Check(c engine.CheckReport, v View) ([]slack.Block, string) {
 	case c.Unseen != nil:
 		summary = fmt.Sprintf(":grey_question: *Could not tell for %s.* The DLQ's tap was gone from %s to %s and the DLQ could not be re-read in its place, so copies that came back then were not seen. %s of %s seen back so far.",
 			plural(c.Unseen.Count, "copy sent", "copies sent"), dateSecs(c.Unseen.From), untilText(c.Unseen.To), num(c.Returned), num(c.Replayed))
+	case c.HeldByReplay != nil:
+		// What a replay's read holds was not read: copies among it may
+		// have come back, so neither "0 came back" nor a tick.
+		summary = fmt.Sprintf(":grey_question: *%s of %s sent seen back so far.* Not read: %s (dlqbot's own read of the DLQ); copies that came back among them are not counted. Check again once it ends.",
+			num(c.Returned), num(c.Replayed), esc(c.HeldByReplay.Words(), 300))
 	case c.Returned == 0:
 		summary = fmt.Sprintf(":white_check_mark: *0 of %s sent came back.* %s not seen in a dead-letter queue so far.",
 			num(c.Replayed), num(notBack))
@@ -76,8 +81,11 @@ func Check(c engine.CheckReport, v View) ([]slack.Block, string) {
 	out = append(out, contextBlock("", "Checked "+when+" · a copy counts as back when it carries this replay's id and a new death; a copy not seen in a dead-letter queue may still be waiting, or have been dropped"))
 	text := fmt.Sprintf("Replay %s: %s of %s sent came back, %s not seen in a dead-letter queue.",
 		escape(c.ReplayID), num(c.Returned), num(c.Replayed), num(notBack))
-	if c.Unseen != nil {
+	switch {
+	case c.Unseen != nil:
 		text = fmt.Sprintf("Replay %s: %s of %s sent seen back; %s.", escape(c.ReplayID), num(c.Returned), num(c.Replayed), escape(c.Unseen.Words()))
+	case c.HeldByReplay != nil:
+		text = fmt.Sprintf("Replay %s: %s of %s sent seen back; not read: %s.", escape(c.ReplayID), num(c.Returned), num(c.Replayed), escape(c.HeldByReplay.Words()))
 	}
 	return out, fallback(text)
 }

@@ -171,9 +171,13 @@ func ActivityCheck(c engine.CheckReport) string {
 	if c.Label != "" {
 		s += " (follow-up " + esc(oneLine(c.Label), 20) + ")"
 	}
-	if c.Unseen != nil {
+	switch {
+	case c.Unseen != nil:
 		s += fmt.Sprintf(": %s of %s sent seen back; %s", num(c.Returned), num(c.Replayed), esc(c.Unseen.Words(), 300))
-	} else {
+	case c.HeldByReplay != nil:
+		// What was not read may hold copies back: no "not seen" count.
+		s += fmt.Sprintf(": %s of %s sent seen back", num(c.Returned), num(c.Replayed))
+	default:
 		s += fmt.Sprintf(": %s of %s sent came back, %s not seen in a dead-letter queue",
 			num(c.Returned), num(c.Replayed), num(max(c.Replayed-c.Returned, 0)))
 	}

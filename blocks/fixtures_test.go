@@ -179,6 +179,15 @@ func checkNothingBack() engine.CheckReport {
 	return engine.CheckReport{ReplayID: replayID, DLQ: "orders.dlq", At: fixedNow(), Replayed: 1000, Groups: []engine.CheckGroup{}, ParkAfter: 3, Label: "+2h"}
 }
 
+// checkHeldByReplay is a check made while another replay's read held
+// 1,700 messages of the DLQ, none of its copies seen back.
+func checkHeldByReplay() engine.CheckReport {
+	c := checkNothingBack()
+	c.Replayed, c.Label = 10, ""
+	c.HeldByReplay = &engine.HeldBy{Replays: []string{"r_0ld0000000000000"}, Messages: 1700}
+	return c
+}
+
 // unseen is a window without the tap that could not be re-read: 3
 // seconds, 392 copies.
 func unseen() *engine.Unseen {

@@ -102,6 +102,7 @@ func goldenCases() map[string]render {
 		"check_groups_private":          rendered(Check(checkWithGroups(), PrivateView)),
 		"check_nothing_back":            rendered(Check(checkNothingBack(), ChannelView)),
 		"check_unseen":                  rendered(Check(checkUnseen(), ChannelView)),
+		"check_held_by_replay":          rendered(Check(checkHeldByReplay(), PrivateView)),
 		"preview_targets_cut":           rendered(Preview(previewManyTargets(), fixedNow())),
 		"preview_targets_private":       rendered(Samples(previewManyTargets())),
 		"progress_unseen":               rendered(Progress(finishedUnseen())),

@@ -78,3 +78,41 @@ func TestReplayPageShowsTheRecordsNumbers(t *testing.T) {
 		}
 	}
 }
+
+// followUpBackend answers for the running replay with one follow-up check.
+type followUpBackend struct {
+	*fakeBackend
+	check engine.CheckReport
+}
+
+func (b *followUpBackend) Events(context.Context, commands.Principal, string) ([]string, []engine.Event, error) {
+	return []string{"1-0"}, []engine.Event{{Kind: engine.EventFollowUp, Replay: running, Check: &b.check}}, nil
+}
+
+// A follow-up check whose read met messages another replay's read held
+// shows what it saw back so far and what it did not read, naming the
+// replay, never "0 of 10 came back"; one that read everything says came
+// back.
+func TestAFollowUpBesideAReplayNamesWhatItDidNotRead(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		held      *engine.HeldBy
+		want, not string
+	}{
+		{&engine.HeldBy{Replays: []string{"r_other0000000001"}, Messages: 1700}, "0 of 10 seen back so far; not read: 1700 held by replay r_other0000000001", "came back"},
+		{nil, "0 of 10 came back;", "not read"},
+	} {
+		b := &followUpBackend{fakeBackend: &fakeBackend{}, check: engine.CheckReport{ReplayID: running.ID, Label: "+5m", Replayed: 10, HeldByReplay: c.held}}
+		d, err := New(Config{Policy: testPolicy(t)}, Deps{Backend: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := d.Handler()
+		body := get(h, "http://dlqbot.test/dashboard/replays/"+running.ID, signIn(t, h, tokOps)).Body.String()
+		_, rows, _ := strings.Cut(body, `id="followups"`)
+		rows, _, _ = strings.Cut(rows, "</table>")
+		if !strings.Contains(rows, c.want) || strings.Contains(rows, c.not) {
+			t.Errorf("held by %+v: the follow-ups read\n%s\nwant %q, not %q", c.held, rows, c.want, c.not)
+		}
+	}
+}

@@ -292,3 +292,118 @@ func TestAReplayWaitsForAPreviewsReadAsLongAsItLasts(t *testing.T) {
 		t.Errorf("DLQ holds %d after the replay, want 0", got)
 	}
 }
+
+// TestACheckBesideAReplayEndsAndNamesIt: replay A of one source's
+// messages, run by a bot without tap support (so a check of A reads the
+// DLQ), stopped after step 1 on the 10 copies its consumer rejected; then
+// replay B of the other source's 1,000 runs paced (rate 100, steps 100 to
+// 400), its cursor holding A's source's messages between its steps. A
+// check of A meanwhile does not wait for what B holds: it ends within
+// 10 s, while B still runs, and counts those messages as held by B,
+// naming it. B finishes, each id delivered once; a check of A then counts
+// exactly the copies of A's the DLQ holds.
+func TestACheckBesideAReplayEndsAndNamesIt(t *testing.T) {
+	t.Parallel()
+	everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+		const n = 1000
+		ctx := context.Background()
+		var deps engine.Deps
+		e := newEnvTuned(t, fast, on, func(d *engine.Deps) { deps = *d })
+		deps.Taps, deps.Returns, deps.TapGaps = nil, nil, nil
+		tapless, err := engine.New(fast, deps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.rabbit
+		src, other, dlq := twoSources(t, r, dlqArgs, n)
+
+		// A: step 1 of the other source's, every copy rejected.
+		r.Consume(other, func(amqp.Delivery) string { return "reject" })
+		pa, err := tapless.Preview(ctx, engine.Selection{DLQ: dlq, Source: other}, "U_REQ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		apA, err := tapless.Approve(ctx, pa.Token, "U_A", engine.Params{Step: 10, Cap: 10, Rate: -1, Timeout: 30 * time.Second}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := apA.Replay.ID
+		repA, err := tapless.Run(ctx, a, "owner-a")
+		if err != nil || repA.State != engine.StateStopped || repA.Sent != 10 || repA.ReturnsMode != engine.ReturnsReread {
+			t.Fatalf("A: %v, %s (%s), %d sent: %s", err, repA.State, repA.ReturnsMode, repA.Sent, repA.Note)
+		}
+		r.WaitCount(dlq, 2*n, 30*time.Second) // A's 10 copies back in place of their originals
+
+		// B: the source's 1,000, paced, from this bot (tapped, read
+		// through a cursor).
+		pb := preview(t, e, engine.Selection{DLQ: dlq, Source: src})
+		if pb.Selected != n {
+			t.Fatalf("selected %d of %s's, want %d", pb.Selected, src, n)
+		}
+		rec := &recorder{}
+		r.Consume(src, rec.handle)
+		apB, err := e.svc.Approve(ctx, pb.Token, "U_B", engine.Params{Step: 100, Cap: 400, Rate: 100, Timeout: 30 * time.Second}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := apB.Replay.ID
+		doneB := runAsync(t, e, b)
+		testkit.Eventually(t, 30*time.Second, "B's cursor holding messages", func() bool {
+			h, err := e.store.Claims().Holding(ctx, dlq)
+			return err == nil && h[b] > 0
+		})
+
+		start := time.Now()
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		c, err := e.svc.Check(cctx, a, "")
+		cancel()
+		took := time.Since(start)
+		if err != nil {
+			t.Fatalf("check of %s beside %s, after %s: %v", a, b, took, err)
+		}
+		select {
+		case rep := <-doneB:
+			t.Fatalf("B ended (%s, %s) before the check of A beside it did, after %s", rep.State, rep.Note, took)
+		default:
+		}
+		if cur, err := e.svc.Status(ctx, b); err != nil || cur.State != engine.StateRunning {
+			t.Fatalf("B is %s (%v) when the check of A beside it ends, want running", cur.State, err)
+		}
+		if took > 10*time.Second {
+			t.Errorf("the check of %s took %s beside %s", a, took, b)
+		}
+		h := c.HeldByReplay
+		if h == nil || len(h.Replays) != 1 || h.Replays[0] != b || h.Messages == 0 {
+			t.Fatalf("the check beside %s says held by %+v, want %s holding messages", b, h, b)
+		}
+		if c.Replayed != 10 || c.Returned > 10 {
+			t.Errorf("the check beside %s: %d of %d came back, want at most 10 of 10", b, c.Returned, c.Replayed)
+		}
+		t.Logf("check of %s in %s beside %s: %d of %d came back, %d held by %v", a, took, b, c.Returned, c.Replayed, h.Messages, h.Replays)
+
+		var repB engine.Replay
+		select {
+		case repB = <-doneB:
+		case <-time.After(2 * time.Minute):
+			t.Fatal("B did not end within 2 minutes")
+		}
+		if repB.State != engine.StateFinished || repB.Sent != n {
+			t.Fatalf("B: %s, %d of %d sent: %s", repB.State, repB.Sent, n, repB.Note)
+		}
+		testkit.Eventually(t, 30*time.Second, "every id at the consumer", func() bool { return len(ids(rec.got())) == n })
+		for mid, k := range ids(rec.got()) {
+			if k != 1 {
+				t.Errorf("%s delivered %d times", mid, k)
+			}
+		}
+		r.WaitCount(dlq, n, 30*time.Second) // the other source's, A's copies among them
+		copies, _ := dlqHolds(t, e, dlq, a)
+		after, err := e.svc.Check(ctx, a, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if copies != 10 || after.Returned != copies || after.HeldByReplay != nil {
+			t.Errorf("after B the DLQ holds %d copies of A's; its check says %d came back, held by %+v: want 10, 10, none", copies, after.Returned, after.HeldByReplay)
+		}
+	})
+}

@@ -71,7 +71,14 @@ roles:
 
 func newDashEnv(t *testing.T) *dashEnv {
 	t.Helper()
-	e := newEnv(t, options{policy: dashPolicy(), events: true, apiChannel: channel, storeAudit: true})
+	return newDashEnvWith(t, options{})
+}
+
+// newDashEnvWith is newDashEnv with o's other settings (taps, say).
+func newDashEnvWith(t *testing.T, o options) *dashEnv {
+	t.Helper()
+	o.policy, o.events, o.apiChannel, o.storeAudit = dashPolicy(), true, channel, true
+	e := newEnv(t, o)
 	policy := e.ops.Policy()
 	svc, err := api.New(api.Config{EventPoll: 50 * time.Millisecond}, api.Deps{
 		Ops: e.ops, Events: e.store.Events(), Slack: e.bot, AuditLog: e.store.Audit(), Log: logger(),

@@ -69,6 +69,10 @@ type options struct {
 	// noWorker leaves the env without a worker: another replica's runs
 	// its replays.
 	noWorker bool
+	// taps gives the engine its tap support, as `dlqbot serve` wires it:
+	// a replay of a DLQ fed through a dead-letter exchange then finds
+	// returns through a tap; without, every replay re-reads its DLQ.
+	taps bool
 }
 
 // env is one test's bot, engine, store, worker and Slack stand-in.
@@ -153,6 +157,9 @@ func newEnv(t testing.TB, o options) *env {
 		Redactor: redactor}
 	if o.followUps != nil {
 		deps.Schedule = st.Schedule()
+	}
+	if o.taps {
+		deps.Taps, deps.Returns, deps.TapGaps = b, st.Returns(), st.TapGaps()
 	}
 	svc, err := engine.New(cfg, deps)
 	if err != nil {
