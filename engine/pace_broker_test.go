@@ -30,9 +30,9 @@ const consumerDelay = 20 * time.Millisecond
 // n, with prm's rate; it returns the largest ready count of the target
 // sampled every 200 ms (passive declare), how long the run took, and the
 // finished replay.
-func paceRun(t *testing.T, n int, prm engine.Params) (int, time.Duration, engine.Replay) {
+func paceRun(t *testing.T, on testkit.Broker, n int, prm engine.Params) (int, time.Duration, engine.Replay) {
 	t.Helper()
-	e := newEnv(t, engine.Config{})
+	e := newEnvOn(t, engine.Config{}, on)
 	r := e.rabbit
 	src, dlq := testkit.Name("src"), testkit.Name("dlq")
 	r.Topology(src, dlq, nil)
@@ -113,10 +113,10 @@ func slowConsumer(t *testing.T, r *testkit.Rabbit, queue string, onAck func()) {
 }
 
 // consumerAlone is how long the slow consumer takes for n messages
-// already in its queue, on this machine now.
-func consumerAlone(t *testing.T, n int) time.Duration {
+// already in its queue on on, on this machine now.
+func consumerAlone(t *testing.T, on testkit.Broker, n int) time.Duration {
 	t.Helper()
-	r := testkit.Dial(t)
+	r := on.Dial(t)
 	q := r.Queue(testkit.Name("alone"), nil)
 	t.Cleanup(func() { r.DeleteQueue(q) })
 	r.Publish(q, testkit.Msgs(n, 128)...)
@@ -145,26 +145,33 @@ func TestPaceToConsumer(t *testing.T) {
 	if raceOn {
 		t.Skip("make test runs TestPaceToConsumerOf3000 without the race detector instead")
 	}
-	paceToConsumer(t, paceMessages(), 2, true)
+	paceToConsumer(t, testkit.Rabbit3, paceMessages(), 2, true)
 }
 
 // TestPaceToConsumerOf3000 is the same at issue 50's size, 3,000 dead
 // letters (about 60 s of the consumer), within 1.3× the consumer alone,
-// settling included: make test runs it without the race detector at the
-// end of its 100k lane (scripts/test.sh).
+// settling included: make test runs it on RabbitMQ 3.10 without the race
+// detector at the end of its 100k lane (scripts/test.sh); with
+// DLQBOT_100K_ALL=1 (make test-all) on every broker, one after another.
 //
 // Not parallel: it times a consumer.
 func TestPaceToConsumerOf3000(t *testing.T) {
 	skipUnderRace(t)
-	paceToConsumer(t, 3000, 1.3, false)
+	on := []testkit.Broker{testkit.Rabbit3}
+	if os.Getenv("DLQBOT_100K_ALL") != "" {
+		on = testkit.Brokers()
+	}
+	for _, b := range on {
+		t.Run(b.Name, func(t *testing.T) { paceToConsumer(t, b, 3000, 1.3, false) })
+	}
 }
 
 // paceToConsumer is the pacing tests' body: n dead letters, rate=auto
 // within ratio × the consumer alone (plus 3 s a canary step with
 // perStep), then rate=max beside it.
-func paceToConsumer(t *testing.T, n int, ratio float64, perStep bool) {
-	alone := consumerAlone(t, n)
-	worst, took, rep := paceRun(t, n, engine.Params{Auto: true, Max: 200})
+func paceToConsumer(t *testing.T, on testkit.Broker, n int, ratio float64, perStep bool) {
+	alone := consumerAlone(t, on, n)
+	worst, took, rep := paceRun(t, on, n, engine.Params{Auto: true, Max: 200})
 	t.Logf("rate=auto max=200: %d messages in %s (consumer alone: %s, ratio %.2f); largest backlog %d; last: %s",
 		n, took.Round(100*time.Millisecond), alone, took.Seconds()/alone.Seconds(), worst, rep.Pace)
 	if worst >= 150 {
@@ -187,7 +194,7 @@ func paceToConsumer(t *testing.T, n int, ratio float64, perStep bool) {
 	if rep.Pace == "" {
 		t.Errorf("rate=auto: the replay's record never said how it paced")
 	}
-	worstMax, tookMax, _ := paceRun(t, n, engine.Params{Rate: -1})
+	worstMax, tookMax, _ := paceRun(t, on, n, engine.Params{Rate: -1})
 	t.Logf("rate=max: %d messages in %s (ratio %.2f); largest backlog %d",
 		n, tookMax.Round(100*time.Millisecond), tookMax.Seconds()/alone.Seconds(), worstMax)
 	if worstMax <= worst {
