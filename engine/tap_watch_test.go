@@ -307,70 +307,90 @@ func TestAReplayThatCannotRereadAfterATapLossSaysForHowManyItCouldNotTell(t *tes
 	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
 		t.Parallel()
-		ctx := context.Background()
-		bb := &budgeted{}
-		e := newTapEnv(t, b, graceful, func(d *engine.Deps) { bb.Broker = d.Broker; d.Broker = bb })
-		r := e.rabbit
-		src, dlq := testkit.Name("src"), testkit.Name("dlq")
-		r.DLXTopology(src, dlq, nil)
-		tap := dlqamqp.TapName(dlq)
-		t.Cleanup(func() { r.DeleteQueue(tap) })
-		const n, bad = 70, 8
-		r.Reject(src, testkit.Msgs(n, 50)...)
-		r.WaitCount(dlq, n, 30*time.Second)
-		p := preview(t, &e.env, engine.Selection{DLQ: dlq})
-		var mu sync.Mutex
-		k := 0
-		r.Consume(src, func(d amqp.Delivery) string {
-			mu.Lock()
-			defer mu.Unlock()
-			k++
-			if k == 11 {
-				if err := b.DeleteQueueHTTP(tap); err != nil {
-					t.Errorf("delete tap: %v", err)
-				}
+		// The window without the tap is as long as the engine takes to
+		// declare it again: on a loaded machine that can come before the
+		// first copy is rejected, and the case is tried again afresh.
+		for try := 1; ; try++ {
+			if tapLossCannotReread(t, b) {
+				return
 			}
-			if k > 10 && k <= 10+bad {
-				return "reject"
+			if try == 3 {
+				t.Fatal("the tap recorded every return in 3 tries: the test did not exercise a window without it")
 			}
-			return "ack"
-		})
-		ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 500, Rate: 200, Timeout: 30 * time.Second}, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bb.refuse.Store(true) // no re-read of the DLQ from now on
-		rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
-		if err != nil {
-			t.Fatalf("run: %v", err)
-		}
-		rec, err := e.store.Returns().Returned(ctx, rep.ID, -1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		missed := bad - rec.Total // dead-lettered while no tap existed
-		if missed == 0 {
-			t.Fatalf("the tap recorded all %d returns: the test did not exercise a window without it", rec.Total)
-		}
-		t.Logf("replay %s: %d returned (tap saw %d), unseen %+v: %s", rep.State, rep.Returned, rec.Total, rep.Unseen, rep.Note)
-		if rep.Unseen == nil || rep.Unseen.Count < missed || rep.Returned != rec.Total {
-			t.Fatalf("replay %s: %d returned, unseen %+v (%s): want %d seen by the tap and at least %d named unseen", rep.State, rep.Returned, rep.Unseen, rep.Note, rec.Total, missed)
-		}
-		if strings.Contains(rep.Note, "0 came back") || strings.Contains(rep.Note, "none seen back") {
-			t.Fatalf("note %q claims none came back", rep.Note)
-		}
-		if rep.Returned == 0 && (!strings.Contains(rep.Note, "could not tell for") || rep.State != engine.StateFinished) {
-			t.Fatalf("replay %s: %q: want it finished (nothing seen back), saying what it could not tell", rep.State, rep.Note)
-		}
-		// Decided by the broker: the 8 rejected copies are in the DLQ, with
-		// those not sent (a return the tap saw stops the canary).
-		r.WaitCount(dlq, n-rep.Sent+bad, 30*time.Second)
-		c, err := e.svc.Check(ctx, rep.ID, "+5m")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.Unseen == nil || c.Returned+c.Unseen.Count < bad {
-			t.Fatalf("follow-up: %d returned, unseen %+v: want the window named", c.Returned, c.Unseen)
+			t.Logf("try %d: the tap was back before any copy was rejected; again", try)
 		}
 	})
+}
+
+// tapLossCannotReread is the case of
+// TestAReplayThatCannotRereadAfterATapLossSaysForHowManyItCouldNotTell on
+// b; it returns false, having checked nothing, when the tap recorded every
+// return (no window without it).
+func tapLossCannotReread(t *testing.T, b testkit.Broker) bool {
+	ctx := context.Background()
+	bb := &budgeted{}
+	e := newTapEnv(t, b, graceful, func(d *engine.Deps) { bb.Broker = d.Broker; d.Broker = bb })
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.DLXTopology(src, dlq, nil)
+	tap := dlqamqp.TapName(dlq)
+	t.Cleanup(func() { r.DeleteQueue(tap) })
+	const n, bad = 70, 8
+	r.Reject(src, testkit.Msgs(n, 50)...)
+	r.WaitCount(dlq, n, 30*time.Second)
+	p := preview(t, &e.env, engine.Selection{DLQ: dlq})
+	var mu sync.Mutex
+	k := 0
+	r.Consume(src, func(d amqp.Delivery) string {
+		mu.Lock()
+		defer mu.Unlock()
+		k++
+		if k == 11 {
+			if err := b.DeleteQueueHTTP(tap); err != nil {
+				t.Errorf("delete tap: %v", err)
+			}
+		}
+		if k > 10 && k <= 10+bad {
+			return "reject"
+		}
+		return "ack"
+	})
+	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 500, Rate: 200, Timeout: 30 * time.Second}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb.refuse.Store(true) // no re-read of the DLQ from now on
+	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	rec, err := e.store.Returns().Returned(ctx, rep.ID, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missed := bad - rec.Total // dead-lettered while no tap existed
+	if missed == 0 {
+		return false
+	}
+	t.Logf("replay %s: %d returned (tap saw %d), unseen %+v: %s", rep.State, rep.Returned, rec.Total, rep.Unseen, rep.Note)
+	if rep.Unseen == nil || rep.Unseen.Count < missed || rep.Returned != rec.Total {
+		t.Fatalf("replay %s: %d returned, unseen %+v (%s): want %d seen by the tap and at least %d named unseen", rep.State, rep.Returned, rep.Unseen, rep.Note, rec.Total, missed)
+	}
+	if strings.Contains(rep.Note, "0 came back") || strings.Contains(rep.Note, "none seen back") {
+		t.Fatalf("note %q claims none came back", rep.Note)
+	}
+	if rep.Returned == 0 && (!strings.Contains(rep.Note, "could not tell for") || rep.State != engine.StateFinished) {
+		t.Fatalf("replay %s: %q: want it finished (nothing seen back), saying what it could not tell", rep.State, rep.Note)
+	}
+	// Decided by the broker: the 8 rejected copies are in the DLQ, with
+	// those not sent (a return the tap saw stops the canary).
+	r.WaitCount(dlq, n-rep.Sent+bad, 30*time.Second)
+	c, err := e.svc.Check(ctx, rep.ID, "+5m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Unseen == nil || c.Returned+c.Unseen.Count < bad {
+		t.Fatalf("follow-up: %d returned, unseen %+v: want the window named", c.Returned, c.Unseen)
+	}
+	return true
 }
