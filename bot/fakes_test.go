@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/stroma/dlqbot/blocks"
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
@@ -197,7 +198,7 @@ func (h *harness) previewQueued(t *testing.T) slackstub.Message {
 	}
 	testkit.Eventually(t, 30*time.Second, "the preview to show the queued replay", func() bool {
 		m, _ := h.stub.Message("C_OPS", preview.TS)
-		return strings.Contains(string(m.RawBlocks), "Queued")
+		return strings.Contains(string(m.RawBlocks), blocks.BlockPreviewStatus) && strings.Contains(string(m.RawBlocks), "Queued")
 	})
 	return preview
 }

@@ -42,19 +42,7 @@ func TestThePreviewIsTheReplaysStatus(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			h := newHarness(t, nil, func(cfg *bot.Config) { cfg.DashboardURL = "https://dlqbot.example.com" })
-			if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "preview orders.dlq", "U_REQ", "C_OPS"); err != nil {
-				t.Fatal(err)
-			}
-			testkit.Eventually(t, 10*time.Second, "the preview", func() bool { return len(h.stub.Messages("C_OPS")) == 1 })
-			h.previewPosted(t, "p_fake")
-			preview := h.stub.Messages("C_OPS")[0]
-			if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_OPS"); err != nil {
-				t.Fatal(err)
-			}
-			testkit.Eventually(t, 30*time.Second, "the preview to show the queued replay", func() bool {
-				m, _ := h.stub.Message("C_OPS", preview.TS)
-				return strings.Contains(string(m.RawBlocks), blocks.BlockPreviewStatus) && strings.Contains(string(m.RawBlocks), "Queued")
-			})
+			preview := h.previewQueued(t)
 			start := event("r_fake", engine.EventStarted, engine.StateRunning, 0, nil)
 			h.bot.Notify(context.Background(), start)
 			h.bot.Notify(context.Background(), c.end(start))
