@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -95,7 +96,33 @@ func TestDemoPageInBrowser(t *testing.T) {
 	}
 	b.click("open the activity channel", `.nav-channel[data-channel="`+activity+`"]`, 10*time.Second)
 	b.waitText("#messages", "stopped after step", 10*time.Second)
+	b.renderedAsSlackDoes("#messages")
 	b.shot("06-activity")
+}
+
+// rawMarkup is Slack markup a reader should never see as typed: a user,
+// channel or special mention (<@U…>, <#C…>, <!here>) or an emoji
+// shortcode (:chart_with_upwards_trend:).
+var rawMarkup = regexp.MustCompile(`<[@#!][A-Za-z0-9^|]|:[a-z][a-z0-9_+-]*[a-z0-9]:`)
+
+// renderedAsSlackDoes checks that the channel sel and the open thread
+// show mentions and emoji as Slack renders them: no raw markup in their
+// text, and the people the bot mentions as "@name" elements (the demo's
+// user approved both replays, and the activity lines name them).
+func (b *browser) renderedAsSlackDoes(sel string) {
+	b.t.Helper()
+	for _, s := range []string{sel, "#thread-body"} {
+		if raw := rawMarkup.FindAllString(b.text(s), -1); len(raw) > 0 {
+			b.fail("mentions and emoji as Slack renders them", fmt.Errorf("%s shows raw markup %q", s, raw))
+		}
+	}
+	ctx, cancel := context.WithTimeout(b.ctx, 5*time.Second)
+	defer cancel()
+	names, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
+		`[...document.querySelectorAll("#messages .mention, #thread-body .mention")].map(m => m.innerText)`))
+	if err != nil || !slices.Contains(names, "@you") {
+		b.fail("a mention of the demo's user", fmt.Errorf("mentions shown %q (%v), want @you among them", names, err))
+	}
 }
 
 // checkArrivals checks the payments' preview at ts: it shows when its

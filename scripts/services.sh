@@ -100,10 +100,18 @@ chroot_rabbit() {
   if [ ! -x "$root/usr/sbin/rabbitmq-server" ]; then
     command -v debootstrap >/dev/null || apt_install debootstrap
     log "building a Debian $suite chroot for RabbitMQ $label in $root (a few minutes, once)"
-    rm -rf "$root.tmp"; mkdir -p "$(dirname "$root")"
-    if ! debootstrap --variant=minbase "$suite" "$root.tmp" http://deb.debian.org/debian >"$root.log" 2>&1; then
-      tail -20 "$root.log" >&2; log "debootstrap failed (log: $root.log)"; exit 1
-    fi
+    mkdir -p "$(dirname "$root")"
+    # A mirror's download can fail once ("Retrying failed download", then
+    # a failed validation): build again from scratch, up to three times.
+    local try
+    for try in 1 2 3; do
+      rm -rf "$root.tmp"
+      debootstrap --variant=minbase "$suite" "$root.tmp" http://deb.debian.org/debian >"$root.log" 2>&1 && break
+      if [ "$try" = 3 ]; then
+        tail -20 "$root.log" >&2; log "debootstrap failed three times (log: $root.log)"; exit 1
+      fi
+      log "debootstrap of $suite failed (try $try of 3); building again"
+    done
     # Erlang's epmd resolves localhost through /etc/hosts.
     cp /etc/hosts "$root.tmp/etc/hosts"
     mount -t proc proc "$root.tmp/proc"
