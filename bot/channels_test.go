@@ -145,3 +145,95 @@ channels:
 		t.Fatalf("%d posts in the activity channel; shown in %q", len(ms), h.store.Refs("r_api")[0])
 	}
 }
+
+// TestActivityLinesOnlyWhereTheDLQIsAllowed: a replay of a DLQ the policy
+// allows in its own channel but not in the activity channel runs to its
+// end, is checked and parked: its thread and its channel get every line,
+// and the activity channel gets no post and no edit at all. The same
+// replay of a DLQ allowed in both gets its activity lines.
+func TestActivityLinesOnlyWhereTheDLQIsAllowed(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, allow string
+		lines       bool
+	}{
+		{"activity allowed", "[C_OPS, C_ACTIVITY]", true},
+		{"activity not allowed", "[C_OPS]", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			policy, err := commands.ParsePolicy([]byte(`
+roles:
+  - name: sre
+    users: [U_REQ, U_APP]
+    grants:
+      - queues: ["*"]
+        actions: [read, replay, publish]
+channels:
+  - queues: ["orders.*"]
+    allow: ` + c.allow + `
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := newPolicyHarness(t, nil, nil, policy)
+			preview := h.previewQueued(t)
+			ctx := context.Background()
+			h.bot.Notify(ctx, event("r_fake", engine.EventStarted, engine.StateRunning, 0, nil))
+			h.bot.Notify(ctx, event("r_fake", engine.EventStepPassed, engine.StateRunning, 10,
+				&engine.StepResult{Step: 1, Planned: 10, Sent: 10, Settled: 10, Observation: "left the target queue"}))
+			fin := event("r_fake", engine.EventFinished, engine.StateFinished, 100, nil)
+			h.bot.Notify(ctx, fin)
+			h.bot.Notify(ctx, engine.Event{Kind: engine.EventFollowUp, Replay: fin.Replay, At: time.Now(),
+				Check: &engine.CheckReport{ReplayID: "r_fake", DLQ: "orders.dlq", Replayed: 100, Returned: 2, Label: "+5m",
+					Groups: []engine.CheckGroup{{Group: "timeout", Type: "Timeout", Count: 2}}}})
+			h.bot.Notify(ctx, engine.Event{Kind: engine.EventParked, Replay: fin.Replay, Actor: "U_APP", At: time.Now(),
+				Text: "2 message(s) of replay r_fake moved from orders.dlq to orders.dlq.parking"})
+			// A last reply in the thread: the replay's posts go out in order,
+			// so once it is there every line before it was posted or left out.
+			h.bot.Notify(ctx, engine.Event{Kind: engine.EventParked, Replay: fin.Replay, At: time.Now(), Text: "last of r_fake"})
+			testkit.Eventually(t, 10*time.Second, "the last reply in the thread", func() bool {
+				p, _ := h.stub.Message("C_OPS", preview.TS)
+				for _, r := range p.Replies {
+					if strings.Contains(r.Content(), "last of r_fake") {
+						return true
+					}
+				}
+				return false
+			})
+			p, _ := h.stub.Message("C_OPS", preview.TS)
+			var thread string
+			for _, r := range p.Replies {
+				thread += r.Content() + "\n"
+			}
+			for _, want := range []string{"Did replay", ":parking: 2 message(s)"} {
+				if !strings.Contains(thread, want) {
+					t.Errorf("the thread lacks %q: %s", want, thread)
+				}
+			}
+			if n := len(h.stub.Messages("C_OPS")); n != 2 {
+				t.Errorf("%d top-level messages in C_OPS, want the preview and the outcome line", n)
+			}
+			if c.lines {
+				testkit.Eventually(t, 10*time.Second, "the activity lines of started, finished, the check and the parking", func() bool {
+					n := 0
+					for _, m := range h.stub.Messages("C_ACTIVITY") {
+						if strings.Contains(m.Content(), "orders.dlq") {
+							n++
+						}
+					}
+					return n >= 4
+				})
+				return
+			}
+			for _, method := range []string{"chat.postMessage", "chat.update"} {
+				for _, call := range h.stub.Calls(method) {
+					if call.Args.Get("channel") == "C_ACTIVITY" {
+						t.Errorf("%s in the activity channel, which the policy does not allow for orders.dlq: %s %s",
+							method, call.Args.Get("text"), call.Args.Get("blocks"))
+					}
+				}
+			}
+		})
+	}
+}

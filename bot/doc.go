@@ -29,7 +29,7 @@
 // (the latest state wins and the final state is never dropped), each step
 // result, stop, pause, cancellation, finish and interruption is a short
 // reply in the replay's thread, and each lifecycle event is one line in the
-// activity channel. The preview a replay was approved from is its status:
+// activity channel when the policy allows the replay's DLQ there. The preview a replay was approved from is its status:
 // it is edited to lead with the replay's state and verdict whenever either
 // changes, and a stop or an end also posts one outcome line in the
 // channel; activity and outcome lines link the thread and the dashboard
@@ -37,8 +37,10 @@
 // honoured by waiting Retry-After; other failures are retried with backoff.
 //
 // The policy's per-DLQ channel allowlists hold for every place a replay
-// is shown (showwhere.go): a replay approved where its DLQ is not allowed
-// shows in the activity channel instead, or in none. What a channel is
+// is shown (showwhere.go), the activity channel's lines included: a
+// replay approved where its DLQ is not allowed shows in the activity
+// channel instead, or in none, and a DLQ not allowed in the activity
+// channel has no line there. What a channel is
 // shown of a failure is its type and group id (blocks.ChannelView); its
 // text goes to readers only, privately (blocks.PrivateView).
 //

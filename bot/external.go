@@ -25,7 +25,8 @@ func (n *Notifier) UserGroups() commands.UserGroups { return n.groups }
 // else in a thread of its own in Config.APIChannel, and the replay record
 // remembers where, so that every replica's progress edits, step replies
 // and follow-ups go there. Without either there is no thread; the activity
-// channel still gets its lines. The approver is named as recorded
+// channel still gets its lines when the policy allows the DLQ there
+// (showwhere.go). The approver is named as recorded
 // ("api:<name>" or a mapped Slack user).
 func (b *Bot) ShowReplay(ctx context.Context, r engine.Replay) error {
 	var loc previewLoc

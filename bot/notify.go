@@ -38,7 +38,8 @@ func (l *location) merge(o location) {
 // message (at most once per EditInterval, latest state first), posts the
 // step reply in the thread and the activity line. Follow-up checks post
 // their report in the thread and a line in the activity channel; parking
-// posts a line in both.
+// posts a line in both. Every line meant for the activity channel is
+// posted only when the policy allows the replay's DLQ there (showwhere.go).
 func (n *Notifier) Notify(_ context.Context, e engine.Event) {
 	if e.Replay.ID == "" {
 		return
@@ -263,7 +264,11 @@ func (fs *feeds) send(ctx context.Context, f *feed, loc location, p outPost) {
 			if p.final && nt.cfg.ActivityChannel == channel {
 				return // the replay's channel gets its outcome line
 			}
-			channel = nt.cfg.ActivityChannel
+			if channel = nt.activityChannel(dlq); channel == "" {
+				nt.log.Info().Str("replay_id", f.id).Str("dlq", dlq).Str("channel", nt.cfg.ActivityChannel).
+					Msg("activity line not posted: the policy does not allow the replay's DLQ in the activity channel")
+				return
+			}
 		}
 		p.text += fs.links(ctx, f, loc).Text()
 		thread = ""

@@ -9,8 +9,13 @@ import "github.com/stroma/dlqbot/blocks"
 // `replay <token>` typed in another channel, an API approval of a
 // preview posted elsewhere) is shown in the activity channel instead,
 // when the policy allows that, else in no channel; the approver is told
-// where, privately. Activity lines go to the activity channel as ever:
-// they carry counts and names, never a failure's text.
+// where, privately. The activity channel is one of those places: its
+// lines about a replay (start, steps that change its state, stop, end,
+// follow-up checks, parking) are posted only when the policy allows the
+// replay's DLQ there (activityChannel). Otherwise they are not posted
+// anywhere else either — the replay's own thread and channel carry the
+// same news — and each one left out is logged at Info with the replay's
+// id.
 
 // showable reports whether a replay of dlq may be shown in channel.
 func (n *Notifier) showable(dlq, channel string) bool {
@@ -25,10 +30,16 @@ func (n *Notifier) replayChannel(dlq, channel string) (string, bool) {
 	if channel == "" || n.showable(dlq, channel) {
 		return channel, false
 	}
+	return n.activityChannel(dlq), true
+}
+
+// activityChannel returns the activity channel when the policy allows a
+// replay of dlq to be shown there, else "" (and "" without one).
+func (n *Notifier) activityChannel(dlq string) string {
 	if a := n.cfg.ActivityChannel; a != "" && n.showable(dlq, a) {
-		return a, true
+		return a
 	}
-	return "", true
+	return ""
 }
 
 // movedNote tells the approver where a replay shown away from channel

@@ -76,8 +76,10 @@ type Replay struct {
 	Approver  string `json:"approver"`
 	// ApprovedVia is the front end the approval came through ("slack",
 	// "terminal", "api", "mcp", "dashboard"), as the approving caller's
-	// front end named itself: a label to show, never a check. Empty in a
-	// record approved without one.
+	// front end named itself: a label to show, never a reason to let a
+	// replay run; a worker requiring a person refuses by it (a front end
+	// no person is proved through). Empty in a record approved without
+	// one.
 	ApprovedVia string `json:"approved_via,omitempty"`
 	State       State  `json:"state"`
 	Params      Params `json:"params"`

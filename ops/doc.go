@@ -26,6 +26,10 @@
 // The workers ask the same policy again before a replay sends anything
 // (AuthorizeRun, the engine's Authorizer): an approval or resume written
 // by a process that applied no policy, or another one, is refused there.
+// Config.RequireHuman holds there too, judged from what the record tells
+// (who, and the front end an approval came through): an automation
+// principal's approval or resume, or an approval through the HTTP API or
+// MCP, is refused.
 //
 // The DLQ watch (watch.go, its per-DLQ depth samples in watch_track.go,
 // the Snooze button in watch_snooze.go, the failure groups it names in

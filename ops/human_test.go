@@ -59,7 +59,8 @@ func newHumanOps(t *testing.T, cfg ops.Config) (*ops.Ops, *parkCounting, *testki
 // humanPolicy: agent (a token), agentos (an OS account) and the Slack
 // member U0AGENT001 (agent-slack's as_user) need a human; bot is an
 // automation token, alice a person's token, ops a person the dashboard's
-// proxy signs in. Everyone may replay everything.
+// proxy signs in, batch an OS account with no Slack user. Everyone may
+// replay everything.
 var humanPolicy = `principals:
   - name: agent
     token_sha256: ` + commands.HashToken("agent-token") + `
@@ -78,10 +79,12 @@ var humanPolicy = `principals:
     as_user: U0ALICE001
   - name: ops
     emails: [ops@example.com]
+  - name: batch
+    os_users: [batch]
 roles:
   - name: all
     users: [U0AGENT001, U0ALICE001, U0OTHER001]
-    principals: [agent, agentos, bot, ops]
+    principals: [agent, agentos, bot, ops, batch]
     grants:
       - queues: ["*"]
         actions: [read, replay, publish]
@@ -271,3 +274,70 @@ type stillClock struct{ t time.Time }
 
 func (c stillClock) Now() time.Time                       { return c.t }
 func (c stillClock) After(time.Duration) <-chan time.Time { return make(chan time.Time) }
+
+// TestWorkerRequireHumanFromTheRecord: a process that does not apply
+// DLQBOT_MCP_REQUIRE_HUMAN approves for every caller of the front-end
+// table; a worker that applies it refuses exactly the approvals its own
+// ops would have refused (NeedsHuman), from what the record says: the
+// approver and the front end it came through. An automation principal
+// (no as_user) passes only where it could have come without its token
+// (batch at the terminal, ops through the proxy); a resume, whose record
+// names only who, is refused when that is a token-only automation
+// principal. Without RequireHuman the worker runs them all.
+func TestWorkerRequireHumanFromTheRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// NoHandOff: the approval's record as the engine returned it.
+	open, _, _ := newHumanOps(t, ops.Config{NoHandOff: true})
+	worker, _, _ := newHumanOps(t, ops.Config{RequireHuman: true})
+	lax, _, _ := newHumanOps(t, ops.Config{})
+	bot, alice, opsP := principal(t, open, "bot"), principal(t, open, "alice"), principal(t, open, "ops")
+	for _, c := range []struct {
+		who string
+		c   ops.Caller
+	}{
+		{"bot through the api", ops.PrincipalCaller(bot, ops.FrontAPI)},
+		{"bot through mcp", ops.PrincipalCaller(bot, ops.FrontMCP)},
+		{"bot on the dashboard", ops.PrincipalCaller(bot, ops.FrontDashboard)},
+		{"bot claiming to be a terminal", ops.PrincipalCaller(bot, ops.FrontTerminal)},
+		{"bot's terminal through the api", withClient(ops.PrincipalCaller(bot, ops.FrontAPI), ops.FrontTerminal)},
+		{"alice through the api", ops.PrincipalCaller(alice, ops.FrontAPI)},
+		{"alice through mcp", ops.PrincipalCaller(alice, ops.FrontMCP)},
+		{"alice's mcp through the api", withClient(ops.PrincipalCaller(alice, ops.FrontAPI), ops.FrontMCP)},
+		{"alice on the dashboard", ops.PrincipalCaller(alice, ops.FrontDashboard)},
+		{"alice's terminal through the api", withClient(ops.PrincipalCaller(alice, ops.FrontAPI), ops.FrontTerminal)},
+		{"ops through the proxy", ops.ProxyCaller(opsP)},
+		{"batch at the terminal", ops.TerminalCaller(open.Policy(), "batch")},
+		{"a Slack member", ops.SlackCaller("U0ALICE001")},
+	} {
+		out, err := open.Approve(ctx, c.c, ops.Approval{Token: "p_U0OTHER001"})
+		if err != nil {
+			t.Fatalf("%s: the open process refused: %v", c.who, err)
+		}
+		r := out.Replay
+		refused := worker.AuthorizeRun(ctx, r, "")
+		if want := worker.NeedsHuman(c.c); (refused != nil) != want {
+			t.Errorf("%s (recorded as %s via %q): worker refused: %v; its ops say needs a human: %v", c.who, r.Approver, r.ApprovedVia, refused, want)
+		}
+		if err := lax.AuthorizeRun(ctx, r, ""); err != nil {
+			t.Errorf("%s: refused without RequireHuman: %v", c.who, err)
+		}
+	}
+	bySlack := engine.Replay{ID: "r_1", Token: "p_U0OTHER001", DLQ: "q", Approver: "U0OTHER001", ApprovedVia: ops.FrontSlack}
+	for _, c := range []struct {
+		resumer string
+		refused bool
+	}{
+		{bot.ID(), true},
+		{principal(t, open, "batch").ID(), false},
+		{opsP.ID(), false},
+		{alice.ID(), false},
+	} {
+		if err := worker.AuthorizeRun(ctx, bySlack, c.resumer); (err != nil) != c.refused {
+			t.Errorf("resumed by %s: refused: %v, want refused %v", c.resumer, err, c.refused)
+		}
+		if err := lax.AuthorizeRun(ctx, bySlack, c.resumer); err != nil {
+			t.Errorf("resumed by %s without RequireHuman: %v", c.resumer, err)
+		}
+	}
+}
