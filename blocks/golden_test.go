@@ -80,6 +80,7 @@ func goldenCases() map[string]render {
 		"preview_status_frozen":         rendered(PreviewStatus(FrozenPreview(frozenHeader), stopped, links)),
 		"preview_status_frozen_card":    rendered(PreviewStatus(FrozenPreview(frozenOf(previewArrivals())), stopped, links)),
 		"preview_details":               rendered(PreviewDetails(previewWithBudget())),
+		"preview_details_arrivals":      rendered(PreviewDetails(previewArrivals())),
 		"progress_in_doubt":             rendered(Progress(inDoubt, nil)),
 		"progress_in_doubt_taken":       rendered(Progress(taken, nil)),
 		"progress_in_doubt_stale":       rendered(Progress(stale, nil)),
