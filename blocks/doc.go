@@ -16,6 +16,10 @@
 // problem line does not name; the per-group and per-target figures and
 // the mechanics are behind its Details button (PreviewDetails).
 //
+// A thread reply gives a step's counts once, with only what else the
+// engine observed; an activity line names the replay, its DLQ, its state
+// and the one count that matters for it.
+//
 // A replay's outcome is one line (Outcome, outcome.go) built on its
 // verdict (engine.Replay.Verdict): the progress message's head, the outcome
 // line posted in the channel, and the status line an approved preview leads
