@@ -22,9 +22,13 @@ const (
 	ActionPreviewReturned = "dlq.preview_returned"
 )
 
-// maxArrivalRows is how many failure groups (or source queues) a preview
-// draws with their own sparkline and button.
-const maxArrivalRows = 5
+// maxCardGroups is how many failure groups the preview's card lists, one
+// line each with a button; maxArrivalRows how many failure groups (or
+// source queues) its details draw with their own sparkline.
+const (
+	maxCardGroups  = 3
+	maxArrivalRows = 5
+)
 
 // sparkLevels are the sparkline's bars from lowest to highest; a bucket
 // without messages is sparkEmpty.
@@ -69,13 +73,72 @@ func ReturnedSelection(dlq, replayID, groupID string) string {
 	return s
 }
 
-// arrivalBlocks renders when the selected messages failed: one section with
-// the overall sparkline, first and last failure and whether failures are
-// still arriving; then, when there are several failure groups (else
-// several source queues), one row each for the largest, a group's row with
-// a button that previews just that group.
+// arrivalBlocks renders on the preview's card when the selected messages
+// were dead-lettered: one line with the overall sparkline and its span,
+// then the largest failure groups one line each (count, type and id, still
+// arriving or when the last came), each with a button that previews that
+// group alone when there are several, and how many messages the rest
+// hold. The per-group sparklines, the source queues and the messages
+// without a failure time are in the details (arrivalDetailBlocks).
 func arrivalBlocks(p *engine.Preview) []slack.Block {
 	a := p.Arrivals
+	if a == nil || a.Messages == 0 {
+		return nil
+	}
+	var out []slack.Block
+	if a.Messages > a.Undated {
+		out = append(out, contextBlock("", fmt.Sprintf(":chart_with_upwards_trend: *When they were dead-lettered*: %s %s → %s",
+			code(Sparkline(a.Counts), 2*engine.ArrivalBuckets), axisTime(a.Start, a), axisTime(a.Start.Add(time.Duration(len(a.Counts))*a.Bucket), a))))
+	}
+	rows, more := a.Groups, a.MoreGroups
+	several := len(rows)+min(more, 1) >= 2
+	shown := rows[:min(len(rows), maxCardGroups)]
+	for _, r := range rows[len(shown):] {
+		more += r.Messages
+	}
+	for _, r := range shown {
+		// The preview is posted in a channel: a group shows as its type
+		// and id, never its exception text.
+		s := section(cardGroupLine(a, channelRow(r)))
+		value := GroupSelection(p.Selection, r.GroupID)
+		if several && r.GroupID != "" && utf8.RuneCountInString(value) <= MaxButtonValue {
+			s.Accessory = slack.NewAccessory(button(ActionPreviewGroup, value, "Preview this group", "", nil))
+		}
+		out = append(out, s)
+	}
+	if more > 0 {
+		out = append(out, contextBlock("", fmt.Sprintf("…and %s in other failure groups; *Details* lists more.", msgs(more))))
+	}
+	return out
+}
+
+// cardGroupLine is a failure group's line on the card: "*45* × `rejected` ·
+// group `g…` · last 1h 16m ago".
+func cardGroupLine(a *engine.Arrivals, r engine.ArrivalRow) string {
+	name := r.Key
+	if name == "" {
+		name = "failure"
+	}
+	s := fmt.Sprintf("*%s* × %s", num(r.Messages), code(name, 300))
+	if r.GroupID != "" {
+		s += " · group " + code(r.GroupID, 20)
+	}
+	switch {
+	case r.StillArriving():
+		s += " · :red_circle: still arriving" // the problem line counts them
+	case r.Messages > r.Undated:
+		s += " · last " + ago(a.Now.Sub(r.Last))
+	}
+	return s
+}
+
+// arrivalDetailBlocks renders when the selected messages failed, for the
+// preview's details: one section with the overall sparkline, first and
+// last failure and whether failures are still arriving; then, when there
+// are several failure groups (else several source queues), one row each
+// for the largest, with its own sparkline. A group shows as its type and
+// id, as on the card.
+func arrivalDetailBlocks(a *engine.Arrivals) []slack.Block {
 	if a == nil || a.Messages == 0 {
 		return nil
 	}
@@ -92,25 +155,11 @@ func arrivalBlocks(p *engine.Preview) []slack.Block {
 	for _, r := range rows[len(shown):] {
 		more += r.Messages
 	}
-	buttons := 0
 	for _, r := range shown {
 		if byGroup {
-			// The preview is posted in a channel: a group shows as its
-			// type and id, never its exception text.
 			r = channelRow(r)
 		}
-		text := arrivalRowText(a, r, byGroup)
-		if !byGroup {
-			out = append(out, section(text))
-			continue
-		}
-		value := GroupSelection(p.Selection, r.GroupID)
-		s := section(text)
-		if utf8.RuneCountInString(value) <= MaxButtonValue {
-			s.Accessory = slack.NewAccessory(button(ActionPreviewGroup, value, "Preview this group", "", nil))
-			buttons++
-		}
-		out = append(out, s)
+		out = append(out, section(arrivalRowText(a, r, byGroup)))
 	}
 	what := "source queues"
 	if byGroup {
@@ -119,8 +168,8 @@ func arrivalBlocks(p *engine.Preview) []slack.Block {
 	if more > 0 {
 		out = append(out, contextBlock("", fmt.Sprintf("…and %s in other %s.", msgs(more), what)))
 	}
-	if buttons > 0 {
-		out = append(out, contextBlock("", "*Preview this group* posts a preview of that failure group alone (`group=<id>`, exact), to approve just the part a fix covers."))
+	if byGroup {
+		out = append(out, contextBlock("", "*Preview this group* on the card, or "+code("group=<id>", 20)+" in a preview's selection, previews one failure group alone, to approve just the part a fix covers."))
 	}
 	return out
 }

@@ -62,9 +62,10 @@ func bigArrivals(n int) *engine.Arrivals {
 	return a
 }
 
-// TestLimitsArrivals renders previews with arrivals of 1 to 1,000,000
-// messages, the most rows, the longest names and a selection too long for
-// a button, and checks them against Block Kit's limits.
+// TestLimitsArrivals renders previews and their details with arrivals of
+// 1 to 1,000,000 messages, the most rows, the longest names and a
+// selection too long for a button, and checks them against Block Kit's
+// limits; the card has a button for each group it lists.
 func TestLimitsArrivals(t *testing.T) {
 	for _, n := range []int{1, 10, 1000, 1_000_000} {
 		for _, longSel := range []bool{false, true} {
@@ -85,13 +86,15 @@ func TestLimitsArrivals(t *testing.T) {
 					}
 				}
 			}
-			if want := maxArrivalRows; !longSel && groupButtons != want {
+			if want := maxCardGroups; !longSel && groupButtons != want {
 				t.Errorf("%s: %d group buttons, want %d", name, groupButtons, want)
 			}
 			if longSel && groupButtons != 0 {
 				t.Errorf("%s: %d group buttons with a selection too long for a button value", name, groupButtons)
 			}
 			mustValidate(t, name+" approved", rendered(PreviewApproved(p, approver, replayID)).blocks, "x")
+			db, dtext := PreviewDetails(p)
+			mustValidate(t, name+" details", db, dtext)
 			// Undated only.
 			p.Arrivals = &engine.Arrivals{Now: fixedNow(), RecentWindow: engine.ArrivalsRecent, ArrivalRow: engine.ArrivalRow{Messages: n, Undated: n, Counts: []int{}}}
 			b, text = Preview(p, fixedNow())

@@ -37,6 +37,7 @@ func TestChannelViewsShowNoExceptionText(t *testing.T) {
 	channel := map[string]string{
 		"preview":        string(marshal(t, rendered(Preview(p, fixedNow())))),
 		"approved":       string(marshal(t, rendered(PreviewApproved(p, approver, replayID)))),
+		"details":        string(marshal(t, rendered(PreviewDetails(p)))),
 		"follow-up":      string(marshal(t, rendered(Check(c, ChannelView)))),
 		"activity check": ActivityCheck(c),
 		"alert":          string(marshal(t, rendered(Alert(alertWithTexts())))),
@@ -51,8 +52,10 @@ func TestChannelViewsShowNoExceptionText(t *testing.T) {
 	if !strings.Contains(channel["alert"], "java.lang.IllegalArgumentException") || !strings.Contains(channel["alert"], p.Arrivals.Groups[1].GroupID) {
 		t.Errorf("the alert does not name the group by its type and id:\n%s", channel["alert"])
 	}
-	if !strings.Contains(channel["preview"], "java.lang.IllegalArgumentException") || !strings.Contains(channel["preview"], p.Arrivals.Groups[1].GroupID) {
-		t.Errorf("the preview does not name the group by its type and id:\n%s", channel["preview"])
+	for _, name := range []string{"preview", "details"} {
+		if !strings.Contains(channel[name], "java.lang.IllegalArgumentException") || !strings.Contains(channel[name], p.Arrivals.Groups[1].GroupID) {
+			t.Errorf("the %s does not name the group by its type and id:\n%s", name, channel[name])
+		}
 	}
 	if !strings.Contains(channel["follow-up"], "com.acme.KycException") || !strings.Contains(channel["follow-up"], engine.GroupID(c.Groups[1].Group)) {
 		t.Errorf("the follow-up does not name the group by its type and id:\n%s", channel["follow-up"])
@@ -70,14 +73,19 @@ func TestChannelViewsShowNoExceptionText(t *testing.T) {
 	}
 }
 
-// TestTargetsCutSayMore: a channel post lists ten targets and says how
-// many more; the reader's private answer lists every one, names quoted
-// whole, and flags a name mixing scripts in both.
+// TestTargetsCutSayMore: a channel post names the targets with a concern
+// (here a name mixing scripts) and counts the other 13; the reader's
+// private answer lists every one, names quoted whole, and flags a name
+// mixing scripts in both.
 func TestTargetsCutSayMore(t *testing.T) {
 	p := previewManyTargets()
 	post := string(marshal(t, rendered(Preview(p, fixedNow()))))
-	if !strings.Contains(post, "+4 more queues") || !strings.Contains(post, "mixes Latin and Cyrillic") && !strings.Contains(post, "mixes Cyrillic and Latin") {
-		t.Errorf("the post does not say +4 more, or does not flag the mixed name:\n%s", post)
+	if !strings.Contains(post, "13 other target queues have consumers — *Show samples* lists every target") ||
+		!strings.Contains(post, "mixes Latin and Cyrillic") && !strings.Contains(post, "mixes Cyrillic and Latin") {
+		t.Errorf("the post does not count the 13 other targets, or does not flag the mixed name:\n%s", post)
+	}
+	if strings.Contains(post, "orders.shard-00") {
+		t.Errorf("the post names a target without a concern among 14:\n%s", post)
 	}
 	if !HasSamples(p) || !strings.Contains(post, ActionSamples) {
 		t.Errorf("the post offers no private list of its targets")

@@ -11,6 +11,15 @@
 // payloads) is escaped for mrkdwn and shown in code formatting, so it can
 // neither mention anyone nor break the layout.
 //
+// A preview's card is short: the verdict, the problems one line each, the
+// selection on one line, the failure groups one line each, the targets a
+// problem line does not name; the per-group and per-target figures and
+// the mechanics are behind its Details button (PreviewDetails).
+//
+// A thread reply gives a step's counts once, with only what else the
+// engine observed; an activity line names the replay, its DLQ, its state
+// and the one count that matters for it.
+//
 // A replay's outcome is one line (Outcome, outcome.go) built on its
 // verdict (engine.Replay.Verdict): the progress message's head, the outcome
 // line posted in the channel, and the status line an approved preview leads
@@ -34,9 +43,11 @@
 //
 // Files:
 //
-//	preview.go   a preview, approved or discarded; targets.go its targets;
-//	             samples.go its sample messages; arrivals.go its arrivals
-//	             and the buttons that preview a group or the copies back
+//	preview.go   a preview's card, approved or discarded; targets.go its
+//	             targets; samples.go its sample messages; arrivals.go its
+//	             arrivals and the buttons that preview a group or the
+//	             copies back
+//	details.go   what the card leaves out, behind its Details button
 //	changes.go   what changed since a preview, at approval
 //	progress.go  a replay's progress message; events.go its thread replies
 //	             and activity lines; outcome.go its outcome line

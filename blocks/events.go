@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/stroma/dlqbot/engine"
@@ -54,7 +55,11 @@ func StepReplyAs(command string, e engine.Event) string {
 			s += fmt.Sprintf(" Of those sent, %s.", cameBack(r.Returned, r.Unseen))
 		}
 	case engine.EventFinished:
-		s = fmt.Sprintf("%s; %s missing, %s not delivered.", Outcome(r), num(r.Missing), num(r.Failed))
+		s = Outcome(r) + "; "
+		if r.Missing == 0 { // else the missing lead counts them
+			s += "0 missing, "
+		}
+		s += num(r.Failed) + " not delivered."
 	case engine.EventWaiting:
 		s = ":hourglass_flowing_sand: " + esc(oneLine(e.Text), 600)
 	case engine.EventInterrupted:
@@ -91,20 +96,60 @@ func itThem(n int) string {
 }
 
 // stepLine describes a finished step on one line, after lead ("Step 3
-// passed").
+// passed"): how long it took, its counts, and what else the engine
+// observed (stepExtra), each number once.
 func stepLine(st *engine.StepResult, lead string) string {
-	s := fmt.Sprintf("%s — %s sent, %s settled, %s",
-		lead, num(st.Sent), num(st.Settled), cameBackShort(st.Returned, st.Unseen))
+	back := num(st.Returned) + " came back"
+	if st.Unseen != nil {
+		back = num(st.Returned) + " seen back, " + esc(st.Unseen.Words(), 300)
+	}
+	if st.Duration > 0 {
+		lead += " in " + seconds(st.Duration)
+	}
+	s := fmt.Sprintf("%s — %s sent, %s settled, %s", lead, num(st.Sent), num(st.Settled), back)
 	if st.Failed > 0 {
 		s += fmt.Sprintf(", %s not delivered or missing", num(st.Failed))
 	}
-	if st.Duration > 0 {
-		s += " (" + seconds(st.Duration) + ")"
-	}
-	if st.Observation != "" {
-		s += ": " + esc(strings.TrimRight(oneLine(st.Observation), "."), 500)
+	if x := stepExtra(st); x != "" {
+		s += ": " + esc(strings.TrimRight(oneLine(x), "."), 500)
 	}
 	return s + "."
+}
+
+// stepExtra is a step's observation without the clauses that restate the
+// counts its line gives ("all 20 settled", "8 of 20 settled within 9s",
+// "12 came back to orders.dlq", "none seen back in orders.dlq", the tap's
+// window): what is left is what the engine saw besides, "" when nothing.
+func stepExtra(st *engine.StepResult) string {
+	whole := []string{fmt.Sprintf("all %d settled", st.Sent)}
+	if st.Unseen != nil {
+		whole = append(whole, st.Unseen.Words())
+	}
+	// Followed by one word: the settle window, or the DLQ's name.
+	lead := []string{
+		fmt.Sprintf("none of the %d settled within ", st.Sent),
+		fmt.Sprintf("%d of %d settled within ", st.Settled, st.Sent),
+		fmt.Sprintf("%d came back to ", st.Returned),
+		"none seen back in ",
+	}
+	restates := func(c string) bool {
+		if slices.Contains(whole, c) {
+			return true
+		}
+		for _, l := range lead {
+			if rest, ok := strings.CutPrefix(c, l); ok && !strings.Contains(rest, " ") {
+				return true
+			}
+		}
+		return false
+	}
+	var kept []string
+	for _, c := range strings.Split(oneLine(st.Observation), "; ") {
+		if strings.TrimSpace(c) != "" && !restates(c) {
+			kept = append(kept, c)
+		}
+	}
+	return strings.Join(kept, "; ")
 }
 
 // firstOf returns the first non-empty string.
@@ -117,42 +162,43 @@ func firstOf(ss ...string) string {
 	return ""
 }
 
-// Activity returns the activity-channel line for an event:
-// which replay, of which DLQ, approved by whom, and its counts, for a
-// start, resume, pause, cancellation, stop, finish or interruption. It
-// returns "" for step events, which stay in the thread.
+// Activity returns the activity-channel line for an event, for a start,
+// resume, pause, cancellation, stop, finish or interruption: which replay
+// of which DLQ, its state in a word, the one count that matters for it
+// (how many it replays, how far it got, how many came back) and who
+// approved it; the thread has the rest, and the bot links it. It returns
+// "" for step events, which stay in the thread.
 func Activity(e engine.Event) string {
 	r := e.Replay
-	rest := remaining(r)
 	id := fmt.Sprintf("Replay %s of %s", code(r.ID, 60), code(r.DLQ, 120))
-	counts := fmt.Sprintf("%s of %s sent", num(r.Sent), msgs(r.Total))
+	sentOf := fmt.Sprintf("%s of %s sent", num(r.Sent), msgs(r.Total))
 	var s string
 	switch e.Kind {
 	case engine.EventStarted:
 		s = fmt.Sprintf(":arrow_forward: %s started: %s, requested by %s", id, msgs(r.Total), who(r.Requester))
 	case engine.EventResumed:
-		s = fmt.Sprintf(":arrow_forward: %s resumed: %s, %s left", id, counts, num(rest))
+		s = fmt.Sprintf(":arrow_forward: %s resumed: %s left to send", id, msgs(remaining(r)))
 	case engine.EventPaused:
-		s = fmt.Sprintf(":double_vertical_bar: %s paused: %s, %s left in the DLQ", id, counts, num(rest))
+		s = fmt.Sprintf(":double_vertical_bar: %s paused: %s", id, sentOf)
 	case engine.EventCancelled:
-		s = fmt.Sprintf(":black_square_for_stop: %s cancelled: %s, %s left in the DLQ", id, counts, num(rest))
-		if r.Returned > 0 || r.Unseen != nil {
-			s += ", " + cameBack(r.Returned, r.Unseen)
-		}
+		s = fmt.Sprintf(":black_square_for_stop: %s cancelled: %s", id, sentOf) + backSoFar(r)
 	case engine.EventStopped:
 		s = fmt.Sprintf(":octagonal_sign: %s stopped", id)
 		if e.Step != nil {
 			s += " after step " + num(e.Step.Step)
 		}
-		s += fmt.Sprintf(": %s, %s", counts, cameBack(r.Returned, r.Unseen))
-		if why := firstOf(r.Note, e.Text); why != "" {
-			s += " — " + esc(oneLine(why), 300)
+		switch why := firstOf(r.Note, e.Text); {
+		case r.Returned > 0 || r.Unseen != nil:
+			s += ": " + cameBackShort(r.Returned, r.Unseen)
+		case why != "":
+			s += ": " + esc(oneLine(why), 300)
+		default:
+			s += ": " + sentOf
 		}
 	case engine.EventFinished:
-		s = fmt.Sprintf("%s %s %s: %s sent, %s settled, %s, %s missing, %s not delivered",
-			finishIcon(r), id, finishWords(r), num(r.Sent), num(r.Settled), cameBack(r.Returned, r.Unseen), num(r.Missing), num(r.Failed))
+		s = fmt.Sprintf("%s %s %s", finishIcon(r), id, finishWords(r))
 	case engine.EventInterrupted:
-		s = fmt.Sprintf(":zap: %s interrupted: %s; the rest are still in the DLQ", id, counts)
+		s = fmt.Sprintf(":zap: %s interrupted: %s; the rest are still in the DLQ", id, sentOf)
 	default:
 		return ""
 	}
@@ -253,14 +299,18 @@ func finishIcon(r engine.Replay) string {
 	return ":checkered_flag:"
 }
 
-// finishWords is how a finished replay finished: "finished clean",
-// "finished — 12 of 32 came back", "finished — could not tell".
+// finishWords is how a finished replay finished, with its one count:
+// "finished clean: 400 sent", "finished — 12 of 32 came back", "finished —
+// could not tell for 392 of 400 sent".
 func finishWords(r engine.Replay) string {
 	switch r.Verdict() {
 	case engine.VerdictCameBack:
 		return fmt.Sprintf("finished — %s of %s came back", num(r.Returned), num(r.Sent))
 	case engine.VerdictCouldNotTell:
+		if r.Unseen != nil {
+			return fmt.Sprintf("finished — could not tell for %s of %s sent", num(r.Unseen.Count), num(r.Sent))
+		}
 		return "finished — could not tell"
 	}
-	return "finished clean"
+	return "finished clean: " + num(r.Sent) + " sent"
 }

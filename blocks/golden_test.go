@@ -80,6 +80,7 @@ func goldenCases() map[string]render {
 		"preview_status_frozen":         rendered(PreviewStatus(FrozenPreview(frozenHeader), stopped, links)),
 		"preview_status_frozen_card":    rendered(PreviewStatus(FrozenPreview(frozenOf(previewArrivals())), stopped, links)),
 		"preview_details":               rendered(PreviewDetails(previewWithBudget())),
+		"preview_details_arrivals":      rendered(PreviewDetails(previewArrivals())),
 		"progress_in_doubt":             rendered(Progress(inDoubt, nil)),
 		"progress_in_doubt_taken":       rendered(Progress(taken, nil)),
 		"progress_in_doubt_stale":       rendered(Progress(stale, nil)),
@@ -157,12 +158,12 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestEventLinesGolden keeps every thread reply and activity line in one
-// golden file.
-func TestEventLinesGolden(t *testing.T) {
+// lifecycleEvents are the events of a replay's life the golden file
+// keeps the lines of.
+func lifecycleEvents() []engine.Event {
 	stopped, stoppedStep := stoppedReplay()
 	passed := replay(engine.StateRunning)
-	events := []engine.Event{
+	return []engine.Event{
 		{Kind: engine.EventStarted, Replay: replay(engine.StateRunning), Text: "replay started"},
 		{Kind: engine.EventStepStarted, Replay: passed, Step: &engine.StepResult{Step: 3, Planned: 40}},
 		{Kind: engine.EventStepPassed, Replay: passed, Step: lastStep()},
@@ -175,8 +176,13 @@ func TestEventLinesGolden(t *testing.T) {
 		interruptedEvent(),
 		takenFromEvent(),
 	}
+}
+
+// TestEventLinesGolden keeps every thread reply and activity line in one
+// golden file.
+func TestEventLinesGolden(t *testing.T) {
 	var buf bytes.Buffer
-	for _, e := range events {
+	for _, e := range lifecycleEvents() {
 		reply, activity := StepReply(e), Activity(e)
 		for _, l := range []string{reply, activity} {
 			if strings.Contains(l, "\n") {
@@ -191,13 +197,8 @@ func TestEventLinesGolden(t *testing.T) {
 	buf.WriteString("-- check beside a replay --\nactivity: " + ActivityCheck(held) + "\n")
 	buf.WriteString("-- check, nothing back --\nactivity: " + ActivityCheck(checkNothingBack()) + "\n")
 	buf.WriteString("-- check, tap gone --\nactivity: " + ActivityCheck(checkUnseen()) + "\n")
-	ur, ust := finishedUnseen()
-	for _, k := range []engine.EventKind{engine.EventStepPassed, engine.EventFinished} {
-		e := engine.Event{Kind: k, Replay: ur, At: fixedNow()}
-		if k == engine.EventStepPassed {
-			e.Step = ust
-		}
-		buf.WriteString("-- tap gone, " + string(k) + " --\nreply: " + StepReply(e) + "\nactivity: " + Activity(e) + "\n")
+	for _, e := range unseenEvents() {
+		buf.WriteString("-- tap gone, " + string(e.Kind) + " --\nreply: " + StepReply(e) + "\nactivity: " + Activity(e) + "\n")
 	}
 	path := filepath.Join("testdata", "event_lines.golden")
 	if *update {
@@ -247,6 +248,16 @@ func TestCheckNeverSaysProcessed(t *testing.T) {
 		if c.Replayed > 0 && !strings.Contains(out, "not seen in a dead-letter queue") {
 			t.Errorf("check report does not say \"not seen in a dead-letter queue\":\n%s", out)
 		}
+	}
+}
+
+// unseenEvents are a step and a finish of a replay whose tap was gone
+// for a while.
+func unseenEvents() []engine.Event {
+	ur, ust := finishedUnseen()
+	return []engine.Event{
+		{Kind: engine.EventStepPassed, Replay: ur, At: fixedNow(), Step: ust},
+		{Kind: engine.EventFinished, Replay: ur, At: fixedNow()},
 	}
 }
 

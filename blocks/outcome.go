@@ -237,11 +237,6 @@ func FrozenPreview(f engine.Frozen) []slack.Block {
 		targets = len(f.Targets)
 	}
 	head := fmt.Sprintf("*Preview* of %s from %s to %s", msgs(f.Total), code(f.DLQ, 300), plural(targets, "target queue", "target queues"))
-	var fs []string
-	if f.Selection != "" {
-		fs = append(fs, "*Selection*\n"+code(f.Selection, 1000))
-	}
-	fs = append(fs, "*Would be replayed*\n"+fmt.Sprintf("%s (%s distinct)", msgs(f.Total), num(f.Distinct)),
-		"*Requested by*\n"+who(f.Requester))
-	return []slack.Block{section(head), fields(fs...)}
+	summary := summaryLine(&engine.Preview{Selection: f.Selection, Selected: f.Total, Distinct: f.Distinct, Requester: f.Requester})
+	return []slack.Block{section(head), contextBlock("", summary)}
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/ops"
 )
 
 // Caps on what a preview lists; the rest is summarised as "and N more".
@@ -65,27 +64,27 @@ func discardedLine(by string) string {
 	return fmt.Sprintf(":wastebasket: Discarded by %s — nothing was replayed, the DLQ is unchanged.", who(by))
 }
 
-// previewBody renders everything of a preview except expiry and buttons:
-// the verdict first (one headline), then the problems, then the numbers,
-// failure groups and targets; the mechanics (read depth, budget, tap) are
-// behind the Details button (PreviewDetails). It never shows a payload or
-// an exception's text: the preview is posted in a channel, and those go
-// only to readers of the DLQ (see Samples).
+// previewBody renders everything of a preview except expiry and buttons,
+// in as few lines as say what a replay would do: the verdict (one
+// headline), the problems one line each, the selection on one line, when
+// the messages failed with their failure groups one line each, and the
+// targets a problem line does not already name. The mechanics (read depth,
+// budget, tap), the per-group and per-target figures are behind the
+// Details button (PreviewDetails). It never shows a payload or an
+// exception's text: the preview is posted in a channel, and those go only
+// to readers of the DLQ (see Samples).
 func previewBody(p *engine.Preview) []slack.Block {
 	out := []slack.Block{section(headline(p))}
 	if s := problemsText(p); s != "" {
 		out = append(out, section(s))
 	}
-	out = append(out, fields(previewFields(p)...))
+	out = append(out, contextBlock("", summaryLine(p)))
 	if p.Returns.Mode == engine.ReturnsReread && p.Returns.Detail != "" {
 		out = append(out, contextBlock(BlockPreviewReturns, returnsLine(p.Returns)))
 	}
-	if p.Token == "" {
-		out = append(out, section(nothingText(p)))
-	}
 	out = append(out, arrivalBlocks(p)...)
-	if len(p.Targets) > 0 {
-		out = append(out, slack.NewDividerBlock(), section(targetsText(p.Targets)))
+	if s := targetsCard(p); s != "" {
+		out = append(out, section(s))
 	}
 	return out
 }
@@ -107,7 +106,7 @@ func headline(p *engine.Preview) string {
 	what := fmt.Sprintf("%s from %s to %s", msgs(p.Selected), code(p.DLQ.Name, 300), plural(len(p.Targets), "target queue", "target queues"))
 	switch n := warnings(p); {
 	case p.Token == "":
-		return fmt.Sprintf(":information_source: *Nothing to replay* from %s", code(p.DLQ.Name, 300))
+		return fmt.Sprintf(":information_source: *Nothing to replay* from %s — %s. The DLQ is unchanged.", code(p.DLQ.Name, 300), nothingWhy(p))
 	case n == 0:
 		return ":white_check_mark: *Safe to replay*: " + what
 	default:
@@ -115,63 +114,35 @@ func headline(p *engine.Preview) string {
 	}
 }
 
-func previewFields(p *engine.Preview) []string {
-	out := []string{
-		"*Selection*\n" + code(p.Selection, 1000),
-		"*Would be replayed*\n" + fmt.Sprintf("%s (%s distinct)", msgs(p.Selected), num(p.Distinct)),
-		"*Requested by*\n" + who(p.Requester),
+// summaryLine is the selection on one line: what was asked for, how many
+// distinct messages, those parked and left out (unless a problem line says
+// so) and who asked.
+func summaryLine(p *engine.Preview) string {
+	var parts []string
+	if p.Selection != "" {
+		parts = append(parts, "Selection "+code(p.Selection, 1000))
 	}
-	if p.Parked > 0 {
-		out = append(out, "*Parked, left out*\n"+msgs(p.Parked))
+	if p.Selected > 0 {
+		parts = append(parts, num(p.Distinct)+" distinct")
 	}
-	return out
+	if p.Parked > 0 && !hasProblem(p, engine.ProblemParked) {
+		parts = append(parts, msgs(p.Parked)+" parked, left out")
+	}
+	return strings.Join(append(parts, "requested by "+who(p.Requester)), " · ")
 }
 
-// PreviewDetails renders a preview's mechanics (ops.PreviewDetails, the
-// view `dlqbot preview --details` prints too), shown to whoever asks (the
-// Details button): what was read, how the first step reads, the read
-// budget, how returns would be found, the steps, and what approving needs.
-func PreviewDetails(p *engine.Preview) ([]slack.Block, string) {
-	if p == nil {
-		return Error("There is no preview to show.")
+// hasProblem reports whether p lists a problem of kind k.
+func hasProblem(p *engine.Preview, k engine.ProblemKind) bool {
+	for _, pr := range p.Problems {
+		if pr.Kind == k {
+			return true
+		}
 	}
-	d := ops.DetailsOf(p)
-	dlq := code(d.DLQ, 300)
-	if d.Type != "" {
-		dlq += " (" + esc(d.Type, 20) + ")"
-	}
-	fs := []string{
-		"*DLQ*\n" + dlq,
-		"*Scanned*\n" + msgs(d.Scanned),
-		"*Parked, left out*\n" + msgs(d.Parked),
-		"*Target queues*\n" + num(d.Targets),
-	}
-	if d.FirstStepDepth > 0 {
-		fs = append(fs, "*First step reads*\nthe first "+msgs(d.FirstStepDepth)+" of the DLQ"+canaryClasses(d))
-	}
-	if b := d.Budget; b != nil {
-		fs = append(fs, fmt.Sprintf("*Read budget*\n%s left of the delivery limit %s; a replay needs %s in %s",
-			plural(b.ReadsLeft, "read", "reads"), num(b.Limit), num(b.ReadsNeeded), plural(b.Steps, "step", "steps")))
-	}
-	out := []slack.Block{section(fmt.Sprintf("*Details of the preview of %s*", code(d.DLQ, 300))), fields(fs...)}
-	if d.Returns.Detail != "" {
-		out = append(out, contextBlock(BlockPreviewReturns, returnsLine(d.Returns)))
-	}
-	out = append(out, contextBlock("", "Steps: the first holds one message of every target and failure group, then each doubles up to the cap (`step=`, `cap=`). Approving needs the replay permission on the DLQ and publish on every target."))
-	return out, fallback("Details of the preview of " + escape(d.DLQ) + ".")
+	return false
 }
 
-// canaryClasses says how many of the selection's failure classes (target
-// × failure group) the first step holds a copy of ("" when unknown).
-func canaryClasses(d ops.PreviewDetails) string {
-	if d.Classes == 0 {
-		return ""
-	}
-	return fmt.Sprintf(", holding a copy of %s of its %s", num(d.CanaryClasses), plural(d.Classes, "failure class", "failure classes"))
-}
-
-// nothingText explains a preview without a token.
-func nothingText(p *engine.Preview) string {
+// nothingWhy says why a preview has no token.
+func nothingWhy(p *engine.Preview) string {
 	why := "no token was issued; preview again"
 	switch {
 	case p.Scanned == 0:
@@ -179,9 +150,9 @@ func nothingText(p *engine.Preview) string {
 	case distinctRows(p) == 0:
 		why = fmt.Sprintf("none of the %s scanned matches the selection", msgs(p.Scanned))
 	case p.Selected == 0:
-		why = fmt.Sprintf("of the %s that match, none can be replayed (see above)", msgs(matching(p)))
+		why = fmt.Sprintf("of the %s that match, none can be replayed (see below)", msgs(matching(p)))
 	}
-	return ":information_source: *Nothing would be replayed* — " + why + ". The DLQ is unchanged."
+	return why
 }
 
 // matching counts the copies that match the selection (p.Matched; a
@@ -201,11 +172,12 @@ func distinctRows(p *engine.Preview) int {
 }
 
 // problemsText lists what would go wrong, most serious first, one line per
-// kind of problem (problems of one kind on several queues are combined).
+// kind of problem (problems of one kind on several queues are combined);
+// the headline has already counted them.
 func problemsText(p *engine.Preview) string {
 	var lines []string
 	if p.Arrivals != nil && p.Arrivals.StillArriving() {
-		lines = append(lines, fmt.Sprintf(":red_circle: *Still arriving* — %s dead-lettered in the last %s: the cause may not be fixed yet.", msgs(p.Arrivals.Recent), Width(p.Arrivals.RecentWindow)))
+		lines = append(lines, fmt.Sprintf(":red_circle: *Still arriving* — %s in the last %s: the cause may not be fixed yet.", num(p.Arrivals.Recent), Width(p.Arrivals.RecentWindow)))
 	}
 	if len(p.Problems) == 0 && len(lines) == 0 {
 		return ""
@@ -223,16 +195,15 @@ func problemsText(p *engine.Preview) string {
 			lines = append(lines, unchangedLine(byKind[k], p.Targets))
 			continue
 		}
-		lines = append(lines, problemLine(byKind[k]))
+		lines = append(lines, problemLine(p, byKind[k]))
 	}
-	head := "*What would go wrong*"
-	return list(head, lines, len(lines), MaxSectionText, func(n int) string {
+	return list("", lines, len(lines), MaxSectionText, func(n int) string {
 		return "…and " + plural(n, "more kind of problem", "more kinds of problem")
 	})
 }
 
-// problemLine words the problems of one kind.
-func problemLine(prs []engine.Problem) string {
+// problemLine words the problems of one kind among p's.
+func problemLine(p *engine.Preview, prs []engine.Problem) string {
 	pr, total := prs[0], 0
 	for _, x := range prs {
 		total += x.Messages
@@ -240,7 +211,7 @@ func problemLine(prs []engine.Problem) string {
 	queues := problemQueues(prs)
 	switch pr.Kind {
 	case engine.ProblemTargetMissing:
-		return fmt.Sprintf(":x: *Target queue missing* — %s %s not exist: %s would not be delivered and stay in the DLQ.", queues, doesDo(len(prs)), msgs(total))
+		return fmt.Sprintf(":x: *Target queue missing* — %s %s not exist: %s would stay in the DLQ.", queues, doesDo(len(prs)), msgs(total))
 	case engine.ProblemNoTarget:
 		bad := 0
 		for _, x := range prs {
@@ -252,25 +223,36 @@ func problemLine(prs []engine.Problem) string {
 		}
 		return fmt.Sprintf(":x: *No target queue* — %s %s no source queue that can be derived; they are left out. Replay them with %s.", msgs(total), hasHave(total), code("to=<queue>", 20))
 	case engine.ProblemNoConsumers:
-		return fmt.Sprintf(":warning: *No consumers* — %s %s no consumers now: %s would wait there, and the replay would stop after its first step when none leave the queue.", queues, hasHave(len(prs)), msgs(total))
+		return fmt.Sprintf(":warning: *No consumers* — %s: %s would wait there, and the replay would stop after its first step.", queues, msgs(total))
 	case engine.ProblemAlreadyReplayed:
 		return fmt.Sprintf(":repeat: *Already replayed* — %s %s replayed before and came back.", msgs(total), wasWere(total))
 	case engine.ProblemParked:
-		return fmt.Sprintf(":parking: *Parked* — %s %s replayed park_after times or more and %s left out (%s includes them).", msgs(total), wasWere(total), isAre(total), code("include_parked=true", 30))
+		return fmt.Sprintf(":parking: *Parked* — %s replayed park_after times or more, left out (%s includes them).", msgs(total), code("include_parked=true", 30))
 	case engine.ProblemDeliveryLimit:
-		return ":hourglass_flowing_sand: *Quorum DLQ delivery limit* — " + esc(oneLine(pr.Detail), 1500) // the read budget, with the command that raises the limit
+		return deliveryLimitLine(p.Budget)
 	case engine.ProblemRetryState:
 		return fmt.Sprintf(":no_entry_sign: *Consumer would refuse replayed copies* — %s %s a framework marker (rascal's immediateNack) that makes the consumer nack a redelivered copy before its handler runs; the replay resets it, so the handler sees each copy.", msgs(total), hasHave(total))
 	case engine.ProblemPartialRead:
 		return ":eyes: *Partial read* — " + esc(oneLine(pr.Detail), 600)
 	case engine.ProblemUnreadable:
-		return fmt.Sprintf(":grey_question: *Unreadable headers* — %s %s headers that could not be fully read; they are shown with what could be.", msgs(total), hasHave(total))
+		return fmt.Sprintf(":grey_question: *Unreadable headers* — %s: shown with what could be read.", msgs(total))
 	}
 	line := ":warning: *" + esc(oneLine(string(pr.Kind)), 60) + "* — " + esc(oneLine(pr.Detail), 500)
 	if len(prs) > 1 {
 		line += fmt.Sprintf(" (and %s more like it)", num(len(prs)-1))
 	}
 	return line
+}
+
+// deliveryLimitLine words a quorum DLQ's read budget on the card: that
+// reads use it up, and whether a replay would run out of it (b nil: not
+// known); the reads, the limit and how to raise it are behind Details.
+func deliveryLimitLine(b *engine.BudgetView) string {
+	s := ":hourglass_flowing_sand: *Quorum DLQ delivery limit* — every read uses up a delivery attempt"
+	if b != nil && b.ReadsLeft < b.ReadsNeeded {
+		s += fmt.Sprintf(": a replay needs %s and the limit leaves %s, so it would stop by itself near the limit", plural(b.ReadsNeeded, "read", "reads"), num(b.ReadsLeft))
+	}
+	return s + "; *Details* has the read budget."
 }
 
 // problemQueues names the queues of problems of one kind: "`a`, `b` and 3

@@ -14,9 +14,120 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// targetsText summarises the target queues, those with problems first:
-// the first maxTargets, then "+N more" pointing at Show samples, whose
-// private answer lists every target (TargetList).
+// maxFineNamed is how many targets without a concern the preview's card
+// names; more are counted.
+const maxFineNamed = 3
+
+// concern reports whether a target wants a look before a replay: it does
+// not exist, has no consumers, kept its consumers since the failures, or
+// its name mixes scripts.
+func concern(t engine.TargetView) bool {
+	return !t.Exists || t.Consumers == 0 || t.ConsumersSinceFailure == engine.SinceUnchanged || engine.MixedScripts(t.Queue) != ""
+}
+
+// targetsCard is what the preview's card says of its targets: a line for
+// each target with a concern that no problem line names already (and for
+// each name that mixes scripts), then one line for the rest ("3 target
+// queues, all with consumers: …"), naming them when there are at most
+// maxFineNamed. Each target's consumers, restart times and reasons are in
+// the details (targetsText). "" when there are no targets.
+func targetsCard(p *engine.Preview) string {
+	if len(p.Targets) == 0 {
+		return ""
+	}
+	named := problemNamed(p)
+	var lines []string
+	var fine []engine.TargetView
+	for _, t := range engine.ConcernFirst(p.Targets) {
+		switch {
+		case !concern(t):
+			fine = append(fine, t)
+		case !named[t.Queue] || engine.MixedScripts(t.Queue) != "":
+			lines = append(lines, cardTargetLine(t))
+		}
+	}
+	cut := ""
+	if TargetsCut(p.Targets) {
+		cut = " — *Show samples* lists every target"
+	}
+	shown := lines[:min(len(lines), maxTargets)]
+	var rest string
+	switch n := len(fine); {
+	case n == 0:
+	case n == len(p.Targets) && n == 1:
+		rest = ":white_check_mark: Target " + queueNames(fine) + " has consumers"
+	case n == len(p.Targets) && n <= maxFineNamed:
+		rest = fmt.Sprintf(":white_check_mark: %s, all with consumers: %s", plural(n, "target queue", "target queues"), queueNames(fine))
+	case n == len(p.Targets):
+		rest = fmt.Sprintf(":white_check_mark: %s, all with consumers", plural(n, "target queue", "target queues"))
+	case n <= maxFineNamed:
+		rest = ":white_check_mark: " + queueNames(fine) + " " + pick(n, "has", "have") + " consumers"
+	default:
+		rest = fmt.Sprintf(":white_check_mark: %s %s consumers", plural(n, "other target queue", "other target queues"), pick(n, "has", "have"))
+	}
+	if rest != "" {
+		shown = append(shown, rest+cut)
+		cut = ""
+	}
+	hidden := len(lines) - min(len(lines), maxTargets)
+	return list("", shown, len(shown)+hidden, MaxSectionText, func(n int) string {
+		return "…and " + plural(n, "more target queue", "more target queues") + cut
+	})
+}
+
+// problemNamed is the set of target queues p's problem lines name.
+func problemNamed(p *engine.Preview) map[string]bool {
+	named := map[string]bool{}
+	count := map[engine.ProblemKind]int{}
+	for _, pr := range p.Problems {
+		switch pr.Kind {
+		case engine.ProblemTargetMissing, engine.ProblemNoConsumers, engine.ProblemConsumersUnchanged:
+			if count[pr.Kind] < maxProblemQueues {
+				named[pr.Queue] = true
+			}
+			count[pr.Kind]++
+		}
+	}
+	return named
+}
+
+// cardTargetLine is a target's line on the card: its concern and how many
+// messages would go there.
+func cardTargetLine(t engine.TargetView) string {
+	name := code(t.Queue, maxTargetName)
+	var s string
+	switch {
+	case !t.Exists:
+		s = ":x: " + name + " *does not exist*"
+	case t.Consumers == 0:
+		s = ":warning: " + name + " has *no consumers*"
+	case t.ConsumersSinceFailure == engine.SinceUnchanged:
+		s = ":rotating_light: " + name + ": consumers *not restarted since the failures*"
+	default:
+		s = ":warning: " + name
+	}
+	if m := engine.MixedScripts(t.Queue); m != "" {
+		s += " · *mixes " + m + " letters*: check the name"
+	}
+	return s + " · " + msgs(t.Messages)
+}
+
+// queueNames names targets in code: "`a`, `b` and `c`".
+func queueNames(ts []engine.TargetView) string {
+	names := make([]string, len(ts))
+	for i, t := range ts {
+		names[i] = code(t.Queue, maxTargetName)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// targetsText lists every target for the preview's details, those with
+// concerns first, with its consumers, restart times and reasons: the
+// first maxTargets, then "+N more" pointing at Show samples, whose private
+// answer lists every target (TargetList).
 func targetsText(targets []engine.TargetView) string {
 	ts := engine.ConcernFirst(targets)
 	lines := make([]string, 0, maxTargets)
@@ -33,19 +144,23 @@ func targetsText(targets []engine.TargetView) string {
 	})
 }
 
-// TargetsCut reports whether the preview's channel post leaves out any
-// target or any part of a target's name (the private answer to Show
-// samples then lists them all).
+// TargetsCut reports whether the preview's card leaves out any target or
+// any part of a target's name (the private answer to Show samples then
+// lists them all): it names at most maxFineNamed targets without a
+// concern and maxTargets with one.
 func TargetsCut(targets []engine.TargetView) bool {
-	if len(targets) > maxTargets {
-		return true
-	}
+	fine, concerns := 0, 0
 	for _, t := range targets {
 		if utf8.RuneCountInString(t.Queue) > maxTargetName || engine.MixedScripts(t.Queue) != "" {
 			return true
 		}
+		if concern(t) {
+			concerns++
+		} else {
+			fine++
+		}
 	}
-	return false
+	return fine > maxFineNamed || concerns > maxTargets
 }
 
 // maxTargetName is how much of a target's name a channel line shows.

@@ -38,16 +38,18 @@ func previewUnchanged() *engine.Preview {
 }
 
 // TestUnchangedLine: the card says first what would go wrong with the
-// consumers that failed these messages, in the issue's words, and marks
-// the target with what the verdict was judged from, as the terminal does
-// (TestPrintUnchanged): the latest failure, when the consumers connected,
-// and what a restarted consumer's client calls itself.
+// consumers that failed these messages, in the issue's words, and the
+// details mark each target with what the verdict was judged from, as the
+// terminal does (TestPrintUnchanged): the latest failure, when the
+// consumers connected, and what a restarted consumer's client calls
+// itself; the card carries none of those times.
 func TestUnchangedLine(t *testing.T) {
 	p := previewUnchanged()
-	text := problemsText(p) + "\n" + targetsText(p.Targets)
+	card := string(marshal(t, rendered(Preview(p, fixedNow()))))
+	details := string(marshal(t, rendered(PreviewDetails(p))))
 	want := ":rotating_light: *Consumers not restarted* — `orders`: its 3 consumers have been connected since before these messages failed (orders-service 1.4.2) — is the fix deployed?"
-	if !strings.Contains(text, want) {
-		t.Errorf("card lacks %q:\n%s", want, text)
+	if !strings.Contains(card, want) {
+		t.Errorf("card lacks %q:\n%s", want, card)
 	}
 	orders, billing := p.Targets[0], p.Targets[1]
 	failed := dateSecs(orders.LastFailure)
@@ -55,9 +57,12 @@ func TestUnchangedLine(t *testing.T) {
 		"`orders` — 3 consumers, *not restarted since the failures* (latest failure " + failed + "; connected " + dateSecs(orders.ConsumerConns[0].ConnectedAt) + ")",
 		"`billing` — 1 consumer, restarted since the failures (latest failure " + failed + "; connected " + dateSecs(billing.ConsumerConns[0].ConnectedAt) + "; restarted as billing-service 2.0.1)",
 	} {
-		if !strings.Contains(text, w) {
-			t.Errorf("card lacks %q:\n%s", w, text)
+		if !strings.Contains(details, w) {
+			t.Errorf("details lack %q:\n%s", w, details)
 		}
+	}
+	if strings.Contains(card, "latest failure") || !strings.Contains(card, ":white_check_mark: `billing` has consumers") {
+		t.Errorf("the card carries the targets' times, or does not say billing has consumers:\n%s", card)
 	}
 	// A token keeps the verdict, not the times: the line says no more.
 	kept := engine.TargetView{Queue: "orders", Exists: true, Consumers: 3, Messages: 50, ConsumersSinceFailure: engine.SinceUnchanged}

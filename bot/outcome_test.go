@@ -52,7 +52,7 @@ func TestThePreviewIsTheReplaysStatus(t *testing.T) {
 				return strings.Contains(string(m.RawBlocks), c.want)
 			})
 			m, _ := h.stub.Message("C_OPS", preview.TS)
-			if strings.Contains(string(m.RawBlocks), blocks.ActionApprove) || !strings.Contains(string(m.RawBlocks), "*Would be replayed*") {
+			if strings.Contains(string(m.RawBlocks), blocks.ActionApprove) || !strings.Contains(string(m.RawBlocks), "requested by") {
 				t.Errorf("the edited preview keeps its buttons or lost its body:\n%s", m.RawBlocks)
 			}
 			thread := h.stub.URL() + "/archives/C_OPS/p" + strings.ReplaceAll(preview.TS, ".", "")
@@ -138,7 +138,7 @@ func TestThePreviewShowsTheOutcomeWhicheverReplicaRunsIt(t *testing.T) {
 		return strings.Contains(string(m.RawBlocks), "Finished clean*: 100 sent, 100 settled, 0 back")
 	})
 	raw := func() string { m, _ := h.stub.Message("C_OPS", preview.TS); return string(m.RawBlocks) }()
-	for _, want := range []string{"*Would be replayed*", "orders.dlq", "Approved by"} {
+	for _, want := range []string{"requested by", "orders.dlq", "Approved by"} {
 		if !strings.Contains(raw, want) {
 			t.Errorf("the preview as the other replica edited it lacks %q:\n%s", want, raw)
 		}

@@ -199,7 +199,7 @@ func TestHeaderTargetWithInvisibleCharacter(t *testing.T) {
 	e.command("U0REQUEST1", "preview "+dlq)
 	post, token := e.waitPreview(1)
 	c := post.Content()
-	if !strings.Contains(c, "No valid target") || !strings.Contains(c, "*Targets* (1 queue)") {
+	if !strings.Contains(c, "No valid target") || !strings.Contains(c, "to 1 target queue") {
 		t.Fatalf("the preview does not refuse the invisible character's target: %q", c)
 	}
 	samples := e.waitEphemeral("U0REQUEST1", 1)
