@@ -45,7 +45,7 @@ func (o *Ops) begin(ctx context.Context, c Caller, e audit.Entry) error {
 	e.Outcome, e.Code = audit.OutcomeBegun, ""
 	if err := o.d.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
 		o.log.Error().Err(err).Str("op", e.Op).Str("principal", e.Principal).Str("token_ref", e.TokenRef).
-			Str("replay_id", e.ReplayID).Msg("operation refused: its audit entry could not be written")
+			Str("replay_id", e.ReplayID).Msg("an operation's begun audit entry could not be written: refused, unless it is a pause")
 		r := refuse(Unavailable, "The audit trail could not take this operation's entry, so nothing was done; try again in a minute.")
 		r.err = err
 		return r
