@@ -54,6 +54,14 @@ const (
 	OutcomeRefused = "refused"
 	// OutcomeFailed: it was allowed but failed (a broker or Redis error).
 	OutcomeFailed = "failed"
+	// OutcomeBegun: an operation that changes something was allowed and
+	// is about to take effect. It is appended before the effect, which
+	// happens only when this entry was written; the operation's outcome
+	// (ok or failed) is a later entry that Concludes it. A begun entry
+	// with no outcome after it is an operation whose result was never
+	// recorded (the process stopped, or the trail failed, after the
+	// effect began).
+	OutcomeBegun = "begun"
 )
 
 // Entry is one operation in the audit trail.

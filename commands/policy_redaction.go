@@ -4,11 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/stroma/dlqbot/engine/letter"
 	"github.com/stroma/dlqbot/redact"
 )
 
@@ -19,17 +21,27 @@ import (
 //	  excerpt_bytes: 120               # default: the engine's (200); 0: no payload excerpt at all
 //	  headers: [x-card, x-customer]    # these headers' values are never shown
 //	  json_paths: [$.card.number, $.customer.email, "$.items[*].iban"]
+//	  show_headers: [x-tenant, x-request-id]           # only these headers' values are shown
+//	  show_json_paths: [$.order_id, "$.items[*].sku"]  # only these values of a JSON body are shown
 //
 // A header's value is hidden wherever it would show (an exception message
 // read from it included); a JSON path's value is replaced in the payload
-// excerpt, and hidden in exception text too. A body that is not JSON shows
-// no excerpt when json_paths are set.
+// excerpt, and hidden in exception text too. The show_ lists are
+// allowlists: with show_headers every other header's value is hidden (the
+// broker's dead-lettering headers and dlqbot's own replay headers, which
+// are not the application's, excepted); with show_json_paths every other
+// leaf value of the body is. The hide lists win over the show lists. A
+// body that is not JSON shows no excerpt when json_paths or
+// show_json_paths are set.
 type Redaction struct {
 	// ExcerptBytes is the longest payload excerpt; nil leaves the
 	// engine's default, 0 shows none.
 	ExcerptBytes *int
 	Headers      []string
 	JSONPaths    []redact.Path
+	// ShowHeaders and ShowJSONPaths are the allowlists; nil when not set.
+	ShowHeaders   []string
+	ShowJSONPaths []redact.Path
 }
 
 // ChannelRule says where previews of the DLQs matching Queues may be
@@ -46,7 +58,8 @@ type ChannelRule struct {
 var channelIDPattern = regexp.MustCompile(`^[CGD][A-Z0-9_-]+$`)
 
 func parseRedaction(n *yaml.Node, r *Redaction) error {
-	return fields(n, "redaction", []string{"excerpt_bytes", "headers", "json_paths"}, func(key string, v *yaml.Node) error {
+	keys := []string{"excerpt_bytes", "headers", "json_paths", "show_headers", "show_json_paths"}
+	err := fields(n, "redaction", keys, func(key string, v *yaml.Node) error {
 		switch key {
 		case "excerpt_bytes":
 			s, err := scalar(v, "excerpt_bytes")
@@ -60,27 +73,71 @@ func parseRedaction(n *yaml.Node, r *Redaction) error {
 			r.ExcerptBytes = &b
 			return nil
 		case "headers":
-			return each(v, "headers", func(h *yaml.Node) error {
-				s, err := scalar(h, "a header name")
-				if err == nil && strings.TrimSpace(s) == "" {
-					err = errAt(h, "a header name is empty")
-				}
-				r.Headers = append(r.Headers, strings.TrimSpace(s))
-				return err
-			})
-		}
-		return each(v, "json_paths", func(j *yaml.Node) error {
-			s, err := scalar(j, "a JSON path")
-			if err != nil {
+			return headerNames(v, key, &r.Headers)
+		case "show_headers":
+			r.ShowHeaders = []string{}
+			if err := headerNames(v, key, &r.ShowHeaders); err != nil {
 				return err
 			}
-			p, err := redact.ParsePath(s)
-			if err != nil {
-				return errAt(j, "%v (write paths like $.card.number or $.items[*].email)", err)
+			if len(r.ShowHeaders) == 0 {
+				return errAt(v, "show_headers is empty; list the headers whose values may be shown, or list every header under headers: to hide them all")
 			}
-			r.JSONPaths = append(r.JSONPaths, p)
 			return nil
-		})
+		case "show_json_paths":
+			r.ShowJSONPaths = []redact.Path{}
+			if err := jsonPaths(v, key, &r.ShowJSONPaths); err != nil {
+				return err
+			}
+			if len(r.ShowJSONPaths) == 0 {
+				return errAt(v, "show_json_paths is empty; list the JSON paths whose values may be shown, or set excerpt_bytes: 0 to show no payload")
+			}
+			return nil
+		}
+		return jsonPaths(v, key, &r.JSONPaths)
+	})
+	if err != nil {
+		return err
+	}
+	// A name on both lists is hidden (hide wins); on both it is a mistake
+	// worth naming.
+	for _, h := range r.ShowHeaders {
+		if slices.ContainsFunc(r.Headers, func(x string) bool { return strings.EqualFold(x, h) }) {
+			return errAt(n, "header %q is under both headers (hidden) and show_headers; hidden wins, so remove it from one of them", h)
+		}
+	}
+	for _, p := range r.ShowJSONPaths {
+		if slices.ContainsFunc(r.JSONPaths, func(x redact.Path) bool { return x.String() == p.String() }) {
+			return errAt(n, "JSON path %q is under both json_paths (hidden) and show_json_paths; hidden wins, so remove it from one of them", p.String())
+		}
+	}
+	return nil
+}
+
+// headerNames appends the header names listed at v to names.
+func headerNames(v *yaml.Node, key string, names *[]string) error {
+	return each(v, key, func(h *yaml.Node) error {
+		s, err := scalar(h, "a header name")
+		if err == nil && strings.TrimSpace(s) == "" {
+			err = errAt(h, "a header name is empty")
+		}
+		*names = append(*names, strings.TrimSpace(s))
+		return err
+	})
+}
+
+// jsonPaths appends the JSON paths listed at v to paths.
+func jsonPaths(v *yaml.Node, key string, paths *[]redact.Path) error {
+	return each(v, key, func(j *yaml.Node) error {
+		s, err := scalar(j, "a JSON path")
+		if err != nil {
+			return err
+		}
+		p, err := redact.ParsePath(s)
+		if err != nil {
+			return errAt(j, "%v (write paths like $.card.number or $.items[*].email)", err)
+		}
+		*paths = append(*paths, p)
+		return nil
 	})
 }
 
@@ -125,33 +182,54 @@ func (p *Policy) ExcerptBytes() (n int, ok bool) {
 }
 
 // HiddenHeaders returns the values of msg's headers that the policy's
-// redaction names (matched without regard to case), nested values
-// included; the caller hides them wherever they would show. It
-// implements engine.Redactor.
+// redaction hides, nested values included: those of the headers it names
+// (matched without regard to case), and with show_headers those of every
+// header it does not list but the broker's dead-lettering headers and
+// dlqbot's replay headers. The caller hides them wherever they would
+// show. It implements engine.Redactor.
 func (p *Policy) HiddenHeaders(_ string, headers map[string]any) []string {
 	if p == nil {
 		return nil
 	}
 	var hidden []string
-	for _, h := range p.Redaction.Headers {
-		for k, v := range headers {
-			if strings.EqualFold(k, h) {
-				hidden = append(hidden, headerStrings(v)...)
-			}
+	for k, v := range headers {
+		if p.Redaction.hidesHeader(k) {
+			hidden = append(hidden, headerStrings(v)...)
 		}
 	}
 	return hidden
 }
 
-// RedactBody returns body with the values at the policy's JSON paths
-// hidden, and the values it hid. ok is false when body cannot be redacted
-// (it is not JSON and json_paths are set): show nothing of it then. It
-// implements engine.Redactor.
+// hidesHeader reports whether the value of header name is hidden.
+func (r *Redaction) hidesHeader(name string) bool {
+	fold := func(x string) bool { return strings.EqualFold(x, name) }
+	if slices.ContainsFunc(r.Headers, fold) {
+		return true
+	}
+	return r.ShowHeaders != nil && !slices.ContainsFunc(r.ShowHeaders, fold) && !bookkeeping(name)
+}
+
+// bookkeeping reports whether header name is one the broker writes when it
+// dead-letters a message (x-death, x-first-death-*, x-last-death-*) or
+// dlqbot writes on a replayed copy: queue names, reasons, counts and ids,
+// not the application's data, and what a preview needs to say where a
+// message goes back to.
+func bookkeeping(name string) bool {
+	n := strings.ToLower(name)
+	return n == "x-death" || strings.HasPrefix(n, "x-first-death-") || strings.HasPrefix(n, "x-last-death-") ||
+		n == letter.HeaderReplayID || n == letter.HeaderReplayCount || n == strings.ToLower(letter.HeaderReplayedFrom)
+}
+
+// RedactBody returns body with the values the policy hides replaced (those
+// at json_paths; with show_json_paths every leaf value not under one of
+// them), and the values it hid. ok is false when body cannot be redacted
+// (it is not JSON and json_paths or show_json_paths are set): show
+// nothing of it then. It implements engine.Redactor.
 func (p *Policy) RedactBody(_ string, body []byte) (out []byte, hidden []string, ok bool) {
 	if p == nil {
 		return body, nil, true
 	}
-	out, hidden, err := redact.JSON(body, p.Redaction.JSONPaths)
+	out, hidden, err := redact.JSONShow(body, p.Redaction.ShowJSONPaths, p.Redaction.JSONPaths)
 	if err != nil {
 		return nil, nil, false
 	}

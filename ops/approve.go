@@ -104,6 +104,9 @@ func (o *Ops) Approve(ctx context.Context, c Caller, a Approval) (out Approved, 
 			release()
 		}
 	}()
+	if err := o.begin(ctx, c, e); err != nil {
+		return out, err
+	}
 	ap, err := o.d.Engine.ApproveConfirmed(ctx, a.Token, o.acting(c), c.frontEnd(), a.Params, a.ConfirmDigest)
 	if errors.Is(err, engine.ErrChanged) {
 		return out, changedRefusal(ap.Changes, a.ConfirmDigest != "")
@@ -262,6 +265,9 @@ func (o *Ops) Discard(ctx context.Context, c Caller, token string) (f engine.Fro
 		if err := o.human(c, "discard someone else's preview"); err != nil {
 			return f, err
 		}
+	}
+	if err := o.begin(ctx, c, e); err != nil {
+		return f, err
 	}
 	if err := o.d.Tokens.Discard(ctx, token); err != nil {
 		if errors.Is(err, engine.ErrTokenUsed) {

@@ -15,7 +15,13 @@
 // typed result, or a *Refusal whose Code says why nothing was done, or an
 // error when an allowed operation failed. Every operation is recorded
 // once in the audit trail (audit.Recorder), done, refused or failed,
-// with the preview token only as its audit.TokenRef.
+// with the preview token only as its audit.TokenRef. An operation that
+// changes something (approve, discard, resume, resend, cancel, park,
+// snooze; and pause) first appends a begun entry once the policy allowed
+// it, and takes effect only when that entry was written: one whose entry
+// cannot be written does not happen, except pause, the brake, which goes
+// through with an Error line. A preview changes nothing and has no begun
+// entry.
 //
 // Where a refusal has more than one reason, the one no other caller could
 // get past decides: a spent or expired token, then a DLQ that is gone,
@@ -62,7 +68,8 @@
 //	audit.go      AuditVisible, which audit entries a caller may see
 //	authorize.go  AuthorizeRun, the worker's own check before it sends
 //	policy.go     the grants, the four-eyes rule, needs-a-human, the scan limit
-//	record.go     recording each operation once in the audit trail
+//	record.go     recording each operation in the audit trail: begun
+//	              before its effect, its outcome after
 //	refusal.go    Refusal and its Codes, and Classify: the one table from
 //	              an engine or policy error to a refusal's sentence
 //	previews.go   PreviewCache, the previews a front end made or posted here

@@ -30,11 +30,34 @@ func (o *Ops) admit(ctx context.Context, c Caller) error {
 	return nil
 }
 
+// begin appends e, an operation of c's that is allowed and about to take
+// effect, to the trail as begun (audit.OutcomeBegun), before the effect:
+// the effect happens only when begin returns nil, so an operation whose
+// entry cannot be written does not happen (refused Unavailable). record
+// then appends its outcome, which concludes this entry (audit.Concludes).
+// admit, earlier, only refuses before the policy is even applied when the
+// trail already cannot take the entry; begin is the write that decides.
+func (o *Ops) begin(ctx context.Context, c Caller, e audit.Entry) error {
+	e.Time = o.d.Now().UTC()
+	e.Principal = o.name(c)
+	e.Identity = c.Identity
+	e.FrontEnd = c.frontEnd()
+	e.Outcome, e.Code = audit.OutcomeBegun, ""
+	if err := o.d.Audit.Record(context.WithoutCancel(ctx), e); err != nil {
+		o.log.Error().Err(err).Str("op", e.Op).Str("principal", e.Principal).Str("token_ref", e.TokenRef).
+			Str("replay_id", e.ReplayID).Msg("an operation's begun audit entry could not be written: refused, unless it is a pause")
+		r := refuse(Unavailable, "The audit trail could not take this operation's entry, so nothing was done; try again in a minute.")
+		r.err = err
+		return r
+	}
+	return nil
+}
+
 // record appends one entry for an operation of c's to the trail: done
 // when err is nil, refused with its Code, failed otherwise. It is called
-// once per operation, after its outcome is known; admit, called before
-// the effect, is what keeps an operation that cannot be recorded from
-// happening. A trail that fails even so is logged at Error.
+// once per operation, after its outcome is known; an operation that
+// changes something was announced by begin before its effect, and this
+// entry concludes it. A trail that fails even so is logged at Error.
 func (o *Ops) record(ctx context.Context, c Caller, e audit.Entry, err error) {
 	e.Time = o.d.Now().UTC()
 	e.Principal = o.name(c)

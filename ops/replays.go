@@ -83,8 +83,9 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 		e.Op = string(action)
 		return r, refuse(BadParams, "Unknown action %q; a replay can be paused, resumed or cancelled.", action)
 	}
-	// Pause is the brake: it is never held back by the audit trail (a
-	// failed write is logged at Error); every other change is.
+	// Pause is the brake: it is never held back by the audit trail (its
+	// begun entry is written first all the same, and a failed write is
+	// logged at Error); every other change is.
 	if verb != engine.ControlPause {
 		if err := o.admit(ctx, c); err != nil {
 			return r, err
@@ -96,6 +97,9 @@ func (o *Ops) Control(ctx context.Context, c Caller, action engine.ControlAction
 	}
 	e.DLQ, e.Vhost, e.TokenRef, e.Messages = r.DLQ, r.Vhost, audit.TokenRef(r.Token), r.Total
 	if err := o.mayControl(ctx, c, action, r); err != nil {
+		return r, err
+	}
+	if err := o.begin(ctx, c, e); err != nil && verb != engine.ControlPause {
 		return r, err
 	}
 	after, err := o.d.Engine.Control(ctx, id, action, o.acting(c))
@@ -208,6 +212,9 @@ func (o *Ops) Park(ctx context.Context, c Caller, id string) (res engine.ParkRes
 		return res, err
 	}
 	if err := o.human(c, "park these messages"); err != nil {
+		return res, err
+	}
+	if err := o.begin(ctx, c, e); err != nil {
 		return res, err
 	}
 	res, err = o.d.Engine.Park(ctx, id, o.acting(c))

@@ -177,7 +177,8 @@ func TestWatcherSnoozeAndSkippedTicks(t *testing.T) {
 	if e.poster.posts != 1 {
 		t.Fatalf("a snoozed DLQ alerted again: %d posts", e.poster.posts)
 	}
-	if es := e.trail.Find("", audit.OpSnooze, ""); len(es) != 2 || es[0].Outcome != audit.OutcomeRefused || es[1].Outcome != audit.OutcomeOK {
+	if es := e.trail.Find("", audit.OpSnooze, ""); len(es) != 3 || es[0].Outcome != audit.OutcomeRefused ||
+		es[1].Outcome != audit.OutcomeBegun || es[2].Outcome != audit.OutcomeOK {
 		t.Errorf("snooze entries %+v", es)
 	}
 	e.depths.err = errors.New("management API: 503")

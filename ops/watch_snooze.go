@@ -25,6 +25,9 @@ func (w *Watcher) Snooze(ctx context.Context, c Caller, dlq string) (until time.
 	}
 	now := w.d.Clock.Now()
 	until = now.Add(SnoozeFor).UTC()
+	if err := o.begin(ctx, c, e); err != nil {
+		return time.Time{}, err
+	}
 	if err := w.d.Alerts.Snooze(ctx, dlq, SnoozeFor); err != nil {
 		return time.Time{}, err
 	}

@@ -89,7 +89,18 @@ var ErrNotJSON = errors.New("redact: the body is not JSON")
 // exception message quoting them). A body that is not JSON yields
 // ErrNotJSON: the caller must then show nothing of it.
 func JSON(body []byte, paths []Path) ([]byte, []string, error) {
-	if len(paths) == 0 {
+	return JSONShow(body, nil, paths)
+}
+
+// JSONShow is JSON with an allowlist: when show is not nil, every leaf
+// value of body (string, number, true, false, null) that is not at or
+// under one of its paths is replaced by Hidden too, in one walk, before
+// the values at hide are (hide wins: a value under both is hidden). Object
+// keys, and the body's shape, stay. The hidden strings and numbers are
+// returned, as JSON's are. With neither show nor hide body is returned
+// as it is; a body that is not JSON yields ErrNotJSON.
+func JSONShow(body []byte, show, hide []Path) ([]byte, []string, error) {
+	if show == nil && len(hide) == 0 {
 		return body, nil, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -102,8 +113,15 @@ func JSON(body []byte, paths []Path) ([]byte, []string, error) {
 		return nil, nil, ErrNotJSON
 	}
 	var hidden []string
-	for _, p := range paths {
-		v = hide(v, p.steps, &hidden)
+	if show != nil {
+		rest := make([][]step, len(show))
+		for i, p := range show {
+			rest[i] = p.steps
+		}
+		v = keep(v, rest, &hidden)
+	}
+	for _, p := range hide {
+		v = hideAt(v, p.steps, &hidden)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -114,8 +132,45 @@ func JSON(body []byte, paths []Path) ([]byte, []string, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), hidden, nil
 }
 
-// hide replaces what steps reach in v.
-func hide(v any, steps []step, hidden *[]string) any {
+// keep replaces every leaf of v by Hidden except those that a path of
+// show reaches, rest being what is left of each path that reached v: one
+// walk, following every path at once.
+func keep(v any, rest [][]step, hidden *[]string) any {
+	for _, r := range rest {
+		if len(r) == 0 {
+			return v // a path ends here: v and everything under it is shown
+		}
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, child := range x {
+			var next [][]step
+			for _, r := range rest {
+				if r[0].any || (r[0].index < 0 && r[0].key == k) {
+					next = append(next, r[1:])
+				}
+			}
+			x[k] = keep(child, next, hidden)
+		}
+		return x
+	case []any:
+		for i, child := range x {
+			var next [][]step
+			for _, r := range rest {
+				if r[0].any || r[0].index == i {
+					next = append(next, r[1:])
+				}
+			}
+			x[i] = keep(child, next, hidden)
+		}
+		return x
+	}
+	collect(v, hidden)
+	return Hidden
+}
+
+// hideAt replaces what steps reach in v.
+func hideAt(v any, steps []step, hidden *[]string) any {
 	if len(steps) == 0 {
 		collect(v, hidden)
 		return Hidden
@@ -125,13 +180,13 @@ func hide(v any, steps []step, hidden *[]string) any {
 	case map[string]any:
 		for k, child := range x {
 			if s.any || (s.index < 0 && k == s.key) {
-				x[k] = hide(child, rest, hidden)
+				x[k] = hideAt(child, rest, hidden)
 			}
 		}
 	case []any:
 		for i, child := range x {
 			if s.any || s.index == i {
-				x[i] = hide(child, rest, hidden)
+				x[i] = hideAt(child, rest, hidden)
 			}
 		}
 	}
@@ -142,7 +197,7 @@ func hide(v any, steps []step, hidden *[]string) any {
 func collect(v any, hidden *[]string) {
 	switch x := v.(type) {
 	case string:
-		if x != "" {
+		if x != "" && x != Hidden { // already hidden by the allowlist
 			*hidden = append(*hidden, x)
 		}
 	case json.Number:

@@ -95,7 +95,11 @@ func (a *Audit) Record(ctx context.Context, e audit.Entry) error {
 // List returns the entries f selects, oldest first (audit.Reader): at most
 // f.Limit (default DefaultAuditList, at most MaxAuditList), after f.After
 // when set. Entries older than the retention are gone even before the next
-// append trims them.
+// append trims them. A begun entry (audit.OutcomeBegun) is listed only
+// while no entry among the auditLookahead after it concludes it
+// (audit.Concludes): an operation shows as its outcome, and as begun only
+// when its outcome was never recorded. f.Outcome "begun" lists every
+// begun entry. Fewer than the limit means the trail's end was reached.
 func (a *Audit) List(ctx context.Context, f audit.Filter) ([]audit.Entry, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -131,26 +135,91 @@ func (a *Audit) List(ctx context.Context, f audit.Filter) ([]audit.Entry, error)
 		if err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fail(err, "list audit")
 		}
+		var page []audit.Entry
 		for _, m := range msgs {
-			raw, _ := m.Values["e"].(string)
-			var e audit.Entry
-			if err := json.Unmarshal([]byte(raw), &e); err != nil {
-				return nil, fmt.Errorf("store: list audit: entry %s: %w", m.ID, err)
+			e, err := decodeAudit(m)
+			if err != nil {
+				return nil, err
 			}
-			e.ID = m.ID
 			if matches(e, f) {
-				out = append(out, e)
-				if len(out) == limit {
-					break
-				}
+				page = append(page, e)
 			}
 		}
+		if f.Outcome != audit.OutcomeBegun {
+			if page, err = a.dropConcluded(ctx, page); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, page[:min(len(page), limit-len(out))]...)
 		if len(msgs) < batch {
 			break
 		}
 		start = "(" + msgs[len(msgs)-1].ID
 	}
 	return out, nil
+}
+
+// auditLookahead is how many entries after a begun one List reads for its
+// outcome.
+const auditLookahead = 2000
+
+// dropConcluded returns page without its begun entries that a later entry
+// of the trail concludes; each later entry concludes at most one, the
+// oldest it can.
+func (a *Audit) dropConcluded(ctx context.Context, page []audit.Entry) ([]audit.Entry, error) {
+	var open []audit.Entry
+	for _, e := range page {
+		if e.Outcome == audit.OutcomeBegun {
+			open = append(open, e)
+		}
+	}
+	if len(open) == 0 {
+		return page, nil
+	}
+	done := map[string]bool{}
+	start, read := "("+open[0].ID, 0
+	for len(open) > 0 && read < auditLookahead {
+		msgs, err := a.b.rdb.XRangeN(ctx, a.b.k.audit(), start, "+", 500).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return nil, fail(err, "list audit")
+		}
+		for _, m := range msgs {
+			x, err := decodeAudit(m)
+			if err != nil {
+				return nil, err
+			}
+			for i, b := range open {
+				if compareStreamIDs(b.ID, x.ID) < 0 && audit.Concludes(x, b) {
+					done[b.ID] = true
+					open = append(open[:i], open[i+1:]...)
+					break
+				}
+			}
+		}
+		read += len(msgs)
+		if len(msgs) < 500 {
+			break
+		}
+		start = "(" + msgs[len(msgs)-1].ID
+	}
+	out := page[:0:0]
+	for _, e := range page {
+		if !done[e.ID] {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// decodeAudit reads one stream entry of the trail.
+func decodeAudit(m redis.XMessage) (audit.Entry, error) {
+	raw, _ := m.Values["e"].(string)
+	var e audit.Entry
+	if err := json.Unmarshal([]byte(raw), &e); err != nil {
+		return e, fmt.Errorf("store: list audit: entry %s: %w", m.ID, err)
+	}
+	e.ID = m.ID
+	return e, nil
 }
 
 // matches reports whether e passes f's field filters (the time bounds are

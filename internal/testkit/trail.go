@@ -38,10 +38,16 @@ func (t *Trail) Find(fe, op, outcome string) []audit.Entry {
 	return out
 }
 
-// Last returns the latest entry of op from front end fe, and how many
-// there are.
+// Last returns the latest outcome of op from front end fe (an entry that
+// is not audit.OutcomeBegun), and how many there are: an operation that
+// changes something is announced as begun before its outcome is known.
 func (t *Trail) Last(fe, op string) (audit.Entry, int) {
-	es := t.Find(fe, op, "")
+	var es []audit.Entry
+	for _, e := range t.Find(fe, op, "") {
+		if e.Outcome != audit.OutcomeBegun {
+			es = append(es, e)
+		}
+	}
 	if len(es) == 0 {
 		return audit.Entry{}, 0
 	}
