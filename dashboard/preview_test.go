@@ -120,3 +120,20 @@ func TestReplayPageCountsStillArrivingAsAProblem(t *testing.T) {
 		t.Errorf("a preview whose failures were still arriving says No problems.:\n%s", body)
 	}
 }
+
+// TestReplayPageFlagsMixedScriptTarget: a target whose name mixes Cyrillic
+// and Latin letters is flagged in the page's targets; a plain one is
+// not.
+func TestReplayPageFlagsMixedScriptTarget(t *testing.T) {
+	t.Parallel()
+	body := previewPage(t, &engine.PreviewCard{Targets: []engine.TargetView{
+		{Queue: "orders", Exists: true, Consumers: 1, Messages: 1, ConsumersSinceFailure: engine.SinceRestarted},
+		{Queue: "\u043erders", Exists: true, Consumers: 1, Messages: 1, ConsumersSinceFailure: engine.SinceRestarted}, // Cyrillic о
+	}})
+	if !strings.Contains(body, "<td><code>\u043erders</code> <span class=\"warn\">mixes Cyrillic and Latin letters: check the name</span></td>") {
+		t.Errorf("the look-alike target is not flagged:\n%s", body)
+	}
+	if !strings.Contains(body, "<td><code>orders</code></td>") || strings.Count(body, "mixes ") != 1 {
+		t.Errorf("want only the look-alike flagged:\n%s", body)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -40,6 +41,7 @@ func printPreview(w io.Writer, p *engine.Preview) {
 		}
 		tw.Flush()
 		printConsumerConns(w, p.Targets)
+		printMixedScripts(w, p.Targets)
 		fmt.Fprintln(w)
 	}
 	if len(p.Messages) > 0 {
@@ -231,6 +233,17 @@ func printConsumerConns(w io.Writer, targets []engine.TargetView) {
 				line += " (" + strings.Join(who, ", ") + ")"
 			}
 			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// printMixedScripts flags each target whose name mixes scripts whose
+// letters look alike ("оrders" with a Cyrillic о reads as "orders"): its
+// name, then quoted with Go escapes, which shows the odd letters.
+func printMixedScripts(w io.Writer, targets []engine.TargetView) {
+	for _, t := range targets {
+		if m := engine.MixedScripts(t.Queue); m != "" {
+			fmt.Fprintf(w, "  ! %s (%s) looks like a plain name but mixes %s letters: check the name\n", t.Queue, strconv.QuoteToASCII(t.Queue), m)
 		}
 	}
 }
