@@ -89,24 +89,13 @@ func previewBody(p *engine.Preview) []slack.Block {
 	return out
 }
 
-// warnings counts what the headline calls problems: the preview's
-// problems, failures still arriving (their cause may not be fixed yet)
-// and returns found only by re-reading the DLQ.
-func warnings(p *engine.Preview) int {
-	n := len(p.Problems)
-	if p.Arrivals != nil && p.Arrivals.StillArriving() {
-		n++
-	}
-	return n
-}
-
 // headline is the preview's verdict on one line: safe to replay, or how
 // many problems, with what would be replayed where.
 func headline(p *engine.Preview) string {
 	what := fmt.Sprintf("%s from %s to %s", msgs(p.Selected), code(p.DLQ.Name, 300), plural(len(p.Targets), "target queue", "target queues"))
-	switch n := warnings(p); {
+	switch n := p.Warnings(); {
 	case p.Token == "":
-		return fmt.Sprintf(":information_source: *Nothing to replay* from %s — %s. The DLQ is unchanged.", code(p.DLQ.Name, 300), nothingWhy(p))
+		return fmt.Sprintf(":information_source: *Nothing to replay* from %s — %s. The DLQ is unchanged.", code(p.DLQ.Name, 300), NothingWhy(p))
 	case n == 0:
 		return ":white_check_mark: *Safe to replay*: " + what
 	default:
@@ -141,8 +130,9 @@ func hasProblem(p *engine.Preview, k engine.ProblemKind) bool {
 	return false
 }
 
-// nothingWhy says why a preview has no token.
-func nothingWhy(p *engine.Preview) string {
+// NothingWhy says why a preview has no token, in plain text (no markup):
+// the Slack card's headline and the terminal's give it.
+func NothingWhy(p *engine.Preview) string {
 	why := "no token was issued; preview again"
 	switch {
 	case p.Scanned == 0:
@@ -176,7 +166,7 @@ func distinctRows(p *engine.Preview) int {
 // the headline has already counted them.
 func problemsText(p *engine.Preview) string {
 	var lines []string
-	if p.Arrivals != nil && p.Arrivals.StillArriving() {
+	if engine.StillArriving(p.Arrivals) {
 		lines = append(lines, fmt.Sprintf(":red_circle: *Still arriving* — %s in the last %s: the cause may not be fixed yet.", num(p.Arrivals.Recent), Width(p.Arrivals.RecentWindow)))
 	}
 	if len(p.Problems) == 0 && len(lines) == 0 {
@@ -285,7 +275,7 @@ func expiryLine(p *engine.Preview, now time.Time) string {
 func approveConfirm(p *engine.Preview) *slack.ConfirmationBlockObject {
 	text := fmt.Sprintf("Replay %s from %s to %s (listed above%s) in canary steps? It stops by itself if any come back.",
 		msgs(p.Selected), clip(oneLine(p.DLQ.Name), 120), plural(len(p.Targets), "target queue", "target queues"), cutNote(p.Targets))
-	if n := warnings(p); n > 0 {
+	if n := p.Warnings(); n > 0 {
 		text += fmt.Sprintf(" The preview lists %s.", plural(n, "problem", "problems"))
 	}
 	return confirm("Start the replay?", text, "Replay", "Not yet", slack.StylePrimary)

@@ -32,6 +32,7 @@ var funcs = template.FuncMap{
 		return controlsView{ID: v.ID, CSRF: csrf, Controls: v.Controls}
 	},
 	"connected": connected,
+	"mixes":     engine.MixedScripts,
 }
 
 // controlsView is what the controls template needs.

@@ -66,8 +66,13 @@ type control struct {
 // previewView is what the preview a replay was approved from found, as
 // its token keeps it (engine.PreviewCard): its problems first, in the
 // words of Slack's preview, then its targets with their consumers'
-// verdicts. Note says why there is nothing to show ("" when there is).
+// verdicts. Verdict is its headline, counted as every front end counts
+// it (engine.Warnings): "Safe to replay" or "N problems", failures still
+// arriving among them. Note says why there is nothing to show ("" when
+// there is).
 type previewView struct {
+	Verdict  string
+	Warnings int
 	Problems []problemView
 	Targets  []engine.TargetView
 	More     int // targets beyond those listed
@@ -342,10 +347,31 @@ func (d *Dashboard) preview(r *http.Request, s session, id string) *previewView 
 		v.More = len(v.Targets) - maxPreviewTargets
 		v.Targets = v.Targets[:maxPreviewTargets]
 	}
+	v.Warnings = c.Warnings()
+	switch v.Warnings {
+	case 0:
+		v.Verdict = "Safe to replay"
+	case 1:
+		v.Verdict = "1 problem"
+	default:
+		v.Verdict = fmt.Sprintf("%d problems", v.Warnings)
+	}
+	if engine.StillArriving(c.Arrivals) {
+		v.Problems = append(v.Problems, problemView{Kind: "still_arriving", Title: "Still arriving",
+			Text: fmt.Sprintf("%d in the last %s: the cause may not be fixed yet.", c.Arrivals.Recent, window(c.Arrivals.RecentWindow))})
+	}
 	for _, pr := range c.Problems {
 		v.Problems = append(v.Problems, problemOf(pr))
 	}
 	return v
+}
+
+// window words the recent window: "5 min".
+func window(d time.Duration) string {
+	if d >= time.Minute && d%time.Minute == 0 {
+		return fmt.Sprintf("%d min", d/time.Minute)
+	}
+	return d.String()
 }
 
 // problemTitles are the problems' titles, as Slack's preview has them.

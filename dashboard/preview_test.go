@@ -85,10 +85,55 @@ func TestReplayPageShowsNoProblemsOfACleanPreview(t *testing.T) {
 	if strings.Contains(body, `class="pr `) || !strings.Contains(body, `<li class="dim">No problems.</li>`) {
 		t.Fatalf("a preview without problems shows some:\n%s", body)
 	}
+	if !strings.Contains(body, `<p class="verdict" id="verdict" data-problems="0"><strong>Safe to replay</strong></p>`) {
+		t.Fatalf("a preview without problems is not headed safe to replay:\n%s", body)
+	}
 	if !strings.Contains(body, `<td class="since since-restarted">restarted</td>`) {
 		t.Fatalf("the target's verdict is not shown:\n%s", body)
 	}
 	if body := previewPage(t, nil); !strings.Contains(body, "What its preview found is not kept (any more).") || strings.Contains(body, `id="problems"`) {
 		t.Fatalf("a replay whose token keeps no card:\n%s", body)
+	}
+}
+
+// TestReplayPageCountsStillArrivingAsAProblem: a preview whose failures
+// were still arriving is headed with one problem, as Slack's card and the
+// terminal count it, lists it among the problems and never says "No
+// problems."
+func TestReplayPageCountsStillArrivingAsAProblem(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 6, 9, 30, 0, 0, time.UTC)
+	body := previewPage(t, &engine.PreviewCard{
+		Targets: []engine.TargetView{{Queue: "orders", Exists: true, Consumers: 1, Messages: 50, ConsumersSinceFailure: engine.SinceRestarted}},
+		Arrivals: &engine.Arrivals{Start: now.Add(-time.Hour), Bucket: 5 * time.Minute, Now: now, RecentWindow: engine.ArrivalsRecent,
+			ArrivalRow: engine.ArrivalRow{Messages: 50, Recent: 3, Counts: make([]int, 12)}},
+	})
+	for _, want := range []string{
+		`<p class="verdict warn" id="verdict" data-problems="1"><strong>1 problem</strong></p>`,
+		`<li class="pr pr-still_arriving" data-kind="still_arriving"><strong>Still arriving</strong> — 3 in the last 5 min: the cause may not be fixed yet.</li>`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %s:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, "No problems.") {
+		t.Errorf("a preview whose failures were still arriving says No problems.:\n%s", body)
+	}
+}
+
+// TestReplayPageFlagsMixedScriptTarget: a target whose name mixes Cyrillic
+// and Latin letters is flagged in the page's targets; a plain one is
+// not.
+func TestReplayPageFlagsMixedScriptTarget(t *testing.T) {
+	t.Parallel()
+	body := previewPage(t, &engine.PreviewCard{Targets: []engine.TargetView{
+		{Queue: "orders", Exists: true, Consumers: 1, Messages: 1, ConsumersSinceFailure: engine.SinceRestarted},
+		{Queue: "\u043erders", Exists: true, Consumers: 1, Messages: 1, ConsumersSinceFailure: engine.SinceRestarted}, // Cyrillic о
+	}})
+	if !strings.Contains(body, "<td><code>\u043erders</code> <span class=\"warn\">mixes Cyrillic and Latin letters: check the name</span></td>") {
+		t.Errorf("the look-alike target is not flagged:\n%s", body)
+	}
+	if !strings.Contains(body, "<td><code>orders</code></td>") || strings.Count(body, "mixes ") != 1 {
+		t.Errorf("want only the look-alike flagged:\n%s", body)
 	}
 }

@@ -48,6 +48,8 @@
 //	                  preview_canary.go (the first step's classes and depth)
 //	                  and preview_returns.go build it; arrivals.go its sparkline;
 //	                  targets_order.go the order every front end lists targets in
+//	                  preview_verdict.go the count every front end's verdict
+//	                  headline gives (Warnings)
 //	kinds.go          the kinds of problems, changes and failures
 //	frozen.go         what a preview token freezes, and freeze
 //	approve.go        approving a token: what changed since (Compare), Approve

@@ -38,6 +38,10 @@ type TargetView struct {
 	ConsumersSinceFailure Since          `json:"consumers_since_failure"`
 	LastFailure           time.Time      `json:"last_failure,omitzero"`
 	ConsumerConns         []ConsumerConn `json:"consumer_connections,omitempty"`
+	// MixedScripts is set when the queue's name mixes the letters of
+	// scripts that look alike (MixedScripts names them): it may read as
+	// another queue's name. Json "mixed_scripts", absent when false.
+	MixedScripts bool `json:"mixed_scripts,omitempty"`
 }
 
 // Since says whether a target's consumers were restarted since its

@@ -99,7 +99,7 @@ func (s *Service) inspectTargets(ctx context.Context, p *Preview, r *previewRows
 		}
 		t := byQueue[q]
 		if t == nil {
-			t = &TargetView{Queue: q, Reasons: map[letter.Reason]int{}}
+			t = &TargetView{Queue: q, Reasons: map[letter.Reason]int{}, MixedScripts: MixedScripts(q) != ""}
 			byQueue[q] = t
 		}
 		t.Messages += int(row.count)

@@ -18,8 +18,9 @@ package main
 //	                   client; follow.go following a replay's progress
 //	park.go            `dlqbot park`
 //	audit.go           `dlqbot audit`; auditverify.go `dlqbot audit verify`
-//	print.go           the terminal's reports; print_arrivals.go arrivals,
-//	                   print_dlqs.go the list of DLQs, print_details.go a
-//	                   preview's mechanics (--details)
+//	print.go           the terminal's reports; print_verdict.go a
+//	                   preview's headline and problems, print_arrivals.go
+//	                   arrivals, print_dlqs.go the list of DLQs,
+//	                   print_details.go a preview's mechanics (--details)
 //	human.go           what the terminal shows of logs and errors;
 //	                   live.go its live progress line

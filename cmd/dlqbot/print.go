@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -15,33 +16,19 @@ import (
 // maxRows is how many messages the text report lists.
 const maxRows = 20
 
+// printPreview is the readable preview: its verdict and problems first
+// (printVerdict), then the numbers, arrivals, targets and messages.
 func printPreview(w io.Writer, p *engine.Preview) {
+	printVerdict(w, p)
 	typ := p.DLQ.Type
 	if typ == "" {
 		typ = "queue"
 	}
 	fmt.Fprintf(w, "Preview of %s (%s, %d ready, %d consumer(s))\n", p.DLQ.Name, typ, p.DLQ.Ready, p.DLQ.Consumers)
-	if len(p.Problems) > 0 && p.Problems[0].Kind == engine.ProblemPartialRead {
-		fmt.Fprintf(w, "!! PARTIAL READ: %s\n", p.Problems[0].Detail)
-	}
 	fmt.Fprintf(w, "Selection: %s\n", p.Selection)
 	fmt.Fprintf(w, "Scanned %d message(s): %d selected (%d distinct), %d parked. Nothing was changed.\n", p.Scanned, p.Selected, p.Distinct, p.Parked)
 	fmt.Fprintln(w)
-	if len(p.Problems) > 0 {
-		fmt.Fprintln(w, "What would go wrong:")
-		for _, pr := range p.Problems {
-			fmt.Fprintf(w, "  ! %s\n", pr.Detail)
-		}
-		fmt.Fprintln(w)
-	} else if p.Selected > 0 {
-		fmt.Fprintln(w, "Nothing looks wrong: every target exists and has consumers.")
-		fmt.Fprintln(w)
-	}
 	printArrivals(w, p)
-	if p.Returns.Mode == engine.ReturnsReread && p.Returns.Detail != "" {
-		// A warning, shown with the verdict; a tap is a mechanic (--details).
-		fmt.Fprintf(w, "Finding returns:\n  ! %s\n\n", p.Returns.Detail)
-	}
 	if len(p.Targets) > 0 {
 		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TARGET\tEXISTS\tCONSUMERS\tSINCE FAILURE\tLAST FAILURE\tMESSAGES\tREASONS")
@@ -54,6 +41,7 @@ func printPreview(w io.Writer, p *engine.Preview) {
 		}
 		tw.Flush()
 		printConsumerConns(w, p.Targets)
+		printMixedScripts(w, p.Targets)
 		fmt.Fprintln(w)
 	}
 	if len(p.Messages) > 0 {
@@ -245,6 +233,17 @@ func printConsumerConns(w io.Writer, targets []engine.TargetView) {
 				line += " (" + strings.Join(who, ", ") + ")"
 			}
 			fmt.Fprintln(w, line)
+		}
+	}
+}
+
+// printMixedScripts flags each target whose name mixes scripts whose
+// letters look alike ("оrders" with a Cyrillic о reads as "orders"): its
+// name, then quoted with Go escapes, which shows the odd letters.
+func printMixedScripts(w io.Writer, targets []engine.TargetView) {
+	for _, t := range targets {
+		if m := engine.MixedScripts(t.Queue); m != "" {
+			fmt.Fprintf(w, "  ! %s (%s) looks like a plain name but mixes %s letters: check the name\n", t.Queue, strconv.QuoteToASCII(t.Queue), m)
 		}
 	}
 }

@@ -24,7 +24,7 @@ func TestPrintUnchanged(t *testing.T) {
 	printPreview(&b, p)
 	out := b.String()
 	for _, want := range []string{
-		"What would go wrong:\n  ! orders: its consumer has been connected since before these messages failed",
+		"\n  ! orders: its consumer has been connected since before these messages failed",
 		"SINCE FAILURE",
 		"unchanged",
 		"2026-12-06 07:30:12Z",
