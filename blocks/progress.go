@@ -85,7 +85,20 @@ func progress(r engine.Replay, last *engine.StepResult, extra, command string) (
 		}
 		out = append(out, section(stepText(*last, r.Params, said)))
 	}
-	if s := stateText(r, rest, extra, command); s != "" {
+	shown := r
+	if last != nil && r.State == engine.StateStopped && r.Note == last.Observation {
+		// The step line gives the step's counts: the stop line keeps what
+		// else the step saw, and why it stopped.
+		var why []string
+		if last.Returned > 0 {
+			why = append(why, "copies came back to "+r.DLQ)
+		}
+		if x := stepExtra(last); x != "" {
+			why = append(why, x)
+		}
+		shown.Note = strings.Join(why, "; ")
+	}
+	if s := stateText(shown, rest, extra, command); s != "" {
 		out = append(out, section(s))
 	}
 	if s := returnedText(r); s != "" {

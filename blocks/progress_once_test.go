@@ -6,13 +6,13 @@ import (
 )
 
 // A replay stopped by copies that came back says so once on its card: the
-// stop line gives the step's observation (the stop's note), the step line
-// only its numbers, the Came back field alone that they carry this
-// replay's id. A step line whose observation is not the stop's keeps it.
+// step line gives its numbers, the stop line why it stopped (the step's
+// observation without the counts), the Came back field alone that they
+// carry this replay's id. A step line whose observation is not the stop's keeps it.
 func TestStoppedCardSaysWhatCameBackOnce(t *testing.T) {
 	r, st := stoppedReplay()
 	card := string(marshal(t, rendered(Progress(r, st))))
-	for _, phrase := range []string{"12 came back to orders.dlq", "with this replay's id"} {
+	for _, phrase := range []string{"came back to orders.dlq", "with this replay's id"} {
 		if n := strings.Count(card, phrase); n != 1 {
 			t.Errorf("the stopped card says %q %d times, want once:\n%s", phrase, n, card)
 		}
