@@ -35,10 +35,14 @@
 //	P{<replay>}:lease       string  lease owner: worker id "/" random run token; PX = lease TTL
 //	P{<replay>}:ledger      list    the replay's ledger log in send order: one intent record ("i")
 //	                                per window of copies, as compact JSON, each entry with its MAC
-//	                                ("m") when signed (ledger_sign.go); ledgers of earlier
-//	                                releases also hold confirm ("c") and abandon ("a") records
+//	                                ("m") and the record with its seal ("s", over its position and
+//	                                its entries' MACs) when signed (ledger_sign.go, ledger_seal.go);
+//	                                ledgers of earlier releases also hold confirm ("c") and abandon
+//	                                ("a") records
 //	P{<replay>}:acks        hash    layout ("2": every record of the ledger is a window; absent or
-//	                                "mixed": read whole, as earlier releases wrote it) and the
+//	                                "mixed": read whole, as earlier releases wrote it), tally
+//	                                ("<records> <MAC>": how many records the log holds, when
+//	                                signed; written with each record) and the
 //	                                compact confirms and abandons per copy block:
 //	                                c:<copy prefix>:<block> → "c<unix ms>:<lo>-<hi>,…;a:<lo>-<hi>;…",
 //	                                each segment's MAC before its ";" ("#<hex>") when signed
@@ -146,7 +150,9 @@
 //	claims.go            Claims: a DLQ's messages held by one replay at a time
 //	ledger.go            Ledger: what every replay sent; ledger_acks.go the
 //	                     copies acked, ledger_pages.go its pages,
-//	                     ledger_sign.go the MACs of its entries and acks
+//	                     ledger_sign.go the MACs of its entries and acks,
+//	                     ledger_seal.go the seals of its records and its
+//	                     tally
 //	returns.go           Returns: the copies that came back; returns_floor.go
 //	                     and returns_verify.go the signed floors that show
 //	                     its counts lowered or deleted; tapgap.go the

@@ -32,13 +32,17 @@ const historyChunk = 10000
 // ledger would slow a replay. The log is read in pages (ledger_pages.go);
 // ledgers written by earlier releases (confirm and abandon records in the
 // log, the index written at confirm) are still read, whole.
-type Ledger struct{ b *base }
+type Ledger struct {
+	b     *base
+	tails tails // where each replay's next record is expected (ledger_seal.go)
+}
 
 // logRec is one ledger log record: a batch of entries of one kind.
 type logRec struct {
 	Kind    string     `json:"k"` // "i" intent, "c" confirm, "a" abandoned intent
 	At      int64      `json:"a"` // unix ms
 	DLQ     string     `json:"q"`
+	Seal    string     `json:"s,omitempty"` // its seal when signed (ledger_seal.go)
 	Entries []logEntry `json:"e"`
 }
 
@@ -155,34 +159,138 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 	}
 	keep := l.b.cfg.retentionMs()
 	sp := l.b.pipeline()
-	pipe := sp.pipe
+	// Each replay's first record goes in the pipeline; a record that finds
+	// the log elsewhere, and the replay's further records, are written
+	// after it, in order (appendRecord).
+	type pend struct {
+		rid string
+		rec logRec
+		pos int64
+		cmd *redis.Cmd
+	}
+	var pends []*pend
+	first := map[string]bool{}
 	for _, g := range groups {
 		l.b.signEntries(g.rid, kind, g.at, g.dlq, g.recs)
-		rec, err := json.Marshal(logRec{Kind: kind, At: g.at, DLQ: g.dlq, Entries: g.recs})
-		if err != nil {
-			return err
-		}
-		key := l.b.k.ledger(g.rid)
-		// The layout first: a page reader never meets this record in a
-		// ledger still marked as windows only.
-		pipe.HSet(ctx, l.b.k.acks(g.rid), fieldLayout, layoutMixed)
-		pipe.RPush(ctx, key, rec)
-		if keep > 0 {
-			pipe.PExpire(ctx, key, time.Duration(keep)*time.Millisecond)
-			pipe.PExpire(ctx, l.b.k.acks(g.rid), time.Duration(keep)*time.Millisecond)
+		p := &pend{rid: g.rid, rec: logRec{Kind: kind, At: g.at, DLQ: g.dlq, Entries: g.recs}}
+		pends = append(pends, p)
+		if !first[g.rid] {
+			first[g.rid] = true
+			p.pos = l.tails.get(g.rid)
+			args, err := l.appendArgs(&p.rec, g.rid, p.pos)
+			if err != nil {
+				return err
+			}
+			p.cmd = sp.Script(ctx, appendScript, []string{l.b.k.ledger(g.rid), l.b.k.acks(g.rid)}, args...)
 		}
 		if kind != "c" {
 			continue
 		}
 		// The index, as a resend window marks it: counted, never refused.
-		args := make([]any, 0, 8+2*len(g.recs))
-		args = append(args, g.rid, "", "", strconv.FormatInt(g.at, 10), "0", keep, "", "1")
+		args := make([]any, 0, 10+2*len(g.recs))
+		args = append(args, g.rid, "", "", strconv.FormatInt(g.at, 10), "0", keep, "", "1", "", "")
 		for _, r := range g.recs {
 			args = append(args, r.ID, "")
 		}
 		sp.Script(ctx, windowMarkScript, []string{l.b.k.sent(g.dlq)}, args...)
 	}
-	return sp.Exec(ctx)
+	if err := sp.Exec(ctx); err != nil {
+		return err
+	}
+	for _, p := range pends {
+		if p.cmd != nil {
+			res, err := p.cmd.Slice()
+			if err != nil {
+				return err
+			}
+			if len(res) < 2 {
+				l.appended(p.rid, p.pos)
+				continue
+			}
+			n, _ := res[1].(int64)
+			l.tails.set(p.rid, n)
+		}
+		if err := l.appendRecord(ctx, p.rec, p.rid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendScript appends a record written as earlier releases did to a
+// replay's log, marking its layout "mixed" first (a page reader never
+// meets the record in a ledger still marked as windows only).
+//
+//	KEYS[1] the replay's ledger, KEYS[2] its acks
+//	ARGV[1] the position the record is sealed for ("": unsigned), ARGV[2]
+//	the record, ARGV[3] the ledger's tally after it ("": none), ARGV[4]
+//	retention in ms (0: none)
+//
+// It returns {2, length} when the log's length is not ARGV[1] (nothing
+// written), else {1}.
+var appendScript = redis.NewScript(`
+if ARGV[1] ~= '' then
+  local n = redis.call('LLEN', KEYS[1])
+  if n ~= tonumber(ARGV[1]) then return {2, n} end
+end
+redis.call('HSET', KEYS[2], 'layout', 'mixed')
+redis.call('RPUSH', KEYS[1], ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], 'tally', ARGV[3]) end
+if tonumber(ARGV[4]) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+end
+return {1}
+`)
+
+// appendRecord appends rec (its entries signed) to rid's log, sealed for
+// the position it lands at when signed.
+func (l *Ledger) appendRecord(ctx context.Context, rec logRec, rid string) error {
+	keys := []string{l.b.k.ledger(rid), l.b.k.acks(rid)}
+	for try := 0; ; try++ {
+		pos := l.tails.get(rid)
+		args, err := l.appendArgs(&rec, rid, pos)
+		if err != nil {
+			return err
+		}
+		res, err := l.run(ctx, appendScript, keys, args)
+		if err != nil {
+			return err
+		}
+		if len(res) < 2 {
+			l.appended(rid, pos)
+			return nil
+		}
+		if try >= maxSealTries {
+			return fmt.Errorf("replay %s: the log moved under %d writes", rid, try+1)
+		}
+		n, _ := res[1].(int64)
+		l.tails.set(rid, n)
+	}
+}
+
+// appendArgs are appendScript's ARGV for rec at position pos of rid's
+// log: rec sealed for it when signed.
+func (l *Ledger) appendArgs(rec *logRec, rid string, pos int64) ([]any, error) {
+	at, tally := "", ""
+	if m := l.b.ledgerMACer(); m != nil {
+		rec.Seal = m.record(rid, pos, rec.Kind, rec.At, rec.DLQ, rec.Entries)
+		at, tally = strconv.FormatInt(pos, 10), m.tally(rid, pos+1)
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	return []any{at, string(raw), tally, l.b.cfg.retentionMs()}, nil
+}
+
+// appended notes a record written at pos of rid's log when signed.
+func (l *Ledger) appended(rid string, pos int64) {
+	if len(l.b.cfg.SigningKey) == 0 {
+		return
+	}
+	l.tails.set(rid, pos+1)
+	l.b.tallies.check(rid, pos+1, l.b.tallies.start())
 }
 
 // History returns, per message id of dlq, the replays that sent it (the
