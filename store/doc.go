@@ -78,7 +78,9 @@
 //	                                sig (their MAC when signed); written by compare-and-set
 //	Pwindow:<name>          zset    a sliding window's takes (windows.go): "<id>:<n>" scored by
 //	                                time taken (unix ms); the four-eyes threshold's self-approved
-//	                                messages and the scan rate limit (names from package ops)
+//	                                messages and the scan rate limit (names from package ops); when
+//	                                signed also its seal, "seal <seq> <MAC>" scored +inf, over the
+//	                                name, a write count and every take (windows_seal.go)
 //	Ptap:<dlq>              string  how many messages the DLQ's tap has recorded in all
 //	Ptapfloor:<dlq>         string  with a signing key, that count's signed floor, as returnfloor's
 //	                                with 0 0 -1 for log, fields and base

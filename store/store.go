@@ -129,6 +129,9 @@ type base struct {
 	// tallies is the highest tally read or written of each replay's
 	// ledger (ledger_seal.go).
 	tallies highWater
+	// windowSeqs is the highest write read or written of each sliding
+	// window (windows_seal.go).
+	windowSeqs highWater
 }
 
 func (b *base) now() time.Time { return b.clock.Now() }
