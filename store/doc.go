@@ -60,8 +60,12 @@
 //	                                "<n> <tainted 0|1> <log length> <fields> <base> <unix ms> <hex MAC>";
 //	                                never lowered; TTL = retention + 1 hour
 //	Psent:<dlq>             hash    per message id, the latest replays that sent it or are sending
-//	                                it: "<replay>:<unix ms>:<copies>,…", newest first, at most five;
-//	                                written with each window's intents (ledger_window.go)
+//	                                it: "<replay>:<unix ms>:<copies>:<MAC>,…" (the MAC when signed,
+//	                                ledger_sent.go), newest first, at most five, "-" once every copy
+//	                                was withdrawn (the field stays); written with each window's
+//	                                intents (ledger_window.go)
+//	Psentfloor:<dlq>        string  with a signing key, the signed floor of that hash's field count,
+//	                                as returnfloor's with 0 0 -1 for log, fields and base
 //	Pclaims:<dlq>           hash    per message id, the replay that owns or sends it:
 //	                                "<replay>|c|<expiry ms>" (claimed for a step), "<replay>|s|<unix ms>"
 //	                                (sent), "<replay>|o|<unix ms>" (owned since its approval) or
@@ -154,7 +158,8 @@
 //	                     copies acked, ledger_pages.go its pages,
 //	                     ledger_sign.go the MACs of its entries and acks,
 //	                     ledger_seal.go the seals of its records and its
-//	                     tally
+//	                     tally, ledger_sent.go the MACs and the floor of
+//	                     the DLQs' sent indexes
 //	returns.go           Returns: the copies that came back; returns_floor.go
 //	                     and returns_verify.go the signed floors that show
 //	                     its counts lowered or deleted; tapgap.go the

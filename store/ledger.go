@@ -33,8 +33,9 @@ const historyChunk = 10000
 // ledgers written by earlier releases (confirm and abandon records in the
 // log, the index written at confirm) are still read, whole.
 type Ledger struct {
-	b     *base
-	tails tails // where each replay's next record is expected (ledger_seal.go)
+	b      *base
+	tails  tails      // where each replay's next record is expected (ledger_seal.go)
+	floors sentFloors // sent index floors not yet written (ledger_sent.go)
 }
 
 // logRec is one ledger log record: a batch of entries of one kind.
@@ -170,6 +171,16 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 	}
 	var pends []*pend
 	first := map[string]bool{}
+	// With a key, each index write reads the index's floor first and
+	// raises it after (ledger_sent.go).
+	type mark struct {
+		dlq   string
+		floor *redis.StringCmd
+		cmd   *redis.Cmd
+	}
+	var marks []mark
+	m := l.b.ledgerMACer()
+	start := l.b.counts.start()
 	for _, g := range groups {
 		l.b.signEntries(g.rid, kind, g.at, g.dlq, g.recs)
 		p := &pend{rid: g.rid, rec: logRec{Kind: kind, At: g.at, DLQ: g.dlq, Entries: g.recs}}
@@ -187,15 +198,35 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 			continue
 		}
 		// The index, as a resend window marks it: counted, never refused.
-		args := make([]any, 0, 10+2*len(g.recs))
-		args = append(args, g.rid, "", "", strconv.FormatInt(g.at, 10), "0", keep, "", "1", "", "")
+		pairs := make([]any, 0, 2*len(g.recs))
 		for _, r := range g.recs {
-			args = append(args, r.ID, "")
+			pairs = append(pairs, r.ID, "")
 		}
-		sp.Script(ctx, windowMarkScript, []string{l.b.k.sent(g.dlq)}, args...)
+		args := make([]any, 0, 11+3*len(pairs)/2)
+		args = append(args, g.rid, "", "", strconv.FormatInt(g.at, 10), "0", keep, "", "1", "", "")
+		args = l.b.appendMarks(args, g.dlq, g.rid, g.at, pairs)
+		if m != nil {
+			marks = append(marks, mark{dlq: g.dlq, floor: sp.pipe.Get(ctx, l.b.k.sentFloor(g.dlq))})
+			marks[len(marks)-1].cmd = sp.Script(ctx, windowMarkScript, []string{l.b.k.sent(g.dlq)}, args...)
+		} else {
+			sp.Script(ctx, windowMarkScript, []string{l.b.k.sent(g.dlq)}, args...)
+		}
 	}
 	if err := sp.Exec(ctx); err != nil {
 		return err
+	}
+	for _, mk := range marks {
+		res, err := mk.cmd.Slice()
+		if err != nil {
+			return err
+		}
+		a, err := windowResult(engine.Window{}, res)
+		if err == nil {
+			err = l.raiseSentFloor(ctx, mk.dlq, a.before, a.after, mk.floor.Val(), start)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	for _, p := range pends {
 		if p.cmd != nil {
@@ -310,13 +341,22 @@ func (l *Ledger) History(ctx context.Context, dlq string, ids []string) (map[str
 	if len(uniq) == 0 {
 		return out, nil
 	}
+	start := l.b.counts.start()
 	pipe := l.b.rdb.Pipeline()
+	floor, count, ttl := l.sentFloorRead(ctx, pipe, dlq)
 	var cmds []*redis.SliceCmd
 	for start := 0; start < len(uniq); start += historyChunk {
 		cmds = append(cmds, pipe.HMGet(ctx, l.b.k.sent(dlq), uniq[start:min(start+historyChunk, len(uniq))]...))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := execPipe(ctx, pipe); err != nil {
 		return nil, fail(err, "ledger history")
+	}
+	var check *sentCheck
+	if len(l.b.cfg.SigningKey) > 0 {
+		if err := l.verifySentCount(dlq, count.Val(), ttl.Val(), floor.Val(), start); err != nil {
+			return nil, err
+		}
+		check = &sentCheck{b: l.b, dlq: dlq, ms: map[string]*sentMACer{}}
 	}
 	approvers := map[string]string{} // replay id → approver
 	for c, cmd := range cmds {
@@ -324,6 +364,11 @@ func (l *Ledger) History(ctx context.Context, dlq string, ids []string) (map[str
 			str, ok := v.(string)
 			if !ok {
 				continue
+			}
+			if check != nil {
+				if err := check.part(uniq[c*historyChunk+i], str); err != nil {
+					return nil, err
+				}
 			}
 			sent := parseSends(str)
 			if len(sent) == 0 {
@@ -349,12 +394,13 @@ func (l *Ledger) History(ctx context.Context, dlq string, ids []string) (map[str
 	return out, nil
 }
 
-// parseSends reads an index value: "<replay>:<ms>:<copies>,…", newest first.
+// parseSends reads an index value: "<replay>:<ms>:<copies>[:<MAC>],…",
+// newest first ("-": none).
 func parseSends(v string) []engine.Sent {
 	var sent []engine.Sent
 	for _, part := range strings.Split(v, ",") {
 		f := strings.Split(part, ":")
-		if len(f) != 3 {
+		if len(f) != 3 && len(f) != 4 {
 			continue
 		}
 		ms, err1 := strconv.ParseInt(f[1], 10, 64)

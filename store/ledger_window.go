@@ -44,8 +44,10 @@ import (
 //	(JSON up to the entries' "[", its seal included when signed), ARGV[8]
 //	"1" for a resend (fence and mark, never refuse, record nothing),
 //	ARGV[9] the position the record is sealed for ("": unsigned, no
-//	position), ARGV[10] the ledger's tally after it ("": none), then pairs
-//	of message id and its entry (JSON)
+//	position), ARGV[10] the ledger's tally after it ("": none), ARGV[11]
+//	"1" when the index marks are signed, then per entry its message id,
+//	the entry (JSON) and, when ARGV[11] is "1", the MAC of the id's
+//	index mark (ledger_sent.go)
 //
 // A signed window (ARGV[9] set) is written whole or not at all: a log
 // whose length is not ARGV[9] writes nothing, nor does a window with an
@@ -69,15 +71,22 @@ end
 // "<replay>:<ms>:<copies>,…". An id whose value names another replay at or
 // after since is refused (skip[id] = that replay); each other id's value
 // gets this replay in front, at now, with the copies it intends added to
-// those it had. With all (a signed window), an id refused leaves every
-// mark unwritten. The index is read and written a thousand ids per
-// command (HMGET, HSET), not per id.
+// those it had, and its MAC when signed ("<replay>:<ms>:<copies>:<MAC>").
+// With all (a signed window), an id refused leaves every mark unwritten.
+// The index is read and written a thousand ids per command (HMGET,
+// HSET), not per id.
 const luaMark = `
 local function mark(index, rid, now, since, resend, all)
-  local ids, n = {}, {}
-  for i = 11, #ARGV, 2 do
+  local ids, n, macs = {}, {}, {}
+  local st = 2
+  if ARGV[11] == '1' then st = 3 end
+  for i = 12, #ARGV, st do
     local id = ARGV[i]
-    if n[id] == nil then n[id] = 0 ids[#ids+1] = id end
+    if n[id] == nil then
+      n[id] = 0
+      ids[#ids+1] = id
+      if st == 3 then macs[id] = ':' .. ARGV[i+2] else macs[id] = '' end
+    end
     n[id] = n[id] + 1
   end
   local refused, skip, sets = {}, {}, {}
@@ -88,7 +97,7 @@ local function mark(index, rid, now, since, resend, all)
       local v, by = cur[j], nil
       if v and not resend then
         for part in string.gmatch(v, '[^,]+') do
-          local r, ms = string.match(part, '^([^:]+):(%d+):%d+$')
+          local r, ms = string.match(part, '^([^:]+):(%d+):%d+')
           if r and r ~= rid and tonumber(ms) >= since then by = r break end
         end
       end
@@ -100,11 +109,11 @@ local function mark(index, rid, now, since, resend, all)
         local c, rest = n[id], {}
         if v then
           for part in string.gmatch(v, '[^,]+') do
-            local r, k = string.match(part, '^([^:]+):[^:]+:(%d+)$')
-            if r == rid then c = c + tonumber(k) elseif #rest < 4 then rest[#rest+1] = part end
+            local r, k = string.match(part, '^([^:]+):[^:]+:(%d+)')
+            if r == rid then c = c + tonumber(k) elseif r and #rest < 4 then rest[#rest+1] = part end
           end
         end
-        local val = rid .. ':' .. now .. ':' .. c
+        local val = rid .. ':' .. now .. ':' .. c .. macs[id]
         if #rest > 0 then val = val .. ',' .. table.concat(rest, ',') end
         sets[#sets+1] = id
         sets[#sets+1] = val
@@ -126,7 +135,9 @@ end
 const luaRecord = `
 local function record(ledger, acks, skip)
   local es = {}
-  for i = 11, #ARGV, 2 do
+  local st = 2
+  if ARGV[11] == '1' then st = 3 end
+  for i = 12, #ARGV, st do
     if not skip[ARGV[i]] then es[#es+1] = ARGV[i+1] end
   end
   if #es == 0 then return end
@@ -152,9 +163,9 @@ end
 //
 // It returns {0, "lease"|"epoch"} when the fence refuses the window
 // (nothing written), {2, length} when a signed window's log is not at its
-// position (nothing written), 3 followed by pairs of refused id and the
-// replay that sent it when a signed window has ids refused (nothing
-// written), else 1 followed by such pairs.
+// position (nothing written), else its code (3 when a signed window has
+// ids refused: nothing written; else 1), the index's field count before
+// and after, then pairs of refused id and the replay that sent it.
 var windowScript = redis.NewScript(luaFence + luaMark + luaRecord + `
 local f = fenced(KEYS[1], KEYS[2], ARGV[2], ARGV[3])
 if f then return {0, f} end
@@ -162,13 +173,13 @@ local n = moved(KEYS[3])
 if n then return {2, n} end
 local resend = ARGV[8] == '1'
 local all = ARGV[9] ~= '' and not resend
+local h0 = redis.call('HLEN', KEYS[5])
 local refused, skip = mark(KEYS[5], ARGV[1], ARGV[4], tonumber(ARGV[5]), resend, all)
-if all and #refused > 0 then
-  table.insert(refused, 1, 3)
-  return refused
-end
-if not resend then record(KEYS[3], KEYS[4], skip) end
-table.insert(refused, 1, 1)
+local code = 1
+if all and #refused > 0 then code = 3 elseif not resend then record(KEYS[3], KEYS[4], skip) end
+table.insert(refused, 1, redis.call('HLEN', KEYS[5]))
+table.insert(refused, 1, h0)
+table.insert(refused, 1, code)
 return refused
 `)
 
@@ -177,9 +188,13 @@ return refused
 //	KEYS[1] the DLQ's sent index
 //	ARGV as for luaFence
 //
-// It returns 1 followed by pairs of refused id and the replay that sent it.
+// It returns 1, the index's field count before and after, then pairs of
+// refused id and the replay that sent it.
 var windowMarkScript = redis.NewScript(luaMark + `
+local h0 = redis.call('HLEN', KEYS[1])
 local refused = mark(KEYS[1], ARGV[1], ARGV[4], tonumber(ARGV[5]), ARGV[8] == '1', false)
+table.insert(refused, 1, redis.call('HLEN', KEYS[1]))
+table.insert(refused, 1, h0)
 table.insert(refused, 1, 1)
 return refused
 `)
@@ -210,7 +225,8 @@ return {1}
 //	ARGV[1] replay id, then pairs of message id and copies to withdraw
 //
 // The replay's part of each id's value loses those copies, and goes when
-// none is left; an id with no part left is deleted.
+// none is left; an id with no part left keeps the value "-", so that the
+// index's field count never falls (its signed floor, ledger_sent.go).
 var unmarkScript = redis.NewScript(`
 local key, rid = KEYS[1], ARGV[1]
 for i = 2, #ARGV, 2 do
@@ -219,15 +235,15 @@ for i = 2, #ARGV, 2 do
   if cur then
     local parts = {}
     for part in string.gmatch(cur, '[^,]+') do
-      local r, ms, c = string.match(part, '^([^:]+):([^:]+):(%d+)$')
+      local r, ms, c, mac = string.match(part, '^([^:]+):([^:]+):(%d+)(.*)$')
       if r == rid then
         c = tonumber(c) - n
-        if c > 0 then parts[#parts+1] = r .. ':' .. ms .. ':' .. c end
-      else
+        if c > 0 then parts[#parts+1] = r .. ':' .. ms .. ':' .. c .. mac end
+      elseif r then
         parts[#parts+1] = part
       end
     end
-    if #parts == 0 then redis.call('HDEL', key, id) else redis.call('HSET', key, id, table.concat(parts, ',')) end
+    if #parts == 0 then redis.call('HSET', key, id, '-') else redis.call('HSET', key, id, table.concat(parts, ',')) end
   end
 end
 return 1
@@ -251,11 +267,14 @@ func (l *Ledger) IntendWindow(ctx context.Context, w engine.Window) (map[string]
 	if _, cluster := l.b.rdb.(*redis.ClusterClient); !cluster {
 		return l.windowOne(ctx, ww, append(rk, index))
 	}
-	res, err := l.run(ctx, windowMarkScript, []string{index}, ww.args(l, 0))
+	res, floor, start, err := l.runIndexed(ctx, windowMarkScript, []string{index}, ww.args(l, 0), w.DLQ)
 	if err != nil {
 		return nil, fail(err, "ledger window of %s: mark", w.ReplayID)
 	}
 	a, err := windowResult(w, res)
+	if err == nil {
+		err = l.raiseSentFloor(ctx, w.DLQ, a.before, a.after, floor, start)
+	}
 	if err != nil {
 		return nil, fail(err, "ledger window of %s: mark", w.ReplayID)
 	}
@@ -282,11 +301,14 @@ func (l *Ledger) windowOne(ctx context.Context, ww *window, keys []string) (map[
 	refused := map[string]string{}
 	for try := 0; ; try++ {
 		pos := l.tails.get(ww.w.ReplayID)
-		res, err := l.run(ctx, windowScript, keys, ww.args(l, pos))
+		res, floor, start, err := l.runIndexed(ctx, windowScript, keys, ww.args(l, pos), ww.w.DLQ)
 		if err != nil {
 			return nil, fail(err, "ledger window of %s", ww.w.ReplayID)
 		}
 		a, err := windowResult(ww.w, res)
+		if err == nil && a.code == 1 {
+			err = l.raiseSentFloor(ctx, ww.w.DLQ, a.before, a.after, floor, start)
+		}
 		if err != nil {
 			return nil, fail(err, "ledger window of %s", ww.w.ReplayID)
 		}
@@ -415,10 +437,29 @@ func (ww *window) args(l *Ledger, pos int64) []any {
 	if w.Resend {
 		resend = "1"
 	}
-	args := make([]any, 0, 10+len(ww.pairs))
+	args := make([]any, 0, 11+3*len(ww.pairs)/2)
 	args = append(args, w.ReplayID, w.Owner, strconv.FormatInt(w.Epoch, 10), strconv.FormatInt(ww.now, 10),
 		strconv.FormatInt(w.Since.UnixMilli(), 10), l.b.cfg.retentionMs(), head, resend, at, tally)
-	return append(args, ww.pairs...)
+	return l.b.appendMarks(args, w.DLQ, w.ReplayID, ww.now, ww.pairs)
+}
+
+// runIndexed is run for a script that writes dlq's sent index, reading
+// the index's floor before it (when signed) in the same round trip.
+func (l *Ledger) runIndexed(ctx context.Context, s *redis.Script, keys []string, args []any, dlq string) (res []any, floor string, start int64, err error) {
+	if len(l.b.cfg.SigningKey) == 0 {
+		res, err = l.run(ctx, s, keys, args)
+		return res, "", 0, err
+	}
+	start = l.b.counts.start()
+	sp := l.b.pipeline()
+	l.flushSentFloors(ctx, sp)
+	fl := sp.pipe.Get(ctx, l.b.k.sentFloor(dlq))
+	cmd := sp.Script(ctx, s, keys, args...)
+	if err := sp.Exec(ctx); err != nil {
+		return nil, "", 0, err
+	}
+	res, err = cmd.Slice()
+	return res, fl.Val(), start, err
 }
 
 // run calls s by SHA, loading it when Redis does not know it, and
@@ -442,6 +483,8 @@ func (l *Ledger) call(ctx context.Context, s *redis.Script, keys []string, args 
 type windowAnswer struct {
 	code    int64             // 1 written; 2 nothing written, the log not at the position expected; 3 nothing written, ids refused
 	n       int64             // with code 2, the log's length
+	before  int64             // the index's field count before the script (-1: not said)
+	after   int64             // and after it
 	refused map[string]string // refused id → the replay that sent it
 }
 
@@ -451,7 +494,7 @@ func windowResult(w engine.Window, res []any) (windowAnswer, error) {
 	if len(res) == 0 {
 		return windowAnswer{}, fmt.Errorf("empty answer")
 	}
-	a := windowAnswer{refused: map[string]string{}}
+	a := windowAnswer{refused: map[string]string{}, before: -1, after: -1}
 	a.code, _ = res[0].(int64)
 	switch a.code {
 	case 1, 3:
@@ -467,7 +510,13 @@ func windowResult(w engine.Window, res []any) (windowAnswer, error) {
 		}
 		return windowAnswer{}, fmt.Errorf("window of %s for %s (epoch %d): the %s is another's: %w", w.ReplayID, w.Owner, w.Epoch, why, engine.ErrLeaseLost)
 	}
-	for i := 1; i+1 < len(res); i += 2 {
+	i := 1
+	if len(res) >= 3 {
+		if h0, ok := res[1].(int64); ok {
+			a.before, a.after, i = h0, atoi64(res[2]), 3
+		}
+	}
+	for ; i+1 < len(res); i += 2 {
 		id, _ := res[i].(string)
 		by, _ := res[i+1].(string)
 		a.refused[id] = by
