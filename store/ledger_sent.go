@@ -164,9 +164,10 @@ func (l *Ledger) sentFloorRead(ctx context.Context, pipe redis.Pipeliner, dlq st
 // took its field count from before to after, old being the floor read
 // before it ("" for none). The index's first floor is written at once (a
 // read meeting an index without one refuses it); later ones are queued
-// for the ledger's next pipeline (flushSentFloors), so that a window
-// costs no round trip more: the floor then lags the count by a flush,
-// as a count may be above its floor.
+// for a pipeline of the ledger's at least sentFloorEvery later
+// (flushSentFloors), so that a window costs no round trip more: the floor
+// then lags the count by a second or so, as a count may be above its
+// floor.
 func (l *Ledger) raiseSentFloor(ctx context.Context, dlq string, before, after int64, old string, start int64) error {
 	if len(l.b.cfg.SigningKey) == 0 || after < 0 {
 		return nil
@@ -177,7 +178,7 @@ func (l *Ledger) raiseSentFloor(ctx context.Context, dlq string, before, after i
 	}
 	p, queued := l.floors.m[dlq]
 	if !queued {
-		p = pendingFloor{before: before, old: old, start: start}
+		p = pendingFloor{before: before, old: old, start: start, since: l.b.now().UnixMilli()}
 	}
 	p.after = max(p.after, after)
 	l.floors.m[dlq] = p
@@ -186,9 +187,14 @@ func (l *Ledger) raiseSentFloor(ctx context.Context, dlq string, before, after i
 		return nil
 	}
 	sp := l.b.pipeline()
-	l.flushSentFloors(ctx, sp)
+	l.writeSentFloors(ctx, sp, true)
 	return sp.Exec(ctx)
 }
+
+// sentFloorEvery is how long an index floor waits for a pipeline at
+// least: a replay's windows raise it about once a second, not once a
+// window.
+const sentFloorEvery = time.Second
 
 // sentFloors are the index floors waiting for a pipeline, by DLQ.
 type sentFloors struct {
@@ -203,18 +209,32 @@ type pendingFloor struct {
 	before, after int64
 	old           string
 	start         int64
+	since         int64 // unix ms when it was queued
 }
 
-// flushSentFloors queues the write of every pending index floor in sp.
+// flushSentFloors queues in sp the write of the index floors pending for
+// sentFloorEvery.
 func (l *Ledger) flushSentFloors(ctx context.Context, sp *scriptPipe) {
+	l.writeSentFloors(ctx, sp, false)
+}
+
+// writeSentFloors queues in sp the write of the pending index floors:
+// all of them, or those pending for sentFloorEvery.
+func (l *Ledger) writeSentFloors(ctx context.Context, sp *scriptPipe, all bool) {
+	now := l.b.now()
+	due := map[string]pendingFloor{}
 	l.floors.mu.Lock()
-	m := l.floors.m
-	l.floors.m = nil
+	for dlq, p := range l.floors.m {
+		if all || now.UnixMilli()-p.since >= sentFloorEvery.Milliseconds() {
+			due[dlq] = p
+			delete(l.floors.m, dlq)
+		}
+	}
 	l.floors.mu.Unlock()
-	if len(m) == 0 {
+	if len(due) == 0 {
 		return
 	}
-	now := l.b.now()
+	m := due
 	until := int64(0)
 	if keep := l.b.cfg.retentionMs(); keep > 0 {
 		until = now.UnixMilli() + keep
