@@ -85,7 +85,7 @@ local function mark(index, rid, now, since, resend, all)
     if n[id] == nil then
       n[id] = 0
       ids[#ids+1] = id
-      if st == 3 then macs[id] = ':' .. ARGV[i+2] end
+      if st == 3 then macs[id] = ARGV[i+2] end
     end
     n[id] = n[id] + 1
   end
@@ -113,7 +113,8 @@ local function mark(index, rid, now, since, resend, all)
             if r == rid then c = c + tonumber(k) elseif r and #rest < 4 then rest[#rest+1] = part end
           end
         end
-        local val = rid .. ':' .. now .. ':' .. c .. (macs[id] or '')
+        local val
+        if st == 3 then val = rid .. ':' .. now .. ':' .. c .. ':' .. macs[id] else val = rid .. ':' .. now .. ':' .. c end
         if #rest > 0 then val = val .. ',' .. table.concat(rest, ',') end
         sets[#sets+1] = id
         sets[#sets+1] = val
