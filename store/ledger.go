@@ -206,6 +206,7 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 		args = append(args, g.rid, "", "", strconv.FormatInt(g.at, 10), "0", keep, "", "1", "", "")
 		args = l.b.appendMarks(args, g.dlq, g.rid, g.at, pairs)
 		if m != nil {
+			l.queueZeroSentFloor(ctx, sp, g.dlq)
 			marks = append(marks, mark{dlq: g.dlq, floor: sp.pipe.Get(ctx, l.b.k.sentFloor(g.dlq))})
 			marks[len(marks)-1].cmd = sp.Script(ctx, windowMarkScript, []string{l.b.k.sent(g.dlq)}, args...)
 		} else {

@@ -191,6 +191,17 @@ func (l *Ledger) raiseSentFloor(ctx context.Context, dlq string, before, after i
 	return sp.Exec(ctx)
 }
 
+// queueZeroSentFloor queues in sp, before a write of dlq's index, a
+// floor of nothing for it, which the floor script writes only where no
+// floor counts more. So an index never exists without a floor, not even
+// between a first window and its floor's write, nor after a process
+// stopped between the two; a floor of nothing accepts any count, and no
+// count (floorless reads are refused: checkFloor).
+func (l *Ledger) queueZeroSentFloor(ctx context.Context, sp *scriptPipe, dlq string) {
+	l.b.writeFloor(ctx, sp, l.b.k.sentFloor(dlq), kindSent, dlq,
+		floor{tapCount: tapCount{exists: true, base: -1}, at: l.b.now().UnixMilli()})
+}
+
 // sentFloorEvery is how long an index floor waits for a pipeline at
 // least: a replay's windows raise it about once a second, not once a
 // window.

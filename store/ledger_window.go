@@ -454,6 +454,7 @@ func (l *Ledger) runIndexed(ctx context.Context, s *redis.Script, keys []string,
 	start = l.b.counts.start()
 	sp := l.b.pipeline()
 	l.flushSentFloors(ctx, sp)
+	l.queueZeroSentFloor(ctx, sp, dlq)
 	fl := sp.pipe.Get(ctx, l.b.k.sentFloor(dlq))
 	cmd := sp.Script(ctx, s, keys, args...)
 	if err := sp.Exec(ctx); err != nil {
