@@ -35,10 +35,14 @@
 //	P{<replay>}:lease       string  lease owner: worker id "/" random run token; PX = lease TTL
 //	P{<replay>}:ledger      list    the replay's ledger log in send order: one intent record ("i")
 //	                                per window of copies, as compact JSON, each entry with its MAC
-//	                                ("m") when signed (ledger_sign.go); ledgers of earlier
-//	                                releases also hold confirm ("c") and abandon ("a") records
+//	                                ("m") and the record with its seal ("s", over its position and
+//	                                its entries' MACs) when signed (ledger_sign.go, ledger_seal.go);
+//	                                ledgers of earlier releases also hold confirm ("c") and abandon
+//	                                ("a") records
 //	P{<replay>}:acks        hash    layout ("2": every record of the ledger is a window; absent or
-//	                                "mixed": read whole, as earlier releases wrote it) and the
+//	                                "mixed": read whole, as earlier releases wrote it), tally
+//	                                ("<records> <MAC>": how many records the log holds, when
+//	                                signed; written with each record) and the
 //	                                compact confirms and abandons per copy block:
 //	                                c:<copy prefix>:<block> → "c<unix ms>:<lo>-<hi>,…;a:<lo>-<hi>;…",
 //	                                each segment's MAC before its ";" ("#<hex>") when signed
@@ -56,8 +60,12 @@
 //	                                "<n> <tainted 0|1> <log length> <fields> <base> <unix ms> <hex MAC>";
 //	                                never lowered; TTL = retention + 1 hour
 //	Psent:<dlq>             hash    per message id, the latest replays that sent it or are sending
-//	                                it: "<replay>:<unix ms>:<copies>,…", newest first, at most five;
-//	                                written with each window's intents (ledger_window.go)
+//	                                it: "<replay>:<unix ms>:<copies>:<MAC>,…" (the MAC when signed,
+//	                                ledger_sent.go), newest first, at most five, "-" once every copy
+//	                                was withdrawn (the field stays); written with each window's
+//	                                intents (ledger_window.go)
+//	Psentfloor:<dlq>        string  with a signing key, the signed floor of that hash's field count,
+//	                                as returnfloor's with 0 0 -1 for log, fields and base
 //	Pclaims:<dlq>           hash    per message id, the replay that owns or sends it:
 //	                                "<replay>|c|<expiry ms>" (claimed for a step), "<replay>|s|<unix ms>"
 //	                                (sent), "<replay>|o|<unix ms>" (owned since its approval) or
@@ -74,7 +82,9 @@
 //	                                sig (their MAC when signed); written by compare-and-set
 //	Pwindow:<name>          zset    a sliding window's takes (windows.go): "<id>:<n>" scored by
 //	                                time taken (unix ms); the four-eyes threshold's self-approved
-//	                                messages and the scan rate limit (names from package ops)
+//	                                messages and the scan rate limit (names from package ops); when
+//	                                signed also its seal, "seal <seq> <MAC>" scored +inf, over the
+//	                                name, a write count and every take (windows_seal.go)
 //	Ptap:<dlq>              string  how many messages the DLQ's tap has recorded in all
 //	Ptapfloor:<dlq>         string  with a signing key, that count's signed floor, as returnfloor's
 //	                                with 0 0 -1 for log, fields and base
@@ -146,7 +156,10 @@
 //	claims.go            Claims: a DLQ's messages held by one replay at a time
 //	ledger.go            Ledger: what every replay sent; ledger_acks.go the
 //	                     copies acked, ledger_pages.go its pages,
-//	                     ledger_sign.go the MACs of its entries and acks
+//	                     ledger_sign.go the MACs of its entries and acks,
+//	                     ledger_seal.go the seals of its records and its
+//	                     tally, ledger_sent.go the MACs and the floor of
+//	                     the DLQs' sent indexes
 //	returns.go           Returns: the copies that came back; returns_floor.go
 //	                     and returns_verify.go the signed floors that show
 //	                     its counts lowered or deleted; tapgap.go the

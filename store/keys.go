@@ -32,13 +32,17 @@ func (k keys) events(id string) string { return k.p + "{" + id + "}:events" }
 // end (slackrefs.go).
 func (k keys) slackRefs(id string) string { return k.p + "{" + id + "}:slack" }
 func (k keys) sent(dlq string) string     { return k.p + "sent:" + dlq }
-func (k keys) claims(dlq string) string   { return k.p + "claims:" + dlq }
-func (k keys) replays() string            { return k.p + "replays" }
-func (k keys) active() string             { return k.p + "active" }
-func (k keys) schedule() string           { return k.p + "schedule" }
-func (k keys) workers() string            { return k.p + "workers" }
-func (k keys) jobs() string               { return k.p + "jobs" }
-func (k keys) audit() string              { return k.p + "audit" }
+
+// sentFloor is the signed floor of a DLQ's sent index's field count
+// (ledger_sent.go).
+func (k keys) sentFloor(dlq string) string { return k.p + "sentfloor:" + dlq }
+func (k keys) claims(dlq string) string    { return k.p + "claims:" + dlq }
+func (k keys) replays() string             { return k.p + "replays" }
+func (k keys) active() string              { return k.p + "active" }
+func (k keys) schedule() string            { return k.p + "schedule" }
+func (k keys) workers() string             { return k.p + "workers" }
+func (k keys) jobs() string                { return k.p + "jobs" }
+func (k keys) audit() string               { return k.p + "audit" }
 
 // auditAnchor is the audit chain's anchor (audit_chain.go): its hash tag
 // is the trail's whole key, so that it shares the trail's slot.

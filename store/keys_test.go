@@ -61,7 +61,7 @@ func TestDocListsEveryKey(t *testing.T) {
 		"token": k.token("<token>"), "tokenUsed": k.tokenUsed("<token>"), "tokenMessage": k.tokenMessage("<token>"),
 		"replay": k.replay("<replay>"), "lease": k.lease("<replay>"), "ledger": k.ledger("<replay>"), "acks": k.acks("<replay>"),
 		"events": k.events("<replay>"), "returns": k.returns("<replay>"), "returnLog": k.returnLog("<replay>"),
-		"sent": k.sent("<dlq>"), "claims": k.claims("<dlq>"), "readers": k.readers("<dlq>"), "readMark": k.readMark("<vhost>", "<queue>"), "tapArrived": k.tapArrived("<dlq>"), "tapGap": k.tapGap("<dlq>"),
+		"sent": k.sent("<dlq>"), "sentFloor": k.sentFloor("<dlq>"), "claims": k.claims("<dlq>"), "readers": k.readers("<dlq>"), "readMark": k.readMark("<vhost>", "<queue>"), "tapArrived": k.tapArrived("<dlq>"), "tapGap": k.tapGap("<dlq>"),
 		"returnFloor": k.returnFloor("<replay>"), "tapFloor": k.tapFloor("<dlq>"),
 		"taps": k.taps(), "replays": k.replays(), "active": k.active(), "schedule": k.schedule(),
 		"workers": k.workers(), "jobs": k.jobs(), "audit": k.audit(), "window": k.window("<name>"),

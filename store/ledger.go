@@ -32,13 +32,18 @@ const historyChunk = 10000
 // ledger would slow a replay. The log is read in pages (ledger_pages.go);
 // ledgers written by earlier releases (confirm and abandon records in the
 // log, the index written at confirm) are still read, whole.
-type Ledger struct{ b *base }
+type Ledger struct {
+	b      *base
+	tails  tails      // where each replay's next record is expected (ledger_seal.go)
+	floors sentFloors // sent index floors not yet written (ledger_sent.go)
+}
 
 // logRec is one ledger log record: a batch of entries of one kind.
 type logRec struct {
 	Kind    string     `json:"k"` // "i" intent, "c" confirm, "a" abandoned intent
 	At      int64      `json:"a"` // unix ms
 	DLQ     string     `json:"q"`
+	Seal    string     `json:"s,omitempty"` // its seal when signed (ledger_seal.go)
 	Entries []logEntry `json:"e"`
 }
 
@@ -155,34 +160,169 @@ func (l *Ledger) write(ctx context.Context, kind string, entries []engine.Ledger
 	}
 	keep := l.b.cfg.retentionMs()
 	sp := l.b.pipeline()
-	pipe := sp.pipe
+	// Each replay's first record goes in the pipeline; a record that finds
+	// the log elsewhere, and the replay's further records, are written
+	// after it, in order (appendRecord).
+	type pend struct {
+		rid string
+		rec logRec
+		pos int64
+		cmd *redis.Cmd
+	}
+	var pends []*pend
+	first := map[string]bool{}
+	// With a key, each index write reads the index's floor first and
+	// raises it after (ledger_sent.go).
+	type mark struct {
+		dlq   string
+		floor *redis.StringCmd
+		cmd   *redis.Cmd
+	}
+	var marks []mark
+	m := l.b.ledgerMACer()
+	start := l.b.counts.start()
 	for _, g := range groups {
 		l.b.signEntries(g.rid, kind, g.at, g.dlq, g.recs)
-		rec, err := json.Marshal(logRec{Kind: kind, At: g.at, DLQ: g.dlq, Entries: g.recs})
-		if err != nil {
-			return err
-		}
-		key := l.b.k.ledger(g.rid)
-		// The layout first: a page reader never meets this record in a
-		// ledger still marked as windows only.
-		pipe.HSet(ctx, l.b.k.acks(g.rid), fieldLayout, layoutMixed)
-		pipe.RPush(ctx, key, rec)
-		if keep > 0 {
-			pipe.PExpire(ctx, key, time.Duration(keep)*time.Millisecond)
-			pipe.PExpire(ctx, l.b.k.acks(g.rid), time.Duration(keep)*time.Millisecond)
+		p := &pend{rid: g.rid, rec: logRec{Kind: kind, At: g.at, DLQ: g.dlq, Entries: g.recs}}
+		pends = append(pends, p)
+		if !first[g.rid] {
+			first[g.rid] = true
+			p.pos = l.tails.get(g.rid)
+			args, err := l.appendArgs(&p.rec, g.rid, p.pos)
+			if err != nil {
+				return err
+			}
+			p.cmd = sp.Script(ctx, appendScript, []string{l.b.k.ledger(g.rid), l.b.k.acks(g.rid)}, args...)
 		}
 		if kind != "c" {
 			continue
 		}
 		// The index, as a resend window marks it: counted, never refused.
-		args := make([]any, 0, 8+2*len(g.recs))
-		args = append(args, g.rid, "", "", strconv.FormatInt(g.at, 10), "0", keep, "", "1")
+		pairs := make([]any, 0, 2*len(g.recs))
 		for _, r := range g.recs {
-			args = append(args, r.ID, "")
+			pairs = append(pairs, r.ID, "")
 		}
-		sp.Script(ctx, windowMarkScript, []string{l.b.k.sent(g.dlq)}, args...)
+		args := make([]any, 0, 11+3*len(pairs)/2)
+		args = append(args, g.rid, "", "", strconv.FormatInt(g.at, 10), "0", keep, "", "1", "", "")
+		args = l.b.appendMarks(args, g.dlq, g.rid, g.at, pairs)
+		if m != nil {
+			l.queueZeroSentFloor(ctx, sp, g.dlq)
+			marks = append(marks, mark{dlq: g.dlq, floor: sp.pipe.Get(ctx, l.b.k.sentFloor(g.dlq))})
+			marks[len(marks)-1].cmd = sp.Script(ctx, windowMarkScript, []string{l.b.k.sent(g.dlq)}, args...)
+		} else {
+			sp.Script(ctx, windowMarkScript, []string{l.b.k.sent(g.dlq)}, args...)
+		}
 	}
-	return sp.Exec(ctx)
+	if err := sp.Exec(ctx); err != nil {
+		return err
+	}
+	for _, mk := range marks {
+		res, err := mk.cmd.Slice()
+		if err != nil {
+			return err
+		}
+		a, err := windowResult(engine.Window{}, res)
+		if err == nil {
+			err = l.raiseSentFloor(ctx, mk.dlq, a.before, a.after, mk.floor.Val(), start)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, p := range pends {
+		if p.cmd != nil {
+			res, err := p.cmd.Slice()
+			if err != nil {
+				return err
+			}
+			if len(res) < 2 {
+				l.appended(p.rid, p.pos)
+				continue
+			}
+			n, _ := res[1].(int64)
+			l.tails.set(p.rid, n)
+		}
+		if err := l.appendRecord(ctx, p.rec, p.rid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// appendScript appends a record written as earlier releases did to a
+// replay's log, marking its layout "mixed" first (a page reader never
+// meets the record in a ledger still marked as windows only).
+//
+//	KEYS[1] the replay's ledger, KEYS[2] its acks
+//	ARGV[1] the position the record is sealed for ("": unsigned), ARGV[2]
+//	the record, ARGV[3] the ledger's tally after it ("": none), ARGV[4]
+//	retention in ms (0: none)
+//
+// It returns {2, length} when the log's length is not ARGV[1] (nothing
+// written), else {1}.
+var appendScript = redis.NewScript(`
+if ARGV[1] ~= '' then
+  local n = redis.call('LLEN', KEYS[1])
+  if n ~= tonumber(ARGV[1]) then return {2, n} end
+end
+redis.call('HSET', KEYS[2], 'layout', 'mixed')
+redis.call('RPUSH', KEYS[1], ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], 'tally', ARGV[3]) end
+if tonumber(ARGV[4]) > 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+end
+return {1}
+`)
+
+// appendRecord appends rec (its entries signed) to rid's log, sealed for
+// the position it lands at when signed.
+func (l *Ledger) appendRecord(ctx context.Context, rec logRec, rid string) error {
+	keys := []string{l.b.k.ledger(rid), l.b.k.acks(rid)}
+	for try := 0; ; try++ {
+		pos := l.tails.get(rid)
+		args, err := l.appendArgs(&rec, rid, pos)
+		if err != nil {
+			return err
+		}
+		res, err := l.run(ctx, appendScript, keys, args)
+		if err != nil {
+			return err
+		}
+		if len(res) < 2 {
+			l.appended(rid, pos)
+			return nil
+		}
+		if try >= maxSealTries {
+			return fmt.Errorf("replay %s: the log moved under %d writes", rid, try+1)
+		}
+		n, _ := res[1].(int64)
+		l.tails.set(rid, n)
+	}
+}
+
+// appendArgs are appendScript's ARGV for rec at position pos of rid's
+// log: rec sealed for it when signed.
+func (l *Ledger) appendArgs(rec *logRec, rid string, pos int64) ([]any, error) {
+	at, tally := "", ""
+	if m := l.b.ledgerMACer(); m != nil {
+		rec.Seal = m.record(rid, pos, rec.Kind, rec.At, rec.DLQ, rec.Entries)
+		at, tally = strconv.FormatInt(pos, 10), m.tally(rid, pos+1)
+	}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	return []any{at, string(raw), tally, l.b.cfg.retentionMs()}, nil
+}
+
+// appended notes a record written at pos of rid's log when signed.
+func (l *Ledger) appended(rid string, pos int64) {
+	if len(l.b.cfg.SigningKey) == 0 {
+		return
+	}
+	l.tails.set(rid, pos+1)
+	l.b.tallies.check(rid, pos+1, l.b.tallies.start())
 }
 
 // History returns, per message id of dlq, the replays that sent it (the
@@ -202,13 +342,22 @@ func (l *Ledger) History(ctx context.Context, dlq string, ids []string) (map[str
 	if len(uniq) == 0 {
 		return out, nil
 	}
+	start := l.b.counts.start()
 	pipe := l.b.rdb.Pipeline()
+	floor, count, ttl := l.sentFloorRead(ctx, pipe, dlq)
 	var cmds []*redis.SliceCmd
 	for start := 0; start < len(uniq); start += historyChunk {
 		cmds = append(cmds, pipe.HMGet(ctx, l.b.k.sent(dlq), uniq[start:min(start+historyChunk, len(uniq))]...))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if err := execPipe(ctx, pipe); err != nil {
 		return nil, fail(err, "ledger history")
+	}
+	var check *sentCheck
+	if len(l.b.cfg.SigningKey) > 0 {
+		if err := l.verifySentCount(dlq, count.Val(), ttl.Val(), floor.Val(), start); err != nil {
+			return nil, err
+		}
+		check = &sentCheck{b: l.b, dlq: dlq, ms: map[string]*sentMACer{}}
 	}
 	approvers := map[string]string{} // replay id → approver
 	for c, cmd := range cmds {
@@ -216,6 +365,11 @@ func (l *Ledger) History(ctx context.Context, dlq string, ids []string) (map[str
 			str, ok := v.(string)
 			if !ok {
 				continue
+			}
+			if check != nil {
+				if err := check.part(uniq[c*historyChunk+i], str); err != nil {
+					return nil, err
+				}
 			}
 			sent := parseSends(str)
 			if len(sent) == 0 {
@@ -241,12 +395,13 @@ func (l *Ledger) History(ctx context.Context, dlq string, ids []string) (map[str
 	return out, nil
 }
 
-// parseSends reads an index value: "<replay>:<ms>:<copies>,…", newest first.
+// parseSends reads an index value: "<replay>:<ms>:<copies>[:<MAC>],…",
+// newest first ("-": none).
 func parseSends(v string) []engine.Sent {
 	var sent []engine.Sent
 	for _, part := range strings.Split(v, ",") {
 		f := strings.Split(part, ":")
-		if len(f) != 3 {
+		if len(f) != 3 && len(f) != 4 {
 			continue
 		}
 		ms, err1 := strconv.ParseInt(f[1], 10, 64)

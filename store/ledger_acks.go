@@ -123,6 +123,7 @@ func (l *Ledger) ack(ctx context.Context, kind byte, entries []engine.LedgerEntr
 		}
 		sp.Script(ctx, ackScript, []string{l.b.k.acks(rid), l.b.k.ledger(rid)}, args...)
 	}
+	l.flushSentFloors(ctx, sp)
 	return rest, sp.Exec(ctx)
 }
 

@@ -23,7 +23,9 @@ import (
 // private redis-server, so that the server's command counts (INFO
 // commandstats, commands run inside scripts included) are this
 // benchmark's alone, and reports per window: server commands, client
-// round trips, and the bytes the replay's ledger keeps in Redis.
+// round trips, and the bytes the replay's ledger keeps in Redis. "signed"
+// is the window layout with a signing key, as serve runs it (MACs of
+// entries and segments, the records' seals and the ledger's tally).
 //
 //	go test ./store -run '^$' -bench BenchmarkLedgerWindow500 -benchtime 200x
 func BenchmarkLedgerWindow500(b *testing.B) {
@@ -31,9 +33,9 @@ func BenchmarkLedgerWindow500(b *testing.B) {
 		b.Skipf("no redis-server: %v", err)
 	}
 	srv := clustertest.StartServer(b)
-	for _, layout := range []string{"before", "after"} {
+	for _, layout := range []string{"before", "after", "signed"} {
 		b.Run(layout, func(b *testing.B) {
-			e := newEnvURL(b, srv.URL())
+			e := newEnvURL(b, srv.URL(), benchKey(layout))
 			hook := &countHook{}
 			e.rdb.AddHook(hook)
 			l := e.st.Ledger()
@@ -110,13 +112,14 @@ func serverCalls(b *testing.B, rdb redis.UniversalClient) int64 {
 // BenchmarkLedgerRead100k reads the entries of a replay of 100,000 copies
 // (windows of 250, confirms of 200) whole in the previous layout and a
 // page at a time in the window layout, reporting the most entries a
-// reader holds at once.
+// reader holds at once; "signed" is the window layout with a signing
+// key.
 //
 //	go test ./store -run '^$' -bench BenchmarkLedgerRead100k -benchtime 3x
 func BenchmarkLedgerRead100k(b *testing.B) {
-	for _, layout := range []string{"before", "after"} {
+	for _, layout := range []string{"before", "after", "signed"} {
 		b.Run(layout, func(b *testing.B) {
-			e := newEnv(b)
+			e := newEnv(b, benchKey(layout))
 			l := e.st.Ledger()
 			rid := "r_read_" + layout
 			w := lease(b, e, rid)
@@ -168,5 +171,14 @@ func BenchmarkLedgerRead100k(b *testing.B) {
 			}
 			b.ReportMetric(float64(held), "max-entries-held")
 		})
+	}
+}
+
+// benchKey gives the "signed" layout of a benchmark the test key.
+func benchKey(layout string) func(*Config) {
+	return func(c *Config) {
+		if layout == "signed" {
+			c.SigningKey = testKey
+		}
 	}
 }

@@ -46,20 +46,27 @@ func (l *Ledger) EntriesPage(ctx context.Context, replayID string, from int64) (
 	if from < 0 {
 		return nil, -1, nil
 	}
+	start := l.b.tallies.start()
 	pipe := l.b.rdb.Pipeline()
 	layout := pipe.HGet(ctx, l.b.k.acks(replayID), fieldLayout)
+	tally, n := l.tallyRead(ctx, pipe, replayID)
 	recs := pipe.LRange(ctx, l.b.k.ledger(replayID), from, from+pageRecords-1)
 	if err := execPipe(ctx, pipe); err != nil {
 		return nil, -1, fail(err, "ledger entries %s", replayID)
 	}
+	check := l.b.checkLedger(replayID)
 	if layout.Val() != layoutWindows {
 		if from > 0 || len(recs.Val()) == 0 {
-			return nil, -1, nil
+			// A log deleted whole leaves its tally.
+			return nil, -1, check.checkTally(tally.Val(), n.Val(), false, start)
 		}
-		out, err := l.whole(ctx, replayID)
+		out, err := l.whole(ctx, check)
 		return out, -1, err
 	}
-	page, err := l.windows(ctx, replayID, recs.Val())
+	page, sealed, err := l.windows(ctx, check, from, recs.Val())
+	if err == nil {
+		err = check.checkTally(tally.Val(), n.Val(), sealed, start)
+	}
 	if err != nil {
 		return nil, -1, err
 	}
@@ -85,27 +92,32 @@ func (l *Ledger) Entries(ctx context.Context, replayID string) ([]engine.LedgerE
 	return out, nil
 }
 
-// windows turns a page of window records into entries: pending, unless
-// the acks say confirmed (At then the confirm's time) or abandoned (left
-// out).
-func (l *Ledger) windows(ctx context.Context, replayID string, raw []string) ([]engine.LedgerEntry, error) {
+// windows turns a page of window records, the first at position from of
+// the log, into entries: pending, unless the acks say confirmed (At then
+// the confirm's time) or abandoned (left out). sealed says whether a
+// record carries a seal.
+func (l *Ledger) windows(ctx context.Context, check *ledgerCheck, from int64, raw []string) (_ []engine.LedgerEntry, sealed bool, _ error) {
+	replayID := check.replayID
 	recs := make([]logRec, len(raw))
 	var fields []string
 	seen := map[string]bool{}
 	n := 0
-	check := l.b.checkLedger(replayID)
 	for i, r := range raw {
 		if err := json.Unmarshal([]byte(r), &recs[i]); err != nil {
-			return nil, fmt.Errorf("store: ledger entries %s: decode: %w", replayID, err)
+			return nil, false, fmt.Errorf("store: ledger entries %s: decode: %w", replayID, err)
 		}
 		if recs[i].Kind != "i" {
 			// The window layout holds intents only (a confirm record here
 			// was added in Redis, or the layout field changed).
-			return nil, l.b.refuse("ledger", replayID, "its ledger is in the window layout but holds a record of kind "+strconv.Quote(recs[i].Kind))
+			return nil, false, l.b.refuse("ledger", replayID, "its ledger is in the window layout but holds a record of kind "+strconv.Quote(recs[i].Kind))
 		}
 		if err := check.entries(&recs[i]); err != nil {
-			return nil, err
+			return nil, false, err
 		}
+		if err := check.seal(&recs[i], from+int64(i)); err != nil {
+			return nil, false, err
+		}
+		sealed = sealed || recs[i].Seal != ""
 		for _, le := range recs[i].Entries {
 			n++
 			if prefix, c, ok := parseCopy(le.Copy); ok && !seen[ackField(prefix, c)] {
@@ -118,12 +130,12 @@ func (l *Ledger) windows(ctx context.Context, replayID string, raw []string) ([]
 	if len(fields) > 0 {
 		vals, err := l.b.rdb.HMGet(ctx, l.b.k.acks(replayID), fields...).Result()
 		if err != nil {
-			return nil, fail(err, "ledger entries %s: acks", replayID)
+			return nil, false, fail(err, "ledger entries %s: acks", replayID)
 		}
 		for i, v := range vals {
 			if s, ok := v.(string); ok {
 				if segs[fields[i]], err = check.acks(fields[i], s); err != nil {
-					return nil, err
+					return nil, false, err
 				}
 			}
 		}
@@ -144,7 +156,7 @@ func (l *Ledger) windows(ctx context.Context, replayID string, raw []string) ([]
 			out = append(out, e)
 		}
 	}
-	return out, nil
+	return out, sealed, nil
 }
 
 // whole reads a log not in the window layout, as earlier releases did: a
@@ -153,21 +165,28 @@ func (l *Ledger) windows(ctx context.Context, replayID string, raw []string) ([]
 // confirmed send at the end, and an abandon drops the oldest matching
 // intent. Compact acks, written since, then settle the intents still
 // pending whose copy they name (each copy tag once).
-func (l *Ledger) whole(ctx context.Context, replayID string) ([]engine.LedgerEntry, error) {
+func (l *Ledger) whole(ctx context.Context, check *ledgerCheck) ([]engine.LedgerEntry, error) {
+	replayID := check.replayID
 	key := l.b.k.ledger(replayID)
+	start := l.b.tallies.start()
+	pipe := l.b.rdb.Pipeline()
+	tally, length := l.tallyRead(ctx, pipe, replayID)
+	if err := execPipe(ctx, pipe); err != nil {
+		return nil, fail(err, "ledger entries %s", replayID)
+	}
+	sealed := false
 	type match struct {
 		id, target string
 		seq        int
 	}
 	var out []engine.LedgerEntry
 	pending := map[match][]int{} // indexes in out of unconfirmed intents
-	check := l.b.checkLedger(replayID)
 	for from := int64(0); ; from += wholeChunk {
 		raw, err := l.b.rdb.LRange(ctx, key, from, from+wholeChunk-1).Result()
 		if err != nil {
 			return nil, fail(err, "ledger entries %s", replayID)
 		}
-		for _, r := range raw {
+		for i, r := range raw {
 			var rec logRec
 			if err := json.Unmarshal([]byte(r), &rec); err != nil {
 				return nil, fmt.Errorf("store: ledger entries %s: decode: %w", replayID, err)
@@ -175,6 +194,10 @@ func (l *Ledger) whole(ctx context.Context, replayID string) ([]engine.LedgerEnt
 			if err := check.entries(&rec); err != nil {
 				return nil, err
 			}
+			if err := check.seal(&rec, from+int64(i)); err != nil {
+				return nil, err
+			}
+			sealed = sealed || rec.Seal != ""
 			at := time.UnixMilli(rec.At).UTC()
 			for _, le := range rec.Entries {
 				e := engine.LedgerEntry{ReplayID: replayID, DLQ: rec.DLQ, ID: le.ID, Target: le.Target, Seq: le.Seq, At: at, Copy: le.Copy}
@@ -206,6 +229,9 @@ func (l *Ledger) whole(ctx context.Context, replayID string) ([]engine.LedgerEnt
 		if len(raw) < wholeChunk {
 			break
 		}
+	}
+	if err := check.checkTally(tally.Val(), length.Val(), sealed, start); err != nil {
+		return nil, err
 	}
 	if err := l.settleCompact(ctx, check, out); err != nil {
 		return nil, err

@@ -31,8 +31,12 @@ import (
 // write, and the key never reaches Redis. A page with an entry or segment
 // that fails its check is refused whole (SignatureError, kind "ledger"):
 // the engine then reads no page of it, so the replay runs no further
-// rather than trust it. What a MAC cannot show is an entry or segment
-// deleted: see docs/operating.md.
+// rather than trust it. A MAC alone cannot show an entry deleted: the
+// seals of the log's records and its signed tally (ledger_seal.go) show a
+// record or an entry deleted, and the log cut back. A segment deleted
+// from the acks is not shown: its copies then read as pending (in doubt,
+// never sent again), not as never sent; docs/operating.md says what else
+// is not.
 
 // ledgerMACLen is how many bytes of an HMAC-SHA256 a ledger MAC keeps.
 const ledgerMACLen = 16

@@ -152,6 +152,10 @@ func TestLedgerHistory100k(t *testing.T) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("msg-%06d", i)
 	}
+	// The first confirm loads the scripts a Redis may not know yet.
+	if err := l.Confirm(e.ctx, []engine.LedgerEntry{entry("r_warm", "warm", 0)}); err != nil {
+		t.Fatal(err)
+	}
 	for start := 0; start < n; start += 1000 {
 		batch := make([]engine.LedgerEntry, 0, 1000)
 		for _, id := range ids[start : start+1000] {

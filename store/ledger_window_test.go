@@ -91,6 +91,8 @@ func checkWindows(t *testing.T, e *testEnv) {
 func TestLedgerWindowRefusesAndFences(t *testing.T) {
 	t.Parallel()
 	checkWindows(t, newEnv(t))
+	signed, _ := signedEnv(t) // sealed records: a window refused in part is written in two calls
+	checkWindows(t, signed)
 }
 
 // On Redis Cluster the window is two scripts (index, then the replay's
@@ -103,6 +105,7 @@ func TestLedgerWindowOnCluster(t *testing.T) {
 	addrs := clustertest.StartCluster(t, 3)
 	e := newEnvURL(t, "redis://"+strings.Join(addrs, ","))
 	checkWindows(t, e)
+	checkWindows(t, newEnvURL(t, "redis://"+strings.Join(addrs, ","), func(c *Config) { c.SigningKey = testKey }))
 }
 
 // A resend's window is fenced and counted in the DLQ's index, never

@@ -122,6 +122,8 @@ func (b *base) checkFloor(kind, id string, c tapCount, raw string, now time.Time
 		return f, "its floor's signature does not match (changed in Redis, or signed with another key)"
 	case f.taint:
 		return f, "dlqbot found its count lowered or deleted in Redis earlier, so no count it holds can be trusted"
+	case !c.exists && f.n == 0 && f.log == 0 && f.fields == 0:
+		return f, "" // a floor of nothing: written before a first write
 	case !c.exists:
 		if keep := b.cfg.retentionMs(); keep > 0 && now.UnixMilli() >= f.at+keep-floorClock.Milliseconds() {
 			return f, "" // expired after its last write, as its floor will

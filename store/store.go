@@ -126,6 +126,12 @@ type base struct {
 	// counts is the highest count seen of each of the taps' records
 	// (returns_floor.go).
 	counts countMarks
+	// tallies is the highest tally read or written of each replay's
+	// ledger (ledger_seal.go).
+	tallies highWater
+	// windowSeqs is the highest write read or written of each sliding
+	// window (windows_seal.go).
+	windowSeqs highWater
 }
 
 func (b *base) now() time.Time { return b.clock.Now() }
@@ -160,7 +166,7 @@ func New(cfg Config, rdb redis.UniversalClient, clock engine.Clock) (*Store, err
 	return &Store{
 		b:        b,
 		tokens:   &Tokens{b},
-		ledger:   &Ledger{b},
+		ledger:   &Ledger{b: b},
 		replays:  &Replays{b},
 		leases:   &Leases{b},
 		schedule: &Schedule{b},

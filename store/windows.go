@@ -13,7 +13,8 @@ import (
 
 // Windows counts within sliding time windows shared by every replica
 // (ops.Windows): the four-eyes threshold's self-approved messages per
-// requester and DLQ, and the scan rate limit per principal and DLQ.
+// requester and DLQ, and the scan rate limit per principal and DLQ. With
+// a signing key each window is sealed (windows_seal.go).
 type Windows struct{ b *base }
 
 // Windows returns the sliding windows (ops.Windows).
@@ -25,7 +26,8 @@ func (s *Store) Windows() *Windows { return &Windows{s.b} }
 //	ARGV[1] n, ARGV[2] limit, ARGV[3] window in ms, ARGV[4] now (unix
 //	ms), ARGV[5] the take's id
 //
-// Takes older than the window are dropped first. It returns {1, used, 0}
+// Takes older than the window are dropped first; members that are not
+// takes (a seal, windows_seal.go) count nothing. It returns {1, used, 0}
 // when used (the sum of the takes left) + n <= limit, after adding the
 // take, else {0, used, ms until the oldest take leaves the window}.
 var takeScript = redis.NewScript(`
@@ -33,7 +35,8 @@ local n, limit, win, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - win)
 local used = 0
 for _, m in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
-  used = used + tonumber(string.match(m, ':(%d+)$'))
+  local k = string.match(m, ':(%d+)$')
+  if k then used = used + tonumber(k) end
 end
 if used + n > limit then
   local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -52,6 +55,9 @@ func (w *Windows) Take(ctx context.Context, name string, n, limit int, window ti
 	if n < 0 || window < time.Millisecond {
 		return engine.WindowTake{}, fmt.Errorf("store: take %d from window %s of %s: invalid", n, name, window)
 	}
+	if len(w.b.cfg.SigningKey) > 0 {
+		return w.takeSealed(ctx, name, n, limit, window)
+	}
 	id := engine.NewID("w")
 	res, err := takeScript.Run(ctx, w.b.rdb, []string{w.b.k.window(name)}, n, limit, window.Milliseconds(), w.b.now().UnixMilli(), id).Int64Slice()
 	if err == nil && len(res) != 3 {
@@ -69,6 +75,9 @@ func (w *Windows) Take(ctx context.Context, name string, n, limit int, window ti
 
 // Give removes take id (as Take returned it) from window name.
 func (w *Windows) Give(ctx context.Context, name, id string) error {
+	if len(w.b.cfg.SigningKey) > 0 {
+		return w.giveSealed(ctx, name, id)
+	}
 	if err := w.b.rdb.ZRem(ctx, w.b.k.window(name), id).Err(); err != nil {
 		return fail(err, "give back %s to window %s", id, name)
 	}

@@ -1,8 +1,14 @@
 package store
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // TestWindows: takes fit while their sum stays within the limit, a take
@@ -10,7 +16,16 @@ import (
 // back take no longer counts, and takes older than the window drop out.
 func TestWindows(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	checkWindowTakes(t, newEnv(t))
+	signed, refused := signedEnv(t)
+	checkWindowTakes(t, signed)
+	if len(*refused) != 0 {
+		t.Fatalf("sealed windows refused: %v", (*refused)[0])
+	}
+}
+
+// checkWindowTakes runs TestWindows against one store.
+func checkWindowTakes(t *testing.T, e *testEnv) {
 	w := e.st.Windows()
 	const win = time.Hour
 	a, err := w.Take(e.ctx, "self:U1:/orders.dlq", 60, 100, win)
@@ -39,5 +54,65 @@ func TestWindows(t *testing.T) {
 	}
 	if _, err := w.Take(e.ctx, "x", 1, 1, 0); err == nil {
 		t.Fatal("a zero window was accepted")
+	}
+}
+
+// refusedWindow checks that a take from window name is refused as
+// changed in Redis.
+func refusedWindow(t *testing.T, e *testEnv, name, what string) {
+	t.Helper()
+	got, err := e.st.Windows().Take(e.ctx, name, 1, 100, time.Hour)
+	var se *SignatureError
+	if !errors.Is(err, engine.ErrBadSignature) || !errors.As(err, &se) || se.Kind != "window" || se.ID != name {
+		t.Fatalf("%s: the take reads %+v, %v; want it refused (kind window)", what, got, err)
+	}
+}
+
+// TestWindowTamperRefused: with a signing key, a self-approval window
+// whose take was deleted, lowered, or whose seal was deleted beside its
+// takes, or which was written back as it was before a take, refuses the
+// next take (a SignatureError) instead of counting less; a take given
+// back by Give counts nothing and is not a change.
+func TestWindowTamperRefused(t *testing.T) {
+	t.Parallel()
+	e, _ := signedEnv(t)
+	w := e.st.Windows()
+	key := func(name string) string { return e.st.b.k.window(name) }
+	takes := func(name string, n int) (string, []redis.Z) {
+		t.Helper()
+		a, err := w.Take(e.ctx, name, n, 100, time.Hour)
+		if err != nil || !a.OK {
+			t.Fatalf("take: %+v %v", a, err)
+		}
+		e.clock.Advance(time.Minute)
+		return a.ID, e.rdb.ZRangeWithScores(e.ctx, key(name), 0, -1).Val()
+	}
+
+	id, _ := takes("self:U1:/a.dlq", 60)
+	e.rdb.ZRem(e.ctx, key("self:U1:/a.dlq"), id)
+	refusedWindow(t, e, "self:U1:/a.dlq", "a take deleted")
+
+	id, zs := takes("self:U1:/b.dlq", 60)
+	lowered := strings.TrimSuffix(id, ":60") + ":1"
+	e.rdb.ZRem(e.ctx, key("self:U1:/b.dlq"), id)
+	e.rdb.ZAdd(e.ctx, key("self:U1:/b.dlq"), redis.Z{Score: zs[0].Score, Member: lowered})
+	refusedWindow(t, e, "self:U1:/b.dlq", "a take lowered")
+
+	takes("self:U1:/c.dlq", 60)
+	e.rdb.ZRemRangeByScore(e.ctx, key("self:U1:/c.dlq"), "+inf", "+inf")
+	refusedWindow(t, e, "self:U1:/c.dlq", "the seal deleted")
+
+	_, before := takes("self:U1:/d.dlq", 30)
+	takes("self:U1:/d.dlq", 30)
+	e.rdb.Del(e.ctx, key("self:U1:/d.dlq"))
+	e.rdb.ZAdd(e.ctx, key("self:U1:/d.dlq"), before...)
+	refusedWindow(t, e, "self:U1:/d.dlq", "the window written back as before its last take")
+
+	id, _ = takes("self:U1:/e.dlq", 60)
+	if err := w.Give(e.ctx, "self:U1:/e.dlq", id); err != nil {
+		t.Fatal(err)
+	}
+	if a, err := w.Take(e.ctx, "self:U1:/e.dlq", 100, 100, time.Hour); err != nil || !a.OK || a.Used != 0 {
+		t.Fatalf("after a give: %+v %v, want the whole limit", a, err)
 	}
 }
