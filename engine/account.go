@@ -17,6 +17,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	sentBefore := rn.r.Sent
 	rn.lastProgress = time.Time{}
 	rate, paceHook := rn.paceOf(ctx)
+	rn.passPaced = rate > 0 || paceHook != nil // giveway.go
 	sentItems := &sentItems{p: rn.plan}
 	onSent := sentItems.add
 	if rn.resending {

@@ -19,16 +19,21 @@ import (
 // lost connection) and, when there is one, stops publishing (errGiveWay).
 // The pass then gives back everything the move held (the move's end, or
 // the cursor's release), waits until the replays it gave way to have
-// stopped seeking (at most Config.HeldWait, the time a seeker waits for
-// a holder), and moves again for what is left of its picks, from the
-// DLQ's head. The picks the stopped move had not published are withdrawn from
+// stopped seeking (giveWayFor: at most Config.HeldWait, the time a seeker
+// waits for a holder, when the pass is paced; a seeker's read slice when
+// it is not, since its next move holds their picks only for moments), and
+// moves again for what is left of its picks, from the DLQ's head. The picks the stopped move had not published are withdrawn from
 // the ledger (never published: certainly not sent) and picked again;
 // what it published is confirmed and acked as on a pause. Claims are
 // kept throughout, so no other replay sends them meanwhile.
 //
 // Two replays seeking at once would each give way to the other: a step
 // that is itself looking for picks its read has not found yet gives way
-// only to a seeker whose id sorts before its own. A seeking step marks
+// only to a seeker whose id sorts before its own, unless its pass is
+// paced. A paced pass reads only as fast as it sends, so its search lasts
+// as long as its sends, and it holds what it passed meanwhile: it gives
+// way to every seeker, or an unpaced replay of the same DLQ would wait
+// for its whole send. A seeking step marks
 // itself a plain reader while it waits after giving way (it holds nothing
 // then, and the replay it waits for must not wait for it in turn) and
 // once its read has found all its picks (nobody need give way to, or wait
@@ -65,7 +70,7 @@ func (rn *run) giveWayDue(ctx context.Context, left int) bool {
 	}
 	rn.yieldTo = rn.yieldTo[:0]
 	for _, id := range seekers {
-		if rn.deaf[id] || rn.seeking && left > 0 && id > rn.r.ID {
+		if rn.deaf[id] || rn.seeking && left > 0 && id > rn.r.ID && !rn.passPaced {
 			continue
 		}
 		rn.yieldTo = append(rn.yieldTo, id)
@@ -151,7 +156,7 @@ func (rn *run) giveWay(ctx context.Context) error {
 		defer rn.markReading(ctx, true) // its pass has picks to find again
 	}
 	start := rn.s.d.Clock.Now()
-	deadline := start.Add(rn.s.cfg.HeldWait)
+	deadline := start.Add(rn.giveWayFor())
 	for {
 		if stop := rn.stopCause(ctx); stop != nil {
 			return stop
@@ -197,6 +202,19 @@ func addMoves(a, b MoveResult) MoveResult {
 	b.Refused = append(a.Refused, b.Refused...)
 	b.Dropped = append(a.Dropped, b.Dropped...)
 	return b
+}
+
+// giveWayFor is how long a step that gave way waits, at most, for the
+// replays it gave way to to stop seeking: Config.HeldWait for a paced
+// pass, whose next move would hold their picks again for as long as it
+// sends; giveWayWait for an unpaced one, whose move holds them for
+// moments, and a seeker still seeking after that is not waiting for it
+// (its own pass sending paced, say).
+func (rn *run) giveWayFor() time.Duration {
+	if rn.passPaced {
+		return rn.s.cfg.HeldWait
+	}
+	return rn.giveWayWait()
 }
 
 // giveWayWait is how long a run's re-read cut short by another dlqbot

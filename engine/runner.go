@@ -86,6 +86,7 @@ type run struct {
 	// for in vain, given way to no more until they stop seeking
 	// (giveway.go).
 	seeking     bool
+	passPaced   bool     // the pass under way sends paced (giveway.go)
 	scanReplays []string // the replays that held messages during the last re-read (settle_scan.go)
 	yieldLooked time.Time
 	yieldTo     []string
