@@ -10,36 +10,36 @@ import (
 
 // A step's move holds, unacknowledged, every message of the DLQ it passed
 // over: a one-shot move until it ends, a cursor's until it is released.
-// For a paced step that is the whole step, and what it passed includes
-// the picks of another dlqbot replay of the same DLQ, which then waits for
+// For a paced step that is the whole step, and what it passed includes the
+// picks of another dlqbot replay of the same DLQ, which then waits for
 // them (readerWait) as long as this step lasts. So a move gives way: every
 // markEvery its Continue looks for another replay seeking messages of the
-// DLQ (a step looking for its picks, findRest; a re-read that another
-// read cut short, scanWhole; the reconcile and the acks' read after a
-// lost connection) and, when there is one, stops publishing (errGiveWay).
-// The pass then gives back everything the move held (the move's end, or
-// the cursor's release), waits until the replays it gave way to have
-// stopped seeking (giveWayFor: at most Config.HeldWait, the time a seeker
-// waits for a holder, when the pass is paced; a seeker's read slice when
-// it is not, since its next move holds their picks only for moments), and
-// moves again for what is left of its picks, from the DLQ's head. The picks the stopped move had not published are withdrawn from
-// the ledger (never published: certainly not sent) and picked again;
-// what it published is confirmed and acked as on a pause. Claims are
-// kept throughout, so no other replay sends them meanwhile.
+// DLQ (a step looking for its picks, findRest; a re-read that another read
+// cut short, scanWhole; the reconcile and the acks' read after a lost
+// connection) and, when there is one, stops publishing (errGiveWay). The
+// pass then gives back everything the move held (the move's end, or the
+// cursor's release), waits until the replays it gave way to have stopped
+// seeking (giveWayFor: at most Config.HeldWait, the time a seeker waits
+// for a holder, when the pass is paced; a seeker's read slice when it is
+// not, since its next move holds their picks only for moments), and moves
+// again for what is left of its picks, from the DLQ's head. The picks the
+// stopped move had not published are withdrawn from the ledger (never
+// published: certainly not sent) and picked again; what it published is
+// confirmed and acked as on a pause. Claims are kept throughout, so no
+// other replay sends them meanwhile.
 //
 // Two replays seeking at once would each give way to the other: a step
 // that is itself looking for picks its read has not found yet gives way
 // only to a seeker whose id sorts before its own, unless its pass is
 // paced. A paced pass reads only as fast as it sends, so its search lasts
 // as long as its sends, and it holds what it passed meanwhile: it gives
-// way to every seeker, or an unpaced replay of the same DLQ would wait
-// for its whole send. A seeking step marks
-// itself a plain reader while it waits after giving way (it holds nothing
-// then, and the replay it waits for must not wait for it in turn) and
-// once its read has found all its picks (nobody need give way to, or wait
-// for, a search that is over). A seeker still seeking when the wait ends
-// was not waiting for this step's read: the step gives way to it no more
-// until it stops seeking (deaf).
+// way to every seeker, or an unpaced replay of the same DLQ would wait for
+// its whole send. A seeking step marks itself a plain reader while it
+// waits after giving way (it holds nothing then, and the replay it waits
+// for must not wait for it in turn) and once its read has found all its
+// picks (nobody need give way to, or wait for, a search that is over). A
+// seeker still seeking when the wait ends was not waiting for this step's
+// read: the step gives way to it no more until it stops seeking (deaf).
 
 // errGiveWay stops a move's sends so that its read gives back what it
 // holds to another dlqbot replay seeking messages of the DLQ.

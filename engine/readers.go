@@ -26,7 +26,7 @@ import (
 //     one, so the seeker's next read finds its picks. A replay sending a
 //     step does the same from its move (giveway.go): the move stops, its
 //     read gives back what it passed, and the step moves on once the
-//     seeker has stopped seeking;
+//     seeker has stopped seeking, or after giveWayFor;
 //   - a run's own re-reads of the DLQ (for returns, a bypass check, the
 //     reconcile after a lost connection, the acks it did not carry) mark
 //     the replay reading while they read, and seeking when another
