@@ -17,12 +17,13 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	sentBefore := rn.r.Sent
 	rn.lastProgress = time.Time{}
 	rate, paceHook := rn.paceOf(ctx)
+	rn.passPaced = rate > 0 || paceHook != nil // giveway.go
 	sentItems := &sentItems{p: rn.plan}
 	onSent := sentItems.add
 	if rn.resending {
 		onSent = nil // bookResend reads mr.Sent
 	}
-	mr, moveErr := rn.move(ctx, MoveRequest{
+	mr, moveErr := rn.moveGivingWay(ctx, MoveRequest{
 		Queue: rn.r.DLQ,
 		Pick: func(m letter.Message) (Pick, bool) {
 			if rn.dropping() {
@@ -67,7 +68,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		Window:   rn.s.cfg.Window,
 		Rate:     rate,
 		Pace:     paceHook,
-		Continue: rn.mayContinue(ctx),
+		Continue: rn.continueGivingWay(ctx, left),
 		Intend: func(ctx context.Context, batch []Moved) (map[string]string, error) {
 			if err := rn.hb.check(ctx); err != nil {
 				return nil, err
@@ -84,7 +85,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 			return nil
 		},
 		OnSent: onSent,
-	})
+	}, pick, left)
 	rn.r.Sent = sentBefore
 	rn.stepMoves.add(mr)
 	rn.bookDrops(mr)

@@ -149,6 +149,7 @@ look:
 func (rn *run) seek(ctx context.Context) finder {
 	f := finder{deadline: rn.s.d.Clock.Now().Add(rn.s.cfg.HeldWait), passEnd: rn.s.d.Clock.Now()}
 	rn.flushProgress(ctx)
+	rn.seeking = true
 	rn.markReading(ctx, true)
 	f.readyAt = rn.readyNow(ctx)
 	// The replays this search sees reading, named by heldBy if it gives up
@@ -159,6 +160,7 @@ func (rn *run) seek(ctx context.Context) finder {
 
 // doneSeeking ends what seek began.
 func (rn *run) doneSeeking(ctx context.Context) {
+	rn.seeking = false
 	rn.doneReading(ctx)
 	rn.sawReaders, rn.sawScans = nil, nil
 }

@@ -25,6 +25,8 @@ import (
 //     one-shot reads of account_find.go, which must not take dlqbot's own
 //     cursor for another client holding messages);
 //   - a resend of copies in doubt, which reads the DLQ afresh;
+//   - another dlqbot replay seeks messages of the DLQ, during a step's
+//     sends too (giveway.go: the step opens a new cursor once it has);
 //   - a pause, a stop, a cancel, a lost lease, a shutdown or the end.
 //
 // A paused or stopped replay therefore holds nothing. The next step after

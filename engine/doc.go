@@ -76,6 +76,9 @@
 //	claims.go         a step's claims on its messages and who else holds
 //	                  or reads them; readers.go marks a run reading the DLQ
 //	cursor.go         a run's cursor on the DLQ (held messages, its bounds)
+//	giveway.go        a step's read giving back what it holds to another
+//	                  replay looking for its picks, how long it waits for
+//	                  that search (a paced step longer), and moving on
 //	ledger_window.go  the ledger window of a batch about to be published
 //	reconcile.go, reconnect.go, resend.go, recount.go
 //	                  after a lost connection: reconciling the counts,

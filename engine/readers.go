@@ -23,7 +23,15 @@ import (
 //   - a step that did not find all its picks (findRest) marks the replay
 //     seeking; a settling replay whose cursor is open looks for seekers
 //     every markEvery and gives back what its cursor holds when there is
-//     one, so the seeker's next read finds its picks.
+//     one, so the seeker's next read finds its picks. A replay sending a
+//     step does the same from its move (giveway.go): the move stops, its
+//     read gives back what it passed, and the step moves on once the
+//     seeker has stopped seeking, or after giveWayFor;
+//   - a run's own re-reads of the DLQ (for returns, a bypass check, the
+//     reconcile after a lost connection, the acks it did not carry) mark
+//     the replay reading while they read, and seeking when another
+//     replay's read cut them short (settle_scan.go), so that replay's
+//     step gives way to them as well.
 //
 // A whole read of the DLQ (a preview, an approval's compare, a check:
 // scanWhole) marks itself reading as well, for as long as it reads, but
@@ -46,7 +54,7 @@ func (rn *run) markReading(ctx context.Context, seeking bool) {
 	if rn.s.d.Claims == nil {
 		return
 	}
-	rn.marked = rn.s.d.Clock.Now()
+	rn.marked, rn.markedSeeking = rn.s.d.Clock.Now(), seeking
 	held := 0
 	if rn.cur != nil {
 		// What a preview beside it cannot see (heldByReplays), as of the

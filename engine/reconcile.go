@@ -29,8 +29,10 @@ import (
 // meet them, never sent again (resume_acks.go): acking them loses nothing,
 // their copies were confirmed.
 //
-// The read waits for a quiet DLQ for up to Config.HeldWait; when it cannot
-// be made (the broker away, its read budget too low, other readers),
+// The read waits for a quiet DLQ for up to Config.HeldWait, marked seeking
+// meanwhile, so that another dlqbot replay's step gives back what its read
+// holds (giveway.go); when it cannot be made (the broker away, its read
+// budget too low, other readers),
 // Replay.Unreconciled stays set and the next run tries again before it
 // sends anything.
 
@@ -55,6 +57,12 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 	clock := rn.s.d.Clock
 	deadline := clock.Now().Add(rn.s.cfg.HeldWait)
 	stop := func() error { return rn.stopCause(ctx) }
+	// The wait and the read seek, to other replays: a replay whose step
+	// holds messages of the DLQ gives them back (giveway.go) rather than
+	// keep the DLQ from being quiet until its step ends.
+	mark := rn.markScan(ctx)
+	defer mark.end(ctx)
+	mark.seek(ctx)
 	for {
 		since := clock.Now()
 		quiet, qerr := rn.s.awaitQuiet(ctx, rn.r.ID, rn.r.DLQ, since, deadline, true, stop)

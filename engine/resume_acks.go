@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/stroma/dlqbot/engine/letter"
@@ -106,15 +107,39 @@ func (rn *run) finishAcks(ctx context.Context) {
 		rn.dropNote = "the ledger could not be read"
 		return
 	}
+	// The read is dlqbot's own, to other replays, and seeks: a replay
+	// whose step holds messages of the DLQ gives way (giveway.go). A read
+	// such a replay cut short is made again, until giveWayWait has passed.
+	mark := rn.markScan(ctx)
+	defer mark.end(ctx)
+	mark.seek(ctx)
+	deadline := rn.s.d.Clock.Now().Add(rn.giveWayWait())
+	for {
+		again, ok := rn.ackRead(ctx)
+		if !again || !ok || !rn.s.d.Clock.Now().Before(deadline) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-rn.s.d.Clock.After(rn.s.cfg.SettlePoll):
+		}
+	}
+}
+
+// ackRead is one read of finishAcks. again is set when another dlqbot
+// replay's read held messages of the DLQ meanwhile (named in
+// rn.dropNote); ok is false when the read could not be made.
+func (rn *run) ackRead(ctx context.Context) (again, ok bool) {
 	st, err := rn.inspectDLQ(ctx)
 	if err != nil {
 		rn.warn("ack the originals of confirmed copies", err)
 		rn.dropNote = "the DLQ could not be inspected: " + err.Error()
-		return
+		return false, false
 	}
 	if !st.Exists {
 		rn.dropNote = "the DLQ no longer exists"
-		return
+		return false, false
 	}
 	need := 1
 	if rn.r.InDoubt > 0 {
@@ -122,7 +147,7 @@ func (rn *run) finishAcks(ctx context.Context) {
 	}
 	if berr := budgetError(st, need, ""); berr != nil {
 		rn.dropNote = "a read of it could bring its messages nearer their delivery limit (" + berr.Error() + ")"
-		return
+		return false, false
 	}
 	// Every original this read meets is in the DLQ now, whatever an
 	// earlier read's drop did: up to the id's confirmed copies again.
@@ -147,15 +172,21 @@ func (rn *run) finishAcks(ctx context.Context) {
 	case err != nil:
 		rn.warn("ack the originals of confirmed copies", err)
 		rn.dropNote = "the read that acks them failed: " + err.Error()
+		return false, false
 	case mr.Coverage.Whole():
 		// A whole read counts as reconcile's does (reconcile.go).
 		rn.r.Duplicates = heldTwice(rn.plan, rn.confirmed, held)
 		rn.r.InDoubtTaken = inDoubtTaken(rn.plan, rn.confirmed, rn.pendingBy, held)
 		rn.r.Unreconciled, rn.r.CountStale = false, false
 		rn.dropNote = ""
-	default:
-		rn.dropNote = "another client held messages of it"
+		return false, true
 	}
+	if rs := rn.replayReaders(ctx); len(rs) > 0 {
+		rn.dropNote = "dlqbot replay " + strings.Join(rs, ", ") + " held messages of it (its own read, not another client)"
+		return true, true
+	}
+	rn.dropNote = "another client held messages of it"
+	return false, true
 }
 
 // inspectDLQ inspects the DLQ, again while the broker does not answer, up

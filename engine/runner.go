@@ -78,6 +78,19 @@ type run struct {
 	// marked is when the run last marked itself reading the DLQ (and
 	// looked for replays seeking what its cursor holds, readers.go).
 	marked time.Time
+	// markedSeeking is whether that mark said seeking.
+	markedSeeking bool
+	// seeking is set while a step looks for picks it did not find
+	// (findRest); yieldLooked is when a move last looked for seekers to
+	// give way to, yieldTo those it found, and deaf the seekers it waited
+	// for in vain, given way to no more until they stop seeking
+	// (giveway.go).
+	seeking     bool
+	passPaced   bool     // the pass under way sends paced (giveway.go)
+	scanReplays []string // the replays that held messages during the last re-read (settle_scan.go)
+	yieldLooked time.Time
+	yieldTo     []string
+	deaf        map[string]bool
 	// pending is the step sent and not judged yet while the next one
 	// sends (settle_overlap.go), tripped the breaker's verdict on the step
 	// sending beside it (settle_breaker.go), and proofs what the targets'

@@ -211,10 +211,10 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 		rn.bp.at = rn.s.d.Clock.Now()
 		if patient {
 			return fmt.Errorf("engine: run %s: %s grew by %d more than its tap recorded, and a read of it could not tell whether those are returns (%s; run check once it has let go): %w",
-				rn.r.ID, rn.r.DLQ, bypassed, heldWords(cov), ErrHeldElsewhere)
+				rn.r.ID, rn.r.DLQ, bypassed, rn.scanHeldWords(cov), ErrHeldElsewhere)
 		}
 		rn.s.cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
-			Int("read", cov.Read).Int("ready", cov.Ready).Msg("the DLQ grew by more than its tap recorded, and " + heldWords(cov) + ": checked again at the next due step")
+			Int("read", cov.Read).Int("ready", cov.Ready).Msg("the DLQ grew by more than its tap recorded, and " + rn.scanHeldWords(cov) + ": checked again at the next due step")
 		return nil
 	}
 	rn.bp = next

@@ -66,7 +66,9 @@ func (rn *run) startReturns(ctx context.Context) error {
 	}
 	seen := 0
 	// Re-reads count returns as copies seen in the DLQ beyond those seen
-	// before: a resumed run first notes what is there already.
+	// before: a resumed run first notes what is there already (marked
+	// reading, as its re-reads are: settle_scan.go).
+	mark := rn.markScan(ctx)
 	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m letter.Message) error {
 		meta := rn.s.ParseMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
@@ -75,6 +77,7 @@ func (rn *run) startReturns(ctx context.Context) error {
 		}
 		return nil
 	})
+	mark.end(ctx)
 	if err != nil {
 		return fmt.Errorf("engine: run %s: read %s for earlier returns: %w", rn.r.ID, rn.r.DLQ, err)
 	}
@@ -186,7 +189,7 @@ func (rn *run) rereadReturns(ctx context.Context, look *returnsLook) error {
 	})
 	if err == nil && last && !cov.Whole() {
 		return fmt.Errorf("engine: run %s: re-read %s for returns: %s, so the read could not tell whether every copy stayed away (run check once it has let go): %w",
-			rn.r.ID, rn.r.DLQ, heldWords(cov), ErrHeldElsewhere)
+			rn.r.ID, rn.r.DLQ, rn.scanHeldWords(cov), ErrHeldElsewhere)
 	}
 	if err != nil {
 		if errors.Is(err, ErrReadBudget) {
@@ -231,7 +234,7 @@ func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
 		// What the read did not see may hold copies that came back
 		// unseen: as impossible as a refused read (what it found is
 		// counted by the next re-read that sees the whole DLQ).
-		err = fmt.Errorf("%s: %w", heldWords(cov), ErrHeldElsewhere)
+		err = fmt.Errorf("%s: %w", rn.scanHeldWords(cov), ErrHeldElsewhere)
 	}
 	if err != nil {
 		if ctx.Err() != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/stroma/dlqbot/engine/letter"
@@ -16,6 +18,15 @@ import (
 // again, for a while, when another client cut a read short; a caller whose
 // read still is not whole says what it could not tell instead of counting
 // what it did not see.
+//
+// Such a re-read is dlqbot's own read of the DLQ: while it reads it marks
+// the replay reading (readers.go), so that another replay whose picks it
+// holds waits for it and never calls it another client. When another
+// dlqbot replay's read cut it short, it marks itself seeking before it
+// reads again: that replay's step gives way (giveway.go) and its read
+// gives back what it holds, and the re-read tries again for at least
+// giveWayWait. Should it still not be whole, it names that replay
+// (scanHeldWords).
 
 // scanRetry is how long a run's re-read that another client cut short is
 // tried again, at most, outside the run's last judgement (which waits
@@ -42,6 +53,9 @@ func (rn *run) scanWhole(ctx context.Context, within time.Duration, begin func()
 	clock := rn.s.d.Clock
 	start := clock.Now()
 	deadline := start.Add(within)
+	rn.scanReplays = nil
+	m := rn.markScan(ctx)
+	defer m.end(ctx)
 	for try := 0; ; try++ {
 		begin()
 		began := clock.Now()
@@ -52,6 +66,14 @@ func (rn *run) scanWhole(ctx context.Context, within time.Duration, begin func()
 		took := clock.Now().Sub(began)
 		if within >= lastLookPatience && rn.readDuring(ctx, began) {
 			deadline = later(deadline, start.Add(rn.s.cfg.HeldWait))
+		}
+		if rs := rn.replayReaders(ctx); len(rs) > 0 {
+			rn.scanReplays = rs
+			if !m.seeking.Load() {
+				// Another dlqbot replay's read: it gives way to a seeker.
+				m.seek(ctx)
+				deadline = later(deadline, clock.Now().Add(rn.giveWayWait()))
+			}
 		}
 		if !clock.Now().Before(deadline) {
 			return info.Coverage, nil
@@ -80,6 +102,90 @@ func later(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// replayReaders are the other running dlqbot replays reading the DLQ now
+// (liveReaders without previews, approvals and checks).
+func (rn *run) replayReaders(ctx context.Context) []string {
+	var rs []string
+	for _, id := range rn.liveReaders(ctx) {
+		if !isScanReader(id) {
+			rs = append(rs, id)
+		}
+	}
+	return rs
+}
+
+// scanHeldWords says why the run's last re-read (scanWhole) was not whole:
+// the dlqbot replays whose reads held messages of the DLQ while it read
+// ("dlqbot replay r_… read it too …"), never another client, else
+// heldWords.
+func (rn *run) scanHeldWords(c Coverage) string {
+	if len(rn.scanReplays) == 0 {
+		return heldWords(c)
+	}
+	held := "held messages of it"
+	if c.HeldElsewhere > 0 {
+		held = fmt.Sprintf("held about %d of its messages", c.HeldElsewhere)
+	}
+	return "dlqbot replay " + strings.Join(rn.scanReplays, ", ") + " " + held + " (its own read of " + rn.r.DLQ + ", not another client)"
+}
+
+// scanMark is a run's reading mark while it reads its DLQ outside a step
+// (markScan).
+type scanMark struct {
+	rn      *run
+	seeking atomic.Bool
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// markScan marks the run reading its DLQ, refreshed every markEvery from
+// another goroutine until end (a read of a large DLQ outlasts the lease
+// time); end removes the mark, or turns it back into the cursor's.
+func (rn *run) markScan(ctx context.Context) *scanMark {
+	m := &scanMark{rn: rn, done: make(chan struct{})}
+	if rn.s.d.Claims == nil {
+		close(m.done)
+		m.stop = func() {}
+		return m
+	}
+	rn.markReading(ctx, false)
+	held, dlq, id, claims, ttl := rn.curHeld, rn.r.DLQ, rn.r.ID, rn.s.d.Claims, rn.s.cfg.LeaseTTL
+	if rn.cur == nil {
+		held = 0
+	}
+	mctx, stop := context.WithCancel(ctx)
+	m.stop = stop
+	go func() {
+		defer close(m.done)
+		for {
+			select {
+			case <-mctx.Done():
+				return
+			case <-rn.s.d.Clock.After(markEvery):
+			}
+			if err := claims.Reading(mctx, dlq, id, m.seeking.Load(), held, ttl); err != nil && mctx.Err() == nil {
+				rn.s.cfg.Log.Warn().Err(err).Str("replay_id", id).Str("dlq", dlq).Msg("mark reading")
+			}
+		}
+	}()
+	return m
+}
+
+// seek turns the mark into a seeker's: other replays' steps give way.
+func (m *scanMark) seek(ctx context.Context) {
+	m.seeking.Store(true)
+	m.rn.markReading(ctx, true)
+}
+
+// end stops the refresh and removes the mark (doneReading).
+func (m *scanMark) end(ctx context.Context) {
+	m.stop()
+	<-m.done
+	if m.rn.s.d.Claims != nil {
+		m.rn.doneReading(ctx)
+	}
 }
 
 // heldWords says why a read was not whole, for a note or a log line.
