@@ -65,21 +65,7 @@ func TestReplayShownOnlyInAllowedChannels(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			policy, err := commands.ParsePolicy([]byte(`
-roles:
-  - name: sre
-    users: [U_REQ, U_APP]
-    grants:
-      - queues: ["*"]
-        actions: [read, replay, publish]
-channels:
-  - queues: ["orders.*"]
-    allow: ` + c.allow + `
-`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := newPolicyHarness(t, nil, nil, policy)
+			h := ordersAllowedIn(t, c.allow)
 			if _, err := h.stub.SlashCommand(h.srv.URL, "/dlq", "replay p_fake", "U_APP", "C_ELSEWHERE"); err != nil {
 				t.Fatal(err)
 			}
@@ -162,21 +148,7 @@ func TestActivityLinesOnlyWhereTheDLQIsAllowed(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			policy, err := commands.ParsePolicy([]byte(`
-roles:
-  - name: sre
-    users: [U_REQ, U_APP]
-    grants:
-      - queues: ["*"]
-        actions: [read, replay, publish]
-channels:
-  - queues: ["orders.*"]
-    allow: ` + c.allow + `
-`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := newPolicyHarness(t, nil, nil, policy)
+			h := ordersAllowedIn(t, c.allow)
 			preview := h.previewQueued(t)
 			ctx := context.Background()
 			h.bot.Notify(ctx, event("r_fake", engine.EventStarted, engine.StateRunning, 0, nil))
@@ -236,4 +208,26 @@ channels:
 			}
 		})
 	}
+}
+
+// ordersAllowedIn returns a bot whose policy lets U_REQ and U_APP read,
+// replay and publish everywhere and shows orders.* only in the channels
+// allow lists (YAML, like "[C_OPS]").
+func ordersAllowedIn(t *testing.T, allow string) *harness {
+	t.Helper()
+	policy, err := commands.ParsePolicy([]byte(`
+roles:
+  - name: sre
+    users: [U_REQ, U_APP]
+    grants:
+      - queues: ["*"]
+        actions: [read, replay, publish]
+channels:
+  - queues: ["orders.*"]
+    allow: ` + allow + `
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newPolicyHarness(t, nil, nil, policy)
 }

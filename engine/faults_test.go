@@ -73,13 +73,20 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 // test-all runs each on all of them).
 func eachDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
+	eachDLQKindOn(t, testkit.Brokers(), f)
+}
+
+// eachDLQKindOn runs f on a classic DLQ on testkit.ClassicOn's broker and
+// on a quorum DLQ on each of quorum.
+func eachDLQKindOn(t *testing.T, quorum []testkit.Broker, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
+	t.Helper()
 	for _, kind := range []struct {
 		name    string
 		args    amqp.Table
 		brokers []testkit.Broker
 	}{
 		{"classic", nil, testkit.ClassicOn(t.Name())},
-		{"quorum", testkit.Quorum(nil), testkit.Brokers()},
+		{"quorum", testkit.Quorum(nil), quorum},
 	} {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
@@ -89,6 +96,15 @@ func eachDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs a
 			})
 		})
 	}
+}
+
+// eachDLQKindOnOne is eachDLQKind with the quorum DLQ, too, on one broker
+// (testkit.ClassicOn, keyed apart from the classic case so the two may
+// differ), every broker with DLQBOT_CLASSIC_ALL=1: for the cases that last
+// a minute or more each.
+func eachDLQKindOnOne(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
+	t.Helper()
+	eachDLQKindOn(t, testkit.ClassicOn(t.Name()+" quorum"), f)
 }
 
 // newFaultEnv is an engine on broker on whose broker connection has a name

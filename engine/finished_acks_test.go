@@ -441,9 +441,13 @@ func TestFinishedAfterAResumeLeavesNoneOfTheSelectionAndCountsItsDuplicates(t *t
 // has a cursor: each move holds what it passed until it ends): each
 // gives way to the other's search (giveway.go), and neither calls the
 // other "another client" nor waits for it the held-wait.
+//
+// It and the next run each kind on one broker (testkit.ClassicOn) in make
+// test, every broker with DLQBOT_CLASSIC_ALL=1 (make test-all): each case
+// lasts as long as the paced replay beside it.
 func TestFinishedAfterAResumeBesideAnotherReplayOfTheSameDLQ(t *testing.T) {
 	t.Parallel()
-	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+	eachDLQKindOnOne(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		finishedAfterLoss(t, on, dlqArgs, 3000, 1000, false, false)
 	})
 }
@@ -457,7 +461,7 @@ func TestFinishedAfterAResumeBesideAnotherReplayOfTheSameDLQ(t *testing.T) {
 // other replay's step to end.
 func TestAResumeEndsBeforeAnotherReplayOfTheSameDLQ(t *testing.T) {
 	t.Parallel()
-	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+	eachDLQKindOnOne(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		finishedAfterLoss(t, on, dlqArgs, 3000, 1000, false, true)
 	})
 }
