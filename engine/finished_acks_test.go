@@ -442,12 +442,16 @@ func TestFinishedAfterAResumeLeavesNoneOfTheSelectionAndCountsItsDuplicates(t *t
 // gives way to the other's search (giveway.go), and neither calls the
 // other "another client" nor waits for it the held-wait.
 //
-// It and the next run each kind on one broker (testkit.ClassicOn) in make
-// test, every broker with DLQBOT_CLASSIC_ALL=1 (make test-all): each case
-// lasts as long as the paced replay beside it.
+// The next test asks all of this and that the resume end first, so make
+// test runs this one only with DLQBOT_CLASSIC_ALL=1 (make test-all), on
+// every broker and kind: each case lasts as long as the paced replay
+// beside it.
 func TestFinishedAfterAResumeBesideAnotherReplayOfTheSameDLQ(t *testing.T) {
 	t.Parallel()
-	eachDLQKindOnOne(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+	if !testkit.AllBrokers() {
+		t.Skip("make test-all (DLQBOT_CLASSIC_ALL=1) runs it; TestAResumeEndsBeforeAnotherReplayOfTheSameDLQ asks the same and more")
+	}
+	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		finishedAfterLoss(t, on, dlqArgs, 3000, 1000, false, false)
 	})
 }
