@@ -39,14 +39,7 @@ func TestAnOperationThatCannotBeRecordedDoesNotHappen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := e.ops.Approve(ctx, bob, ops.Approval{Token: p1.Token, Params: engine.Params{Step: 1, Cap: 1, Rate: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := out.Replay.ID
-	if _, err := e.ops.Control(ctx, bob, engine.ControlPause, id); err != nil {
-		t.Fatal(err)
-	}
+	id := approvePaused(t, e, bob, p1.Token)
 	var r engine.Replay
 	testkit.Eventually(t, 30*time.Second, "the replay paused, its sends acked", func() bool {
 		r, err = e.store.Replays().Get(ctx, id)

@@ -53,14 +53,7 @@ func TestDashboardRequireHuman(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := e.ops.Approve(ctx, bob, ops.Approval{Token: p.Token, Params: engine.Params{Step: 1, Cap: 1, Rate: 1}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	id := out.Replay.ID
-	if _, err := e.ops.Control(ctx, bob, engine.ControlPause, id); err != nil {
-		t.Fatal(err)
-	}
+	id := approvePaused(t, e, bob, p.Token)
 	var r engine.Replay
 	testkit.Eventually(t, 30*time.Second, "the replay paused", func() bool {
 		r, err = e.store.Replays().Get(ctx, id)
@@ -100,4 +93,21 @@ func TestDashboardRequireHuman(t *testing.T) {
 	if _, err := e.ops.Control(ctx, bob, engine.ControlCancel, id); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// approvePaused approves token as approver for a replay of one message a
+// second in steps of one, and pauses it at once: a replay that has barely
+// begun, for tests of what may change it. It returns the replay's id; the
+// caller waits for the pause as it needs.
+func approvePaused(t *testing.T, e *env, approver ops.Caller, token string) string {
+	t.Helper()
+	ctx := context.Background()
+	out, err := e.ops.Approve(ctx, approver, ops.Approval{Token: token, Params: engine.Params{Step: 1, Cap: 1, Rate: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.ops.Control(ctx, approver, engine.ControlPause, out.Replay.ID); err != nil {
+		t.Fatal(err)
+	}
+	return out.Replay.ID
 }
