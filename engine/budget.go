@@ -328,7 +328,9 @@ func (s *Service) previewBudget(ctx context.Context, p *Preview) error {
 // look for returns) could bring a message of the DLQ to its delivery limit.
 func (rn *run) stepBudget(ctx context.Context) error {
 	rereads := RereadsPerStep
-	if rn.mode == ReturnsTap {
+	if rn.mode == ReturnsTap || rn.tailing() {
+		// The tap, or the cursor's tail (settle_tail.go): returns are
+		// found without reading the DLQ again.
 		rereads = 0
 	}
 	// A step that continues the run's cursor makes no new read: what the

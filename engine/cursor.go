@@ -30,10 +30,12 @@ import (
 //   - a pause, a stop, a cancel, a lost lease, a shutdown or the end.
 //
 // A paused or stopped replay therefore holds nothing. The next step after
-// a release opens a new cursor at the head of the DLQ. A replay that finds
-// returns by re-reading the DLQ (ReturnsReread) uses no cursor: its
-// re-reads would wait for the cursor's consumer and could not see what it
-// holds.
+// a release opens a new cursor at the head of the DLQ. A replay without a
+// tap (ReturnsReread) finds returns with its cursor too (settle_tail.go):
+// its cursor is not released when its read ends, since it goes on seeing
+// what arrives at the DLQ's tail. When the cursor cannot tell, the run
+// releases it before it re-reads the DLQ, whose read would otherwise wait
+// for the cursor's consumer and could not see what it holds.
 
 // Cursor defaults.
 const (
@@ -53,7 +55,7 @@ const cursorRefillWait = 10 * time.Second
 // cursorMover is the mover's cursor support, if the run may use it now.
 func (rn *run) cursorMover() (CursorMover, bool) {
 	cm, ok := rn.s.d.Mover.(CursorMover)
-	if !ok || rn.s.cfg.CursorHold < 0 || rn.mode == ReturnsReread || rn.resending {
+	if !ok || rn.s.cfg.CursorHold < 0 || rn.resending {
 		return nil, false
 	}
 	return cm, true
@@ -65,10 +67,14 @@ func (rn *run) cursorMover() (CursorMover, bool) {
 func (rn *run) openCursor(ctx context.Context) {
 	cm, ok := rn.cursorMover()
 	if !ok {
-		// Resending, or re-reading for returns from now on (the tap
-		// missed some): those reads must find the DLQ whole.
+		// Resending: its reads must find the DLQ whole.
 		rn.releaseCursor("the step reads without a cursor")
 		return
+	}
+	if rn.cur != nil && rn.mode == ReturnsReread && !rn.tail.on {
+		// Opened while the tap found returns (it has since missed some):
+		// what the cursor read before was not looked at for returns.
+		rn.releaseCursor("returns are looked for with the cursor from now on")
 	}
 	if rn.cur != nil {
 		return
@@ -79,6 +85,8 @@ func (rn *run) openCursor(ctx context.Context) {
 		return
 	}
 	rn.cur, rn.curOpened = c, rn.s.d.Clock.Now()
+	// What the cursor reads is looked at for returns (settle_tail.go).
+	rn.startTail()
 	rn.markReading(ctx, false) // readers.go
 	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened")
 }
@@ -90,6 +98,9 @@ func (rn *run) move(ctx context.Context, req MoveRequest) (MoveResult, error) {
 	if rn.cur == nil {
 		return rn.s.d.Mover.Move(ctx, req)
 	}
+	if rn.tailing() {
+		req.Pick = rn.observing(req.Pick) // settle_tail.go
+	}
 	mr, err := rn.cur.Move(ctx, req)
 	if err != nil {
 		rn.cur = nil
@@ -99,7 +110,8 @@ func (rn *run) move(ctx context.Context, req MoveRequest) (MoveResult, error) {
 
 // boundCursor releases the cursor when it holds too much, is too old (or
 // would be by the end of the step's settle), its read ended with nothing
-// it holds still wanted, or another dlqbot replay sends from the same DLQ
+// it holds still wanted (unless it finds the run's returns at the DLQ's
+// tail), or another dlqbot replay sends from the same DLQ
 // (whose picks the cursor may hold: it gets them between this run's
 // steps, as without a cursor).
 func (rn *run) boundCursor(ctx context.Context) {
@@ -114,7 +126,7 @@ func (rn *run) boundCursor(ctx context.Context) {
 		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", holdBound(rn.s.cfg.CursorHold, rn.plan.reach)))
 	case age+rn.r.Params.Timeout > rn.s.cfg.CursorAge:
 		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.cfg.CursorAge))
-	case rn.cur.Done() && !rn.wantsHeld():
+	case rn.cur.Done() && !rn.wantsHeld() && !rn.tailing():
 		rn.releaseCursor("its read ended")
 	default:
 		rn.curHeld = rn.cur.Held() // no move is in progress

@@ -98,6 +98,7 @@
 //	                  came back (from the tap, or by re-reading the DLQ);
 //	                  settle_unverified.go the stop when the tap's record
 //	                  of them fails its check (ErrReturnsUnverified);
+//	                  settle_tail.go from the cursor's tail, where no tap can be;
 //	                  settle_proof.go the counters' proof that ends it early;
 //	                  settle_overlap.go a step settling while the next sends,
 //	                  and settle_breaker.go the breaker that stops it on returns;

@@ -13,8 +13,8 @@ type ReturnsView struct {
 	// Tap is the tap queue's name (tap mode).
 	Tap string `json:"tap,omitempty"`
 	// Reads is how many reads of the whole DLQ a replay of the selection
-	// with the default steps needs to find returns (reread mode): one per
-	// step.
+	// with the default steps needs to find returns (reread mode) at most:
+	// one per step where the replay's cursor cannot tell (settle_tail.go).
 	Reads int `json:"reads,omitempty"`
 	// Detail says it in words, with why the DLQ must be re-read.
 	Detail string `json:"detail"`
@@ -40,6 +40,11 @@ func (s *Service) returnsView(ctx context.Context, p *Preview) ReturnsView {
 	}
 	v.Reads = defaultSteps(p.Selected)
 	v.Detail = fmt.Sprintf("returns will be found by re-reading the DLQ: %d read(s) of all of %s (one per step), each giving every message back", v.Reads, p.DLQ.Name)
+	if p.Selected <= tailKeep {
+		// Reads is the worst case: the cursor's tail (settle_tail.go)
+		// makes none while it can tell.
+		v.Detail = "returns will be found at the DLQ's tail by the replay's own read of it, which holds what it passed unacked until the replay ends; only where that read cannot tell (another consumer on the DLQ) by " + v.Detail[len("returns will be found by "):]
+	}
 	if p.DLQ.Type == "quorum" {
 		v.Detail += " and costing it a delivery attempt"
 	}

@@ -75,6 +75,8 @@ type run struct {
 	// curOpened when it opened (see cursor.go).
 	cur       Cursor
 	curOpened time.Time
+	// tail is what the cursor saw of the replay's returns (settle_tail.go).
+	tail curTail
 	// marked is when the run last marked itself reading the DLQ (and
 	// looked for replays seeking what its cursor holds, readers.go).
 	marked time.Time
