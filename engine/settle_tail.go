@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // A replay whose DLQ has no tap (it is fed through the default exchange)
@@ -23,9 +24,22 @@ import (
 // that died since it was created and that the cursor saw.
 //
 // When the cursor cannot tell — another consumer on the DLQ, a read that
-// ended short, a lost channel, or reading on would keep more than tailKeep
-// planned messages in memory — the look falls back to re-reading the whole
-// DLQ (rereadReturns), which says "could not tell" when it cannot either.
+// ended short, a lost channel, a tail that does not come to rest within
+// tailWait, or reading on would keep more than tailKeep planned messages
+// in memory — the look falls back to re-reading the whole DLQ
+// (rereadReturns), which says "could not tell" when it cannot either.
+//
+// The tail takes whatever becomes ready in the DLQ while it looks: beside
+// returns and new dead letters, what another dlqbot replay of the same DLQ
+// gives back — its picks, which it would then wait for. So the tail is
+// never used while another dlqbot replay reads the DLQ (liveReaders: its
+// claims or its reading mark): the look re-reads instead, marked and
+// giving way as every run's re-read does (settle_scan.go). A replay that
+// began reading during the look finds the cursor given back right after
+// it (what the tail saw is counted first), and until then the run's
+// reading mark names it, never "another client". And the look never makes
+// anyone wait long: a tail that has not come to rest within tailWait is
+// given back, and the look re-reads.
 
 // TailCursor is a Cursor that keeps consuming what arrives at the DLQ
 // behind the messages ready when it opened.
@@ -46,6 +60,11 @@ type TailCursor interface {
 // steps that send them (some 100 MB of 1 KB messages). A plan with more
 // left re-reads the DLQ for returns instead.
 const tailKeep = 100000
+
+// tailWait bounds one look at the cursor's tail (TailCursor.Arrivals): it
+// takes moments when the DLQ comes to rest (nothing ready that the tail
+// has not taken), and holds what it takes meanwhile.
+const tailWait = 5 * time.Second
 
 // curTail is what the run's cursor has seen of the replay's returns since
 // it opened.
@@ -110,41 +129,57 @@ func (rn *run) seeTail(m Message) {
 // cursorReturns looks for returns with the run's cursor: it reads on to
 // the DLQ's tail when the steps' moves have not reached it yet, then takes
 // what arrived since the last look. It reports false when the cursor
-// could not tell (the caller then re-reads the DLQ).
+// could not tell, or another dlqbot replay reads the DLQ (the caller then
+// re-reads the DLQ).
 func (rn *run) cursorReturns(ctx context.Context) bool {
-	if !rn.tailing() {
+	if !rn.tailing() || rn.replaysReading(ctx) {
 		return false
 	}
-	if !rn.cur.Done() {
-		if rn.plan.remaining() > tailKeep {
-			return false
-		}
-		mr, err := rn.move(ctx, MoveRequest{
-			Queue: rn.r.DLQ,
-			Pick: func(m Message) (Pick, bool) {
-				return Pick{Later: !rn.resending && rn.plan.leftOf(rn.s.ParseMeta(rn.r.DLQ, m).ID) > 0}, false
-			},
-			Window: rn.s.cfg.Window,
-		})
-		if err != nil {
-			rn.warn("read on to the DLQ's tail for returns", err)
-			return false
-		}
-		if !mr.Coverage.Whole() || rn.cur == nil || !rn.cur.Done() {
-			return false
-		}
+	if !rn.cur.Done() && !rn.readOnToTail(ctx) {
+		return false
 	}
 	tc, ok := rn.cur.(TailCursor)
 	if !ok {
 		return false
 	}
-	if err := tc.Arrivals(ctx, rn.seeTail); err != nil {
+	actx, cancel := context.WithTimeout(ctx, tailWait)
+	err := tc.Arrivals(actx, rn.seeTail)
+	cancel()
+	if err != nil {
 		if !errors.Is(err, ErrHeldElsewhere) {
 			rn.cur = nil // released by the cursor
+			rn.doneReading(ctx)
 		}
 		rn.warn("look at the DLQ's tail for returns", err)
 		return false
 	}
 	rn.r.NewFailures = rn.tail.fresh
+	if rn.replaysReading(ctx) {
+		// Began reading during the look: what it gave back meanwhile may
+		// be among what the tail took.
+		rn.releaseCursor("another dlqbot replay reads the DLQ")
+	}
 	return true
+}
+
+// readOnToTail continues the cursor's read to the DLQ's tail, keeping the
+// planned messages it passes for the steps that send them; it reports
+// whether the read reached the tail, having seen the whole DLQ.
+func (rn *run) readOnToTail(ctx context.Context) bool {
+	if rn.plan.remaining() > tailKeep {
+		return false
+	}
+	mr, err := rn.move(ctx, MoveRequest{
+		Queue: rn.r.DLQ,
+		Pick: func(m Message) (Pick, bool) {
+			return Pick{Later: !rn.resending && rn.plan.leftOf(rn.s.ParseMeta(rn.r.DLQ, m).ID) > 0}, false
+		},
+		Window: rn.s.cfg.Window,
+	})
+	if err != nil {
+		rn.doneReading(ctx) // the cursor was released
+		rn.warn("read on to the DLQ's tail for returns", err)
+		return false
+	}
+	return mr.Coverage.Whole() && rn.cur != nil && rn.cur.Done()
 }
