@@ -117,7 +117,7 @@ func (rn *run) seeTail(m Message) {
 		if n := rn.tail.seen[meta.ID]; n > rn.returnedSeen[meta.ID] {
 			rn.returnedSeen[meta.ID] = n
 			rn.r.Returned++
-			rn.fail(Failure{ID: meta.ID, Target: meta.Source, Kind: FailureReturned, Reason: string(meta.Reason), Detail: meta.Exception})
+			rn.fail(returnedFailure(meta))
 		}
 	case meta.ReplayID != rn.r.ID && rn.isNew(meta):
 		rn.tail.fresh++
