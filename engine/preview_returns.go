@@ -43,7 +43,7 @@ func (s *Service) returnsView(ctx context.Context, p *Preview) ReturnsView {
 	if p.Selected <= tailKeep {
 		// Reads is the worst case: the cursor's tail (settle_tail.go)
 		// makes none while it can tell.
-		v.Detail = "returns will be found at the DLQ's tail by the replay's own read of it, which holds what it passed unacked until the replay ends; only where that read cannot tell (another consumer on the DLQ) by " + v.Detail[len("returns will be found by "):]
+		v.Detail = "returns will be found at the DLQ's tail by the replay's own read of it, which holds what it passed unacked until the replay ends; only where that read cannot tell (another consumer on the DLQ, another dlqbot replay reading it) by " + v.Detail[len("returns will be found by "):]
 	}
 	if p.DLQ.Type == "quorum" {
 		v.Detail += " and costing it a delivery attempt"
