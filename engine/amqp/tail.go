@@ -71,6 +71,16 @@ func (c *Cursor) Arrivals(ctx context.Context, visit func(engine.Message)) error
 			return c.tailErr(err)
 		}
 	}
+	return c.tailToRest(ctx, see)
+}
+
+// tailToRest takes what arrives at the DLQ with a tail consumer until the
+// DLQ is at rest — no message ready that the tail has not taken — and then
+// cancels the consumer, so that between two calls the cursor takes
+// nothing more. Another consumer on the DLQ (which takes arrivals the tail
+// cannot see) ends it as well, with engine.ErrHeldElsewhere.
+func (c *Cursor) tailToRest(ctx context.Context, see func(*heldChan, amqp.Delivery, bool)) error {
+	r := c.r
 	deadline := time.Now().Add(r.stall)
 	for {
 		t, err := r.tailChan(see)
@@ -93,6 +103,9 @@ func (c *Cursor) Arrivals(ctx context.Context, visit func(engine.Message)) error
 			return c.tailErr(err)
 		}
 		if consumers > r.counted() {
+			if err := r.fenceTail(t, see); err != nil {
+				return c.tailErr(err)
+			}
 			return fmt.Errorf("amqp: arrivals on %s: another consumer is on the queue: %w", r.queue, engine.ErrHeldElsewhere)
 		}
 		if ready == 0 {
