@@ -35,7 +35,12 @@ import (
 // its cursor is not released when its read ends, since it goes on seeing
 // what arrives at the DLQ's tail. When the cursor cannot tell, the run
 // releases it before it re-reads the DLQ, whose read would otherwise wait
-// for the cursor's consumer and could not see what it holds.
+// for the cursor's consumer and could not see what it holds. And a step
+// of such a replay that begins while another dlqbot replay reads the DLQ
+// reads without a cursor (rn.beside): its returns are then found by
+// re-reading the DLQ (the tail would take what the other replay gives
+// back), and a cursor would only hold, between those re-reads and the
+// other replay's, what both must see whole.
 
 // Cursor defaults.
 const (
@@ -55,7 +60,7 @@ const cursorRefillWait = 10 * time.Second
 // cursorMover is the mover's cursor support, if the run may use it now.
 func (rn *run) cursorMover() (CursorMover, bool) {
 	cm, ok := rn.s.d.Mover.(CursorMover)
-	if !ok || rn.s.cfg.CursorHold < 0 || rn.resending {
+	if !ok || rn.s.cfg.CursorHold < 0 || rn.resending || rn.mode == ReturnsReread && rn.beside {
 		return nil, false
 	}
 	return cm, true
@@ -67,7 +72,8 @@ func (rn *run) cursorMover() (CursorMover, bool) {
 func (rn *run) openCursor(ctx context.Context) {
 	cm, ok := rn.cursorMover()
 	if !ok {
-		// Resending: its reads must find the DLQ whole.
+		// Resending (its reads must find the DLQ whole), or a step
+		// without a tap beside another replay (rn.beside, above).
 		rn.releaseCursor("the step reads without a cursor")
 		return
 	}

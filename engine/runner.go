@@ -77,6 +77,10 @@ type run struct {
 	curOpened time.Time
 	// tail is what the cursor saw of the replay's returns (settle_tail.go).
 	tail curTail
+	// beside is set, for a step, when another dlqbot replay read the DLQ
+	// as it began (a run without a tap then reads without a cursor:
+	// cursor.go).
+	beside bool
 	// marked is when the run last marked itself reading the DLQ (and
 	// looked for replays seeking what its cursor holds, readers.go).
 	marked time.Time

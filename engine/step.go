@@ -122,6 +122,7 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 // that was left was another replay's.
 func (rn *run) pickFirst(ctx context.Context, k, size int) (pick map[string]int, walk *stepWalk, err error) {
 	rn.resending = rn.rs.left() > 0
+	rn.beside = rn.mode == ReturnsReread && rn.replaysReading(ctx) // cursor.go
 	if rn.resending {
 		// A resend reads the DLQ afresh: the cursor must hold nothing.
 		rn.releaseCursor("a resend of copies in doubt")
