@@ -126,11 +126,13 @@
 //
 // Every collaborator a Service uses is a field of Deps, given to New; none
 // is set afterwards, and only the mover's cursor support is discovered by
-// a type assertion. The RabbitMQ adapter
-// lives in engine/amqp and the Redis implementations in store/, each with
-// a compile-time assertion of the interfaces it implements; engine imports
-// neither go-redis nor slack-go, so every rule here can be read without
-// knowing the transports.
+// a type assertion. New refuses a Service without the ports production
+// always sets (Broker, Tokens, Ledger, Replays, Leases, Mover, Schedule);
+// the others are optional. The RabbitMQ adapter lives in engine/amqp and
+// the Redis implementations in store/, each with a compile-time
+// assertion of the interfaces it implements; engine imports neither
+// go-redis nor slack-go, so every rule here can be read without knowing
+// the transports.
 //
 // kinds.go names what can go wrong or change as typed constants: a
 // preview's ProblemKind, an approval's ChangeKind, a replay's FailureKind and

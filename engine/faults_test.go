@@ -128,7 +128,7 @@ func newFaultEnv(t *testing.T, on testkit.Broker, tapped bool, cfg ...engine.Con
 	if len(cfg) > 0 {
 		c = cfg[0]
 	}
-	d := engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+	d := engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(),
 		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()}
 	if tapped {
 		d.Taps, d.Returns, d.TapGaps = b, st.Returns(), st.TapGaps()

@@ -139,9 +139,6 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 // run is Run, asking authz (when not nil) before anything is sent whether
 // the replay may run (authorize.go).
 func (s *Service) run(ctx context.Context, id, owner string, authz Authorizer) (Replay, error) {
-	if s.d.Mover == nil {
-		return Replay{}, errors.New("engine: run: a mover is required")
-	}
 	// The lease is held by this run, not by the worker: another run of the
 	// same replay in the same process (a stray job) never passes for this
 	// one's owner, in the heartbeat, the fence or the release.
