@@ -67,17 +67,18 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 
 // eachDLQKind runs f as subtests "classic/<broker>" and "quorum/<broker>",
 // with the DLQ's arguments for the kind (a quorum DLQ with no limit set:
-// RabbitMQ 4.x applies its default of 20): quorum on every broker, classic
-// on the one broker testkit.ClassicOn picks for the test (these fault runs
-// are long; make test spreads the classic ones over the three brokers, make
-// test-all runs each on all of them).
+// RabbitMQ 4.x applies its default of 20): classic on the one broker
+// testkit.ClassicOn picks for the test, quorum on the one testkit.QuorumOn
+// picks (another; these fault runs are long: make test spreads both kinds
+// over the three brokers, make test-all runs each on all of them).
 func eachDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
 	eachDLQKindOn(t, testkit.Brokers(), f)
 }
 
 // eachDLQKindOn runs f on a classic DLQ on testkit.ClassicOn's broker and
-// on a quorum DLQ on each of quorum.
+// on a quorum DLQ on the one of quorum testkit.QuorumOn picks (quorumAmong;
+// each of them with DLQBOT_CLASSIC_ALL=1).
 func eachDLQKindOn(t *testing.T, quorum []testkit.Broker, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
 	for _, kind := range []struct {
@@ -86,7 +87,7 @@ func eachDLQKindOn(t *testing.T, quorum []testkit.Broker, f func(t *testing.T, o
 		brokers []testkit.Broker
 	}{
 		{"classic", nil, testkit.ClassicOn(t.Name())},
-		{"quorum", testkit.Quorum(nil), quorum},
+		{"quorum", testkit.Quorum(nil), quorumAmong(t.Name(), quorum)},
 	} {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
