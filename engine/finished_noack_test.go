@@ -157,3 +157,64 @@ func TestAutoAckReplayFinishesOnceItsCopiesAreTaken(t *testing.T) {
 		}
 	})
 }
+
+// TestAConsumerThatAcksKeepsTheGrace: beside a consumer that auto-acks, a
+// target with one that acks what it takes (and could still reject it) is
+// not judged by its consumers: its step waits the grace (the counters'
+// proof cannot match, the auto-ack deliveries not counting as acks), and
+// the replay still finishes exact.
+func TestAConsumerThatAcksKeepsTheGrace(t *testing.T) {
+	t.Parallel()
+	const n = 500
+	testkit.Rabbit3.Require(t)
+	cfg := fast
+	cfg.SettleGrace, cfg.SettlePoll = 3*time.Second, 250*time.Millisecond
+	fin := &finishedAt{}
+	e := newTapEnv(t, testkit.Rabbit3, cfg, func(d *engine.Deps) { d.Notifier = fin })
+	r := e.rabbit
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.DLXTopology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(n, 100)...)
+	r.WaitCount(dlq, n, time.Minute)
+	p := preview(t, &e.env, engine.Selection{DLQ: dlq})
+	c := consumeNoAck(t, r, src)
+	rc := &recorder{}
+	acks := r.Consume(src, rc.handle)
+	testkit.Eventually(t, time.Minute, "the API to list both consumers of "+src, func() bool {
+		cs, err := e.broker.Counters(context.Background(), src)
+		return err == nil && cs.Listed == 2
+	})
+
+	rep := approveRun(t, &e.env, p.Token, engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 2 * time.Minute}, false)
+	if rep.State != engine.StateFinished || rep.Sent != n || rep.Settled != n || rep.Returned != 0 {
+		t.Fatalf("replay %s: %d sent, %d settled, %d back (%s); want finished, all %d sent and settled",
+			rep.State, rep.Sent, rep.Settled, rep.Returned, rep.Note, n)
+	}
+	fin.mu.Lock()
+	step := fin.ev.Step
+	fin.mu.Unlock()
+	if step == nil || strings.Contains(step.Observation, noAckWords) || step.Duration < cfg.SettleGrace {
+		t.Errorf("step: %+v; want judged after its grace of %s, not on the consumers' auto-ack", step, cfg.SettleGrace)
+	}
+	testkit.Eventually(t, 30*time.Second, "the consumers to get every copy", func() bool {
+		got, _ := c.count()
+		return got+len(rc.got()) >= n
+	})
+	got := ids(rc.got())
+	c.mu.Lock()
+	for id, k := range c.got {
+		got[id] += k
+	}
+	c.mu.Unlock()
+	for i := range n {
+		if k := got[fmt.Sprintf("m-%d", i)]; k != 1 {
+			t.Errorf("the consumers got m-%d %d time(s), want once", i, k)
+		}
+	}
+	if _, rejected := acks.Counts(); rejected != 0 {
+		t.Errorf("the consumer that acks rejected %d", rejected)
+	}
+	if d, s := r.Count(dlq), r.Count(src); d != 0 || s != 0 {
+		t.Fatalf("DLQ holds %d, target %d: want both empty", d, s)
+	}
+}
