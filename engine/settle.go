@@ -51,6 +51,7 @@ type targetWatch struct {
 func (rn *run) sampleTargets(ctx context.Context, targets map[string]bool) map[string]int64 {
 	out := map[string]int64{}
 	rn.apiMark = rn.apiDown.Load()
+	rn.noAckAt = nil
 	for q := range targets {
 		out[q] = -1
 		if rn.s.d.Counters != nil {

@@ -70,13 +70,18 @@ func (rn *run) takenAcked(ctx context.Context, p *sentStep) bool {
 	return true
 }
 
+// targetTakenAcked is takenAcked for one target.
 func (rn *run) targetTakenAcked(ctx context.Context, w *targetWatch) bool {
 	if !w.noAckBefore || w.consumers < 1 || w.consumersMoved {
 		return false
 	}
 	b := rn.s.d.Broker
 	before, err := b.Inspect(ctx, w.queue)
-	if err != nil || !before.Exists || before.Ready != 0 || before.Consumers != w.consumers {
+	if err != nil || !before.Exists || before.Ready != 0 {
+		return false
+	}
+	if before.Consumers != w.consumers {
+		w.consumersMoved = true // a consumer came or went: not for this step
 		return false
 	}
 	c, err := rn.counters(ctx, w.queue)
