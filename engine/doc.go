@@ -98,7 +98,9 @@
 //	                  came back (from the tap, or by re-reading the DLQ);
 //	                  settle_unverified.go the stop when the tap's record
 //	                  of them fails its check (ErrReturnsUnverified);
-//	                  settle_proof.go the counters' proof that ends it early;
+//	                  settle_proof.go the counters' proof that ends it early,
+//	                  settle_noack.go the targets' auto-ack consumers that
+//	                  end it as soon as every copy left;
 //	                  settle_overlap.go a step settling while the next sends,
 //	                  and settle_breaker.go the breaker that stops it on returns;
 //	                  settle_api.go settling without the management API

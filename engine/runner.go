@@ -98,6 +98,10 @@ type run struct {
 	pending *sentStep
 	tripped atomic.Bool
 	proofs  map[string]*targetProof
+	// noAckAt is, per target of the step being sent, whether the consumer
+	// list read before its sends showed only consumers that auto-ack
+	// (settle_noack.go).
+	noAckAt map[string]bool
 	// bp is the baseline of the tap-bypass check (settle_bypass.go).
 	bp bypassBase
 	// apiDown counts the reads of management counters that failed
