@@ -10,6 +10,7 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	dlqamqp "github.com/stroma/dlqbot/engine/amqp"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -89,7 +90,25 @@ func consumeAutoAck(b *testing.B, r *testkit.Rabbit, queue string) *autoAck {
 			c.last.Store(time.Now().UnixNano())
 		}
 	}()
+	listed(b, queue)
 	return c
+}
+
+// listed waits until the management API lists queue's consumer, as it
+// lists an application's consumer that runs long before anyone replays:
+// it lists a new one only from the broker's next statistics sample, and
+// a replay judges copies taken with auto-ack by that list.
+func listed(b *testing.B, queue string) {
+	b.Helper()
+	br, err := dlqamqp.New(dlqamqp.Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL})
+	if err != nil {
+		b.Fatalf("broker: %v", err)
+	}
+	defer func() { _ = br.Close() }()
+	testkit.Eventually(b, time.Minute, "the management API to list the consumer of "+queue, func() bool {
+		c, err := br.Counters(context.Background(), queue)
+		return err == nil && c.Listed > 0
+	})
 }
 
 // wait polls until the consumer has received n and returns when the last

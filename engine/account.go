@@ -24,39 +24,8 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		onSent = nil // bookResend reads mr.Sent
 	}
 	mr, moveErr := rn.moveGivingWay(ctx, MoveRequest{
-		Queue: rn.r.DLQ,
-		Pick: func(m letter.Message) (Pick, bool) {
-			if rn.dropping() {
-				// An original whose copy an earlier run confirmed: its ack,
-				// which a lost connection did not carry (resume_acks.go).
-				if meta := rn.s.ParseMeta(rn.r.DLQ, m); rn.dropsOriginal(meta) {
-					return Pick{ID: meta.ID, Drop: true}, true
-				}
-			}
-			if *left == 0 {
-				return Pick{}, false
-			}
-			meta := rn.s.ParseMeta(rn.r.DLQ, m)
-			id := meta.ID
-			if pick[id] == 0 {
-				// A later step's: a cursor keeps it for that step.
-				return Pick{Later: !rn.resending && rn.plan.leftOf(id) > 0}, false
-			}
-			if rn.resending {
-				e, ok := rn.rs.take(id, rn.r.ID)
-				if !ok {
-					return Pick{}, false
-				}
-				pick[id]--
-				*left--
-				rn.pacedTarget(e.Target)
-				return Pick{ID: id, Target: e.Target, Source: meta.Source, Copy: e.Copy}, true
-			}
-			pick[id]--
-			*left--
-			rn.pacedTarget(rn.plan.target(id))
-			return Pick{ID: id, Target: rn.plan.target(id), Source: meta.Source}, true
-		},
+		Queue:     rn.r.DLQ,
+		Pick:      rn.passPick(pick, left),
 		Satisfied: func() bool { return *left == 0 },
 		Rewrite: func(h map[string]any, p Pick) map[string]any {
 			out := letter.ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
@@ -98,6 +67,55 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 	res.Sent += sent
 	rn.r.Sent += sent
 	rn.r.Duplicates += len(mr.Unacked)
+	rn.bookFailed(mr, res, sentPer)
+	if err := rn.abandon(ctx, mr); err != nil && moveErr == nil {
+		moveErr = err
+	}
+	return mr, moveErr
+}
+
+// passPick is a pass's choice of each message it reads: an original
+// whose copy an earlier run confirmed is dropped, one the step picked
+// (pick, left) is sent to its target (a resend's to its first copy's),
+// others are left where they are.
+func (rn *run) passPick(pick map[string]int, left *int) func(letter.Message) (Pick, bool) {
+	return func(m letter.Message) (Pick, bool) {
+		if rn.dropping() {
+			// An original whose copy an earlier run confirmed: its ack,
+			// which a lost connection did not carry (resume_acks.go).
+			if meta := rn.s.ParseMeta(rn.r.DLQ, m); rn.dropsOriginal(meta) {
+				return Pick{ID: meta.ID, Drop: true}, true
+			}
+		}
+		if *left == 0 {
+			return Pick{}, false
+		}
+		meta := rn.s.ParseMeta(rn.r.DLQ, m)
+		id := meta.ID
+		if pick[id] == 0 {
+			// A later step's: a cursor keeps it for that step.
+			return Pick{Later: !rn.resending && rn.plan.leftOf(id) > 0}, false
+		}
+		if rn.resending {
+			e, ok := rn.rs.take(id, rn.r.ID)
+			if !ok {
+				return Pick{}, false
+			}
+			pick[id]--
+			*left--
+			rn.pacedTarget(e.Target)
+			return Pick{ID: id, Target: e.Target, Source: meta.Source, Copy: e.Copy}, true
+		}
+		pick[id]--
+		*left--
+		rn.pacedTarget(rn.plan.target(id))
+		return Pick{ID: id, Target: rn.plan.target(id), Source: meta.Source}, true
+	}
+}
+
+// bookFailed books the copies a pass could not send, or could not
+// record as sent, each as a failure of the run.
+func (rn *run) bookFailed(mr MoveResult, res *StepResult, sentPer map[string]int) {
 	for _, f := range mr.Failed {
 		rn.plan.drop(f.ID, 1)
 		if f.Kind == MoveUnrecorded {
@@ -120,10 +138,6 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *St
 		}
 		rn.fail(Failure{ID: f.ID, Target: f.Target, Kind: f.Kind.failure(), Detail: f.Detail})
 	}
-	if err := rn.abandon(ctx, mr); err != nil && moveErr == nil {
-		moveErr = err
-	}
-	return mr, moveErr
 }
 
 // confirmations are the ledger entries a confirmed batch stands for: a

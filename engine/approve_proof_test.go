@@ -14,8 +14,8 @@ import (
 )
 
 // TestApprovalOfUnchangedPreviewReadsNothing is issue 23's approval
-// without a read, at 1,000 messages, quorum on every broker and classic on
-// one (everyDLQKind):
+// without a read, at 1,000 messages, a quorum and a classic DLQ, each on
+// one broker (everyDLQKindOn):
 // approving an unchanged preview does not read the DLQ (the engine makes
 // no read of it, counted as it makes them: the management deliver_get
 // missed reads whose channels closed between two samples, on 3.10, 4.0

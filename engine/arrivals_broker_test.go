@@ -85,8 +85,8 @@ func TestPreviewArrivalsAndGroupSelection(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				svc, err := engine.New(engine.Config{}, engine.Deps{Broker: bk, Tokens: st.Tokens(), Ledger: st.Ledger(),
-					Replays: st.Replays(), Leases: st.Leases(), Clock: fixedClock{t: now}})
+				svc, err := engine.New(engine.Config{}, engine.Deps{Broker: bk, Mover: bk, Tokens: st.Tokens(), Ledger: st.Ledger(),
+					Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Clock: fixedClock{t: now}})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -99,7 +99,9 @@
 //	                  settle_unverified.go the stop when the tap's record
 //	                  of them fails its check (ErrReturnsUnverified);
 //	                  settle_tail.go from the cursor's tail, where no tap can be;
-//	                  settle_proof.go the counters' proof that ends it early;
+//	                  settle_proof.go the counters' proof that ends it early,
+//	                  settle_noack.go the targets' auto-ack consumers that
+//	                  end it as soon as every copy left;
 //	                  settle_overlap.go a step settling while the next sends,
 //	                  and settle_breaker.go the breaker that stops it on returns;
 //	                  settle_api.go settling without the management API
@@ -127,11 +129,13 @@
 //
 // Every collaborator a Service uses is a field of Deps, given to New; none
 // is set afterwards, and only the mover's cursor support is discovered by
-// a type assertion. The RabbitMQ adapter
-// lives in engine/amqp and the Redis implementations in store/, each with
-// a compile-time assertion of the interfaces it implements; engine imports
-// neither go-redis nor slack-go, so every rule here can be read without
-// knowing the transports.
+// a type assertion. New refuses a Service without the ports production
+// always sets (Broker, Tokens, Ledger, Replays, Leases, Mover, Schedule);
+// the others are optional. The RabbitMQ adapter lives in engine/amqp and
+// the Redis implementations in store/, each with a compile-time
+// assertion of the interfaces it implements; engine imports neither
+// go-redis nor slack-go, so every rule here can be read without knowing
+// the transports.
 //
 // kinds.go names what can go wrong or change as typed constants: a
 // preview's ProblemKind, an approval's ChangeKind, a replay's FailureKind and

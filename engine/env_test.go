@@ -52,7 +52,7 @@ func newEnvTuned(t testing.TB, cfg engine.Config, on testkit.Broker, tune func(*
 	t.Cleanup(func() { _ = b.Close() })
 	sc := &scanCounter{Broker: b}
 	deps := engine.Deps{Broker: sc, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(),
-		Leases: st.Leases(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), TapGaps: st.TapGaps()}
+		Leases: st.Leases(), Schedule: st.Schedule(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), TapGaps: st.TapGaps()}
 	if tune != nil {
 		tune(&deps)
 	}

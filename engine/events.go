@@ -65,7 +65,9 @@ const (
 	EvidenceQueues Evidence = "queues"
 	// EvidenceCounters is EvidenceQueues and the targets' management
 	// counters (deliver_get, ack), which can show copies delivered
-	// sooner, or prove them acked and end the step before its grace.
+	// sooner, or prove them acked and end the step before its grace, or
+	// the API's list of the targets' consumers, which can show that every
+	// copy was taken with auto-ack (acked as it was delivered).
 	EvidenceCounters Evidence = "queues+counters"
 )
 

@@ -67,17 +67,18 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 
 // eachDLQKind runs f as subtests "classic/<broker>" and "quorum/<broker>",
 // with the DLQ's arguments for the kind (a quorum DLQ with no limit set:
-// RabbitMQ 4.x applies its default of 20): quorum on every broker, classic
-// on the one broker testkit.ClassicOn picks for the test (these fault runs
-// are long; make test spreads the classic ones over the three brokers, make
-// test-all runs each on all of them).
+// RabbitMQ 4.x applies its default of 20): classic on the one broker
+// testkit.ClassicOn picks for the test, quorum on the one testkit.QuorumOn
+// picks (another; these fault runs are long: make test spreads both kinds
+// over the three brokers, make test-all runs each on all of them).
 func eachDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
 	eachDLQKindOn(t, testkit.Brokers(), f)
 }
 
 // eachDLQKindOn runs f on a classic DLQ on testkit.ClassicOn's broker and
-// on a quorum DLQ on each of quorum.
+// on a quorum DLQ on the one of quorum testkit.QuorumOn picks (quorumAmong;
+// each of them with DLQBOT_CLASSIC_ALL=1).
 func eachDLQKindOn(t *testing.T, quorum []testkit.Broker, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
 	for _, kind := range []struct {
@@ -86,7 +87,7 @@ func eachDLQKindOn(t *testing.T, quorum []testkit.Broker, f func(t *testing.T, o
 		brokers []testkit.Broker
 	}{
 		{"classic", nil, testkit.ClassicOn(t.Name())},
-		{"quorum", testkit.Quorum(nil), quorum},
+		{"quorum", testkit.Quorum(nil), quorumAmong(t.Name(), quorum)},
 	} {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
@@ -128,7 +129,7 @@ func newFaultEnv(t *testing.T, on testkit.Broker, tapped bool, cfg ...engine.Con
 	if len(cfg) > 0 {
 		c = cfg[0]
 	}
-	d := engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+	d := engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(),
 		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()}
 	if tapped {
 		d.Taps, d.Returns, d.TapGaps = b, st.Returns(), st.TapGaps()

@@ -41,7 +41,7 @@ func TestResumeHandsOutOnlyWithJobs(t *testing.T) {
 	// The terminal's engine on the same broker and store, without the job
 	// queue and the worker registry.
 	term, err := engine.New(fast, engine.Deps{Broker: e.broker, Mover: e.broker, Tokens: e.store.Tokens(),
-		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases()})
+		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases(), Schedule: e.store.Schedule()})
 	if err != nil {
 		t.Fatal(err)
 	}

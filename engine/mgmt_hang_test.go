@@ -283,7 +283,7 @@ func newHungEnv(t *testing.T, cfg engine.Config, on testkit.Broker, mgmtURL stri
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	deps := engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(),
-		Leases: st.Leases(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), TapGaps: st.TapGaps(),
+		Leases: st.Leases(), Schedule: st.Schedule(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), TapGaps: st.TapGaps(),
 		Notifier: notes}
 	svc, err := engine.New(cfg, deps)
 	if err != nil {

@@ -128,24 +128,25 @@ func runAsyncReplay(e *env, id, owner string) chan engine.Replay {
 }
 
 // everyDLQKind runs f as subtests for a classic and a quorum DLQ: the
-// quorum one on every broker (testkit.Brokers), the classic one on the
-// broker testkit.ClassicOn picks for the test (every broker with
-// DLQBOT_CLASSIC_ALL=1, make test-all).
+// classic one on the broker testkit.ClassicOn picks for the test, the
+// quorum one on the broker testkit.QuorumOn picks (every broker for both
+// with DLQBOT_CLASSIC_ALL=1, make test-all).
 func everyDLQKind(t *testing.T, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
 	everyDLQKindOn(t, testkit.Brokers(), f)
 }
 
-// everyDLQKindOn is everyDLQKind on the brokers on: quorum on each of them,
-// classic on the one of them testkit.ClassicOn picks (the first of on when
-// it picks another), or on all of them with DLQBOT_CLASSIC_ALL=1.
+// everyDLQKindOn is everyDLQKind on the brokers on: classic on the one of
+// them testkit.ClassicOn picks (the first of on when it picks another),
+// quorum on the one quorumAmong picks, or both on all of them with
+// DLQBOT_CLASSIC_ALL=1.
 func everyDLQKindOn(t *testing.T, on []testkit.Broker, f func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table)) {
 	t.Helper()
 	for _, kind := range []struct {
 		name    string
 		args    amqp.Table
 		brokers []testkit.Broker
-	}{{"classic", nil, classicAmong(t.Name(), on)}, {"quorum", testkit.Quorum(nil), on}} {
+	}{{"classic", nil, classicAmong(t.Name(), on)}, {"quorum", testkit.Quorum(nil), quorumAmong(t.Name(), on)}} {
 		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
 			testkit.EachBrokerIn(t, kind.brokers, func(t *testing.T, on testkit.Broker) {
@@ -172,6 +173,25 @@ func classicAmong(key string, on []testkit.Broker) []testkit.Broker {
 	return on[:1]
 }
 
+// quorumAmong is the brokers of on a quorum-queue case of the test named
+// key runs on: testkit.QuorumOn's pick when it is one of on, else on's
+// last; all of on with DLQBOT_CLASSIC_ALL=1 or when on is one broker. A
+// quorum queue's rules that differ by version (RequeueCounts,
+// DefaultDeliveryLimit) are the tests' that run on every broker
+// (testkit.EachBroker), not these scenarios'.
+func quorumAmong(key string, on []testkit.Broker) []testkit.Broker {
+	if testkit.AllBrokers() || len(on) < 2 {
+		return on
+	}
+	pick := testkit.QuorumOn(key)[0]
+	for _, b := range on {
+		if b.Name == pick.Name {
+			return []testkit.Broker{b}
+		}
+	}
+	return on[len(on)-1:]
+}
+
 // TestASettlingCursorGivesWayToAnotherReplay: replay A reads the whole DLQ
 // through its cursor, sends the first half of its half in step 1 and
 // settles for a long grace, its cursor holding the rest of the DLQ
@@ -180,8 +200,8 @@ func classicAmong(key string, on []testkit.Broker) []testkit.Broker {
 // dlqbot's, not "another client": A gives back what its cursor holds as
 // soon as B looks for it, and B sends its half while A's step 1 still
 // settles. Decided against the consumer: every message delivered once,
-// B's first before A's step 2 began. A quorum DLQ on every broker, a
-// classic one on one (eachDLQKind).
+// B's first before A's step 2 began. A quorum and a classic DLQ, each on
+// one broker (eachDLQKind).
 func TestASettlingCursorGivesWayToAnotherReplay(t *testing.T) {
 	t.Parallel()
 	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) { // classic on one broker (testkit.ClassicOn)

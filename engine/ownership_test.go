@@ -22,7 +22,7 @@ func newEnvWith(t testing.TB, cfg engine.Config, tune func(*engine.Deps)) *env {
 	t.Helper()
 	e := newEnv(t, cfg)
 	deps := engine.Deps{Broker: e.broker, Mover: e.broker, Counters: e.broker, Tokens: e.store.Tokens(),
-		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases(), Jobs: e.store.Jobs(), Registry: e.store.Workers()}
+		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases(), Schedule: e.store.Schedule(), Jobs: e.store.Jobs(), Registry: e.store.Workers()}
 	tune(&deps)
 	svc, err := engine.New(cfg, deps)
 	if err != nil {

@@ -132,7 +132,7 @@ func consumerAlone(t *testing.T, on testkit.Broker, n int) time.Duration {
 
 // TestPaceToConsumer: rate=auto keeps the target's backlog under 150
 // (three seconds of its consumer) and finishes within 2× the time the
-// consumer alone needs (measured first, on this machine) plus the canary
+// consumer alone needs (measured at the same time, on this machine) plus the canary
 // steps' settling, and not much later than rate=max, the same replay,
 // which shows the backlog it avoids. A wide bound: this guards a pacer
 // that starves the consumer beside make test's other lanes, where the
@@ -168,10 +168,27 @@ func TestPaceToConsumerOf3000(t *testing.T) {
 
 // paceToConsumer is the pacing tests' body: n dead letters, rate=auto
 // within ratio × the consumer alone (plus 3 s a canary step with
-// perStep), then rate=max beside it.
+// perStep), and rate=max beside it. The three run at once, each on queues
+// of its own with a consumer of its own: the consumer alone is timed on
+// the machine as loaded as the replay's consumer is, and the test lasts
+// as long as the slowest of the three, not their sum.
 func paceToConsumer(t *testing.T, on testkit.Broker, n int, ratio float64, perStep bool) {
-	alone := consumerAlone(t, on, n)
-	worst, took, rep := paceRun(t, on, n, engine.Params{Auto: true, Max: 200})
+	var (
+		alone, took, tookMax time.Duration
+		worst, worstMax      int
+		rep                  engine.Replay
+	)
+	t.Run("at-once", func(t *testing.T) {
+		t.Run("alone", func(t *testing.T) { t.Parallel(); alone = consumerAlone(t, on, n) })
+		t.Run("auto", func(t *testing.T) {
+			t.Parallel()
+			worst, took, rep = paceRun(t, on, n, engine.Params{Auto: true, Max: 200})
+		})
+		t.Run("max", func(t *testing.T) { t.Parallel(); worstMax, tookMax, _ = paceRun(t, on, n, engine.Params{Rate: -1}) })
+	})
+	if t.Failed() {
+		return
+	}
 	t.Logf("rate=auto max=200: %d messages in %s (consumer alone: %s, ratio %.2f); largest backlog %d; last: %s",
 		n, took.Round(100*time.Millisecond), alone, took.Seconds()/alone.Seconds(), worst, rep.Pace)
 	if worst >= 150 {
@@ -194,7 +211,6 @@ func paceToConsumer(t *testing.T, on testkit.Broker, n int, ratio float64, perSt
 	if rep.Pace == "" {
 		t.Errorf("rate=auto: the replay's record never said how it paced")
 	}
-	worstMax, tookMax, _ := paceRun(t, on, n, engine.Params{Rate: -1})
 	t.Logf("rate=max: %d messages in %s (ratio %.2f); largest backlog %d",
 		n, tookMax.Round(100*time.Millisecond), tookMax.Seconds()/alone.Seconds(), worstMax)
 	if worstMax <= worst {

@@ -44,9 +44,6 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (ParkResult, er
 		return ParkResult{}, fmt.Errorf("engine: park %s: %w", replayID, err)
 	}
 	res := ParkResult{ReplayID: r.ID, Queue: ParkingQueue(r.DLQ)}
-	if s.d.Mover == nil {
-		return res, errors.New("engine: park: no mover configured")
-	}
 	if err := s.d.Broker.DeclareQueue(ctx, res.Queue); err != nil {
 		return res, fmt.Errorf("engine: park %s: %w", replayID, err)
 	}

@@ -172,6 +172,13 @@ type QueueCounters struct {
 	// SampledAt is when the broker took the sample (zero when unknown):
 	// the counters are at least as new as that.
 	SampledAt time.Time
+	// Listed is how many consumers the API listed, and NoAck how many of
+	// them take messages without acknowledgements (auto-ack). Unlike the
+	// counters, the list is not a sample: a consumer that goes leaves it
+	// at once; one that subscribed since the last statistics sample is
+	// not in it yet (so Listed is below the live count of a passive
+	// declare until then).
+	Listed, NoAck int
 	// Lapsed is true when Publish … Redeliver mean nothing: the answer
 	// left them out, or showed less than an earlier one for the queue,
 	// and the broker has not sampled the queue since to confirm that it

@@ -147,10 +147,53 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 		}
 	}()
 	rows := newPreviewRows()
-	selected := 0
 	arr := newArrivals(s.d.Clock.Now())
 	red := newRedactor(s.d.Redactor, sel.DLQ)
 	began := s.d.Clock.Now()
+	info, err := s.previewScan(ctx, sel, requester, p, rows, arr, red)
+	if err != nil {
+		return nil, err
+	}
+	p.Arrivals = arr.view()
+	red.arrivals(p.Arrivals)
+	p.Coverage = info.Coverage
+	p.HeldByReplay = s.heldByReplays(ctx, sel.DLQ, began, info.Coverage)
+	p.proof = s.prover.Keep(ctx, proof, proofRead(info))
+	if err := s.previewBudget(ctx, p); err != nil {
+		return nil, err
+	}
+	if err := s.resolveTargets(ctx, sel, p, rows); err != nil {
+		return nil, err
+	}
+	if err := s.addHistory(ctx, p, rows); err != nil {
+		return nil, err
+	}
+	if err := s.inspectTargets(ctx, p, rows); err != nil {
+		return nil, err
+	}
+	s.summarise(p, rows)
+	if p.Selected > 0 {
+		s.canary(p, rows)
+	}
+	if pr, ok := partialRead(p); ok {
+		p.Problems = append([]Problem{pr}, p.Problems...)
+	}
+	if p.Selected > 0 {
+		s.previewReturns(ctx, p)
+	}
+	if p.Selected > 0 {
+		if err := s.freeze(ctx, sel, p, rows); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// previewScan reads the whole of sel.DLQ for p: it counts and lists the
+// matching messages (redacted by red) into p and rows, and the selected
+// ones' arrivals into arr, and returns what the read saw.
+func (s *Service) previewScan(ctx context.Context, sel Selection, requester string, p *Preview, rows *previewRows, arr *arrivals, red *redactor) (ScanInfo, error) {
+	selected := 0
 	info, err := s.scanWhole(ctx, sel.DLQ, "a preview of "+requester, func(m letter.Message) error {
 		p.Scanned++
 		if !sel.MatchHeaders(m.Headers) {
@@ -191,56 +234,31 @@ func (s *Service) Preview(ctx context.Context, sel Selection, requester string) 
 	}
 	var rbe *ReadBudgetError
 	if errors.As(err, &rbe) {
-		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, rbe)
+		return ScanInfo{}, fmt.Errorf("engine: preview %s: %w", sel.DLQ, rbe)
 	}
 	if err != nil && !errors.Is(err, errStopScan) {
-		return nil, fmt.Errorf("engine: preview %s: scan: %w", sel.DLQ, err)
+		return ScanInfo{}, fmt.Errorf("engine: preview %s: scan: %w", sel.DLQ, err)
 	}
 	if s.d.ScanObserver != nil {
 		s.d.ScanObserver.ScanObserved(info.Read, info.Duration)
 	}
-	p.Arrivals = arr.view()
-	red.arrivals(p.Arrivals)
-	p.Coverage = info.Coverage
-	p.HeldByReplay = s.heldByReplays(ctx, sel.DLQ, began, info.Coverage)
-	p.proof = s.prover.Keep(ctx, proof, proofRead(info))
-	if err := s.previewBudget(ctx, p); err != nil {
-		return nil, err
-	}
-	if err := s.resolveTargets(ctx, sel, p, rows); err != nil {
-		return nil, err
-	}
-	if err := s.addHistory(ctx, p, rows); err != nil {
-		return nil, err
-	}
-	if err := s.inspectTargets(ctx, p, rows); err != nil {
-		return nil, err
-	}
-	s.summarise(p, rows)
-	if p.Selected > 0 {
-		s.canary(p, rows)
-	}
-	if pr, ok := partialRead(p); ok {
-		p.Problems = append([]Problem{pr}, p.Problems...)
-	}
-	if p.Selected > 0 {
-		p.Returns = s.returnsView(ctx, p)
-		if p.Budget != nil && p.Returns.Mode == ReturnsTap {
-			// A tap finds the returns: a step reads the DLQ once, to move.
-			p.Budget = s.budgetView(p.DLQ, p.Selected, 0)
-			for i := range p.Problems {
-				if p.Problems[i].Kind == ProblemDeliveryLimit {
-					p.Problems[i].Detail = budgetDetail(p.DLQ, p.Budget, p.Selected, 0)
-				}
+	return info, nil
+}
+
+// previewReturns sets how a replay of p would find the copies that come
+// back, and, when a tap finds them, p's read budget for steps that read
+// the DLQ only to move.
+func (s *Service) previewReturns(ctx context.Context, p *Preview) {
+	p.Returns = s.returnsView(ctx, p)
+	if p.Budget != nil && p.Returns.Mode == ReturnsTap {
+		// A tap finds the returns: a step reads the DLQ once, to move.
+		p.Budget = s.budgetView(p.DLQ, p.Selected, 0)
+		for i := range p.Problems {
+			if p.Problems[i].Kind == ProblemDeliveryLimit {
+				p.Problems[i].Detail = budgetDetail(p.DLQ, p.Budget, p.Selected, 0)
 			}
 		}
 	}
-	if p.Selected > 0 {
-		if err := s.freeze(ctx, sel, p, rows); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
 }
 
 // partialRead is the problem a preview leads with when its scan could not

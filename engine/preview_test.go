@@ -269,8 +269,8 @@ func TestPreviewBadInputChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := engine.New(engine.Config{}, engine.Deps{Broker: down, Tokens: e.store.Tokens(), Ledger: e.store.Ledger(),
-		Replays: e.store.Replays(), Leases: e.store.Leases()})
+	svc, err := engine.New(engine.Config{}, engine.Deps{Broker: down, Mover: down, Tokens: e.store.Tokens(), Ledger: e.store.Ledger(),
+		Replays: e.store.Replays(), Leases: e.store.Leases(), Schedule: e.store.Schedule()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,8 +287,8 @@ func TestPreviewBadInputChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err = engine.New(engine.Config{}, engine.Deps{Broker: e.broker, Tokens: bad.Tokens(), Ledger: bad.Ledger(),
-		Replays: bad.Replays(), Leases: bad.Leases()})
+	svc, err = engine.New(engine.Config{}, engine.Deps{Broker: e.broker, Mover: e.broker, Tokens: bad.Tokens(), Ledger: bad.Ledger(),
+		Replays: bad.Replays(), Leases: bad.Leases(), Schedule: bad.Schedule()})
 	if err != nil {
 		t.Fatal(err)
 	}

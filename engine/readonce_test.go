@@ -229,18 +229,24 @@ func (f *filtered) replayTenth(t *testing.T) {
 
 // TestFilteredReplayReadsTheDLQOnce replays a tenth of a DLQ of 5,000 (its
 // 500 from one source) with the default steps, from a classic and a quorum
-// DLQ on RabbitMQ 3.10, 4.0 and 4.3: at most twice the DLQ's size in
+// DLQ, each on one of RabbitMQ 3.10, 4.0 and 4.3 (all with
+// DLQBOT_CLASSIC_ALL=1): at most twice the DLQ's size in
 // deliveries over the preview and the replay (with every step reading the
 // DLQ from its head to its picks, Config.CursorHold −1, the replay alone
 // took 14,540 on 3.10 classic, 2.9 times the DLQ).
 func TestFilteredReplayReadsTheDLQOnce(t *testing.T) {
 	t.Parallel()
-	classicOn := testkit.ClassicOn(t.Name())
+	classicOn, quorumOn := testkit.ClassicOn(t.Name()), testkit.QuorumOn(t.Name())
 	eachKind(t, func(t *testing.T, on testkit.Broker, args amqp.Table) {
-		if args == nil && !slices.ContainsFunc(classicOn, func(b testkit.Broker) bool { return b.Name == on.Name }) {
-			// A classic DLQ reads alike on every version: one broker,
-			// chosen by the test's name (all with DLQBOT_CLASSIC_ALL=1).
-			t.Skip("classic on " + classicOn[0].Name + " (testkit.ClassicOn)")
+		kindOn, by := classicOn, "classic on %s (testkit.ClassicOn)"
+		if args != nil {
+			kindOn, by = quorumOn, "quorum on %s (testkit.QuorumOn)"
+		}
+		if !slices.ContainsFunc(kindOn, func(b testkit.Broker) bool { return b.Name == on.Name }) {
+			// Each kind on one broker, chosen by the test's name (all with
+			// DLQBOT_CLASSIC_ALL=1); TestFilteredReplayReadsTheDLQOnceOf100k
+			// reads a quorum DLQ of 4.0 besides.
+			t.Skipf(by, kindOn[0].Name)
 		}
 		n := 5000
 		if raceOn {
@@ -255,7 +261,8 @@ func TestFilteredReplayReadsTheDLQOnce(t *testing.T) {
 //
 // make test runs a classic DLQ on 3.10 and a quorum one on 4.0, whose
 // default delivery limit counts every give-back (the 5,000 case covers
-// every broker and kind); DLQBOT_100K_ALL=1 runs all six. Under load the
+// each kind on one broker, every broker and kind with
+// DLQBOT_CLASSIC_ALL=1); DLQBOT_100K_ALL=1 runs all six. Under load the
 // 3.10 classic replay took 1.93× the DLQ until the bypass check waited
 // for the cursor's window to refill (checkBypass).
 func TestFilteredReplayReadsTheDLQOnceOf100k(t *testing.T) {

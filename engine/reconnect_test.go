@@ -109,7 +109,7 @@ func newNotifiedFaultRun(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n 
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
+	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(),
 		Jobs: st.Jobs(), Registry: st.Workers(), Notifier: notifier})
 	if err != nil {
 		t.Fatal(err)

@@ -82,7 +82,7 @@ func tamperedReturns(t *testing.T, mode string) {
 		}
 	}}
 	svc, err := engine.New(graceful, engine.Deps{Broker: br, Mover: br, Counters: br, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Taps: br, Returns: hide, TapGaps: st.TapGaps()})
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: br, Returns: hide, TapGaps: st.TapGaps()})
 	if err != nil {
 		t.Fatal(err)
 	}

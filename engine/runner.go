@@ -104,6 +104,10 @@ type run struct {
 	pending *sentStep
 	tripped atomic.Bool
 	proofs  map[string]*targetProof
+	// noAckAt is, per target of the step being sent, whether the consumer
+	// list read before its sends showed only consumers that auto-ack
+	// (settle_noack.go).
+	noAckAt map[string]bool
 	// bp is the baseline of the tap-bypass check (settle_bypass.go).
 	bp bypassBase
 	// apiDown counts the reads of management counters that failed
@@ -145,9 +149,6 @@ func (s *Service) Run(ctx context.Context, id, owner string) (Replay, error) {
 // run is Run, asking authz (when not nil) before anything is sent whether
 // the replay may run (authorize.go).
 func (s *Service) run(ctx context.Context, id, owner string, authz Authorizer) (Replay, error) {
-	if s.d.Mover == nil {
-		return Replay{}, errors.New("engine: run: a mover is required")
-	}
 	// The lease is held by this run, not by the worker: another run of the
 	// same replay in the same process (a stray job) never passes for this
 	// one's owner, in the heartbeat, the fence or the release.

@@ -25,9 +25,6 @@ const followUpRetry = time.Minute
 // r.EndedAt. Members are deterministic ("<replay>:5m"), so scheduling twice
 // schedules once.
 func (s *Service) scheduleFollowUps(ctx context.Context, r Replay) {
-	if s.d.Schedule == nil {
-		return
-	}
 	for _, d := range s.cfg.FollowUps {
 		if err := s.d.Schedule.Add(ctx, r.ID+":"+shortDuration(d), r.EndedAt.Add(d)); err != nil {
 			s.warn(r.ID, r.DLQ, "schedule follow-up", err)
@@ -40,9 +37,6 @@ func (s *Service) scheduleFollowUps(ctx context.Context, r Replay) {
 // the store hands each due check to exactly one of them. Each check is
 // delivered to the notifier as an EventFollowUp.
 func (s *Service) FollowUps(ctx context.Context, every time.Duration) {
-	if s.d.Schedule == nil {
-		return
-	}
 	if every <= 0 {
 		every = time.Second
 	}

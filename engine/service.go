@@ -203,14 +203,14 @@ func (c Config) withDefaults() Config {
 // Deps are the engine's collaborators, all given to New: nothing is
 // discovered or set later.
 type Deps struct {
-	// Broker, Tokens, Ledger, Replays and Leases are required.
+	// Broker, Tokens, Ledger, Replays, Leases, Mover and Schedule are
+	// required.
 	Broker  Broker
 	Tokens  Tokens
 	Ledger  Ledger
 	Replays Replays
 	Leases  Leases
-	// Mover moves messages (replays, parking); optional for an engine
-	// that only previews.
+	// Mover moves messages (replays, parking).
 	Mover Mover
 	// Clock tells the time; optional (default SystemClock).
 	Clock Clock
@@ -230,7 +230,7 @@ type Deps struct {
 	// ScanObserver is told about every completed preview scan, for
 	// metrics; optional.
 	ScanObserver ScanObserver
-	// Schedule holds follow-up checks; optional (no follow-ups without it).
+	// Schedule holds follow-up checks.
 	Schedule Schedule
 	// Taps and Returns find returns through a tap queue per DLQ instead of
 	// re-reading it; optional (both are needed; without them, re-reads).
@@ -275,13 +275,17 @@ type Service struct {
 }
 
 // New validates cfg and deps and returns a Service. Broker, Tokens, Ledger,
-// Replays and Leases are required; Clock defaults to the system clock.
+// Replays, Leases, Mover and Schedule are required; Clock defaults to the
+// system clock.
 func New(cfg Config, d Deps) (*Service, error) {
 	if err := cfg.Dialect.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: new: %w", err)
 	}
 	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil || d.Replays == nil || d.Leases == nil {
 		return nil, errors.New("engine: new: broker, tokens, ledger, replays and leases are required")
+	}
+	if d.Mover == nil || d.Schedule == nil {
+		return nil, errors.New("engine: new: a mover and a schedule are required")
 	}
 	if d.Clock == nil {
 		d.Clock = SystemClock{}

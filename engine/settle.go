@@ -36,6 +36,13 @@ type targetWatch struct {
 	// ready count had not.
 	byCounters bool
 	booked     int // of delivered, how many the replay's counts hold (noteSettled)
+	// consumers is the target's consumer count right after the step's
+	// sends (-1: unknown), consumersMoved whether a later look saw another,
+	// and noAckBefore whether the list read before the sends showed only
+	// consumers that auto-ack (settle_noack.go).
+	consumers      int
+	consumersMoved bool
+	noAckBefore    bool
 }
 
 // sampleTargets reads the publish counters of the step's targets before it
@@ -44,10 +51,13 @@ type targetWatch struct {
 func (rn *run) sampleTargets(ctx context.Context, targets map[string]bool) map[string]int64 {
 	out := map[string]int64{}
 	rn.apiMark = rn.apiDown.Load()
+	rn.noAckAt = nil
 	for q := range targets {
 		out[q] = -1
 		if rn.s.d.Counters != nil {
-			if st, err := rn.anchorSample(ctx, q); err == nil {
+			st, err := rn.anchorSample(ctx, q)
+			rn.noAckListed(q, st, err == nil)
+			if err == nil {
 				if !st.Lapsed {
 					out[q] = st.Publish
 				}
@@ -76,8 +86,10 @@ type sentStep struct {
 	from      time.Time
 	graceFrom time.Time
 	// proven is true once the targets' counters showed every copy
-	// delivered and acked (settle_proof.go).
+	// delivered and acked (settle_proof.go), taken once every copy was
+	// seen taken by consumers that auto-ack (settle_noack.go).
 	proven bool
+	taken  bool
 	// apiMark is the run's apiDown before the step sampled its targets
 	// (settle_api.go).
 	apiMark int64
@@ -97,9 +109,12 @@ func (rn *run) beginSettle(ctx context.Context, res StepResult, sentPer map[stri
 	clock := rn.s.d.Clock
 	p := &sentStep{res: res, start: clock.Now(), sentPer: sentPer, publish0: publish0, look: look, before: rn.r.Returned, from: clock.Now(), apiMark: rn.apiMark}
 	for q, n := range sentPer {
-		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: clock.Now()}
+		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: clock.Now(), consumers: -1}
 		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
 			w.ready, w.minReady = st.Ready, st.Ready
+			if st.Exists {
+				w.consumers = st.Consumers
+			}
 		} else {
 			// Unknown (-1): no delivery is counted until a ready count is
 			// read (any count read after the confirms bounds what left:
@@ -148,10 +163,12 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 			return nil, err
 		}
 		rn.yieldCursor(ctx)
-		if delivered && !p.proven && rn.r.Returned == p.before {
-			p.proven = rn.provenAll(ctx, p)
+		if delivered && !p.proven && !p.taken && rn.r.Returned == p.before {
+			if p.taken = rn.takenAcked(ctx, p); !p.taken {
+				p.proven = rn.provenAll(ctx, p)
+			}
 		}
-		early := p.proven && rn.r.Returned == p.before
+		early := (p.proven || p.taken) && rn.r.Returned == p.before
 		if (delivered && (early || now.Sub(p.graceFrom) >= rn.s.cfg.SettleGrace)) || !now.Before(deadline) {
 			break
 		}
@@ -180,7 +197,11 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 		res.Unseen = &u
 	}
 	res.Observation = rn.describe(res, clock.Now().Sub(p.from))
-	if p.proven && res.Returned == 0 && res.Settled == res.Sent {
+	switch {
+	case res.Returned > 0 || res.Settled < res.Sent:
+	case p.taken:
+		res.Observation += "; every consumer of the target takes messages with auto-ack, so every copy was acked as it was delivered"
+	case p.proven:
 		res.Observation += "; the target's counters show every copy delivered and acked"
 	}
 	rn.evidence(p)
@@ -245,6 +266,9 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 		// Deleted since the step sent to it: its copies went with it.
 		rn.warn("inspect target", fmt.Errorf("%s: %w", w.queue, ErrQueueNotFound))
 	default:
+		if st.Consumers != w.consumers {
+			w.consumersMoved = true
+		}
 		w.minReady = min(w.minReady, st.Ready)
 		if got := w.sent - w.minReady; got > w.delivered {
 			w.delivered = min(got, w.sent)

@@ -32,7 +32,7 @@ func (rn *run) counters(ctx context.Context, q string) (QueueCounters, error) {
 func (rn *run) evidence(p *sentStep) {
 	res := &p.res
 	res.Evidence = EvidenceQueues
-	if p.proven {
+	if p.proven || p.taken {
 		res.Evidence = EvidenceCounters
 	}
 	for _, w := range p.watches {

@@ -147,22 +147,7 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	if !rn.bypassDue(look, patient) {
 		return nil
 	}
-	bypassed, next, ok := rn.unseenGrowth(ctx, patient)
-	// The cursor's window is counted full (Cursor.Held), but the broker
-	// refills what the step acked from it a moment later: until it has,
-	// the DLQ's ready count is that much higher, which is no bypass. Under
-	// load that moment outlasted stableReady's, and the scan below then
-	// read the whole DLQ again (a filtered replay of 100,000 took 192,899
-	// deliveries instead of 100,000): wait for the refill first.
-	clock := rn.s.d.Clock
-	for deadline := clock.Now().Add(cursorRefillWait); ok && bypassed > 0 && rn.cur != nil && clock.Now().Before(deadline); {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-clock.After(rn.s.cfg.SettlePoll):
-		}
-		bypassed, next, ok = rn.unseenGrowth(ctx, patient)
-	}
+	bypassed, next, ok := rn.unseenGrowthRefilled(ctx, patient)
 	if !ok {
 		return nil // the baseline stands: the next due step checks again
 	}
@@ -176,28 +161,7 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	// holds first: returns reach the DLQ's tail, where its read may have
 	// taken them, out of the scan's sight.
 	rn.releaseCursor("a bypass check reads the whole DLQ")
-	var (
-		seen  map[string]int
-		inDLQ int
-		extra []Failure
-	)
-	within := scanRetry
-	if patient {
-		within = lastLookPatience
-	}
-	cov, err := rn.scanWhole(ctx, within, func() {
-		seen, inDLQ, extra = map[string]int{}, 0, nil
-	}, func(m letter.Message) error {
-		meta := rn.s.viewMeta(rn.r.DLQ, m)
-		if meta.ReplayID == rn.r.ID && meta.Returned {
-			seen[meta.ID]++
-			inDLQ++
-			if inDLQ > rn.tapTotal {
-				extra = append(extra, returnedFailure(meta))
-			}
-		}
-		return nil
-	})
+	seen, inDLQ, extra, cov, err := rn.readReturns(ctx, patient)
 	if err != nil {
 		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
 	}
@@ -233,6 +197,58 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	rn.s.cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", inDLQ-rn.tapTotal).
 		Msg("returns reached the DLQ without passing its bindings: re-reading it from now on")
 	return nil
+}
+
+// unseenGrowthRefilled is unseenGrowth once the cursor's window has been
+// refilled, or cursorRefillWait has passed; ok is false when the counts
+// cannot be had or ctx ends.
+func (rn *run) unseenGrowthRefilled(ctx context.Context, patient bool) (int, bypassBase, bool) {
+	bypassed, next, ok := rn.unseenGrowth(ctx, patient)
+	// The cursor's window is counted full (Cursor.Held), but the broker
+	// refills what the step acked from it a moment later: until it has,
+	// the DLQ's ready count is that much higher, which is no bypass. Under
+	// load that moment outlasted stableReady's, and the scan in checkBypass
+	// then read the whole DLQ again (a filtered replay of 100,000 took
+	// 192,899 deliveries instead of 100,000): wait for the refill first.
+	clock := rn.s.d.Clock
+	for deadline := clock.Now().Add(cursorRefillWait); ok && bypassed > 0 && rn.cur != nil && clock.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return 0, next, false
+		case <-clock.After(rn.s.cfg.SettlePoll):
+		}
+		bypassed, next, ok = rn.unseenGrowth(ctx, patient)
+	}
+	return bypassed, next, ok
+}
+
+// readReturns reads the whole DLQ for this run's returns: how many of
+// each id it holds, how many in all, the failures of those past the tap's
+// count, and what the read covered (patient: checkBypass's).
+func (rn *run) readReturns(ctx context.Context, patient bool) (map[string]int, int, []Failure, Coverage, error) {
+	var (
+		seen  map[string]int
+		inDLQ int
+		extra []Failure
+	)
+	within := scanRetry
+	if patient {
+		within = lastLookPatience
+	}
+	cov, err := rn.scanWhole(ctx, within, func() {
+		seen, inDLQ, extra = map[string]int{}, 0, nil
+	}, func(m letter.Message) error {
+		meta := rn.s.viewMeta(rn.r.DLQ, m)
+		if meta.ReplayID == rn.r.ID && meta.Returned {
+			seen[meta.ID]++
+			inDLQ++
+			if inDLQ > rn.tapTotal {
+				extra = append(extra, returnedFailure(meta))
+			}
+		}
+		return nil
+	})
+	return seen, inDLQ, extra, cov, err
 }
 
 // unseenGrowth is how much more the DLQ grew since the run's baseline than

@@ -110,6 +110,7 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 		return &sentStep{res: res, start: start}, mr.Stopped, nil // a pause acts now
 	}
 	p = rn.beginSettle(ctx, res, sentPer, baseline, look)
+	rn.noAckBefore(p)
 	p.start = start
 	return p, mr.Stopped, nil
 }

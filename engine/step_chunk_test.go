@@ -98,7 +98,7 @@ func TestLargeStepIsSentInChunks(t *testing.T) {
 // nothing called missing, every copy the target got in the ledger; the
 // rest stays planned (no later chunk goes out on a new connection), and a
 // resume sends it without sending again anything the ledger lists. A
-// quorum DLQ on every broker, a classic one on one (everyDLQKindOn).
+// quorum and a classic DLQ, each on one broker (everyDLQKindOn).
 func TestConnectionLostInAChunkedStep(t *testing.T) {
 	t.Parallel()
 	everyDLQKindOn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {

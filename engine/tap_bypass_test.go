@@ -21,7 +21,9 @@ import (
 // before it has sent everything, and the bot's counts must be the DLQ's.
 func TestABypassBegunPastTheCanaryPhaseStopsTheReplay(t *testing.T) {
 	t.Parallel()
-	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
+	// A classic DLQ and the tap: one broker (testkit.ClassicOn), all three
+	// with DLQBOT_CLASSIC_ALL=1.
+	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, b testkit.Broker) {
 		t.Parallel()
 		cfg := fast
 		cfg.BypassEvery = time.Second

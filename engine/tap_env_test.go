@@ -69,7 +69,7 @@ func newTapEnv(t testing.TB, b testkit.Broker, cfg engine.Config, extra func(*en
 	}
 	rd := &reads{Broker: br, Mover: br, scans: map[string]int{}, moves: map[string]int{}}
 	deps := engine.Deps{Broker: rd, Mover: rd, Counters: br, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Taps: br, Returns: st.Returns(), TapGaps: st.TapGaps()}
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: br, Returns: st.Returns(), TapGaps: st.TapGaps()}
 	if extra != nil {
 		extra(&deps)
 	}

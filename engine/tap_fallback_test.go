@@ -101,7 +101,9 @@ func (b *slowCount) Inspect(ctx context.Context, q string) (engine.QueueInfo, er
 
 func TestDeadLettersBypassingTheTapSwitchTheRunToRereads(t *testing.T) {
 	t.Parallel()
-	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
+	// A classic DLQ and the tap: one broker (testkit.ClassicOn), all three
+	// with DLQBOT_CLASSIC_ALL=1.
+	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, b testkit.Broker) {
 		t.Parallel()
 		bypassSwitchesToRereads(t, b, false)
 	})

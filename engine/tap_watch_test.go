@@ -305,7 +305,9 @@ func checkAfterTapLoss(t *testing.T, b testkit.Broker, dlqArgs amqp.Table) {
 
 func TestAReplayThatCannotRereadAfterATapLossSaysForHowManyItCouldNotTell(t *testing.T) {
 	t.Parallel()
-	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
+	// A classic DLQ and the tap: one broker (testkit.ClassicOn), all three
+	// with DLQBOT_CLASSIC_ALL=1.
+	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, b testkit.Broker) {
 		t.Parallel()
 		// The window without the tap is as long as the engine takes to
 		// declare it again: on a loaded machine that can come before the

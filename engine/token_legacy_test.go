@@ -35,7 +35,7 @@ func TestLegacyTokenReplaysExactly(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers()})
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers()})
 	if err != nil {
 		t.Fatal(err)
 	}

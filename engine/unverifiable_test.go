@@ -106,7 +106,7 @@ func newSignedEnv(t *testing.T) (*env, redis.UniversalClient, string) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	svc, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(),
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(),
 		Claims: st.Claims(), TapGaps: st.TapGaps()})
 	if err != nil {
 		t.Fatal(err)

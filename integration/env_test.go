@@ -153,11 +153,8 @@ func newEnv(t testing.TB, o options) *env {
 		redactor = policy
 	}
 	deps := engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(),
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(),
 		Redactor: redactor}
-	if o.followUps != nil {
-		deps.Schedule = st.Schedule()
-	}
 	if o.taps {
 		deps.Taps, deps.Returns, deps.TapGaps = b, st.Returns(), st.TapGaps()
 	}

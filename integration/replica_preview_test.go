@@ -38,7 +38,7 @@ func TestPreviewShowsTheOutcomeRunByAnotherReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	other, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Notifier: n, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Notifier: n, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func TestEditedTokenInRedisIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The stored form: "DLQS2", the header's and the whole's 32-byte MACs,
-	// then the binary token (store/tokens_encode.go), whose header names
+	// then the binary token (store/tokencodec/encode.go), whose header names
 	// the targets in JSON.
 	// Whoever can write Redis keeps the MAC and sends the copies to a
 	// queue of their own (a name of the same length keeps the format).

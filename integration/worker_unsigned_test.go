@@ -39,7 +39,7 @@ func TestWorkerSkipsAnUnverifiableReplay(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	other, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: unsigned.Tokens(), Ledger: unsigned.Ledger(),
-		Replays: unsigned.Replays(), Leases: unsigned.Leases(), Jobs: unsigned.Jobs(), Registry: unsigned.Workers(), Claims: unsigned.Claims()})
+		Replays: unsigned.Replays(), Leases: unsigned.Leases(), Schedule: unsigned.Schedule(), Jobs: unsigned.Jobs(), Registry: unsigned.Workers(), Claims: unsigned.Claims()})
 	if err != nil {
 		t.Fatal(err)
 	}

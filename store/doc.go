@@ -20,7 +20,7 @@
 // Key layout (P is the prefix; every key function is in keys.go, and
 // TestDocListsEveryKey checks this table against them):
 //
-//	P{<token>}:token        string  the frozen preview (binary format, tokens_encode.go; JSON or gzip JSON
+//	P{<token>}:token        string  the frozen preview (binary format, tokencodec/encode.go; JSON or gzip JSON
 //	                                from earlier releases), after "DLQS2", its header's HMAC and its
 //	                                whole's HMAC when signed ("DLQS1" and one HMAC from earlier
 //	                                releases; signing.go); TTL = token TTL
@@ -141,10 +141,10 @@
 //	errors.go            the store's own errors and how Redis failures are
 //	                     worded (engine.ErrStoreUnavailable)
 //	pipescript.go        pipelines of Lua scripts called by their SHA1
-//	tokens.go            Tokens: save, load, consume and discard a preview;
-//	                     tokens_decode.go reads the binary format,
+//	tokens.go            Tokens: save, load, consume and discard a preview,
+//	                     encoded by package store/tokencodec (the binary
+//	                     format and the JSON format before it);
 //	                     tokens_header.go a preview's header alone,
-//	                     tokens_legacy.go the JSON format before it,
 //	                     tokens_message.go where a preview was posted and
 //	                     tokens_release.go undoing a consume
 //	replays.go           Replays: replay records; desire.go and desire_if.go

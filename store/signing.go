@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/store/tokencodec"
 )
 
 // Records whose contents decide what is sent and who approved it are
@@ -19,7 +20,7 @@ import (
 // Redis can still delete records, but not change one unnoticed.
 //
 // A frozen preview in the binary format is stored as tokenSigMagic2, the
-// 32-byte MAC of its header (tokens_encode.go: magic, length and header
+// 32-byte MAC of its header (tokencodec/encode.go: magic, length and header
 // JSON, the class table included), the 32-byte MAC of its whole encoding,
 // then the encoding: a permission check (LoadHeader) reads and checks
 // only the header, and loading the items checks the whole. Tokens signed
@@ -107,7 +108,7 @@ func (b *base) signToken(token string, val []byte) []byte {
 	if len(b.cfg.SigningKey) == 0 {
 		return val
 	}
-	n := headLen(val)
+	n := tokencodec.HeadLen(val)
 	if n == 0 || n > len(val) {
 		out := make([]byte, 0, len(tokenSigMagic)+sha256.Size+len(val))
 		return append(append(append(out, tokenSigMagic...), b.mac("preview", token, val)...), val...)
@@ -158,13 +159,13 @@ func (b *base) openTokenHead(token, ref string, head []byte) ([]byte, error) {
 }
 
 // headSigned is how many bytes of a stored tokenSigMagic2 token end its
-// header, known from its first tokenSig2Len+headPrefix bytes; 0 when they
-// are not such a token's.
+// header, known from its first tokenSig2Len bytes and the binary token's
+// magic and header length after them; 0 when they are not such a token's.
 func headSigned(prefix []byte) int {
 	if !bytes.HasPrefix(prefix, tokenSigMagic2) || len(prefix) < tokenSig2Len {
 		return 0
 	}
-	n := headLen(prefix[tokenSig2Len:])
+	n := tokencodec.HeadLen(prefix[tokenSig2Len:])
 	if n == 0 {
 		return 0
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/store/tokencodec"
 )
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
@@ -72,7 +73,7 @@ func TestSignedPreviewEditedInRedisIsRefused(t *testing.T) {
 		t.Fatalf("a record under another token: %v", err)
 	}
 	// Unsigned (written before signing, or by hand).
-	plain, _ := encodeToken(f)
+	plain, _ := tokencodec.Encode(f)
 	if err := e.rdb.Set(e.ctx, key, plain, 0).Err(); err != nil {
 		t.Fatal(err)
 	}

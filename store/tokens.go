@@ -12,6 +12,7 @@ import (
 
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/store/tokencodec"
 )
 
 var _ engine.Tokens = (*Tokens)(nil)
@@ -85,7 +86,7 @@ func (t *Tokens) Save(ctx context.Context, f engine.Frozen, ttl time.Duration) (
 			return "", fmt.Errorf("store: save preview: random token: %w", err)
 		}
 		f.Token = tok
-		val, err := encodeToken(f)
+		val, err := tokencodec.Encode(f)
 		if err != nil {
 			return "", fmt.Errorf("store: save preview: %w", err)
 		}
@@ -117,7 +118,7 @@ func (t *Tokens) LoadFirst(ctx context.Context, token string, n int) (engine.Fro
 	if err != nil {
 		return engine.Frozen{}, err
 	}
-	f, err := decodeTokenFirst(val, n)
+	f, err := tokencodec.DecodeFirst(val, n)
 	if err != nil {
 		return engine.Frozen{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), err)
 	}
@@ -131,7 +132,7 @@ func (t *Tokens) LoadColumns(ctx context.Context, token string) (engine.Frozen, 
 	if err != nil {
 		return engine.Frozen{}, engine.ItemColumns{}, err
 	}
-	f, cols, err := decodeTokenColumns(val)
+	f, cols, err := tokencodec.DecodeColumns(val)
 	if err != nil {
 		return engine.Frozen{}, engine.ItemColumns{}, fmt.Errorf("store: load preview %s: %w", audit.TokenRef(token), err)
 	}

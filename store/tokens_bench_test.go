@@ -12,6 +12,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/legacytoken"
+	"github.com/stroma/dlqbot/store/tokencodec"
 )
 
 // benchFrozen is a whole-DLQ preview of n fingerprint items: one target,
@@ -67,14 +68,14 @@ func BenchmarkTokenFormats(b *testing.B) {
 				var bin, plain, old []byte
 				var zb bytes.Buffer
 				var err error
-				binEnc := timed(func() { bin, err = encodeToken(f) })
+				binEnc := timed(func() { bin, err = tokencodec.Encode(f) })
 				if err != nil {
 					b.Fatal(err)
 				}
 				var binAlloc, oldAlloc uint64
 				binDec := timed(func() {
 					var got engine.Frozen
-					if got, err = decodeToken(bin); err == nil && len(got.Items) != n {
+					if got, err = tokencodec.Decode(bin); err == nil && len(got.Items) != n {
 						err = fmt.Errorf("%d items", len(got.Items))
 					}
 				}, &binAlloc)
@@ -90,7 +91,7 @@ func BenchmarkTokenFormats(b *testing.B) {
 					var zr *gzip.Reader
 					if zr, err = gzip.NewReader(bytes.NewReader(zb.Bytes())); err == nil {
 						plain, _ = io.ReadAll(zr)
-						_, err = decodeToken(plain)
+						_, err = tokencodec.Decode(plain)
 					}
 				})
 				if err != nil {
@@ -102,7 +103,7 @@ func BenchmarkTokenFormats(b *testing.B) {
 				}
 				oldDec := timed(func() {
 					var got engine.Frozen
-					if got, err = decodeToken(old); err == nil && len(got.Items) != n {
+					if got, err = tokencodec.Decode(old); err == nil && len(got.Items) != n {
 						err = fmt.Errorf("%d items", len(got.Items))
 					}
 				}, &oldAlloc)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/legacytoken"
+	"github.com/stroma/dlqbot/store/tokencodec"
 )
 
 // oddItems are items the 16-byte record cannot hold, which go to a
@@ -105,10 +106,10 @@ func TestTokenBinaryRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.HasPrefix(raw, tokenMagic[:]) {
+	if !bytes.HasPrefix(raw, tokencodec.Magic[:]) {
 		t.Fatalf("stored value starts %q, not the binary format's magic", raw[:8])
 	}
-	if per := float64(len(raw)-headLen(raw)) / float64(len(f.Items)); per > 17 {
+	if per := float64(len(raw)-tokencodec.HeadLen(raw)) / float64(len(f.Items)); per > 17 {
 		t.Errorf("stored %.1f bytes an item, want about 16", per)
 	}
 	h, err := tk.LoadHeader(e.ctx, tok)
@@ -139,7 +140,7 @@ func TestTokenLoadFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct{ n, min, max int }{{10, 10, chunkItems}, {chunkItems + 1, chunkItems + 1, 2 * chunkItems}, {-1, all, all}, {20_000, all, all}} {
+	for _, tc := range []struct{ n, min, max int }{{10, 10, tokencodec.ChunkItems}, {tokencodec.ChunkItems + 1, tokencodec.ChunkItems + 1, 2 * tokencodec.ChunkItems}, {-1, all, all}, {20_000, all, all}} {
 		got, err := tk.LoadFirst(e.ctx, tok, tc.n)
 		if err != nil {
 			t.Fatalf("first %d: %v", tc.n, err)
@@ -257,7 +258,7 @@ func TestTokenLongHeader(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := e.rdb.Get(e.ctx, e.st.b.k.token(tok)).Val()
-	if n := headLen([]byte(raw)); n <= headProbe {
+	if n := tokencodec.HeadLen([]byte(raw)); n <= headProbe {
 		t.Fatalf("header of %d bytes fits the first read of %d: the test proves nothing", n, headProbe)
 	}
 	h, err := e.st.Tokens().LoadHeader(e.ctx, tok)
@@ -276,15 +277,15 @@ func TestTokenCorrupt(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	tk := e.st.Tokens()
-	val, err := encodeToken(bigFrozen(5000))
+	val, err := tokencodec.Encode(bigFrozen(5000))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cut := range [][]byte{val[:len(val)-8], val[:len(val)/2], val[:headLen(val)+3], val[:6], []byte("garbage")} {
-		if _, err := decodeToken(cut); err == nil {
+	for _, cut := range [][]byte{val[:len(val)-8], val[:len(val)/2], val[:tokencodec.HeadLen(val)+3], val[:6], []byte("garbage")} {
+		if _, err := tokencodec.Decode(cut); err == nil {
 			t.Errorf("a value of %d bytes (of %d) decoded", len(cut), len(val))
 		}
-		if _, _, err := decodeTokenColumns(cut); err == nil {
+		if _, _, err := tokencodec.DecodeColumns(cut); err == nil {
 			t.Errorf("a value of %d bytes (of %d) decoded column by column", len(cut), len(val))
 		}
 	}
@@ -303,7 +304,7 @@ func TestTokenCorrupt(t *testing.T) {
 // and encodes back to a value that decodes to the same items.
 func FuzzDecodeToken(f *testing.F) {
 	for _, fr := range []engine.Frozen{bigFrozen(3), {DLQ: "q"}, {DLQ: "q", Items: oddItems}} {
-		val, err := encodeToken(fr)
+		val, err := tokencodec.Encode(fr)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -311,8 +312,8 @@ func FuzzDecodeToken(f *testing.F) {
 	}
 	f.Add([]byte(`{"dlq":"q","items":[{"id":"a","count":1}]}`))
 	f.Fuzz(func(t *testing.T, val []byte) {
-		got, err := decodeToken(val)
-		_, cols, cerr := decodeTokenColumns(val)
+		got, err := tokencodec.Decode(val)
+		_, cols, cerr := tokencodec.DecodeColumns(val)
 		if (err == nil) != (cerr == nil) {
 			t.Fatalf("decoded whole: %v; column by column: %v", err, cerr)
 		}
@@ -321,14 +322,14 @@ func FuzzDecodeToken(f *testing.F) {
 				t.Fatalf("columns differ from the items: %s", d)
 			}
 		}
-		if err != nil || isLegacyToken(val) {
+		if err != nil || tokencodec.IsLegacy(val) {
 			return
 		}
-		again, err := encodeToken(got)
+		again, err := tokencodec.Encode(got)
 		if err != nil {
 			t.Fatalf("re-encode: %v", err)
 		}
-		back, err := decodeToken(again)
+		back, err := tokencodec.Decode(again)
 		if err != nil || !reflect.DeepEqual(back.Items, got.Items) {
 			t.Fatalf("round trip of a decoded token: %v", err)
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stroma/dlqbot/audit"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/store/tokencodec"
 )
 
 // headProbe is how many bytes LoadHeader reads first: the header of a
@@ -38,7 +39,7 @@ func (t *Tokens) LoadHeader(ctx context.Context, token string) (engine.Frozen, e
 		return engine.Frozen{}, fmt.Errorf("store: load preview header %s: %w", audit.TokenRef(token), engine.ErrTokenNotFound)
 	}
 	signed := bytes.HasPrefix(val, tokenSigMagic2)
-	if isLegacyToken(val) || !signed && bytes.HasPrefix(val, tokenSigMagic) {
+	if tokencodec.IsLegacy(val) || !signed && bytes.HasPrefix(val, tokenSigMagic) {
 		// A token signed by one MAC over the whole (before the header had
 		// its own) is read whole and checked before its header is
 		// believed.
@@ -46,7 +47,7 @@ func (t *Tokens) LoadHeader(ctx context.Context, token string) (engine.Frozen, e
 		f.Items = nil
 		return f, err
 	}
-	n := headLen(val)
+	n := tokencodec.HeadLen(val)
 	if signed {
 		n = headSigned(val)
 	} else if err := t.b.unsigned("preview", audit.TokenRef(token)); err != nil {
@@ -66,7 +67,7 @@ func (t *Tokens) LoadHeader(ctx context.Context, token string) (engine.Frozen, e
 			return engine.Frozen{}, err
 		}
 	}
-	f, _, _, err := decodeHead(val)
+	f, err := tokencodec.DecodeHeader(val)
 	if err != nil {
 		return engine.Frozen{}, fmt.Errorf("store: load preview header %s: %w", audit.TokenRef(token), err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/store/tokencodec"
 )
 
 // byteHook counts the bytes of every string reply (GET, GETRANGE) a
@@ -114,7 +115,7 @@ func TestSignedTokenHeaderIsCheckedAlone(t *testing.T) {
 	// A token signed the earlier way (one MAC over the whole).
 	small := engine.Frozen{Token: tok, DLQ: "old.dlq", Vhost: "/", Requester: "U1", Total: 1,
 		Items: []engine.Item{{ID: "m1", Count: 1, Target: "old", Seq: 0}}}
-	val, err := encodeToken(small)
+	val, err := tokencodec.Encode(small)
 	if err != nil {
 		t.Fatal(err)
 	}

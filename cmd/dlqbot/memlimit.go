@@ -16,18 +16,19 @@ import (
 // than dies near it. GOMEMLIMIT (any value, "off" too) takes precedence.
 //
 // The limit bounds what the collector lets the heap grow to above the live
-// heap; it cannot bound the live heap itself. Through the binary, a whole
-// replay in one step keeps 300–420 bytes live per message (the token's
-// columns, the plan's id index, the step's walk and the mover's list of
-// what it sent) over about 26 MB of fixed buffers (docs/benchmarks.md:
-// peak RSS 111 MB at 100,000 and 185 MB at 200,000, where the limit is not
-// reached). At 1,000,000 that is over this limit (347 MB live, 412.5 MB
-// RSS, with the collector using a fifth of the CPU): the RSS follows the
-// live heap. Several replays at once in one process need more: set
+// heap; it cannot bound the live heap itself. It counts what the runtime
+// maps (the heap, its spans not yet returned, its metadata), not the
+// binary's own pages (some 10 MB of the resident set). Through the binary,
+// a whole replay in one step keeps about 160 bytes live per message over
+// some 26 MB (docs/benchmarks.md: 42 MB live at 100,000, 58 MB at
+// 200,000, 193 MB at 1,000,000, where the resident set peaked at 305 MB
+// under a limit of 280 MiB). memLimitFixed keeps that replay's resident
+// set within 300 MB, with some 50 MB of room above its live heap for the
+// collector. Several replays at once in one process need more: set
 // GOMEMLIMIT.
 const (
 	memLimitShare = 0.7
-	memLimitFixed = 280 << 20
+	memLimitFixed = 256 << 20
 )
 
 // cgroupLimitFiles are where a container's memory limit is read, v2 first.

@@ -43,6 +43,7 @@ func (b *Broker) Counters(ctx context.Context, queue string) (engine.QueueCounte
 	c := engine.QueueCounters{
 		Ready: int(s.Ready), Unacked: int(s.Unacked), Consumers: s.Consumers,
 		Publish: s.Publish, DeliverGet: s.DeliverGet, Ack: s.Ack, Redeliver: s.Redeliver, SampledAt: s.SampledAt,
+		Listed: s.Listed, NoAck: s.NoAck,
 	}
 	c.Lapsed = b.counters.note(queue, s)
 	return c, nil

@@ -202,6 +202,11 @@ type queueJSON struct {
 			Timestamp int64 `json:"timestamp"`
 		} `json:"samples"`
 	} `json:"messages_details"`
+	// ConsumerDetails lists the queue's consumers: whether each acks what
+	// it takes (ack_required false: it consumes with auto-ack).
+	ConsumerDetails []struct {
+		AckRequired *bool `json:"ack_required"`
+	} `json:"consumer_details"`
 }
 
 // messageStatsJSON is the message_stats object of a queue's answer.
@@ -376,6 +381,12 @@ type QueueStats struct {
 	SampledAt time.Time
 	// Fetched is when this client received the answer.
 	Fetched time.Time
+	// Listed is how many consumers the answer listed (consumer_details),
+	// and NoAck how many of them take messages without acknowledgements
+	// (auto-ack). The list is the broker's current one less the consumers
+	// that subscribed since its last statistics sample: a consumer that
+	// goes leaves it at once, a new one joins it at the next sample.
+	Listed, NoAck int
 }
 
 // QueueStats reads a queue's statistics from the management API. A missing
@@ -397,6 +408,12 @@ func (b *Broker) QueueStats(ctx context.Context, queue string) (QueueStats, erro
 		Unacked:       q.MessagesUnacked,
 		Consumers:     int(q.Consumers),
 		Fetched:       time.Now(),
+	}
+	for _, cd := range q.ConsumerDetails {
+		s.Listed++
+		if cd.AckRequired != nil && !*cd.AckRequired {
+			s.NoAck++
+		}
 	}
 	if ms := q.MessageStats; ms != nil {
 		s.HasStats = true

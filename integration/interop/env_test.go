@@ -47,7 +47,7 @@ func newEnv(t *testing.T, b testkit.Broker, cfg engine.Config) *env {
 		t.Fatal(err)
 	}
 	svc, err := engine.New(cfg, engine.Deps{Broker: br, Mover: br, Counters: br, Watches: br, Tokens: st.Tokens(),
-		Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
+		Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -72,7 +72,9 @@ func terminal(t *testing.T, env []string, args ...string) (map[string]any, int) 
 func TestInteropInHouseDialect(t *testing.T) {
 	t.Parallel()
 	requireSetup(t)
-	testkit.EachBroker(t, func(t *testing.T, b testkit.Broker) {
+	// Classic queues, and the framework's own headers: one broker
+	// (testkit.ClassicOn), all three with DLQBOT_CLASSIC_ALL=1.
+	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, b testkit.Broker) {
 		t.Parallel()
 		const n = 6
 		e := newEnv(t, b, fast)

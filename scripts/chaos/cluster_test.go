@@ -155,7 +155,7 @@ func newClusterFixture(t *testing.T, n int, leader int, extra map[string]string)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	svc, err := engine.New(engine.Config{}, engine.Deps{Broker: b, Mover: b, Counters: b,
-		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
+		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,7 +132,7 @@ func newFixtureOn(t *testing.T, tg target, n int, redisURL string, extra map[str
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	svc, err := engine.New(engine.Config{}, engine.Deps{Broker: b, Mover: b, Counters: b,
-		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases()})
+		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule()})
 	if err != nil {
 		t.Fatal(err)
 	}

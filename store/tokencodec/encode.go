@@ -1,4 +1,4 @@
-package store
+package tokencodec
 
 import (
 	"encoding/binary"
@@ -23,7 +23,7 @@ import (
 //	header  hlen bytes of JSON (tokenHead): everything but the items —
 //	                 token, DLQ, vhost, selection, requester, times, targets,
 //	                 counts — and the class table
-//	chunk…  each: uint32 n (records in it, ≤ chunkItems; 0 ends the token),
+//	chunk…  each: uint32 n (records in it, ≤ ChunkItems; 0 ends the token),
 //	              uint32 side (bytes of its side table), n records, the side table
 //
 // A record is 16 bytes, big-endian: id (8 bytes: the fingerprint's 64 bits,
@@ -40,13 +40,13 @@ import (
 // 8 of every 16 bytes are hash bits, and gzip saved ~25% of the size for
 // ~5× the encode time (docs/benchmarks.md). Encoding and decoding go chunk
 // by chunk: the items are never held as JSON or twice decoded.
-var tokenMagic = [4]byte{'D', 'Q', 'T', 1}
+var Magic = [4]byte{'D', 'Q', 'T', 1}
 
 const (
 	// recordSize is the size of one item record.
 	recordSize = 16
-	// chunkItems bounds the records of one chunk (64 KiB of records).
-	chunkItems = 4096
+	// ChunkItems bounds the records of one chunk (64 KiB of records).
+	ChunkItems = 4096
 	// sideClass marks a record whose item is in the side table.
 	sideClass = math.MaxUint16
 	// headPrefix is magic plus the header's length.
@@ -84,10 +84,10 @@ type tokenClass struct {
 	Group  string `json:"group"`
 }
 
-// encodeToken returns f in the binary token format. It goes over the items
+// Encode returns f in the binary token format. It goes over the items
 // twice (f.Each's when set, else f.Items): once for the class table and
 // the count, which the header carries, once to write the records.
-func encodeToken(f engine.Frozen) ([]byte, error) {
+func Encode(f engine.Frozen) ([]byte, error) {
 	items := itemsOf(f)
 	h := tokenHead{Token: f.Token, DLQ: f.DLQ, Vhost: f.Vhost, Selection: f.Selection, To: f.To, Requester: f.Requester,
 		CreatedAt: f.CreatedAt, ExpiresAt: f.ExpiresAt, Targets: f.Targets, Total: f.Total, ParkAfter: f.ParkAfter,
@@ -108,9 +108,9 @@ func encodeToken(f engine.Frozen) ([]byte, error) {
 	if len(head) > math.MaxUint32 {
 		return nil, errors.New("encode: header too large")
 	}
-	chunks := (h.Distinct + chunkItems - 1) / chunkItems
+	chunks := (h.Distinct + ChunkItems - 1) / ChunkItems
 	out := make([]byte, 0, headPrefix+len(head)+h.Distinct*recordSize+(chunks+1)*8)
-	out = append(out, tokenMagic[:]...)
+	out = append(out, Magic[:]...)
 	out = binary.BigEndian.AppendUint32(out, uint32(len(head)))
 	out = append(out, head...)
 	w := chunkWriter{out: out}
@@ -161,7 +161,7 @@ func (w *chunkWriter) add(it engine.Item, c int) {
 	}
 	w.out = append(w.out, rec[:]...)
 	w.n++
-	if w.n == chunkItems {
+	if w.n == ChunkItems {
 		w.flush()
 	}
 }

@@ -1,4 +1,4 @@
-package store
+package tokencodec
 
 import (
 	"bytes"
@@ -11,17 +11,17 @@ import (
 	"github.com/stroma/dlqbot/engine"
 )
 
-// isLegacyToken reports whether val is in the format tokens were stored in
+// IsLegacy reports whether val is in the format tokens were stored in
 // before the binary one: JSON (it starts with '{'), or JSON compressed with
 // gzip (magic 1f 8b). Consumed tokens are kept 30 days, so these are read
 // until the last of them expires.
-func isLegacyToken(val []byte) bool {
+func IsLegacy(val []byte) bool {
 	return len(val) > 0 && val[0] == '{' || len(val) >= 2 && val[0] == 0x1f && val[1] == 0x8b
 }
 
 // decodeLegacyToken decodes a token in the JSON/gzip format
 // (internal/legacytoken writes it, for tests). It fills Distinct and
-// ItemTargets as decodeToken does.
+// ItemTargets as Decode does.
 func decodeLegacyToken(val []byte) (engine.Frozen, error) {
 	var f engine.Frozen
 	if val[0] == 0x1f {

@@ -1,4 +1,4 @@
-package store
+package tokencodec
 
 import (
 	"bytes"
@@ -15,17 +15,17 @@ import (
 // errTokenFormat means a stored token is in no known format, or cut short.
 var errTokenFormat = errors.New("not a preview token in a known format")
 
-// decodeToken reverses encodeToken, and reads the JSON/gzip format of
+// Decode reverses Encode, and reads the JSON/gzip format of
 // earlier releases too. The items are decoded chunk by chunk straight into
 // one slice of Distinct items; their targets and groups are the class
 // table's strings, shared.
-func decodeToken(val []byte) (engine.Frozen, error) { return decodeTokenFirst(val, -1) }
+func Decode(val []byte) (engine.Frozen, error) { return DecodeFirst(val, -1) }
 
-// decodeTokenFirst is decodeToken that stops once it has decoded limit
+// DecodeFirst is Decode that stops once it has decoded limit
 // items or more (whole chunks; limit < 0: all of them), leaving the rest
 // of the encoding unread. A token in the earlier format is decoded whole.
-func decodeTokenFirst(val []byte, limit int) (engine.Frozen, error) {
-	if isLegacyToken(val) {
+func DecodeFirst(val []byte, limit int) (engine.Frozen, error) {
+	if IsLegacy(val) {
 		return decodeLegacyToken(val)
 	}
 	f, h, rest, err := decodeHead(val)
@@ -35,7 +35,7 @@ func decodeTokenFirst(val []byte, limit int) (engine.Frozen, error) {
 	if h.Distinct > 0 {
 		f.Items = make([]engine.Item, 0, h.Distinct)
 		if limit >= 0 {
-			f.Items = make([]engine.Item, 0, min(h.Distinct, limit+chunkItems))
+			f.Items = make([]engine.Item, 0, min(h.Distinct, limit+ChunkItems))
 		}
 	}
 	err = eachChunk(rest, h.Distinct, func(recs, sides []byte) (bool, error) {
@@ -49,11 +49,11 @@ func decodeTokenFirst(val []byte, limit int) (engine.Frozen, error) {
 	return f, err
 }
 
-// decodeTokenColumns is decodeToken with the items column by column
+// DecodeColumns is Decode with the items column by column
 // (engine.ItemColumns) and Items nil: a class is the class table's index,
 // and a chunk's fingerprint ids share one string, as in decodeChunk.
-func decodeTokenColumns(val []byte) (engine.Frozen, engine.ItemColumns, error) {
-	if isLegacyToken(val) {
+func DecodeColumns(val []byte) (engine.Frozen, engine.ItemColumns, error) {
+	if IsLegacy(val) {
 		f, err := decodeLegacyToken(val)
 		cols := engine.Columns(f.Items)
 		f.Items = nil
@@ -91,7 +91,7 @@ func eachChunk(rest []byte, distinct int, fn func(recs, sides []byte) (bool, err
 		if n == 0 {
 			break
 		}
-		if n > chunkItems || len(rest) < n*recordSize+side {
+		if n > ChunkItems || len(rest) < n*recordSize+side {
 			return fmt.Errorf("decode: %w: a chunk of %d items is cut short", errTokenFormat, n)
 		}
 		recs, sides := rest[:n*recordSize], rest[n*recordSize:n*recordSize+side]
@@ -210,7 +210,7 @@ func decodeSide(b []byte, classes int) ([]sideEntry, error) {
 // header itself, and what follows it.
 func decodeHead(val []byte) (engine.Frozen, tokenHead, []byte, error) {
 	var h tokenHead
-	if len(val) < headPrefix || !bytes.Equal(val[:4], tokenMagic[:]) {
+	if len(val) < headPrefix || !bytes.Equal(val[:4], Magic[:]) {
 		return engine.Frozen{}, h, nil, fmt.Errorf("decode: %w", errTokenFormat)
 	}
 	end := headPrefix + int(binary.BigEndian.Uint32(val[4:8]))
@@ -234,11 +234,19 @@ func decodeHead(val []byte) (engine.Frozen, tokenHead, []byte, error) {
 	return f, h, val[end:], nil
 }
 
-// headLen is how many bytes of a stored binary token hold its header,
+// DecodeHeader decodes a binary token's header from val (which may hold
+// only its beginning): the preview without its items (Items nil; Distinct
+// and ItemTargets set).
+func DecodeHeader(val []byte) (engine.Frozen, error) {
+	f, _, _, err := decodeHead(val)
+	return f, err
+}
+
+// HeadLen is how many bytes of a stored binary token hold its header,
 // known from its first headPrefix bytes; 0 when they are not a binary
 // token's.
-func headLen(prefix []byte) int {
-	if len(prefix) < headPrefix || !bytes.Equal(prefix[:4], tokenMagic[:]) {
+func HeadLen(prefix []byte) int {
+	if len(prefix) < headPrefix || !bytes.Equal(prefix[:4], Magic[:]) {
 		return 0
 	}
 	return headPrefix + int(binary.BigEndian.Uint32(prefix[4:8]))
