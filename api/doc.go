@@ -5,7 +5,7 @@
 // tools (package mcp) share.
 //
 // Every operation goes through the same engine calls as Slack and the
-// terminal — engine.Preview, engine.Approve (with the same what-changed
+// terminal — Preview, Approve (with the same what-changed
 // re-confirmation), Pause, Resume, Cancel, Status, Check, Park — and the
 // same permission checks (commands.Policy), made for the calling
 // principal. A principal is named in the permissions file with the

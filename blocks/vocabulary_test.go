@@ -31,7 +31,7 @@ var bannedSynonyms = map[string]*regexp.Regexp{
 // front end (bot/), the dashboard's Go, the terminal's printer, live line
 // and sentences (cmd/dlqbot print*.go, live.go, human.go), the engine's
 // words a replay's note and interrupted line carry to those screens
-// (run_words.go, reaper.go), the dashboard's templates (text outside tags
+// (engine/words.go, replay/run_words.go, review/reaper.go), the dashboard's templates (text outside tags
 // and actions) and the text its script writes hold none of the synonyms.
 func TestOneVocabulary(t *testing.T) {
 	var texts []struct{ where, text string }
@@ -39,7 +39,7 @@ func TestOneVocabulary(t *testing.T) {
 
 	var goFiles []string
 	for _, pattern := range []string{"*.go", "../bot/*.go", "../dashboard/*.go", "../cmd/dlqbot/print*.go", "../cmd/dlqbot/live.go", "../cmd/dlqbot/human.go",
-		"../engine/run_words.go", "../engine/reaper.go"} {
+		"../engine/words.go", "../engine/replay/run_words.go", "../engine/review/reaper.go"} {
 		fs, _ := filepath.Glob(pattern)
 		if len(fs) == 0 {
 			t.Fatalf("found no %s to read", pattern)

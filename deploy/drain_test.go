@@ -16,7 +16,7 @@ import (
 // context: serve's HTTP shutdown, worker withdrawal and last Slack
 // messages, the engine's final replay write and lease release, and the
 // AMQP mover's wait for the confirms of the copies in flight.
-var drainSources = []string{"../cmd/dlqbot/serve.go", "../engine/*.go", "../engine/amqp/*.go"}
+var drainSources = []string{"../cmd/dlqbot/serve.go", "../engine/*.go", "../engine/review/*.go", "../engine/replay/*.go", "../engine/amqp/*.go"}
 
 var (
 	// outlives starts a wait that goes on after SIGTERM cancelled the

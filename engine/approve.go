@@ -1,16 +1,15 @@
 package engine
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sort"
-	"time"
-
-	"github.com/stroma/dlqbot/engine/letter"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
 )
 
 // ErrChanged means the world changed since the preview; the approval must
@@ -38,182 +37,6 @@ type Approval struct {
 	Changes []Change `json:"changes,omitempty"`
 }
 
-// Compare reports what changed since the token's preview: previewed
-// messages gone from the DLQ or sent by another replay since, targets
-// deleted, targets that lost all their consumers. It changes nothing.
-// The Frozen it returns holds the first previewed items only, or a few
-// more (Distinct says how many there are): the ones an approval owns.
-func (s *Service) Compare(ctx context.Context, token string) (Frozen, []Change, error) {
-	f, changes, _, err := s.compare(ctx, token, false)
-	return f, changes, err
-}
-
-// compare is Compare, wording the overlap with other replays for an
-// approval that takes it over (takeOver: f then holds every previewed
-// item) or not (the first Config.OwnAtApproval or more); lapsed are the
-// replays that own previewed messages but ended (their ownership lapses).
-func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f Frozen, changes []Change, lapsed []string, err error) {
-	defer func() {
-		if err != nil {
-			changes, lapsed = nil, nil
-		}
-	}()
-	first := s.cfg.OwnAtApproval
-	if takeOver {
-		first = -1 // a take-over owns every id at once (approve_own.go)
-	}
-	f, items, err := s.loadApprovalPreview(ctx, token, first)
-	if err != nil {
-		return Frozen{}, nil, nil, fmt.Errorf("engine: compare %s: %w", token, err)
-	}
-	if changes, err = s.targetChanges(ctx, token, f.Targets); err != nil {
-		return f, nil, nil, err
-	}
-	// What other dlqbot replays sent or hold is read from the store while
-	// the broker proves the DLQ unchanged: neither waits for the other (at
-	// 100,000 ids the two reads took as long as the proof).
-	others := s.othersAsync(ctx, f, items)
-	// The DLQ is read only when the broker cannot prove that no previewed
-	// message left it (package proof).
-	if s.cfg.CompareAlways || !s.prover.Prove(ctx, proofPreview(f)) {
-		<-others
-		all, err := items.load(ctx)
-		if err != nil {
-			return f, nil, nil, fmt.Errorf("engine: compare %s: %w", token, err)
-		}
-		want := make(map[string]int, len(all))
-		for _, it := range all {
-			want[it.ID] = it.Count
-		}
-		found, cov, held, err := s.findPreviewed(ctx, f.DLQ, want)
-		if err != nil {
-			return f, nil, nil, fmt.Errorf("engine: compare %s: scan %s: %w", token, f.DLQ, err)
-		}
-		changes = append(changes, goneChanges(f.DLQ, want, found, cov, held)...)
-		// A read takes long: what other replays did meanwhile is read after it.
-		others = s.othersAsync(ctx, f, items)
-	}
-	o := <-others
-	if o.err != nil {
-		return f, nil, nil, fmt.Errorf("engine: compare %s: %w", token, o.err)
-	}
-	var all []Item
-	if len(o.hist)+len(o.held) > 0 {
-		if all, err = items.load(ctx); err != nil {
-			return f, nil, nil, fmt.Errorf("engine: compare %s: %w", token, err)
-		}
-	}
-	copies := copiesOf(all, o.hist, o.held)
-	again := 0
-	for id, sends := range o.hist {
-		for _, h := range sends {
-			if h.At.After(f.CreatedAt) {
-				again += copies[id]
-				break
-			}
-		}
-	}
-	if again > 0 {
-		changes = append(changes, Change{Kind: ChangeReplayedElsewhere, Messages: again,
-			Detail: fmt.Sprintf("%d previewed message(s) were sent by another replay after this preview", again)})
-	}
-	changes = append(changes, heldByReplays(o.held, copies, takeOver)...)
-	lapsed = o.lapsed
-	sort.SliceStable(changes, func(i, j int) bool { return changes[i].Kind < changes[j].Kind })
-	return f, changes, lapsed, nil
-}
-
-// targetChanges reports the targets deleted, or left without consumers,
-// since the preview (targets: as it saw them), for compare of token.
-func (s *Service) targetChanges(ctx context.Context, token string, targets []TargetSnapshot) ([]Change, error) {
-	var changes []Change
-	for _, t := range targets {
-		st, err := s.d.Broker.Inspect(ctx, t.Queue)
-		if err != nil {
-			return nil, fmt.Errorf("engine: compare %s: inspect %s: %w", token, t.Queue, err)
-		}
-		switch {
-		case t.Exists && !st.Exists:
-			changes = append(changes, Change{Kind: ChangeTargetDeleted, Queue: t.Queue, Messages: t.Messages,
-				Detail: fmt.Sprintf("target queue %s was deleted since the preview", t.Queue)})
-		case t.Consumers > 0 && st.Exists && st.Consumers == 0:
-			changes = append(changes, Change{Kind: ChangeConsumersGone, Queue: t.Queue, Messages: t.Messages,
-				Detail: fmt.Sprintf("target queue %s had %d consumer(s) at the preview and has none now", t.Queue, t.Consumers)})
-		}
-	}
-	return changes, nil
-}
-
-// goneChanges words what a compare's read did not find of the previewed
-// messages (want and found: id → copies; cov: how much the read saw;
-// held: the dlqbot replays whose reads held messages it could not see).
-func goneChanges(dlq string, want, found map[string]int, cov Coverage, held *HeldBy) []Change {
-	gone := 0
-	for id, n := range want {
-		gone += n - found[id]
-	}
-	if gone == 0 {
-		return nil
-	}
-	d := fmt.Sprintf("%d previewed message(s) are no longer in %s (consumed, moved or replayed since); they would be reported missing", gone, dlq)
-	switch {
-	case held != nil && held.Messages >= gone:
-		// Held by dlqbot replays' reads, as many as are not found: not a
-		// change. The replay's steps look for them (and the replay holding
-		// them gives them back), and call none missing unless a whole read
-		// does not find them.
-		return nil
-	case held != nil:
-		d = fmt.Sprintf("%d previewed message(s) were not found in %s while dlqbot %s read it (%d of %d read; %s): this replay waits for that read and never calls them missing unless a whole read does not find them", gone, dlq, held.Who(), cov.Read, max(cov.Queued, cov.Read), held.Words())
-	case !cov.Whole():
-		d = fmt.Sprintf("%d previewed message(s) were not found in %s, which another client was reading (%d of %d read); the replay will wait for them and never call them missing unless a whole read does not find them", gone, dlq, cov.Read, max(cov.Queued, cov.Read))
-	}
-	return []Change{{Kind: ChangeMessagesGone, Queue: dlq, Messages: gone, Detail: d}}
-}
-
-// findPreviewed scans dlq for the previewed ids (want: id → copies) and
-// counts those found. When some are not found, the scan proves nothing
-// until the broker reports no other client holding messages of the DLQ:
-// it waits for that (bounded by twice Config.StatsLag) and scans once
-// more, so messages another reader held or just gave back are not
-// reported gone. It does not wait for a dlqbot replay's read (held names
-// the replays): a replay may hold them for as long as it runs.
-func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string]int) (map[string]int, Coverage, *HeldBy, error) {
-	var found map[string]int
-	var cov Coverage
-	var held *HeldBy
-	for try := 0; try < 2; try++ {
-		found = make(map[string]int, len(want))
-		began := s.d.Clock.Now()
-		info, err := s.scanWhole(ctx, dlq, "an approval's comparison", func(m letter.Message) error {
-			id := s.ParseMeta(dlq, m).ID
-			if found[id] < want[id] {
-				found[id]++
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, cov, nil, err
-		}
-		cov = info.Coverage
-		gone := 0
-		for id, n := range want {
-			gone += n - found[id]
-		}
-		if gone == 0 || try == 1 {
-			break
-		}
-		if held = s.heldByReplays(ctx, dlq, began, cov); held != nil {
-			break
-		}
-		end := s.d.Clock.Now()
-		if _, err := s.awaitQuiet(ctx, "", dlq, end, end.Add(2*s.cfg.StatsLag+5*time.Second), true, ctx.Err); err != nil {
-			return nil, cov, nil, err
-		}
-	}
-	return found, cov, held, nil
-}
-
 // ChangesDigest names a list of changes: an approval confirms the changes
 // it was shown by quoting their digest (ApproveConfirmed).
 func ChangesDigest(changes []Change) string {
@@ -228,115 +51,10 @@ func ChangesDigest(changes []Change) string {
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
-// Approve turns a preview token into a queued replay. Unless confirmed is
-// set, it first compares the world with the preview and refuses with
-// ErrChanged (and the changes) when anything differs. confirmed approves
-// despite whatever that compare finds, shown to nobody: a person's
-// approval goes through ApproveConfirmed with the digest of what they
-// were shown. The token is consumed atomically: of concurrent approvals
-// exactly one succeeds, the others get ErrTokenUsed.
-func (s *Service) Approve(ctx context.Context, token, approver string, p Params, confirmed bool) (Approval, error) {
-	return s.approve(ctx, token, approver, "", p, func(changes []Change) bool { return confirmed || len(changes) == 0 })
-}
-
-// ApproveConfirmed is Approve bound to what the approver was shown: digest
-// is the ChangesDigest of the changes they confirmed ("" when they
-// confirmed none), via the front end the approval came through (recorded
-// as the replay's ApprovedVia). The one compare of the world with the preview is made
-// here, after the token is consumed; the approval goes ahead only when it
-// finds no change or exactly the confirmed ones. Anything else (a change
-// that landed after the approver looked) is refused with ErrChanged and
-// the changes found now.
-func (s *Service) ApproveConfirmed(ctx context.Context, token, approver, via string, p Params, digest string) (Approval, error) {
-	return s.approve(ctx, token, approver, via, p, func(changes []Change) bool {
-		return len(changes) == 0 || (digest != "" && ChangesDigest(changes) == digest)
-	})
-}
-
-// approve is Approve and ApproveConfirmed: accept says whether the
-// changes the compare found may be approved.
-func (s *Service) approve(ctx context.Context, token, approver, via string, p Params, accept func([]Change) bool) (Approval, error) {
-	// The replay's id follows from the token (approve_id.go): a signed
-	// record under it means the token started a replay, whatever its used
-	// marker says.
-	id, err := s.replayIDFor(ctx, token)
-	if err != nil {
-		return Approval{}, fmt.Errorf("engine: approve %s: %w", token, err)
-	}
-	// Consume first: of concurrent approvals only one gets this far, so
-	// the comparison below (a scan of the DLQ) never races another one.
-	if err := s.d.Tokens.Consume(ctx, token, id); err != nil {
-		return Approval{}, fmt.Errorf("engine: approve %s: %w", token, err)
-	}
-	f, changes, lapsed, err := s.compare(ctx, token, p.TakeOver)
-	if err != nil || !accept(changes) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if rerr := s.d.Tokens.Release(rctx, token, id); rerr != nil && err == nil {
-			err = rerr
-		}
-		if err != nil {
-			return Approval{}, err
-		}
-		return Approval{Changes: changes}, fmt.Errorf("engine: approve %s: %w", token, ErrChanged)
-	}
-	now := s.d.Clock.Now()
-	r := Replay{
-		ID: id, Token: token, DLQ: f.DLQ, Vhost: f.Vhost, Requester: f.Requester, Approver: approver, ApprovedVia: via,
-		State: StateQueued, Params: p.withDefaults(), Total: f.Total, CreatedAt: now, UpdatedAt: now,
-	}
-	// Owned before the record exists: ownership by a replay without a
-	// record lapses, so a failure below gives nothing away for good.
-	if err := s.own(ctx, f, &r, lapsed); err != nil {
-		err = fmt.Errorf("engine: approve %s: own the previewed messages: %w", token, err)
-		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, false, err)
-	}
-	if err := s.d.Replays.Create(ctx, r); err != nil {
-		err = fmt.Errorf("engine: approve %s: create replay: %w", token, err)
-		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, false, err)
-	}
-	// The replay reads its frozen preview until it ends, however long it
-	// stays paused: keep it as long as replay records are kept.
-	if err := s.d.Tokens.Retain(ctx, token, 30*24*time.Hour); err != nil {
-		err = fmt.Errorf("engine: approve %s: keep the preview: %w", token, err)
-		return Approval{Changes: changes}, s.undoApproval(ctx, token, id, true, err)
-	}
-	s.prover.Close(ctx, f.Proof) // its approval is made: the watch has done its work
-	s.leftTo(ctx, r)             // the replays it took over from say so
-	return Approval{Replay: r, Changes: changes}, nil
-}
-
 // ErrApprovalFailed means an approval could not be completed after the
 // token was consumed; nothing was sent and the token was released, so the
 // preview can be approved again.
 var ErrApprovalFailed = errors.New("the approval could not be completed; nothing was sent")
-
-// undoApproval rolls back an approval that failed after the token was
-// consumed: the replay it created (if created) is withdrawn — cancelled
-// before anything ran, so no stray job can start it — and the token is
-// released so the approver can approve again. The error says whether the
-// rollback worked.
-func (s *Service) undoApproval(ctx context.Context, token, id string, created bool, cause error) error {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if created {
-		err := s.d.Replays.UpdateUnowned(rctx, id, func(cur *Replay) error {
-			if cur.State != StateQueued {
-				return ErrNoChange
-			}
-			cur.State, cur.EndedAt, cur.Withdrawn = StateCancelled, s.d.Clock.Now(), true
-			cur.Note = "withdrawn: the approval could not be completed (" + cause.Error() + "); nothing was sent"
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("%w: %w (replay %s could not be withdrawn: %v; the preview stays used)", ErrApprovalFailed, cause, id, err)
-		}
-	}
-	if err := s.d.Tokens.Release(rctx, token, id); err != nil {
-		return fmt.Errorf("%w: %w (the preview could not be released: %v)", ErrApprovalFailed, cause, err)
-	}
-	return fmt.Errorf("%w: %w; approve the preview again", ErrApprovalFailed, cause)
-}
 
 // NewReplayID returns a new replay id: "r_" and 16 random hex characters.
 func NewReplayID() string { return NewID("r_") }
@@ -349,4 +67,41 @@ func NewID(prefix string) string {
 		panic(err) // crypto/rand never fails on supported platforms
 	}
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// TokenReplayID returns the replay id of a preview token's attempt-th
+// approval: "r_" and 16 hex characters of a hash of both, so the token
+// cannot be read back from it.
+func TokenReplayID(token string, attempt int) string {
+	h := sha256.Sum256([]byte("dlqbot replay id\x00" + token + "\x00" + strconv.Itoa(attempt)))
+	return "r_" + hex.EncodeToString(h[:8])
+}
+
+// DefaultOwnAtApproval is Config.OwnAtApproval's default: how many
+// previewed messages an approval owns before it returns; its runs own the
+// rest beside their first steps (ownRest). A
+// replay's first steps send far fewer (the canary doubles from 10), and
+// owning 1,000,000 ids takes seconds of Redis scripts the first copy
+// need not wait for. An approval that takes over owns everything at once:
+// it must say what it took from whom.
+const DefaultOwnAtApproval = 10000
+
+// TakeOverWords says what r took over at its approval ("" when nothing):
+// "taken over from r_…: 30 message(s) …" for what replays that had
+// stopped or ended left (TakenFrom), "took over 40 message(s) from r_…"
+// for what takeover=yes took from a live one (TookOver).
+func TakeOverWords(r Replay) string {
+	var out []string
+	for _, rid := range slices.Sorted(maps.Keys(r.TakenFrom)) {
+		out = append(out, fmt.Sprintf("taken over from %s: %d message(s) it owned and had not sent (it had stopped or ended: this replay sends them, %s does not)", rid, r.TakenFrom[rid], rid))
+	}
+	if len(r.TookOver) > 0 {
+		var parts []string
+		for rid, n := range r.TookOver {
+			parts = append(parts, fmt.Sprintf("%d message(s) from %s", n, rid))
+		}
+		slices.Sort(parts)
+		out = append(out, "took over "+strings.Join(parts, ", ")+" (approved with takeover=yes: those replays do not send them)")
+	}
+	return strings.Join(out, "; ")
 }

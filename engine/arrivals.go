@@ -3,10 +3,9 @@ package engine
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/stroma/dlqbot/engine/letter"
 	"sort"
 	"time"
-
-	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // Arrivals over time: when the selected messages were
@@ -141,7 +140,7 @@ type arrivalCounter struct {
 // next in arrivalWidths and the buckets merge. Both happen a bounded number
 // of times, so adding a message is O(1) amortised and memory is
 // O(ArrivalBuckets × rows).
-type arrivals struct {
+type ArrivalHistogram struct {
 	now, recentFrom int64
 	level           int
 	base            int64 // bucket index of h[0]
@@ -179,12 +178,12 @@ func (s *rowSet) each(fn func(*arrivalCounter)) {
 	fn(&s.other)
 }
 
-func newArrivals(now time.Time) *arrivals {
-	return &arrivals{now: now.Unix(), recentFrom: now.Add(-ArrivalsRecent).Unix()}
+func NewArrivals(now time.Time) *ArrivalHistogram {
+	return &ArrivalHistogram{now: now.Unix(), recentFrom: now.Add(-ArrivalsRecent).Unix()}
 }
 
 // add counts one selected message.
-func (a *arrivals) add(m letter.Meta) {
+func (a *ArrivalHistogram) Add(m letter.Meta) {
 	g := a.groups.row(m.FailureGroup)
 	if g.typ == "" && g != &a.groups.other {
 		g.typ = letter.FailureType(m.ExceptionType, m.Exception, m.Reason)
@@ -223,7 +222,7 @@ func (a *arrivals) add(m letter.Meta) {
 
 // fits makes the window hold bucket k, moving it or widening the buckets;
 // it reports whether the width stayed the same.
-func (a *arrivals) fits(k int64) bool {
+func (a *ArrivalHistogram) fits(k int64) bool {
 	if !a.dated {
 		a.dated, a.lo, a.hi, a.base = true, k, k, k
 		return true
@@ -264,7 +263,7 @@ func (a *arrivals) fits(k int64) bool {
 
 // view turns the accumulated counts into the preview's Arrivals; nil when
 // nothing was selected.
-func (a *arrivals) view() *Arrivals {
+func (a *ArrivalHistogram) View() *Arrivals {
 	if a.all.n == 0 {
 		return nil
 	}
@@ -300,7 +299,7 @@ func (a *arrivals) view() *Arrivals {
 
 // rows lists the largest rows of s (at most ArrivalRows) and counts the
 // messages of the rest.
-func (a *arrivals) rows(s *rowSet, row func(*arrivalCounter) ArrivalRow, groups bool) ([]ArrivalRow, int) {
+func (a *ArrivalHistogram) rows(s *rowSet, row func(*arrivalCounter) ArrivalRow, groups bool) ([]ArrivalRow, int) {
 	cs := make([]*arrivalCounter, 0, len(s.byKey))
 	for _, c := range s.byKey {
 		cs = append(cs, c)

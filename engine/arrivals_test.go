@@ -2,12 +2,11 @@ package engine
 
 import (
 	"fmt"
+	"github.com/stroma/dlqbot/engine/letter"
 	"math/rand"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/stroma/dlqbot/engine/letter"
 )
 
 var arrivalsNow = time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)
@@ -57,11 +56,11 @@ func TestArrivalsSpanChosenFromData(t *testing.T) {
 				case "shuffled":
 					rand.New(rand.NewSource(1)).Shuffle(len(times), func(i, j int) { times[i], times[j] = times[j], times[i] })
 				}
-				a := newArrivals(arrivalsNow)
+				a := NewArrivals(arrivalsNow)
 				for _, tm := range times {
-					a.add(deadAt(tm, "g", "q"))
+					a.Add(deadAt(tm, "g", "q"))
 				}
-				v := a.view()
+				v := a.View()
 				if v.Bucket != c.width {
 					t.Fatalf("bucket width %v, want %v", v.Bucket, c.width)
 				}
@@ -97,19 +96,19 @@ func TestArrivalsSpanChosenFromData(t *testing.T) {
 // the injected now), messages without a failure time, per-group and
 // per-source rows sharing the overall buckets, and the row cap.
 func TestArrivalsRecentUndatedAndRows(t *testing.T) {
-	a := newArrivals(arrivalsNow)
+	a := NewArrivals(arrivalsNow)
 	// A burst after a deploy two hours ago, for group "timeout".
 	for i := 0; i < 50; i++ {
-		a.add(deadAt(arrivalsNow.Add(-2*time.Hour+time.Duration(i)*time.Second), "timeout", "orders"))
+		a.Add(deadAt(arrivalsNow.Add(-2*time.Hour+time.Duration(i)*time.Second), "timeout", "orders"))
 	}
 	// A second group still arriving: the last one 4m59s ago, then one 5m01s ago.
-	a.add(deadAt(arrivalsNow.Add(-(5*time.Minute - time.Second)), "currency XTS", "payments"))
-	a.add(deadAt(arrivalsNow.Add(-(5*time.Minute + time.Second)), "currency XTS", "payments"))
+	a.Add(deadAt(arrivalsNow.Add(-(5*time.Minute - time.Second)), "currency XTS", "payments"))
+	a.Add(deadAt(arrivalsNow.Add(-(5*time.Minute + time.Second)), "currency XTS", "payments"))
 	// Spring: no failure time.
 	for i := 0; i < 3; i++ {
-		a.add(letter.Meta{FailureGroup: "currency XTS", Source: "payments"})
+		a.Add(letter.Meta{FailureGroup: "currency XTS", Source: "payments"})
 	}
-	v := a.view()
+	v := a.View()
 	if v.Messages != 55 || v.Undated != 3 || sum(v.Counts) != 52 {
 		t.Fatalf("messages %d undated %d drawn %d", v.Messages, v.Undated, sum(v.Counts))
 	}
@@ -135,31 +134,31 @@ func TestArrivalsRecentUndatedAndRows(t *testing.T) {
 	}
 
 	// Nothing recent: the newest 5m01s ago.
-	b := newArrivals(arrivalsNow)
-	b.add(deadAt(arrivalsNow.Add(-5*time.Minute-time.Second), "x", "q"))
-	if v := b.view(); v.StillArriving() {
+	b := NewArrivals(arrivalsNow)
+	b.Add(deadAt(arrivalsNow.Add(-5*time.Minute-time.Second), "x", "q"))
+	if v := b.View(); v.StillArriving() {
 		t.Fatal("a failure 5m01s ago counts as still arriving")
 	}
 	// Only undated messages: no buckets, no times.
-	c := newArrivals(arrivalsNow)
-	c.add(letter.Meta{FailureGroup: "x"})
-	if v := c.view(); v.Undated != 1 || len(v.Counts) != 0 || !v.First.IsZero() || !v.Start.IsZero() {
+	c := NewArrivals(arrivalsNow)
+	c.Add(letter.Meta{FailureGroup: "x"})
+	if v := c.View(); v.Undated != 1 || len(v.Counts) != 0 || !v.First.IsZero() || !v.Start.IsZero() {
 		t.Fatalf("undated only: %+v", v)
 	}
-	if newArrivals(arrivalsNow).view() != nil {
+	if NewArrivals(arrivalsNow).View() != nil {
 		t.Fatal("no message: want nil arrivals")
 	}
 
 	// Many groups: at most ArrivalRows listed, the rest counted.
-	d := newArrivals(arrivalsNow)
+	d := NewArrivals(arrivalsNow)
 	total := 0
 	for g := 0; g < 200; g++ {
 		for i := 0; i <= g%7; i++ {
-			d.add(deadAt(arrivalsNow.Add(-time.Duration(g)*time.Minute), "group "+strings.Repeat("x", g), "q"))
+			d.Add(deadAt(arrivalsNow.Add(-time.Duration(g)*time.Minute), "group "+strings.Repeat("x", g), "q"))
 			total++
 		}
 	}
-	v = d.view()
+	v = d.View()
 	listed := 0
 	for _, r := range v.Groups {
 		listed += r.Messages
@@ -172,11 +171,11 @@ func TestArrivalsRecentUndatedAndRows(t *testing.T) {
 // TestArrivalsNonsenseTimes checks that absurd failure times (year 1, year
 // 9999, the epoch) neither panic nor lose a message.
 func TestArrivalsNonsenseTimes(t *testing.T) {
-	a := newArrivals(arrivalsNow)
+	a := NewArrivals(arrivalsNow)
 	for _, tm := range []time.Time{time.Unix(0, 0), (time.Time{}).Add(time.Hour), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), arrivalsNow, time.Unix(1<<62, 0)} {
-		a.add(deadAt(tm, "g", "q"))
+		a.Add(deadAt(tm, "g", "q"))
 	}
-	v := a.view()
+	v := a.View()
 	if sum(v.Counts) != 5 || len(v.Counts) > ArrivalBuckets {
 		t.Fatalf("drawn %d in %d buckets", sum(v.Counts), len(v.Counts))
 	}
@@ -189,12 +188,12 @@ func TestArrivalsMillion(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1M adds")
 	}
-	a := newArrivals(arrivalsNow)
+	a := NewArrivals(arrivalsNow)
 	r := rand.New(rand.NewSource(2))
 	for i := 0; i < 1_000_000; i++ {
-		a.add(deadAt(arrivalsNow.Add(-time.Duration(r.Int63n(int64(365*24*time.Hour)))), "g"+string(rune('a'+i%5)), "q"))
+		a.Add(deadAt(arrivalsNow.Add(-time.Duration(r.Int63n(int64(365*24*time.Hour)))), "g"+string(rune('a'+i%5)), "q"))
 	}
-	v := a.view()
+	v := a.View()
 	if sum(v.Counts) != 1_000_000 || len(v.Groups) != 5 {
 		t.Fatalf("drawn %d, %d groups", sum(v.Counts), len(v.Groups))
 	}
@@ -240,10 +239,10 @@ func BenchmarkArrivalsAdd(b *testing.B) {
 	for i := range ms {
 		ms[i] = deadAt(arrivalsNow.Add(-time.Duration(r.Int63n(int64(7*24*time.Hour)))), fmt.Sprintf("group %d", i%20), fmt.Sprintf("q%d", i%5))
 	}
-	a := newArrivals(arrivalsNow)
+	a := NewArrivals(arrivalsNow)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		a.add(ms[i%len(ms)])
+		a.Add(ms[i%len(ms)])
 	}
 }
 

@@ -172,7 +172,7 @@ func (e *BudgetUnknownError) Unwrap() error { return ErrBudgetUnknown }
 
 // budgetError is the error for reading q need more times, nil when the
 // budget allows it; raise says how to raise the limit.
-func budgetError(q QueueInfo, need int, raise string) error {
+func BudgetError(q QueueInfo, need int, raise string) error {
 	left := q.ReadsLeft()
 	if left < 0 || left >= need {
 		return nil
@@ -189,10 +189,10 @@ const RereadsPerStep = 1
 // with p's steps: the approval's comparison, then per step its move and
 // rereads looks for returns. It also returns the number of steps.
 func ReadsNeeded(total int, p Params, rereads int) (reads, steps int) {
-	p = p.withDefaults()
+	p = p.WithDefaults()
 	for sent := 0; sent < total; {
 		steps++
-		sent += stepSize(p.Step, p.Cap, steps)
+		sent += StepSize(p.Step, p.Cap, steps)
 	}
 	return 1 + steps*(1+rereads), steps
 }
@@ -263,90 +263,4 @@ type BudgetView struct {
 	// Raise is how to raise the limit (a command line, or why a policy
 	// cannot).
 	Raise string `json:"raise"`
-}
-
-// budgetView works out the preview's budget from the DLQ's state after the
-// preview's own read; nil when no budget applies.
-// rereads is how many looks for returns a step makes besides its move:
-// RereadsPerStep, or 0 when a tap finds the returns.
-func (s *Service) budgetView(dlq QueueInfo, selected, rereads int) *BudgetView {
-	if !dlq.RequeueCounts {
-		return nil
-	}
-	need, steps := ReadsNeeded(selected, Params{}, rereads)
-	v := &BudgetView{Limit: dlq.DeliveryLimit, LimitFrom: dlq.LimitFrom, DeliveryCount: dlq.DeliveryCount,
-		ReadsLeft: dlq.ReadsLeft(), ReadsNeeded: need, Steps: steps}
-	v.Raise = RaiseLimit(s.cfg.Vhost, dlq, SuggestedLimit(dlq, need))
-	return v
-}
-
-// budgetDetail words the budget for the preview's problem list.
-func budgetDetail(dlq QueueInfo, v *BudgetView, selected, rereads int) string {
-	counts := "RabbitMQ before 4.3"
-	if dlq.BrokerVersion != "" {
-		counts = "RabbitMQ " + dlq.BrokerVersion
-	}
-	from := v.LimitFrom
-	if from == "default" {
-		from = "RabbitMQ 4's default for quorum queues"
-	}
-	d := fmt.Sprintf("read budget: every read of %s gives each message back with nack(requeue), which %s counts against its delivery limit of %d (%s); ", dlq.Name, counts, v.Limit, from)
-	perStep := "one to move and one to look for returns"
-	if rereads == 0 {
-		perStep = "one to move; returns are found through the tap"
-	}
-	d += fmt.Sprintf("a replay of these %d message(s) needs %d reads (the approval's check, then per step %s; %d step(s) at the default 10, 20, 40… up to %d — smaller steps need more) and the limit leaves %d",
-		selected, v.ReadsNeeded, perStep, v.Steps, DefaultCap, v.ReadsLeft)
-	if v.ReadsLeft < v.ReadsNeeded {
-		d += " — the replay would stop by itself when the limit is near (nothing is dropped; it resumes once the limit is raised)"
-	}
-	if strings.HasPrefix(v.Raise, "rabbitmqctl") {
-		d += ". To raise the limit: " + v.Raise
-	} else {
-		d += ". " + strings.ToUpper(v.Raise[:1]) + v.Raise[1:]
-	}
-	return d
-}
-
-// previewBudget reads the DLQ's state again after the preview's own read,
-// so that the budget it shows counts that read.
-func (s *Service) previewBudget(ctx context.Context, p *Preview) error {
-	if !p.DLQ.RequeueCounts {
-		return nil
-	}
-	st, err := s.d.Broker.Inspect(ctx, p.DLQ.Name)
-	if err != nil {
-		return fmt.Errorf("engine: preview %s: %w", p.DLQ.Name, err)
-	}
-	if st.Exists {
-		p.DLQ = st
-	}
-	return nil
-}
-
-// stepBudget stops a replay before a step whose reads (its move and its
-// look for returns) could bring a message of the DLQ to its delivery limit.
-func (rn *run) stepBudget(ctx context.Context) error {
-	rereads := RereadsPerStep
-	if rn.mode == ReturnsTap {
-		rereads = 0
-	}
-	// A step that continues the run's cursor makes no new read: what the
-	// cursor holds is given back once, when it is released (cursor.go).
-	reads := 1
-	if rn.cur != nil {
-		reads = 0
-	}
-	if reads+rereads == 0 {
-		// No read to budget: the DLQ's state is not read either (while a
-		// cursor holds it the broker can take a quarter of a second to
-		// answer, at every step).
-		return nil
-	}
-	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
-	if err != nil || !st.Exists {
-		return nil // the move itself reports a missing or unreachable DLQ
-	}
-	rest, _ := ReadsNeeded(rn.plan.remaining(), rn.r.Params, rereads)
-	return budgetError(st, reads+rereads, RaiseLimit(rn.s.cfg.Vhost, st, SuggestedLimit(st, rest-1)))
 }

@@ -33,10 +33,10 @@ func TestReadsLeftAndBudgetError(t *testing.T) {
 	if got := q.ReadsLeft(); got != 2 {
 		t.Fatalf("ReadsLeft = %d, want 20 − 1 reserve − 17 = 2", got)
 	}
-	if err := budgetError(q, 2, ""); err != nil {
+	if err := BudgetError(q, 2, ""); err != nil {
 		t.Fatalf("2 reads of 2 left refused: %v", err)
 	}
-	err := budgetError(q, 3, "rabbitmqctl set_policy x")
+	err := BudgetError(q, 3, "rabbitmqctl set_policy x")
 	var rbe *ReadBudgetError
 	if !errors.Is(err, ErrReadBudget) || !errors.As(err, &rbe) || rbe.Left != 2 || rbe.Need != 3 {
 		t.Fatalf("budgetError = %v, want ErrReadBudget with 3 needed, 2 left", err)

@@ -74,16 +74,16 @@ type Unseen struct {
 
 // unseenTime is how Words writes the window's ends (UTC, to the
 // millisecond: a window is often shorter than a second).
-const unseenTime = "2006-01-02T15:04:05.000Z07:00"
+const UnseenTime = "2006-01-02T15:04:05.000Z07:00"
 
 // Words says it for a person: "could not tell for 8 copies (the tap was
 // gone from 2026-12-01T10:00:00.120Z to 2026-12-01T10:00:00.480Z)".
 func (u Unseen) Words() string {
-	s := fmt.Sprintf("could not tell for %d %s (the tap was gone from %s", u.Count, pick(u.Count, "copy", "copies"), u.From.UTC().Format(unseenTime))
+	s := fmt.Sprintf("could not tell for %d %s (the tap was gone from %s", u.Count, pick(u.Count, "copy", "copies"), u.From.UTC().Format(UnseenTime))
 	if u.To.IsZero() {
 		return s + " and is still gone)"
 	}
-	return s + " to " + u.To.UTC().Format(unseenTime) + ")"
+	return s + " to " + u.To.UTC().Format(UnseenTime) + ")"
 }
 
 func pick(n int, one, many string) string {
@@ -91,27 +91,4 @@ func pick(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// unseenOf is the Unseen of count copies over gaps (nil when gaps is
-// empty): from the earliest start to the latest end, open when any is.
-func unseenOf(count int, gaps []TapGap) *Unseen {
-	if len(gaps) == 0 {
-		return nil
-	}
-	u := &Unseen{Count: max(0, count), From: gaps[0].From}
-	open := false
-	for _, g := range gaps {
-		if g.From.Before(u.From) {
-			u.From = g.From
-		}
-		open = open || g.Open()
-		if g.To.After(u.To) {
-			u.To = g.To
-		}
-	}
-	if open {
-		u.To = time.Time{}
-	}
-	return u
 }

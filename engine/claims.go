@@ -1,61 +1,14 @@
 package engine
 
 import (
-	"context"
 	"fmt"
-	mrand "math/rand/v2"
 	"slices"
 	"strings"
-	"time"
 )
-
-// claimTTL bounds a step's claim on its messages: a run that dies without
-// releasing them blocks other replays of the same messages this long at most.
-const claimTTL = 15 * time.Minute
-
-// claim claims the step's picked ids for this replay (Deps.Claims) and
-// takes out of pick, and out of the plan, those another replay sent or
-// is sending: counted in Replay.Elsewhere and named, never missing.
-func (rn *run) claim(ctx context.Context, pick map[string]int) error {
-	if rn.s.d.Claims == nil || len(pick) == 0 {
-		return nil
-	}
-	ids := make([]string, 0, len(pick))
-	for id := range pick {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	// Sends by others since the preview refuse: the approver saw only
-	// what was replayed before it.
-	refused, err := rn.s.d.Claims.Claim(ctx, rn.r.DLQ, rn.r.ID, ids, rn.f.CreatedAt, claimTTL)
-	if err != nil {
-		return fmt.Errorf("claim step messages: %w", err)
-	}
-	// The claimed ids are kept in ids' own array (one list per step, not
-	// two: a step may claim a million).
-	claimed := ids[:0]
-	for _, id := range ids {
-		if cl, ok := refused[id]; ok {
-			rn.elsewhere(id, pick[id], cl)
-			delete(pick, id)
-			continue
-		}
-		claimed = append(claimed, id)
-	}
-	rn.claimed = claimed
-	return nil
-}
-
-// elsewhere books n copies of id as another replay's (cl).
-func (rn *run) elsewhere(id string, n int, cl Claim) {
-	rn.plan.drop(id, n)
-	rn.r.Elsewhere += n
-	rn.fail(Failure{ID: id, Target: rn.plan.target(id), Kind: FailureReplayedElsewhere, Detail: cl.words()})
-}
 
 // words says who holds a message: "replayed by r_…", "being replayed by
 // r_…", "left to r_…" (it owns it) or "taken over by r_…".
-func (cl Claim) words() string {
+func (cl Claim) Words() string {
 	if cl.TakenOver {
 		switch {
 		case cl.Sent:
@@ -72,184 +25,6 @@ func (cl Claim) words() string {
 		return "replayed by " + cl.Replay + " (another dlqbot replay sent it; not sent again)"
 	}
 	return "being replayed by " + cl.Replay + " (another dlqbot replay claimed it for the step it is sending; not sent by this one)"
-}
-
-// settleClaims ends the step's claims: what it sent (or may have sent)
-// stays this replay's as sent, the rest is released for others.
-func (rn *run) settleClaims(ctx context.Context, sent *sentSet) {
-	if rn.s.d.Claims == nil || len(rn.claimed) == 0 {
-		return
-	}
-	var done, released []string
-	for _, id := range rn.claimed {
-		if sent.has(id) {
-			done = append(done, id)
-		} else {
-			released = append(released, id)
-		}
-	}
-	rn.claimed = rn.claimed[:0]
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := rn.s.d.Claims.Settle(sctx, rn.r.DLQ, rn.r.ID, done, released); err != nil {
-		// Claims left behind expire after claimTTL; the ledger holds the truth.
-		rn.warn("settle claims", err)
-	}
-}
-
-// heldBy names who holds messages of the DLQ, for a step that found its
-// picks held: dlqbot replays reading it now, a dlqbot preview, approval or
-// check reading it now or seen reading it by the step looking for its
-// picks ("a preview of U123: dlqbot's own read of orders.dlq"), replays
-// seen reading it, and otherwise "another client of orders.dlq". A dlqbot
-// read is never called another client.
-func (rn *run) heldBy(ctx context.Context) string {
-	var rs, scans []string
-	for _, id := range rn.liveReaders(ctx) {
-		if isScanReader(id) {
-			scans = append(scans, scanReaderWords(id))
-			continue
-		}
-		rs = append(rs, id)
-	}
-	for _, w := range rn.sawScans {
-		if !slices.Contains(scans, w) {
-			scans = append(scans, w)
-		}
-	}
-	dlq := rn.r.DLQ
-	switch {
-	case len(rs) > 0:
-		return "dlqbot replay " + strings.Join(rs, ", ") + " (sending from " + dlq + ")"
-	case len(scans) > 0:
-		return strings.Join(scans, ", ") + " (dlqbot's own read of " + dlq + ", not another client)"
-	case len(rn.sawReaders) > 0:
-		// Seen reading by the step looking for its picks, ended since.
-		return "dlqbot replay " + strings.Join(rn.sawReaders, ", ") + " (which was sending from " + dlq + ")"
-	}
-	return "another client of " + dlq
-}
-
-// replaysReading reports whether another dlqbot replay (not a preview,
-// approval or check) reads the DLQ now: its picks may be what this run's
-// cursor holds.
-func (rn *run) replaysReading(ctx context.Context) bool {
-	for _, id := range rn.liveReaders(ctx) {
-		if !isScanReader(id) {
-			return true
-		}
-	}
-	return false
-}
-
-// liveReaders lists the other dlqbot replays that may hold messages of the
-// DLQ unacked now: those with unexpired claims on it (a step in flight)
-// or an unexpired reading mark (an open cursor, a step seeking its picks:
-// readers.go) whose record says running. A claim left behind by a replay that ended
-// (its settle failed) holds nothing, and a running replay whose owner died
-// is reported interrupted by the reaper within the lease time. A record
-// that cannot be read counts as running: waiting is safe, a false "held
-// by another client" is not.
-func (rn *run) liveReaders(ctx context.Context) []string {
-	if rn.s.d.Claims == nil {
-		return nil
-	}
-	rs, err := rn.s.d.Claims.Readers(ctx, rn.r.DLQ, rn.r.ID)
-	if err != nil {
-		rn.warn("claim readers", err)
-		return nil
-	}
-	live := rs[:0]
-	for _, id := range rs {
-		r, err := rn.s.d.Replays.Get(ctx, id)
-		if err == nil && r.State != StateRunning {
-			continue
-		}
-		live = append(live, id)
-	}
-	return live
-}
-
-// readDuring reports whether another dlqbot replay (or a whole read of a
-// preview or check) had a reading mark on the DLQ at any moment since:
-// its read may have held this step's picks and let them go in between
-// two looks at the broker. A failed look is logged and counts as none,
-// as in liveReaders.
-func (rn *run) readDuring(ctx context.Context, since time.Time) bool {
-	if rn.s.d.Claims == nil {
-		return false
-	}
-	rs, err := rn.s.d.Claims.ReadSince(ctx, rn.r.DLQ, rn.r.ID, since)
-	if err != nil {
-		rn.warn("readers since", err)
-		return false
-	}
-	return len(rs) > 0
-}
-
-// readerSlice is how long a step looking for its picked messages waits
-// for a quiet DLQ before it looks at who holds them.
-func (rn *run) readerSlice() time.Duration {
-	return min(rn.s.cfg.HeldWait, 2*rn.s.cfg.StatsLag)
-}
-
-// readerWait decides, after a wait for a quiet DLQ ended without one,
-// what a step still looking for picked messages does. While another
-// dlqbot replay reads the DLQ (liveReaders), its reader can hold this
-// step's picks unacked while it scans for its own, however often: that is
-// never "held by another client". The step then keeps waiting for as long
-// as such a reader exists and Config.HeldWait after the last one was seen
-// (deadline moves), and reads again (again) once a slice with some jitter
-// passed since its last pass, so two replays reading at once do not keep
-// meeting. Those picks are this step's (it claimed them): the other
-// replay gives them back at the end of its read. Without a dlqbot reader
-// it waits until deadline (ok false then: held by another client).
-func (rn *run) readerWait(ctx context.Context, deadline *time.Time, passEnd time.Time) (again, ok bool) {
-	now := rn.s.d.Clock.Now()
-	rn.markReading(ctx, true) // still seeking: refreshed
-	live := rn.liveReaders(ctx)
-	if len(live) == 0 {
-		return false, now.Before(*deadline)
-	}
-	for _, id := range live {
-		switch {
-		case isScanReader(id):
-			if w := scanReaderWords(id); !slices.Contains(rn.sawScans, w) {
-				rn.sawScans = append(rn.sawScans, w)
-			}
-		case !slices.Contains(rn.sawReaders, id):
-			rn.sawReaders = append(rn.sawReaders, id)
-		}
-	}
-	*deadline = now.Add(rn.s.cfg.HeldWait)
-	jitter := time.Duration(mrand.Int64N(int64(rn.readerSlice()) + 1))
-	return now.Sub(passEnd) >= rn.readerSlice()+jitter, true
-}
-
-// others takes out of pick what another replay holds now, before it could
-// be called missing: reports how many copies it took.
-func (rn *run) others(ctx context.Context, pick map[string]int) int {
-	if rn.s.d.Claims == nil {
-		return 0
-	}
-	var ids []string
-	for id, n := range pick {
-		if n > 0 {
-			ids = append(ids, id)
-		}
-	}
-	h, err := rn.s.d.Claims.Holders(ctx, rn.r.DLQ, rn.r.ID, ids)
-	if err != nil {
-		rn.warn("claim holders", err)
-		return 0
-	}
-	took := 0
-	for id, cl := range h {
-		rn.elsewhere(id, pick[id], cl)
-		took += pick[id]
-		pick[id] = 0
-	}
-	return took
 }
 
 // elsewhereWords words the previewed messages other dlqbot replays sent,
@@ -293,4 +68,30 @@ func elsewhereWords(r Replay) string {
 		w = strings.Join(who, "; ")
 	}
 	return s + fmt.Sprintf("; %d left to other dlqbot replays — %s (their previews overlapped this one; not sent by this one, not missing)", r.Elsewhere, w)
+}
+
+// Who names the replays: "replay r_…" or "replays r_…, r_…".
+func (h HeldBy) Who() string {
+	if len(h.Replays) == 1 {
+		return "replay " + h.Replays[0]
+	}
+	return "replays " + strings.Join(h.Replays, ", ")
+}
+
+// Words says what the replays held: "40 held by replay r_…" ("messages
+// held by replays r_…, r_…" when the count is not known).
+func (h HeldBy) Words() string {
+	who := h.Who()
+	if h.Messages == 0 {
+		return "messages held by " + who
+	}
+	return fmt.Sprintf("%d held by %s", h.Messages, who)
+}
+
+// HeldBy is how many messages of a DLQ a read (a preview, a compare, a
+// check) could not see while dlqbot replays' reads held messages of it,
+// and which replays those were.
+type HeldBy struct {
+	Replays  []string `json:"replay_ids"`
+	Messages int      `json:"messages"`
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
@@ -77,20 +76,45 @@ func (a ControlAction) Done() string {
 	return string(a) + "ed"
 }
 
-// Control performs action a on replay id for by: Pause, Resume (handing
-// the replay to a worker through Deps.Jobs; without it the caller runs it
-// itself) or Cancel. A replay whose state does not allow it is
-// ErrNotControllable; an unknown action is ErrUnsupported.
-func (s *Service) Control(ctx context.Context, id string, a ControlAction, by string) (Replay, error) {
-	switch a {
-	case ControlPause:
-		return s.Pause(ctx, id, by)
-	case ControlResume:
-		return s.Resume(ctx, id, by)
-	case ControlResumeResend:
-		return s.ResumeResend(ctx, id, by)
-	case ControlCancel:
-		return s.Cancel(ctx, id, by)
-	}
-	return Replay{}, fmt.Errorf("engine: control %s: %w: unknown action %q", id, ErrUnsupported, a)
+// Errors that end a run early.
+var (
+	// ErrPauseRequested means an operator paused the replay.
+	ErrPauseRequested = errors.New("pause requested")
+	// ErrCancelRequested means an operator cancelled the replay.
+	ErrCancelRequested = errors.New("cancel requested")
+)
+
+// ErrDesireChanged means an operator asked for another state after the
+// owner decided what to write: the owner's write was refused and it must
+// act on the new desire instead (a resume that came in while it paused).
+var ErrDesireChanged = errors.New("the desired state changed")
+
+// ErrNotRunnable means a worker was handed a replay that nobody wants run
+// now (a duplicate or stale job): it is paused or stopped and no resume is
+// pending, or it is running without an owner (the reaper reports it).
+var ErrNotRunnable = errors.New("replay is not to be run")
+
+// Why a conditional desire was refused.
+const (
+	// RefusedState means the replay's state does not allow the request.
+	RefusedState = "state"
+	// RefusedCancelling means a cancel is pending: only a cancel may follow.
+	RefusedCancelling = "cancelling"
+	// RefusedOwnerGone means the replay is running but nobody holds its
+	// lease: the reaper reports it interrupted.
+	RefusedOwnerGone = "owner_gone"
+)
+
+// DesireResult is what a conditional desire found and did.
+type DesireResult struct {
+	// Recorded is true when the desired state was written.
+	Recorded bool
+	// Refused says why it was not (one of the Refused… constants).
+	Refused string
+	// State is the replay's state when the request was decided.
+	State State
+	// Desired is the desired state before the request ("" when none).
+	Desired State
+	// Owned is true when a process held the replay's lease.
+	Owned bool
 }

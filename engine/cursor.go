@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"context"
-	"fmt"
 	"time"
 )
 
@@ -45,83 +43,6 @@ const (
 	DefaultCursorAge = 15 * time.Minute
 )
 
-// cursorRefillWait bounds how long a step's bypass check waits for the
-// broker to refill the cursor's window after the step's acks (see
-// checkBypass) before it takes the DLQ's growth for a bypass.
-const cursorRefillWait = 10 * time.Second
-
-// cursorMover is the mover's cursor support, if the run may use it now.
-func (rn *run) cursorMover() (CursorMover, bool) {
-	cm, ok := rn.s.d.Mover.(CursorMover)
-	if !ok || rn.s.cfg.CursorHold < 0 || rn.mode == ReturnsReread || rn.resending {
-		return nil, false
-	}
-	return cm, true
-}
-
-// openCursor opens the run's cursor on the DLQ unless one is open or the
-// run reads without one. A cursor that cannot be opened is no error: the
-// step reads the DLQ once as before, and reports what that read finds.
-func (rn *run) openCursor(ctx context.Context) {
-	cm, ok := rn.cursorMover()
-	if !ok {
-		// Resending, or re-reading for returns from now on (the tap
-		// missed some): those reads must find the DLQ whole.
-		rn.releaseCursor("the step reads without a cursor")
-		return
-	}
-	if rn.cur != nil {
-		return
-	}
-	c, err := cm.OpenCursor(ctx, rn.r.DLQ)
-	if err != nil {
-		rn.warn("open cursor", err)
-		return
-	}
-	rn.cur, rn.curOpened = c, rn.s.d.Clock.Now()
-	rn.markReading(ctx, false) // readers.go
-	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened")
-}
-
-// move is one move of a step: from the cursor when one is open, else a
-// one-shot read of the DLQ. A cursor whose move failed is released (by
-// the cursor) and dropped.
-func (rn *run) move(ctx context.Context, req MoveRequest) (MoveResult, error) {
-	if rn.cur == nil {
-		return rn.s.d.Mover.Move(ctx, req)
-	}
-	mr, err := rn.cur.Move(ctx, req)
-	if err != nil {
-		rn.cur = nil
-	}
-	return mr, err
-}
-
-// boundCursor releases the cursor when it holds too much, is too old (or
-// would be by the end of the step's settle), its read ended with nothing
-// it holds still wanted, or another dlqbot replay sends from the same DLQ
-// (whose picks the cursor may hold: it gets them between this run's
-// steps, as without a cursor).
-func (rn *run) boundCursor(ctx context.Context) {
-	if rn.cur == nil {
-		return
-	}
-	age := rn.s.d.Clock.Now().Sub(rn.curOpened)
-	switch {
-	case rn.replaysReading(ctx):
-		rn.releaseCursor("another dlqbot replay sends from the DLQ")
-	case rn.cur.Held() > holdBound(rn.s.cfg.CursorHold, rn.plan.reach):
-		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", holdBound(rn.s.cfg.CursorHold, rn.plan.reach)))
-	case age+rn.r.Params.Timeout > rn.s.cfg.CursorAge:
-		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.cfg.CursorAge))
-	case rn.cur.Done() && !rn.wantsHeld():
-		rn.releaseCursor("its read ended")
-	default:
-		rn.curHeld = rn.cur.Held() // no move is in progress
-		rn.markReading(ctx, false) // with what it holds now (readers.go)
-	}
-}
-
 // holdBound is the most messages a cursor may hold: hold when it is set
 // (Config.CursorHold > 0), else the larger of DefaultCursorHold and reach,
 // how deep the replay's preview read (one past its last previewed
@@ -130,41 +51,30 @@ func (rn *run) boundCursor(ctx context.Context) {
 // it; a smaller bound would make a sparse selection's later steps release
 // and re-read the DLQ from its head, each one as deep as the bound (10% of
 // 1,000,000 passes 900,000 messages it does not take).
-func holdBound(hold, reach int) int {
+func HoldBound(hold, reach int) int {
 	if hold > 0 {
 		return hold
 	}
 	return max(DefaultCursorHold, reach)
 }
 
-// wantsHeld reports whether the plan still has copies a read may already
-// have passed: planned copies of items before the furthest one sent.
-func (rn *run) wantsHeld() bool {
-	return rn.plan.remaining() > 0
-}
+// The tap sees every dead letter that reaches the DLQ through its
+// bindings; one published straight to the DLQ (a framework republishing
+// through the default exchange) passes it by. The bypass check compares
+// how much a classic DLQ grew with how many dead letters its tap recorded
+// meanwhile: more growth means something the tap cannot see, and the run
+// then re-reads the DLQ for returns (checkBypass).
+//
+// The check's baseline is the run's, carried across steps (bypassBase):
+// read once, before the first step publishes, and again after each check.
+// Reading the DLQ's count until it holds still costs up to a second while
+// the broker refills the cursor's windows, so the check is not made at
+// every step: every canary step (smaller than the cap) is checked, then a
+// step at most every Config.BypassEvery, and always the run's last judgement
+// (lastLookPatience). Past the canary phase a bypass is therefore seen
+// within Config.BypassEvery of its first return (docs/design.md "Finding
+// returns: the tap").
 
-// releaseCursor gives back everything the cursor holds (why says why, for
-// the log) and drops it.
-func (rn *run) releaseCursor(why string) {
-	if rn.cur == nil {
-		return
-	}
-	c := rn.cur
-	rn.cur = nil
-	held := c.Held()
-	n, err := c.Release()
-	if err != nil {
-		rn.warn("release cursor ("+why+")", err)
-	}
-	rn.doneReading(context.Background())
-	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).
-		Int("held", held).Int("given_back", n).Msg("cursor released: " + why)
-}
-
-// cursorHeld is how many messages the run's cursor holds (0: none open).
-func (rn *run) cursorHeld() int {
-	if rn.cur == nil {
-		return 0
-	}
-	return rn.cur.Held()
-}
+// DefaultBypassEvery is Config.BypassEvery's default: how long, past the
+// canary phase, a run goes between bypass checks.
+const DefaultBypassEvery = 10 * time.Second

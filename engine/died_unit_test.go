@@ -1,10 +1,9 @@
 package engine
 
 import (
+	"github.com/stroma/dlqbot/engine/letter"
 	"testing"
 	"time"
-
-	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // TestAnOriginalThatDiedInTheApprovalsSecondIsTheOriginal: the broker keeps
@@ -24,7 +23,7 @@ func TestAnOriginalThatDiedInTheApprovalsSecondIsTheOriginal(t *testing.T) {
 		{"no death", time.Time{}, false},
 	}
 	for _, c := range cases {
-		if got := diedAfterSecondOf(letter.Meta{LastDeath: c.death}, created); got != c.since {
+		if got := DiedAfterSecondOf(letter.Meta{LastDeath: c.death}, created); got != c.since {
 			t.Errorf("%s: died since %v, want %v", c.name, got, c.since)
 		}
 	}

@@ -2,12 +2,10 @@ package engine
 
 import (
 	"context"
-	"fmt"
+	"github.com/stroma/dlqbot/engine/proof"
 	"iter"
 	"slices"
 	"time"
-
-	"github.com/stroma/dlqbot/engine/proof"
 )
 
 // Item is one distinct message of a frozen preview: an id, how many
@@ -192,35 +190,4 @@ func CardOf(p *Preview) *PreviewCard {
 		c.Arrivals = &a
 	}
 	return c
-}
-
-// freeze stores the replayable part of p under a new token.
-func (s *Service) freeze(ctx context.Context, sel Selection, p *Preview, r *previewRows) error {
-	f := Frozen{
-		DLQ: sel.DLQ, Vhost: s.cfg.Vhost, Selection: p.Selection, To: sel.To,
-		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected, ParkAfter: sel.ParkLimit(),
-		Proof: p.proof, Card: CardOf(p),
-	}
-	f.Each = func(yield func(Item) bool) {
-		for i, row := range r.rows {
-			q := r.targetOf(i)
-			if q == "" {
-				continue
-			}
-			if !yield(Item{ID: r.id(i), Count: int(row.count), Target: q, Group: r.classes[row.class].group, Seq: row.seq}) {
-				return
-			}
-		}
-	}
-	for _, t := range p.Targets {
-		f.Targets = append(f.Targets, TargetSnapshot{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages,
-			ConsumersSinceFailure: t.ConsumersSinceFailure})
-	}
-	tok, err := s.d.Tokens.Save(ctx, f, s.cfg.TokenTTL)
-	if err != nil {
-		return fmt.Errorf("engine: preview: save token: %w", err)
-	}
-	p.Token = tok
-	p.ExpiresAt = f.CreatedAt.Add(s.cfg.TokenTTL).UTC().Format(time.RFC3339)
-	return nil
 }

@@ -1,6 +1,8 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+)
 
 // ErrBadSignature means a stored record (a frozen preview, a replay) failed
 // its signature check: it was changed outside dlqbot (someone with write

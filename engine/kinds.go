@@ -82,7 +82,7 @@ const (
 
 // notSent reports whether a failure of kind k means the copy was certainly
 // not sent: the ledger does not name it, so a resumed replay plans it again.
-func (k FailureKind) notSent() bool {
+func (k FailureKind) NotSent() bool {
 	switch k {
 	case FailureMissing, FailureUnroutable, FailureNacked, FailureRefused, FailureReplayedElsewhere:
 		return true
@@ -105,13 +105,13 @@ const (
 
 // notSent reports whether the copy was certainly not delivered (so its
 // ledger intent can be withdrawn).
-func (k MoveFailureKind) notSent() bool {
+func (k MoveFailureKind) NotSent() bool {
 	return k == MoveUnroutable || k == MoveNacked || k == MoveRefused
 }
 
 // failure is the replay failure kind a move failure of kind k is recorded
 // as: a lost copy is in doubt (maybe delivered), never "not delivered".
-func (k MoveFailureKind) failure() FailureKind {
+func (k MoveFailureKind) Failure() FailureKind {
 	switch k {
 	case MoveLost:
 		return FailureInDoubt

@@ -151,3 +151,9 @@ type CursorMover interface {
 	Mover
 	OpenCursor(ctx context.Context, queue string) (Cursor, error)
 }
+
+// PossibleDuplicateHeader marks a copy sent again because the first one
+// was in doubt (in flight when the connection was lost): it carries the
+// same message_id and x-dlqbot-copy as the copy that may already have
+// arrived, so a consumer that sees both drops the second.
+const PossibleDuplicateHeader = "x-dlqbot-possible-duplicate"

@@ -23,11 +23,11 @@ import (
 // Pacer tuning.
 const (
 	// pacerWindow is how often the targets are sampled while sending.
-	pacerWindow = 500 * time.Millisecond
+	PacerWindow = 500 * time.Millisecond
 	// pacerStale is the longest gap between samples whose difference still
 	// measures the consumers (a replay waiting between steps sends
 	// nothing, so the gap says nothing of them).
-	pacerStale = 3 * pacerWindow
+	pacerStale = 3 * PacerWindow
 	// pacerSetpoint and pacerLimit are the backlog aimed at and the most
 	// tolerated, in seconds of acknowledgements.
 	pacerSetpoint = 1.0
@@ -82,7 +82,7 @@ func (p *Pacer) Published(n int) { p.published += int64(n) }
 
 // Due reports whether a new sample of the targets is due.
 func (p *Pacer) Due() bool {
-	return !p.sampled || p.clock.Now().Sub(p.at) >= pacerWindow
+	return !p.sampled || p.clock.Now().Sub(p.at) >= PacerWindow
 }
 
 // Observe takes a sample of the targets: their summed ready count and

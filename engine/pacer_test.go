@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -116,50 +115,4 @@ func TestPacerFollowsConsumer(t *testing.T) {
 		t.Fatalf("sent %v in 60 s, want at least %v", sent, 0.8*(3000-300))
 	}
 	t.Logf("sent %v, worst backlog %v, %s", sent, worst, p.Status())
-}
-
-// idleTarget is a broker whose every target exists, empty, with one
-// consumer: one that acknowledges whatever it is sent.
-type idleTarget struct{ Broker }
-
-func (idleTarget) Inspect(_ context.Context, q string) (QueueInfo, error) {
-	return QueueInfo{Name: q, Exists: true, Consumers: 1}, nil
-}
-
-// TestNoRateMeansPaceToTheConsumer: a replay approved with no rate (the
-// zero Params every front end sends then) is paced to its consumers: it
-// starts at DefaultRate and rises above it once its target is seen to
-// keep up, and says so. A fixed rate=50 and rate=max are not paced.
-func TestNoRateMeansPaceToTheConsumer(t *testing.T) {
-	ctx := context.Background()
-	clk := &manualClock{t: time.Unix(1000, 0)}
-	runOf := func(p Params) *run {
-		return &run{s: &Service{d: Deps{Clock: clk, Broker: idleTarget{}}}, r: Replay{Params: p.withDefaults()}}
-	}
-
-	rn := runOf(Params{})
-	if !rn.r.Params.Auto {
-		t.Fatalf("no rate: params %+v, want rate=auto", rn.r.Params)
-	}
-	rate, hook := rn.paceOf(ctx)
-	if hook == nil || rate != DefaultRate {
-		t.Fatalf("no rate: starts at %v, paced %v; want %v, paced", rate, hook != nil, DefaultRate)
-	}
-	rn.pacedTarget("orders")
-	for i := 0; i < 3; i++ { // three samples, 25 sent between each
-		for j := 0; j < 25; j++ {
-			rate = hook()
-		}
-		clk.t = clk.t.Add(pacerWindow)
-	}
-	rate = hook()
-	if st, _ := rn.pace.Load().(string); rate <= DefaultRate || !strings.HasPrefix(st, "pacing to the consumer") {
-		t.Fatalf("no rate, idle consumer: rate %v, status %q; want above %v, pacing to the consumer", rate, st, DefaultRate)
-	}
-
-	for _, p := range []Params{{Rate: 50}, {Rate: -1}} {
-		if rate, hook := runOf(p).paceOf(ctx); hook != nil || rate != max(p.Rate, 0) {
-			t.Errorf("rate %v: starts at %v, paced %v; want %v, not paced", p.Rate, rate, hook != nil, max(p.Rate, 0))
-		}
-	}
 }

@@ -12,12 +12,12 @@ import (
 // its id, its class, its DLQ position and its copies (about 50 bytes with
 // the index, where an Item alone takes 64), so that a run need not keep
 // its preview's items (runner.go).
-type plan struct {
-	ids     []string    // DLQ order
-	class   []uint32    // each item's class, an index into classes
-	seq     []int32     // each item's DLQ position when previewed
-	classes [][2]string // target × failure group
-	index   idIndex     // id → its first item
+type Plan struct {
+	IDs     []string    `json:"-"` // DLQ order
+	Class   []uint32    `json:"-"` // each item's class, an index into classes
+	Seq     []int32     `json:"-"` // each item's DLQ position when previewed
+	Classes [][2]string `json:"-"` // target × failure group
+	Index   idIndex     `json:"-"` // id → its first item
 	// left is, at an id's first item, its copies not yet sent (0 at any
 	// later item of the same id: a preview's items have distinct ids, an
 	// older token might not); count, there, its copies previewed.
@@ -32,25 +32,25 @@ type plan struct {
 	reached map[[2]string]bool
 	// reach is how deep the preview read to find every item: one past the
 	// largest DLQ position (see holdBound).
-	reach int
+	Reach int `json:"-"`
 	// canaryDepth is how deep, in DLQ positions as the preview saw them,
 	// a first step looks for classes to hold one copy of each (see next;
 	// Config.CanaryDepth); 0 or less: it looks for none.
-	canaryDepth int
+	CanaryDepth int `json:"-"`
 }
 
 // planOf is the plan of a preview's items given column by column (which
 // it keeps: the ids, classes and positions are not copied), with sent
 // copies already sent (by id). The id index, most of a large plan's
 // making, is built beside the rest.
-func planOf(c ItemColumns, sent map[string]int) *plan {
+func PlanOf(c ItemColumns, sent map[string]int) *Plan {
 	n := c.Len()
-	p := &plan{ids: c.IDs, class: c.Class, seq: c.Seq, classes: c.Classes, count: c.Count,
-		left: make([]int32, n), reached: map[[2]string]bool{}, index: newIDIndex(c.IDs)}
+	p := &Plan{IDs: c.IDs, Class: c.Class, Seq: c.Seq, Classes: c.Classes, count: c.Count,
+		left: make([]int32, n), reached: map[[2]string]bool{}, Index: NewIDIndex(c.IDs)}
 	indexed := make(chan bool, 1)
-	go func() { indexed <- p.index.distinct() }()
+	go func() { indexed <- p.Index.Distinct() }()
 	for i, s := range c.Seq {
-		p.reach = max(p.reach, int(s)+1)
+		p.Reach = max(p.Reach, int(s)+1)
 		left := c.Count[i]
 		if len(sent) > 0 {
 			left -= int32(sent[c.IDs[i]])
@@ -66,13 +66,13 @@ func planOf(c ItemColumns, sent map[string]int) *plan {
 	// An earlier run's reads reached every class up to the last copy it
 	// sent (DLQ order).
 	last := -1
-	for i := 0; len(sent) > 0 && i < len(p.ids); i++ {
-		if sent[p.ids[i]] > 0 {
+	for i := 0; len(sent) > 0 && i < len(p.IDs); i++ {
+		if sent[p.IDs[i]] > 0 {
 			last = i
 		}
 	}
 	for i := range last + 1 {
-		p.reached[p.classes[p.class[i]]] = true
+		p.reached[p.Classes[p.Class[i]]] = true
 	}
 	return p
 }
@@ -81,15 +81,15 @@ func planOf(c ItemColumns, sent map[string]int) *plan {
 // repeat (an older token's), as plans always did: each item's copies, less
 // its id's sent ones, are counted at its id's first item, and later items
 // have none of their own.
-func (p *plan) repeated(sent map[string]int) {
-	count := make([]int32, len(p.ids))
+func (p *Plan) repeated(sent map[string]int) {
+	count := make([]int32, len(p.IDs))
 	clear(p.left)
 	p.total = 0
-	for i, id := range p.ids {
-		first, ok := p.index.get(id)
+	for i, id := range p.IDs {
+		first, ok := p.Index.Get(id)
 		if !ok {
 			first = int32(i)
-			p.index.add(id, first)
+			p.Index.Add(id, first)
 		}
 		count[first] += p.count[i]
 		if left := p.count[i] - int32(sent[id]); left > 0 {
@@ -105,9 +105,9 @@ func (p *plan) repeated(sent map[string]int) {
 // token's) it leaves the index empty and reports false, and planOf writes
 // it the slower way, an id's first item first. At 1,000,000 items the
 // index is most of a run's start before its first copy.
-func (x *idIndex) distinct() bool {
+func (x *idIndex) Distinct() bool {
 	for i, id := range x.ids {
-		if !x.add(id, int32(i)) {
+		if !x.Add(id, int32(i)) {
 			x.reset()
 			return false
 		}
@@ -117,19 +117,19 @@ func (x *idIndex) distinct() bool {
 
 // previewed is how many copies of id the preview froze (0 for an id not
 // in the plan).
-func (p *plan) previewed(id string) int {
-	if i, ok := p.index.get(id); ok {
+func (p *Plan) Previewed(id string) int {
+	if i, ok := p.Index.Get(id); ok {
 		return int(p.count[i])
 	}
 	return 0
 }
 
 // remaining is how many copies are still to be sent.
-func (p *plan) remaining() int { return p.total }
+func (p *Plan) Remaining() int { return p.total }
 
 // drop removes n copies of id from what is left (sent, or given up on).
-func (p *plan) drop(id string, n int) {
-	i, ok := p.index.get(id)
+func (p *Plan) Drop(id string, n int) {
+	i, ok := p.Index.Get(id)
 	if !ok {
 		return
 	}
@@ -142,50 +142,50 @@ func (p *plan) drop(id string, n int) {
 }
 
 // has reports whether id is one of the frozen items.
-func (p *plan) has(id string) bool {
-	_, ok := p.index.get(id)
+func (p *Plan) Has(id string) bool {
+	_, ok := p.Index.Get(id)
 	return ok
 }
 
 // target returns id's target queue ("" for an id not in the plan).
-func (p *plan) target(id string) string {
-	if i, ok := p.index.get(id); ok {
-		return p.classes[p.class[i]][0]
+func (p *Plan) Target(id string) string {
+	if i, ok := p.Index.Get(id); ok {
+		return p.Classes[p.Class[i]][0]
 	}
 	return ""
 }
 
 // leftOf is how many copies of id are still to be sent (0 for an id not
 // in the plan).
-func (p *plan) leftOf(id string) int {
-	if i, ok := p.index.get(id); ok {
+func (p *Plan) LeftOf(id string) int {
+	if i, ok := p.Index.Get(id); ok {
 		return int(p.left[i])
 	}
 	return 0
 }
 
 // leftAt is how many copies of item i's id are still to be sent.
-func (p *plan) leftAt(i int) int {
-	first, _ := p.index.get(p.ids[i])
+func (p *Plan) leftAt(i int) int {
+	first, _ := p.Index.Get(p.IDs[i])
 	return int(p.left[first])
 }
 
 // firstOf reports whether item i is its id's first item (the one that
 // counts the id's copies).
-func (p *plan) firstOf(i int) bool {
-	first, _ := p.index.get(p.ids[i])
+func (p *Plan) firstOf(i int) bool {
+	first, _ := p.Index.Get(p.IDs[i])
 	return int(first) == i
 }
 
 // advance moves the cursor past the items with no copies left.
-func (p *plan) advance() {
-	for p.cursor < len(p.ids) && p.leftAt(p.cursor) == 0 {
+func (p *Plan) advance() {
+	for p.cursor < len(p.IDs) && p.leftAt(p.cursor) == 0 {
 		p.cursor++
 	}
 }
 
 // stepSize is the size of step k (from 1): first, doubling up to limit.
-func stepSize(first, limit, k int) int {
+func StepSize(first, limit, k int) int {
 	n := first
 	for i := 1; i < k && n < limit; i++ {
 		n *= 2
@@ -207,8 +207,8 @@ func stepSize(first, limit, k int) int {
 // class's first copy never goes out with its bulk. A resumed run counts
 // as reached every class up to the last copy an earlier run sent; a step
 // before any class is reached is a first step.
-func (p *plan) next(n int, first bool) map[string]int {
-	return p.start(n, first).more(math.MaxInt)
+func (p *Plan) Next(n int, first bool) map[string]int {
+	return p.Start(n, first).More(math.MaxInt)
 }
 
 // DefaultCanaryDepth is Config.CanaryDepth's default: a first step looks
@@ -224,8 +224,8 @@ const DefaultStepChunk = 10000
 // stepWalk is next's walk over the items for one step, paused between the
 // chunks a large step is sent in (Config.StepChunk): the chunks of one
 // walk together pick exactly what next would.
-type stepWalk struct {
-	p                      *plan
+type StepWalk struct {
+	p                      *Plan
 	n                      int
 	first                  bool
 	i                      int // the next item to look at
@@ -234,14 +234,14 @@ type stepWalk struct {
 	// owed are the classes a first step still holds no copy of whose
 	// first copy lies within canaryDepth (each is owed its first copy).
 	owed map[[2]string]bool
-	done bool // the step has all its copies
+	Done bool `json:"-"` // the step has all its copies
 }
 
 // start begins the walk of a step of n copies (see next).
-func (p *plan) start(n int, first bool) *stepWalk {
+func (p *Plan) Start(n int, first bool) *StepWalk {
 	p.advance()
 	// A run resumed before any copy was sent starts as a first step.
-	w := &stepWalk{p: p, n: n, first: first || len(p.reached) == 0, i: p.cursor, fresh: map[[2]string]bool{}}
+	w := &StepWalk{p: p, n: n, first: first || len(p.reached) == 0, i: p.cursor, fresh: map[[2]string]bool{}}
 	if w.first {
 		w.owed = p.canaryClasses()
 	}
@@ -251,13 +251,13 @@ func (p *plan) start(n int, first bool) *stepWalk {
 // canaryClasses are the classes not yet reached with copies left whose
 // first such copy lies within canaryDepth: the ones a first step owes a
 // copy.
-func (p *plan) canaryClasses() map[[2]string]bool {
+func (p *Plan) canaryClasses() map[[2]string]bool {
 	owed := map[[2]string]bool{}
-	for i := p.cursor; i < len(p.ids) && int(p.seq[i]) < p.canaryDepth; i++ {
+	for i := p.cursor; i < len(p.IDs) && int(p.Seq[i]) < p.CanaryDepth; i++ {
 		if !p.firstOf(i) || p.left[i] == 0 {
 			continue
 		}
-		if k := p.classes[p.class[i]]; !p.reached[k] {
+		if k := p.Classes[p.Class[i]]; !p.reached[k] {
 			owed[k] = true
 		}
 	}
@@ -267,19 +267,19 @@ func (p *plan) canaryClasses() map[[2]string]bool {
 // full reports whether the step has all its copies: n of them and, for a
 // first step, a copy of each class it owes one (or the walk is past
 // canaryDepth, where none of them lie any more).
-func (w *stepWalk) full() bool {
-	if w.i >= len(w.p.ids) {
+func (w *StepWalk) full() bool {
+	if w.i >= len(w.p.IDs) {
 		return true
 	}
 	if w.taken < w.n {
 		return false
 	}
-	return len(w.owed) == 0 || int(w.p.seq[w.i]) >= w.p.canaryDepth
+	return len(w.owed) == 0 || int(w.p.Seq[w.i]) >= w.p.CanaryDepth
 }
 
 // more continues the walk until it has picked at least max more copies
 // or the step is complete, and returns those copies (id → copies).
-func (w *stepWalk) more(max int) map[string]int {
+func (w *StepWalk) More(max int) map[string]int {
 	pick := map[string]int{}
 	w.walk(max, func(id string, n int) { pick[id] += n })
 	return pick
@@ -287,7 +287,7 @@ func (w *stepWalk) more(max int) map[string]int {
 
 // count reports, without moving the walk, how many copies the rest of the
 // step will pick and the targets they go to.
-func (w *stepWalk) count() (copies int, targets map[string]bool) {
+func (w *StepWalk) Count() (copies int, targets map[string]bool) {
 	reached := maps.Clone(w.p.reached)
 	defer func() { w.p.reached = reached }()
 	c := *w
@@ -295,24 +295,24 @@ func (w *stepWalk) count() (copies int, targets map[string]bool) {
 	targets = map[string]bool{}
 	c.walk(math.MaxInt, func(id string, n int) {
 		copies += n
-		targets[w.p.target(id)] = true
+		targets[w.p.Target(id)] = true
 	})
 	return copies, targets
 }
 
 // walk is the loop of next: add is called for each copy picked.
-func (w *stepWalk) walk(limit int, add func(id string, n int)) {
+func (w *StepWalk) walk(limit int, add func(id string, n int)) {
 	p, got := w.p, 0
-	for ; !w.done && got < limit; w.i++ {
+	for ; !w.Done && got < limit; w.i++ {
 		if w.full() {
-			w.done = true
+			w.Done = true
 			return
 		}
-		id := p.ids[w.i]
+		id := p.IDs[w.i]
 		if !p.firstOf(w.i) || p.left[w.i] == 0 {
 			continue // a later item of the same id: its copies are the first's
 		}
-		k := p.classes[p.class[w.i]]
+		k := p.Classes[p.Class[w.i]]
 		if w.first {
 			// One copy of each owed class, its first; the first copies in
 			// DLQ order up to n, less the room the owed classes keep.
@@ -334,7 +334,7 @@ func (w *stepWalk) walk(limit int, add func(id string, n int)) {
 		}
 		if !p.reached[k] {
 			if w.extra == w.n {
-				w.done = true
+				w.Done = true
 				return
 			}
 			p.reached[k], w.fresh[k] = true, true
@@ -348,7 +348,7 @@ func (w *stepWalk) walk(limit int, add func(id string, n int)) {
 		}
 		if w.fresh[k] {
 			if w.deferred == w.n {
-				w.done = true
+				w.Done = true
 				return
 			}
 			w.deferred++
@@ -361,18 +361,27 @@ func (w *stepWalk) walk(limit int, add func(id string, n int)) {
 		w.taken += more
 	}
 	if w.full() {
-		w.done = true
+		w.Done = true
 	}
 }
 
 // depth is how many DLQ messages a read must pass to find the copies of
 // pick: one past the DLQ position of the last of them.
-func (p *plan) depth(pick map[string]int) int {
+func (p *Plan) depth(pick map[string]int) int {
 	d := 0
 	for id := range pick {
-		if i, ok := p.index.get(id); ok {
-			d = max(d, int(p.seq[i])+1)
+		if i, ok := p.Index.Get(id); ok {
+			d = max(d, int(p.Seq[i])+1)
 		}
 	}
 	return d
+}
+
+// copiesIn is how many copies pick holds.
+func CopiesIn(pick map[string]int) int {
+	n := 0
+	for _, c := range pick {
+		n += c
+	}
+	return n
 }

@@ -12,26 +12,26 @@ import (
 // items the index was most of a plan's memory.
 type idIndex struct {
 	ids   []string // the plan's ids: slot values index them
-	slots []int32  // an item index + 1 in each used slot; 0: empty
+	Slots []int32  `json:"-"` // an item index + 1 in each used slot; 0: empty
 	seed  maphash.Seed
 	n     int // ids indexed
 }
 
 // newIDIndex returns an empty index over ids with room for all of them.
-func newIDIndex(ids []string) idIndex {
+func NewIDIndex(ids []string) idIndex {
 	size := 8
 	if need := len(ids) + len(ids)/3 + 1; need > size {
 		size = 1 << bits.Len(uint(need-1))
 	}
-	return idIndex{ids: ids, slots: make([]int32, size), seed: maphash.MakeSeed()}
+	return idIndex{ids: ids, Slots: make([]int32, size), seed: maphash.MakeSeed()}
 }
 
 // find returns the slot holding id, or the empty slot where it would go.
 func (x *idIndex) find(id string) int {
-	mask := len(x.slots) - 1
+	mask := len(x.Slots) - 1
 	s := int(maphash.String(x.seed, id)) & mask
 	for {
-		v := x.slots[s]
+		v := x.Slots[s]
 		if v == 0 || x.ids[v-1] == id {
 			return s
 		}
@@ -40,28 +40,28 @@ func (x *idIndex) find(id string) int {
 }
 
 // get returns id's item and whether it is indexed.
-func (x *idIndex) get(id string) (int32, bool) {
+func (x *idIndex) Get(id string) (int32, bool) {
 	if x.n == 0 {
 		return 0, false
 	}
-	v := x.slots[x.find(id)]
+	v := x.Slots[x.find(id)]
 	return v - 1, v != 0
 }
 
 // add indexes id at item i unless id is indexed already; it reports
 // whether it did. The index holds at most len(ids) ids.
-func (x *idIndex) add(id string, i int32) bool {
+func (x *idIndex) Add(id string, i int32) bool {
 	s := x.find(id)
-	if x.slots[s] != 0 {
+	if x.Slots[s] != 0 {
 		return false
 	}
-	x.slots[s] = i + 1
+	x.Slots[s] = i + 1
 	x.n++
 	return true
 }
 
 // reset empties the index.
 func (x *idIndex) reset() {
-	clear(x.slots)
+	clear(x.Slots)
 	x.n = 0
 }

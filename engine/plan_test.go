@@ -9,7 +9,7 @@ import (
 
 // newPlan is the plan of items with sent copies already sent (by id),
 // as a run makes it from its token's columns.
-func newPlan(items []Item, sent map[string]int) *plan { return planOf(Columns(items), sent) }
+func newPlan(items []Item, sent map[string]int) *Plan { return PlanOf(Columns(items), sent) }
 
 // mapPlan is the plan as it was before it became arrays with a cursor
 // (maps keyed by id), kept as the reference the arrays must agree with.
@@ -39,7 +39,7 @@ func newMapPlan(items []Item, sent map[string]int) *mapPlan {
 	return p
 }
 
-func (p *mapPlan) remaining() int {
+func (p *mapPlan) Remaining() int {
 	n := 0
 	for _, c := range p.left {
 		n += c
@@ -47,7 +47,7 @@ func (p *mapPlan) remaining() int {
 	return n
 }
 
-func (p *mapPlan) drop(id string, n int) {
+func (p *mapPlan) Drop(id string, n int) {
 	if p.left[id] <= n {
 		delete(p.left, id)
 		return
@@ -55,7 +55,7 @@ func (p *mapPlan) drop(id string, n int) {
 	p.left[id] -= n
 }
 
-func (p *mapPlan) next(n int, first bool) map[string]int {
+func (p *mapPlan) Next(n int, first bool) map[string]int {
 	first = first || len(p.reached) == 0
 	if first {
 		return p.first(n)
@@ -166,7 +166,7 @@ func TestPlanStepsGoInDLQOrder(t *testing.T) {
 	}
 	depths := []int{5, 10, 19, 22}
 	for k, w := range want {
-		pick := p.next(5, k == 0)
+		pick := p.Next(5, k == 0)
 		exp := map[string]int{}
 		for _, id := range w {
 			exp[id] = 1
@@ -178,11 +178,11 @@ func TestPlanStepsGoInDLQOrder(t *testing.T) {
 			t.Fatalf("step %d reads %d deep, want %d", k+1, d, depths[k])
 		}
 		for id, n := range pick {
-			p.drop(id, n)
+			p.Drop(id, n)
 		}
 	}
-	if p.remaining() != 0 {
-		t.Fatalf("%d left after the steps, want 0", p.remaining())
+	if p.Remaining() != 0 {
+		t.Fatalf("%d left after the steps, want 0", p.Remaining())
 	}
 }
 
@@ -208,28 +208,28 @@ func TestPlanAgreesWithMaps(t *testing.T) {
 		}
 		a, b := newPlan(items, sent), newMapPlan(items, sent)
 		if trial%4 != 0 {
-			a.canaryDepth = r.IntN(350)
-			b.depth = a.canaryDepth
+			a.CanaryDepth = r.IntN(350)
+			b.depth = a.CanaryDepth
 		}
-		for k := 1; a.remaining() > 0 && k < 100; k++ {
-			if a.remaining() != b.remaining() {
-				t.Fatalf("trial %d step %d: %d left, want %d", trial, k, a.remaining(), b.remaining())
+		for k := 1; a.Remaining() > 0 && k < 100; k++ {
+			if a.Remaining() != b.Remaining() {
+				t.Fatalf("trial %d step %d: %d left, want %d", trial, k, a.Remaining(), b.Remaining())
 			}
-			n := stepSize(1+r.IntN(5), 1+r.IntN(60), k)
+			n := StepSize(1+r.IntN(5), 1+r.IntN(60), k)
 			strat := k == 1 || r.IntN(4) == 0
-			pb := b.next(n, strat)
+			pb := b.Next(n, strat)
 			drop := func(pick map[string]int) {
 				for id, c := range pick {
 					d := c
 					if r.IntN(6) == 0 {
 						d = c + 1 // given up on, more than picked
 					}
-					a.drop(id, d)
-					b.drop(id, d)
+					a.Drop(id, d)
+					b.Drop(id, d)
 				}
 			}
 			if trial%3 != 2 {
-				pa := a.next(n, strat)
+				pa := a.Next(n, strat)
 				if !reflect.DeepEqual(pa, pb) {
 					t.Fatalf("trial %d step %d: picked %v, want %v", trial, k, pa, pb)
 				}
@@ -238,18 +238,18 @@ func TestPlanAgreesWithMaps(t *testing.T) {
 				// The step in chunks (Config.StepChunk), each dropped before
 				// the next is picked, as a chunked step sends them: together
 				// they are next's pick, and count said so beforehand.
-				w := a.start(n, strat)
-				copies, targets := w.count()
+				w := a.Start(n, strat)
+				copies, targets := w.Count()
 				pa, wantTargets := map[string]int{}, map[string]bool{}
 				for id, c := range pb {
 					copies -= c
-					wantTargets[a.target(id)] = true
+					wantTargets[a.Target(id)] = true
 				}
 				if copies != 0 || !reflect.DeepEqual(targets, wantTargets) {
 					t.Fatalf("trial %d step %d: count off by %d, targets %v, want %v", trial, k, copies, targets, wantTargets)
 				}
-				for chunk := 1 + r.IntN(4); !w.done; {
-					part := w.more(chunk)
+				for chunk := 1 + r.IntN(4); !w.Done; {
+					part := w.More(chunk)
 					for id, c := range part {
 						pa[id] += c
 					}
@@ -259,15 +259,15 @@ func TestPlanAgreesWithMaps(t *testing.T) {
 					t.Fatalf("trial %d step %d: chunks picked %v, want %v", trial, k, pa, pb)
 				}
 			}
-			a.drop("not-previewed", 1)
-			b.drop("not-previewed", 1)
+			a.Drop("not-previewed", 1)
+			b.Drop("not-previewed", 1)
 		}
-		if a.remaining() != b.remaining() {
-			t.Fatalf("trial %d: %d left at the end, want %d", trial, a.remaining(), b.remaining())
+		if a.Remaining() != b.Remaining() {
+			t.Fatalf("trial %d: %d left at the end, want %d", trial, a.Remaining(), b.Remaining())
 		}
 		for _, it := range items {
-			if !a.has(it.ID) || trial%2 == 0 && a.target(it.ID) != it.Target {
-				t.Fatalf("trial %d: id %s: has %v, target %q", trial, it.ID, a.has(it.ID), a.target(it.ID))
+			if !a.Has(it.ID) || trial%2 == 0 && a.Target(it.ID) != it.Target {
+				t.Fatalf("trial %d: id %s: has %v, target %q", trial, it.ID, a.Has(it.ID), a.Target(it.ID))
 			}
 		}
 	}
@@ -283,15 +283,15 @@ func TestCursorHoldBoundCoversThePreviewsDepth(t *testing.T) {
 		items = append(items, Item{ID: fmt.Sprint("m-", i), Target: "work", Count: 1, Seq: i})
 	}
 	p := newPlan(items, nil)
-	if p.reach != 990010 {
-		t.Fatalf("reach %d, want 990010 (one past the last item's position)", p.reach)
+	if p.Reach != 990010 {
+		t.Fatalf("reach %d, want 990010 (one past the last item's position)", p.Reach)
 	}
 	for _, c := range []struct{ hold, reach, want int }{
-		{0, p.reach, 990010},
+		{0, p.Reach, 990010},
 		{0, 5000, DefaultCursorHold},
-		{1000, p.reach, 1000},
+		{1000, p.Reach, 1000},
 	} {
-		if got := holdBound(c.hold, c.reach); got != c.want {
+		if got := HoldBound(c.hold, c.reach); got != c.want {
 			t.Errorf("holdBound(%d, %d) = %d, want %d", c.hold, c.reach, got, c.want)
 		}
 	}
@@ -319,15 +319,15 @@ func BenchmarkPlanOf1M(b *testing.B) {
 		for range b.N {
 			c := cols
 			c.Count = append([]int32(nil), cols.Count...) // the plan keeps its columns
-			if p := planOf(c, nil); p.remaining() != n {
-				b.Fatalf("%d left", p.remaining())
+			if p := PlanOf(c, nil); p.Remaining() != n {
+				b.Fatalf("%d left", p.Remaining())
 			}
 		}
 	})
 	b.Run("items", func(b *testing.B) {
 		for range b.N {
-			if p := newPlan(items, nil); p.remaining() != n {
-				b.Fatalf("%d left", p.remaining())
+			if p := newPlan(items, nil); p.Remaining() != n {
+				b.Fatalf("%d left", p.Remaining())
 			}
 		}
 	})
@@ -348,8 +348,8 @@ func TestPlanFirstStepHoldsEveryClass(t *testing.T) {
 		items = append(items, Item{ID: fmt.Sprintf("b%d", i), Count: 1, Target: "bravo", Group: "rejected", Seq: 60 + i})
 	}
 	p := newPlan(items, nil)
-	p.canaryDepth = DefaultCanaryDepth
-	pick := p.next(DefaultStep, true)
+	p.CanaryDepth = DefaultCanaryDepth
+	pick := p.Next(DefaultStep, true)
 	want := map[string]int{"b0": 1}
 	for i := range 9 {
 		want[fmt.Sprintf("a%02d", i)] = 1
@@ -358,9 +358,9 @@ func TestPlanFirstStepHoldsEveryClass(t *testing.T) {
 		t.Fatalf("first step picked %v (%d deep), want a00…a08 and b0 (61 deep)", pick, p.depth(pick))
 	}
 	for id, n := range pick {
-		p.drop(id, n)
+		p.Drop(id, n)
 	}
-	pick = p.next(stepSize(DefaultStep, DefaultCap, 2), false)
+	pick = p.Next(StepSize(DefaultStep, DefaultCap, 2), false)
 	if len(pick) != 20 || pick["a09"] != 1 || pick["a28"] != 1 || pick["b1"] != 0 {
 		t.Fatalf("second step picked %v, want a09…a28", pick)
 	}
@@ -368,8 +368,8 @@ func TestPlanFirstStepHoldsEveryClass(t *testing.T) {
 	// Bravo past the bound: the first step is alpha's first 10, and bravo
 	// goes out one copy ahead of its bulk in the step that reaches it.
 	p = newPlan(items, nil)
-	p.canaryDepth = 50
-	if pick := p.next(DefaultStep, true); len(pick) != 10 || pick["a09"] != 1 {
+	p.CanaryDepth = 50
+	if pick := p.Next(DefaultStep, true); len(pick) != 10 || pick["a09"] != 1 {
 		t.Fatalf("first step with bravo past the bound picked %v, want a00…a09", pick)
 	}
 	// More classes than the step's size: one copy of each, no more.
@@ -378,8 +378,8 @@ func TestPlanFirstStepHoldsEveryClass(t *testing.T) {
 		many = append(many, Item{ID: fmt.Sprintf("c%02d", i), Count: 3, Target: "q", Group: fmt.Sprintf("g%d", i), Seq: i})
 	}
 	p = newPlan(many, nil)
-	p.canaryDepth = DefaultCanaryDepth
-	if pick := p.next(DefaultStep, true); len(pick) != 15 || copiesIn(pick) != 15 {
+	p.CanaryDepth = DefaultCanaryDepth
+	if pick := p.Next(DefaultStep, true); len(pick) != 15 || CopiesIn(pick) != 15 {
 		t.Fatalf("first step of 15 classes picked %v, want one copy of each", pick)
 	}
 }
@@ -400,8 +400,8 @@ func TestFirstStepCoverAgreesWithPlan(t *testing.T) {
 		}
 		n, depth := 1+r.IntN(20), r.IntN(500)
 		p := newPlan(items, nil)
-		p.canaryDepth = depth
-		pick := p.next(n, true)
+		p.CanaryDepth = depth
+		pick := p.Next(n, true)
 		wantClasses, all := map[[2]string]bool{}, map[[2]string]bool{}
 		for _, it := range items {
 			k := [2]string{it.Target, it.Group}
@@ -411,7 +411,7 @@ func TestFirstStepCoverAgreesWithPlan(t *testing.T) {
 			}
 		}
 		number := map[[2]string]int{}
-		covered, classes, read := firstStepCover(n, depth, func(yield func(int, int, int) bool) {
+		covered, classes, read := FirstStepCover(n, depth, func(yield func(int, int, int) bool) {
 			for _, it := range items {
 				k := [2]string{it.Target, it.Group}
 				if _, ok := number[k]; !ok {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/stroma/dlqbot/engine/letter"
@@ -207,3 +208,56 @@ type ConsumerLister interface {
 type CounterReader interface {
 	Counters(ctx context.Context, queue string) (QueueCounters, error)
 }
+
+// ScanObserver is told about every completed preview scan: the messages
+// read and how long it took.
+type ScanObserver interface {
+	ScanObserved(messages int, d time.Duration)
+}
+
+// A paced replay outlives the loss of the broker node it worked through.
+// When a step ends because the connection was lost (the node died, was
+// restarted for an upgrade, or closed the connection), the run does not
+// stop: it waits until the broker answers again — the adapter dials the
+// next node of its list, or the load balancer picks a live one — and then
+// for the messages its reader held through the lost connection. A quorum
+// queue keeps what a consumer on a vanished node held checked out for that
+// node until the node is back or forgotten: those messages are neither
+// sent nor missing, and the step that follows would not find them. So the
+// run waits until the broker reports nothing unacknowledged on the DLQ (as
+// findRest does before it calls anything missing), saying so in the
+// record's note, settles the step the loss cut, reconciles its counts with
+// the DLQ (reconcile.go: originals acked just before the loss that came
+// back are duplicates), and goes on with its plan. Copies in flight at the
+// loss are in doubt, as after any lost connection; a paced replay that
+// goes on sends them again first, in the same run, marked
+// PossibleDuplicateHeader exactly as resume resend=in-doubt does
+// (resendAfterLoss), so that it can finish without a person's action: at
+// its pace only the few copies in flight at the loss are in doubt.
+//
+// An unpaced replay stops instead, resumable: at full speed a lost
+// connection leaves many copies in doubt, which a person should look at
+// before it goes on. Before it stops it settles the cut step and
+// reconciles its counts too, when the broker answers, and its note says
+// what is left.
+
+// EventWaiting reports a running replay that waits for the broker after
+// losing its node (the text says for what).
+const EventWaiting EventKind = "waiting"
+
+// NodeLostError is a broker connection that was established and then lost
+// (its node died or closed it), as opposed to one that could not be made.
+// It is ErrBrokerUnavailable too.
+type NodeLostError struct {
+	// Node names the node the connection went to (host:port, no
+	// credentials).
+	Node string
+	Err  error
+}
+
+func (e *NodeLostError) Error() string {
+	return fmt.Sprintf("%v: lost the connection through node %s: %v", ErrBrokerUnavailable, e.Node, e.Err)
+}
+
+// Unwrap makes errors.Is find ErrBrokerUnavailable and the cause.
+func (e *NodeLostError) Unwrap() []error { return []error{ErrBrokerUnavailable, e.Err} }

@@ -163,3 +163,6 @@ type TapGaps interface {
 	// TapGaps lists dlq's recorded gaps, oldest first.
 	TapGaps(ctx context.Context, dlq string) ([]TapGap, error)
 }
+
+// DefaultTapPoll is how often a worker drains every registered tap.
+const DefaultTapPoll = time.Second

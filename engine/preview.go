@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/stroma/dlqbot/engine/letter"
@@ -77,13 +74,13 @@ type PreviewMessage struct {
 // Preview is what a replay of a selection would do. Making one changes nothing.
 type Preview struct {
 	// proof is what the token freezes for its approval (Frozen.Proof).
-	proof     *proof.Proof
-	Token     string    `json:"token,omitempty"`
-	ExpiresAt string    `json:"expires_at,omitempty"`
-	DLQ       QueueInfo `json:"dlq"`
-	Selection string    `json:"selection"`
-	Requester string    `json:"requester"`
-	Scanned   int       `json:"scanned"`
+	Proof     *proof.Proof `json:"-"`
+	Token     string       `json:"token,omitempty"`
+	ExpiresAt string       `json:"expires_at,omitempty"`
+	DLQ       QueueInfo    `json:"dlq"`
+	Selection string       `json:"selection"`
+	Requester string       `json:"requester"`
+	Scanned   int          `json:"scanned"`
 	// Coverage is how much of the DLQ the scan saw; a scan that could not
 	// see all of it leads the problems with ProblemPartialRead, and the
 	// token covers only what was read.
@@ -126,164 +123,45 @@ type Preview struct {
 	HeldByReplay *HeldBy `json:"held_by_replay,omitempty"`
 }
 
-// Preview scans sel.DLQ without changing it, works out what a replay would
-// do and, when anything is replayable, freezes it under a new token.
-func (s *Service) Preview(ctx context.Context, sel Selection, requester string) (*Preview, error) {
-	if sel.Vhost != "" && sel.Vhost != s.cfg.Vhost {
-		return nil, fmt.Errorf("engine: preview %s: %w: this bot works in vhost %q, not %q (run one per vhost)", sel.DLQ, ErrUnsupported, s.cfg.Vhost, sel.Vhost)
-	}
-	dlq, err := s.d.Broker.Inspect(ctx, sel.DLQ)
-	if err != nil {
-		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, err)
-	}
-	if !dlq.Exists {
-		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, ErrQueueNotFound)
-	}
-	p := &Preview{DLQ: dlq, Selection: sel.String(), Requester: requester, Problems: []Problem{}}
-	proof := s.prover.Begin(ctx, proofQueue(dlq)) // before the read: see package proof
-	defer func() {
-		if p.Token == "" {
-			s.prover.Close(ctx, proof) // no token will be approved by it
-		}
-	}()
-	rows := newPreviewRows()
-	arr := newArrivals(s.d.Clock.Now())
-	red := newRedactor(s.d.Redactor, sel.DLQ)
-	began := s.d.Clock.Now()
-	info, err := s.previewScan(ctx, sel, requester, p, rows, arr, red)
-	if err != nil {
-		return nil, err
-	}
-	p.Arrivals = arr.view()
-	red.arrivals(p.Arrivals)
-	p.Coverage = info.Coverage
-	p.HeldByReplay = s.heldByReplays(ctx, sel.DLQ, began, info.Coverage)
-	p.proof = s.prover.Keep(ctx, proof, proofRead(info))
-	if err := s.previewBudget(ctx, p); err != nil {
-		return nil, err
-	}
-	if err := s.resolveTargets(ctx, sel, p, rows); err != nil {
-		return nil, err
-	}
-	if err := s.addHistory(ctx, p, rows); err != nil {
-		return nil, err
-	}
-	if err := s.inspectTargets(ctx, p, rows); err != nil {
-		return nil, err
-	}
-	s.summarise(p, rows)
-	if p.Selected > 0 {
-		s.canary(p, rows)
-	}
-	if pr, ok := partialRead(p); ok {
-		p.Problems = append([]Problem{pr}, p.Problems...)
-	}
-	if p.Selected > 0 {
-		s.previewReturns(ctx, p)
-	}
-	if p.Selected > 0 {
-		if err := s.freeze(ctx, sel, p, rows); err != nil {
-			return nil, err
-		}
-	}
-	return p, nil
+// ReturnsView tells a preview's reader how a replay of it would find the
+// copies that come back.
+type ReturnsView struct {
+	// Mode is "tap" or "reread".
+	Mode ReturnsMode `json:"mode"`
+	// Tap is the tap queue's name (tap mode).
+	Tap string `json:"tap,omitempty"`
+	// Reads is how many reads of the whole DLQ a replay of the selection
+	// with the default steps needs to find returns (reread mode): one per
+	// step.
+	Reads int `json:"reads,omitempty"`
+	// Detail says it in words, with why the DLQ must be re-read.
+	Detail string `json:"detail"`
 }
 
-// previewScan reads the whole of sel.DLQ for p: it counts and lists the
-// matching messages (redacted by red) into p and rows, and the selected
-// ones' arrivals into arr, and returns what the read saw.
-func (s *Service) previewScan(ctx context.Context, sel Selection, requester string, p *Preview, rows *previewRows, arr *arrivals, red *redactor) (ScanInfo, error) {
-	selected := 0
-	info, err := s.scanWhole(ctx, sel.DLQ, "a preview of "+requester, func(m letter.Message) error {
-		p.Scanned++
-		if !sel.MatchHeaders(m.Headers) {
-			return nil
-		}
-		meta := s.ParseMeta(sel.DLQ, m)
-		v := sel.Match(meta)
-		if v == Excluded {
-			return nil
-		}
-		if v == Selected && sel.Limit > 0 && selected >= sel.Limit {
-			return errStopScan
-		}
-		if v == Selected {
-			arr.add(meta)
-		}
-		p.Matched++
-		// What is shown of the message is redacted; what is matched and
-		// frozen is not.
-		view := meta
-		red.headers(m, &view)
-		if _, fresh := rows.add(meta, v == Parked); fresh && len(p.Messages) < s.cfg.ListRows {
-			if len(p.Messages) < s.cfg.Samples {
-				view.Excerpt = red.excerpt(m, &view, s.cfg.ExcerptBytes)
-				view.Headers = red.shownHeaders(m)
-			}
-			p.Messages = append(p.Messages, PreviewMessage{Meta: view, Parked: v == Parked})
-		}
-		if v == Selected {
-			selected++
-		}
-		return nil
-	})
-	rows.scanned()
-	p.Rows = len(rows.rows)
-	for i := range p.Messages {
-		p.Messages[i].Count = int(rows.rows[i].count)
+// sinceVerdict compares the consumers' connections with the latest
+// failure. Failure times have whole seconds (x-death's AMQP timestamp), so
+// the failure happened somewhere in [last, last+1s): a connection opened
+// at or after its end is a restart, one opened before its start was there
+// when the message failed, and one opened within it cannot be told. With
+// fewer connections listed than the broker counts consumers (the API
+// lags), the ones not listed may be new: no unchanged then.
+func SinceVerdict(conns []ConsumerConn, consumers int, last time.Time) Since {
+	if len(conns) == 0 {
+		return SinceUnknown
 	}
-	var rbe *ReadBudgetError
-	if errors.As(err, &rbe) {
-		return ScanInfo{}, fmt.Errorf("engine: preview %s: %w", sel.DLQ, rbe)
-	}
-	if err != nil && !errors.Is(err, errStopScan) {
-		return ScanInfo{}, fmt.Errorf("engine: preview %s: scan: %w", sel.DLQ, err)
-	}
-	if s.d.ScanObserver != nil {
-		s.d.ScanObserver.ScanObserved(info.Read, info.Duration)
-	}
-	return info, nil
-}
-
-// previewReturns sets how a replay of p would find the copies that come
-// back, and, when a tap finds them, p's read budget for steps that read
-// the DLQ only to move.
-func (s *Service) previewReturns(ctx context.Context, p *Preview) {
-	p.Returns = s.returnsView(ctx, p)
-	if p.Budget != nil && p.Returns.Mode == ReturnsTap {
-		// A tap finds the returns: a step reads the DLQ once, to move.
-		p.Budget = s.budgetView(p.DLQ, p.Selected, 0)
-		for i := range p.Problems {
-			if p.Problems[i].Kind == ProblemDeliveryLimit {
-				p.Problems[i].Detail = budgetDetail(p.DLQ, p.Budget, p.Selected, 0)
-			}
+	start := last.Truncate(time.Second)
+	end := start.Add(time.Second)
+	before := true
+	for _, c := range conns {
+		if !c.ConnectedAt.Before(end) {
+			return SinceRestarted
+		}
+		if c.ConnectedAt.IsZero() || !c.ConnectedAt.Before(start) {
+			before = false
 		}
 	}
-}
-
-// partialRead is the problem a preview leads with when its scan could not
-// see the whole DLQ: how much it read out of how many, and that the token
-// covers only what it read. A scan ended by limit= is not partial.
-func partialRead(p *Preview) (Problem, bool) {
-	c := p.Coverage
-	if !c.Short && c.OtherConsumers == 0 && c.HeldElsewhere == 0 {
-		return Problem{}, false
+	if !before || len(conns) < consumers {
+		return SinceUnknown
 	}
-	total := max(c.Queued, c.Read+c.HeldElsewhere)
-	d := fmt.Sprintf("only %d of the %d message(s) in %s could be read", c.Read, total, p.DLQ.Name)
-	if h := p.HeldByReplay; h != nil {
-		// dlqbot's own replay holds them: the preview did not wait for it.
-		d += fmt.Sprintf(": %s (dlqbot replaying this DLQ: its read holds them, and it sends those it selected). This preview and its token cover only what was read; preview again once that replay has ended", h.Words())
-		return Problem{Kind: ProblemPartialRead, Queue: p.DLQ.Name, Messages: c.HeldElsewhere, Detail: d}, true
-	}
-	switch {
-	case c.HeldElsewhere > 0 && c.OtherConsumers > 0:
-		d += fmt.Sprintf(": %d other consumer(s) held about %d of them unacknowledged", c.OtherConsumers, c.HeldElsewhere)
-	case c.HeldElsewhere > 0:
-		d += fmt.Sprintf(": another client held or took %d of them", c.HeldElsewhere)
-	default:
-		d += fmt.Sprintf(": %d other consumer(s) were reading it, and may hold messages this preview did not see", c.OtherConsumers)
-	}
-	d += ". This preview and its token cover only what was read; preview again once the other reader has let go"
-	return Problem{Kind: ProblemPartialRead, Queue: p.DLQ.Name, Messages: c.HeldElsewhere, Detail: d}, true
+	return SinceUnchanged
 }

@@ -11,7 +11,7 @@ package engine
 // for classes: covered is how many classes the step holds a copy of,
 // classes how many the items have, and read how deep the step reads (one
 // past its last pick's position; 0 when it picks nothing).
-func firstStepCover(n, depth int, each func(yield func(count, class, seq int) bool)) (covered, classes, read int) {
+func FirstStepCover(n, depth int, each func(yield func(count, class, seq int) bool)) (covered, classes, read int) {
 	owed, all := map[int]bool{}, map[int]bool{}
 	each(func(_, k, seq int) bool {
 		all[k] = true
@@ -40,33 +40,4 @@ func firstStepCover(n, depth int, each func(yield func(count, class, seq int) bo
 		return true
 	})
 	return len(picked), len(all), read
-}
-
-// canary fills the preview's first-step account (FirstStepDepth,
-// CanaryClasses, Classes) from its rows, once their targets are known.
-// Rows of several row classes may share a target and failure group: each
-// pair is numbered once.
-func (s *Service) canary(p *Preview, r *previewRows) {
-	number := map[[2]string]int{}
-	byRowClass := make([]int, len(r.classes))
-	for c := range r.classes {
-		k := [2]string{r.target[c], r.classes[c].group}
-		n, ok := number[k]
-		if !ok {
-			n = len(number)
-			number[k] = n
-		}
-		byRowClass[c] = n
-	}
-	p.CanaryClasses, p.Classes, p.FirstStepDepth = firstStepCover(DefaultStep, s.cfg.CanaryDepth,
-		func(yield func(count, class, seq int) bool) {
-			for i, row := range r.rows {
-				if r.targetOf(i) == "" {
-					continue
-				}
-				if !yield(int(row.count), byRowClass[row.class], row.seq) {
-					return
-				}
-			}
-		})
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -266,7 +267,7 @@ const (
 )
 
 // withDefaults fills zero fields with the defaults.
-func (p Params) withDefaults() Params {
+func (p Params) WithDefaults() Params {
 	if p.Step <= 0 {
 		p.Step = DefaultStep
 	}
@@ -291,18 +292,71 @@ func (p Params) withDefaults() Params {
 	return p
 }
 
-// forgetRetried withdraws, when a replay is resumed, what earlier runs
-// counted as missing or not delivered: those copies are planned again (the
-// ledger does not name them), and this run counts each one once, by what
-// happens to it now. So missing + not delivered never count a copy twice
-// and never exceed what is left to send.
-func forgetRetried(r *Replay) {
-	r.Missing, r.Failed, r.Elsewhere = 0, 0, 0
-	kept := r.Failures[:0]
-	for _, f := range r.Failures {
-		if !f.Kind.notSent() {
-			kept = append(kept, f)
-		}
+// A run that begins with duplicates or copies in doubt counted (a resume
+// after a lost connection) says what the DLQ holds of their originals:
+// "their originals also still in the DLQ", "originals stay in the DLQ".
+// Another reader may have taken some of them since the last count, so the
+// run counts them again before it sends (reconcile) unless the broker
+// proves that nothing left the DLQ meanwhile:
+//
+//   - the run that stopped after the count marks the DLQ (CountMark): its
+//     exact ready count and its management ack counter, in a sample taken
+//     StatsLag after the run's last read;
+//   - the next run takes the same from a sample StatsLag newer than its
+//     start: when both agree, nothing acked a message of the DLQ and none
+//     left it otherwise (a purge, an expiry), and the counts stand.
+//
+// Without the proof the run counts again, but never on a DLQ whose reads
+// spend delivery attempts (a quorum queue with a delivery limit before
+// RabbitMQ 4.3): those are owed to moving messages, the rest of the replay
+// and a later resend of the copies in doubt. There the counts stand as the
+// last count left them and the replay's words say "at the last count"
+// (Replay.CountStale).
+
+// CountMark is what a run that stopped with duplicates or copies in doubt
+// counted leaves for the next run's proof that nothing left the DLQ since.
+type CountMark struct {
+	// Ready is the DLQ's exact ready count (a passive declare).
+	Ready int `json:"ready"`
+	// Ack is the DLQ's management ack counter, and SampledAt when the
+	// broker took its sample.
+	Ack       int64     `json:"ack"`
+	SampledAt time.Time `json:"sampled_at"`
+}
+
+// Every copy a replay sends is judged: its step watches it leave the
+// target queue and looks for it coming back. A step a pause, cancel, stop
+// or shutdown ends after it sent and before it was judged is not
+// forgotten:
+//
+//   - the record keeps, per target, the copies sent and not yet seen
+//     leaving it (Replay.Unsettled) and the step itself (Replay.Unjudged);
+//   - a resumed run judges that step first, before it sends anything, and
+//     posts its line like any step's (rejudge);
+//   - a cancelled run goes on watching the copies already sent for the
+//     step's grace and writes what came back into the cancelled record
+//     (windDown), so that the record and a check agree;
+//   - a run whose plan is exhausted judges what is still unsettled once
+//     more (settleRest), and finishes only when every copy it sent was seen
+//     leaving its target with none coming back since its step was judged.
+
+// UnjudgedStep is the step (or the steps, First to Last) a run ended after
+// it sent and before it was judged.
+type UnjudgedStep struct {
+	Step int `json:"step"`
+	Last int `json:"last,omitempty"`
+	// Sent is how many copies those steps sent (their copies stay in
+	// Replay.Unsettled until a judgement sees them leave).
+	Sent int `json:"sent"`
+	// Returned is the replay's returned count when the first of them began
+	// to settle: returns beyond it are the step's.
+	Returned int `json:"returned"`
+}
+
+// steps words which steps u covers ("step 3", "steps 3–4").
+func (u UnjudgedStep) Steps() string {
+	if u.Last > u.Step {
+		return fmt.Sprintf("steps %d–%d", u.Step, u.Last)
 	}
-	r.Failures = kept
+	return fmt.Sprintf("step %d", u.Step)
 }

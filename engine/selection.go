@@ -2,13 +2,12 @@ package engine
 
 import (
 	"fmt"
+	"github.com/stroma/dlqbot/engine/letter"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
-
-	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // DefaultParkAfter is how many replays leave a message parked.

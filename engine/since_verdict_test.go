@@ -27,7 +27,7 @@ func TestSinceVerdict(t *testing.T) {
 		{"fewer listed than counted", []ConsumerConn{at(-time.Hour)}, 2, SinceUnknown},
 		{"none listed", nil, 1, SinceUnknown},
 	} {
-		if got := sinceVerdict(tc.conns, tc.consumers, last); got != tc.want {
+		if got := SinceVerdict(tc.conns, tc.consumers, last); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
 		}
 	}

@@ -1,6 +1,8 @@
 package engine
 
-import "time"
+import (
+	"time"
+)
 
 // WindowTake is the outcome of taking n from a sliding time window
 // shared by every replica (ops.Windows, kept by the store's Windows): it

@@ -23,6 +23,7 @@ import (
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/demo/slackstub"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/ops"
@@ -36,7 +37,7 @@ const (
 )
 
 // fast makes canary steps settle quickly.
-var fast = engine.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond,
+var fast = replay.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond,
 	ControlPoll: 50 * time.Millisecond, LeaseTTL: 15 * time.Second} // LeaseTTL, the default: under make test's load a heartbeat came later than 3 s, and a pause found the run's owner gone
 
 // options tune an env.
@@ -80,7 +81,7 @@ type env struct {
 	t      testing.TB
 	rabbit *testkit.Rabbit
 	store  *store.Store
-	svc    *engine.Service
+	svc    *replay.Service
 	ops    *ops.Ops
 	trail  *testkit.Trail
 	stub   *slackstub.Stub
@@ -152,13 +153,13 @@ func newEnv(t testing.TB, o options) *env {
 	if policy != nil {
 		redactor = policy
 	}
-	deps := engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+	deps := replay.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(),
 		Redactor: redactor}
 	if o.taps {
 		deps.Taps, deps.Returns, deps.TapGaps = b, st.Returns(), st.TapGaps()
 	}
-	svc, err := engine.New(cfg, deps)
+	svc, err := replay.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)
 	}

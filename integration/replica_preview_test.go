@@ -13,6 +13,7 @@ import (
 	"github.com/stroma/dlqbot/bot"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -37,7 +38,7 @@ func TestPreviewShowsTheOutcomeRunByAnotherReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+	other, err := replay.New(fast, replay.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Notifier: n, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/ops"
 )
@@ -56,7 +57,7 @@ func workerRefuses(t *testing.T, on testkit.Broker) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	st := e.store
-	other, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
+	other, err := replay.New(fast, replay.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/ops"
 	"github.com/stroma/dlqbot/store"
@@ -38,7 +39,7 @@ func TestWorkerSkipsAnUnverifiableReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	other, err := engine.New(fast, engine.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: unsigned.Tokens(), Ledger: unsigned.Ledger(),
+	other, err := replay.New(fast, replay.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: unsigned.Tokens(), Ledger: unsigned.Ledger(),
 		Replays: unsigned.Replays(), Leases: unsigned.Leases(), Schedule: unsigned.Schedule(), Jobs: unsigned.Jobs(), Registry: unsigned.Workers(), Claims: unsigned.Claims()})
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Engine is what the operations ask of the engine; *engine.Service
+// Engine is what the operations ask of the engine; *replay.Service
 // implements it.
 type Engine interface {
 	Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error)

@@ -4,7 +4,7 @@
 # waiting on the brokers (statistics intervals, settle graces, reconnects)
 # rather than on the CPU:
 #
-#   engine  the engine package with the race detector, but for its long
+#   engine  the engine/replay package with the race detector, but for its long
 #           fault cases (ENGINE_LATE), then go vet of PKGS
 #   rest    every other package but NORACE's with the race detector, then
 #           the engine's long fault cases (ENGINE_LATE), also with it: they wait on
@@ -35,7 +35,7 @@ TESTFLAGS=${TESTFLAGS:-}
 logs=bin/test
 mkdir -p "$logs"
 
-engine=github.com/stroma/dlqbot/engine
+engine=github.com/stroma/dlqbot/engine/replay
 # NORACE names the packages whose code and tests start no goroutine and
 # share nothing (the Slack blocks' rendering): the race detector has
 # nothing to find there and makes their big layouts several times slower,
@@ -63,7 +63,7 @@ ENGINE_LATE='^(TestResendInDoubtAfterThreeConnectionLosses|TestAnotherReaderTake
 
 lane_engine() {
   local rc=0
-  $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$ENGINE_PARALLEL" -skip "$ENGINE_LATE" ./engine/ || rc=1
+  $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$ENGINE_PARALLEL" -skip "$ENGINE_LATE" ./engine/replay/ || rc=1
   # go vet last, where this lane would otherwise end before the others.
   # shellcheck disable=SC2086 # PKGS is a list of patterns
   $GO vet $PKGS || rc=1
@@ -75,14 +75,14 @@ lane_rest() {
     $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$PARALLEL" "${rest[@]}" || rc=1
   fi
   if [ -n "$has_engine" ]; then
-    $GO test $TESTFLAGS -race -count=1 -timeout 15m -parallel "$ENGINE_LATE_PARALLEL" -run "$ENGINE_LATE" ./engine/ || rc=1
+    $GO test $TESTFLAGS -race -count=1 -timeout 15m -parallel "$ENGINE_LATE_PARALLEL" -run "$ENGINE_LATE" ./engine/replay/ || rc=1
   fi
   return $rc
 }
 lane_100k() {
   local rc=0
   if [ -n "$has_engine" ]; then
-    $GO test $TESTFLAGS -count=1 -timeout 15m -parallel "$PARALLEL_100K" -run 'Of100k' ./engine/ || rc=1
+    $GO test $TESTFLAGS -count=1 -timeout 15m -parallel "$PARALLEL_100K" -run 'Of100k' ./engine/replay/ || rc=1
   fi
   if [ ${#norace[@]} -gt 0 ]; then
     $GO test $TESTFLAGS -count=1 -timeout 10m "${norace[@]}" || rc=1
@@ -93,7 +93,7 @@ lane_100k() {
     # Pacing to a consumer of 50 msg/s, held to 1.3× the consumer alone:
     # last, when the other lanes' busiest part is over; -parallel 3 so
     # that the consumer alone, rate=auto and rate=max run at once.
-    $GO test $TESTFLAGS -count=1 -timeout 10m -parallel 3 -run '^TestPaceToConsumerOf3000$' ./engine/ || rc=1
+    $GO test $TESTFLAGS -count=1 -timeout 10m -parallel 3 -run '^TestPaceToConsumerOf3000$' ./engine/replay/ || rc=1
   fi
   return $rc
 }

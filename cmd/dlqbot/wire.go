@@ -15,6 +15,7 @@ import (
 	"github.com/stroma/dlqbot/commands"
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/metrics"
 	"github.com/stroma/dlqbot/ops"
 	"github.com/stroma/dlqbot/store"
@@ -29,7 +30,7 @@ type app struct {
 	rdb     redis.UniversalClient
 	store   *store.Store
 	// svc is set by newEngine, once its notifier and observer are built.
-	svc *engine.Service
+	svc *replay.Service
 	// metrics is set by newReplica (serve, demo); nil in the terminal.
 	metrics *metrics.Metrics
 	// refused is where the store's refused records are counted: the
@@ -140,7 +141,7 @@ func openApp(cfg config, logw io.Writer) (*app, error) {
 // the replay.
 func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, handOff bool) error {
 	b, st := a.broker, a.store
-	deps := engine.Deps{
+	deps := replay.Deps{
 		Broker: b, Mover: b, Counters: b, Watches: b, Consumers: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(),
 		Notifier: notifier, ScanObserver: observer, Schedule: st.Schedule(),
@@ -165,7 +166,7 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 			}
 		}
 	}
-	svc, err := engine.New(a.engineConfig(excerpt), deps)
+	svc, err := replay.New(a.engineConfig(excerpt), deps)
 	if err != nil {
 		return err
 	}
@@ -177,8 +178,8 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 // excerpt as its payload excerpt size (the env's, or the permissions
 // file's when it sets one). A setting left unset is 0 here: the engine's
 // default.
-func (a *app) engineConfig(excerpt int) engine.Config {
-	return engine.Config{
+func (a *app) engineConfig(excerpt int) replay.Config {
+	return replay.Config{
 		Vhost:        a.broker.Vhost(),
 		LeaseTTL:     a.cfg.LeaseTTL,
 		CanaryDepth:  a.cfg.CanaryDepth,

@@ -7,7 +7,7 @@
 // It owns that reading and nothing else: it knows no queue, no broker, no
 // store and no replay, and imports nothing of the module but the standard
 // library (internal/doccheck checks this). Package engine scans DLQs and
-// replays their messages with it; engine/letter_aliases.go gives its names
+// replays their messages with it; engine/aliases.go gives its names
 // to the packages outside the engine as engine.Meta, engine.Message and so
 // on.
 //

@@ -16,7 +16,7 @@
 // preview's numbers as its own values (Queue, Read, Preview), so that
 // package engine can import it without a cycle. It imports nothing of the
 // module (internal/doccheck checks this). The engine serves its ports from
-// its own (engine/proof_ports.go) and gives the names the packages outside
+// its own (engine/review/proof_ports.go) and gives the names the packages outside
 // the engine use as engine.ApprovalProof, engine.Watches and
 // engine.WatchLook.
 //

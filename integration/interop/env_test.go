@@ -14,6 +14,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	dlqamqp "github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/store"
 )
@@ -21,7 +22,7 @@ import (
 // fast makes canary steps settle quickly. Its lease is long: no test here
 // takes a replay over, and beside make test's other lanes a heartbeat can
 // miss a 10-second lease (the run then stops, lease lost).
-var fast = engine.Config{SettleGrace: 500 * time.Millisecond, SettlePoll: 100 * time.Millisecond,
+var fast = replay.Config{SettleGrace: 500 * time.Millisecond, SettlePoll: 100 * time.Millisecond,
 	ControlPoll: 100 * time.Millisecond, LeaseTTL: 30 * time.Second}
 
 // oneStep sends a whole selection of up to 100 messages in one unpaced step.
@@ -31,10 +32,10 @@ var oneStep = engine.Params{Step: 100, Cap: 100, Rate: -1, Timeout: 45 * time.Se
 type env struct {
 	b      testkit.Broker
 	rabbit *testkit.Rabbit
-	svc    *engine.Service
+	svc    *replay.Service
 }
 
-func newEnv(t *testing.T, b testkit.Broker, cfg engine.Config) *env {
+func newEnv(t *testing.T, b testkit.Broker, cfg replay.Config) *env {
 	t.Helper()
 	br, err := dlqamqp.New(dlqamqp.Config{URL: b.AMQPURL, ManagementURL: b.ManagementURL})
 	if err != nil {
@@ -46,7 +47,7 @@ func newEnv(t *testing.T, b testkit.Broker, cfg engine.Config) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := engine.New(cfg, engine.Deps{Broker: br, Mover: br, Counters: br, Watches: br, Tokens: st.Tokens(),
+	svc, err := replay.New(cfg, replay.Deps{Broker: br, Mover: br, Counters: br, Watches: br, Tokens: st.Tokens(),
 		Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule()})
 	if err != nil {
 		t.Fatal(err)

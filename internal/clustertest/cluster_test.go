@@ -12,13 +12,14 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	broker "github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/clustertest"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/store"
 )
 
 // fast makes steps settle quickly.
-var fast = engine.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond,
+var fast = replay.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond,
 	ControlPoll: 50 * time.Millisecond, LeaseTTL: 10 * time.Second}
 
 // deliveries counts what the test consumer received, by message id.
@@ -87,7 +88,7 @@ func TestReplayOnRedisCluster(t *testing.T) {
 	var mu sync.Mutex
 	var events []engine.EventKind // of the first replay
 	var first string
-	svc, err := engine.New(fast, engine.Deps{
+	svc, err := replay.New(fast, replay.Deps{
 		Broker: b, Mover: b, Counters: b, Watches: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(),
 		Notifier: engine.NotifierFunc(func(_ context.Context, e engine.Event) {

@@ -1,7 +1,0 @@
-//go:build !race
-
-package engine_test
-
-// raceOn is set when the race detector is on: big tests scale down, since
-// it makes the engine's own code several times slower.
-const raceOn = false

@@ -1,0 +1,117 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"github.com/stroma/dlqbot/engine"
+	"time"
+)
+
+// cursorRefillWait bounds how long a step's bypass check waits for the
+// broker to refill the cursor's window after the step's acks (see
+// checkBypass) before it takes the DLQ's growth for a bypass.
+const cursorRefillWait = 10 * time.Second
+
+// cursorMover is the mover's cursor support, if the run may use it now.
+func (rn *run) cursorMover() (engine.CursorMover, bool) {
+	cm, ok := rn.s.D.Mover.(engine.CursorMover)
+	if !ok || rn.s.Cfg.CursorHold < 0 || rn.mode == engine.ReturnsReread || rn.resending {
+		return nil, false
+	}
+	return cm, true
+}
+
+// openCursor opens the run's cursor on the DLQ unless one is open or the
+// run reads without one. A cursor that cannot be opened is no error: the
+// step reads the DLQ once as before, and reports what that read finds.
+func (rn *run) openCursor(ctx context.Context) {
+	cm, ok := rn.cursorMover()
+	if !ok {
+		// Resending, or re-reading for returns from now on (the tap
+		// missed some): those reads must find the DLQ whole.
+		rn.releaseCursor("the step reads without a cursor")
+		return
+	}
+	if rn.cur != nil {
+		return
+	}
+	c, err := cm.OpenCursor(ctx, rn.r.DLQ)
+	if err != nil {
+		rn.Warn("open cursor", err)
+		return
+	}
+	rn.cur, rn.curOpened = c, rn.s.D.Clock.Now()
+	rn.markReading(ctx, false) // readers.go
+	rn.s.Cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened")
+}
+
+// move is one move of a step: from the cursor when one is open, else a
+// one-shot read of the DLQ. A cursor whose move failed is released (by
+// the cursor) and dropped.
+func (rn *run) move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
+	if rn.cur == nil {
+		return rn.s.D.Mover.Move(ctx, req)
+	}
+	mr, err := rn.cur.Move(ctx, req)
+	if err != nil {
+		rn.cur = nil
+	}
+	return mr, err
+}
+
+// boundCursor releases the cursor when it holds too much, is too old (or
+// would be by the end of the step's settle), its read ended with nothing
+// it holds still wanted, or another dlqbot replay sends from the same DLQ
+// (whose picks the cursor may hold: it gets them between this run's
+// steps, as without a cursor).
+func (rn *run) boundCursor(ctx context.Context) {
+	if rn.cur == nil {
+		return
+	}
+	age := rn.s.D.Clock.Now().Sub(rn.curOpened)
+	switch {
+	case rn.replaysReading(ctx):
+		rn.releaseCursor("another dlqbot replay sends from the DLQ")
+	case rn.cur.Held() > engine.HoldBound(rn.s.Cfg.CursorHold, rn.plan.Reach):
+		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", engine.HoldBound(rn.s.Cfg.CursorHold, rn.plan.Reach)))
+	case age+rn.r.Params.Timeout > rn.s.Cfg.CursorAge:
+		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.Cfg.CursorAge))
+	case rn.cur.Done() && !rn.wantsHeld():
+		rn.releaseCursor("its read ended")
+	default:
+		rn.curHeld = rn.cur.Held() // no move is in progress
+		rn.markReading(ctx, false) // with what it holds now (readers.go)
+	}
+}
+
+// wantsHeld reports whether the plan still has copies a read may already
+// have passed: planned copies of items before the furthest one sent.
+func (rn *run) wantsHeld() bool {
+	return rn.plan.Remaining() > 0
+}
+
+// releaseCursor gives back everything the cursor holds (why says why, for
+// the log) and drops it.
+func (rn *run) releaseCursor(why string) {
+	if rn.cur == nil {
+		return
+	}
+	c := rn.cur
+	rn.cur = nil
+	held := c.Held()
+	n, err := c.Release()
+	if err != nil {
+		rn.Warn("release cursor ("+why+")", err)
+	}
+	rn.doneReading(context.Background())
+	rn.s.Cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).
+		Int("held", held).Int("given_back", n).Msg("cursor released: " + why)
+}
+
+// cursorHeld is how many messages the run's cursor holds (0: none open).
+func (rn *run) cursorHeld() int {
+	if rn.cur == nil {
+		return 0
+	}
+	return rn.cur.Held()
+}

@@ -1,0 +1,59 @@
+// Package replay runs replays (docs/design.md "Replaying: confirm, record,
+// then ack"): a worker takes an approved replay, holds its lease and runs
+// it in steps, each step sending its copies (confirmed and recorded in the
+// ledger before the originals are acked), then settling: the copies
+// consumed, none come back, or the replay stops by itself. Its Service
+// embeds package engine/review's, so one Service previews, approves,
+// checks and runs.
+//
+// Where each part lives:
+//
+//	service.go        the Service and New (Config and Deps are review's)
+//	worker.go         Work: a worker's loop over the replays handed to it
+//	heartbeat.go      a run's lease, kept alive while it runs
+//	control.go        a run's view of its desired state (pause, cancel)
+//	runner.go         a replay's run: its state, and a worker starting it
+//	                  (lease, authorization, record, preview, ledger)
+//	run_loop.go       its loop over the steps; run_halt.go a halt (pause,
+//	                  cancel, shutdown, read budget, fault); run_stop.go the
+//	                  stop causes and the stop written with the run's last
+//	                  write; run_end.go its end once the plan is exhausted,
+//	                  and its follow-up checks; run_record.go its writes of
+//	                  the record and its events; run_words.go the sentences
+//	                  of its duplicates and of nothing sent
+//	step.go           a step: what it sends, in chunks, and its progress
+//	ledger_window.go  the ledger window of a batch about to be published
+//	sent.go           what a step keeps of each copy it sent
+//	account.go        booking what a step's moves did; account_find.go
+//	                  accounting for every planned message they did not
+//	                  find (missing, held elsewhere)
+//	claims.go         a step's claims on its messages and who else holds or
+//	                  reads them; readers.go marks a run reading the DLQ
+//	cursor.go         a run's cursor on the DLQ (held messages, its bounds)
+//	giveway.go        a step's read giving back what it holds to another
+//	                  replay looking for its picks
+//	pace_run.go       sampling the targets for rate=auto's pacer
+//	settle.go         a step settling; settle_returns.go the copies that
+//	                  came back (from the tap, or by re-reading the DLQ);
+//	                  settle_unverified.go the stop when the tap's record of
+//	                  them fails its check; settle_proof.go the counters'
+//	                  proof that ends it early; settle_noack.go the
+//	                  targets' auto-ack consumers that end it as soon as
+//	                  every copy left; settle_overlap.go a step
+//	                  settling while the next sends; settle_breaker.go the
+//	                  breaker that stops it on returns; settle_api.go
+//	                  settling without the management API; settle_bypass.go
+//	                  the check that copies bypass the cursor;
+//	                  settle_scan.go a run's re-read of the DLQ;
+//	                  settle_unjudged.go the copies not yet seen settling
+//	tapper.go         draining the DLQs' taps into the returns record
+//	tap_watch.go      a run's watch over its tap: a lost tap is noticed at
+//	                  once, declared again, and its window recorded
+//	reconcile.go, reconnect.go, resend.go, recount.go
+//	                  after a lost connection: reconciling the counts,
+//	                  waiting for the broker, sending again what was in
+//	                  doubt, and the count a stopped run leaves for the next
+//	                  run's proof
+//	resume_acks.go    the acks a lost connection did not carry, completed by
+//	                  the next run (originals of confirmed copies, acked)
+package replay

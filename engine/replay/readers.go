@@ -1,0 +1,74 @@
+package replay
+
+import (
+	"context"
+	"github.com/stroma/dlqbot/engine/review"
+	"strings"
+)
+
+// markReading marks the run reading its DLQ (seeking: looking for picks)
+// until a lease time from now.
+func (rn *run) markReading(ctx context.Context, seeking bool) {
+	if rn.s.D.Claims == nil {
+		return
+	}
+	rn.marked, rn.markedSeeking = rn.s.D.Clock.Now(), seeking
+	held := 0
+	if rn.cur != nil {
+		// What a preview beside it cannot see (heldByReplays), as of the
+		// last step's end: Cursor.Held waits for a move in progress, and
+		// a mark is refreshed from within one (progress).
+		held = rn.curHeld
+	}
+	if err := rn.s.D.Claims.Reading(ctx, rn.r.DLQ, rn.r.ID, seeking, held, rn.s.Cfg.LeaseTTL); err != nil {
+		rn.Warn("mark reading", err)
+	}
+}
+
+// doneReading removes the run's mark, or turns a seeking mark back into a
+// reader's while its cursor is open. A mark left by a run shutting down
+// expires after the lease time (waiting on it is safe, and the drain on
+// SIGTERM gets no longer).
+func (rn *run) doneReading(ctx context.Context) {
+	if rn.s.D.Claims == nil {
+		return
+	}
+	if rn.cur != nil {
+		rn.markReading(ctx, false)
+		return
+	}
+	if ctx.Err() != nil {
+		return // shutting down: the mark expires after the lease time
+	}
+	if err := rn.s.D.Claims.DoneReading(ctx, rn.r.DLQ, rn.r.ID); err != nil {
+		rn.Warn("unmark reading", err)
+	}
+}
+
+// yieldCursor is called by a settling step: every markEvery while the
+// run's cursor is open, it refreshes the run's mark, and releases the
+// cursor when another replay seeks picks on the DLQ (the bypass check
+// allows for what the cursor held being ready again: see bypassBase).
+func (rn *run) yieldCursor(ctx context.Context) {
+	if rn.cur == nil || rn.s.D.Claims == nil || rn.s.D.Clock.Now().Sub(rn.marked) < review.MarkEvery {
+		return
+	}
+	seekers, err := rn.s.D.Claims.Seekers(ctx, rn.r.DLQ, rn.r.ID)
+	if err != nil {
+		rn.Warn("seekers", err)
+	}
+	if len(seekers) == 0 {
+		rn.markReading(ctx, false)
+		return
+	}
+	rn.releaseCursor("dlqbot " + strings.Join(seekers, ", ") + " looks for messages it may hold")
+}
+
+// scanReaderWords is who a whole read's reader id describes ("a preview of
+// U123"), or "a dlqbot preview, approval or check" for an id without.
+func scanReaderWords(id string) string {
+	if _, who, ok := strings.Cut(id, " "); ok && who != "" {
+		return who
+	}
+	return "a dlqbot preview, approval or check"
+}

@@ -1,0 +1,116 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/stroma/dlqbot/engine"
+	"time"
+)
+
+// rejoin decides whether a step that failed with err goes on after a lost
+// node: for a paced replay whose connection was lost it waits (up to
+// Config.Reconnect) for the broker and for the messages held through the
+// lost node, and returns nil when the run goes on — also when a pause,
+// cancel or shutdown came meanwhile, which the loop then acts on. Any other
+// error, and a wait that ran out, is returned for halt (the replay stops,
+// resumable).
+func (rn *run) rejoin(ctx context.Context, err error) error {
+	var lost *engine.NodeLostError
+	rn.markLost(err)
+	if rn.s.Cfg.Reconnect < 0 || rn.r.Params.Rate <= 0 || !errors.As(err, &lost) {
+		if !errors.Is(err, engine.ErrBrokerUnavailable) || errors.Is(err, engine.ErrManagementDown) || rn.stopCause(ctx) != nil {
+			return err
+		}
+		// Stopping: settle what the cut step sent and count the
+		// duplicates now, if the broker answers, so that the stop says
+		// exactly what is left (reconcile.go).
+		if aerr := rn.afterLoss(ctx); aerr != nil {
+			return fmt.Errorf("%w; %w", err, aerr)
+		}
+		return fmt.Errorf("%w; %s", err, rn.lossNote())
+	}
+	since := rn.s.D.Clock.Now()
+	deadline := since.Add(rn.s.Cfg.Reconnect)
+	node := lost.Node
+	rn.wait(ctx, fmt.Sprintf("lost the broker connection through node %s; reconnecting through another node (up to %s)", node, rn.s.Cfg.Reconnect))
+	held := -1
+	for {
+		if rn.stopCause(ctx) != nil {
+			return nil
+		}
+		quiet, n, werr := rn.heldThrough(ctx, since)
+		switch {
+		case werr == nil && quiet:
+			if aerr := rn.afterLoss(ctx); aerr != nil {
+				return fmt.Errorf("%w; %w", err, aerr)
+			}
+			if rerr := rn.resendAfterLoss(ctx); rerr != nil {
+				return fmt.Errorf("%w; %w", err, rerr)
+			}
+			rn.r.Note = ""
+			rn.emit(ctx, engine.EventWaiting, nil, fmt.Sprintf("reconnected after losing node %s; nothing of %s is held any more: going on", node, rn.r.DLQ))
+			return nil
+		case werr == nil && n != held:
+			held = n
+			what := "the message(s)"
+			if n > 0 {
+				what = fmt.Sprintf("%d message(s)", n)
+			}
+			rn.wait(ctx, fmt.Sprintf("waiting for %s the reader held through node %s, which left the cluster: neither missing nor sent, they return to %s when the node is back", what, node, rn.r.DLQ))
+		case errors.Is(werr, engine.ErrManagementDown):
+			// Only the API's counts tell whether the lost node's reader
+			// still holds messages: the replay stops, naming it
+			// (settle_api.go), rather than wait on it.
+			return fmt.Errorf("%w; %w", err, werr)
+		case werr != nil && !errors.Is(werr, engine.ErrBrokerUnavailable) && !errors.Is(werr, engine.ErrQueueNotFound):
+			// A classic DLQ on the lost node is not found until it is
+			// back: waited for too; anything else stops the replay.
+			return werr
+		}
+		if rn.s.D.Clock.Now().After(deadline) {
+			if werr != nil {
+				return fmt.Errorf("%w; the broker did not answer through another node within %s; %s", err, rn.s.Cfg.Reconnect, rn.lossNote())
+			}
+			return fmt.Errorf("%w; waited %s for the messages held through node %s (still %d unacknowledged in %s); resume once it is back; %s", err, rn.s.Cfg.Reconnect, node, max(held, 0), rn.r.DLQ, rn.lossNote())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-rn.s.D.Clock.After(rn.s.Cfg.SettlePoll):
+		}
+	}
+}
+
+// heldThrough asks the broker whether anyone still holds messages of the
+// DLQ: quiet when it has no consumer and a management sample taken after
+// since (plus StatsLag) counts nothing unacknowledged; n is the
+// unacknowledged count of the newest sample.
+func (rn *run) heldThrough(ctx context.Context, since time.Time) (quiet bool, n int, err error) {
+	st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
+	if err != nil {
+		return false, 0, err
+	}
+	if !st.Exists {
+		return false, 0, fmt.Errorf("%s: %w", rn.r.DLQ, engine.ErrQueueNotFound)
+	}
+	if rn.s.D.Counters == nil {
+		return st.Consumers == 0, 0, nil
+	}
+	cs, err := rn.s.D.Counters.Counters(ctx, rn.r.DLQ)
+	if err != nil {
+		return false, 0, err
+	}
+	fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(rn.s.Cfg.StatsLag))
+	return fresh && st.Consumers == 0 && cs.Unacked == 0 && cs.Consumers == 0, cs.Unacked, nil
+}
+
+// wait says in the record (still running) and in an event what the run
+// waits for.
+func (rn *run) wait(ctx context.Context, text string) {
+	rn.r.Note = text
+	if err := rn.put(ctx); err != nil {
+		rn.Warn("write waiting note", err)
+	}
+	rn.emit(ctx, engine.EventWaiting, nil, text)
+}

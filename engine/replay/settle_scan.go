@@ -1,0 +1,202 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/letter"
+	"github.com/stroma/dlqbot/engine/review"
+	"math/rand/v2"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// A run's re-reads of its DLQ (a bypass check, a re-read after a window
+// without the tap, counted re-reads for returns) can only say a return is
+// not there when they saw the whole DLQ (Coverage.Whole): another client
+// holding or taking messages hides them from the read. scanWhole reads
+// again, for a while, when another client cut a read short; a caller whose
+// read still is not whole says what it could not tell instead of counting
+// what it did not see.
+//
+// Such a re-read is dlqbot's own read of the DLQ: while it reads it marks
+// the replay reading (readers.go), so that another replay whose picks it
+// holds waits for it and never calls it another client. When another
+// dlqbot replay's read cut it short, it marks itself seeking before it
+// reads again: that replay's step gives way (giveway.go) and its read
+// gives back what it holds, and the re-read tries again for at least
+// giveWayWait. Should it still not be whole, it names that replay
+// (scanHeldWords).
+
+// scanRetry is how long a run's re-read that another client cut short is
+// tried again, at most, outside the run's last judgement (which waits
+// lastLookPatience): a preview or an operator's peek holds messages for
+// moments, and a step is not held up longer for it.
+const scanRetry = 2 * time.Second
+
+// scanWhole reads the run's DLQ, calling begin before each read (to clear
+// what the last read counted) and visit for every message, until a read is
+// whole or within has passed; it returns the last read's coverage. A read
+// that ended for any reason but another client (its caller, an error) is
+// not repeated.
+//
+// Two dlqbot replays of one DLQ re-reading it at once cut each other's
+// reads short, and would again and again if each tried again as soon as
+// the other: after a read cut short the run waits a random part of that
+// read's length (up to twice it, growing with each try) besides
+// SettlePoll, so that one of them reads alone. A patient read (the last
+// look, within lastLookPatience or more) cut short while another dlqbot
+// read marked the DLQ (a replay's, a preview's, a check's: readDuring) is
+// tried for as long as a step waits for a holder (Config.HeldWait): such a
+// read lets go within its step or its scan, unlike an unknown client's.
+func (rn *run) scanWhole(ctx context.Context, within time.Duration, begin func(), visit func(letter.Message) error) (engine.Coverage, error) {
+	clock := rn.s.D.Clock
+	start := clock.Now()
+	deadline := start.Add(within)
+	rn.scanReplays = nil
+	m := rn.markScan(ctx)
+	defer m.end(ctx)
+	for try := 0; ; try++ {
+		begin()
+		began := clock.Now()
+		info, err := rn.s.D.Broker.Scan(ctx, rn.r.DLQ, visit)
+		if err != nil || info.Coverage.Whole() || info.Coverage.Cut {
+			return info.Coverage, err
+		}
+		took := clock.Now().Sub(began)
+		if within >= lastLookPatience && rn.readDuring(ctx, began) {
+			deadline = later(deadline, start.Add(rn.s.Cfg.HeldWait))
+		}
+		if rs := rn.replayReaders(ctx); len(rs) > 0 {
+			rn.scanReplays = rs
+			if !m.seeking.Load() {
+				// Another dlqbot replay's read: it gives way to a seeker.
+				m.seek(ctx)
+				deadline = later(deadline, clock.Now().Add(rn.giveWayWait()))
+			}
+		}
+		if !clock.Now().Before(deadline) {
+			return info.Coverage, nil
+		}
+		select {
+		case <-ctx.Done():
+			return info.Coverage, ctx.Err()
+		case <-clock.After(rn.s.Cfg.SettlePoll + backoff(took, try)):
+		}
+	}
+}
+
+// backoff is a random wait of up to twice took, less on the first tries
+// (a quarter, a half, then up to twice).
+func backoff(took time.Duration, try int) time.Duration {
+	limit := took / 4 << min(try, 3)
+	if limit <= 0 {
+		return 0
+	}
+	return rand.N(limit)
+}
+
+// later is the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// replayReaders are the other running dlqbot replays reading the DLQ now
+// (liveReaders without previews, approvals and checks).
+func (rn *run) replayReaders(ctx context.Context) []string {
+	var rs []string
+	for _, id := range rn.liveReaders(ctx) {
+		if !review.IsScanReader(id) {
+			rs = append(rs, id)
+		}
+	}
+	return rs
+}
+
+// scanHeldWords says why the run's last re-read (scanWhole) was not whole:
+// the dlqbot replays whose reads held messages of the DLQ while it read
+// ("dlqbot replay r_… read it too …"), never another client, else
+// heldWords.
+func (rn *run) scanHeldWords(c engine.Coverage) string {
+	if len(rn.scanReplays) == 0 {
+		return heldWords(c)
+	}
+	held := "held messages of it"
+	if c.HeldElsewhere > 0 {
+		held = fmt.Sprintf("held about %d of its messages", c.HeldElsewhere)
+	}
+	return "dlqbot replay " + strings.Join(rn.scanReplays, ", ") + " " + held + " (its own read of " + rn.r.DLQ + ", not another client)"
+}
+
+// scanMark is a run's reading mark while it reads its DLQ outside a step
+// (markScan).
+type scanMark struct {
+	rn      *run
+	seeking atomic.Bool
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// markScan marks the run reading its DLQ, refreshed every markEvery from
+// another goroutine until end (a read of a large DLQ outlasts the lease
+// time); end removes the mark, or turns it back into the cursor's.
+func (rn *run) markScan(ctx context.Context) *scanMark {
+	m := &scanMark{rn: rn, done: make(chan struct{})}
+	if rn.s.D.Claims == nil {
+		close(m.done)
+		m.stop = func() {}
+		return m
+	}
+	rn.markReading(ctx, false)
+	held, dlq, id, claims, ttl := rn.curHeld, rn.r.DLQ, rn.r.ID, rn.s.D.Claims, rn.s.Cfg.LeaseTTL
+	if rn.cur == nil {
+		held = 0
+	}
+	mctx, stop := context.WithCancel(ctx)
+	m.stop = stop
+	go func() {
+		defer close(m.done)
+		for {
+			select {
+			case <-mctx.Done():
+				return
+			case <-rn.s.D.Clock.After(review.MarkEvery):
+			}
+			if err := claims.Reading(mctx, dlq, id, m.seeking.Load(), held, ttl); err != nil && mctx.Err() == nil {
+				rn.s.Cfg.Log.Warn().Err(err).Str("replay_id", id).Str("dlq", dlq).Msg("mark reading")
+			}
+		}
+	}()
+	return m
+}
+
+// seek turns the mark into a seeker's: other replays' steps give way.
+func (m *scanMark) seek(ctx context.Context) {
+	m.seeking.Store(true)
+	m.rn.markReading(ctx, true)
+}
+
+// end stops the refresh and removes the mark (doneReading).
+func (m *scanMark) end(ctx context.Context) {
+	m.stop()
+	<-m.done
+	if m.rn.s.D.Claims != nil {
+		m.rn.doneReading(ctx)
+	}
+}
+
+// heldWords says why a read was not whole, for a note or a log line.
+func heldWords(c engine.Coverage) string {
+	switch {
+	case c.OtherConsumers > 0:
+		return "another consumer was on it"
+	case c.HeldElsewhere > 0:
+		return fmt.Sprintf("another client held about %d of its messages", c.HeldElsewhere)
+	default:
+		return "another client took messages while it was read"
+	}
+}

@@ -1,0 +1,311 @@
+package review
+
+import (
+	"errors"
+	"fmt"
+	"github.com/rs/zerolog"
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/letter"
+	"github.com/stroma/dlqbot/engine/proof"
+	"sync"
+	"time"
+)
+
+// Config tunes the engine. Zero values mean the documented defaults.
+type Config struct {
+	// TokenTTL is how long a preview token stays valid (default 24h).
+	TokenTTL time.Duration
+	// Samples is how many messages a preview shows with a payload excerpt
+	// (default 5).
+	Samples int
+	// ExcerptBytes is the longest payload excerpt (default 200 bytes;
+	// negative: no excerpt at all).
+	ExcerptBytes int
+	// ListRows is how many distinct messages a preview lists in full
+	// (Preview.Messages, default 20,000, the bot's attached list); the rest
+	// are only counted, so a preview of a million messages stays small.
+	ListRows int
+	// Vhost is the broker vhost the engine works in (default "/").
+	Vhost string
+	// LeaseTTL is how long a replay's lease lasts without a heartbeat
+	// (default 15s); another process reports the replay interrupted soon
+	// after it lapses.
+	LeaseTTL time.Duration
+	// ControlPoll is how often a running replay re-reads the state operators
+	// asked for (default 200ms, so pause and cancel act within 1s).
+	ControlPoll time.Duration
+	// SettlePoll is how often a step's settling is checked (default 250ms).
+	SettlePoll time.Duration
+	// SettleGrace is how long a step waits, after its messages were all
+	// delivered, for any of them to come back (default 3s), unless the
+	// targets' counters prove sooner that every copy was delivered and
+	// acked (settle_proof.go).
+	SettleGrace time.Duration
+	// StrictSteps makes every step of every replay settle before the next
+	// one sends. By default (false) an unpaced replay that finds returns
+	// through its tap lets a step past the canary phase (the doubling
+	// steps up to the cap) settle while the next one sends, with at most
+	// one such step outstanding and a breaker that stops the sends on
+	// returns (settle_overlap.go; docs/design.md "How settling is judged"); paced replays and
+	// the canary phase always send, then settle.
+	StrictSteps bool
+	// BypassEvery is how long, past the canary phase, a run goes between
+	// checks that no return reaches the DLQ past its tap (default
+	// DefaultBypassEvery; settle_bypass.go). Canary steps and the run's
+	// last step are always checked.
+	BypassEvery time.Duration
+	// Window is the most unconfirmed publishes in flight (default 500).
+	Window int
+	// StepChunk is the most copies a step claims and moves at once
+	// (default DefaultStepChunk): a larger step (cap= the user chose) that
+	// reads the DLQ through its cursor is sent in chunks of its picks, one
+	// after the other over the same read, so that what a step holds in
+	// memory is bounded by the chunk, not the step. The step still settles
+	// once, as a whole. A step without a cursor (returns found by
+	// re-reads) is one move: each move would be a read of the DLQ.
+	StepChunk int
+	// StatsLag is how long after a step's confirm a management sample must
+	// be taken before its counters serve as a baseline: the broker's
+	// statistics interval plus a margin (default 6s, for RabbitMQ's 5s).
+	StatsLag time.Duration
+	// HeldWait bounds how long a step waits for another client holding
+	// messages of the DLQ to let go before it reports the planned messages
+	// it could not find as held elsewhere (default 60s).
+	HeldWait time.Duration
+	// CompareAlways makes every approval read the DLQ to compare it with
+	// the preview, even when the broker's counts prove nothing left it
+	// (package proof); default false. For benchmarks of the old path.
+	CompareAlways bool
+	// ProofWait is the most an approval waits for the DLQ's management
+	// statistics to catch up with its preview before it compares instead
+	// (package proof): default 2m. It waits no longer than twice the
+	// preview's read took (about what the compare costs), and at least
+	// three times StatsLag (the sample must be StatsLag newer than the
+	// approval's start).
+	ProofWait time.Duration
+	// OwnAtApproval is how many previewed messages an approval owns itself
+	// before it returns; its replay's runs own the rest beside their first
+	// steps (approve_own.go). Default 10,000.
+	OwnAtApproval int
+	// ProofFrom is the fewest messages a previewed DLQ holds for its
+	// approval to try the proof (package proof) instead of comparing:
+	// below it a compare reads the DLQ in about the time the proof waits
+	// for the statistics, and is exact where the proof has a blind spot
+	// (acks the statistics have not shown yet). Default 20,000.
+	ProofFrom int
+	// Reconnect bounds how long a paced replay that lost its broker
+	// connection (its node died or was restarted) waits for the broker
+	// through another node, and then for the messages its reader held
+	// through the lost one, before it stops, resumable (default 5m; see
+	// reconnect.go). Negative: stop at once, as an unpaced replay does.
+	Reconnect time.Duration
+	// CursorHold is the most messages a replay's cursor (one read of the
+	// DLQ across its steps, see cursor.go) holds unacknowledged before it
+	// gives them back (default: DefaultCursorHold, or how deep the
+	// replay's preview read when that is more, so that the cursor never
+	// holds more than the preview's own read did; negative: no cursor,
+	// every step reads the DLQ from its head).
+	CursorHold int
+	// CanaryDepth is how deep, in messages from the DLQ's head, a replay's
+	// first step looks for failure classes (target × failure group): it
+	// holds one copy of every class whose first selected message lies
+	// within that depth, and fills the rest of the step with the first
+	// messages in DLQ order (plan.go). Classes first met deeper join in
+	// the steps that reach them, one copy ahead of their bulk. Default
+	// DefaultCanaryDepth (10,000, or the whole DLQ when it holds fewer);
+	// negative: the first step is just the first messages in DLQ order.
+	CanaryDepth int
+	// CursorAge is the longest a replay's cursor stays open (default
+	// DefaultCursorAge, half of RabbitMQ's default consumer_timeout).
+	CursorAge time.Duration
+	// FollowUps are when a finished or stopped replay is checked again
+	// (default DefaultFollowUps: +5m, +2h, +24h).
+	FollowUps []time.Duration
+	// Dialect names the headers of an in-house framework's dead letters
+	// (default: none; see HeaderDialect).
+	Dialect letter.HeaderDialect
+	// Log receives what the engine cannot return to a caller: background
+	// errors (worker, reaper, taps, follow-ups) and failures it carries on
+	// after while a replay runs, each with the replay_id, dlq and op fields
+	// where known, a repeated one at most every 30s. The zero value logs
+	// nothing.
+	Log zerolog.Logger
+}
+
+func (c Config) WithDefaults() Config {
+	if c.TokenTTL <= 0 {
+		c.TokenTTL = 24 * time.Hour
+	}
+	if c.Samples <= 0 {
+		c.Samples = 5
+	}
+	if c.ExcerptBytes == 0 {
+		c.ExcerptBytes = 200
+	}
+	if c.ListRows <= 0 {
+		c.ListRows = 20000
+	}
+	if c.Vhost == "" {
+		c.Vhost = "/"
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 15 * time.Second
+	}
+	if c.ControlPoll <= 0 {
+		c.ControlPoll = 200 * time.Millisecond
+	}
+	if c.SettlePoll <= 0 {
+		c.SettlePoll = 250 * time.Millisecond
+	}
+	if c.SettleGrace <= 0 {
+		c.SettleGrace = 3 * time.Second
+	}
+	if c.Window <= 0 {
+		c.Window = 500
+	}
+	if c.StepChunk <= 0 {
+		c.StepChunk = engine.DefaultStepChunk
+	}
+	if len(c.FollowUps) == 0 {
+		c.FollowUps = engine.DefaultFollowUps
+	}
+	if c.Reconnect == 0 {
+		c.Reconnect = 5 * time.Minute
+	}
+	if c.HeldWait <= 0 {
+		c.HeldWait = 60 * time.Second
+	}
+	if c.BypassEvery <= 0 {
+		c.BypassEvery = engine.DefaultBypassEvery
+	}
+	if c.CursorAge <= 0 {
+		c.CursorAge = engine.DefaultCursorAge
+	}
+	if c.CanaryDepth == 0 {
+		c.CanaryDepth = engine.DefaultCanaryDepth
+	}
+	if c.StatsLag <= 0 {
+		c.StatsLag = 6 * time.Second
+	}
+	if c.ProofWait <= 0 {
+		c.ProofWait = 2 * time.Minute
+	}
+	if c.ProofFrom <= 0 {
+		c.ProofFrom = proof.DefaultFrom
+	}
+	if c.OwnAtApproval <= 0 {
+		c.OwnAtApproval = engine.DefaultOwnAtApproval
+	}
+	return c
+}
+
+// Deps are the engine's collaborators, all given to New: nothing is
+// discovered or set later.
+type Deps struct {
+	// Broker, Tokens, Ledger, Replays, Leases, Mover and Schedule are
+	// required.
+	Broker  engine.Broker
+	Tokens  engine.Tokens
+	Ledger  engine.Ledger
+	Replays engine.Replays
+	Leases  engine.Leases
+	// Mover moves messages (replays, parking).
+	Mover engine.Mover
+	// Clock tells the time; optional (default SystemClock).
+	Clock engine.Clock
+	// Counters reads the management API's queue counters; optional (settling
+	// is then judged from the ready count alone).
+	Counters engine.CounterReader
+	// Consumers lists a target's consumers and their connections, so a
+	// preview can tell whether they were restarted since its messages
+	// failed; optional (every target's verdict is then unknown).
+	Consumers engine.ConsumerLister
+	// Watches count what reaches a DLQ between a preview and its approval,
+	// so an approval proves it unchanged without waiting for statistics;
+	// optional (the proof then waits for a management sample).
+	Watches engine.Watches
+	// Notifier receives progress events; optional.
+	Notifier engine.Notifier
+	// ScanObserver is told about every completed preview scan, for
+	// metrics; optional.
+	ScanObserver engine.ScanObserver
+	// Schedule holds follow-up checks.
+	Schedule engine.Schedule
+	// Taps and Returns find returns through a tap queue per DLQ instead of
+	// re-reading it; optional (both are needed; without them, re-reads).
+	Taps    engine.Taps
+	Returns engine.Returns
+	// Jobs hands replays to the workers and Registry is where workers
+	// announce themselves; optional. Work needs both. Without Jobs, Resume
+	// and Control hand nothing out and the caller runs the replay itself
+	// (the terminal, when no worker is running), and Enqueue fails.
+	Jobs     engine.Jobs
+	Registry engine.Registry
+	// Redactor hides what the operator's rules name in every preview's
+	// view of a message (see redaction.go); optional (nothing hidden).
+	Redactor engine.Redactor
+	// Claims hands each message of a DLQ to one replay at a time, so that
+	// overlapping replays send each once in all and name each other;
+	// optional (without it, overlapping replays race for the messages).
+	Claims engine.Claims
+	// TapGaps records the windows a DLQ's tap was missing, so that checks
+	// by any process know what the tap cannot have seen; optional
+	// (without it, only the run that noticed a loss knows of it).
+	TapGaps engine.TapGaps
+}
+
+// Service previews DLQs, checks replays, approves them and controls their state.
+type Service struct {
+	Cfg  Config `json:"-"`
+	D    Deps   `json:"-"`
+	logs *logThrottle
+	// prover proves at an approval that its preview's DLQ is unchanged
+	// (package proof).
+	prover *proof.Prover
+	// tapSeen is, per DLQ, when this process last found its tap in
+	// place (time.Time), the start of any window without it it notices.
+	tapSeen sync.Map
+}
+
+// New validates cfg and deps and returns a Service. Broker, Tokens, Ledger,
+// Replays, Leases, Mover and Schedule are required; Clock defaults to the
+// system clock.
+func New(cfg Config, d Deps) (*Service, error) {
+	if err := cfg.Dialect.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: new: %w", err)
+	}
+	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil || d.Replays == nil || d.Leases == nil {
+		return nil, errors.New("engine: new: broker, tokens, ledger, replays and leases are required")
+	}
+	if d.Mover == nil || d.Schedule == nil {
+		return nil, errors.New("engine: new: a mover and a schedule are required")
+	}
+	if d.Clock == nil {
+		d.Clock = engine.SystemClock{}
+	}
+	cfg = cfg.WithDefaults()
+	return &Service{Cfg: cfg, D: d, logs: newLogThrottle(d.Clock, logEvery), prover: newProver(cfg, d)}, nil
+}
+
+// ParseMeta derives a message's metadata with the configured in-house
+// dialect (ParseMetaDialect).
+func (s *Service) ParseMeta(dlq string, m letter.Message) letter.Meta {
+	return letter.ParseMetaDialect(dlq, m, s.Cfg.Dialect)
+}
+
+func excerpt(body []byte, n int) string {
+	if len(body) > n {
+		body = body[:n]
+	}
+	out := make([]rune, 0, len(body))
+	for _, r := range string(body) {
+		if r == '\uFFFD' || (r < 0x20 && r != '\n' && r != '\t') {
+			r = '.'
+		}
+		out = append(out, r)
+	}
+	return string(out)
+}
+
+// errStopScan ends a scan early once a limit is reached.
+var errStopScan = fmt.Errorf("engine: scan limit reached")
