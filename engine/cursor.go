@@ -28,10 +28,17 @@ import (
 //   - a pause, a stop, a cancel, a lost lease, a shutdown or the end.
 //
 // A paused or stopped replay therefore holds nothing. The next step after
-// a release opens a new cursor at the head of the DLQ. A replay that finds
-// returns by re-reading the DLQ (ReturnsReread) uses no cursor: its
-// re-reads would wait for the cursor's consumer and could not see what it
-// holds.
+// a release opens a new cursor at the head of the DLQ. A replay without a
+// tap (ReturnsReread) finds returns with its cursor too (settle_tail.go):
+// its cursor is not released when its read ends, since it goes on seeing
+// what arrives at the DLQ's tail. When the cursor cannot tell, the run
+// releases it before it re-reads the DLQ, whose read would otherwise wait
+// for the cursor's consumer and could not see what it holds. And a step
+// of such a replay that begins while another dlqbot replay reads the DLQ
+// reads without a cursor (rn.beside): its returns are then found by
+// re-reading the DLQ (the tail would take what the other replay gives
+// back), and a cursor would only hold, between those re-reads and the
+// other replay's, what both must see whole.
 
 // Cursor defaults.
 const (
@@ -78,3 +85,9 @@ func HoldBound(hold, reach int) int {
 // DefaultBypassEvery is Config.BypassEvery's default: how long, past the
 // canary phase, a run goes between bypass checks.
 const DefaultBypassEvery = 10 * time.Second
+
+// tailKeep is the most planned copies a look may read past to reach the
+// DLQ's tail: the cursor keeps them, bodies included, in memory for the
+// steps that send them (some 100 MB of 1 KB messages). A plan with more
+// left re-reads the DLQ for returns instead.
+const TailKeep = 100000

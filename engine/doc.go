@@ -31,8 +31,9 @@
 //	ledger.go         Ledger (what every replay sent)
 //	budget.go         ReadMarks (the read budget of quorum DLQs), and the
 //	                  budget's rules
-//	move.go           Mover (moving messages: replay steps and parking) and
-//	                  CursorMover, the mover's cursor support;
+//	move.go           Mover (moving messages: replay steps and parking),
+//	                  CursorMover, the mover's cursor support, and
+//	                  TailCursor, a cursor that reads on at the DLQ's tail;
 //	                  PossibleDuplicateHeader
 //	events.go         Notifier (progress events) and the event kinds
 //	queues.go         QueueLister (the vhost's queues, for a list of DLQs)
@@ -55,8 +56,8 @@
 //	plan.go           what each step sends (Plan, PlanOf, StepSize, CopiesIn);
 //	                  plan_index.go the plan's id index
 //	pacer.go          rate=auto's controller (Pacer)
-//	cursor.go         a run's cursor bounds (HoldBound, DefaultCursorHold),
-//	                  DefaultBypassEvery
+//	cursor.go         a run's cursor bounds (HoldBound, DefaultCursorHold,
+//	                  TailKeep), DefaultBypassEvery
 //	claims.go         a claim's and a holder's words (Claim, HeldBy)
 //	control_action.go pause/resume/cancel as values (ControlAction) and the
 //	                  desired state's results and errors

@@ -157,3 +157,52 @@ type CursorMover interface {
 // same message_id and x-dlqbot-copy as the copy that may already have
 // arrived, so a consumer that sees both drops the second.
 const PossibleDuplicateHeader = "x-dlqbot-possible-duplicate"
+
+// A replay whose DLQ has no tap (it is fed through the default exchange)
+// finds returns with its cursor instead of re-reading the DLQ at every
+// step. The cursor sees every message of the DLQ once: those ready when it
+// opened, through the steps' moves, and then everything that arrives
+// behind them — copies that came back among it — through its tail
+// consumer (TailCursor), holding all of it unacked until it is released.
+// So a step's look for returns reads on to the DLQ's tail (what its moves
+// have not reached yet, kept for later steps as they would be anyway) and
+// then only what arrived since the last look.
+//
+// What the cursor saw is counted as a re-read counts the whole DLQ: a copy
+// carrying this replay's id and a new death beyond the copies of its id
+// seen before is a new return (rn.returnedSeen, shared with the re-reads,
+// so a new cursor that meets returns counted by an earlier one counts none
+// of them again). New failures are the messages without the replay's id
+// that died since it was created and that the cursor saw.
+//
+// When the cursor cannot tell — another consumer on the DLQ, a read that
+// ended short, a lost channel, a tail that does not come to rest within
+// tailWait, or reading on would keep more than tailKeep planned messages
+// in memory — the look falls back to re-reading the whole DLQ
+// (rereadReturns), which says "could not tell" when it cannot either.
+//
+// The tail takes whatever becomes ready in the DLQ while it looks: beside
+// returns and new dead letters, what another dlqbot replay of the same DLQ
+// gives back — its picks, which it would then wait for. So the tail is
+// never used while another dlqbot replay reads the DLQ (liveReaders: its
+// claims or its reading mark): the look re-reads instead, marked and
+// giving way as every run's re-read does (settle_scan.go). A replay that
+// began reading during the look finds the cursor given back right after
+// it (what the tail saw is counted first), and until then the run's
+// reading mark names it, never "another client". And the look never makes
+// anyone wait long: a tail that has not come to rest within tailWait is
+// given back, and the look re-reads.
+
+// TailCursor is a Cursor that keeps consuming what arrives at the DLQ
+// behind the messages ready when it opened.
+type TailCursor interface {
+	Cursor
+	// Arrivals calls visit with every message that arrived behind the
+	// cursor's read and that no earlier call saw, and holds them until
+	// Release (which gives them back after everything else). The read must
+	// have ended (Done). It returns an error wrapping ErrHeldElsewhere
+	// when it cannot have seen every arrival (another consumer on the
+	// DLQ, a read that ended short); after any other error the cursor is
+	// released.
+	Arrivals(ctx context.Context, visit func(Message)) error
+}

@@ -131,8 +131,8 @@ type ReturnsView struct {
 	// Tap is the tap queue's name (tap mode).
 	Tap string `json:"tap,omitempty"`
 	// Reads is how many reads of the whole DLQ a replay of the selection
-	// with the default steps needs to find returns (reread mode): one per
-	// step.
+	// with the default steps needs to find returns (reread mode) at most:
+	// one per step where the replay's cursor cannot tell (settle_tail.go).
 	Reads int `json:"reads,omitempty"`
 	// Detail says it in words, with why the DLQ must be re-read.
 	Detail string `json:"detail"`

@@ -99,8 +99,8 @@ func (c *Cursor) Move(ctx context.Context, req engine.MoveRequest) (engine.MoveR
 // counts them, none of which is in the DLQ's ready count: on the channel
 // still consuming, its whole prefetch window (the broker keeps it full,
 // ahead of the read, refilling what a move acks, as long as messages
-// ready when the read began are left); on each earlier one, what it
-// delivered less what was moved.
+// ready when the read began are left); on each earlier one, and on a tail
+// consumer's (tail.go), what it delivered less what was moved.
 func (c *Cursor) Held() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -109,7 +109,7 @@ func (c *Cursor) Held() int {
 	}
 	n := 0
 	for _, ch := range c.r.chans {
-		if ch.cancelled {
+		if ch.cancelled || ch.tail {
 			n += ch.got + ch.drained - ch.acked
 		} else {
 			n += max(0, min(ch.window, c.r.want-ch.from-ch.acked))

@@ -65,7 +65,11 @@
 //
 // The reader behind Scan (holdReader) yields deliveries in queue order and
 // can acknowledge individual ones before giving the rest back, so the
-// confirm-then-ack Move pass is built on the same piece.
+// confirm-then-ack Move pass is built on the same piece. A Cursor
+// (cursor.go) keeps one such read open across a replay's steps; once it
+// has read the whole DLQ it keeps consuming the DLQ's tail (tail.go), so
+// the replay sees what arrives there — its returns — without reading the
+// DLQ again.
 //
 // What a scan cannot promise: on a quorum queue, messages published while
 // the scan runs may end up ahead of the requeued ones, and a scan whose

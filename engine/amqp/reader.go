@@ -55,6 +55,9 @@ type holdReader struct {
 	// shown in the ready count when this read began (see stillLanding): the
 	// read cannot see them, so it is not a whole read.
 	landing int
+	// arrived is how many messages arrived behind the read and were
+	// handed out by Arrivals (tail.go).
+	arrived int
 	// short is set when the read ended before it saw every message ready at
 	// its start: the broker had none left for it (another client holds or
 	// took them), or it stopped delivering for the stall timeout.
@@ -90,6 +93,7 @@ type heldChan struct {
 	drained    int      // deliveries that arrived after the read ended
 	acked      int      // deliveries acked individually
 	cancelled  bool     // consumer cancelled (by us, or by the broker)
+	tail       bool     // a tail consumer's channel (tail.go): everything it got is an arrival
 	ackedTags  []uint64 // delivery tags acked, for paced requeues
 	// floor: every tag up to it is acked; above is tags acked above the
 	// floor (individually, because a held delivery below them is not).

@@ -97,7 +97,7 @@ func (r *holdReader) release() (int, error) {
 		for _, c := range r.chans {
 			acked += c.acked
 		}
-		r.b.pending.expect(r.queue, r.want+r.landing-acked)
+		r.b.pending.expect(r.queue, r.want+r.landing+r.arrived-acked)
 	}
 	_ = r.budget.done(r.seq >= r.want) // a store failure leaves the mark in this process's memory
 	return requeued, errors.Join(errs...)

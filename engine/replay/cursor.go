@@ -15,7 +15,7 @@ const cursorRefillWait = 10 * time.Second
 // cursorMover is the mover's cursor support, if the run may use it now.
 func (rn *run) cursorMover() (engine.CursorMover, bool) {
 	cm, ok := rn.s.D.Mover.(engine.CursorMover)
-	if !ok || rn.s.Cfg.CursorHold < 0 || rn.mode == engine.ReturnsReread || rn.resending {
+	if !ok || rn.s.Cfg.CursorHold < 0 || rn.resending || rn.mode == engine.ReturnsReread && rn.beside {
 		return nil, false
 	}
 	return cm, true
@@ -27,10 +27,15 @@ func (rn *run) cursorMover() (engine.CursorMover, bool) {
 func (rn *run) openCursor(ctx context.Context) {
 	cm, ok := rn.cursorMover()
 	if !ok {
-		// Resending, or re-reading for returns from now on (the tap
-		// missed some): those reads must find the DLQ whole.
+		// Resending (its reads must find the DLQ whole), or a step
+		// without a tap beside another replay (rn.beside, above).
 		rn.releaseCursor("the step reads without a cursor")
 		return
+	}
+	if rn.cur != nil && rn.mode == engine.ReturnsReread && !rn.tail.on {
+		// Opened while the tap found returns (it has since missed some):
+		// what the cursor read before was not looked at for returns.
+		rn.releaseCursor("returns are looked for with the cursor from now on")
 	}
 	if rn.cur != nil {
 		return
@@ -41,6 +46,8 @@ func (rn *run) openCursor(ctx context.Context) {
 		return
 	}
 	rn.cur, rn.curOpened = c, rn.s.D.Clock.Now()
+	// What the cursor reads is looked at for returns (settle_tail.go).
+	rn.startTail()
 	rn.markReading(ctx, false) // readers.go
 	rn.s.Cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened")
 }
@@ -52,6 +59,9 @@ func (rn *run) move(ctx context.Context, req engine.MoveRequest) (engine.MoveRes
 	if rn.cur == nil {
 		return rn.s.D.Mover.Move(ctx, req)
 	}
+	if rn.tailing() {
+		req.Pick = rn.observing(req.Pick) // settle_tail.go
+	}
 	mr, err := rn.cur.Move(ctx, req)
 	if err != nil {
 		rn.cur = nil
@@ -61,7 +71,8 @@ func (rn *run) move(ctx context.Context, req engine.MoveRequest) (engine.MoveRes
 
 // boundCursor releases the cursor when it holds too much, is too old (or
 // would be by the end of the step's settle), its read ended with nothing
-// it holds still wanted, or another dlqbot replay sends from the same DLQ
+// it holds still wanted (unless it finds the run's returns at the DLQ's
+// tail), or another dlqbot replay sends from the same DLQ
 // (whose picks the cursor may hold: it gets them between this run's
 // steps, as without a cursor).
 func (rn *run) boundCursor(ctx context.Context) {
@@ -76,7 +87,7 @@ func (rn *run) boundCursor(ctx context.Context) {
 		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", engine.HoldBound(rn.s.Cfg.CursorHold, rn.plan.Reach)))
 	case age+rn.r.Params.Timeout > rn.s.Cfg.CursorAge:
 		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.Cfg.CursorAge))
-	case rn.cur.Done() && !rn.wantsHeld():
+	case rn.cur.Done() && !rn.wantsHeld() && !rn.tailing():
 		rn.releaseCursor("its read ended")
 	default:
 		rn.curHeld = rn.cur.Held() // no move is in progress

@@ -44,6 +44,8 @@
 //	                  breaker that stops it on returns; settle_api.go
 //	                  settling without the management API; settle_bypass.go
 //	                  the check that copies bypass the cursor;
+//	                  settle_tail.go the copies that came back found at
+//	                  the cursor's tail (a classic DLQ without a tap);
 //	                  settle_scan.go a run's re-read of the DLQ;
 //	                  settle_unjudged.go the copies not yet seen settling
 //	tapper.go         draining the DLQs' taps into the returns record

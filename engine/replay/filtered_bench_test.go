@@ -39,6 +39,10 @@ import (
 // product's StepChunk) unless DLQBOT_BENCH_DEFAULTS=1, which runs the
 // product's defaults.
 //
+// DLQBOT_BENCH_DEFAULT_EXCHANGE=1 feeds dlqbot's DLQ through the default
+// exchange (x-dead-letter-exchange ""): no tap can be bound, and the replay
+// finds returns at its cursor's tail (engine/settle_tail.go).
+//
 // DLQBOT_BENCH_STEP and DLQBOT_BENCH_CAP set the replay's step= and cap=
 // (default: the default steps); DLQBOT_BENCH_STEP=100000
 // DLQBOT_BENCH_CAP=100000 at 1,000,000 replays the selection in one step.
@@ -51,7 +55,7 @@ func BenchmarkFilteredReplay(b *testing.B) {
 	if os.Getenv("DLQBOT_BENCH_DEFAULTS") != "" {
 		cfg = replay.Config{} // the product's settle grace and polls
 	}
-	f := fillFilteredWith(b, on, nil, n, cfg)
+	f := fillFilteredVia(b, on, nil, n, cfg, os.Getenv("DLQBOT_BENCH_DEFAULT_EXCHANGE") != "")
 	r := f.e.rabbit
 	mdlq, mwork := r.Queue(testkit.Name("mdlq"), nil), r.Queue(testkit.Name("mwork"), nil)
 	fillTenth(r, mdlq, mwork, n)

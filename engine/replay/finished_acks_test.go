@@ -437,10 +437,11 @@ func TestFinishedAfterAResumeLeavesNoneOfTheSelectionAndCountsItsDuplicates(t *t
 // TestFinishedAfterAResumeBesideAnotherReplayOfTheSameDLQ is the same with
 // 1,000 more dead letters of another source in the DLQ, replayed by a
 // second replay (at 100 msg/s) that is under way when the first resumes.
-// The two replays' reads of the DLQ meet (neither has a tap, so neither
-// has a cursor: each move holds what it passed until it ends): each
-// gives way to the other's search (giveway.go), and neither calls the
-// other "another client" nor waits for it the held-wait.
+// The two replays' reads of the DLQ meet (neither has a tap: each finds
+// returns by re-reading the DLQ while the other reads it, not at its
+// cursor's tail, settle_tail.go): each gives way to the other's search
+// (giveway.go), and neither calls the other "another client" nor waits
+// for it the held-wait.
 //
 // The next test asks all of this and that the resume end first, so make
 // test runs this one only with DLQBOT_CLASSIC_ALL=1 (make test-all), on

@@ -48,6 +48,14 @@ func fillFiltered(t testing.TB, on testkit.Broker, dlqArgs amqp.Table, n int) *f
 // base (a benchmark runs the defaults).
 func fillFilteredWith(t testing.TB, on testkit.Broker, dlqArgs amqp.Table, n int, base replay.Config) *filtered {
 	t.Helper()
+	return fillFilteredVia(t, on, dlqArgs, n, base, false)
+}
+
+// fillFilteredVia is fillFilteredWith, with work dead-lettering through
+// the default exchange (no tap: returns are found at the cursor's tail)
+// when defaultExchange is set.
+func fillFilteredVia(t testing.TB, on testkit.Broker, dlqArgs amqp.Table, n int, base replay.Config, defaultExchange bool) *filtered {
+	t.Helper()
 	cfg := base
 	cfg.LeaseTTL = 15 * time.Second
 	// The approval's proof at 5,000 too (by default a DLQ this small is compared).
@@ -56,7 +64,11 @@ func fillFilteredWith(t testing.TB, on testkit.Broker, dlqArgs amqp.Table, n int
 	e := newEnvOn(t, cfg, on)
 	r := e.rabbit
 	work, dlq := testkit.Name("work"), testkit.Name("dlq")
-	r.DLXTopology(work, dlq, dlqArgs)
+	if defaultExchange {
+		r.Topology(work, dlq, dlqArgs)
+	} else {
+		r.DLXTopology(work, dlq, dlqArgs)
+	}
 	start := time.Now()
 	fillTenth(r, dlq, work, n)
 	t.Logf("%s: fill of %d in %v", on.Name, n, time.Since(start).Round(time.Millisecond))

@@ -105,7 +105,7 @@ func (rn *run) startText(kind engine.EventKind) string {
 		text += "; " + tw // what its approval took over, and from whom
 	}
 	if rn.mode == engine.ReturnsReread {
-		text += "; returns will be found by re-reading the DLQ once per step (" + rn.modeNote + ")"
+		text += "; returns will be found at the DLQ's tail by the replay's own read, or by re-reading the DLQ (" + rn.modeNote + ")"
 	}
 	return text
 }

@@ -78,6 +78,15 @@ type run struct {
 	// curOpened when it opened (see cursor.go).
 	cur       engine.Cursor
 	curOpened time.Time
+	// tail is what the cursor saw of the replay's returns (settle_tail.go).
+	tail curTail
+	// beside is set, for a step, when another dlqbot replay read the DLQ
+	// as it began (a run without a tap then reads without a cursor:
+	// cursor.go).
+	beside bool
+	// classicDLQ is set once the run has seen its DLQ is a classic queue
+	// (settle_tail.go: only such a replay without a tap uses a cursor).
+	classicDLQ bool
 	// marked is when the run last marked itself reading the DLQ (and
 	// looked for replays seeking what its cursor holds, readers.go).
 	marked time.Time

@@ -5,7 +5,7 @@ import (
 )
 
 // What a step keeps of the copies it sent, per copy: a whole replay of
-// 1,000,000 sends them in one step where the DLQ has no cursor, so a
+// 1,000,000 sends them in one step where it reads without a cursor, so a
 // string or a map entry per copy is most of its memory.
 
 // sentItems are the copies a move handed to MoveRequest.OnSent, kept as

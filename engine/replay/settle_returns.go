@@ -91,8 +91,9 @@ func (rn *run) startReturns(ctx context.Context) error {
 }
 
 // lookForReturns updates the run's returned and new-failure counts. With a
-// tap it reads the tap's record (cheap, every poll); with re-reads it reads
-// the DLQ once per step, when the step has settled (final). A failed look
+// tap it reads the tap's record (cheap, every poll); without, it looks at
+// what the run's cursor saw arrive at the DLQ's tail, or else re-reads the
+// DLQ, once per step, when the step has settled (final). A failed look
 // while the step settles is retried at the next poll; a failed final look
 // is an error, since "none came back" would then be a claim nobody checked.
 func (rn *run) lookForReturns(ctx context.Context, look *returnsLook, now time.Time, final bool) error {
@@ -117,6 +118,9 @@ func (rn *run) lookForReturns(ctx context.Context, look *returnsLook, now time.T
 		return nil
 	}
 	look.lastLook = now
+	if rn.cursorReturns(ctx) { // settle_tail.go
+		return nil
+	}
 	return rn.rereadReturns(ctx, look)
 }
 
@@ -169,6 +173,8 @@ func (rn *run) rereadReturns(ctx context.Context, look *returnsLook) error {
 	// judgement needs the whole DLQ, since no later read will count what
 	// this one missed.
 	last := look.alone && rn.toSend() == 0
+	// The run's own cursor would hide what it holds from the read.
+	rn.releaseCursor("the DLQ is re-read for returns")
 	within := scanRetry
 	if last {
 		within = lastLookPatience

@@ -126,6 +126,7 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 // that was left was another replay's.
 func (rn *run) pickFirst(ctx context.Context, k, size int) (pick map[string]int, walk *engine.StepWalk, err error) {
 	rn.resending = rn.rs.left() > 0
+	rn.beside = rn.mode == engine.ReturnsReread && (!rn.tailReads(ctx) || rn.replaysReading(ctx)) // cursor.go
 	if rn.resending {
 		// A resend reads the DLQ afresh: the cursor must hold nothing.
 		rn.releaseCursor("a resend of copies in doubt")
@@ -356,7 +357,9 @@ func (m *stepMoves) Add(mr engine.MoveResult) {
 // look for returns) could bring a message of the DLQ to its delivery limit.
 func (rn *run) stepBudget(ctx context.Context) error {
 	rereads := engine.RereadsPerStep
-	if rn.mode == engine.ReturnsTap {
+	if rn.mode == engine.ReturnsTap || rn.tailing() {
+		// The tap, or the cursor's tail (settle_tail.go): returns are
+		// found without reading the DLQ again.
 		rereads = 0
 	}
 	// A step that continues the run's cursor makes no new read: what the

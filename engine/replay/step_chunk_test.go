@@ -33,9 +33,9 @@ func (c *claimCounter) Claim(ctx context.Context, dlq, replay string, ids []stri
 // TestLargeStepIsSentInChunks: one step of 300 with a StepChunk of 64 is
 // claimed and moved in 5 chunks over one read of the DLQ (the cursor of a
 // tapped replay), and is still one step: planned 300, sent 300, settled as
-// a whole, every message delivered once and the DLQ empty. Without a
-// cursor (returns found by re-reads, each move a read of the DLQ from its
-// head) the same step is one claim and one move. A quorum DLQ on every
+// a whole, every message delivered once and the DLQ empty. A DLQ fed
+// through the default exchange (no tap: returns found at the cursor's
+// tail) goes through the cursor the same way. A quorum DLQ on every
 // broker, a classic one on one (everyDLQKindOn).
 func TestLargeStepIsSentInChunks(t *testing.T) {
 	t.Parallel()
@@ -44,7 +44,7 @@ func TestLargeStepIsSentInChunks(t *testing.T) {
 		name   string
 		tapped bool
 		claims int64
-	}{{"through-the-cursor", true, (n + chunk - 1) / chunk}, {"re-reads", false, 1}} {
+	}{{"through-the-cursor", true, (n + chunk - 1) / chunk}, {"default-exchange", false, (n + chunk - 1) / chunk}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			everyDLQKindOn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
@@ -84,7 +84,11 @@ func TestLargeStepIsSentInChunks(t *testing.T) {
 				cc.mu.Lock()
 				most := cc.most
 				cc.mu.Unlock()
-				if want := tc.claims; calls != want || tc.tapped && most > chunk {
+				want := tc.claims
+				if !tc.tapped && dlqArgs["x-queue-type"] == "quorum" {
+					want = 1 // without a tap a quorum DLQ is read without a cursor (tailReads)
+				}
+				if calls != want || want > 1 && most > chunk {
 					t.Errorf("the step made %d claim(s), the largest of %d ids; want %d (of at most %d ids through the cursor)", calls, most, want, chunk)
 				}
 			})

@@ -61,8 +61,8 @@ type Config struct {
 	// reads the DLQ through its cursor is sent in chunks of its picks, one
 	// after the other over the same read, so that what a step holds in
 	// memory is bounded by the chunk, not the step. The step still settles
-	// once, as a whole. A step without a cursor (returns found by
-	// re-reads) is one move: each move would be a read of the DLQ.
+	// once, as a whole. A step without a cursor (a resend, or
+	// CursorHold −1) is one move: each move would be a read of the DLQ.
 	StepChunk int
 	// StatsLag is how long after a step's confirm a management sample must
 	// be taken before its counters serve as a baseline: the broker's
