@@ -20,16 +20,16 @@ import (
 //     could take it past that;
 //   - its read ended and no message it holds is wanted any more;
 //   - a step did not find all its picks (they are then looked for by the
-//     one-shot reads of account_find.go, which must not take dlqbot's own
+//     one-shot reads of engine/replay/account_find.go, which must not take dlqbot's own
 //     cursor for another client holding messages);
 //   - a resend of copies in doubt, which reads the DLQ afresh;
 //   - another dlqbot replay seeks messages of the DLQ, during a step's
-//     sends too (giveway.go: the step opens a new cursor once it has);
+//     sends too (engine/replay/giveway.go: the step opens a new cursor once it has);
 //   - a pause, a stop, a cancel, a lost lease, a shutdown or the end.
 //
 // A paused or stopped replay therefore holds nothing. The next step after
 // a release opens a new cursor at the head of the DLQ. A replay without a
-// tap (ReturnsReread) finds returns with its cursor too (settle_tail.go):
+// tap (ReturnsReread) finds returns with its cursor too (engine/replay/settle_tail.go):
 // its cursor is not released when its read ends, since it goes on seeing
 // what arrives at the DLQ's tail. When the cursor cannot tell, the run
 // releases it before it re-reads the DLQ, whose read would otherwise wait

@@ -87,7 +87,7 @@ type MoveRequest struct {
 	// broker), on the goroutine that called Move and before it returns;
 	// MoveResult.Sent then stays empty and SentN counts them. It must not
 	// keep the batch. A step of a million copies keeps what it books of
-	// each (sent.go) instead of a list of them all.
+	// each (engine/replay/sent.go) instead of a list of them all.
 	OnSent func(batch []Moved)
 }
 
@@ -186,7 +186,7 @@ const PossibleDuplicateHeader = "x-dlqbot-possible-duplicate"
 // gives back — its picks, which it would then wait for. So the tail is
 // never used while another dlqbot replay reads the DLQ (liveReaders: its
 // claims or its reading mark): the look re-reads instead, marked and
-// giving way as every run's re-read does (settle_scan.go). A replay that
+// giving way as every run's re-read does (engine/replay/settle_scan.go). A replay that
 // began reading during the look finds the cursor given back right after
 // it (what the tail saw is counted first), and until then the run's
 // reading mark names it, never "another client". And the look never makes

@@ -11,7 +11,7 @@ import (
 // no map per purpose, nothing copied per item. It keeps of each item only
 // its id, its class, its DLQ position and its copies (about 50 bytes with
 // the index, where an Item alone takes 64), so that a run need not keep
-// its preview's items (runner.go).
+// its preview's items (engine/replay/runner.go).
 type Plan struct {
 	IDs     []string    `json:"-"` // DLQ order
 	Class   []uint32    `json:"-"` // each item's class, an index into classes

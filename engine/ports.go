@@ -227,7 +227,7 @@ type ScanObserver interface {
 // run waits until the broker reports nothing unacknowledged on the DLQ (as
 // findRest does before it calls anything missing), saying so in the
 // record's note, settles the step the loss cut, reconciles its counts with
-// the DLQ (reconcile.go: originals acked just before the loss that came
+// the DLQ (engine/replay/reconcile.go: originals acked just before the loss that came
 // back are duplicates), and goes on with its plan. Copies in flight at the
 // loss are in doubt, as after any lost connection; a paced replay that
 // goes on sends them again first, in the same run, marked

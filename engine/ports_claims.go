@@ -70,7 +70,7 @@ type Claims interface {
 	// Reading marks replay as reading dlq for ttl from now: seeking when its
 	// step looks for picks it did not find, otherwise holding a cursor
 	// open between steps (cursor.go), held messages of it when held > 0,
-	// or a preview's, approval's or check's read (readers.go). A later
+	// or a preview's, approval's or check's read (engine/review/readers.go). A later
 	// mark replaces an earlier.
 	Reading(ctx context.Context, dlq, replay string, seeking bool, held int, ttl time.Duration) error
 	// Holding returns, per reader with an unexpired mark on dlq that said

@@ -28,7 +28,7 @@ type TargetView struct {
 	Reasons   map[letter.Reason]int `json:"reasons"`
 	// ConsumersSinceFailure says whether the queue's consumers connected
 	// after LastFailure, the latest time its selected messages failed
-	// (see preview_targets.go); ConsumerConns are the consumers' connections
+	// (see engine/review/preview_targets.go); ConsumerConns are the consumers' connections
 	// as the management API lists them (empty when it was not asked or
 	// could not tell). Json "consumers_since_failure", "last_failure",
 	// "consumer_connections".
@@ -118,7 +118,7 @@ type Preview struct {
 	// HeldByReplay, when set, names the dlqbot replays of this DLQ whose
 	// reads held messages the preview could not see, and how many it
 	// could not see (of Coverage.HeldElsewhere): the preview does not wait
-	// for a replay's read (readers.go), and those messages are not in its
+	// for a replay's read (engine/review/readers.go), and those messages are not in its
 	// token. Json "held_by_replay".
 	HeldByReplay *HeldBy `json:"held_by_replay,omitempty"`
 }
@@ -132,7 +132,7 @@ type ReturnsView struct {
 	Tap string `json:"tap,omitempty"`
 	// Reads is how many reads of the whole DLQ a replay of the selection
 	// with the default steps needs to find returns (reread mode) at most:
-	// one per step where the replay's cursor cannot tell (settle_tail.go).
+	// one per step where the replay's cursor cannot tell (engine/replay/settle_tail.go).
 	Reads int `json:"reads,omitempty"`
 	// Detail says it in words, with why the DLQ must be re-read.
 	Detail string `json:"detail"`

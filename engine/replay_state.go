@@ -108,14 +108,14 @@ type Replay struct {
 	// delivered. Their originals stay in the DLQ and are never sent again.
 	InDoubt int `json:"in_doubt,omitempty"`
 	// InDoubtTaken counts, of InDoubt, the copies whose originals the last
-	// counted read of the DLQ (reconcile.go) did not find: something else
+	// counted read of the DLQ (engine/replay/reconcile.go) did not find: something else
 	// took them from the DLQ, so they cannot be sent again. Json
 	// "in_doubt_taken".
 	InDoubtTaken int `json:"in_doubt_taken,omitempty"`
 	// CountStale is set when a resumed run could neither prove that
 	// nothing left the DLQ since Duplicates and InDoubt were counted nor
 	// count them again (a DLQ whose reads spend delivery attempts:
-	// recount.go): what they say of the DLQ's originals is then as of the
+	// engine/replay/recount.go): what they say of the DLQ's originals is then as of the
 	// last count, and the replay's words say so. Json "count_stale".
 	CountStale bool `json:"count_stale,omitempty"`
 	// Resent counts copies in doubt sent again (resume resend=in-doubt),
@@ -137,7 +137,7 @@ type Replay struct {
 	Unverifiable bool `json:"unverifiable,omitempty"`
 	// Withdrawn marks a replay cancelled by its own approval, which could
 	// not be completed before anything ran: its token may be approved
-	// again (under the token's next replay id, approve_id.go).
+	// again (under the token's next replay id, approve.go).
 	Withdrawn bool `json:"withdrawn,omitempty"`
 	// CountMark is what the run that stopped with Duplicates or InDoubt
 	// counted saw of the DLQ, so that the next run counts them again only
@@ -167,13 +167,13 @@ type Replay struct {
 	LeftTo map[string]int `json:"left_to,omitempty"`
 	// OwnFrom is the first item of the frozen preview the approval did not
 	// own (0: it owned them all): its runs own the rest beside their steps
-	// (approve_own.go).
+	// (engine/review/approve_own.go).
 	OwnFrom int `json:"own_from,omitempty"`
 	// NewFailures counts messages dead-lettered since the replay started
 	// that do not carry its id (failures that are not returns).
 	NewFailures int `json:"new_failures"`
 	// Unsettled counts, per target queue, the copies sent and not yet
-	// seen leaving it (settle_unjudged.go): a replay finishes only when
+	// seen leaving it (engine/replay/settle_unjudged.go): a replay finishes only when
 	// none are left. Json "unsettled".
 	Unsettled map[string]int `json:"unsettled,omitempty"`
 	// Unjudged is the step a pause, cancel, stop or shutdown ended after
@@ -185,7 +185,7 @@ type Replay struct {
 	ReturnsMode ReturnsMode `json:"returns_mode,omitempty"`
 	// Unseen, when set, names the copies whose return could not be told:
 	// the DLQ's tap was gone for a while and the DLQ could not be re-read
-	// in its place (tap_watch.go). Returned then counts what was seen.
+	// in its place (engine/replay/tap_watch.go). Returned then counts what was seen.
 	Unseen *Unseen `json:"unseen,omitempty"`
 	// ReturnsUnverified, when set, says why the tap's record of this
 	// replay's returns could not be trusted (its counts were lowered or

@@ -168,7 +168,7 @@ func TestCanaryFirstStepTakesTheFirstInDLQOrder(t *testing.T) {
 	// The first step reads no further than its picks: the first five in
 	// DLQ order, all of a's rejected ones. The other classes, past the
 	// bound, go out one copy each in the step that reaches them
-	// (plan_test.go).
+	// (engine/plan_test.go).
 	got := ids(ra.got())
 	for i := range 5 {
 		if got[fmt.Sprintf("m-%d", i)] != 1 {

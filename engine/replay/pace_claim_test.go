@@ -20,7 +20,7 @@ import (
 // reads the replay's stated pace (Replay.Pace, "pacing to the consumer: N
 // msg/s") and the target's ready count (passive declare) every 250 ms.
 //
-// The pacer (pacer.go) sets its rate to the acks it measures plus the gap
+// The pacer (engine/pacer.go) sets its rate to the acks it measures plus the gap
 // between its backlog and one second of them, so at most twice the acks
 // (plus the minimum backlog of 5), and halves it above two seconds of them:
 // the stated pace, over the samples, has a median within a factor 2 (and

@@ -6,7 +6,7 @@ import (
 )
 
 // paceOf returns the rate a pass starts at and, for an auto-paced replay,
-// the hook its mover calls before each publish (pacer.go): it samples the
+// the hook its mover calls before each publish (engine/pacer.go): it samples the
 // targets this run has sent to when a sample is due, and keeps the
 // pacer's status in the replay's record (Replay.Pace), which progress
 // writes carry to every front end.

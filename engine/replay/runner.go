@@ -153,7 +153,7 @@ func (s *Service) Run(ctx context.Context, id, owner string) (engine.Replay, err
 }
 
 // run is Run, asking authz (when not nil) before anything is sent whether
-// the replay may run (authorize.go).
+// the replay may run (runner.go).
 func (s *Service) run(ctx context.Context, id, owner string, authz engine.Authorizer) (engine.Replay, error) {
 	// The lease is held by this run, not by the worker: another run of the
 	// same replay in the same process (a stray job) never passes for this

@@ -40,7 +40,7 @@ func (rn *run) tailing() bool {
 // nothing. A cursor gives everything it holds back when it is released
 // (a lost connection, a give-way, a pause), and on a quorum DLQ before
 // RabbitMQ 4.3 each give-back spends a delivery attempt of every message
-// it held, which the read budget (budget.go) does not count for a
+// it held, which the read budget (engine/budget.go) does not count for a
 // cursor. So a replay of a quorum DLQ without a tap (or of a DLQ whose
 // type cannot be told) reads without a cursor and re-reads for its
 // returns, as the budget counts them.

@@ -215,7 +215,7 @@ func (s *Service) ApproveConfirmed(ctx context.Context, token, approver, via str
 // approve is Approve and ApproveConfirmed: accept says whether the
 // changes the compare found may be approved.
 func (s *Service) approve(ctx context.Context, token, approver, via string, p engine.Params, accept func([]engine.Change) bool) (engine.Approval, error) {
-	// The replay's id follows from the token (approve_id.go): a signed
+	// The replay's id follows from the token (approve.go): a signed
 	// record under it means the token started a replay, whatever its used
 	// marker says.
 	id, err := s.replayIDFor(ctx, token)

@@ -193,7 +193,7 @@ func (s *Service) returnsView(ctx context.Context, p *engine.Preview) engine.Ret
 	v.Reads = defaultSteps(p.Selected)
 	v.Detail = fmt.Sprintf("returns will be found by re-reading the DLQ: %d read(s) of all of %s (one per step), each giving every message back", v.Reads, p.DLQ.Name)
 	if p.Selected <= engine.TailKeep && p.DLQ.Type == "classic" {
-		// Reads is the worst case: the cursor's tail (settle_tail.go)
+		// Reads is the worst case: the cursor's tail (engine/replay/settle_tail.go)
 		// makes none while it can tell; only a classic DLQ's replay
 		// reads with it (tailReads).
 		v.Detail = "returns will be found at the DLQ's tail by the replay's own read of it, which holds what it passed unacked until the replay ends; only where that read cannot tell (another consumer on the DLQ, another dlqbot replay reading it) by " + v.Detail[len("returns will be found by "):]

@@ -13,7 +13,7 @@ import (
 )
 
 // Two replays of one DLQ read it at once, and each read holds what it
-// passed unacknowledged, invisible to the other (cursor.go). So that one
+// passed unacknowledged, invisible to the other (engine/cursor.go). So that one
 // replay never takes the other's read for "another client" holding its
 // picks, and never waits on it for long, each marks itself in the store
 // (Claims.Reading) while a read of its holds messages:
@@ -26,13 +26,13 @@ import (
 //     seeking; a settling replay whose cursor is open looks for seekers
 //     every markEvery and gives back what its cursor holds when there is
 //     one, so the seeker's next read finds its picks. A replay sending a
-//     step does the same from its move (giveway.go): the move stops, its
+//     step does the same from its move (engine/replay/giveway.go): the move stops, its
 //     read gives back what it passed, and the step moves on once the
 //     seeker has stopped seeking, or after giveWayFor;
 //   - a run's own re-reads of the DLQ (for returns, a bypass check, the
 //     reconcile after a lost connection, the acks it did not carry) mark
 //     the replay reading while they read, and seeking when another
-//     replay's read cut them short (settle_scan.go), so that replay's
+//     replay's read cut them short (engine/replay/settle_scan.go), so that replay's
 //     step gives way to them as well.
 //
 // A whole read of the DLQ (a preview, an approval's compare, a check:
@@ -178,7 +178,7 @@ func (s *Service) AwaitQuiet(ctx context.Context, replay, dlq string, since, dea
 			if err != nil && replay != "" && errors.Is(err, engine.ErrManagementDown) {
 				// Only the API's counts prove that no client holds a
 				// message: a run does not wait on an API that does not
-				// answer (settle_api.go).
+				// answer (engine/replay/settle_api.go).
 				return false, err
 			}
 			if err != nil {

@@ -39,19 +39,19 @@ type Config struct {
 	// SettleGrace is how long a step waits, after its messages were all
 	// delivered, for any of them to come back (default 3s), unless the
 	// targets' counters prove sooner that every copy was delivered and
-	// acked (settle_proof.go).
+	// acked (engine/replay/settle_proof.go).
 	SettleGrace time.Duration
 	// StrictSteps makes every step of every replay settle before the next
 	// one sends. By default (false) an unpaced replay that finds returns
 	// through its tap lets a step past the canary phase (the doubling
 	// steps up to the cap) settle while the next one sends, with at most
 	// one such step outstanding and a breaker that stops the sends on
-	// returns (settle_overlap.go; docs/design.md "How settling is judged"); paced replays and
+	// returns (engine/replay/settle_overlap.go; docs/design.md "How settling is judged"); paced replays and
 	// the canary phase always send, then settle.
 	StrictSteps bool
 	// BypassEvery is how long, past the canary phase, a run goes between
 	// checks that no return reaches the DLQ past its tap (default
-	// DefaultBypassEvery; settle_bypass.go). Canary steps and the run's
+	// DefaultBypassEvery; engine/replay/settle_bypass.go). Canary steps and the run's
 	// last step are always checked.
 	BypassEvery time.Duration
 	// Window is the most unconfirmed publishes in flight (default 500).
@@ -97,10 +97,10 @@ type Config struct {
 	// connection (its node died or was restarted) waits for the broker
 	// through another node, and then for the messages its reader held
 	// through the lost one, before it stops, resumable (default 5m; see
-	// reconnect.go). Negative: stop at once, as an unpaced replay does.
+	// engine/replay/reconnect.go). Negative: stop at once, as an unpaced replay does.
 	Reconnect time.Duration
 	// CursorHold is the most messages a replay's cursor (one read of the
-	// DLQ across its steps, see cursor.go) holds unacknowledged before it
+	// DLQ across its steps, see engine/cursor.go) holds unacknowledged before it
 	// gives them back (default: DefaultCursorHold, or how deep the
 	// replay's preview read when that is more, so that the cursor never
 	// holds more than the preview's own read did; negative: no cursor,
@@ -110,7 +110,7 @@ type Config struct {
 	// first step looks for failure classes (target × failure group): it
 	// holds one copy of every class whose first selected message lies
 	// within that depth, and fills the rest of the step with the first
-	// messages in DLQ order (plan.go). Classes first met deeper join in
+	// messages in DLQ order (engine/plan.go). Classes first met deeper join in
 	// the steps that reach them, one copy ahead of their bulk. Default
 	// DefaultCanaryDepth (10,000, or the whole DLQ when it holds fewer);
 	// negative: the first step is just the first messages in DLQ order.
