@@ -84,9 +84,10 @@ type run struct {
 	// as it began (a run without a tap then reads without a cursor:
 	// cursor.go).
 	beside bool
-	// classicDLQ is set once the run has seen its DLQ is a classic queue
-	// (settle_tail.go: only such a replay without a tap uses a cursor).
-	classicDLQ bool
+	// dlqType is the DLQ's queue type once the run has seen it ("" until
+	// then; settle_tail.go: only a classic DLQ's replay without a tap uses
+	// a cursor).
+	dlqType string
 	// marked is when the run last marked itself reading the DLQ (and
 	// looked for replays seeking what its cursor holds, readers.go).
 	marked time.Time

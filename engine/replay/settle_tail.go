@@ -45,12 +45,14 @@ func (rn *run) tailing() bool {
 // type cannot be told) reads without a cursor and re-reads for its
 // returns, as the budget counts them.
 func (rn *run) tailReads(ctx context.Context) bool {
-	if rn.classicDLQ {
-		return true
+	if rn.dlqType == "" {
+		// A queue's type never changes: asked once it is told, not at
+		// every step.
+		if st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ); err == nil && st.Exists {
+			rn.dlqType = st.Type
+		}
 	}
-	st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
-	rn.classicDLQ = err == nil && st.Exists && st.Type == "classic"
-	return rn.classicDLQ
+	return rn.dlqType == "classic"
 }
 
 // startTail begins what a cursor opened now sees.
