@@ -2,7 +2,6 @@ package engine
 
 import (
 	"github.com/stroma/dlqbot/engine/letter"
-	"github.com/stroma/dlqbot/engine/proof"
 )
 
 // Reading one dead letter (its metadata, dialects, fingerprint, failure
@@ -53,15 +52,4 @@ var (
 	IsRemovedHeader    = letter.IsRemovedHeader
 	BadNameRune        = letter.BadNameRune
 	MixedScripts       = letter.MixedScripts
-)
-
-// The approval's proof that no previewed message left the DLQ is package
-// proof's: a preview begins it (Prover.Begin and Keep) and an approval
-// proves by it (Prover.Prove). The names below are proof's, given here too
-// for the packages outside the engine (the store keeps an ApprovalProof in
-// every token; engine/amqp implements Watches): the same types, not copies.
-type (
-	ApprovalProof = proof.Proof
-	Watches       = proof.Watches
-	WatchLook     = proof.WatchLook
 )

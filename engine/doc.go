@@ -8,9 +8,11 @@
 // running a replay is package engine/replay's (whose Service embeds
 // review's). Reading one dead letter is package engine/letter's;
 // aliases.go gives letter's names here too (engine.Meta, engine.Message,
-// …), so that packages outside the engine need not import it. The
-// approval's proof that no previewed message left the DLQ is package
-// engine/proof's; aliases.go names its types here too.
+// …), so that packages outside the engine need not import it. It imports
+// nothing else of the module. The approval's proof that no previewed
+// message left the DLQ is package engine/proof's, which imports engine:
+// the proof a token carries (ApprovalProof) and the watch's port
+// (Watches) are declared here, in approval_proof.go.
 //
 // The ports, by file (the engine talks to the outside world only through
 // them):
@@ -38,7 +40,10 @@
 //	events.go         Notifier (progress events) and the event kinds
 //	queues.go         QueueLister (the vhost's queues, for a list of DLQs)
 //	alerts.go         AlertStore (the DLQ watch's alerts, one per DLQ)
-//	aliases.go        letter's and proof's names, given here too
+//	approval_proof.go ApprovalProof (what a preview freezes for its
+//	                  approval's proof), Watches and WatchLook (the watch
+//	                  queue that counts what reached a DLQ since its preview)
+//	aliases.go        letter's names, given here too
 //
 // The rest, by file:
 //

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"github.com/stroma/dlqbot/engine/proof"
 	"iter"
 	"slices"
 	"time"
@@ -89,7 +88,7 @@ type Frozen struct {
 	// Proof is what the approval needs to prove, without reading the DLQ,
 	// that no previewed message left it (package proof); nil when the
 	// preview could not freeze one.
-	Proof *proof.Proof `json:"proof,omitempty"`
+	Proof *ApprovalProof `json:"proof,omitempty"`
 	// Distinct is how many items the preview froze (len(Items) when they
 	// are loaded); LoadHeader sets it without loading them.
 	Distinct int `json:"-"`

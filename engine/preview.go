@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/engine/letter"
-	"github.com/stroma/dlqbot/engine/proof"
 )
 
 // Problem is one thing that would go wrong, with how many messages it hits.
@@ -74,13 +73,13 @@ type PreviewMessage struct {
 // Preview is what a replay of a selection would do. Making one changes nothing.
 type Preview struct {
 	// proof is what the token freezes for its approval (Frozen.Proof).
-	Proof     *proof.Proof `json:"-"`
-	Token     string       `json:"token,omitempty"`
-	ExpiresAt string       `json:"expires_at,omitempty"`
-	DLQ       QueueInfo    `json:"dlq"`
-	Selection string       `json:"selection"`
-	Requester string       `json:"requester"`
-	Scanned   int          `json:"scanned"`
+	Proof     *ApprovalProof `json:"-"`
+	Token     string         `json:"token,omitempty"`
+	ExpiresAt string         `json:"expires_at,omitempty"`
+	DLQ       QueueInfo      `json:"dlq"`
+	Selection string         `json:"selection"`
+	Requester string         `json:"requester"`
+	Scanned   int            `json:"scanned"`
 	// Coverage is how much of the DLQ the scan saw; a scan that could not
 	// see all of it leads the problems with ProblemPartialRead, and the
 	// token covers only what was read.

@@ -11,14 +11,14 @@
 // is unchanged (false: the approval compares); Close deletes the watch once
 // the Proof has done its work.
 //
-// It knows no token, no replay and no engine: it looks at the broker through
-// its own small ports (Broker, CounterReader, Watches, Clock) and takes the
-// preview's numbers as its own values (Queue, Read, Preview), so that
-// package engine can import it without a cycle. It imports nothing of the
-// module (internal/doccheck checks this). The engine serves its ports from
-// its own (engine/review/proof_ports.go) and gives the names the packages outside
-// the engine use as engine.ApprovalProof, engine.Watches and
-// engine.WatchLook.
+// It knows no token and no replay: it looks at the broker through its own
+// small ports (Broker, CounterReader, Clock, and the engine's Watches) and
+// takes the preview's numbers as its own values (Queue, Read, Preview). Of
+// the module it imports package engine only, for the two types a token and
+// engine/amqp share with it (engine.ApprovalProof, its Proof; and
+// engine.Watches with engine.WatchLook); internal/doccheck checks this.
+// engine/review serves its ports from its own
+// (engine/review/proof_ports.go).
 //
 // Where each part lives:
 //

@@ -2,6 +2,7 @@ package proof
 
 import (
 	"context"
+	"github.com/stroma/dlqbot/engine"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -86,38 +87,11 @@ type Counters struct {
 }
 
 // Watches count exactly what reaches a DLQ between its preview and its
-// approval (watch.go): a watch is a queue bound as the DLQ is and read by
-// no one, so every dead letter routed to the DLQ after it was opened is in
-// it too.
-type Watches interface {
-	// OpenWatch opens a new watch of dlq, kept by the broker for ttl
-	// unused, and looks at it and dlq (the watch first). It is
-	// Config.Unsupported when dead letters can reach dlq other than
-	// through its bindings (the default exchange).
-	OpenWatch(ctx context.Context, dlq string, ttl time.Duration) (WatchLook, error)
-	// LookWatch looks at dlq and then its watch; a watch that is gone is
-	// an error (the engine's ErrQueueNotFound).
-	LookWatch(ctx context.Context, dlq, watch string) (WatchLook, error)
-	// CloseWatch deletes the watch; one already gone is not an error.
-	CloseWatch(ctx context.Context, watch string) error
-}
+// approval (watch.go); engine/amqp implements the engine's port.
+type Watches = engine.Watches
 
-// WatchLook is one look at a DLQ and its watch, each by a passive declare
-// (exact, not sampled).
-type WatchLook struct {
-	// Watch is the watch queue's name.
-	Watch string
-	// Arrived is how many messages the watch holds: every dead letter
-	// routed to the DLQ since it was opened.
-	Arrived int
-	// Full says the watch reached its length limit and dropped its
-	// oldest: Arrived is then short.
-	Full bool
-	// Ready is the DLQ's ready count.
-	Ready int
-	// Consumers counts the consumers of the DLQ and of the watch.
-	Consumers int
-}
+// WatchLook is one look at a DLQ and its watch.
+type WatchLook = engine.WatchLook
 
 // Read is what the preview's read saw of the DLQ.
 type Read struct {

@@ -2,6 +2,7 @@ package proof
 
 import (
 	"context"
+	"github.com/stroma/dlqbot/engine"
 	"time"
 )
 
@@ -62,29 +63,9 @@ import (
 // few seconds; the proof waits at least three StatsLags).
 const DefaultFrom = 20000
 
-// Proof is what a preview freezes for its approval's proof.
-type Proof struct {
-	// Ready is the DLQ's ready count when the preview's read began (a
-	// passive declare: exact).
-	Ready int `json:"ready"`
-	// Ack is the DLQ's management ack counter in a sample from before the
-	// read (the read acks nothing).
-	Ack int64 `json:"ack"`
-	// SampledAt is when the broker took that sample (zero when there was
-	// none: only the watch can prove then).
-	SampledAt time.Time `json:"sampled_at"`
-	// Read is how long the preview's read took (0 in tokens from before
-	// it was kept): about what a compare costs, so the most worth waiting
-	// for the statistics instead.
-	Read time.Duration `json:"read_ns,omitempty"`
-	// Watch is the queue that counts what reached the DLQ after the
-	// preview (watch.go), "" when none was opened; WatchArrived
-	// and WatchReady are the watch's count and the DLQ's ready count
-	// right after it was opened.
-	Watch        string `json:"watch,omitempty"`
-	WatchArrived int    `json:"watch_arrived,omitempty"`
-	WatchReady   int    `json:"watch_ready,omitempty"`
-}
+// Proof is what a preview freezes for its approval's proof: the engine's
+// ApprovalProof, which every token carries.
+type Proof = engine.ApprovalProof
 
 // Prover proves, at an approval, that no previewed message left the DLQ
 // since the preview, without reading it: Begin before the preview's read,
