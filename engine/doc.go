@@ -5,7 +5,7 @@
 // service to apply (the selection grammar, the read budget, the plan of
 // steps, rate=auto's pacer). It declares no service: previews, checks,
 // approvals and the control of a replay are package engine/review's, and
-// running a replay is package engine/replay's (whose Service embeds
+// running a replay is package engine/replay's (whose Service holds
 // review's). Reading one dead letter is package engine/letter's;
 // aliases.go gives letter's names here too (engine.Meta, engine.Message,
 // …), so that packages outside the engine need not import it. It imports

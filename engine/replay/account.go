@@ -28,13 +28,13 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *en
 		Pick:      rn.passPick(pick, left),
 		Satisfied: func() bool { return *left == 0 },
 		Rewrite: func(h map[string]any, p engine.Pick) map[string]any {
-			out := letter.ReplayHeaders(h, rn.r.ID, p.Source, rn.s.Cfg.Dialect.ResetHeaders()...)
+			out := letter.ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
 			if rn.resending {
 				out[engine.PossibleDuplicateHeader] = true
 			}
 			return out
 		},
-		Window:   rn.s.Cfg.Window,
+		Window:   rn.s.cfg.Window,
 		Rate:     rate,
 		Pace:     paceHook,
 		Continue: rn.continueGivingWay(ctx, left),
@@ -44,10 +44,10 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *en
 			}
 			// A resend's window is fenced only: the first copy's intent is
 			// still pending.
-			return rn.s.D.Ledger.IntendWindow(ctx, rn.window(batch))
+			return rn.s.d.Ledger.IntendWindow(ctx, rn.window(batch))
 		},
 		Confirmed: func(ctx context.Context, batch []engine.Moved) error {
-			if err := rn.s.D.Ledger.Confirm(ctx, rn.confirmations(batch)); err != nil {
+			if err := rn.s.d.Ledger.Confirm(ctx, rn.confirmations(batch)); err != nil {
 				return err
 			}
 			rn.progress(ctx, len(batch))
@@ -83,14 +83,14 @@ func (rn *run) passPick(pick map[string]int, left *int) func(letter.Message) (en
 		if rn.dropping() {
 			// An original whose copy an earlier run confirmed: its ack,
 			// which a lost connection did not carry (resume_acks.go).
-			if meta := rn.s.ParseMeta(rn.r.DLQ, m); rn.dropsOriginal(meta) {
+			if meta := rn.s.base.ParseMeta(rn.r.DLQ, m); rn.dropsOriginal(meta) {
 				return engine.Pick{ID: meta.ID, Drop: true}, true
 			}
 		}
 		if *left == 0 {
 			return engine.Pick{}, false
 		}
-		meta := rn.s.ParseMeta(rn.r.DLQ, m)
+		meta := rn.s.base.ParseMeta(rn.r.DLQ, m)
 		id := meta.ID
 		if pick[id] == 0 {
 			// A later step's: a cursor keeps it for that step.

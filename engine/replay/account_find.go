@@ -29,7 +29,7 @@ import (
 // readyNow is the DLQ's ready count now (a passive declare); -1 when the
 // broker cannot say.
 func (rn *run) readyNow(ctx context.Context) int {
-	st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
+	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
 	if err != nil || !st.Exists {
 		return -1
 	}
@@ -43,7 +43,7 @@ func (rn *run) readyNow(ctx context.Context) int {
 // statistics that may lag past the deadline on a loaded broker; only a
 // quiet moment the statistics prove makes anything missing.
 func (rn *run) letGo(ctx context.Context, holder *bool, readyAt int) bool {
-	st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
+	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
 	switch {
 	case err != nil || !st.Exists:
 		return false
@@ -74,7 +74,7 @@ func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res
 	again := func() error {
 		var err error
 		if mr, err = rn.pass(ctx, pick, left, res, sentPer); err == nil && mr.Stopped == nil {
-			f.passEnd, f.readyAt = rn.s.D.Clock.Now(), rn.readyNow(ctx)
+			f.passEnd, f.readyAt = rn.s.d.Clock.Now(), rn.readyNow(ctx)
 		}
 		return err
 	}
@@ -117,7 +117,7 @@ look:
 				// Another replay took them, or a dlqbot read may have
 				// held them: the wait starts again.
 				continue look
-			case !rn.s.D.Clock.Now().Before(f.deadline):
+			case !rn.s.d.Clock.Now().Before(f.deadline):
 				break look // past HeldWait: below
 			}
 			// Messages reached the DLQ that the read could not see: read
@@ -129,7 +129,7 @@ look:
 			}
 		}
 		f.provenBefore = strict
-		f.passStart = rn.s.D.Clock.Now()
+		f.passStart = rn.s.d.Clock.Now()
 		f.repassed = true
 		if err := again(); err != nil || mr.Stopped != nil {
 			return mr, err
@@ -148,7 +148,7 @@ look:
 // before the wait, and the run marks itself seeking, so that a settling
 // replay whose cursor holds the picks gives them back (readers.go).
 func (rn *run) seek(ctx context.Context) finder {
-	f := finder{deadline: rn.s.D.Clock.Now().Add(rn.s.Cfg.HeldWait), passEnd: rn.s.D.Clock.Now()}
+	f := finder{deadline: rn.s.d.Clock.Now().Add(rn.s.cfg.HeldWait), passEnd: rn.s.d.Clock.Now()}
 	rn.flushProgress(ctx)
 	rn.seeking = true
 	rn.markReading(ctx, true)
@@ -171,11 +171,11 @@ func (rn *run) doneSeeking(ctx context.Context) {
 // them findRest sees whether the holder is another dlqbot replay
 // (readerWait); a slice ends at f.deadline at the latest.
 func (rn *run) waitQuiet(ctx context.Context, f *finder, strict bool) (bool, error) {
-	slice := rn.s.D.Clock.Now().Add(rn.readerSlice())
+	slice := rn.s.d.Clock.Now().Add(rn.readerSlice())
 	if slice.After(f.deadline) {
 		slice = f.deadline
 	}
-	return rn.s.AwaitQuiet(ctx, rn.r.ID, rn.r.DLQ, f.passEnd, slice, strict, func() error { return rn.stopCause(ctx) })
+	return rn.s.base.AwaitQuiet(ctx, rn.r.ID, rn.r.DLQ, f.passEnd, slice, strict, func() error { return rn.stopCause(ctx) })
 }
 
 // noisy decides what findRest does after a slice with no quiet moment:
@@ -248,8 +248,8 @@ func (rn *run) proveMissing(ctx context.Context, pick map[string]int, left *int,
 	}
 	if len(rn.liveReaders(ctx)) > 0 || rn.readDuring(ctx, f.passStart) {
 		f.provenBefore = false
-		f.passEnd = rn.s.D.Clock.Now()
-		f.deadline = f.passEnd.Add(rn.s.Cfg.HeldWait)
+		f.passEnd = rn.s.d.Clock.Now()
+		f.deadline = f.passEnd.Add(rn.s.cfg.HeldWait)
 		return false
 	}
 	if !rn.sawAll(ctx, mr) {
@@ -268,7 +268,7 @@ func (rn *run) proveMissing(ctx context.Context, pick map[string]int, left *int,
 // back, which no broker count shows), requeues that landed late, or new
 // dead letters. A failed look proves nothing either.
 func (rn *run) sawAll(ctx context.Context, mr engine.MoveResult) bool {
-	st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
+	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
 	if err != nil || !st.Exists || st.Consumers > 0 {
 		return false
 	}
@@ -304,11 +304,11 @@ func (rn *run) unfound(ctx context.Context, pick map[string]int, left *int, res 
 	}
 	if landed {
 		res.Observation = fmt.Sprintf("%d planned message(s) were not found in %s, and for %s %s: they were not sent and stay planned",
-			held, rn.r.DLQ, rn.s.Cfg.HeldWait, why)
+			held, rn.r.DLQ, rn.s.cfg.HeldWait, why)
 		return
 	}
 	res.Observation = fmt.Sprintf("%d planned message(s) could not be found in %s within %s because %s unacked; they were not sent and stay planned",
-		held, rn.r.DLQ, rn.s.Cfg.HeldWait, why)
+		held, rn.r.DLQ, rn.s.cfg.HeldWait, why)
 }
 
 // heldWhy is the replay's note for a step that left n planned messages
@@ -316,10 +316,10 @@ func (rn *run) unfound(ctx context.Context, pick map[string]int, left *int, res 
 func (rn *run) heldWhy(n int) string {
 	if rn.heldLanded {
 		return fmt.Sprintf("%d planned message(s) were not found in %s, and for longer than %s messages its whole reads had not seen kept reaching it (given back by %s, or new dead letters): not sent, still planned; resume to look again",
-			n, rn.r.DLQ, rn.s.Cfg.HeldWait, rn.heldNote)
+			n, rn.r.DLQ, rn.s.cfg.HeldWait, rn.heldNote)
 	}
 	return fmt.Sprintf("%d planned message(s) were held unacked by %s for longer than %s: not sent, still planned; resume when it lets go",
-		n, rn.heldNote, rn.s.Cfg.HeldWait)
+		n, rn.heldNote, rn.s.cfg.HeldWait)
 }
 
 // missing books what is left of pick as missing: gone from the DLQ.

@@ -163,7 +163,7 @@ func TestCompareOnOneReplicaMoveOnAnother(t *testing.T) {
 		r.Consume(src, got.handle)
 
 		ctx := context.Background()
-		ap, err := a.svc.Approve(ctx, p.Token, "U_APP", oneStep, false)
+		ap, err := replay.Approve(a.svc, ctx, p.Token, "U_APP", oneStep, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,7 +283,7 @@ func TestHeldElsewhereStaysPlanned(t *testing.T) {
 	// settling, not by its timeout.
 	params := oneStep
 	params.Timeout = 1000 * time.Hour
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", params, true)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", params, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -319,7 +319,7 @@ func TestHeldElsewhereStaysPlanned(t *testing.T) {
 	}
 	_ = ch.Close() // the holder lets go: its 5 go back to the DLQ
 	r.WaitCount(dlq, 5, 20*time.Second)
-	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
+	if _, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner2")

@@ -74,7 +74,7 @@ func BenchmarkPreviewApproveStep(b *testing.B) {
 	resetPeak()
 	cpu1 := processCPU()
 	start = time.Now()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 5 * time.Minute}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 5 * time.Minute}, false)
 	if err != nil {
 		b.Fatalf("approve: %v: %+v", err, ap.Changes)
 	}
@@ -184,7 +184,7 @@ func BenchmarkApproveToFirstCopy(b *testing.B) {
 		}
 		before := got.Load()
 		start := time.Now()
-		ap, err := path.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 10, Rate: -1, Timeout: time.Minute}, false)
+		ap, err := replay.Approve(path.svc, ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 10, Rate: -1, Timeout: time.Minute}, false)
 		if err != nil {
 			b.Fatalf("approve: %v: %+v", err, ap.Changes)
 		}

@@ -61,7 +61,7 @@ func TestApprovalThatFailsAfterConsumingCanBeRetried(t *testing.T) {
 		} else {
 			ft.failRetain.Store(1)
 		}
-		if _, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, false); !errors.Is(err, engine.ErrApprovalFailed) {
+		if _, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", oneStep, false); !errors.Is(err, engine.ErrApprovalFailed) {
 			t.Fatalf("%s fault: approve returned %v, want ErrApprovalFailed", fault, err)
 		}
 		if by, err := e.store.Tokens().UsedBy(ctx, p.Token); err != nil || by != "" {

@@ -8,6 +8,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -34,7 +35,7 @@ func TestDeletedUsedMarkerStartsNoSecondReplay(t *testing.T) {
 		t.Fatalf("delete the used marker: %d, %v", n, err)
 	}
 	e.rabbit.Publish(dlq, testkit.Msgs(3, 50)...) // the same messages, back in the DLQ
-	_, err := e.svc.Approve(ctx, tok, "U_OTHER", oneStep, true)
+	_, err := replay.Approve(e.svc, ctx, tok, "U_OTHER", oneStep, true)
 	if !errors.Is(err, engine.ErrTokenUsed) {
 		t.Fatalf("second approval: %v, want token used", err)
 	}

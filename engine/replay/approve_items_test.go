@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -36,7 +37,7 @@ func TestApprovalLoadsItemsPastItsFirstWhenItMust(t *testing.T) {
 	}
 	ctx := context.Background()
 	prm := engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 30 * time.Second}
-	apA, err := e.svc.Approve(ctx, preview(t, e, engine.Selection{DLQ: dlq, IDs: tailIDs}).Token, "U_A", prm, true)
+	apA, err := replay.Approve(e.svc, ctx, preview(t, e, engine.Selection{DLQ: dlq, IDs: tailIDs}).Token, "U_A", prm, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func TestApprovalLoadsItemsPastItsFirstWhenItMust(t *testing.T) {
 	t.Cleanup(func() { _, _ = e.svc.Control(context.Background(), a, engine.ControlCancel, "U_A") })
 
 	pb := preview(t, e, engine.Selection{DLQ: dlq})
-	apB, err := e.svc.Approve(ctx, pb.Token, "U_B", prm, false)
+	apB, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", prm, false)
 	if !errors.Is(err, engine.ErrChanged) {
 		t.Fatalf("B's approval beside paused %s: %v, want %v", a, err, engine.ErrChanged)
 	}

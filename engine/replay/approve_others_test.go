@@ -52,7 +52,7 @@ func TestApprovalReadsNoIDsWhenNoReplayIsLive(t *testing.T) {
 	testkit.Eventually(t, time.Minute, "the summary's skew to pass after A", func() bool { return time.Since(done) > 6*time.Second })
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	before := cc.holders.Load()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", prm, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", prm, false)
 	if err != nil {
 		t.Fatalf("approval: %v, %+v", err, ap.Changes)
 	}
@@ -74,7 +74,7 @@ func TestApprovalReadsNoIDsWhenNoReplayIsLive(t *testing.T) {
 	_, dlq2 := r.DeadLetteredAs(nil, 5, 50)
 	pc := preview(t, e, engine.Selection{DLQ: dlq2})
 	pd := preview(t, e, engine.Selection{DLQ: dlq2})
-	apc, err := e.svc.Approve(ctx, pc.Token, "U_APP", prm, false)
+	apc, err := replay.Approve(e.svc, ctx, pc.Token, "U_APP", prm, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestApprovalReadsNoIDsWhenNoReplayIsLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	before = cc.holders.Load()
-	apd, _ := e.svc.Approve(ctx, pd.Token, "U_APP", prm, false)
+	apd, _ := replay.Approve(e.svc, ctx, pd.Token, "U_APP", prm, false)
 	if cc.holders.Load() == before {
 		t.Errorf("the approval beside paused %s did not read the claims per id", apc.Replay.ID)
 	}

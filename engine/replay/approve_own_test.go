@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -80,7 +81,7 @@ func pausedOwner(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, takeOver b
 	ctx := context.Background()
 
 	// A sends its first steps (its own 50 first: DLQ order), then pauses.
-	apA, err := e.svc.Approve(ctx, pa.Token, "U_A", engine.Params{Step: 20, Cap: 40, Rate: 200, Timeout: 30 * time.Second}, true)
+	apA, err := replay.Approve(e.svc, ctx, pa.Token, "U_A", engine.Params{Step: 20, Cap: 40, Rate: 200, Timeout: 30 * time.Second}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,10 +139,10 @@ func pausedOwner(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, takeOver b
 
 	// B's approval shows what A owns, and names A.
 	prm := engine.Params{Step: 50, Cap: 100, Rate: -1, Timeout: 30 * time.Second, TakeOver: takeOver}
-	if _, err := e.svc.Approve(ctx, pb.Token, "U_B", prm, false); err == nil {
+	if _, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", prm, false); err == nil {
 		t.Fatal("B's approval overlapping paused A went through unconfirmed; want the overlap shown first")
 	}
-	apB, err := e.svc.Approve(ctx, pb.Token, "U_B", prm, true)
+	apB, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", prm, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestLaterApprovalLeavesWhatWasReplayedSinceItsPreview(t *testing.T) {
 		r.Consume(src, rec.handle)
 		ctx := context.Background()
 		prm := engine.Params{Step: 50, Cap: 200, Rate: -1, Timeout: 30 * time.Second}
-		apA, err := e.svc.Approve(ctx, pa.Token, "U_A", prm, false)
+		apA, err := replay.Approve(e.svc, ctx, pa.Token, "U_A", prm, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -275,7 +276,7 @@ func TestLaterApprovalLeavesWhatWasReplayedSinceItsPreview(t *testing.T) {
 		}
 		testkit.Eventually(t, 30*time.Second, "A's copies at the consumer", func() bool { return len(rec.got()) >= onlyA+both })
 
-		apB, err := e.svc.Approve(ctx, pb.Token, "U_B", prm, true)
+		apB, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", prm, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -113,7 +114,7 @@ func approveWithoutRead(t *testing.T, e *env, dlq string, n int, sel engine.Sele
 	testkit.Eventually(t, 60*time.Second, "the preview's give-backs in the DLQ", func() bool { return e.rabbit.Count(dlq) == left })
 	start := time.Now()
 	scans := e.scans.scans.Load()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100000, Rate: -1, Timeout: time.Minute}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100000, Rate: -1, Timeout: time.Minute}, false)
 	took := time.Since(start)
 	read := e.scans.scans.Load() > scans
 	t.Logf("approval in %v; it read the DLQ: %v", took.Round(time.Millisecond), read)

@@ -86,7 +86,7 @@ func TestApprovalByWatchNeedsNoStatistics(t *testing.T) {
 				}
 				r.WaitCount(dlq, left, 30*time.Second)
 				before := e.scans.scans.Load()
-				ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100000, Rate: -1, Timeout: time.Minute}, false)
+				ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100000, Rate: -1, Timeout: time.Minute}, false)
 				if read := e.scans.scans.Load() > before; read != tc.consumed {
 					t.Errorf("the approval read the DLQ: %v, want %v", read, tc.consumed)
 				}

@@ -66,7 +66,7 @@ func TestWorkerAsksItsAuthorizer(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 
 	p := preview(t, e, engine.Selection{DLQ: dlq})
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestWorkerAsksItsAuthorizer(t *testing.T) {
 	}
 
 	g.set(false)
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	testkit.Eventually(t, 30*time.Second, "the allowed resume to end", func() bool {

@@ -16,6 +16,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -160,7 +161,7 @@ func TestReadBudgetStopsAndResumesOnceRaised(t *testing.T) {
 
 		rec := &recorder{}
 		r.Consume(src, rec.handle)
-		ap, err := e.svc.Approve(ctx, p.Token, "U_APP", twoAtATime, false)
+		ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", twoAtATime, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +204,7 @@ func TestReadBudgetStopsAndResumesOnceRaised(t *testing.T) {
 
 		on.SetPolicy(t, policy, "^"+dlq+"$", map[string]any{"delivery-limit": 100})
 		waitLimit(t, e, dlq, 100)
-		if _, err := e.svc.Resume(ctx, rep.ID, "U_RES"); err != nil {
+		if _, err := e.svc.Control(ctx, rep.ID, engine.ControlResume, "U_RES"); err != nil {
 			t.Fatal(err)
 		}
 		rep, err = e.svc.Run(ctx, rep.ID, "owner-2")
@@ -294,7 +295,7 @@ func TestPreviewTenTimesThenReplay(t *testing.T) {
 		rec := &recorder{}
 		r.Consume(src, rec.handle)
 		rep := engine.Replay{State: engine.StateStopped}
-		ap, err := e.svc.Approve(ctx, first.Token, "U_APP", twoAtATime, false)
+		ap, err := replay.Approve(e.svc, ctx, first.Token, "U_APP", twoAtATime, false)
 		switch {
 		case err == nil:
 			rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner-"+t.Name())
@@ -441,7 +442,7 @@ func TestBudgetUnknownRefusesAndChangesNothing(t *testing.T) {
 		if _, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ"); !errors.Is(err, engine.ErrBudgetUnknown) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("preview without the management API: %v, want %q", err, want)
 		}
-		if _, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, false); !errors.Is(err, engine.ErrBudgetUnknown) || !strings.Contains(err.Error(), want) {
+		if _, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", oneStep, false); !errors.Is(err, engine.ErrBudgetUnknown) || !strings.Contains(err.Error(), want) {
 			t.Fatalf("approval without the management API: %v, want %q", err, want)
 		}
 		if n := r.Count(dlq); n != total || len(rec.got()) != 0 {

@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -47,7 +48,7 @@ func pacedReplay(b *testing.B, n int, rate float64) (*env, string, *stamps, chan
 	}
 	st := &stamps{}
 	r.Consume(src, st.handle)
-	ap, err := e.svc.Approve(context.Background(), p.Token, "U", engine.Params{Step: n, Cap: n, Rate: rate, Timeout: time.Minute}, false)
+	ap, err := replay.Approve(e.svc, context.Background(), p.Token, "U", engine.Params{Step: n, Cap: n, Rate: rate, Timeout: time.Minute}, false)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,9 +89,9 @@ func BenchmarkStopLatency(b *testing.B) {
 				asked := time.Now()
 				var err error
 				if verb == "pause" {
-					_, err = e.svc.Pause(context.Background(), id, "bench")
+					_, err = e.svc.Control(context.Background(), id, engine.ControlPause, "bench")
 				} else {
-					_, err = e.svc.Cancel(context.Background(), id, "bench")
+					_, err = e.svc.Control(context.Background(), id, engine.ControlCancel, "bench")
 				}
 				if err != nil {
 					b.Fatal(err)

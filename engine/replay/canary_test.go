@@ -153,7 +153,7 @@ func TestCanaryFirstStepTakesTheFirstInDLQOrder(t *testing.T) {
 	r.Consume(b, rb.handle)
 
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 5, Cap: 5, Rate: -1, Timeout: 10 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 5, Cap: 5, Rate: -1, Timeout: 10 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,14 +198,14 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 
 	ctx := context.Background()
 	prm := engine.Params{Step: 200, Cap: 200, Rate: 40, Timeout: 20 * time.Second}
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", prm, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", prm, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	runDone := make(chan engine.Replay, 1)
 	go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner"); runDone <- rep }()
 	testkit.Eventually(t, 10*time.Second, "some sent", func() bool { return !lastDelivery().IsZero() })
-	if _, err := e.svc.Pause(ctx, ap.Replay.ID, "U_PAUSER"); err != nil {
+	if _, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlPause, "U_PAUSER"); err != nil {
 		t.Fatal(err)
 	}
 	asked := time.Now()
@@ -222,7 +222,7 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 	r.WaitCount(dlq, 200-rep.Sent, 10*time.Second)
 
 	// Resume: a worker would get the job; here the test runs it again.
-	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
+	if _, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	go func() { rep, _ := e.svc.Run(ctx, ap.Replay.ID, "owner2"); runDone <- rep }()
@@ -231,7 +231,7 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 		cur, _ := e.svc.Status(ctx, ap.Replay.ID)
 		return cur.Sent > sentBefore
 	})
-	cr, err := e.svc.Cancel(ctx, ap.Replay.ID, "U_CANCELLER")
+	cr, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlCancel, "U_CANCELLER")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestPauseResumeCancelStopSendingWithinASecond(t *testing.T) {
 		t.Fatalf("cancel came too late to test: all 200 sent")
 	}
 	r.WaitCount(dlq, 200-rep.Sent, 10*time.Second) // sent + remaining = total
-	if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) {
+	if _, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlResume, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) {
 		t.Fatalf("resume after cancel: %v, want ErrNotControllable", err)
 	}
 }
@@ -270,7 +270,7 @@ func TestOwnerThatLostItsLeaseStopsSending(t *testing.T) {
 	r.Consume(src, func(amqp.Delivery) string { got.Add(1); return "ack" })
 
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100, Rate: 40, Timeout: 20 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100, Rate: 40, Timeout: 20 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

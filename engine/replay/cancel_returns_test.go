@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -83,7 +84,7 @@ func cancelMidStep(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, tapped b
 	r.Reject(src, testkit.Msgs(n, 100)...)
 	r.WaitCount(dlq, n, 30*time.Second)
 	pv := preview(t, e, engine.Selection{DLQ: dlq})
-	ap, err := e.svc.Approve(ctx, pv.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: 100, Timeout: 30 * time.Second}, true)
+	ap, err := replay.Approve(e.svc, ctx, pv.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: 100, Timeout: 30 * time.Second}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +94,7 @@ func cancelMidStep(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, tapped b
 	start := time.Now()
 	done := runAsync(t, e, id)
 	testkit.Eventually(t, 30*time.Second, "60 copies at the consumer", func() bool { c, _, _ := rj.counts(); return c >= 60 })
-	if _, err := e.svc.Cancel(ctx, id, "U_CANCELLER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlCancel, "U_CANCELLER"); err != nil {
 		t.Fatal(err)
 	}
 	var rep engine.Replay

@@ -178,7 +178,7 @@ func TestFollowUpsRunOnceAcrossReplicasAndRestarts(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "+24h follow-up", func() bool { return count("+24h") > 0 })
 	// Give the replicas a few more polls to misbehave.
 	for i := 0; i < 5; i++ {
-		a.RunDue(context.Background())
+		replay.RunDue(a, context.Background())
 	}
 	mu.Lock()
 	defer mu.Unlock()

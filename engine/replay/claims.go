@@ -21,7 +21,7 @@ const claimTTL = 15 * time.Minute
 // takes out of pick, and out of the plan, those another replay sent or
 // is sending: counted in Replay.Elsewhere and named, never missing.
 func (rn *run) claim(ctx context.Context, pick map[string]int) error {
-	if rn.s.D.Claims == nil || len(pick) == 0 {
+	if rn.s.d.Claims == nil || len(pick) == 0 {
 		return nil
 	}
 	ids := make([]string, 0, len(pick))
@@ -31,7 +31,7 @@ func (rn *run) claim(ctx context.Context, pick map[string]int) error {
 	slices.Sort(ids)
 	// Sends by others since the preview refuse: the approver saw only
 	// what was replayed before it.
-	refused, err := rn.s.D.Claims.Claim(ctx, rn.r.DLQ, rn.r.ID, ids, rn.f.CreatedAt, claimTTL)
+	refused, err := rn.s.d.Claims.Claim(ctx, rn.r.DLQ, rn.r.ID, ids, rn.f.CreatedAt, claimTTL)
 	if err != nil {
 		return fmt.Errorf("claim step messages: %w", err)
 	}
@@ -60,7 +60,7 @@ func (rn *run) elsewhere(id string, n int, cl engine.Claim) {
 // settleClaims ends the step's claims: what it sent (or may have sent)
 // stays this replay's as sent, the rest is released for others.
 func (rn *run) settleClaims(ctx context.Context, sent *sentSet) {
-	if rn.s.D.Claims == nil || len(rn.claimed) == 0 {
+	if rn.s.d.Claims == nil || len(rn.claimed) == 0 {
 		return
 	}
 	var done, released []string
@@ -74,7 +74,7 @@ func (rn *run) settleClaims(ctx context.Context, sent *sentSet) {
 	rn.claimed = rn.claimed[:0]
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := rn.s.D.Claims.Settle(sctx, rn.r.DLQ, rn.r.ID, done, released); err != nil {
+	if err := rn.s.d.Claims.Settle(sctx, rn.r.DLQ, rn.r.ID, done, released); err != nil {
 		// Claims left behind expire after claimTTL; the ledger holds the truth.
 		rn.Warn("settle claims", err)
 	}
@@ -134,17 +134,17 @@ func (rn *run) replaysReading(ctx context.Context) bool {
 // that cannot be read counts as running: waiting is safe, a false "held
 // by another client" is not.
 func (rn *run) liveReaders(ctx context.Context) []string {
-	if rn.s.D.Claims == nil {
+	if rn.s.d.Claims == nil {
 		return nil
 	}
-	rs, err := rn.s.D.Claims.Readers(ctx, rn.r.DLQ, rn.r.ID)
+	rs, err := rn.s.d.Claims.Readers(ctx, rn.r.DLQ, rn.r.ID)
 	if err != nil {
 		rn.Warn("claim readers", err)
 		return nil
 	}
 	live := rs[:0]
 	for _, id := range rs {
-		r, err := rn.s.D.Replays.Get(ctx, id)
+		r, err := rn.s.d.Replays.Get(ctx, id)
 		if err == nil && r.State != engine.StateRunning {
 			continue
 		}
@@ -159,10 +159,10 @@ func (rn *run) liveReaders(ctx context.Context) []string {
 // two looks at the broker. A failed look is logged and counts as none,
 // as in liveReaders.
 func (rn *run) readDuring(ctx context.Context, since time.Time) bool {
-	if rn.s.D.Claims == nil {
+	if rn.s.d.Claims == nil {
 		return false
 	}
-	rs, err := rn.s.D.Claims.ReadSince(ctx, rn.r.DLQ, rn.r.ID, since)
+	rs, err := rn.s.d.Claims.ReadSince(ctx, rn.r.DLQ, rn.r.ID, since)
 	if err != nil {
 		rn.Warn("readers since", err)
 		return false
@@ -173,7 +173,7 @@ func (rn *run) readDuring(ctx context.Context, since time.Time) bool {
 // readerSlice is how long a step looking for its picked messages waits
 // for a quiet DLQ before it looks at who holds them.
 func (rn *run) readerSlice() time.Duration {
-	return min(rn.s.Cfg.HeldWait, 2*rn.s.Cfg.StatsLag)
+	return min(rn.s.cfg.HeldWait, 2*rn.s.cfg.StatsLag)
 }
 
 // readerWait decides, after a wait for a quiet DLQ ended without one,
@@ -188,7 +188,7 @@ func (rn *run) readerSlice() time.Duration {
 // replay gives them back at the end of its read. Without a dlqbot reader
 // it waits until deadline (ok false then: held by another client).
 func (rn *run) readerWait(ctx context.Context, deadline *time.Time, passEnd time.Time) (again, ok bool) {
-	now := rn.s.D.Clock.Now()
+	now := rn.s.d.Clock.Now()
 	rn.markReading(ctx, true) // still seeking: refreshed
 	live := rn.liveReaders(ctx)
 	if len(live) == 0 {
@@ -204,7 +204,7 @@ func (rn *run) readerWait(ctx context.Context, deadline *time.Time, passEnd time
 			rn.sawReaders = append(rn.sawReaders, id)
 		}
 	}
-	*deadline = now.Add(rn.s.Cfg.HeldWait)
+	*deadline = now.Add(rn.s.cfg.HeldWait)
 	jitter := time.Duration(mrand.Int64N(int64(rn.readerSlice()) + 1))
 	return now.Sub(passEnd) >= rn.readerSlice()+jitter, true
 }
@@ -212,7 +212,7 @@ func (rn *run) readerWait(ctx context.Context, deadline *time.Time, passEnd time
 // others takes out of pick what another replay holds now, before it could
 // be called missing: reports how many copies it took.
 func (rn *run) others(ctx context.Context, pick map[string]int) int {
-	if rn.s.D.Claims == nil {
+	if rn.s.d.Claims == nil {
 		return 0
 	}
 	var ids []string
@@ -221,7 +221,7 @@ func (rn *run) others(ctx context.Context, pick map[string]int) int {
 			ids = append(ids, id)
 		}
 	}
-	h, err := rn.s.D.Claims.Holders(ctx, rn.r.DLQ, rn.r.ID, ids)
+	h, err := rn.s.d.Claims.Holders(ctx, rn.r.DLQ, rn.r.ID, ids)
 	if err != nil {
 		rn.Warn("claim holders", err)
 		return 0
@@ -245,20 +245,20 @@ func (rn *run) others(ctx context.Context, pick map[string]int) int {
 // since every step claims its picks before it sends them. items are the
 // previewed ids in DLQ order (the run's plan's), read and never changed.
 func (s *Service) ownRest(ctx context.Context, f engine.Frozen, r engine.Replay, items []string) (wait func()) {
-	if s.D.Claims == nil || r.OwnFrom <= 0 || r.OwnFrom >= len(items) {
+	if s.d.Claims == nil || r.OwnFrom <= 0 || r.OwnFrom >= len(items) {
 		return func() {}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		ids := items[r.OwnFrom:] // read only
-		refused, _, err := s.D.Claims.Own(ctx, f.DLQ, r.ID, ids, f.CreatedAt, false, nil)
+		refused, _, err := s.d.Claims.Own(ctx, f.DLQ, r.ID, ids, f.CreatedAt, false, nil)
 		if err == nil && len(refused) > 0 {
 			// Owned by replays that ended: theirs lapsed, so these are
 			// this replay's too.
 			var live map[string]engine.Claim
 			var lapsed []string
-			if live, lapsed, err = s.LiveHolders(ctx, refused); err == nil && len(lapsed) > 0 {
+			if live, lapsed, err = s.base.LiveHolders(ctx, refused); err == nil && len(lapsed) > 0 {
 				var again []string
 				for id := range refused {
 					if _, ok := live[id]; !ok {
@@ -266,7 +266,7 @@ func (s *Service) ownRest(ctx context.Context, f engine.Frozen, r engine.Replay,
 					}
 				}
 				var taken map[string]engine.Claim
-				_, taken, err = s.D.Claims.Own(ctx, f.DLQ, r.ID, again, f.CreatedAt, false, lapsed)
+				_, taken, err = s.d.Claims.Own(ctx, f.DLQ, r.ID, again, f.CreatedAt, false, lapsed)
 				if err == nil && len(taken) > 0 {
 					// Taken from replays that stopped or ended: their
 					// records say so (this run's record counts only what
@@ -275,12 +275,12 @@ func (s *Service) ownRest(ctx context.Context, f engine.Frozen, r engine.Replay,
 					for _, cl := range taken {
 						by[cl.Replay]++
 					}
-					s.LeftTo(ctx, engine.Replay{ID: r.ID, DLQ: f.DLQ, TakenFrom: by})
+					s.base.LeftTo(ctx, engine.Replay{ID: r.ID, DLQ: f.DLQ, TakenFrom: by})
 				}
 			}
 		}
 		if err != nil && ctx.Err() == nil {
-			s.Warn(r.ID, f.DLQ, "own the rest of the previewed messages", err)
+			s.base.Warn(r.ID, f.DLQ, "own the rest of the previewed messages", err)
 		}
 	}()
 	return func() { <-done }

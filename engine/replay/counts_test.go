@@ -36,7 +36,7 @@ func TestResumedReplayCountsMissingOnce(t *testing.T) {
 	r.WaitCount(dlq, 25, 10*time.Second)
 	// No consumer on the target: each step stops, unsettled, after its timeout.
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 20, Rate: -1, Timeout: time.Second}, true)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 20, Rate: -1, Timeout: time.Second}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestResumedReplayCountsMissingOnce(t *testing.T) {
 	if err != nil || rep.State != engine.StateStopped || rep.Missing != 5 || rep.Sent != 5 {
 		t.Fatalf("first run: %v, %s, %d missing, %d sent: want stopped, 5 missing, 5 sent", err, rep.State, rep.Missing, rep.Sent)
 	}
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, id, "w1")
@@ -100,7 +100,7 @@ func TestConfirmedButUnrecordedCopiesAreNotCountedUndelivered(t *testing.T) {
 	r.Consume(src, func(amqp.Delivery) string { delivered.Add(1); return "ack" })
 	fl.failConfirm.Store(1)
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", oneStep, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestResumedReplayCountsRefusedOnce(t *testing.T) {
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	testkit.DeleteQueue(b) // b's copies are now unroutable
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 20, Rate: -1, Timeout: time.Second}, true)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 20, Rate: -1, Timeout: time.Second}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestResumedReplayCountsRefusedOnce(t *testing.T) {
 	if err != nil || rep.State != engine.StateStopped || rep.Failed == 0 {
 		t.Fatalf("first run: %v, %s, %d not delivered: want stopped with some refused", err, rep.State, rep.Failed)
 	}
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, id, "w1")

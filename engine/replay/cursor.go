@@ -14,8 +14,8 @@ const cursorRefillWait = 10 * time.Second
 
 // cursorMover is the mover's cursor support, if the run may use it now.
 func (rn *run) cursorMover() (engine.CursorMover, bool) {
-	cm, ok := rn.s.D.Mover.(engine.CursorMover)
-	if !ok || rn.s.Cfg.CursorHold < 0 || rn.resending || rn.mode == engine.ReturnsReread && rn.beside {
+	cm, ok := rn.s.d.Mover.(engine.CursorMover)
+	if !ok || rn.s.cfg.CursorHold < 0 || rn.resending || rn.mode == engine.ReturnsReread && rn.beside {
 		return nil, false
 	}
 	return cm, true
@@ -45,11 +45,11 @@ func (rn *run) openCursor(ctx context.Context) {
 		rn.Warn("open cursor", err)
 		return
 	}
-	rn.cur, rn.curOpened = c, rn.s.D.Clock.Now()
+	rn.cur, rn.curOpened = c, rn.s.d.Clock.Now()
 	// What the cursor reads is looked at for returns (settle_tail.go).
 	rn.startTail()
 	rn.markReading(ctx, false) // readers.go
-	rn.s.Cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened")
+	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened")
 }
 
 // move is one move of a step: from the cursor when one is open, else a
@@ -57,7 +57,7 @@ func (rn *run) openCursor(ctx context.Context) {
 // the cursor) and dropped.
 func (rn *run) move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
 	if rn.cur == nil {
-		return rn.s.D.Mover.Move(ctx, req)
+		return rn.s.d.Mover.Move(ctx, req)
 	}
 	if rn.tailing() {
 		req.Pick = rn.observing(req.Pick) // settle_tail.go
@@ -79,14 +79,14 @@ func (rn *run) boundCursor(ctx context.Context) {
 	if rn.cur == nil {
 		return
 	}
-	age := rn.s.D.Clock.Now().Sub(rn.curOpened)
+	age := rn.s.d.Clock.Now().Sub(rn.curOpened)
 	switch {
 	case rn.replaysReading(ctx):
 		rn.releaseCursor("another dlqbot replay sends from the DLQ")
-	case rn.cur.Held() > engine.HoldBound(rn.s.Cfg.CursorHold, rn.plan.Reach):
-		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", engine.HoldBound(rn.s.Cfg.CursorHold, rn.plan.Reach)))
-	case age+rn.r.Params.Timeout > rn.s.Cfg.CursorAge:
-		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.Cfg.CursorAge))
+	case rn.cur.Held() > engine.HoldBound(rn.s.cfg.CursorHold, rn.plan.Reach):
+		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", engine.HoldBound(rn.s.cfg.CursorHold, rn.plan.Reach)))
+	case age+rn.r.Params.Timeout > rn.s.cfg.CursorAge:
+		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.cfg.CursorAge))
 	case rn.cur.Done() && !rn.wantsHeld() && !rn.tailing():
 		rn.releaseCursor("its read ended")
 	default:
@@ -115,7 +115,7 @@ func (rn *run) releaseCursor(why string) {
 		rn.Warn("release cursor ("+why+")", err)
 	}
 	rn.doneReading(context.Background())
-	rn.s.Cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).
+	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).
 		Int("held", held).Int("given_back", n).Msg("cursor released: " + why)
 }
 

@@ -3,12 +3,14 @@
 // it in steps, each step sending its copies (confirmed and recorded in the
 // ledger before the originals are acked), then settling: the copies
 // consumed, none come back, or the replay stops by itself. Its Service
-// embeds package engine/review's, so one Service previews, approves,
-// checks and runs.
+// holds package engine/review's and answers for it what the front ends
+// ask (front.go), so one Service previews, approves, checks and runs.
 //
 // Where each part lives:
 //
 //	service.go        the Service and New (Config and Deps are review's)
+//	front.go          what the front ends ask (ops.Engine) and the reaper and
+//	                  follow-ups, answered by review's Service
 //	worker.go         Work: a worker's loop over the replays handed to it
 //	heartbeat.go      a run's lease, kept alive while it runs
 //	control.go        a run's view of its desired state (pause, cancel)

@@ -53,7 +53,7 @@ func TestAnotherReaderTakesFromTheDLQAfterAFault(t *testing.T) {
 		t.Logf("the other reader took %d, %d of them never sent by the replay", k, wantMissing)
 		atTarget := ids(f.rec.got())
 
-		if _, err := e.svc.Resume(ctx, rep.ID, "U_RESUMER"); err != nil {
+		if _, err := e.svc.Control(ctx, rep.ID, engine.ControlResume, "U_RESUMER"); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := e.svc.Run(ctx, rep.ID, "owner2")

@@ -51,7 +51,7 @@ func TestConnectionsClosedMidReplayLoseNothing(t *testing.T) {
 		t.Logf("duplicates after one fault: %d (all in the ledger)", len(dups))
 
 		// Resume: the rest is sent, nothing the ledger recorded is sent again.
-		if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+		if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 			t.Fatal(err)
 		}
 		rep, err = e.svc.Run(ctx, id, "owner2")
@@ -338,7 +338,7 @@ func (f *faultRun) expectNoResend(t *testing.T, before, after map[string]int) {
 func (f *faultRun) runAndCut(t *testing.T, n int, rate float64, after int) <-chan engine.Replay {
 	t.Helper()
 	ctx := context.Background()
-	ap, err := f.e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: rate, Timeout: 20 * time.Second}, false)
+	ap, err := replay.Approve(f.e.svc, ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: rate, Timeout: 20 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func BenchmarkFilteredReplay(b *testing.B) {
 	d1 := f.deliveries()
 	start = time.Now()
 	params := engine.Params{Rate: -1, Step: benchEnvInt(b, "DLQBOT_BENCH_STEP", 0), Cap: benchEnvInt(b, "DLQBOT_BENCH_CAP", 0)}
-	ap, err := f.e.svc.Approve(ctx, p.Token, "U_APP", params, false)
+	ap, err := replay.Approve(f.e.svc, ctx, p.Token, "U_APP", params, false)
 	if err != nil {
 		b.Fatalf("approve: %v", err)
 	}

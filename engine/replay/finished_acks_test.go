@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -106,7 +107,7 @@ func newLossRun(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n, m int, b
 func (lr *lossRun) loseConnection(t *testing.T, share int, wait time.Duration) engine.Replay {
 	t.Helper()
 	e, ctx, n := lr.e, context.Background(), len(lr.originals)
-	ap, err := e.svc.Approve(ctx, lr.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 30 * time.Second}, true)
+	ap, err := replay.Approve(e.svc, ctx, lr.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 30 * time.Second}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func (lr *lossRun) loseConnection(t *testing.T, share int, wait time.Duration) e
 	var rep engine.Replay
 	for loss := 1; ; loss++ {
 		if loss > 1 {
-			if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+			if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -379,7 +380,7 @@ func (lr *lossRun) replayOtherPart(t *testing.T, rate float64) (<-chan engine.Re
 	}
 	rec := &recorder{}
 	e.rabbit.Consume(lr.other, rec.handle)
-	ap, err := e.svc.Approve(context.Background(), p.Token, "U_APP2", engine.Params{Step: m, Cap: m, Rate: rate, Timeout: 30 * time.Second}, true)
+	ap, err := replay.Approve(e.svc, context.Background(), p.Token, "U_APP2", engine.Params{Step: m, Cap: m, Rate: rate, Timeout: 30 * time.Second}, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,15 +52,15 @@ var errGiveWay = errors.New("another dlqbot replay looks for messages this step'
 // reports whether there are any (kept in rn.yieldTo). left is what the
 // pass has still to find.
 func (rn *run) giveWayDue(ctx context.Context, left int) bool {
-	if rn.s.D.Claims == nil {
+	if rn.s.d.Claims == nil {
 		return false
 	}
-	now := rn.s.D.Clock.Now()
+	now := rn.s.d.Clock.Now()
 	if now.Sub(rn.yieldLooked) < review.MarkEvery {
 		return false
 	}
 	rn.yieldLooked = now
-	seekers, err := rn.s.D.Claims.Seekers(ctx, rn.r.DLQ, rn.r.ID)
+	seekers, err := rn.s.d.Claims.Seekers(ctx, rn.r.DLQ, rn.r.ID)
 	if err != nil {
 		rn.Warn("seekers", err)
 		return false
@@ -106,7 +106,7 @@ func (rn *run) continueGivingWay(ctx context.Context, left *int) func() error {
 // Continue, on the run's goroutine: progress, on the mover's, refreshes
 // only a cursor's mark, and a step looking for its picks has no cursor.
 func (rn *run) refreshSeek(ctx context.Context, want bool) {
-	if rn.markedSeeking != want || rn.s.D.Clock.Now().Sub(rn.marked) >= review.MarkEvery {
+	if rn.markedSeeking != want || rn.s.d.Clock.Now().Sub(rn.marked) >= review.MarkEvery {
 		rn.markReading(ctx, want)
 	}
 }
@@ -157,20 +157,20 @@ func (rn *run) giveWay(ctx context.Context) error {
 		rn.markReading(ctx, false)      // holding nothing while it waits (above)
 		defer rn.markReading(ctx, true) // its pass has picks to find again
 	}
-	start := rn.s.D.Clock.Now()
+	start := rn.s.d.Clock.Now()
 	deadline := start.Add(rn.giveWayFor())
 	for {
 		if stop := rn.stopCause(ctx); stop != nil {
 			return stop
 		}
 		still := to
-		if seekers, err := rn.s.D.Claims.Seekers(ctx, rn.r.DLQ, rn.r.ID); err == nil {
+		if seekers, err := rn.s.d.Claims.Seekers(ctx, rn.r.DLQ, rn.r.ID); err == nil {
 			still = slices.DeleteFunc(slices.Clone(to), func(id string) bool { return !slices.Contains(seekers, id) })
 		}
 		if len(still) == 0 {
 			break
 		}
-		if !rn.s.D.Clock.Now().Before(deadline) {
+		if !rn.s.d.Clock.Now().Before(deadline) {
 			if rn.deaf == nil {
 				rn.deaf = map[string]bool{}
 			}
@@ -181,12 +181,12 @@ func (rn *run) giveWay(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-		case <-rn.s.D.Clock.After(rn.s.Cfg.SettlePoll):
+		case <-rn.s.d.Clock.After(rn.s.cfg.SettlePoll):
 		}
 	}
-	rn.yieldLooked = rn.s.D.Clock.Now()
-	rn.s.Cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).
-		Dur("waited", rn.s.D.Clock.Now().Sub(start)).Msg("gave way: " + why)
+	rn.yieldLooked = rn.s.d.Clock.Now()
+	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).
+		Dur("waited", rn.s.d.Clock.Now().Sub(start)).Msg("gave way: " + why)
 	if hadCursor {
 		rn.openCursor(ctx)
 	}
@@ -214,7 +214,7 @@ func addMoves(a, b engine.MoveResult) engine.MoveResult {
 // (its own pass sending paced, say).
 func (rn *run) giveWayFor() time.Duration {
 	if rn.passPaced {
-		return rn.s.Cfg.HeldWait
+		return rn.s.cfg.HeldWait
 	}
 	return rn.giveWayWait()
 }

@@ -19,7 +19,7 @@ func TestResumeHandsOutOnlyWithJobs(t *testing.T) {
 	_, dlq := e.rabbit.DeadLettered(3, 20)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestResumeHandsOutOnlyWithJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	stop()
-	if r, err := term.Resume(ctx, id, "U_RESUMER"); err != nil || r.State != engine.StateStopped {
+	if r, err := term.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil || r.State != engine.StateStopped {
 		t.Fatalf("resume without jobs: %v, %s: want recorded, still stopped", err, r.State)
 	}
 	if want, _, _ := e.store.Replays().Desired(ctx, id); want != engine.StateRunning {
@@ -63,7 +63,7 @@ func TestResumeHandsOutOnlyWithJobs(t *testing.T) {
 		t.Fatalf("enqueue without jobs: %v, want an error naming Deps.Jobs", err)
 	}
 
-	if r, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil || r.State != engine.StateStopped {
+	if r, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil || r.State != engine.StateStopped {
 		t.Fatalf("resume with jobs: %v, %s", err, r.State)
 	}
 	if n := pending(); n != 1 {

@@ -75,7 +75,7 @@ func BenchmarkUnpacedReplayLedger(b *testing.B) {
 	}
 	got := newIDSet(n)
 	r.Consume(tgt, got.handle)
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 5 * time.Minute}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 5 * time.Minute}, false)
 	if err != nil {
 		b.Fatalf("approve: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 )
 
 // TestDeletedLedgerRecordStopsResume: a stopped replay whose ledger lost
@@ -24,7 +25,7 @@ func TestDeletedLedgerRecordStopsResume(t *testing.T) {
 	src, dlq := r.DeadLettered(6, 50)
 	var delivered atomic.Int64
 	r.Consume(src, func(amqp091.Delivery) string { delivered.Add(1); return "reject" }) // every copy comes back: it stops
-	ap, err := svc.Approve(ctx, preview(t, e, engine.Selection{DLQ: dlq}).Token, "U_APP",
+	ap, err := replay.Approve(svc, ctx, preview(t, e, engine.Selection{DLQ: dlq}).Token, "U_APP",
 		engine.Params{Step: 2, Cap: 2, Rate: -1, Timeout: 10 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestDeletedLedgerRecordStopsResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := delivered.Load()
-	if _, err := svc.Resume(ctx, id, "U_RESUME"); err != nil && !errors.Is(err, engine.ErrBadSignature) {
+	if _, err := svc.Control(ctx, id, engine.ControlResume, "U_RESUME"); err != nil && !errors.Is(err, engine.ErrBadSignature) {
 		t.Fatalf("resume: %v", err)
 	}
 	if rep, err := svc.Run(ctx, id, "w1"); !errors.Is(err, engine.ErrBadSignature) {

@@ -39,7 +39,7 @@ func (rn *run) refused(mr engine.MoveResult, res *engine.StepResult) {
 // confirmed nor withdrawn), read in pages.
 func (s *Service) pendingLedger(ctx context.Context, id string) ([]engine.LedgerEntry, error) {
 	var out []engine.LedgerEntry
-	err := s.EachLedgerPage(ctx, id, func(page []engine.LedgerEntry) error {
+	err := s.base.EachLedgerPage(ctx, id, func(page []engine.LedgerEntry) error {
 		out = append(out, pendingEntries(page)...)
 		return nil
 	})

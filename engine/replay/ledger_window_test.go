@@ -44,11 +44,11 @@ func TestLedgerWindowRefusesWhatAnotherReplaySentSincePreview(t *testing.T) {
 		pb := preview(t, e, engine.Selection{DLQ: dlq, IDs: idsB})
 		ctx := context.Background()
 		prm := engine.Params{Step: 100, Cap: 100, Rate: -1, Timeout: 20 * time.Second}
-		apA, err := e.svc.Approve(ctx, pa.Token, "U_A", prm, true)
+		apA, err := replay.Approve(e.svc, ctx, pa.Token, "U_A", prm, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		apB, err := e.svc.Approve(ctx, pb.Token, "U_B", prm, true)
+		apB, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", prm, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,6 +82,10 @@ func TestLedgerWindowRefusesWhatAnotherReplaySentSincePreview(t *testing.T) {
 		}
 	})
 }
+
+// parseMeta is replay.ParseMeta, for sendLosingAcks, whose parameter
+// replay hides the package.
+var parseMeta = replay.ParseMeta
 
 // sendLosingAcks sends the messages ids of dlq to target as a run of
 // replay would, through its fenced ledger windows, and records each
@@ -121,7 +125,7 @@ func sendLosingAcks(t *testing.T, e *env, replay, dlq, target string, ids []stri
 		mr, err := e.broker.Move(ctx, engine.MoveRequest{
 			Queue: dlq,
 			Pick: func(m engine.Message) (engine.Pick, bool) {
-				id := e.svc.ParseMeta(dlq, m).ID
+				id := parseMeta(e.svc, dlq, m).ID
 				return engine.Pick{ID: id, Target: target}, want[id] && !done[id]
 			},
 			Rewrite: func(h map[string]any, _ engine.Pick) map[string]any { return engine.ReplayHeaders(h, replay, target) },
@@ -219,7 +223,7 @@ func TestResumeReadsTheLedgerInPages(t *testing.T) {
 	rec := &recorder{}
 	r.Consume(src, rec.handle)
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: 100, Timeout: 30 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: 100, Timeout: 30 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +237,7 @@ func TestResumeReadsTheLedgerInPages(t *testing.T) {
 		cur, err := e.svc.Status(ctx, id)
 		return err == nil && cur.Sent >= 350
 	})
-	if _, err := e.svc.Pause(ctx, id, "U_PAUSER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlPause, "U_PAUSER"); err != nil {
 		t.Fatal(err)
 	}
 	rep := <-done
@@ -251,7 +255,7 @@ func TestResumeReadsTheLedgerInPages(t *testing.T) {
 	if pages < 2 {
 		t.Fatalf("the ledger of %d sends is %d page(s): the test needs several", rep.Sent, pages)
 	}
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, id, "owner-2")
@@ -280,7 +284,7 @@ func TestResumeFromThePreviousLedgerLayout(t *testing.T) {
 		rec := &recorder{}
 		r.Consume(src, rec.handle)
 		ctx := context.Background()
-		ap, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, false)
+		ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", oneStep, false)
 		if err != nil {
 			t.Fatal(err)
 		}

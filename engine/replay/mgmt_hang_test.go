@@ -171,7 +171,7 @@ func pacedUnderHangingAPI(t *testing.T, tb testkit.Broker, tap bool, dlqArgs amq
 	r.Consume(src, got.handle)
 	ctx := context.Background()
 	prm := engine.Params{Step: 20, Cap: 160, Rate: rate, Timeout: 30 * time.Second}
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", prm, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", prm, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +208,7 @@ func pacedUnderHangingAPI(t *testing.T, tb testkit.Broker, tap bool, dlqArgs amq
 			_, err := e.broker.QueueStats(ctx, dlq)
 			return err == nil
 		})
-		if _, err := e.svc.Resume(ctx, rep.ID, "U_RESUMER"); err != nil {
+		if _, err := e.svc.Control(ctx, rep.ID, engine.ControlResume, "U_RESUMER"); err != nil {
 			t.Fatal(err)
 		}
 		rep, err = e.svc.Run(ctx, rep.ID, "owner-resumed")
@@ -314,7 +314,7 @@ func TestMissingMessageWhileTheAPIHangsStopsNamingIt(t *testing.T) {
 	got := &stamped{}
 	r.Consume(src, got.handle)
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 5, Cap: 5, Rate: -1, Timeout: 20 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 5, Cap: 5, Rate: -1, Timeout: 20 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +338,7 @@ func TestMissingMessageWhileTheAPIHangsStopsNamingIt(t *testing.T) {
 		_, err := e.broker.QueueStats(ctx, dlq)
 		return err == nil
 	})
-	if _, err := e.svc.Resume(ctx, rep.ID, "U_RESUMER"); err != nil {
+	if _, err := e.svc.Control(ctx, rep.ID, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, rep.ID, "owner-resumed")

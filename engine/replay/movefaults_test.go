@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -43,7 +44,7 @@ func (f *faultRun) breakOneStep(t *testing.T, n int, wait time.Duration) (string
 	t.Helper()
 	e := f.e
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, true)
+	ap, err := replay.Approve(e.svc, ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +74,7 @@ func (f *faultRun) resumeAfterFault(t *testing.T, id string, dups map[string]int
 	t.Helper()
 	e := f.e
 	ctx := context.Background()
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, wait)
@@ -91,7 +92,7 @@ func (f *faultRun) resumeAfterFault(t *testing.T, id string, dups map[string]int
 		if !strings.Contains(rep.Note, "a resume acks them") {
 			t.Fatalf("stopped with %d duplicate(s) left without saying how they go: %s", rep.Duplicates, rep.Note)
 		}
-		if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+		if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 			t.Fatal(err)
 		}
 		if rep, err = e.svc.Run(rctx, id, "owner3"); err != nil {

@@ -59,11 +59,11 @@ func TestOverlappingReplaysSendEachOnce(t *testing.T) {
 		r.Consume(src, rec.handle)
 		ctx := context.Background()
 		prm := engine.Params{Step: 10, Cap: 100 * scale, Rate: 400, Timeout: 30 * time.Second}
-		apA, err := e.svc.Approve(ctx, pa.Token, "U_A", prm, true)
+		apA, err := replay.Approve(e.svc, ctx, pa.Token, "U_A", prm, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		apB, err := e.svc.Approve(ctx, pb.Token, "U_B", prm, true)
+		apB, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", prm, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -250,13 +250,13 @@ func TestASettlingCursorGivesWayToAnotherReplay(t *testing.T) {
 		prm := engine.Params{Step: half, Cap: half, Rate: -1, Timeout: 2 * time.Minute}
 		prmA := prm
 		prmA.Step, prmA.Cap = half/2, half/2
-		apA, err := e.svc.Approve(ctx, pa.Token, "U_A", prmA, true)
+		apA, err := replay.Approve(e.svc, ctx, pa.Token, "U_A", prmA, true)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ra := runAsyncReplay(e, apA.Replay.ID, "owner-a")
 		testkit.Eventually(t, time.Minute, "A's step 1 at the consumer", func() bool { return len(rec.got()) >= half/2 })
-		apB, err := e.svc.Approve(ctx, pb.Token, "U_B", prm, true)
+		apB, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", prm, true)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,7 +55,7 @@ func TestDuplicateJobDoesNotResumeAStoppedReplay(t *testing.T) {
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	c := r.Consume(src, func(amqp.Delivery) string { return "reject" }) // every copy comes back
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 5, Cap: 5, Rate: -1, Timeout: 10 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 5, Cap: 5, Rate: -1, Timeout: 10 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func TestDuplicateJobDoesNotResumeAStoppedReplay(t *testing.T) {
 
 	// Resumed deliberately, it runs one more step and stops again; a
 	// leftover job of that resume must not run it a third time.
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, id, "w1")
@@ -119,7 +119,7 @@ func approvedPaced(t *testing.T, e *env, n int, rate float64) (string, *atomic.I
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	delivered := new(atomic.Int64)
 	e.rabbit.Consume(src, func(amqp.Delivery) string { delivered.Add(1); return "ack" })
-	ap, err := e.svc.Approve(context.Background(), p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: rate, Timeout: 20 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, context.Background(), p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: rate, Timeout: 20 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,12 +197,12 @@ func TestResumeRacingAPauseTellsTheTruth(t *testing.T) {
 	var told engine.Replay
 	var resumeErr error
 	hook.beforePause = func() {
-		told, resumeErr = e.svc.Resume(ctx, id, "U_RESUMER")
+		told, resumeErr = e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER")
 	}
 	done := make(chan engine.Replay, 1)
 	go func() { rep, _ := e.svc.Run(ctx, id, "w1"); done <- rep }()
 	testkit.Eventually(t, 10*time.Second, "some sent", func() bool { return delivered.Load() > 0 })
-	if _, err := e.svc.Pause(ctx, id, "U_PAUSER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlPause, "U_PAUSER"); err != nil {
 		t.Fatal(err)
 	}
 	rep := <-done
@@ -236,7 +236,7 @@ func TestResumeAfterCancelIsRefused(t *testing.T) {
 	_, dlq := r.DeadLettered(20, 50)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,10 +248,10 @@ func TestResumeAfterCancelIsRefused(t *testing.T) {
 	if err := e.store.Replays().Update(ctx, id, func(cur *engine.Replay) error { cur.State = engine.StateRunning; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Cancel(ctx, id, "U_CANCEL"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlCancel, "U_CANCEL"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) || !strings.Contains(err.Error(), "cancel is pending") {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) || !strings.Contains(err.Error(), "cancel is pending") {
 		t.Fatalf("resume after cancel: %v, want refused (a cancel is pending)", err)
 	}
 	if want, _, _ := e.store.Replays().Desired(ctx, id); want != engine.StateCancelled {
@@ -261,7 +261,7 @@ func TestResumeAfterCancelIsRefused(t *testing.T) {
 	if err := e.store.Leases().Release(ctx, id, "w1"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Pause(ctx, id, "U_PAUSER"); !errors.Is(err, engine.ErrNotControllable) || !strings.Contains(err.Error(), "process is gone") {
+	if _, err := e.svc.Control(ctx, id, engine.ControlPause, "U_PAUSER"); !errors.Is(err, engine.ErrNotControllable) || !strings.Contains(err.Error(), "process is gone") {
 		t.Fatalf("pause of an ownerless running replay: %v, want refused", err)
 	}
 }

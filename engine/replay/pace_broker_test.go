@@ -46,7 +46,7 @@ func paceRun(t *testing.T, on testkit.Broker, n int, prm engine.Params) (int, ti
 	}
 	slowConsumer(t, r, src, nil)
 	prm.Step, prm.Cap, prm.Timeout = 100, n, time.Minute
-	ap, err := e.svc.Approve(ctx, p.Token, "U", prm, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U", prm, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -90,7 +91,7 @@ func autoPaceAgainstConsumer(t *testing.T, on testkit.Broker) {
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	acks := &ackClock{}
 	slowConsumer(t, r, src, func() { acks.acked(time.Now()) })
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Auto: true, Max: 200, Step: 100, Cap: n, Timeout: time.Minute}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Auto: true, Max: 200, Step: 100, Cap: n, Timeout: time.Minute}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

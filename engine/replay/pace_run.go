@@ -16,14 +16,14 @@ func (rn *run) paceOf(ctx context.Context) (float64, func() float64) {
 		return max(prm.Rate, 0), nil
 	}
 	if rn.pacer == nil {
-		rn.pacer = engine.NewPacer(rn.s.D.Clock, prm.Max, prm.Rate)
+		rn.pacer = engine.NewPacer(rn.s.d.Clock, prm.Max, prm.Rate)
 	}
 	p := rn.pacer
 	return p.Rate(), func() float64 {
 		if p.Due() && len(rn.paceTargets) > 0 {
 			ready, consumers, ok := 0, 0, true
 			for q := range rn.paceTargets {
-				st, err := rn.s.D.Broker.Inspect(ctx, q)
+				st, err := rn.s.d.Broker.Inspect(ctx, q)
 				if err != nil || !st.Exists {
 					ok = false
 					break

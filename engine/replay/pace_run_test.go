@@ -3,7 +3,6 @@ package replay
 import (
 	"context"
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/engine/review"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +34,7 @@ func TestNoRateMeansPaceToTheConsumer(t *testing.T) {
 	ctx := context.Background()
 	clk := &runClock{t: time.Unix(1000, 0)}
 	runOf := func(p engine.Params) *run {
-		return &run{s: &Service{Service: &review.Service{D: Deps{Clock: clk, Broker: idleTarget{}}}}, r: engine.Replay{Params: p.WithDefaults()}}
+		return &run{s: &Service{d: Deps{Clock: clk, Broker: idleTarget{}}}, r: engine.Replay{Params: p.WithDefaults()}}
 	}
 
 	rn := runOf(engine.Params{})

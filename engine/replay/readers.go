@@ -9,10 +9,10 @@ import (
 // markReading marks the run reading its DLQ (seeking: looking for picks)
 // until a lease time from now.
 func (rn *run) markReading(ctx context.Context, seeking bool) {
-	if rn.s.D.Claims == nil {
+	if rn.s.d.Claims == nil {
 		return
 	}
-	rn.marked, rn.markedSeeking = rn.s.D.Clock.Now(), seeking
+	rn.marked, rn.markedSeeking = rn.s.d.Clock.Now(), seeking
 	held := 0
 	if rn.cur != nil {
 		// What a preview beside it cannot see (heldByReplays), as of the
@@ -20,7 +20,7 @@ func (rn *run) markReading(ctx context.Context, seeking bool) {
 		// a mark is refreshed from within one (progress).
 		held = rn.curHeld
 	}
-	if err := rn.s.D.Claims.Reading(ctx, rn.r.DLQ, rn.r.ID, seeking, held, rn.s.Cfg.LeaseTTL); err != nil {
+	if err := rn.s.d.Claims.Reading(ctx, rn.r.DLQ, rn.r.ID, seeking, held, rn.s.cfg.LeaseTTL); err != nil {
 		rn.Warn("mark reading", err)
 	}
 }
@@ -30,7 +30,7 @@ func (rn *run) markReading(ctx context.Context, seeking bool) {
 // expires after the lease time (waiting on it is safe, and the drain on
 // SIGTERM gets no longer).
 func (rn *run) doneReading(ctx context.Context) {
-	if rn.s.D.Claims == nil {
+	if rn.s.d.Claims == nil {
 		return
 	}
 	if rn.cur != nil {
@@ -40,7 +40,7 @@ func (rn *run) doneReading(ctx context.Context) {
 	if ctx.Err() != nil {
 		return // shutting down: the mark expires after the lease time
 	}
-	if err := rn.s.D.Claims.DoneReading(ctx, rn.r.DLQ, rn.r.ID); err != nil {
+	if err := rn.s.d.Claims.DoneReading(ctx, rn.r.DLQ, rn.r.ID); err != nil {
 		rn.Warn("unmark reading", err)
 	}
 }
@@ -50,10 +50,10 @@ func (rn *run) doneReading(ctx context.Context) {
 // cursor when another replay seeks picks on the DLQ (the bypass check
 // allows for what the cursor held being ready again: see bypassBase).
 func (rn *run) yieldCursor(ctx context.Context) {
-	if rn.cur == nil || rn.s.D.Claims == nil || rn.s.D.Clock.Now().Sub(rn.marked) < review.MarkEvery {
+	if rn.cur == nil || rn.s.d.Claims == nil || rn.s.d.Clock.Now().Sub(rn.marked) < review.MarkEvery {
 		return
 	}
-	seekers, err := rn.s.D.Claims.Seekers(ctx, rn.r.DLQ, rn.r.ID)
+	seekers, err := rn.s.d.Claims.Seekers(ctx, rn.r.DLQ, rn.r.ID)
 	if err != nil {
 		rn.Warn("seekers", err)
 	}

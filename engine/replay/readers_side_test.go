@@ -97,7 +97,7 @@ func TestAnApprovalBesideAReplayDoesNotWaitForIt(t *testing.T) {
 		r.Consume(src, recA.handle)
 		r.Consume(other, recB.handle)
 		ctx := context.Background()
-		apA, err := e.svc.Approve(ctx, pa.Token, "U_A", engine.Params{Step: 100, Cap: 400, Rate: 200, Timeout: 30 * time.Second}, false)
+		apA, err := replay.Approve(e.svc, ctx, pa.Token, "U_A", engine.Params{Step: 100, Cap: 400, Rate: 200, Timeout: 30 * time.Second}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestAnApprovalBesideAReplayDoesNotWaitForIt(t *testing.T) {
 			return err == nil && h[apA.Replay.ID] > 0
 		})
 		start := time.Now()
-		apB, err := e.svc.Approve(ctx, pb.Token, "U_B", engine.Params{Step: 100, Cap: 400, Rate: -1, Timeout: 30 * time.Second}, false)
+		apB, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", engine.Params{Step: 100, Cap: 400, Rate: -1, Timeout: 30 * time.Second}, false)
 		took := time.Since(start)
 		if err != nil {
 			t.Fatalf("B's approval beside A, after %s: %v (changes %+v)", took, err, apB.Changes)
@@ -153,7 +153,7 @@ func TestAnApprovalBesideAReplayDoesNotWaitForIt(t *testing.T) {
 func previewsBeside(t *testing.T, e *env, token, dlq string, rec *recorder) (rep engine.Replay, met, held int) {
 	t.Helper()
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, token, "U_APP", engine.Params{Step: 100, Cap: 400, Rate: 200, Timeout: 30 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, ctx, token, "U_APP", engine.Params{Step: 100, Cap: 400, Rate: 200, Timeout: 30 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestAReplayWaitsForAPreviewsReadAsLongAsItLasts(t *testing.T) {
 	r.Consume(src, rec.handle)
 	ctx := context.Background()
 
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 20 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -324,7 +324,7 @@ func TestACheckBesideAReplayEndsAndNamesIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		apA, err := tapless.Approve(ctx, pa.Token, "U_A", engine.Params{Step: 10, Cap: 10, Rate: -1, Timeout: 30 * time.Second}, false)
+		apA, err := replay.Approve(tapless, ctx, pa.Token, "U_A", engine.Params{Step: 10, Cap: 10, Rate: -1, Timeout: 30 * time.Second}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -343,7 +343,7 @@ func TestACheckBesideAReplayEndsAndNamesIt(t *testing.T) {
 		}
 		rec := &recorder{}
 		r.Consume(src, rec.handle)
-		apB, err := e.svc.Approve(ctx, pb.Token, "U_B", engine.Params{Step: 100, Cap: 400, Rate: 100, Timeout: 30 * time.Second}, false)
+		apB, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", engine.Params{Step: 100, Cap: 400, Rate: 100, Timeout: 30 * time.Second}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -166,7 +166,7 @@ func (f *filtered) replayTenth(t *testing.T) {
 	// Confirmed: a change the approval reports (none is expected) is
 	// logged; the replay must still read the DLQ once and send exactly
 	// the preview.
-	ap, err := f.e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Rate: -1}, true)
+	ap, err := replay.Approve(f.e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: -1}, true)
 	if err != nil {
 		t.Fatalf("approve: %v: %+v", err, ap.Changes)
 	}
@@ -345,7 +345,7 @@ func TestStepsReachNewClassesOnceEach(t *testing.T) {
 	got := &counter{}
 	consumer := r.Consume(a, got.handle)
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 5, Cap: 5, Rate: -1, Timeout: 20 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 5, Cap: 5, Rate: -1, Timeout: 20 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,8 +54,8 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 	if !rn.r.Unreconciled {
 		return true, nil
 	}
-	clock := rn.s.D.Clock
-	deadline := clock.Now().Add(rn.s.Cfg.HeldWait)
+	clock := rn.s.d.Clock
+	deadline := clock.Now().Add(rn.s.cfg.HeldWait)
 	stop := func() error { return rn.stopCause(ctx) }
 	// The wait and the read seek, to other replays: a replay whose step
 	// holds messages of the DLQ gives them back (giveway.go) rather than
@@ -65,14 +65,14 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 	mark.seek(ctx)
 	for {
 		since := clock.Now()
-		quiet, qerr := rn.s.AwaitQuiet(ctx, rn.r.ID, rn.r.DLQ, since, deadline, true, stop)
+		quiet, qerr := rn.s.base.AwaitQuiet(ctx, rn.r.ID, rn.r.DLQ, since, deadline, true, stop)
 		if qerr != nil || !quiet || stop() != nil {
 			if qerr != nil {
 				rn.Warn("reconcile: wait for a quiet DLQ", qerr)
 			}
 			return false, nil
 		}
-		st, ierr := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
+		st, ierr := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
 		if ierr != nil || !st.Exists {
 			return false, nil
 		}
@@ -83,8 +83,8 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 			return false, nil
 		}
 		held := map[string]int{}
-		info, serr := rn.s.D.Broker.Scan(ctx, rn.r.DLQ, func(m letter.Message) error {
-			meta := rn.s.ParseMeta(rn.r.DLQ, m)
+		info, serr := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m letter.Message) error {
+			meta := rn.s.base.ParseMeta(rn.r.DLQ, m)
 			if meta.ReplayID != rn.r.ID { // a copy of this replay back in the DLQ is a return
 				held[meta.ID]++
 			}
@@ -101,7 +101,7 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 			continue // another reader came and went: read again
 		}
 		confirmed, pendingBy := map[string]int{}, map[string]int{}
-		_, pending, lerr := rn.s.LedgerCounts(ctx, rn.r.ID, func(e engine.LedgerEntry) {
+		_, pending, lerr := rn.s.base.LedgerCounts(ctx, rn.r.ID, func(e engine.LedgerEntry) {
 			if e.Pending {
 				pendingBy[e.ID]++
 			} else {
@@ -188,7 +188,7 @@ func (rn *run) keepCut(res engine.StepResult, sentPer map[string]int, publish0 m
 func (rn *run) afterLoss(ctx context.Context) error {
 	if c := rn.cut; c != nil {
 		rn.cut = nil
-		if _, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ); err == nil {
+		if _, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil {
 			p := rn.beginSettle(ctx, c.res, c.sentPer, c.publish0, c.look)
 			stop, serr := rn.settleSteps(ctx, p, nil)
 			c.res = p.res

@@ -18,7 +18,7 @@ import (
 func (rn *run) rejoin(ctx context.Context, err error) error {
 	var lost *engine.NodeLostError
 	rn.markLost(err)
-	if rn.s.Cfg.Reconnect < 0 || rn.r.Params.Rate <= 0 || !errors.As(err, &lost) {
+	if rn.s.cfg.Reconnect < 0 || rn.r.Params.Rate <= 0 || !errors.As(err, &lost) {
 		if !errors.Is(err, engine.ErrBrokerUnavailable) || errors.Is(err, engine.ErrManagementDown) || rn.stopCause(ctx) != nil {
 			return err
 		}
@@ -30,10 +30,10 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 		}
 		return fmt.Errorf("%w; %s", err, rn.lossNote())
 	}
-	since := rn.s.D.Clock.Now()
-	deadline := since.Add(rn.s.Cfg.Reconnect)
+	since := rn.s.d.Clock.Now()
+	deadline := since.Add(rn.s.cfg.Reconnect)
 	node := lost.Node
-	rn.wait(ctx, fmt.Sprintf("lost the broker connection through node %s; reconnecting through another node (up to %s)", node, rn.s.Cfg.Reconnect))
+	rn.wait(ctx, fmt.Sprintf("lost the broker connection through node %s; reconnecting through another node (up to %s)", node, rn.s.cfg.Reconnect))
 	held := -1
 	for {
 		if rn.stopCause(ctx) != nil {
@@ -68,16 +68,16 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 			// back: waited for too; anything else stops the replay.
 			return werr
 		}
-		if rn.s.D.Clock.Now().After(deadline) {
+		if rn.s.d.Clock.Now().After(deadline) {
 			if werr != nil {
-				return fmt.Errorf("%w; the broker did not answer through another node within %s; %s", err, rn.s.Cfg.Reconnect, rn.lossNote())
+				return fmt.Errorf("%w; the broker did not answer through another node within %s; %s", err, rn.s.cfg.Reconnect, rn.lossNote())
 			}
-			return fmt.Errorf("%w; waited %s for the messages held through node %s (still %d unacknowledged in %s); resume once it is back; %s", err, rn.s.Cfg.Reconnect, node, max(held, 0), rn.r.DLQ, rn.lossNote())
+			return fmt.Errorf("%w; waited %s for the messages held through node %s (still %d unacknowledged in %s); resume once it is back; %s", err, rn.s.cfg.Reconnect, node, max(held, 0), rn.r.DLQ, rn.lossNote())
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-rn.s.D.Clock.After(rn.s.Cfg.SettlePoll):
+		case <-rn.s.d.Clock.After(rn.s.cfg.SettlePoll):
 		}
 	}
 }
@@ -87,21 +87,21 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 // since (plus StatsLag) counts nothing unacknowledged; n is the
 // unacknowledged count of the newest sample.
 func (rn *run) heldThrough(ctx context.Context, since time.Time) (quiet bool, n int, err error) {
-	st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
+	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
 	if err != nil {
 		return false, 0, err
 	}
 	if !st.Exists {
 		return false, 0, fmt.Errorf("%s: %w", rn.r.DLQ, engine.ErrQueueNotFound)
 	}
-	if rn.s.D.Counters == nil {
+	if rn.s.d.Counters == nil {
 		return st.Consumers == 0, 0, nil
 	}
-	cs, err := rn.s.D.Counters.Counters(ctx, rn.r.DLQ)
+	cs, err := rn.s.d.Counters.Counters(ctx, rn.r.DLQ)
 	if err != nil {
 		return false, 0, err
 	}
-	fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(rn.s.Cfg.StatsLag))
+	fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(rn.s.cfg.StatsLag))
 	return fresh && st.Consumers == 0 && cs.Unacked == 0 && cs.Consumers == 0, cs.Unacked, nil
 }
 

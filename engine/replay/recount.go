@@ -31,7 +31,7 @@ func (rn *run) recount(ctx context.Context) {
 		rn.r.CountStale = true
 		return
 	}
-	if st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ); err == nil && st.ReadsLeft() >= 0 {
+	if st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil && st.ReadsLeft() >= 0 {
 		rn.r.CountStale = true
 		return
 	}
@@ -46,10 +46,10 @@ func (rn *run) recount(ctx context.Context) {
 // (it is written at once), so the run after it counts again.
 func (rn *run) markCount(parent context.Context) {
 	rn.r.CountMark = nil
-	if rn.s.D.Counters == nil || rn.r.Unreconciled || (rn.r.Duplicates == 0 && rn.r.InDoubt == 0) {
+	if rn.s.d.Counters == nil || rn.r.Unreconciled || (rn.r.Duplicates == 0 && rn.r.InDoubt == 0) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(parent, 4*rn.s.Cfg.StatsLag)
+	ctx, cancel := context.WithTimeout(parent, 4*rn.s.cfg.StatsLag)
 	defer cancel()
 	m, ok := rn.freshMark(ctx, rn.hb.lost.Load)
 	if ok {
@@ -61,7 +61,7 @@ func (rn *run) markCount(parent context.Context) {
 // DLQ since mark: a sample that has caught up with now shows the same
 // ready count and ack counter. Any doubt is false (count again).
 func (rn *run) unchangedSince(ctx context.Context, mark engine.CountMark, stop func() bool) bool {
-	if rn.s.D.Counters == nil || mark.SampledAt.IsZero() {
+	if rn.s.d.Counters == nil || mark.SampledAt.IsZero() {
 		return false
 	}
 	m, ok := rn.freshMark(ctx, stop)
@@ -74,19 +74,19 @@ func (rn *run) unchangedSince(ctx context.Context, mark engine.CountMark, stop f
 // every SettlePoll for at most three StatsLags. ok is false when none came
 // or stop reported true meanwhile.
 func (rn *run) freshMark(ctx context.Context, stop func() bool) (m engine.CountMark, ok bool) {
-	clock := rn.s.D.Clock
+	clock := rn.s.d.Clock
 	since := clock.Now()
-	deadline := since.Add(3 * rn.s.Cfg.StatsLag)
+	deadline := since.Add(3 * rn.s.cfg.StatsLag)
 	for {
-		st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
+		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
 		if err != nil || !st.Exists {
 			return m, false
 		}
-		cs, err := rn.s.D.Counters.Counters(ctx, rn.r.DLQ)
+		cs, err := rn.s.d.Counters.Counters(ctx, rn.r.DLQ)
 		if err != nil {
 			return m, false
 		}
-		if !cs.SampledAt.IsZero() && !cs.Lapsed && cs.SampledAt.After(since.Add(rn.s.Cfg.StatsLag)) {
+		if !cs.SampledAt.IsZero() && !cs.Lapsed && cs.SampledAt.After(since.Add(rn.s.cfg.StatsLag)) {
 			quiet := cs.Unacked == 0 && cs.Consumers == 0 && st.Consumers == 0 && cs.Ready == st.Ready
 			return engine.CountMark{Ready: st.Ready, Ack: cs.Ack, SampledAt: cs.SampledAt}, quiet
 		}
@@ -96,7 +96,7 @@ func (rn *run) freshMark(ctx context.Context, stop func() bool) (m engine.CountM
 		select {
 		case <-ctx.Done():
 			return m, false
-		case <-clock.After(rn.s.Cfg.SettlePoll):
+		case <-clock.After(rn.s.cfg.SettlePoll):
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -90,7 +91,7 @@ func (b *bigDLQ) approveRun(t *testing.T, token string, prm engine.Params) engin
 	t.Helper()
 	ctx := context.Background()
 	start := time.Now()
-	ap, err := b.e.svc.Approve(ctx, token, "U_APP", prm, false)
+	ap, err := replay.Approve(b.e.svc, ctx, token, "U_APP", prm, false)
 	if err != nil {
 		t.Fatalf("approve: %v: %+v", err, ap.Changes)
 	}
@@ -271,7 +272,7 @@ func TestQuorumDLQReplayOf100kStoppedByBudget(t *testing.T) {
 
 		on.SetPolicy(t, policy, "^"+b.dlq+"$", map[string]any{"delivery-limit": 100})
 		waitLimit(t, b.e, b.dlq, 100)
-		if _, err := b.e.svc.Resume(ctx, rep.ID, "U_RES"); err != nil {
+		if _, err := b.e.svc.Control(ctx, rep.ID, engine.ControlResume, "U_RES"); err != nil {
 			t.Fatal(err)
 		}
 		b.expectFinished(t, b.run(t, rep.ID, "owner-2"))

@@ -169,7 +169,7 @@ func BenchmarkWholeReplay(b *testing.B) {
 	heap := startHeapPeak()
 	start = time.Now()
 	mark = cpuNow()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 5 * time.Minute}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 5 * time.Minute}, false)
 	if err != nil {
 		b.Fatalf("approve: %v: %+v", err, ap.Changes)
 	}

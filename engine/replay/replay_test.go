@@ -42,7 +42,7 @@ func preview(t *testing.T, e *env, sel engine.Selection) *engine.Preview {
 func approveRun(t *testing.T, e *env, token string, prm engine.Params, confirmed bool) engine.Replay {
 	t.Helper()
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, token, "U_APP", prm, confirmed)
+	ap, err := replay.Approve(e.svc, ctx, token, "U_APP", prm, confirmed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func TestReplayLeavesMessagesForADeletedTarget(t *testing.T) {
 	testkit.DeleteQueue(b)
 
 	ctx := context.Background()
-	_, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, false)
+	_, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", oneStep, false)
 	if !errors.Is(err, engine.ErrChanged) {
 		t.Fatalf("approve after a target was deleted: %v, want ErrChanged", err)
 	}
@@ -317,7 +317,7 @@ func TestTokenStartsOneReplay(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := e.svc.Approve(context.Background(), p.Token, fmt.Sprintf("U%d", i), oneStep, false)
+			_, err := replay.Approve(e.svc, context.Background(), p.Token, fmt.Sprintf("U%d", i), oneStep, false)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	dlqamqp "github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -37,7 +38,7 @@ func TestARereadThatCannotSeeTheWholeDLQClaimsNothing(t *testing.T) {
 			t.Fatalf("preview returns %+v: want re-reads", p.Returns)
 		}
 		holder := holdAtFirstCopy(t, r, src, dlq, back, nil, rejectEvery(n/back))
-		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
+		ap, err := replay.Approve(e.svc, t.Context(), p.Token, "U_APP", oneStep, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +88,7 @@ func TestAReconcileThatCannotSeeTheWholeDLQLeavesTheCopiesUnseen(t *testing.T) {
 				t.Errorf("delete tap: %v", err)
 			}
 		}, rejectEvery(n/back))
-		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
+		ap, err := replay.Approve(e.svc, t.Context(), p.Token, "U_APP", oneStep, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -118,12 +119,12 @@ func resendAfterThreeLosses(t *testing.T, on testkit.Broker, dlqArgs amqp.Table,
 	}
 	e := f.e
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 30 * time.Second}, true)
+	ap, err := replay.Approve(e.svc, ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 30 * time.Second}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := ap.Replay.ID
-	if _, err := e.svc.ResumeResend(ctx, id, "U_X"); !errors.Is(err, engine.ErrNotControllable) {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResumeResend, "U_X"); !errors.Is(err, engine.ErrNotControllable) {
 		t.Fatalf("resend=in-doubt on a queued replay: %v; want ErrNotControllable", err)
 	}
 	var rep engine.Replay
@@ -137,7 +138,7 @@ func resendAfterThreeLosses(t *testing.T, on testkit.Broker, dlqArgs amqp.Table,
 	}
 	for loss := 1; more(loss); loss++ {
 		if loss > 1 {
-			if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+			if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -166,7 +167,7 @@ func resendAfterThreeLosses(t *testing.T, on testkit.Broker, dlqArgs amqp.Table,
 	}
 
 	// A plain resume sends the rest; what is in doubt is said, not sent.
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
@@ -227,7 +228,7 @@ func resendAfterThreeLosses(t *testing.T, on testkit.Broker, dlqArgs amqp.Table,
 		t.Fatalf("after the resend: state %s, sent %d of %d, resent %d of %d in doubt, in doubt %d, asked %v: %s; want finished with every copy in doubt resent",
 			rep.State, rep.Sent, n, rep.Resent, inDoubt, rep.InDoubt, rep.ResendInDoubt, rep.Note)
 	}
-	if _, err := e.svc.ResumeResend(ctx, id, "U_X"); !errors.Is(err, engine.ErrNotControllable) {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResumeResend, "U_X"); !errors.Is(err, engine.ErrNotControllable) {
 		t.Errorf("resend=in-doubt on a finished replay: %v; want ErrNotControllable", err)
 	}
 

@@ -30,7 +30,7 @@ func (rn *run) loadConfirmed(ctx context.Context) error {
 		return nil
 	}
 	confirmed, pending := map[string]int{}, map[string]int{}
-	err := rn.s.EachLedgerPage(ctx, rn.r.ID, func(page []engine.LedgerEntry) error {
+	err := rn.s.base.EachLedgerPage(ctx, rn.r.ID, func(page []engine.LedgerEntry) error {
 		for _, e := range page {
 			if e.Pending {
 				pending[e.ID]++
@@ -101,16 +101,16 @@ func (rn *run) finishAcks(ctx context.Context) {
 	mark := rn.markScan(ctx)
 	defer mark.end(ctx)
 	mark.seek(ctx)
-	deadline := rn.s.D.Clock.Now().Add(rn.giveWayWait())
+	deadline := rn.s.d.Clock.Now().Add(rn.giveWayWait())
 	for {
 		again, ok := rn.ackRead(ctx)
-		if !again || !ok || !rn.s.D.Clock.Now().Before(deadline) {
+		if !again || !ok || !rn.s.d.Clock.Now().Before(deadline) {
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-rn.s.D.Clock.After(rn.s.Cfg.SettlePoll):
+		case <-rn.s.d.Clock.After(rn.s.cfg.SettlePoll):
 		}
 	}
 }
@@ -141,10 +141,10 @@ func (rn *run) ackRead(ctx context.Context) (again, ok bool) {
 	// earlier read's drop did: up to the id's confirmed copies again.
 	rn.droppedIDs = nil
 	held := map[string]int{}
-	mr, err := rn.s.D.Mover.Move(ctx, engine.MoveRequest{
+	mr, err := rn.s.d.Mover.Move(ctx, engine.MoveRequest{
 		Queue: rn.r.DLQ,
 		Pick: func(m letter.Message) (engine.Pick, bool) {
-			meta := rn.s.ParseMeta(rn.r.DLQ, m)
+			meta := rn.s.base.ParseMeta(rn.r.DLQ, m)
 			if rn.dropsOriginal(meta) {
 				return engine.Pick{ID: meta.ID, Drop: true}, true
 			}
@@ -181,16 +181,16 @@ func (rn *run) ackRead(ctx context.Context) (again, ok bool) {
 // to Config.HeldWait: the acks are the last thing between a replay and
 // "finished", and one slow answer must not leave them to a resume.
 func (rn *run) inspectDLQ(ctx context.Context) (engine.QueueInfo, error) {
-	deadline := rn.s.D.Clock.Now().Add(rn.s.Cfg.HeldWait)
+	deadline := rn.s.d.Clock.Now().Add(rn.s.cfg.HeldWait)
 	for {
-		st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
-		if err == nil || ctx.Err() != nil || !rn.s.D.Clock.Now().Before(deadline) {
+		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+		if err == nil || ctx.Err() != nil || !rn.s.d.Clock.Now().Before(deadline) {
 			return st, err
 		}
 		select {
 		case <-ctx.Done():
 			return st, err
-		case <-rn.s.D.Clock.After(time.Second):
+		case <-rn.s.d.Clock.After(time.Second):
 		}
 	}
 }

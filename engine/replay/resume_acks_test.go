@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -27,7 +28,7 @@ func TestAResumedReplayLeavesNoneOfItsSelectionInTheDLQ(t *testing.T) {
 		const n = 2000
 		f := newFaultRun(t, on, dlqArgs, n)
 		e, r, ctx := f.e, f.e.rabbit, context.Background()
-		ap, err := e.svc.Approve(ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 30 * time.Second}, true)
+		ap, err := replay.Approve(e.svc, ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: -1, Timeout: 30 * time.Second}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +38,7 @@ func TestAResumedReplayLeavesNoneOfItsSelectionInTheDLQ(t *testing.T) {
 		// copies behind (a loss whose acks all got through leaves none).
 		for loss := 1; ; loss++ {
 			if loss > 1 {
-				if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+				if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -156,7 +156,7 @@ func returnsLookupOnce(b *testing.B, mode engine.ReturnsMode, size int) {
 		b.Fatalf("preview: %v (%d selected)", err, p.Selected)
 	}
 	r.Consume(src, func(amqp.Delivery) string { return "reject" })
-	ap, err := e.svc.Approve(ctx, p.Token, "U", engine.Params{Step: 10, Cap: 10, Rate: -1, Timeout: time.Minute}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U", engine.Params{Step: 10, Cap: 10, Rate: -1, Timeout: time.Minute}, false)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -105,7 +105,7 @@ func tamperedReturns(t *testing.T, mode string) {
 		}
 		return "ack"
 	})
-	ap, err := svc.Approve(ctx, p.Token, "U_APP", oneStep, false)
+	ap, err := replay.Approve(svc, ctx, p.Token, "U_APP", oneStep, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func tamperedReturns(t *testing.T, mode string) {
 	r.WaitCount(dlq, rejected, 20*time.Second)
 	// A resume cannot use the refused record: it re-reads the DLQ, and
 	// counts what came back there.
-	if _, err := svc.Resume(ctx, replayID, "U_APP"); err != nil {
+	if _, err := svc.Control(ctx, replayID, engine.ControlResume, "U_APP"); err != nil {
 		t.Fatal(err)
 	}
 	again, err := svc.Run(ctx, replayID, "owner2-"+t.Name())

@@ -17,7 +17,7 @@ import (
 // messages are missing, neither sent by dlqbot nor in the DLQ.
 func (rn *run) end(ctx context.Context) (engine.Replay, error) {
 	rn.releaseCursor("the plan is exhausted")
-	rn.r.EndedAt = rn.s.D.Clock.Now()
+	rn.r.EndedAt = rn.s.d.Clock.Now()
 	kind := engine.EventFinished
 	rest := ""
 	if rn.r.Sent+rn.r.Elsewhere >= rn.r.Total && rn.r.Missing == 0 {
@@ -57,9 +57,9 @@ func (rn *run) end(ctx context.Context) (engine.Replay, error) {
 // r.EndedAt. Members are deterministic ("<replay>:5m"), so scheduling twice
 // schedules once.
 func (s *Service) scheduleFollowUps(ctx context.Context, r engine.Replay) {
-	for _, d := range s.Cfg.FollowUps {
-		if err := s.D.Schedule.Add(ctx, r.ID+":"+shortDuration(d), r.EndedAt.Add(d)); err != nil {
-			s.Warn(r.ID, r.DLQ, "schedule follow-up", err)
+	for _, d := range s.cfg.FollowUps {
+		if err := s.d.Schedule.Add(ctx, r.ID+":"+shortDuration(d), r.EndedAt.Add(d)); err != nil {
+			s.base.Warn(r.ID, r.DLQ, "schedule follow-up", err)
 		}
 	}
 }

@@ -47,7 +47,7 @@ func (rn *run) halt(parent context.Context, cause error) (r engine.Replay, again
 // halt's bounded context for the record's write, parent the run's.
 func (rn *run) haltCancelled(parent, ctx context.Context) (engine.Replay, bool, error) {
 	rn.actor = rn.ctl.actor()
-	rn.r.State, rn.r.Note, rn.r.EndedAt = engine.StateCancelled, "cancelled by "+review.OrOperator(rn.actor), rn.s.D.Clock.Now()
+	rn.r.State, rn.r.Note, rn.r.EndedAt = engine.StateCancelled, "cancelled by "+review.OrOperator(rn.actor), rn.s.d.Clock.Now()
 	if err := rn.put(ctx); err != nil {
 		return rn.r, false, err
 	}

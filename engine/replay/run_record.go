@@ -17,8 +17,8 @@ const maxFailures = 200
 // step, refused with ErrDesireChanged when an operator asked since for
 // one of the states unless.
 func (rn *run) yield(ctx context.Context, desired engine.State, unless ...engine.State) error {
-	rn.r.UpdatedAt = rn.s.D.Clock.Now()
-	if err := rn.s.D.Replays.Yield(ctx, rn.r, rn.owner, rn.epoch, desired, unless...); err != nil {
+	rn.r.UpdatedAt = rn.s.d.Clock.Now()
+	if err := rn.s.d.Replays.Yield(ctx, rn.r, rn.owner, rn.epoch, desired, unless...); err != nil {
 		if errors.Is(err, engine.ErrLeaseLost) {
 			rn.hb.lost.Store(true)
 		} else if rn.hb.lost.Load() && !errors.Is(err, engine.ErrDesireChanged) {
@@ -35,11 +35,11 @@ func (rn *run) yield(ctx context.Context, desired engine.State, unless ...engine
 
 // put writes the record, fenced by the lease.
 func (rn *run) put(ctx context.Context) error {
-	rn.r.UpdatedAt = rn.s.D.Clock.Now()
+	rn.r.UpdatedAt = rn.s.d.Clock.Now()
 	if v, ok := rn.pace.Load().(string); ok {
 		rn.r.Pace = v
 	}
-	if err := rn.s.D.Replays.Put(ctx, rn.r, rn.owner, rn.epoch); err != nil {
+	if err := rn.s.d.Replays.Put(ctx, rn.r, rn.owner, rn.epoch); err != nil {
 		if errors.Is(err, engine.ErrLeaseLost) {
 			rn.hb.lost.Store(true)
 		} else if rn.hb.lost.Load() {
@@ -56,7 +56,7 @@ func (rn *run) put(ctx context.Context) error {
 // emit tells the Notifier, when there is one, of an event of kind about
 // the replay (and step, when not nil) as the run sees it now.
 func (rn *run) emit(ctx context.Context, kind engine.EventKind, step *engine.StepResult, text string) {
-	if rn.s.D.Notifier == nil {
+	if rn.s.d.Notifier == nil {
 		return
 	}
 	// Notifiers get copies: the run goes on changing its own step and record.
@@ -66,7 +66,7 @@ func (rn *run) emit(ctx context.Context, kind engine.EventKind, step *engine.Ste
 	}
 	r := rn.r
 	r.Failures = append([]engine.Failure(nil), rn.r.Failures...)
-	rn.s.D.Notifier.Notify(ctx, engine.Event{Kind: kind, Replay: r, Step: step, Text: text, At: rn.s.D.Clock.Now(), Actor: rn.actor})
+	rn.s.d.Notifier.Notify(ctx, engine.Event{Kind: kind, Replay: r, Step: step, Text: text, At: rn.s.d.Clock.Now(), Actor: rn.actor})
 }
 
 // fail lists f in the record, up to maxFailures.
@@ -77,7 +77,7 @@ func (rn *run) fail(f engine.Failure) {
 }
 
 // warn logs a failure the run carries on after, with its replay and DLQ.
-func (rn *run) Warn(op string, err error) { rn.s.Warn(rn.r.ID, rn.r.DLQ, op, err) }
+func (rn *run) Warn(op string, err error) { rn.s.base.Warn(rn.r.ID, rn.r.DLQ, op, err) }
 
 // forgetRetried withdraws, when a replay is resumed, what earlier runs
 // counted as missing or not delivered: those copies are planned again (the

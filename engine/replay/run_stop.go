@@ -47,7 +47,7 @@ func stopsHere(cause error) bool {
 func (rn *run) stopYield(parent, ctx context.Context, note string, step *engine.StepResult, text string) (r engine.Replay, stopped bool, err error) {
 	rn.r.State = engine.StateStopped
 	rn.r.Note = note
-	rn.r.EndedAt = rn.s.D.Clock.Now()
+	rn.r.EndedAt = rn.s.d.Clock.Now()
 	if r, yielded, err := rn.yieldOrCancel(parent, ctx, engine.StateStopped); !yielded {
 		return r, false, err
 	}

@@ -160,7 +160,7 @@ func (s *Service) run(ctx context.Context, id, owner string, authz engine.Author
 	// same replay in the same process (a stray job) never passes for this
 	// one's owner, in the heartbeat, the fence or the release.
 	owner = runToken(owner)
-	epoch, ok, err := s.D.Leases.Acquire(ctx, id, owner, s.Cfg.LeaseTTL)
+	epoch, ok, err := s.d.Leases.Acquire(ctx, id, owner, s.cfg.LeaseTTL)
 	if err != nil {
 		return engine.Replay{}, fmt.Errorf("engine: run %s: acquire lease: %w", id, err)
 	}
@@ -168,7 +168,7 @@ func (s *Service) run(ctx context.Context, id, owner string, authz engine.Author
 		return engine.Replay{}, fmt.Errorf("engine: run %s: %w", id, engine.ErrReplayBusy)
 	}
 	defer s.releaseLease(ctx, id, owner)
-	r, err := s.D.Replays.Get(ctx, id)
+	r, err := s.d.Replays.Get(ctx, id)
 	if err != nil {
 		return engine.Replay{}, fmt.Errorf("engine: run %s: %w", id, err)
 	}
@@ -185,7 +185,7 @@ func (s *Service) run(ctx context.Context, id, owner string, authz engine.Author
 	}
 	// The items come column by column, as the plan keeps them (64 bytes
 	// an item fewer, and no copy, at 1,000,000 items).
-	f, cols, err := s.D.Tokens.LoadColumns(ctx, r.Token)
+	f, cols, err := s.d.Tokens.LoadColumns(ctx, r.Token)
 	if err != nil {
 		return r, fmt.Errorf("engine: run %s: load preview: %w", id, err)
 	}
@@ -197,7 +197,7 @@ func (s *Service) run(ctx context.Context, id, owner string, authz engine.Author
 		forgetRetried(&r)
 	}
 	pl := engine.PlanOf(cols, sent)
-	pl.CanaryDepth = s.Cfg.CanaryDepth
+	pl.CanaryDepth = s.cfg.CanaryDepth
 	defer s.ownRest(ctx, f, r, pl.IDs)() // before the lease goes (deferred above)
 	return s.newRun(r, f, owner, epoch, pl, doubt).loop(ctx)
 }
@@ -209,8 +209,8 @@ func (s *Service) releaseLease(ctx context.Context, id, owner string) {
 	defer cancel()
 	// ErrLeaseLost: nothing to release (the run's last write released
 	// it, or it lapsed). Otherwise the lease lapses after LeaseTTL.
-	if err := s.D.Leases.Release(rctx, id, owner); err != nil && !errors.Is(err, engine.ErrLeaseLost) {
-		s.Warn(id, "", "release lease", err)
+	if err := s.d.Leases.Release(rctx, id, owner); err != nil && !errors.Is(err, engine.ErrLeaseLost) {
+		s.base.Warn(id, "", "release lease", err)
 	}
 }
 
@@ -221,7 +221,7 @@ func (s *Service) releaseLease(ctx context.Context, id, owner string) {
 // and are reported in doubt).
 func (s *Service) readLedger(ctx context.Context, id string) (sent map[string]int, doubt []engine.LedgerEntry, err error) {
 	sent = map[string]int{}
-	err = s.EachLedgerPage(ctx, id, func(page []engine.LedgerEntry) error {
+	err = s.base.EachLedgerPage(ctx, id, func(page []engine.LedgerEntry) error {
 		for _, e := range page {
 			sent[e.ID]++
 			if e.Pending {
@@ -237,11 +237,11 @@ func (s *Service) readLedger(ctx context.Context, id string) (sent map[string]in
 // preview f and plan pl, knowing the copies in doubt.
 func (s *Service) newRun(r engine.Replay, f engine.Frozen, owner string, epoch int64, pl *engine.Plan, doubt []engine.LedgerEntry) *run {
 	id := r.ID
-	warn := func(op string, err error) { s.Warn(id, r.DLQ, op, err) }
+	warn := func(op string, err error) { s.base.Warn(id, r.DLQ, op, err) }
 	rn := &run{
 		s: s, r: r, f: f, owner: owner, epoch: epoch, plan: pl,
-		hb:           &heartbeat{leases: s.D.Leases, id: id, owner: owner, ttl: s.Cfg.LeaseTTL, clock: s.D.Clock, warn: warn},
-		ctl:          &control{replays: s.D.Replays, id: id, every: s.Cfg.ControlPoll, clock: s.D.Clock, warn: warn},
+		hb:           &heartbeat{leases: s.d.Leases, id: id, owner: owner, ttl: s.cfg.LeaseTTL, clock: s.d.Clock, warn: warn},
+		ctl:          &control{replays: s.d.Replays, id: id, every: s.cfg.ControlPoll, clock: s.d.Clock, warn: warn},
 		returnedSeen: map[string]int{},
 		bp:           bypassBase{ready0: -1},
 	}
@@ -288,7 +288,7 @@ func (s *Service) runnable(ctx context.Context, r engine.Replay) error {
 	if r.State == engine.StateQueued {
 		return nil // a pause or cancel asked for meanwhile is acted on at once
 	}
-	want, _, err := s.D.Replays.Desired(ctx, r.ID)
+	want, _, err := s.d.Replays.Desired(ctx, r.ID)
 	if err != nil {
 		return fmt.Errorf("engine: run %s: desired state: %w", r.ID, err)
 	}
@@ -312,7 +312,7 @@ func (s *Service) runnable(ctx context.Context, r engine.Replay) error {
 func (s *Service) authorize(ctx context.Context, authz engine.Authorizer, r engine.Replay, owner string, epoch int64) (engine.Replay, error) {
 	by := ""
 	if r.State != engine.StateQueued {
-		_, who, err := s.D.Replays.Desired(ctx, r.ID)
+		_, who, err := s.d.Replays.Desired(ctx, r.ID)
 		if err != nil {
 			return r, fmt.Errorf("engine: run %s: desired state: %w", r.ID, err)
 		}
@@ -322,30 +322,30 @@ func (s *Service) authorize(ctx context.Context, authz engine.Authorizer, r engi
 	if aerr == nil {
 		return r, nil
 	}
-	s.Cfg.Log.Error().Str("replay_id", r.ID).Str("dlq", r.DLQ).Str("approver", r.Approver).Str("resumed_by", by).Err(aerr).
+	s.cfg.Log.Error().Str("replay_id", r.ID).Str("dlq", r.DLQ).Str("approver", r.Approver).Str("resumed_by", by).Err(aerr).
 		Msg("replay refused by this worker's policy: nothing was sent")
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	now := s.D.Clock.Now()
+	now := s.d.Clock.Now()
 	r.State, r.EndedAt, r.UpdatedAt = engine.StateStopped, now, now
 	r.Note = "refused by the worker's permissions policy, nothing was sent: " + aerr.Error()
-	err := s.D.Replays.Yield(wctx, r, owner, epoch, engine.StateStopped, engine.StateCancelled)
+	err := s.d.Replays.Yield(wctx, r, owner, epoch, engine.StateStopped, engine.StateCancelled)
 	if errors.Is(err, engine.ErrDesireChanged) {
 		// Cancelled meanwhile: it ends cancelled, still with nothing sent.
-		_, who, _ := s.D.Replays.Desired(wctx, r.ID)
+		_, who, _ := s.d.Replays.Desired(wctx, r.ID)
 		r.State, r.Note = engine.StateCancelled, "cancelled by "+review.OrOperator(who)+"; "+r.Note
-		err = s.D.Replays.Put(wctx, r, owner, epoch)
+		err = s.d.Replays.Put(wctx, r, owner, epoch)
 	}
 	if err != nil {
-		s.Warn(r.ID, r.DLQ, "record a refused run", err)
+		s.base.Warn(r.ID, r.DLQ, "record a refused run", err)
 		return r, fmt.Errorf("engine: run %s: %w, and its record could not be written: %w", r.ID, engine.ErrRunRefused, err)
 	}
-	if s.D.Notifier != nil {
+	if s.d.Notifier != nil {
 		kind := engine.EventStopped
 		if r.State == engine.StateCancelled {
 			kind = engine.EventCancelled
 		}
-		s.D.Notifier.Notify(wctx, engine.Event{Kind: kind, Replay: r, At: now, Text: r.Note})
+		s.d.Notifier.Notify(wctx, engine.Event{Kind: kind, Replay: r, At: now, Text: r.Note})
 	}
 	return r, fmt.Errorf("engine: run %s: %w: %w", r.ID, engine.ErrRunRefused, aerr)
 }

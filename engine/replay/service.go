@@ -5,9 +5,17 @@ import "github.com/stroma/dlqbot/engine/review"
 // Service runs replays: the worker that takes approved replays and runs
 // them in steps, and what it needs beside (the taps' drainer, the
 // reaper). Previews, checks, approvals and the control of a replay's
-// state are review.Service's, which it embeds: one Service answers both.
+// state are review.Service's, which it holds: front.go answers the front
+// ends (ops.Engine) through it, so one Service answers both.
 type Service struct {
-	*review.Service
+	// rev previews, approves, checks, parks and controls replays.
+	rev *review.Service
+	// base is what the runs share with rev: the taps' records, the
+	// ledger's pages, the waits for a quiet DLQ, the log of failures
+	// carried on after; cfg and d are its configuration and ports.
+	base *review.Base
+	cfg  Config
+	d    Deps
 }
 
 // Config and Deps are review's: the one configuration and the one set of
@@ -23,5 +31,5 @@ func New(cfg Config, d Deps) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{Service: rs}, nil
+	return &Service{rev: rs, base: rs.Base, cfg: rs.Config(), d: rs.Deps()}, nil
 }

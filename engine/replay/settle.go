@@ -55,7 +55,7 @@ func (rn *run) sampleTargets(ctx context.Context, targets map[string]bool) map[s
 	rn.noAckAt = nil
 	for q := range targets {
 		out[q] = -1
-		if rn.s.D.Counters != nil {
+		if rn.s.d.Counters != nil {
 			st, err := rn.anchorSample(ctx, q)
 			rn.noAckListed(q, st, err == nil)
 			if err == nil {
@@ -107,11 +107,11 @@ type sentStep struct {
 // beginSettle starts watching what res sent (sentPer: confirmed copies per
 // target) right after its last confirm.
 func (rn *run) beginSettle(ctx context.Context, res engine.StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) *sentStep {
-	clock := rn.s.D.Clock
+	clock := rn.s.d.Clock
 	p := &sentStep{res: res, start: clock.Now(), sentPer: sentPer, publish0: publish0, look: look, before: rn.r.Returned, from: clock.Now(), apiMark: rn.apiMark}
 	for q, n := range sentPer {
 		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: clock.Now(), consumers: -1}
-		if st, err := rn.s.D.Broker.Inspect(ctx, q); err == nil {
+		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
 			w.ready, w.minReady = st.Ready, st.Ready
 			if st.Exists {
 				w.consumers = st.Consumers
@@ -146,7 +146,7 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	go rn.cancelOnStop(ctx, cancel)
-	clock := rn.s.D.Clock
+	clock := rn.s.d.Clock
 	deadline := p.from.Add(rn.r.Params.Timeout)
 	for {
 		if stop := rn.stopCause(parent); stop != nil {
@@ -170,12 +170,12 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 			}
 		}
 		early := (p.proven || p.taken) && rn.r.Returned == p.before
-		if (delivered && (early || now.Sub(p.graceFrom) >= rn.s.Cfg.SettleGrace)) || !now.Before(deadline) {
+		if (delivered && (early || now.Sub(p.graceFrom) >= rn.s.cfg.SettleGrace)) || !now.Before(deadline) {
 			break
 		}
 		select {
 		case <-ctx.Done():
-		case <-clock.After(rn.s.Cfg.SettlePoll):
+		case <-clock.After(rn.s.cfg.SettlePoll):
 		}
 	}
 	mode := rn.mode
@@ -245,7 +245,7 @@ func (rn *run) cancelOnStop(ctx context.Context, cancel context.CancelFunc) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-rn.s.D.Clock.After(50 * time.Millisecond):
+		case <-rn.s.d.Clock.After(50 * time.Millisecond):
 			if rn.controlErr() != nil || rn.hb.lost.Load() {
 				cancel()
 				return
@@ -259,7 +259,7 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 	if w.delivered == w.sent {
 		return
 	}
-	st, err := rn.s.D.Broker.Inspect(ctx, w.queue)
+	st, err := rn.s.d.Broker.Inspect(ctx, w.queue)
 	switch {
 	case err != nil:
 		rn.Warn("inspect target", err)
@@ -278,7 +278,7 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 			return
 		}
 	}
-	if rn.s.D.Counters == nil {
+	if rn.s.d.Counters == nil {
 		return
 	}
 	cs, err := rn.counters(ctx, w.queue)
@@ -293,7 +293,7 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 		// The baseline must come from a sample taken after the confirm
 		// (by its timestamp, else by its publish counter), or the
 		// watermark would be early.
-		fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(w.confirmed.Add(rn.s.Cfg.StatsLag)) &&
+		fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(w.confirmed.Add(rn.s.cfg.StatsLag)) &&
 			(w.publish0 < 0 || cs.Publish >= w.publish0+int64(w.sent))
 		if fresh {
 			w.deliver1 = cs.DeliverGet

@@ -20,7 +20,7 @@ import (
 // counters reads q's management counters, counting a read the API did
 // not answer (rn.apiDown).
 func (rn *run) counters(ctx context.Context, q string) (engine.QueueCounters, error) {
-	c, err := rn.s.D.Counters.Counters(ctx, q)
+	c, err := rn.s.d.Counters.Counters(ctx, q)
 	if errors.Is(err, engine.ErrManagementDown) {
 		rn.apiDown.Add(1)
 	}
@@ -55,7 +55,7 @@ func (rn *run) evidence(p *sentStep) {
 func (rn *run) stopForAPI(parent, ctx context.Context, cause error) (engine.Replay, bool, error) {
 	rn.r.State = engine.StateStopped
 	rn.r.Note = fmt.Sprintf("stopped: only the management API can tell whether a client still holds messages of %s, and it is not answering (%v); nothing is lost: resume once it answers", rn.r.DLQ, cause)
-	rn.r.EndedAt = rn.s.D.Clock.Now()
+	rn.r.EndedAt = rn.s.d.Clock.Now()
 	if err := rn.yield(ctx, engine.StateStopped, engine.StateCancelled); errors.Is(err, engine.ErrDesireChanged) {
 		rn.ctl.refresh(ctx)
 		return rn.halt(parent, engine.ErrCancelRequested)

@@ -49,7 +49,7 @@ func BenchmarkDefaultStepsReplay(b *testing.B) {
 
 	b.ResetTimer()
 	start := time.Now()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Rate: -1}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: -1}, false)
 	if err != nil {
 		b.Fatalf("approve: %v: %+v", err, ap.Changes)
 	}

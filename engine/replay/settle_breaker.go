@@ -28,11 +28,11 @@ func (rn *run) breaker(parent context.Context) (stop func()) {
 	go func() {
 		defer close(done)
 		for {
-			rn.watchStep(ctx, older, rn.s.D.Clock.Now())
+			rn.watchStep(ctx, older, rn.s.d.Clock.Now())
 			// Errors are for the step's settling to report; the watch
 			// only ever stops sends early.
-			if _, err := rn.s.RecordTap(ctx, dlq); err == nil {
-				if rec, err := rn.s.D.Returns.Returned(ctx, id, listed); err == nil && rec.Total > counted {
+			if _, err := rn.s.base.RecordTap(ctx, dlq); err == nil {
+				if rec, err := rn.s.d.Returns.Returned(ctx, id, listed); err == nil && rec.Total > counted {
 					rn.tripped.Store(true)
 					return
 				}
@@ -40,7 +40,7 @@ func (rn *run) breaker(parent context.Context) (stop func()) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-rn.s.D.Clock.After(rn.s.Cfg.SettlePoll):
+			case <-rn.s.d.Clock.After(rn.s.cfg.SettlePoll):
 			}
 		}
 	}()

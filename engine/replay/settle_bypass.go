@@ -44,7 +44,7 @@ func (rn *run) bypassBaseline(ctx context.Context, patient bool) {
 	if rn.bp.none {
 		return
 	}
-	if _, err := rn.s.RecordTap(ctx, rn.r.DLQ); err != nil {
+	if _, err := rn.s.base.RecordTap(ctx, rn.r.DLQ); err != nil {
 		rn.Warn("record tap", err)
 		return
 	}
@@ -52,12 +52,12 @@ func (rn *run) bypassBaseline(ctx context.Context, patient bool) {
 	if !ok {
 		return
 	}
-	a, err := rn.s.D.Returns.Arrived(ctx, rn.r.DLQ)
+	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
 	if err != nil {
 		rn.Warn("read tap arrivals", err)
 		return
 	}
-	rn.bp = bypassBase{ready0: ready, arrived0: a, held0: rn.cursorHeld(), at: rn.s.D.Clock.Now()}
+	rn.bp = bypassBase{ready0: ready, arrived0: a, held0: rn.cursorHeld(), at: rn.s.d.Clock.Now()}
 }
 
 // bypassDue reports whether a step's final look checks for a bypass now:
@@ -67,7 +67,7 @@ func (rn *run) bypassDue(look *returnsLook, patient bool) bool {
 	if rn.bp.ready0 < 0 {
 		return false
 	}
-	return patient || look.canary || rn.s.D.Clock.Now().Sub(rn.bp.at) >= rn.s.Cfg.BypassEvery
+	return patient || look.canary || rn.s.d.Clock.Now().Sub(rn.bp.at) >= rn.s.cfg.BypassEvery
 }
 
 // stableReady is the classic DLQ's ready count once it holds still (two
@@ -79,7 +79,7 @@ func (rn *run) bypassDue(look *returnsLook, patient bool) bool {
 // skipped rather than paid for). A patient read (the run's last step)
 // waits up to lastLookPatience however slow each reading is.
 func (rn *run) stableReady(ctx context.Context, patient bool) (int, bool) {
-	clock := rn.s.D.Clock
+	clock := rn.s.d.Clock
 	last := -1
 	deadline := clock.Now().Add(2 * time.Second)
 	if patient {
@@ -87,7 +87,7 @@ func (rn *run) stableReady(ctx context.Context, patient bool) (int, bool) {
 	}
 	for {
 		asked := clock.Now()
-		st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
+		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
 		if err != nil {
 			rn.Warn("inspect dlq", err)
 			return 0, false
@@ -151,18 +151,18 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 		// messages for long costs a read per Config.BypassEvery, not per
 		// step); the run's last judgement cannot end on a claim nobody
 		// checked.
-		rn.bp.at = rn.s.D.Clock.Now()
+		rn.bp.at = rn.s.d.Clock.Now()
 		if patient {
 			return fmt.Errorf("engine: run %s: %s grew by %d more than its tap recorded, and a read of it could not tell whether those are returns (%s; run check once it has let go): %w",
 				rn.r.ID, rn.r.DLQ, bypassed, rn.scanHeldWords(cov), engine.ErrHeldElsewhere)
 		}
-		rn.s.Cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
+		rn.s.cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
 			Int("read", cov.Read).Int("ready", cov.Ready).Msg("the DLQ grew by more than its tap recorded, and " + rn.scanHeldWords(cov) + ": checked again at the next due step")
 		return nil
 	}
 	rn.bp = next
 	if inDLQ <= rn.tapTotal {
-		rn.s.Cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
+		rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
 			Msg("the DLQ grew by more than its tap recorded, but holds no return the tap missed")
 		return nil
 	}
@@ -173,7 +173,7 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	for _, f := range extra {
 		rn.fail(f)
 	}
-	rn.s.Cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", inDLQ-rn.tapTotal).
+	rn.s.cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", inDLQ-rn.tapTotal).
 		Msg("returns reached the DLQ without passing its bindings: re-reading it from now on")
 	return nil
 }
@@ -189,12 +189,12 @@ func (rn *run) unseenGrowthRefilled(ctx context.Context, patient bool) (int, byp
 	// load that moment outlasted stableReady's, and the scan in checkBypass
 	// then read the whole DLQ again (a filtered replay of 100,000 took
 	// 192,899 deliveries instead of 100,000): wait for the refill first.
-	clock := rn.s.D.Clock
+	clock := rn.s.d.Clock
 	for deadline := clock.Now().Add(cursorRefillWait); ok && bypassed > 0 && rn.cur != nil && clock.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
 			return 0, next, false
-		case <-clock.After(rn.s.Cfg.SettlePoll):
+		case <-clock.After(rn.s.cfg.SettlePoll):
 		}
 		bypassed, next, ok = rn.unseenGrowth(ctx, patient)
 	}
@@ -217,7 +217,7 @@ func (rn *run) readReturns(ctx context.Context, patient bool) (map[string]int, i
 	cov, err := rn.scanWhole(ctx, within, func() {
 		seen, inDLQ, extra = map[string]int{}, 0, nil
 	}, func(m letter.Message) error {
-		meta := rn.s.ViewMeta(rn.r.DLQ, m)
+		meta := rn.s.base.ViewMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			seen[meta.ID]++
 			inDLQ++
@@ -241,17 +241,17 @@ func (rn *run) unseenGrowth(ctx context.Context, patient bool) (int, bypassBase,
 	if !ok {
 		return 0, bypassBase{}, false
 	}
-	if _, err := rn.s.RecordTap(ctx, rn.r.DLQ); err != nil {
+	if _, err := rn.s.base.RecordTap(ctx, rn.r.DLQ); err != nil {
 		rn.Warn("record tap", err)
 		return 0, bypassBase{}, false
 	}
-	a, err := rn.s.D.Returns.Arrived(ctx, rn.r.DLQ)
+	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
 	if err != nil {
 		rn.Warn("read tap arrivals", err)
 		return 0, bypassBase{}, false
 	}
 	b, held := rn.bp, rn.cursorHeld()
-	next := bypassBase{ready0: ready, arrived0: a, held0: held, at: rn.s.D.Clock.Now()}
+	next := bypassBase{ready0: ready, arrived0: a, held0: held, at: rn.s.d.Clock.Now()}
 	expected := b.ready0 + (b.held0 - held) - b.removed
 	return (ready - expected) - int(a-b.arrived0), next, true
 }

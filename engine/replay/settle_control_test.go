@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -31,7 +32,7 @@ func settlingWith(t *testing.T, e *tapEnv, p engine.Params) (id, src, dlq string
 	r.Reject(src, testkit.Msgs(30, 50)...)
 	r.WaitCount(dlq, 30, 20*time.Second)
 	pv := preview(t, &e.env, engine.Selection{DLQ: dlq})
-	ap, err := e.svc.Approve(ctx, pv.Token, "U_APP", p, false)
+	ap, err := replay.Approve(e.svc, ctx, pv.Token, "U_APP", p, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestCancelWhileAStepSettlesEndsCancelledWithinASecond(t *testing.T) {
 	ctx := context.Background()
 	id, _, dlq, done := settling(t, e)
 	asked := time.Now()
-	if _, err := e.svc.Cancel(ctx, id, "U_CANCELLER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlCancel, "U_CANCELLER"); err != nil {
 		t.Fatal(err)
 	}
 	rep := <-done
@@ -70,7 +71,7 @@ func TestCancelWhileAStepSettlesEndsCancelledWithinASecond(t *testing.T) {
 		t.Fatalf("the cancel took %s to act while the step settled", took)
 	}
 	t.Logf("cancel acted in %s", took)
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) {
 		t.Fatalf("resume after a cancel: %v, want ErrNotControllable", err)
 	}
 	e.rabbit.WaitCount(dlq, 20, 10*time.Second) // the unsent 20 untouched
@@ -82,7 +83,7 @@ func TestPauseWhileAStepSettlesPausesWithinASecond(t *testing.T) {
 	ctx := context.Background()
 	id, _, dlq, done := settling(t, e)
 	asked := time.Now()
-	if _, err := e.svc.Pause(ctx, id, "U_PAUSER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlPause, "U_PAUSER"); err != nil {
 		t.Fatal(err)
 	}
 	rep := <-done
@@ -96,10 +97,10 @@ func TestPauseWhileAStepSettlesPausesWithinASecond(t *testing.T) {
 	t.Logf("pause acted in %s", took)
 	e.rabbit.WaitCount(dlq, 20, 10*time.Second)
 	// A cancel racing in after the pause is final, and a resume cannot take it back.
-	if _, err := e.svc.Cancel(ctx, id, "U_CANCELLER"); err != nil {
+	if _, err := e.svc.Control(ctx, id, engine.ControlCancel, "U_CANCELLER"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) {
+	if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); !errors.Is(err, engine.ErrNotControllable) {
 		t.Fatalf("resume after a cancel: %v, want ErrNotControllable", err)
 	}
 }
@@ -124,7 +125,7 @@ func TestContinueAnywayStopsOnNewReturnsAfterEarlierOnesLeftTheDLQ(t *testing.T)
 			r.WaitCount(dlq, 30, 20*time.Second)
 			p := preview(t, &e.env, engine.Selection{DLQ: dlq})
 			r.Consume(src, func(amqp.Delivery) string { return "reject" })
-			ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 10, Rate: -1, Timeout: 20 * time.Second}, false)
+			ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 10, Rate: -1, Timeout: 20 * time.Second}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,7 +138,7 @@ func TestContinueAnywayStopsOnNewReturnsAfterEarlierOnesLeftTheDLQ(t *testing.T)
 			takeReturned(t, r, dlq, 10)
 			first := rep.Returned
 			// Continue anyway: the next step of 10 comes back too, and must stop the replay.
-			if _, err := e.svc.Resume(ctx, ap.Replay.ID, "U_RESUMER"); err != nil {
+			if _, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlResume, "U_RESUMER"); err != nil {
 				t.Fatal(err)
 			}
 			rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner")

@@ -62,7 +62,7 @@ func (rn *run) noAckBefore(p *sentStep) {
 // consumers that auto-ack (see above). A target whose consumers ack is not
 // asked again for this step.
 func (rn *run) takenAcked(ctx context.Context, p *sentStep) bool {
-	if rn.s.D.Counters == nil || len(p.watches) == 0 {
+	if rn.s.d.Counters == nil || len(p.watches) == 0 {
 		return false
 	}
 	for _, w := range p.watches {
@@ -78,7 +78,7 @@ func (rn *run) targetTakenAcked(ctx context.Context, w *targetWatch) bool {
 	if !w.noAckBefore || w.consumers < 1 || w.consumersMoved {
 		return false
 	}
-	b := rn.s.D.Broker
+	b := rn.s.d.Broker
 	before, err := b.Inspect(ctx, w.queue)
 	if err != nil || !before.Exists || before.Ready != 0 {
 		return false

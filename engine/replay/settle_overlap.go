@@ -24,7 +24,7 @@ func (rn *run) mayOverlap(p *sentStep) bool {
 	if p.rejudge != nil {
 		return false // an earlier run's step: judged before anything is sent
 	}
-	if rn.s.Cfg.StrictSteps || prm.Rate > 0 || rn.mode != engine.ReturnsTap || rn.resending || rn.rs.left() > 0 {
+	if rn.s.cfg.StrictSteps || prm.Rate > 0 || rn.mode != engine.ReturnsTap || rn.resending || rn.rs.left() > 0 {
 		return false
 	}
 	if p.res.Step < 2 || rn.canary(p.res.Step-1) {

@@ -70,13 +70,13 @@ func (rn *run) anchorSample(ctx context.Context, q string) (engine.QueueCounters
 	if err != nil || !c.Lapsed || c.Ready != 0 || c.Unacked != 0 || !rn.wantsAnchor(q) {
 		return c, err
 	}
-	clock := rn.s.D.Clock
-	deadline := clock.Now().Add(rn.s.Cfg.SettleGrace)
+	clock := rn.s.d.Clock
+	deadline := clock.Now().Add(rn.s.cfg.SettleGrace)
 	for c.Lapsed && clock.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return c, nil
-		case <-clock.After(rn.s.Cfg.SettlePoll):
+		case <-clock.After(rn.s.cfg.SettlePoll):
 		}
 		next, err := rn.counters(ctx, q)
 		if err != nil {
@@ -114,7 +114,7 @@ func (rn *run) countSent(sentPer map[string]int, mr engine.MoveResult, moveErr e
 // ours ends the proof for q.
 func (rn *run) proven(ctx context.Context, q string) bool {
 	p := rn.proofs[q]
-	if p == nil || !p.ok || p.ours == 0 || rn.s.D.Counters == nil {
+	if p == nil || !p.ok || p.ours == 0 || rn.s.d.Counters == nil {
 		return false
 	}
 	c, err := rn.counters(ctx, q)
@@ -134,7 +134,7 @@ func (rn *run) proven(ctx context.Context, q string) bool {
 	}
 	if pub > p.ours || got > p.ours || acked > p.ours || c.Redeliver != a.Redeliver {
 		p.ok = false // someone else's messages or a requeue
-		rn.s.Cfg.Log.Info().Str("replay_id", rn.r.ID).Str("queue", q).Str("op", "prove settle").
+		rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("queue", q).Str("op", "prove settle").
 			Int64("published", pub).Int64("delivered", got).Int64("acked", acked).Int64("copies", p.ours).
 			Msg("the target's counters grew by more than the replay's copies: its steps wait the grace")
 		return false
@@ -153,7 +153,7 @@ func (rn *run) proven(ctx context.Context, q string) bool {
 	// publishes to, and the run publishes nothing while it judges. (Seen
 	// under load: a step of 10 copies to a target without a consumer
 	// "proven" settled.)
-	st, err := rn.s.D.Broker.Inspect(ctx, q)
+	st, err := rn.s.d.Broker.Inspect(ctx, q)
 	if err != nil {
 		rn.Warn("inspect target", err)
 		return false

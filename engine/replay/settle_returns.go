@@ -32,7 +32,7 @@ type returnsLook struct {
 // last is true when the step plans all that is left to send (a bypass
 // baseline it must read is then read patiently: see lastLookPatience).
 func (rn *run) newLook(ctx context.Context, last bool) *returnsLook {
-	look := &returnsLook{since: rn.s.D.Clock.Now()}
+	look := &returnsLook{since: rn.s.d.Clock.Now()}
 	if rn.mode == engine.ReturnsTap && rn.bp.ready0 < 0 {
 		rn.bypassBaseline(ctx, last)
 	}
@@ -70,8 +70,8 @@ func (rn *run) startReturns(ctx context.Context) error {
 	// before: a resumed run first notes what is there already (marked
 	// reading, as its re-reads are: settle_scan.go).
 	mark := rn.markScan(ctx)
-	_, err := rn.s.D.Broker.Scan(ctx, rn.r.DLQ, func(m letter.Message) error {
-		meta := rn.s.ParseMeta(rn.r.DLQ, m)
+	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m letter.Message) error {
+		meta := rn.s.base.ParseMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			rn.returnedSeen[meta.ID]++
 			seen++
@@ -128,8 +128,8 @@ func (rn *run) lookForReturns(ctx context.Context, look *returnsLook, now time.T
 // record: the returned count grows by the events recorded since the last
 // look (counted, never a maximum), and new events are listed as failures.
 func (rn *run) tapReturns(ctx context.Context) error {
-	began := rn.s.D.Clock.Now()
-	if _, err := rn.s.RecordTap(ctx, rn.r.DLQ); err != nil {
+	began := rn.s.d.Clock.Now()
+	if _, err := rn.s.base.RecordTap(ctx, rn.r.DLQ); err != nil {
 		if !errors.Is(err, engine.ErrQueueNotFound) {
 			return err
 		}
@@ -141,7 +141,7 @@ func (rn *run) tapReturns(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	arrived, err := rn.s.D.Returns.Arrived(ctx, rn.r.DLQ)
+	arrived, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
 	if err != nil {
 		return rn.unverified(err)
 	}
@@ -180,7 +180,7 @@ func (rn *run) rereadReturns(ctx context.Context, look *returnsLook) error {
 		within = lastLookPatience
 	}
 	cov, err := rn.scanWhole(ctx, within, func() { seen, fresh = map[string]int{}, 0 }, func(m letter.Message) error {
-		meta := rn.s.ViewMeta(rn.r.DLQ, m)
+		meta := rn.s.base.ViewMeta(rn.r.DLQ, m)
 		switch {
 		case meta.ReplayID == rn.r.ID && meta.Returned:
 			seen[meta.ID]++
@@ -228,7 +228,7 @@ func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
 	)
 	rn.releaseCursor("a re-read after a window without the tap reads the whole DLQ") // see checkBypass
 	cov, err := rn.scanWhole(ctx, scanRetry, func() { inDLQ, extra = 0, nil }, func(m letter.Message) error {
-		meta := rn.s.ViewMeta(rn.r.DLQ, m)
+		meta := rn.s.base.ViewMeta(rn.r.DLQ, m)
 		if meta.ReplayID == rn.r.ID && meta.Returned {
 			inDLQ++
 			if _, tapped := rec.IDs[meta.ID]; !tapped {
@@ -267,7 +267,7 @@ func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
 		rn.gapExtra = n
 	}
 	rn.r.Unseen = nil
-	rn.s.Cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "reconcile tap gap").
+	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "reconcile tap gap").
 		Int("in_dlq", inDLQ).Int("tapped", rn.tapTotal).Int("found_by_reread", rn.gapExtra).
 		Msg("re-read the DLQ for the copies that came back while its tap was gone")
 	return nil

@@ -51,7 +51,7 @@ const scanRetry = 2 * time.Second
 // tried for as long as a step waits for a holder (Config.HeldWait): such a
 // read lets go within its step or its scan, unlike an unknown client's.
 func (rn *run) scanWhole(ctx context.Context, within time.Duration, begin func(), visit func(letter.Message) error) (engine.Coverage, error) {
-	clock := rn.s.D.Clock
+	clock := rn.s.d.Clock
 	start := clock.Now()
 	deadline := start.Add(within)
 	rn.scanReplays = nil
@@ -60,13 +60,13 @@ func (rn *run) scanWhole(ctx context.Context, within time.Duration, begin func()
 	for try := 0; ; try++ {
 		begin()
 		began := clock.Now()
-		info, err := rn.s.D.Broker.Scan(ctx, rn.r.DLQ, visit)
+		info, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, visit)
 		if err != nil || info.Coverage.Whole() || info.Coverage.Cut {
 			return info.Coverage, err
 		}
 		took := clock.Now().Sub(began)
 		if within >= lastLookPatience && rn.readDuring(ctx, began) {
-			deadline = later(deadline, start.Add(rn.s.Cfg.HeldWait))
+			deadline = later(deadline, start.Add(rn.s.cfg.HeldWait))
 		}
 		if rs := rn.replayReaders(ctx); len(rs) > 0 {
 			rn.scanReplays = rs
@@ -82,7 +82,7 @@ func (rn *run) scanWhole(ctx context.Context, within time.Duration, begin func()
 		select {
 		case <-ctx.Done():
 			return info.Coverage, ctx.Err()
-		case <-clock.After(rn.s.Cfg.SettlePoll + backoff(took, try)):
+		case <-clock.After(rn.s.cfg.SettlePoll + backoff(took, try)):
 		}
 	}
 }
@@ -146,13 +146,13 @@ type scanMark struct {
 // time); end removes the mark, or turns it back into the cursor's.
 func (rn *run) markScan(ctx context.Context) *scanMark {
 	m := &scanMark{rn: rn, done: make(chan struct{})}
-	if rn.s.D.Claims == nil {
+	if rn.s.d.Claims == nil {
 		close(m.done)
 		m.stop = func() {}
 		return m
 	}
 	rn.markReading(ctx, false)
-	held, dlq, id, claims, ttl := rn.curHeld, rn.r.DLQ, rn.r.ID, rn.s.D.Claims, rn.s.Cfg.LeaseTTL
+	held, dlq, id, claims, ttl := rn.curHeld, rn.r.DLQ, rn.r.ID, rn.s.d.Claims, rn.s.cfg.LeaseTTL
 	if rn.cur == nil {
 		held = 0
 	}
@@ -164,10 +164,10 @@ func (rn *run) markScan(ctx context.Context) *scanMark {
 			select {
 			case <-mctx.Done():
 				return
-			case <-rn.s.D.Clock.After(review.MarkEvery):
+			case <-rn.s.d.Clock.After(review.MarkEvery):
 			}
 			if err := claims.Reading(mctx, dlq, id, m.seeking.Load(), held, ttl); err != nil && mctx.Err() == nil {
-				rn.s.Cfg.Log.Warn().Err(err).Str("replay_id", id).Str("dlq", dlq).Msg("mark reading")
+				rn.s.cfg.Log.Warn().Err(err).Str("replay_id", id).Str("dlq", dlq).Msg("mark reading")
 			}
 		}
 	}()
@@ -184,7 +184,7 @@ func (m *scanMark) seek(ctx context.Context) {
 func (m *scanMark) end(ctx context.Context) {
 	m.stop()
 	<-m.done
-	if m.rn.s.D.Claims != nil {
+	if m.rn.s.d.Claims != nil {
 		m.rn.doneReading(ctx)
 	}
 }

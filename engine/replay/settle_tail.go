@@ -48,7 +48,7 @@ func (rn *run) tailReads(ctx context.Context) bool {
 	if rn.dlqType == "" {
 		// A queue's type never changes: asked once it is told, not at
 		// every step.
-		if st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ); err == nil && st.Exists {
+		if st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil && st.Exists {
 			rn.dlqType = st.Type
 		}
 	}
@@ -76,7 +76,7 @@ func (rn *run) seeTail(m engine.Message) {
 		return
 	}
 	rn.tail.at[m.Seq] = true
-	meta := rn.s.ViewMeta(rn.r.DLQ, m)
+	meta := rn.s.base.ViewMeta(rn.r.DLQ, m)
 	switch {
 	case meta.ReplayID == rn.r.ID && meta.Returned:
 		rn.tail.seen[meta.ID]++
@@ -138,9 +138,9 @@ func (rn *run) readOnToTail(ctx context.Context) bool {
 	mr, err := rn.move(ctx, engine.MoveRequest{
 		Queue: rn.r.DLQ,
 		Pick: func(m engine.Message) (engine.Pick, bool) {
-			return engine.Pick{Later: !rn.resending && rn.plan.LeftOf(rn.s.ParseMeta(rn.r.DLQ, m).ID) > 0}, false
+			return engine.Pick{Later: !rn.resending && rn.plan.LeftOf(rn.s.base.ParseMeta(rn.r.DLQ, m).ID) > 0}, false
 		},
-		Window: rn.s.Cfg.Window,
+		Window: rn.s.cfg.Window,
 	})
 	if err != nil {
 		rn.doneReading(ctx) // the cursor was released

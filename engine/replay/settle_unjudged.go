@@ -160,7 +160,7 @@ func (rn *run) settleRest(ctx context.Context) (stop, err error) {
 	rn.opened(p)
 	if !rn.consumed(ctx) {
 		// Nothing takes them: one look at the targets, no wait.
-		rn.watchStep(ctx, p, rn.s.D.Clock.Now())
+		rn.watchStep(ctx, p, rn.s.d.Clock.Now())
 		rn.noteSettled(p)
 		return nil, nil
 	}
@@ -247,7 +247,7 @@ func (rn *run) cancelledText() string {
 // back, while the run watches.
 func (rn *run) consumed(ctx context.Context) bool {
 	for q := range rn.r.Unsettled {
-		st, err := rn.s.D.Broker.Inspect(ctx, q)
+		st, err := rn.s.d.Broker.Inspect(ctx, q)
 		if err != nil || st.Consumers > 0 {
 			return true
 		}

@@ -52,7 +52,7 @@ func TestATargetThatCannotBeInspectedSettlesNothing(t *testing.T) {
 	r.WaitCount(dlq, 30, 30*time.Second)
 	p := preview(t, &e.env, engine.Selection{DLQ: dlq})
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Rate: -1, Timeout: 2 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: -1, Timeout: 2 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

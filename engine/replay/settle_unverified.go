@@ -21,7 +21,7 @@ import (
 // refusing a record that counts fewer returns than this run read before
 // (it only grows).
 func (rn *run) returned(ctx context.Context, from int) (engine.ReturnRecord, error) {
-	rec, err := rn.s.D.Returns.Returned(ctx, rn.r.ID, from)
+	rec, err := rn.s.d.Returns.Returned(ctx, rn.r.ID, from)
 	if err == nil && rec.Total < rn.tapTotal {
 		err = fmt.Errorf("it counts %d return(s), fewer than the %d this run read from it before (changed in Redis): %w", rec.Total, rn.tapTotal, engine.ErrBadSignature)
 	}
@@ -40,7 +40,7 @@ func (rn *run) unverified(err error) error {
 	}
 	if rn.r.ReturnsUnverified == "" {
 		rn.r.ReturnsUnverified = fmt.Sprintf("the tap's record of returns failed its check at %s, with %d seen back: %v",
-			rn.s.D.Clock.Now().UTC().Format(engine.UnseenTime), rn.r.Returned, err)
+			rn.s.d.Clock.Now().UTC().Format(engine.UnseenTime), rn.r.Returned, err)
 	}
 	return fmt.Errorf("%w: %w", engine.ErrReturnsUnverified, err)
 }

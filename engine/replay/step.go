@@ -59,7 +59,7 @@ func (rn *run) step(ctx context.Context) (engine.StepResult, error, error) {
 // stopped early; errTripped when returns were seen while it sent beside an
 // unjudged step.
 func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
-	start := rn.s.D.Clock.Now()
+	start := rn.s.d.Clock.Now()
 	k := rn.r.Step + 1
 	size := engine.StepSize(rn.r.Params.Step, rn.r.Params.Cap, k)
 	pick, walk, err := rn.pickFirst(ctx, k, size)
@@ -218,7 +218,7 @@ func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *engine
 // step reads through the cursor) and claims it: what another replay holds
 // is taken out of the pick and (when planned is set) of *planned.
 func (rn *run) claimChunk(ctx context.Context, walk *engine.StepWalk, planned *int) (map[string]int, error) {
-	chunk := rn.s.Cfg.StepChunk
+	chunk := rn.s.cfg.StepChunk
 	if _, ok := rn.cursorMover(); !ok {
 		// Without a cursor each move reads the DLQ from its head and gives
 		// back what it passed: a chunk would be one more read (and on a
@@ -245,13 +245,13 @@ func (rn *run) judge(ctx context.Context, p, also *sentStep, tripped bool) (engi
 		stop, err := rn.settleSteps(ctx, p, also)
 		if stop != nil || err != nil {
 			// Sent, not judged: halt records the state asked for.
-			p.res.Duration = rn.s.D.Clock.Now().Sub(p.start)
+			p.res.Duration = rn.s.d.Clock.Now().Sub(p.start)
 			return p.res, stop, err
 		}
 	} else {
 		p.res.Observation = "nothing was sent in this step"
 	}
-	p.res.Duration = rn.s.D.Clock.Now().Sub(p.start)
+	p.res.Duration = rn.s.d.Clock.Now().Sub(p.start)
 	rn.noteSettled(p)
 	if p.rejudge != nil {
 		p.res.Observation = judgedAgain(p.rejudge, p.res.Observation)
@@ -266,7 +266,7 @@ func (rn *run) judge(ctx context.Context, p, also *sentStep, tripped bool) (engi
 	return p.res, nil, nil
 }
 func (rn *run) entries(batch []engine.Moved, pending bool) []engine.LedgerEntry {
-	now := rn.s.D.Clock.Now()
+	now := rn.s.d.Clock.Now()
 	out := make([]engine.LedgerEntry, len(batch))
 	for i, m := range batch {
 		out[i] = engine.LedgerEntry{ReplayID: rn.r.ID, DLQ: rn.r.DLQ, ID: m.ID, Target: m.Target, Seq: m.Seq, At: now, Pending: pending, Copy: m.Copy}
@@ -285,7 +285,7 @@ const progressEvery = 500 * time.Millisecond
 // picks like a client that is not dlqbot, held past its HeldWait.
 func (rn *run) progress(ctx context.Context, n int) {
 	rn.r.Sent += n
-	now := rn.s.D.Clock.Now()
+	now := rn.s.d.Clock.Now()
 	if now.Sub(rn.lastProgress) < progressEvery {
 		return
 	}
@@ -300,7 +300,7 @@ func (rn *run) progress(ctx context.Context, n int) {
 // after its sends (for messages another client holds) writes first, or
 // its status would show fewer sent than it sent for the whole wait.
 func (rn *run) flushProgress(ctx context.Context) {
-	rn.lastProgress = rn.s.D.Clock.Now()
+	rn.lastProgress = rn.s.d.Clock.Now()
 	if err := rn.put(ctx); err != nil {
 		// The next write carries the count again; a lost lease stops the
 		// move via Intend.
@@ -333,7 +333,7 @@ func (rn *run) abandon(ctx context.Context, mr engine.MoveResult) error {
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	return rn.s.D.Ledger.Abandon(actx, rn.entries(gone, true))
+	return rn.s.d.Ledger.Abandon(actx, rn.entries(gone, true))
 }
 
 // stepMoves is what every move of a step did that the step books once its
@@ -374,10 +374,10 @@ func (rn *run) stepBudget(ctx context.Context) error {
 		// answer, at every step).
 		return nil
 	}
-	st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
+	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
 	if err != nil || !st.Exists {
 		return nil // the move itself reports a missing or unreachable DLQ
 	}
 	rest, _ := engine.ReadsNeeded(rn.plan.Remaining(), rn.r.Params, rereads)
-	return engine.BudgetError(st, reads+rereads, engine.RaiseLimit(rn.s.Cfg.Vhost, st, engine.SuggestedLimit(st, rest-1)))
+	return engine.BudgetError(st, reads+rereads, engine.RaiseLimit(rn.s.cfg.Vhost, st, engine.SuggestedLimit(st, rest-1)))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -94,7 +95,7 @@ func TestDefaultExchangeReplayReadsEachMessageAtMostTwice(t *testing.T) {
 			t.Fatalf("preview: selected %d, coverage %+v, returns %+v: want %d of a whole read, without a tap", p.Selected, p.Coverage, p.Returns, selected)
 		}
 		testkit.Eventually(t, time.Minute, "the preview's give-backs in the DLQ", func() bool { return r.Count(dlq) == n })
-		ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Rate: -1}, true)
+		ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: -1}, true)
 		if err != nil {
 			t.Fatalf("approve: %v", err)
 		}

@@ -102,7 +102,7 @@ func TestATailThatCannotSeeTheDLQClaimsNothing(t *testing.T) {
 			t.Fatalf("preview returns %+v: want no tap", p.Returns)
 		}
 		holder := holdAtFirstCopy(t, r, src, dlq, back, nil, rejectEvery(n/back))
-		ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
+		ap, err := replay.Approve(e.svc, t.Context(), p.Token, "U_APP", oneStep, false)
 		if err != nil {
 			t.Fatal(err)
 		}

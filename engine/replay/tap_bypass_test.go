@@ -11,6 +11,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -202,7 +203,7 @@ func approvedTenth(t *testing.T, b testkit.Broker, n int) (e *tapEnv, work, dlq 
 	if p.Selected != n/10 || p.Returns.Mode != engine.ReturnsTap {
 		t.Fatalf("preview selected %d, returns %+v: want %d, the tap", p.Selected, p.Returns, n/10)
 	}
-	ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", oneStep, false)
+	ap, err := replay.Approve(e.svc, t.Context(), p.Token, "U_APP", oneStep, false)
 	if err != nil {
 		t.Fatal(err)
 	}

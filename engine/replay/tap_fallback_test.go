@@ -36,7 +36,7 @@ func TestDefaultExchangeDLQFallsBackToCountedRereads(t *testing.T) {
 					t.Fatalf("preview returns %+v: want re-reads, 2 of them (steps of 10 and 20)", p.Returns)
 				}
 				r.Consume(src, func(amqp.Delivery) string { return "reject" })
-				ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", engine.Params{Rate: -1, Timeout: 20 * time.Second}, false)
+				ap, err := replay.Approve(e.svc, t.Context(), p.Token, "U_APP", engine.Params{Rate: -1, Timeout: 20 * time.Second}, false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -196,7 +196,7 @@ func TestARereadRefusedByTheReadBudgetStopsTheReplayWithTheReason(t *testing.T) 
 	r.WaitCount(dlq, 20, 20*time.Second)
 	p := preview(t, &e.env, engine.Selection{DLQ: dlq})
 	r.Consume(src, func(amqp.Delivery) string { return "ack" })
-	ap, err := e.svc.Approve(t.Context(), p.Token, "U_APP", engine.Params{Rate: -1, Timeout: 20 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, t.Context(), p.Token, "U_APP", engine.Params{Rate: -1, Timeout: 20 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -112,7 +113,7 @@ func tapFindsReturns(t *testing.T, b testkit.Broker, dlqArgs amqp.Table) {
 		t.Fatalf("preview selected %d, returns %+v: want %d through a tap", p.Selected, p.Returns, n)
 	}
 	fourDialects(t, r, src, dlx, dlq)
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", oneStep, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", oneStep, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,10 +38,10 @@ type tapWatch struct {
 // tap; stop ends it and waits for it (its unrecorded deliveries go back
 // to the tap).
 func (rn *run) watchTap(ctx context.Context) (stop func()) {
-	if rn.mode != engine.ReturnsTap || !rn.s.Tapping() {
+	if rn.mode != engine.ReturnsTap || !rn.s.base.Tapping() {
 		return func() {}
 	}
-	w := &tapWatch{s: rn.s, dlq: rn.r.DLQ, replay: rn.r.ID, start: rn.s.D.Clock.Now(), nudge: make(chan struct{}, 1)}
+	w := &tapWatch{s: rn.s, dlq: rn.r.DLQ, replay: rn.r.ID, start: rn.s.d.Clock.Now(), nudge: make(chan struct{}, 1)}
 	rn.watch = w
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -58,28 +58,28 @@ func (rn *run) watchTap(ctx context.Context) (stop func()) {
 func (w *tapWatch) run(ctx context.Context) {
 	s := w.s
 	for ctx.Err() == nil {
-		err := s.D.Taps.WatchTap(ctx, w.dlq, func(ms []letter.Message) error {
-			if err := s.RecordBatch(ctx, w.dlq, ms); err != nil {
+		err := s.d.Taps.WatchTap(ctx, w.dlq, func(ms []letter.Message) error {
+			if err := s.base.RecordBatch(ctx, w.dlq, ms); err != nil {
 				return err
 			}
-			s.SawTap(w.dlq)
+			s.base.SawTap(w.dlq)
 			return nil
 		})
 		switch {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, engine.ErrQueueNotFound):
-			w.noticed(s.D.Clock.Now())
+			w.noticed(s.d.Clock.Now())
 			w.repair(ctx)
 			continue
 		case err != nil:
-			s.Warn(w.replay, w.dlq, "watch tap", err)
+			s.base.Warn(w.replay, w.dlq, "watch tap", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-w.nudge:
-		case <-s.D.Clock.After(tapRepairRetry):
+		case <-s.d.Clock.After(tapRepairRetry):
 		}
 	}
 }
@@ -96,7 +96,7 @@ func (w *tapWatch) noticed(since time.Time) {
 	w.mu.Lock()
 	n := len(w.gaps)
 	if n == 0 || (!w.gaps[n-1].Open() && w.gaps[n-1].To.Before(since)) {
-		w.gaps = append(w.gaps, engine.TapGap{From: w.s.LastSawTap(w.dlq, w.start)})
+		w.gaps = append(w.gaps, engine.TapGap{From: w.s.base.LastSawTap(w.dlq, w.start)})
 	}
 	w.mu.Unlock()
 	select {
@@ -112,24 +112,24 @@ func (w *tapWatch) repair(ctx context.Context) {
 	from := w.gaps[len(w.gaps)-1].From
 	w.mu.Unlock()
 	s := w.s
-	s.AddGap(ctx, w.replay, w.dlq, engine.TapGap{From: from}) // open: other processes' checks know at once
+	s.base.AddGap(ctx, w.replay, w.dlq, engine.TapGap{From: from}) // open: other processes' checks know at once
 	for {
-		to, err := s.RedeclareTap(ctx, w.dlq)
+		to, err := s.base.RedeclareTap(ctx, w.dlq)
 		if err == nil {
-			s.AddGap(ctx, w.replay, w.dlq, engine.TapGap{From: from, To: to})
+			s.base.AddGap(ctx, w.replay, w.dlq, engine.TapGap{From: from, To: to})
 			w.mu.Lock()
 			w.gaps[len(w.gaps)-1].To = to
 			w.mu.Unlock()
-			s.Cfg.Log.Warn().Str("replay_id", w.replay).Str("dlq", w.dlq).Str("op", "watch tap").
+			s.cfg.Log.Warn().Str("replay_id", w.replay).Str("dlq", w.dlq).Str("op", "watch tap").
 				Time("gone_from", from).Time("gone_to", to).
 				Msg("the DLQ's tap was gone: declared it again; copies that came back meanwhile are counted by re-reading the DLQ")
 			return
 		}
-		s.Warn(w.replay, w.dlq, "declare missing tap again", err)
+		s.base.Warn(w.replay, w.dlq, "declare missing tap again", err)
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.D.Clock.After(tapRepairRetry):
+		case <-s.d.Clock.After(tapRepairRetry):
 		}
 	}
 }
@@ -164,17 +164,17 @@ func (w *tapWatch) all() []engine.TapGap {
 // closeOpenGap closes dlq's open window without its tap, if the store
 // has one, now that the tap is in place again.
 func (s *Service) closeOpenGap(ctx context.Context, replay, dlq string) {
-	if s.D.TapGaps == nil {
+	if s.d.TapGaps == nil {
 		return
 	}
-	gaps, err := s.D.TapGaps.TapGaps(ctx, dlq)
+	gaps, err := s.d.TapGaps.TapGaps(ctx, dlq)
 	if err != nil {
-		s.Warn(replay, dlq, "read tap gaps", err)
+		s.base.Warn(replay, dlq, "read tap gaps", err)
 		return
 	}
 	for _, g := range gaps {
 		if g.Open() {
-			s.AddGap(ctx, replay, dlq, engine.TapGap{From: g.From, To: s.D.Clock.Now()})
+			s.base.AddGap(ctx, replay, dlq, engine.TapGap{From: g.From, To: s.d.Clock.Now()})
 			return
 		}
 	}

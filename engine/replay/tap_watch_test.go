@@ -84,7 +84,7 @@ func tapDeletedMidReplay(t *testing.T, b testkit.Broker, dlqArgs amqp.Table) {
 		return "ack"
 	})
 	prm := engine.Params{Step: 10, Cap: 500, Rate: 200, Timeout: 30 * time.Second}
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", prm, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", prm, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func tapDeletedMidReplay(t *testing.T, b testkit.Broker, dlqArgs amqp.Table) {
 
 	t.Logf("check: %d returned, unseen %+v; tap gone from %s to %s", c.Returned, c.Unseen, gaps[0].From.Format(time.StampMilli), gaps[len(gaps)-1].To.Format(time.StampMilli))
 	// Resumed, it finishes, and still says the 8 came back.
-	if _, err := e.svc.Resume(ctx, rep.ID, "U_RES"); err != nil {
+	if _, err := e.svc.Control(ctx, rep.ID, engine.ControlResume, "U_RES"); err != nil {
 		t.Fatal(err)
 	}
 	rep, err = e.svc.Run(ctx, rep.ID, "owner2-"+t.Name())
@@ -358,7 +358,7 @@ func tapLossCannotReread(t *testing.T, b testkit.Broker) bool {
 		}
 		return "ack"
 	})
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 500, Rate: 200, Timeout: 30 * time.Second}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 500, Rate: 200, Timeout: 30 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,46 +7,46 @@ import (
 	"time"
 )
 
-// DrainTaps records every registered tap into the store, every poll
+// drainTaps records every registered tap into the store, every poll
 // (DefaultTapPoll when 0), until ctx ends. Work runs it; any number of
 // processes may run it at once (they compete for the taps' messages, and
 // each message is recorded once). Errors are logged and retried at the
 // next poll.
-func (s *Service) DrainTaps(ctx context.Context, poll time.Duration) {
-	if !s.Tapping() {
+func (s *Service) drainTaps(ctx context.Context, poll time.Duration) {
+	if !s.base.Tapping() {
 		return
 	}
 	if poll <= 0 {
 		poll = engine.DefaultTapPoll
 	}
 	for {
-		if qs, err := s.D.Returns.Tapped(ctx); err == nil {
+		if qs, err := s.d.Returns.Tapped(ctx); err == nil {
 			for _, q := range qs {
 				if ctx.Err() != nil {
 					return
 				}
 				// A tap the broker deleted (x-expires) is unregistered; the
 				// next replay of its DLQ declares and registers it again.
-				_, err := s.RecordTap(ctx, q)
+				_, err := s.base.RecordTap(ctx, q)
 				switch {
 				case errors.Is(err, engine.ErrQueueNotFound):
 					// Gone since this process last saw it: the window is
 					// open until a run or a check declares it again.
-					s.AddGap(ctx, "", q, engine.TapGap{From: s.LastSawTap(q, s.D.Clock.Now())})
-					if err := s.D.Returns.RemoveTap(ctx, q); err != nil && ctx.Err() == nil {
-						s.Warn("", q, "unregister deleted tap", err) // tried again at the next poll
+					s.base.AddGap(ctx, "", q, engine.TapGap{From: s.base.LastSawTap(q, s.d.Clock.Now())})
+					if err := s.d.Returns.RemoveTap(ctx, q); err != nil && ctx.Err() == nil {
+						s.base.Warn("", q, "unregister deleted tap", err) // tried again at the next poll
 					}
 				case err != nil && ctx.Err() == nil:
-					s.Warn("", q, "record tap", err)
+					s.base.Warn("", q, "record tap", err)
 				}
 			}
 		} else if ctx.Err() == nil {
-			s.Warn("", "", "list taps", err)
+			s.base.Warn("", "", "list taps", err)
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.D.Clock.After(poll):
+		case <-s.d.Clock.After(poll):
 		}
 	}
 }
@@ -59,10 +59,10 @@ func (s *Service) DrainTaps(ctx context.Context, poll time.Duration) {
 // the run falls back to re-reading the DLQ and says why.
 func (rn *run) prepareTap(ctx context.Context) (engine.ReturnsMode, string) {
 	s := rn.s
-	if !s.Tapping() {
+	if !s.base.Tapping() {
 		return engine.ReturnsReread, "this bot has no tap support configured"
 	}
-	st, err := s.D.Taps.EnsureTap(ctx, rn.r.DLQ)
+	st, err := s.d.Taps.EnsureTap(ctx, rn.r.DLQ)
 	if err != nil {
 		return engine.ReturnsReread, "the tap could not be set up: " + err.Error()
 	}
@@ -70,15 +70,15 @@ func (rn *run) prepareTap(ctx context.Context) (engine.ReturnsMode, string) {
 		return engine.ReturnsReread, st.Reason
 	}
 	s.closeOpenGap(ctx, rn.r.ID, rn.r.DLQ) // a window without the tap ends here
-	if err := s.D.Returns.AddTap(ctx, rn.r.DLQ); err != nil {
+	if err := s.d.Returns.AddTap(ctx, rn.r.DLQ); err != nil {
 		return engine.ReturnsReread, "the tap could not be registered: " + err.Error()
 	}
 	// What the tap held before this replay began is not this replay's
 	// news: record it first, then take the baseline.
-	if _, err := s.RecordTap(ctx, rn.r.DLQ); err != nil {
+	if _, err := s.base.RecordTap(ctx, rn.r.DLQ); err != nil {
 		return engine.ReturnsReread, "the tap could not be read: " + err.Error()
 	}
-	if err := s.D.Returns.Begin(ctx, rn.r.ID, rn.r.DLQ); err != nil {
+	if err := s.d.Returns.Begin(ctx, rn.r.ID, rn.r.DLQ); err != nil {
 		_ = rn.unverified(err) // a record changed in Redis stays so: see settle_unverified.go
 		return engine.ReturnsReread, "the tap record could not begin: " + err.Error()
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -27,7 +28,7 @@ func TestWorkersRecordEveryRegisteredTap(t *testing.T) {
 		// Two workers compete for the tap; each message is recorded once.
 		done := make(chan struct{}, 2)
 		for i := 0; i < 2; i++ {
-			go func() { e.svc.DrainTaps(ctx, 20*time.Millisecond); done <- struct{}{} }()
+			go func() { replay.DrainTaps(e.svc, ctx, 20*time.Millisecond); done <- struct{}{} }()
 		}
 		r.Reject(src, testkit.Msgs(700, 20)...)
 		testkit.Eventually(t, 20*time.Second, "700 arrivals recorded", func() bool {

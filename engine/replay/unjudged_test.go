@@ -103,7 +103,7 @@ func TestAStepAPauseLeftUnjudgedIsJudgedOnResumeBeforeTheReplayFinishes(t *testi
 		r.Reject(src, testkit.Msgs(30, 50)...)
 		r.WaitCount(dlq, 30, 20*time.Second)
 		pv := preview(t, &e.env, engine.Selection{DLQ: dlq})
-		ap, err := e.svc.Approve(ctx, pv.Token, "U_APP", engine.Params{Rate: -1, Timeout: 30 * time.Second}, false)
+		ap, err := replay.Approve(e.svc, ctx, pv.Token, "U_APP", engine.Params{Rate: -1, Timeout: 30 * time.Second}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +113,7 @@ func TestAStepAPauseLeftUnjudgedIsJudgedOnResumeBeforeTheReplayFinishes(t *testi
 			cur, _ := e.svc.Status(ctx, id)
 			return cur.Sent == 10 && r.Count(src) == 10
 		})
-		if _, err := e.svc.Pause(ctx, id, "U_PAUSER"); err != nil {
+		if _, err := e.svc.Control(ctx, id, engine.ControlPause, "U_PAUSER"); err != nil {
 			t.Fatal(err)
 		}
 		if rep := <-done; rep.State != engine.StatePaused {
@@ -126,7 +126,7 @@ func TestAStepAPauseLeftUnjudgedIsJudgedOnResumeBeforeTheReplayFinishes(t *testi
 			n, _, _ := got.counts()
 			return n == 10
 		})
-		if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+		if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := e.svc.Run(ctx, id, "owner-2")
@@ -181,7 +181,7 @@ func TestCopiesSentBeforeACancelAreStillCountedWhenTheyComeBack(t *testing.T) {
 			rejected.Done()
 			return "reject"
 		})
-		ap, err := e.svc.Approve(ctx, pv.Token, "U_APP", engine.Params{Rate: -1, Timeout: 30 * time.Second}, false)
+		ap, err := replay.Approve(e.svc, ctx, pv.Token, "U_APP", engine.Params{Rate: -1, Timeout: 30 * time.Second}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -192,7 +192,7 @@ func TestCopiesSentBeforeACancelAreStillCountedWhenTheyComeBack(t *testing.T) {
 			cur, _ := e.svc.Status(ctx, id)
 			return cur.Sent == 10
 		})
-		if _, err := e.svc.Cancel(ctx, id, "U_CANCELLER"); err != nil {
+		if _, err := e.svc.Control(ctx, id, engine.ControlCancel, "U_CANCELLER"); err != nil {
 			t.Fatal(err)
 		}
 		testkit.Eventually(t, 5*time.Second, "the record says cancelled", func() bool {
@@ -238,7 +238,7 @@ func TestAStepAPauseLeftUnjudgedThatCameBackStopsTheResumedReplay(t *testing.T) 
 		r.Reject(src, testkit.Msgs(30, 50)...)
 		r.WaitCount(dlq, 30, 20*time.Second)
 		pv := preview(t, &e.env, engine.Selection{DLQ: dlq})
-		ap, err := e.svc.Approve(ctx, pv.Token, "U_APP", engine.Params{Rate: -1, Timeout: 30 * time.Second}, false)
+		ap, err := replay.Approve(e.svc, ctx, pv.Token, "U_APP", engine.Params{Rate: -1, Timeout: 30 * time.Second}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,7 +248,7 @@ func TestAStepAPauseLeftUnjudgedThatCameBackStopsTheResumedReplay(t *testing.T) 
 			cur, _ := e.svc.Status(ctx, id)
 			return cur.Sent == 10 && r.Count(src) == 10
 		})
-		if _, err := e.svc.Pause(ctx, id, "U_PAUSER"); err != nil {
+		if _, err := e.svc.Control(ctx, id, engine.ControlPause, "U_PAUSER"); err != nil {
 			t.Fatal(err)
 		}
 		if rep := <-done; rep.State != engine.StatePaused {
@@ -262,7 +262,7 @@ func TestAStepAPauseLeftUnjudgedThatCameBackStopsTheResumedReplay(t *testing.T) 
 			copies, _ := dlqHolds(t, &e.env, dlq, id)
 			return n == 10 && copies == 10
 		})
-		if _, err := e.svc.Resume(ctx, id, "U_RESUMER"); err != nil {
+		if _, err := e.svc.Control(ctx, id, engine.ControlResume, "U_RESUMER"); err != nil {
 			t.Fatal(err)
 		}
 		rep, err := e.svc.Run(ctx, id, "owner-2")

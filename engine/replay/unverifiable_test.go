@@ -32,7 +32,7 @@ func TestWorkerSkipsAnUnverifiableReplay(t *testing.T) {
 	r.Consume(srcA, func(amqp091.Delivery) string { return "ack" })
 	r.Consume(srcB, func(amqp091.Delivery) string { return "ack" })
 
-	apA, err := svc.Approve(ctx, preview(t, e, engine.Selection{DLQ: dlqA}).Token, "U_APP", oneStep, false)
+	apA, err := replay.Approve(svc, ctx, preview(t, e, engine.Selection{DLQ: dlqA}).Token, "U_APP", oneStep, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestWorkerSkipsAnUnverifiableReplay(t *testing.T) {
 	if err := rdb.HSet(ctx, key, "data", edited).Err(); err != nil {
 		t.Fatal(err)
 	}
-	apB, err := svc.Approve(ctx, preview(t, e, engine.Selection{DLQ: dlqB}).Token, "U_APP", oneStep, false)
+	apB, err := replay.Approve(svc, ctx, preview(t, e, engine.Selection{DLQ: dlqB}).Token, "U_APP", oneStep, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestRolledBackRecordCannotBeResumed(t *testing.T) {
 	ctx := context.Background()
 	src, dlq := r.DeadLettered(6, 50)
 	r.Consume(src, func(amqp091.Delivery) string { return "reject" }) // every copy comes back: it stops
-	ap, err := svc.Approve(ctx, preview(t, e, engine.Selection{DLQ: dlq}).Token, "U_APP",
+	ap, err := replay.Approve(svc, ctx, preview(t, e, engine.Selection{DLQ: dlq}).Token, "U_APP",
 		engine.Params{Step: 2, Cap: 2, Rate: -1, Timeout: 10 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +141,7 @@ func TestRolledBackRecordCannotBeResumed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := svc.Cancel(ctx, id, "U_CANCEL"); err != nil || got.State != engine.StateCancelled {
+	if got, err := svc.Control(ctx, id, engine.ControlCancel, "U_CANCEL"); err != nil || got.State != engine.StateCancelled {
 		t.Fatalf("cancel: %+v %v", got, err)
 	}
 	r.WaitCount(dlq, 6, 20*time.Second) // what it sent came back
@@ -151,7 +151,7 @@ func TestRolledBackRecordCannotBeResumed(t *testing.T) {
 	if err := rdb.HDel(ctx, key, "desired", "desired_by").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Resume(ctx, id, "U_RESUME"); !errors.Is(err, engine.ErrBadSignature) {
+	if _, err := svc.Control(ctx, id, engine.ControlResume, "U_RESUME"); !errors.Is(err, engine.ErrBadSignature) {
 		t.Fatalf("resume of the written-back record: %v, want a bad signature", err)
 	}
 	if rep, err := svc.Run(ctx, id, "w1"); !errors.Is(err, engine.ErrBadSignature) {

@@ -102,7 +102,7 @@ func TestATargetDeletedWhileAStepSettlesIsLoggedOncePerWindow(t *testing.T) {
 		if strings.Contains(line, `"suppressed":1,`) || strings.Contains(line, `"suppressed":2,`) {
 			t.Fatalf("the second line counts fewer than the 3 polls between: %s", line)
 		}
-		if _, err := e.svc.Cancel(context.Background(), id, "U_CANCELLER"); err != nil {
+		if _, err := e.svc.Control(context.Background(), id, engine.ControlCancel, "U_CANCELLER"); err != nil {
 			t.Fatal(err)
 		}
 		<-done
@@ -125,7 +125,7 @@ func TestALongSettleGraceEndsWhenTheClockMovesOn(t *testing.T) {
 	p := preview(t, &e.env, engine.Selection{DLQ: dlq})
 	ctx := context.Background()
 	// A step timeout far beyond the grace: only the grace can end the step.
-	ap, err := e.svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100, Rate: -1, Timeout: 1000 * time.Hour}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 100, Cap: 100, Rate: -1, Timeout: 1000 * time.Hour}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

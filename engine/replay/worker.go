@@ -17,7 +17,7 @@ import (
 // replay finishes its in-flight copies, is left paused and releases its
 // lease before Work returns.
 func (s *Service) Work(ctx context.Context, cfg engine.WorkerConfig) error {
-	jobs, reg := s.D.Jobs, s.D.Registry
+	jobs, reg := s.d.Jobs, s.d.Registry
 	if jobs == nil || reg == nil {
 		return errors.New("engine: work: no job queue or worker registry: the engine was built without Deps.Jobs or Deps.Registry")
 	}
@@ -36,14 +36,14 @@ func (s *Service) Work(ctx context.Context, cfg engine.WorkerConfig) error {
 	// Every worker records the DLQs' taps, so returns are recorded even
 	// while no replay of that DLQ is settling (for check and follow-ups).
 	wg.Add(1)
-	go func() { defer wg.Done(); s.DrainTaps(ctx, 0) }()
+	go func() { defer wg.Done(); s.drainTaps(ctx, 0) }()
 	lastAnnounce := time.Time{}
 	for ctx.Err() == nil {
-		if s.D.Clock.Now().Sub(lastAnnounce) > s.Cfg.LeaseTTL/3 {
-			if err := reg.Announce(ctx, cfg.ID, s.Cfg.LeaseTTL); err == nil {
-				lastAnnounce = s.D.Clock.Now()
+		if s.d.Clock.Now().Sub(lastAnnounce) > s.cfg.LeaseTTL/3 {
+			if err := reg.Announce(ctx, cfg.ID, s.cfg.LeaseTTL); err == nil {
+				lastAnnounce = s.d.Clock.Now()
 			} else if ctx.Err() == nil {
-				s.Warn("", "", "announce worker", err) // retried at the next job
+				s.base.Warn("", "", "announce worker", err) // retried at the next job
 			}
 		}
 		select {
@@ -55,10 +55,10 @@ func (s *Service) Work(ctx context.Context, cfg engine.WorkerConfig) error {
 		if err != nil || id == "" {
 			<-slots
 			if err != nil && ctx.Err() == nil {
-				s.Warn("", "", "take job", err)
+				s.base.Warn("", "", "take job", err)
 				select { // the store is unreachable: back off briefly
 				case <-ctx.Done():
-				case <-s.D.Clock.After(cfg.Block):
+				case <-s.d.Clock.After(cfg.Block):
 				}
 			}
 			continue
@@ -68,7 +68,7 @@ func (s *Service) Work(ctx context.Context, cfg engine.WorkerConfig) error {
 				// The job may be handed out again: harmless, since a worker
 				// runs a replay only when its desired state is running,
 				// but worth knowing.
-				s.Cfg.Log.Warn().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "acknowledge job").Err(err).Msg("job not acknowledged")
+				s.cfg.Log.Warn().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "acknowledge job").Err(err).Msg("job not acknowledged")
 			}
 		}
 		wg.Add(1)
@@ -79,15 +79,15 @@ func (s *Service) Work(ctx context.Context, cfg engine.WorkerConfig) error {
 			switch {
 			case err == nil, errors.Is(err, engine.ErrReplayBusy), errors.Is(err, engine.ErrRunRefused): // authorize logged it
 			case errors.Is(err, engine.ErrReturnsUnverified):
-				s.Cfg.Log.Error().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("replay stopped: the tap's record of its returns failed its check, so it cannot tell whether copies came back")
+				s.cfg.Log.Error().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("replay stopped: the tap's record of its returns failed its check, so it cannot tell whether copies came back")
 			case errors.Is(err, engine.ErrBadSignature):
 				// Its record cannot be trusted, so it is neither run nor
 				// rewritten; the worker goes on with the others.
-				s.Cfg.Log.Error().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("replay skipped: its record failed the signature check; nothing was sent")
+				s.cfg.Log.Error().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("replay skipped: its record failed the signature check; nothing was sent")
 			case errors.Is(err, engine.ErrNotRunnable):
-				s.Cfg.Log.Warn().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("job dropped")
+				s.cfg.Log.Warn().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("job dropped")
 			default:
-				s.Cfg.Log.Error().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("replay run failed")
+				s.cfg.Log.Error().Str("worker", cfg.ID).Str("replay_id", id).Str("op", "run").Err(err).Msg("replay run failed")
 			}
 		}()
 	}

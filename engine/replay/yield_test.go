@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -38,7 +39,7 @@ func TestAStoppedReplayYieldsToTheNextApproval(t *testing.T) {
 		r.Consume(src, rec.handle)
 
 		prm := engine.Params{Step: first, Cap: 100, Rate: -1, Timeout: 20 * time.Second}
-		apA, err := e.svc.Approve(ctx, pa.Token, "U_A", prm, false)
+		apA, err := replay.Approve(e.svc, ctx, pa.Token, "U_A", prm, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +61,7 @@ func TestAStoppedReplayYieldsToTheNextApproval(t *testing.T) {
 		if pb.Selected != n {
 			t.Fatalf("the second preview selected %d, want %d", pb.Selected, n)
 		}
-		apB, err := e.svc.Approve(ctx, pb.Token, "U_B", engine.Params{Step: first, Cap: 100, Rate: -1, Timeout: 20 * time.Second}, false)
+		apB, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", engine.Params{Step: first, Cap: 100, Rate: -1, Timeout: 20 * time.Second}, false)
 		if err != nil {
 			t.Fatalf("B's approval, A stopped: %v (changes %+v)", err, apB.Changes)
 		}

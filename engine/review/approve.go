@@ -31,7 +31,7 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f e
 			changes, lapsed = nil, nil
 		}
 	}()
-	first := s.Cfg.OwnAtApproval
+	first := s.cfg.OwnAtApproval
 	if takeOver {
 		first = -1 // a take-over owns every id at once (approve_own.go)
 	}
@@ -48,7 +48,7 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f e
 	others := s.othersAsync(ctx, f, items)
 	// The DLQ is read only when the broker cannot prove that no previewed
 	// message left it (package proof).
-	if s.Cfg.CompareAlways || !s.prover.Prove(ctx, proofPreview(f)) {
+	if s.cfg.CompareAlways || !s.prover.Prove(ctx, proofPreview(f)) {
 		<-others
 		all, err := items.load(ctx)
 		if err != nil {
@@ -101,7 +101,7 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f e
 func (s *Service) targetChanges(ctx context.Context, token string, targets []engine.TargetSnapshot) ([]engine.Change, error) {
 	var changes []engine.Change
 	for _, t := range targets {
-		st, err := s.D.Broker.Inspect(ctx, t.Queue)
+		st, err := s.d.Broker.Inspect(ctx, t.Queue)
 		if err != nil {
 			return nil, fmt.Errorf("engine: compare %s: inspect %s: %w", token, t.Queue, err)
 		}
@@ -157,7 +157,7 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 	var held *engine.HeldBy
 	for try := 0; try < 2; try++ {
 		found = make(map[string]int, len(want))
-		began := s.D.Clock.Now()
+		began := s.d.Clock.Now()
 		info, err := s.scanWhole(ctx, dlq, "an approval's comparison", func(m letter.Message) error {
 			id := s.ParseMeta(dlq, m).ID
 			if found[id] < want[id] {
@@ -179,8 +179,8 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 		if held = s.heldByReplays(ctx, dlq, began, cov); held != nil {
 			break
 		}
-		end := s.D.Clock.Now()
-		if _, err := s.AwaitQuiet(ctx, "", dlq, end, end.Add(2*s.Cfg.StatsLag+5*time.Second), true, ctx.Err); err != nil {
+		end := s.d.Clock.Now()
+		if _, err := s.AwaitQuiet(ctx, "", dlq, end, end.Add(2*s.cfg.StatsLag+5*time.Second), true, ctx.Err); err != nil {
 			return nil, cov, nil, err
 		}
 	}
@@ -224,14 +224,14 @@ func (s *Service) approve(ctx context.Context, token, approver, via string, p en
 	}
 	// Consume first: of concurrent approvals only one gets this far, so
 	// the comparison below (a scan of the DLQ) never races another one.
-	if err := s.D.Tokens.Consume(ctx, token, id); err != nil {
+	if err := s.d.Tokens.Consume(ctx, token, id); err != nil {
 		return engine.Approval{}, fmt.Errorf("engine: approve %s: %w", token, err)
 	}
 	f, changes, lapsed, err := s.compare(ctx, token, p.TakeOver)
 	if err != nil || !accept(changes) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		if rerr := s.D.Tokens.Release(rctx, token, id); rerr != nil && err == nil {
+		if rerr := s.d.Tokens.Release(rctx, token, id); rerr != nil && err == nil {
 			err = rerr
 		}
 		if err != nil {
@@ -239,7 +239,7 @@ func (s *Service) approve(ctx context.Context, token, approver, via string, p en
 		}
 		return engine.Approval{Changes: changes}, fmt.Errorf("engine: approve %s: %w", token, engine.ErrChanged)
 	}
-	now := s.D.Clock.Now()
+	now := s.d.Clock.Now()
 	r := engine.Replay{
 		ID: id, Token: token, DLQ: f.DLQ, Vhost: f.Vhost, Requester: f.Requester, Approver: approver, ApprovedVia: via,
 		State: engine.StateQueued, Params: p.WithDefaults(), Total: f.Total, CreatedAt: now, UpdatedAt: now,
@@ -250,13 +250,13 @@ func (s *Service) approve(ctx context.Context, token, approver, via string, p en
 		err = fmt.Errorf("engine: approve %s: own the previewed messages: %w", token, err)
 		return engine.Approval{Changes: changes}, s.undoApproval(ctx, token, id, false, err)
 	}
-	if err := s.D.Replays.Create(ctx, r); err != nil {
+	if err := s.d.Replays.Create(ctx, r); err != nil {
 		err = fmt.Errorf("engine: approve %s: create replay: %w", token, err)
 		return engine.Approval{Changes: changes}, s.undoApproval(ctx, token, id, false, err)
 	}
 	// The replay reads its frozen preview until it ends, however long it
 	// stays paused: keep it as long as replay records are kept.
-	if err := s.D.Tokens.Retain(ctx, token, 30*24*time.Hour); err != nil {
+	if err := s.d.Tokens.Retain(ctx, token, 30*24*time.Hour); err != nil {
 		err = fmt.Errorf("engine: approve %s: keep the preview: %w", token, err)
 		return engine.Approval{Changes: changes}, s.undoApproval(ctx, token, id, true, err)
 	}
@@ -274,11 +274,11 @@ func (s *Service) undoApproval(ctx context.Context, token, id string, created bo
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if created {
-		err := s.D.Replays.UpdateUnowned(rctx, id, func(cur *engine.Replay) error {
+		err := s.d.Replays.UpdateUnowned(rctx, id, func(cur *engine.Replay) error {
 			if cur.State != engine.StateQueued {
 				return engine.ErrNoChange
 			}
-			cur.State, cur.EndedAt, cur.Withdrawn = engine.StateCancelled, s.D.Clock.Now(), true
+			cur.State, cur.EndedAt, cur.Withdrawn = engine.StateCancelled, s.d.Clock.Now(), true
 			cur.Note = "withdrawn: the approval could not be completed (" + cause.Error() + "); nothing was sent"
 			return nil
 		})
@@ -286,7 +286,7 @@ func (s *Service) undoApproval(ctx context.Context, token, id string, created bo
 			return fmt.Errorf("%w: %w (replay %s could not be withdrawn: %v; the preview stays used)", engine.ErrApprovalFailed, cause, id, err)
 		}
 	}
-	if err := s.D.Tokens.Release(rctx, token, id); err != nil {
+	if err := s.d.Tokens.Release(rctx, token, id); err != nil {
 		return fmt.Errorf("%w: %w (the preview could not be released: %v)", engine.ErrApprovalFailed, cause, err)
 	}
 	return fmt.Errorf("%w: %w; approve the preview again", engine.ErrApprovalFailed, cause)
@@ -306,7 +306,7 @@ const approvalAttempts = 16
 func (s *Service) replayIDFor(ctx context.Context, token string) (string, error) {
 	for n := 0; n < approvalAttempts; n++ {
 		id := engine.TokenReplayID(token, n)
-		r, err := s.D.Replays.Get(ctx, id)
+		r, err := s.d.Replays.Get(ctx, id)
 		switch {
 		case errors.Is(err, engine.ErrReplayNotFound):
 			return id, nil
@@ -328,18 +328,18 @@ func (s *Service) replayIDFor(ctx context.Context, token string) (string, error)
 // store's errors name the operation), or an error at once when the engine
 // has no Deps.Jobs.
 func (s *Service) Enqueue(ctx context.Context, id string) error {
-	if s.D.Jobs == nil {
+	if s.d.Jobs == nil {
 		return fmt.Errorf("engine: enqueue %s: no job queue: the engine was built without Deps.Jobs", id)
 	}
 	var err error
 	for i := range 3 {
-		if err = s.D.Jobs.Enqueue(ctx, id); err == nil {
+		if err = s.d.Jobs.Enqueue(ctx, id); err == nil {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return err
-		case <-s.D.Clock.After(time.Duration(i+1) * 500 * time.Millisecond):
+		case <-s.d.Clock.After(time.Duration(i+1) * 500 * time.Millisecond):
 		}
 	}
 	return err

@@ -32,7 +32,7 @@ type previewItems struct {
 // loadApprovalPreview loads token's preview for an approval: its header
 // and at least its first n items (n < 0: all).
 func (s *Service) loadApprovalPreview(ctx context.Context, token string, n int) (engine.Frozen, *previewItems, error) {
-	f, err := s.D.Tokens.LoadFirst(ctx, token, n)
+	f, err := s.d.Tokens.LoadFirst(ctx, token, n)
 	if err != nil {
 		return f, nil, err
 	}
@@ -44,7 +44,7 @@ func (p *previewItems) load(ctx context.Context) ([]engine.Item, error) {
 	p.once.Do(func() {
 		p.all = p.first
 		if !p.whole {
-			f, err := p.s.D.Tokens.Load(ctx, p.token)
+			f, err := p.s.d.Tokens.Load(ctx, p.token)
 			if err != nil {
 				p.err = fmt.Errorf("load the previewed items: %w", err)
 				return

@@ -53,16 +53,16 @@ func (s *Service) othersAsync(ctx context.Context, f engine.Frozen, items *previ
 		o := otherReplays{hist: map[string][]engine.Sent{}, held: map[string]engine.Claim{}}
 		for start := 0; start < len(ids) && o.err == nil; start += storeChunk {
 			chunk := ids[start:min(len(ids), start+storeChunk)]
-			hist, err := s.D.Ledger.History(ctx, f.DLQ, chunk)
+			hist, err := s.d.Ledger.History(ctx, f.DLQ, chunk)
 			if err != nil {
 				o.err = fmt.Errorf("history: %w", err)
 				break
 			}
 			maps.Copy(o.hist, hist)
-			if s.D.Claims == nil {
+			if s.d.Claims == nil {
 				continue
 			}
-			held, err := s.D.Claims.Holders(ctx, f.DLQ, "", chunk)
+			held, err := s.d.Claims.Holders(ctx, f.DLQ, "", chunk)
 			if err != nil {
 				o.err = fmt.Errorf("claims: %w", err)
 				break
@@ -114,14 +114,14 @@ const summarySkew = 5 * time.Second
 // a later write. A summary the store does not know (claims written before
 // it kept one) or any replay still live is false: read per id then.
 func (s *Service) quietElsewhere(ctx context.Context, f engine.Frozen) (lapsed []string, ok bool) {
-	if s.D.Claims == nil {
+	if s.d.Claims == nil {
 		return nil, false
 	}
-	by, known, err := s.D.Claims.Summary(ctx, f.DLQ)
+	by, known, err := s.d.Claims.Summary(ctx, f.DLQ)
 	if err != nil || !known {
 		return nil, false
 	}
-	now := s.D.Clock.Now()
+	now := s.d.Clock.Now()
 	before := f.CreatedAt.Add(-summarySkew)
 	for _, b := range by {
 		if !b.LastWrite.Before(before) {
@@ -130,7 +130,7 @@ func (s *Service) quietElsewhere(ctx context.Context, f engine.Frozen) (lapsed [
 		// A run settles its claims before it ends (finished, or
 		// cancelled); one the reaper ended (interrupted) or whose record
 		// is gone may have left claims, which count until they expire.
-		r, err := s.D.Replays.Get(ctx, b.Replay)
+		r, err := s.d.Replays.Get(ctx, b.Replay)
 		switch {
 		case errors.Is(err, engine.ErrReplayNotFound) || (err == nil && r.State == engine.StateInterrupted):
 			if b.ClaimsUntil.After(now) {

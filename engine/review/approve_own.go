@@ -34,7 +34,7 @@ import (
 // an approval: sends, claims and the ownership of replays that keep it
 // (queued, running, paused). lapsed lists the replays whose ownership
 // lapsed (stopped or ended: State.Yields).
-func (s *Service) LiveHolders(ctx context.Context, held map[string]engine.Claim) (map[string]engine.Claim, []string, error) {
+func (s *Base) LiveHolders(ctx context.Context, held map[string]engine.Claim) (map[string]engine.Claim, []string, error) {
 	state := map[string]engine.State{}
 	for _, cl := range held {
 		if !cl.Owned {
@@ -43,7 +43,7 @@ func (s *Service) LiveHolders(ctx context.Context, held map[string]engine.Claim)
 		if _, ok := state[cl.Replay]; ok {
 			continue
 		}
-		r, err := s.D.Replays.Get(ctx, cl.Replay)
+		r, err := s.d.Replays.Get(ctx, cl.Replay)
 		if err != nil {
 			// Unknown (expired record): its ownership lapsed with it.
 			state[cl.Replay] = engine.StateFinished
@@ -104,18 +104,18 @@ func heldByReplays(held map[string]engine.Claim, want map[string]int, takeOver b
 // r.TookOver what it took from whom. Past Config.OwnAtApproval it leaves the
 // rest to the runs (r.OwnFrom).
 func (s *Service) own(ctx context.Context, f engine.Frozen, r *engine.Replay, lapsed []string) error {
-	if s.D.Claims == nil {
+	if s.d.Claims == nil {
 		return nil
 	}
 	items := f.Items // the first OwnAtApproval or more, all of them for a take-over
-	if n := s.Cfg.OwnAtApproval; !r.Params.TakeOver && max(f.Distinct, len(items)) > n {
+	if n := s.cfg.OwnAtApproval; !r.Params.TakeOver && max(f.Distinct, len(items)) > n {
 		items, r.OwnFrom = items[:min(n, len(items))], n
 	}
 	ids := make([]string, 0, len(items))
 	for _, it := range items {
 		ids = append(ids, it.ID)
 	}
-	_, taken, err := s.D.Claims.Own(ctx, f.DLQ, r.ID, ids, f.CreatedAt, r.Params.TakeOver, lapsed)
+	_, taken, err := s.d.Claims.Own(ctx, f.DLQ, r.ID, ids, f.CreatedAt, r.Params.TakeOver, lapsed)
 	if err != nil {
 		return err
 	}
@@ -145,10 +145,10 @@ func (s *Service) own(ctx context.Context, f engine.Frozen, r *engine.Replay, la
 // stopped or ended); one that a resume runs meanwhile still leaves those
 // messages (its claims are refused, "taken over by r_…"), only its record
 // does not say so in sum.
-func (s *Service) LeftTo(ctx context.Context, r engine.Replay) {
+func (s *Base) LeftTo(ctx context.Context, r engine.Replay) {
 	for _, old := range slices.Sorted(maps.Keys(r.TakenFrom)) {
 		n := r.TakenFrom[old]
-		err := s.D.Replays.UpdateUnowned(ctx, old, func(cur *engine.Replay) error {
+		err := s.d.Replays.UpdateUnowned(ctx, old, func(cur *engine.Replay) error {
 			if cur.LeftTo == nil {
 				cur.LeftTo = map[string]int{}
 			}

@@ -18,7 +18,7 @@ func (s *Service) budgetView(dlq engine.QueueInfo, selected, rereads int) *engin
 	need, steps := engine.ReadsNeeded(selected, engine.Params{}, rereads)
 	v := &engine.BudgetView{Limit: dlq.DeliveryLimit, LimitFrom: dlq.LimitFrom, DeliveryCount: dlq.DeliveryCount,
 		ReadsLeft: dlq.ReadsLeft(), ReadsNeeded: need, Steps: steps}
-	v.Raise = engine.RaiseLimit(s.Cfg.Vhost, dlq, engine.SuggestedLimit(dlq, need))
+	v.Raise = engine.RaiseLimit(s.cfg.Vhost, dlq, engine.SuggestedLimit(dlq, need))
 	return v
 }
 
@@ -56,7 +56,7 @@ func (s *Service) previewBudget(ctx context.Context, p *engine.Preview) error {
 	if !p.DLQ.RequeueCounts {
 		return nil
 	}
-	st, err := s.D.Broker.Inspect(ctx, p.DLQ.Name)
+	st, err := s.d.Broker.Inspect(ctx, p.DLQ.Name)
 	if err != nil {
 		return fmt.Errorf("engine: preview %s: %w", p.DLQ.Name, err)
 	}

@@ -21,13 +21,13 @@ const maxParkIDs = 1000
 // many other messages were dead-lettered since the replay started. label
 // names a scheduled follow-up ("+5m"), "" for an on-demand check.
 func (s *Service) Check(ctx context.Context, replayID, label string) (engine.CheckReport, error) {
-	r, err := s.D.Replays.Get(ctx, replayID)
+	r, err := s.d.Replays.Get(ctx, replayID)
 	if err != nil {
 		return engine.CheckReport{}, fmt.Errorf("engine: check %s: %w", replayID, err)
 	}
-	c := engine.CheckReport{ReplayID: r.ID, DLQ: r.DLQ, At: s.D.Clock.Now(), Label: label, ParkAfter: engine.DefaultParkAfter, Groups: []engine.CheckGroup{}}
+	c := engine.CheckReport{ReplayID: r.ID, DLQ: r.DLQ, At: s.d.Clock.Now(), Label: label, ParkAfter: engine.DefaultParkAfter, Groups: []engine.CheckGroup{}}
 	previewed := map[string]bool{}
-	if f, err := s.D.Tokens.Load(ctx, r.Token); err == nil {
+	if f, err := s.d.Tokens.Load(ctx, r.Token); err == nil {
 		if f.ParkAfter > 0 {
 			c.ParkAfter = f.ParkAfter
 		}
@@ -48,7 +48,7 @@ func (s *Service) Check(ctx context.Context, replayID, label string) (engine.Che
 		return c, err
 	}
 	tally := newReturnTally()
-	began := s.D.Clock.Now()
+	began := s.d.Clock.Now()
 	info, err := s.scanWhole(ctx, r.DLQ, "a check of "+r.ID, func(m letter.Message) error {
 		meta := s.ViewMeta(r.DLQ, m)
 		switch {

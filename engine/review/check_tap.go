@@ -24,7 +24,7 @@ func (s *Service) checkFromTap(ctx context.Context, r engine.Replay, c *engine.C
 		// checked by reading the DLQ.
 		return false, nil
 	}
-	rec, err := s.D.Returns.Returned(ctx, r.ID, -1)
+	rec, err := s.d.Returns.Returned(ctx, r.ID, -1)
 	if err != nil {
 		return false, fmt.Errorf("engine: check %s: returns: %w", r.ID, err)
 	}
@@ -48,10 +48,10 @@ func (s *Service) checkFromTap(ctx context.Context, r engine.Replay, c *engine.C
 	} else if err != nil {
 		return true, fmt.Errorf("engine: check %s: %w", r.ID, err)
 	}
-	if rec, err = s.D.Returns.Returned(ctx, r.ID, -1); err != nil {
+	if rec, err = s.d.Returns.Returned(ctx, r.ID, -1); err != nil {
 		return true, fmt.Errorf("engine: check %s: returns: %w", r.ID, err)
 	}
-	arrived, err := s.D.Returns.Arrived(ctx, r.DLQ)
+	arrived, err := s.d.Returns.Arrived(ctx, r.DLQ)
 	if err != nil {
 		return true, fmt.Errorf("engine: check %s: tap arrivals: %w", r.ID, err)
 	}
@@ -90,8 +90,8 @@ func (s *Service) checkFromTap(ctx context.Context, r engine.Replay, c *engine.C
 // recorded for its DLQ, and the one its last run could not reconcile.
 func (s *Service) gapsOf(ctx context.Context, r engine.Replay) []engine.TapGap {
 	var out []engine.TapGap
-	if s.D.TapGaps != nil {
-		gaps, err := s.D.TapGaps.TapGaps(ctx, r.DLQ)
+	if s.d.TapGaps != nil {
+		gaps, err := s.d.TapGaps.TapGaps(ctx, r.DLQ)
 		if err != nil {
 			// Without the record, the check cannot know the tap was
 			// gone: say so in the log (the run's own record still counts).

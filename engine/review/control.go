@@ -11,11 +11,11 @@ import (
 // one of the states from. A refusal wraps ErrNotControllable and says why;
 // the returned record is the replay as it stands.
 func (s *Service) desire(ctx context.Context, id, by string, want engine.State, from ...engine.State) (engine.Replay, engine.DesireResult, error) {
-	res, err := s.D.Replays.DesireIf(ctx, id, want, by, from...)
+	res, err := s.d.Replays.DesireIf(ctx, id, want, by, from...)
 	if err != nil {
 		return engine.Replay{}, res, fmt.Errorf("engine: %s %s: %w", VerbOf(want), id, err)
 	}
-	r, err := s.D.Replays.Get(ctx, id)
+	r, err := s.d.Replays.Get(ctx, id)
 	if err != nil {
 		return r, res, fmt.Errorf("engine: %s %s: %w", VerbOf(want), id, err)
 	}
@@ -52,32 +52,32 @@ func OrOperator(by string) string {
 	return by
 }
 
-// Control performs action a on replay id for by: Pause, Resume (handing
+// Control performs action a on replay id for by: pause, resume (handing
 // the replay to a worker through Deps.Jobs; without it the caller runs it
-// itself) or Cancel. A replay whose state does not allow it is
+// itself) or cancel. A replay whose state does not allow it is
 // ErrNotControllable; an unknown action is ErrUnsupported.
 func (s *Service) Control(ctx context.Context, id string, a engine.ControlAction, by string) (engine.Replay, error) {
 	switch a {
 	case engine.ControlPause:
-		return s.Pause(ctx, id, by)
+		return s.pause(ctx, id, by)
 	case engine.ControlResume:
-		return s.Resume(ctx, id, by)
+		return s.resume(ctx, id, by)
 	case engine.ControlResumeResend:
-		return s.ResumeResend(ctx, id, by)
+		return s.resumeResend(ctx, id, by)
 	case engine.ControlCancel:
-		return s.Cancel(ctx, id, by)
+		return s.cancel(ctx, id, by)
 	}
 	return engine.Replay{}, fmt.Errorf("engine: control %s: %w: unknown action %q", id, engine.ErrUnsupported, a)
 }
 
-// ResumeResend resumes a paused or stopped replay whose ledger holds
+// resumeResend resumes a paused or stopped replay whose ledger holds
 // copies in doubt, and asks its next run to send those copies again first
 // (resume resend=in-doubt): each again at least once, with its message_id,
 // the x-dlqbot-copy of the copy that may have arrived and
 // PossibleDuplicateHeader. A replay in another state, or with nothing in
 // doubt, is ErrNotControllable and nothing changes.
-func (s *Service) ResumeResend(ctx context.Context, id, by string) (engine.Replay, error) {
-	r, err := s.D.Replays.Get(ctx, id)
+func (s *Service) resumeResend(ctx context.Context, id, by string) (engine.Replay, error) {
+	r, err := s.d.Replays.Get(ctx, id)
 	if err != nil {
 		return engine.Replay{}, fmt.Errorf("engine: resume %s resend=in-doubt: %w", id, err)
 	}
@@ -91,7 +91,7 @@ func (s *Service) ResumeResend(ctx context.Context, id, by string) (engine.Repla
 	if pending == 0 {
 		return r, fmt.Errorf("engine: resume %s resend=in-doubt: %w: no copy of it is in doubt", id, engine.ErrNotControllable)
 	}
-	err = s.D.Replays.UpdateUnowned(ctx, id, func(cur *engine.Replay) error {
+	err = s.d.Replays.UpdateUnowned(ctx, id, func(cur *engine.Replay) error {
 		if cur.State != engine.StatePaused && cur.State != engine.StateStopped {
 			return fmt.Errorf("%w: it is %s", engine.ErrNotControllable, cur.State)
 		}
@@ -102,5 +102,5 @@ func (s *Service) ResumeResend(ctx context.Context, id, by string) (engine.Repla
 		// A held lease: a worker is still letting go of it; nothing changed.
 		return r, fmt.Errorf("engine: resume %s resend=in-doubt: %w", id, err)
 	}
-	return s.Resume(ctx, id, by)
+	return s.resume(ctx, id, by)
 }

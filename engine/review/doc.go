@@ -2,9 +2,10 @@
 // previews of a DLQ (docs/design.md "Reading a DLQ without changing it"),
 // the approval that binds a preview to a replay, the check that answers
 // "did the replay work?", parking, and the control of a replay's state
-// (pause, resume, cancel). Its Service holds the configuration and the
-// ports (Config, Deps, New) that package engine/replay's Service embeds to
-// run the replays themselves; review never sends a replay's copies.
+// (pause, resume, cancel). Its Service holds a Base: the configuration
+// and the ports (Config, Deps, New) and the helpers that package
+// engine/replay's Service shares to run the replays themselves; review
+// never sends a replay's copies.
 //
 // New requires the Broker, Tokens, Ledger, Replays, Leases, Mover and
 // Schedule ports; every other port of Deps is optional, and Deps says what
@@ -14,7 +15,8 @@
 //
 // Where each part lives:
 //
-//	service.go        Config, Deps, New and the Service
+//	service.go        Config, Deps, New, the Service and the Base it
+//	                  shares with package engine/replay
 //	preview.go        a preview, from one read of the DLQ; the first step's
 //	                  canary, the returns view and what the token freezes;
 //	                  preview_rows.go its rows, preview_targets.go its
@@ -36,7 +38,7 @@
 //	                  record and its reconcile of the windows without it
 //	scheduler.go      the follow-up checks due
 //	control.go        the desired state (pause, resume, cancel, resend)
-//	worker.go         Resume, Pause, Cancel and Status of a replay
+//	worker.go         resume, pause, cancel and Status of a replay
 //	reaper.go         replays whose owner died, announced as interrupted
 //	park.go           moving copies at the park limit to a parking queue
 //	taps.go           the taps' records: returns drained from a tap, a tap

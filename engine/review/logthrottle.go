@@ -85,7 +85,7 @@ func (t *logThrottle) admit(k logKind) (log bool, suppressed int, gone []swept) 
 // service's throttle. replay and dlq may be empty when not known. An error
 // from a cancelled context is not a failure (a pause, a cancel or a
 // shutdown cut the operation short) and is not logged.
-func (s *Service) Warn(replay, dlq, op string, err error) {
+func (s *Base) Warn(replay, dlq, op string, err error) {
 	if errors.Is(err, context.Canceled) {
 		return
 	}
@@ -105,8 +105,8 @@ func (s *Service) Warn(replay, dlq, op string, err error) {
 }
 
 // logFor starts a warning carrying k's fields (replay_id, dlq, op).
-func (s *Service) logFor(k logKind) *zerolog.Event {
-	ev := s.Cfg.Log.Warn().Str("op", k.op)
+func (s *Base) logFor(k logKind) *zerolog.Event {
+	ev := s.cfg.Log.Warn().Str("op", k.op)
 	if k.replay != "" {
 		ev = ev.Str("replay_id", k.replay)
 	}

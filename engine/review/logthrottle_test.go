@@ -40,7 +40,7 @@ func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 func TestWarnLogsTheFirstThenOnePerWindowWithTheSuppressedCount(t *testing.T) {
 	clock := &handClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var buf bytes.Buffer
-	s := &Service{Cfg: Config{Log: zerolog.New(&buf)}, D: Deps{Clock: clock}, logs: newLogThrottle(clock, logEvery)}
+	s := &Base{cfg: Config{Log: zerolog.New(&buf)}, d: Deps{Clock: clock}, logs: newLogThrottle(clock, logEvery)}
 	boom := errors.New("connection refused")
 
 	s.Warn("r_1", "orders.dlq", "inspect target", boom)
@@ -101,12 +101,12 @@ func TestWarnLogsTheFirstThenOnePerWindowWithTheSuppressedCount(t *testing.T) {
 func TestWarnIgnoresCancelledWorkAndLogsNothingByDefault(t *testing.T) {
 	clock := &handClock{t: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	var buf bytes.Buffer
-	s := &Service{Cfg: Config{Log: zerolog.New(&buf)}, D: Deps{Clock: clock}, logs: newLogThrottle(clock, logEvery)}
+	s := &Base{cfg: Config{Log: zerolog.New(&buf)}, d: Deps{Clock: clock}, logs: newLogThrottle(clock, logEvery)}
 	s.Warn("r_1", "q", "inspect dlq", fmt.Errorf("amqp: inspect q: %w", context.Canceled))
 	if buf.Len() != 0 {
 		t.Fatalf("a cancelled operation was logged: %s", buf.String())
 	}
 	// The zero Config logs nothing, and warn is safe to call.
-	quiet := &Service{D: Deps{Clock: clock}, logs: newLogThrottle(clock, logEvery)}
+	quiet := &Base{d: Deps{Clock: clock}, logs: newLogThrottle(clock, logEvery)}
 	quiet.Warn("r_1", "q", "inspect dlq", errors.New("boom"))
 }

@@ -12,12 +12,12 @@ import (
 // limit from the DLQ to its parking queue (declared if missing), unchanged
 // and with the same confirm-then-ack safety as a replay.
 func (s *Service) Park(ctx context.Context, replayID, by string) (engine.ParkResult, error) {
-	r, err := s.D.Replays.Get(ctx, replayID)
+	r, err := s.d.Replays.Get(ctx, replayID)
 	if err != nil {
 		return engine.ParkResult{}, fmt.Errorf("engine: park %s: %w", replayID, err)
 	}
 	limit := engine.DefaultParkAfter
-	f, err := s.D.Tokens.LoadHeader(ctx, r.Token)
+	f, err := s.d.Tokens.LoadHeader(ctx, r.Token)
 	switch {
 	case err == nil && f.ParkAfter > 0:
 		limit = f.ParkAfter
@@ -26,10 +26,10 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (engine.ParkRes
 		return engine.ParkResult{}, fmt.Errorf("engine: park %s: %w", replayID, err)
 	}
 	res := engine.ParkResult{ReplayID: r.ID, Queue: engine.ParkingQueue(r.DLQ)}
-	if err := s.D.Broker.DeclareQueue(ctx, res.Queue); err != nil {
+	if err := s.d.Broker.DeclareQueue(ctx, res.Queue); err != nil {
 		return res, fmt.Errorf("engine: park %s: %w", replayID, err)
 	}
-	mr, err := s.D.Mover.Move(ctx, engine.MoveRequest{
+	mr, err := s.d.Mover.Move(ctx, engine.MoveRequest{
 		Queue: r.DLQ,
 		Pick: func(m letter.Message) (engine.Pick, bool) {
 			meta := s.ParseMeta(r.DLQ, m)
@@ -38,7 +38,7 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (engine.ParkRes
 			}
 			return engine.Pick{ID: meta.ID, Target: res.Queue}, true
 		},
-		Window: s.Cfg.Window,
+		Window: s.cfg.Window,
 	})
 	// Copies the broker confirmed were moved, whether or not their
 	// originals could be acked; only refused copies were not.
@@ -58,8 +58,8 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (engine.ParkRes
 	if err != nil {
 		return res, fmt.Errorf("engine: park %s: %w", replayID, err)
 	}
-	if s.D.Notifier != nil {
-		s.D.Notifier.Notify(ctx, engine.Event{Kind: engine.EventParked, Replay: r, Actor: by, At: s.D.Clock.Now(),
+	if s.d.Notifier != nil {
+		s.d.Notifier.Notify(ctx, engine.Event{Kind: engine.EventParked, Replay: r, Actor: by, At: s.d.Clock.Now(),
 			Text: fmt.Sprintf("%d message(s) of replay %s moved from %s to %s%s", res.Parked, r.ID, r.DLQ, res.Queue, res.Faults())})
 	}
 	return res, nil

@@ -13,10 +13,10 @@ import (
 // Preview scans sel.DLQ without changing it, works out what a replay would
 // do and, when anything is replayable, freezes it under a new token.
 func (s *Service) Preview(ctx context.Context, sel engine.Selection, requester string) (*engine.Preview, error) {
-	if sel.Vhost != "" && sel.Vhost != s.Cfg.Vhost {
-		return nil, fmt.Errorf("engine: preview %s: %w: this bot works in vhost %q, not %q (run one per vhost)", sel.DLQ, engine.ErrUnsupported, s.Cfg.Vhost, sel.Vhost)
+	if sel.Vhost != "" && sel.Vhost != s.cfg.Vhost {
+		return nil, fmt.Errorf("engine: preview %s: %w: this bot works in vhost %q, not %q (run one per vhost)", sel.DLQ, engine.ErrUnsupported, s.cfg.Vhost, sel.Vhost)
 	}
-	dlq, err := s.D.Broker.Inspect(ctx, sel.DLQ)
+	dlq, err := s.d.Broker.Inspect(ctx, sel.DLQ)
 	if err != nil {
 		return nil, fmt.Errorf("engine: preview %s: %w", sel.DLQ, err)
 	}
@@ -31,9 +31,9 @@ func (s *Service) Preview(ctx context.Context, sel engine.Selection, requester s
 		}
 	}()
 	rows := newPreviewRows()
-	arr := engine.NewArrivals(s.D.Clock.Now())
-	red := newRedactor(s.D.Redactor, sel.DLQ)
-	began := s.D.Clock.Now()
+	arr := engine.NewArrivals(s.d.Clock.Now())
+	red := newRedactor(s.d.Redactor, sel.DLQ)
+	began := s.d.Clock.Now()
 	info, err := s.previewScan(ctx, sel, requester, p, rows, arr, red)
 	if err != nil {
 		return nil, err
@@ -99,9 +99,9 @@ func (s *Service) previewScan(ctx context.Context, sel engine.Selection, request
 		// frozen is not.
 		view := meta
 		red.headers(m, &view)
-		if _, fresh := rows.Add(meta, v == engine.Parked); fresh && len(p.Messages) < s.Cfg.ListRows {
-			if len(p.Messages) < s.Cfg.Samples {
-				view.Excerpt = red.excerpt(m, &view, s.Cfg.ExcerptBytes)
+		if _, fresh := rows.Add(meta, v == engine.Parked); fresh && len(p.Messages) < s.cfg.ListRows {
+			if len(p.Messages) < s.cfg.Samples {
+				view.Excerpt = red.excerpt(m, &view, s.cfg.ExcerptBytes)
 				view.Headers = red.shownHeaders(m)
 			}
 			p.Messages = append(p.Messages, engine.PreviewMessage{Meta: view, Parked: v == engine.Parked})
@@ -123,8 +123,8 @@ func (s *Service) previewScan(ctx context.Context, sel engine.Selection, request
 	if err != nil && !errors.Is(err, errStopScan) {
 		return engine.ScanInfo{}, fmt.Errorf("engine: preview %s: scan: %w", sel.DLQ, err)
 	}
-	if s.D.ScanObserver != nil {
-		s.D.ScanObserver.ScanObserved(info.Read, info.Duration)
+	if s.d.ScanObserver != nil {
+		s.d.ScanObserver.ScanObserved(info.Read, info.Duration)
 	}
 	return info, nil
 }
@@ -178,7 +178,7 @@ func (s *Service) returnsView(ctx context.Context, p *engine.Preview) engine.Ret
 	v := engine.ReturnsView{Mode: engine.ReturnsReread}
 	reason := "this bot has no tap support configured"
 	if s.Tapping() {
-		st, err := s.D.Taps.TapState(ctx, p.DLQ.Name)
+		st, err := s.d.Taps.TapState(ctx, p.DLQ.Name)
 		switch {
 		case err != nil:
 			reason = "the DLQ's bindings could not be read: " + err.Error()
@@ -232,7 +232,7 @@ func (s *Service) canary(p *engine.Preview, r *previewRows) {
 		}
 		byRowClass[c] = n
 	}
-	p.CanaryClasses, p.Classes, p.FirstStepDepth = engine.FirstStepCover(engine.DefaultStep, s.Cfg.CanaryDepth,
+	p.CanaryClasses, p.Classes, p.FirstStepDepth = engine.FirstStepCover(engine.DefaultStep, s.cfg.CanaryDepth,
 		func(yield func(count, class, seq int) bool) {
 			for i, row := range r.rows {
 				if r.targetOf(i) == "" {
@@ -248,8 +248,8 @@ func (s *Service) canary(p *engine.Preview, r *previewRows) {
 // freeze stores the replayable part of p under a new token.
 func (s *Service) freeze(ctx context.Context, sel engine.Selection, p *engine.Preview, r *previewRows) error {
 	f := engine.Frozen{
-		DLQ: sel.DLQ, Vhost: s.Cfg.Vhost, Selection: p.Selection, To: sel.To,
-		Requester: p.Requester, CreatedAt: s.D.Clock.Now(), Total: p.Selected, ParkAfter: sel.ParkLimit(),
+		DLQ: sel.DLQ, Vhost: s.cfg.Vhost, Selection: p.Selection, To: sel.To,
+		Requester: p.Requester, CreatedAt: s.d.Clock.Now(), Total: p.Selected, ParkAfter: sel.ParkLimit(),
 		Proof: p.Proof, Card: engine.CardOf(p),
 	}
 	f.Each = func(yield func(engine.Item) bool) {
@@ -267,11 +267,11 @@ func (s *Service) freeze(ctx context.Context, sel engine.Selection, p *engine.Pr
 		f.Targets = append(f.Targets, engine.TargetSnapshot{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages,
 			ConsumersSinceFailure: t.ConsumersSinceFailure})
 	}
-	tok, err := s.D.Tokens.Save(ctx, f, s.Cfg.TokenTTL)
+	tok, err := s.d.Tokens.Save(ctx, f, s.cfg.TokenTTL)
 	if err != nil {
 		return fmt.Errorf("engine: preview: save token: %w", err)
 	}
 	p.Token = tok
-	p.ExpiresAt = f.CreatedAt.Add(s.Cfg.TokenTTL).UTC().Format(time.RFC3339)
+	p.ExpiresAt = f.CreatedAt.Add(s.cfg.TokenTTL).UTC().Format(time.RFC3339)
 	return nil
 }

@@ -29,7 +29,7 @@ func (s *Service) resolveTargets(ctx context.Context, sel engine.Selection, p *e
 			qs, ok := routes[key]
 			if !ok {
 				var err error
-				qs, err = s.D.Broker.Route(ctx, c.exchange, c.routingKey)
+				qs, err = s.d.Broker.Route(ctx, c.exchange, c.routingKey)
 				if err != nil && !errors.Is(err, engine.ErrQueueNotFound) {
 					if errors.Is(err, engine.ErrBrokerUnavailable) {
 						return fmt.Errorf("engine: preview: route %s: %w", c.exchange, err)
@@ -67,7 +67,7 @@ func (s *Service) addHistory(ctx context.Context, p *engine.Preview, r *previewR
 		for i := start; i < end; i++ {
 			ids = append(ids, r.id(i))
 		}
-		hist, err := s.D.Ledger.History(ctx, p.DLQ.Name, ids)
+		hist, err := s.d.Ledger.History(ctx, p.DLQ.Name, ids)
 		if err != nil {
 			return fmt.Errorf("engine: preview: replay history: %w", err)
 		}
@@ -111,7 +111,7 @@ func (s *Service) inspectTargets(ctx context.Context, p *engine.Preview, r *prev
 		}
 	}
 	for q, t := range byQueue {
-		st, err := s.D.Broker.Inspect(ctx, q)
+		st, err := s.d.Broker.Inspect(ctx, q)
 		if err != nil {
 			return fmt.Errorf("engine: preview: inspect target %s: %w", q, err)
 		}
@@ -133,11 +133,11 @@ func (s *Service) consumersSince(ctx context.Context, t *engine.TargetView) {
 	case !t.Exists || t.Consumers == 0:
 		t.ConsumersSinceFailure = engine.SinceNone
 		return
-	case t.LastFailure.IsZero() || s.D.Consumers == nil:
+	case t.LastFailure.IsZero() || s.d.Consumers == nil:
 		t.ConsumersSinceFailure = engine.SinceUnknown
 		return
 	}
-	conns, err := s.D.Consumers.QueueConsumers(ctx, t.Queue)
+	conns, err := s.d.Consumers.QueueConsumers(ctx, t.Queue)
 	if err != nil {
 		t.ConsumersSinceFailure = engine.SinceUnknown
 		return

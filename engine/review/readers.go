@@ -72,13 +72,13 @@ func IsScanReader(id string) bool { return strings.HasPrefix(id, scanReaderPrefi
 // names that replay. So neither waits for the other longer than the
 // other's read lasts.
 func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(letter.Message) error) (engine.ScanInfo, error) {
-	if s.D.Claims == nil {
-		return s.D.Broker.Scan(ctx, dlq, visit)
+	if s.d.Claims == nil {
+		return s.d.Broker.Scan(ctx, dlq, visit)
 	}
 	self := scanReaderID(who)
 	mark := func(c context.Context) {
-		if err := s.D.Claims.Reading(c, dlq, self, false, 0, s.Cfg.LeaseTTL); err != nil && c.Err() == nil {
-			s.Cfg.Log.Warn().Err(err).Str("dlq", dlq).Msg("mark reading")
+		if err := s.d.Claims.Reading(c, dlq, self, false, 0, s.cfg.LeaseTTL); err != nil && c.Err() == nil {
+			s.cfg.Log.Warn().Err(err).Str("dlq", dlq).Msg("mark reading")
 		}
 	}
 	mark(ctx)
@@ -92,7 +92,7 @@ func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(let
 			select {
 			case <-rctx.Done():
 				return
-			case <-s.D.Clock.After(MarkEvery):
+			case <-s.d.Clock.After(MarkEvery):
 				mark(rctx)
 			}
 		}
@@ -101,10 +101,10 @@ func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(let
 		stop()
 		<-refreshed
 		if ctx.Err() == nil { // else the mark expires after the lease time
-			_ = s.D.Claims.DoneReading(ctx, dlq, self)
+			_ = s.d.Claims.DoneReading(ctx, dlq, self)
 		}
 	}()
-	return s.D.Broker.Scan(ctx, dlq, visit)
+	return s.d.Broker.Scan(ctx, dlq, visit)
 }
 
 // heldByReplays names the dlqbot replays whose reads may have held
@@ -115,7 +115,7 @@ func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(let
 // read was not short of other readers or no replay was reading: then the
 // holder, if any, is another client.
 func (s *Service) heldByReplays(ctx context.Context, dlq string, since time.Time, cov engine.Coverage) *engine.HeldBy {
-	if s.D.Claims == nil || cov.HeldElsewhere == 0 && cov.OtherConsumers == 0 && !cov.Short {
+	if s.d.Claims == nil || cov.HeldElsewhere == 0 && cov.OtherConsumers == 0 && !cov.Short {
 		return nil
 	}
 	var rs []string
@@ -126,10 +126,10 @@ func (s *Service) heldByReplays(ctx context.Context, dlq string, since time.Time
 			}
 		}
 	}
-	if ids, err := s.D.Claims.ReadSince(ctx, dlq, "", since); err == nil {
+	if ids, err := s.d.Claims.ReadSince(ctx, dlq, "", since); err == nil {
 		add(ids)
 	}
-	if ids, err := s.D.Claims.Readers(ctx, dlq, ""); err == nil {
+	if ids, err := s.d.Claims.Readers(ctx, dlq, ""); err == nil {
 		add(ids)
 	}
 	if len(rs) == 0 {
@@ -139,7 +139,7 @@ func (s *Service) heldByReplays(ctx context.Context, dlq string, since time.Time
 	h := &engine.HeldBy{Replays: rs, Messages: cov.HeldElsewhere}
 	// What their cursors said they hold is exact where the broker's
 	// statistics lag (or were not asked).
-	if counts, err := s.D.Claims.Holding(ctx, dlq); err == nil {
+	if counts, err := s.d.Claims.Holding(ctx, dlq); err == nil {
 		n := 0
 		for _, id := range rs {
 			n += counts[id]
@@ -158,12 +158,12 @@ func (s *Service) heldByReplays(ctx context.Context, dlq string, since time.Time
 // a failed read of them counts as not quiet (logged for replay, when set),
 // except that a strict wait for a replay ends at once with
 // ErrManagementDown when the API is not answering.
-func (s *Service) AwaitQuiet(ctx context.Context, replay, dlq string, since, deadline time.Time, strict bool, stop func() error) (bool, error) {
+func (s *Base) AwaitQuiet(ctx context.Context, replay, dlq string, since, deadline time.Time, strict bool, stop func() error) (bool, error) {
 	for {
 		if stop != nil && stop() != nil {
 			return false, nil
 		}
-		st, err := s.D.Broker.Inspect(ctx, dlq)
+		st, err := s.d.Broker.Inspect(ctx, dlq)
 		if err != nil {
 			return false, err
 		}
@@ -171,10 +171,10 @@ func (s *Service) AwaitQuiet(ctx context.Context, replay, dlq string, since, dea
 			return false, fmt.Errorf("%s: %w", dlq, engine.ErrQueueNotFound)
 		}
 		if st.Consumers == 0 {
-			if !strict || s.D.Counters == nil {
+			if !strict || s.d.Counters == nil {
 				return true, nil
 			}
-			cs, err := s.D.Counters.Counters(ctx, dlq)
+			cs, err := s.d.Counters.Counters(ctx, dlq)
 			if err != nil && replay != "" && errors.Is(err, engine.ErrManagementDown) {
 				// Only the API's counts prove that no client holds a
 				// message: a run does not wait on an API that does not
@@ -183,17 +183,17 @@ func (s *Service) AwaitQuiet(ctx context.Context, replay, dlq string, since, dea
 			}
 			if err != nil {
 				s.Warn(replay, dlq, "read dlq counters", err)
-			} else if !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.Cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
+			} else if !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
 				return true, nil
 			}
 		}
-		if s.D.Clock.Now().After(deadline) {
+		if s.d.Clock.Now().After(deadline) {
 			return false, nil
 		}
 		select {
 		case <-ctx.Done():
 			return false, nil
-		case <-s.D.Clock.After(s.Cfg.SettlePoll):
+		case <-s.d.Clock.After(s.cfg.SettlePoll):
 		}
 	}
 }

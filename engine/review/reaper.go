@@ -14,7 +14,7 @@ import (
 // process runs a reaper; the atomic transition makes each report happen once.
 func (s *Service) Reap(ctx context.Context, every time.Duration) {
 	if every <= 0 {
-		every = s.Cfg.LeaseTTL / 3
+		every = s.cfg.LeaseTTL / 3
 	}
 	for {
 		if _, err := s.ReapOnce(ctx); err != nil && ctx.Err() == nil {
@@ -23,7 +23,7 @@ func (s *Service) Reap(ctx context.Context, every time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.D.Clock.After(every):
+		case <-s.d.Clock.After(every):
 		}
 	}
 }
@@ -33,13 +33,13 @@ func (s *Service) Reap(ctx context.Context, every time.Duration) {
 // re-queues them: a replay whose owner died is reported, not re-run. A
 // replay it cannot look at is logged and left for the next round.
 func (s *Service) ReapOnce(ctx context.Context) ([]engine.Replay, error) {
-	ids, err := s.D.Replays.Active(ctx)
+	ids, err := s.d.Replays.Active(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("engine: reap: %w", err)
 	}
 	var out []engine.Replay
 	for _, id := range ids {
-		r, err := s.D.Replays.Get(ctx, id)
+		r, err := s.d.Replays.Get(ctx, id)
 		if err != nil {
 			s.Warn(id, "", "reap: read replay", err)
 			continue
@@ -47,7 +47,7 @@ func (s *Service) ReapOnce(ctx context.Context) ([]engine.Replay, error) {
 		if r.State != engine.StateRunning {
 			continue
 		}
-		if h, err := s.D.Leases.Owner(ctx, id); err != nil || h != "" {
+		if h, err := s.d.Leases.Owner(ctx, id); err != nil || h != "" {
 			if err != nil {
 				s.Warn(id, r.DLQ, "reap: read lease owner", err)
 			}
@@ -60,7 +60,7 @@ func (s *Service) ReapOnce(ctx context.Context) ([]engine.Replay, error) {
 			continue
 		}
 		rest := ""
-		if f, err := s.D.Tokens.LoadHeader(ctx, r.Token); err == nil {
+		if f, err := s.d.Tokens.LoadHeader(ctx, r.Token); err == nil {
 			rest = f.Selection
 		} else if !errors.Is(err, engine.ErrTokenNotFound) {
 			// Reported all the same, without the hint to preview the rest.
@@ -68,11 +68,11 @@ func (s *Service) ReapOnce(ctx context.Context) ([]engine.Replay, error) {
 		}
 		marked := false
 		var after engine.Replay // the record as marked
-		err = s.D.Replays.UpdateUnowned(ctx, id, func(cur *engine.Replay) error {
+		err = s.d.Replays.UpdateUnowned(ctx, id, func(cur *engine.Replay) error {
 			if cur.State != engine.StateRunning {
 				return engine.ErrNoChange
 			}
-			now := s.D.Clock.Now()
+			now := s.d.Clock.Now()
 			cur.State, cur.EndedAt, cur.UpdatedAt = engine.StateInterrupted, now, now
 			cur.Sent = sent
 			cur.Note = fmt.Sprintf("the process running it stopped without releasing it: %d message(s) had been sent", sent)
@@ -92,7 +92,7 @@ func (s *Service) ReapOnce(ctx context.Context) ([]engine.Replay, error) {
 		if err != nil || !marked {
 			continue
 		}
-		if r, err = s.D.Replays.Get(ctx, id); err != nil {
+		if r, err = s.d.Replays.Get(ctx, id); err != nil {
 			// Marked: announced from the record as marked, since nobody
 			// else will announce it.
 			s.Warn(id, after.DLQ, "reap: read interrupted replay", err)
@@ -108,7 +108,7 @@ func (s *Service) ReapOnce(ctx context.Context) ([]engine.Replay, error) {
 // far (from the ledger, which also lists in-flight copies as pending); the
 // selection to preview the rest is the replay's RestSelection.
 func (s *Service) announceInterrupted(ctx context.Context, r engine.Replay) {
-	if s.D.Notifier == nil {
+	if s.d.Notifier == nil {
 		return
 	}
 	var b strings.Builder
@@ -133,5 +133,5 @@ func (s *Service) announceInterrupted(ctx context.Context, r engine.Replay) {
 		}
 	}
 	b.WriteString(".")
-	s.D.Notifier.Notify(ctx, engine.Event{Kind: engine.EventInterrupted, Replay: r, Text: b.String(), At: s.D.Clock.Now()})
+	s.d.Notifier.Notify(ctx, engine.Event{Kind: engine.EventInterrupted, Replay: r, Text: b.String(), At: s.d.Clock.Now()})
 }

@@ -105,13 +105,13 @@ func hideValues(s string, values []string) string {
 // a preview: a check report's groups and examples (follow-ups too), a
 // returned copy's Failure.Detail, and the tap's record of returns. Ids
 // and counts are ParseMeta's.
-func (s *Service) ViewMeta(dlq string, m letter.Message) letter.Meta {
+func (s *Base) ViewMeta(dlq string, m letter.Message) letter.Meta {
 	meta := s.ParseMeta(dlq, m)
-	if s.D.Redactor == nil {
+	if s.d.Redactor == nil {
 		return meta
 	}
-	hidden := s.D.Redactor.HiddenHeaders(dlq, m.Headers)
-	if _, h, ok := s.D.Redactor.RedactBody(dlq, m.Body); ok {
+	hidden := s.d.Redactor.HiddenHeaders(dlq, m.Headers)
+	if _, h, ok := s.d.Redactor.RedactBody(dlq, m.Body); ok {
 		hidden = append(hidden, h...)
 	}
 	if len(hidden) > 0 {

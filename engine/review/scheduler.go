@@ -25,15 +25,15 @@ func (s *Service) FollowUps(ctx context.Context, every time.Duration) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-s.D.Clock.After(every):
+		case <-s.d.Clock.After(every):
 		}
 	}
 }
 
 // RunDue claims and runs the follow-ups due now, and reports how many ran.
 func (s *Service) RunDue(ctx context.Context) int {
-	now := s.D.Clock.Now()
-	members, err := s.D.Schedule.ClaimDue(ctx, now, 50)
+	now := s.d.Clock.Now()
+	members, err := s.d.Schedule.ClaimDue(ctx, now, 50)
 	if err != nil {
 		if ctx.Err() == nil {
 			s.Warn("", "", "claim follow-ups", err)
@@ -46,25 +46,25 @@ func (s *Service) RunDue(ctx context.Context) int {
 		if errors.Is(err, engine.ErrBadSignature) {
 			// Its record cannot be trusted: this follow-up is dropped, not
 			// retried, and the others run.
-			s.Cfg.Log.Error().Str("replay_id", id).Str("op", "run follow-up").Err(err).Msg("follow-up skipped: the replay's record failed the signature check")
+			s.cfg.Log.Error().Str("replay_id", id).Str("op", "run follow-up").Err(err).Msg("follow-up skipped: the replay's record failed the signature check")
 			continue
 		}
 		if err != nil {
 			s.Warn(id, "", "run follow-up", err) // retried in followUpRetry
-			if err := s.D.Schedule.Add(ctx, m, now.Add(followUpRetry)); err != nil {
+			if err := s.d.Schedule.Add(ctx, m, now.Add(followUpRetry)); err != nil {
 				// Claimed and not re-added: this follow-up will not run.
 				s.Warn(id, "", "reschedule follow-up", err)
 			}
 			continue
 		}
-		if s.D.Notifier != nil {
-			r, err := s.D.Replays.Get(ctx, id)
+		if s.d.Notifier != nil {
+			r, err := s.d.Replays.Get(ctx, id)
 			if err != nil {
 				// Check just read it: the event goes out with the id alone.
 				s.Warn(id, "", "read replay for follow-up", err)
 				r = engine.Replay{ID: id}
 			}
-			s.D.Notifier.Notify(ctx, engine.Event{Kind: engine.EventFollowUp, Replay: r, Check: &c, At: now,
+			s.d.Notifier.Notify(ctx, engine.Event{Kind: engine.EventFollowUp, Replay: r, Check: &c, At: now,
 				Text: fmt.Sprintf("follow-up %s of %s: %d of %d came back, %d new failures", c.Label, id, c.Returned, c.Replayed, c.NewFailures)})
 		}
 	}

@@ -236,8 +236,8 @@ type Deps struct {
 	Taps    engine.Taps
 	Returns engine.Returns
 	// Jobs hands replays to the workers and Registry is where workers
-	// announce themselves; optional. Work needs both. Without Jobs, Resume
-	// and Control hand nothing out and the caller runs the replay itself
+	// announce themselves; optional. Work needs both. Without Jobs, a resume
+	// (Control) hands nothing out and the caller runs the replay itself
 	// (the terminal, when no worker is running), and Enqueue fails.
 	Jobs     engine.Jobs
 	Registry engine.Registry
@@ -254,17 +254,33 @@ type Deps struct {
 	TapGaps engine.TapGaps
 }
 
-// Service previews DLQs, checks replays, approves them and controls their state.
-type Service struct {
-	Cfg  Config `json:"-"`
-	D    Deps   `json:"-"`
+// Base is what package review and package engine/replay share: the
+// configuration and ports New validated, the rate-limited log of the
+// failures carried on after, and when this process last saw each DLQ's
+// tap, with the helpers both call (taps.go, ledger.go, readers.go's
+// AwaitQuiet, approve_own.go's LiveHolders and LeftTo, redaction.go's
+// ViewMeta, logthrottle.go's Warn).
+type Base struct {
+	cfg  Config
+	d    Deps
 	logs *logThrottle
-	// prover proves at an approval that its preview's DLQ is unchanged
-	// (package proof).
-	prover *proof.Prover
 	// tapSeen is, per DLQ, when this process last found its tap in
 	// place (time.Time), the start of any window without it it notices.
 	tapSeen sync.Map
+}
+
+// Config is the configuration New validated, defaults filled in.
+func (s *Base) Config() Config { return s.cfg }
+
+// Deps are the ports New validated (Clock set).
+func (s *Base) Deps() Deps { return s.d }
+
+// Service previews DLQs, checks replays, approves them and controls their state.
+type Service struct {
+	*Base `json:"-"`
+	// prover proves at an approval that its preview's DLQ is unchanged
+	// (package proof).
+	prover *proof.Prover
 }
 
 // New validates cfg and deps and returns a Service. Broker, Tokens, Ledger,
@@ -284,13 +300,13 @@ func New(cfg Config, d Deps) (*Service, error) {
 		d.Clock = engine.SystemClock{}
 	}
 	cfg = cfg.WithDefaults()
-	return &Service{Cfg: cfg, D: d, logs: newLogThrottle(d.Clock, logEvery), prover: newProver(cfg, d)}, nil
+	return &Service{Base: &Base{cfg: cfg, d: d, logs: newLogThrottle(d.Clock, logEvery)}, prover: newProver(cfg, d)}, nil
 }
 
 // ParseMeta derives a message's metadata with the configured in-house
 // dialect (ParseMetaDialect).
-func (s *Service) ParseMeta(dlq string, m letter.Message) letter.Meta {
-	return letter.ParseMetaDialect(dlq, m, s.Cfg.Dialect)
+func (s *Base) ParseMeta(dlq string, m letter.Message) letter.Meta {
+	return letter.ParseMetaDialect(dlq, m, s.cfg.Dialect)
 }
 
 func excerpt(body []byte, n int) string {

@@ -11,16 +11,16 @@ import (
 
 // tapping reports whether returns can be found through taps at all (the
 // broker adapter and the store both support them).
-func (s *Service) Tapping() bool { return s.D.Taps != nil && s.D.Returns != nil }
+func (s *Base) Tapping() bool { return s.d.Taps != nil && s.d.Returns != nil }
 
 // recordTap drains dlq's tap into the store: every message is an arrival
 // in the DLQ, and one that carries a replay id and a new death is a return
 // of that replay. It returns how many messages it recorded.
-func (s *Service) RecordTap(ctx context.Context, dlq string) (int, error) {
+func (s *Base) RecordTap(ctx context.Context, dlq string) (int, error) {
 	if !s.Tapping() {
 		return 0, nil
 	}
-	n, err := s.D.Taps.DrainTap(ctx, dlq, func(ms []letter.Message) error { return s.RecordBatch(ctx, dlq, ms) })
+	n, err := s.d.Taps.DrainTap(ctx, dlq, func(ms []letter.Message) error { return s.RecordBatch(ctx, dlq, ms) })
 	if err != nil {
 		return n, fmt.Errorf("engine: record tap of %s: %w", dlq, err)
 	}
@@ -30,9 +30,9 @@ func (s *Service) RecordTap(ctx context.Context, dlq string) (int, error) {
 
 // recordBatch records one batch of dlq's tap: every message is an
 // arrival, and one with a replay id and a new death a return.
-func (s *Service) RecordBatch(ctx context.Context, dlq string, ms []letter.Message) error {
+func (s *Base) RecordBatch(ctx context.Context, dlq string, ms []letter.Message) error {
 	var evs []engine.ReturnEvent
-	now := s.D.Clock.Now()
+	now := s.d.Clock.Now()
 	for _, m := range ms {
 		meta := s.ViewMeta(dlq, m)
 		if meta.ReplayID == "" || !meta.Returned {
@@ -49,22 +49,22 @@ func (s *Service) RecordBatch(ctx context.Context, dlq string, ms []letter.Messa
 			At: at, Redelivered: m.Redelivered,
 		})
 	}
-	return s.D.Returns.Record(ctx, dlq, evs, len(ms))
+	return s.d.Returns.Record(ctx, dlq, evs, len(ms))
 }
 
 // redeclareTap declares dlq's missing tap again with the DLQ's bindings
 // and registers it for the workers; it returns when the tap was back.
-func (s *Service) RedeclareTap(ctx context.Context, dlq string) (time.Time, error) {
-	st, err := s.D.Taps.EnsureTap(ctx, dlq)
+func (s *Base) RedeclareTap(ctx context.Context, dlq string) (time.Time, error) {
+	st, err := s.d.Taps.EnsureTap(ctx, dlq)
 	if err != nil {
 		return time.Time{}, err
 	}
 	if st.Mode != engine.ReturnsTap {
 		return time.Time{}, fmt.Errorf("engine: tap of %s cannot be declared again: %s", dlq, st.Reason)
 	}
-	to := s.D.Clock.Now()
+	to := s.d.Clock.Now()
 	s.SawTap(dlq)
-	if err := s.D.Returns.AddTap(ctx, dlq); err != nil {
+	if err := s.d.Returns.AddTap(ctx, dlq); err != nil {
 		s.Warn("", dlq, "register tap declared again", err) // the run drains it all the same
 	}
 	return to, nil
@@ -72,22 +72,22 @@ func (s *Service) RedeclareTap(ctx context.Context, dlq string) (time.Time, erro
 
 // addGap records a window without dlq's tap in the store, when there is
 // one (a failure is logged: the run that noticed still knows).
-func (s *Service) AddGap(ctx context.Context, replay, dlq string, g engine.TapGap) {
-	if s.D.TapGaps == nil {
+func (s *Base) AddGap(ctx context.Context, replay, dlq string, g engine.TapGap) {
+	if s.d.TapGaps == nil {
 		return
 	}
-	if err := s.D.TapGaps.AddTapGap(ctx, dlq, g); err != nil {
+	if err := s.d.TapGaps.AddTapGap(ctx, dlq, g); err != nil {
 		s.Warn(replay, dlq, "record tap gap", err)
 	}
 }
 
 // sawTap notes that dlq's tap was in place just now.
-func (s *Service) SawTap(dlq string) { s.tapSeen.Store(dlq, s.D.Clock.Now()) }
+func (s *Base) SawTap(dlq string) { s.tapSeen.Store(dlq, s.d.Clock.Now()) }
 
 // lastSawTap is when this process last found dlq's tap in place, or
 // otherwise when it is known to have been (the start of the run or the
 // replay).
-func (s *Service) LastSawTap(dlq string, otherwise time.Time) time.Time {
+func (s *Base) LastSawTap(dlq string, otherwise time.Time) time.Time {
 	if v, ok := s.tapSeen.Load(dlq); ok {
 		if t := v.(time.Time); t.After(otherwise) {
 			return t

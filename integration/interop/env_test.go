@@ -68,7 +68,7 @@ func (e *env) preview(t *testing.T, sel engine.Selection) *engine.Preview {
 func (e *env) replay(t *testing.T, token string) engine.Replay {
 	t.Helper()
 	ctx := context.Background()
-	ap, err := e.svc.Approve(ctx, token, "U_APP", oneStep, false)
+	ap, err := e.svc.ApproveConfirmed(ctx, token, "U_APP", "", oneStep, "")
 	if err != nil {
 		t.Fatalf("approve: %v", err)
 	}

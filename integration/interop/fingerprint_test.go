@@ -66,7 +66,7 @@ func TestTimelessCopiesKeepTheTokenExact(t *testing.T) {
 		}
 		e.rabbit.Publish(dlq, spring(first.Add(time.Minute)), forward)
 		e.rabbit.WaitCount(dlq, 2, 30*time.Second)
-		_, err := e.svc.Approve(ctx, p2.Token, "U_APP", oneStep, false)
+		_, err := e.svc.ApproveConfirmed(ctx, p2.Token, "U_APP", "", oneStep, "")
 		var changes []engine.Change
 		if err == nil || !errors.Is(err, engine.ErrChanged) {
 			t.Fatalf("approve after the previewed copy was replaced: %v, want ErrChanged", err)

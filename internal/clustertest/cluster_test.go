@@ -135,7 +135,7 @@ func TestReplayOnRedisCluster(t *testing.T) {
 	// 10, 20, 30 (lease Lua, fenced put Lua, ledger pipelines).
 	rec := &deliveries{n: map[string]int{}}
 	consumer := r.Consume(src, rec.handle)
-	ap, err := svc.Approve(ctx, p.Token, "U_APP", engine.Params{Step: 10, Cap: 30, Rate: -1, Timeout: 20 * time.Second}, false)
+	ap, err := svc.ApproveConfirmed(ctx, p.Token, "U_APP", "", engine.Params{Step: 10, Cap: 30, Rate: -1, Timeout: 20 * time.Second}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestReplayOnRedisCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap3, err := svc.Approve(ctx, p3.Token, "U_APP", engine.Params{}, false)
+	ap3, err := svc.ApproveConfirmed(ctx, p3.Token, "U_APP", "", engine.Params{}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,13 +230,13 @@ func TestReplayOnRedisCluster(t *testing.T) {
 	if err := ack(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.Pause(ctx, ap3.Replay.ID, "U_TEST"); err != nil {
+	if _, err := svc.Control(ctx, ap3.Replay.ID, engine.ControlPause, "U_TEST"); err != nil {
 		t.Fatal(err)
 	}
 	if d, _, err := st.Replays().Desired(ctx, ap3.Replay.ID); err != nil || d != engine.StatePaused {
 		t.Fatalf("desired %q %v, want paused", d, err)
 	}
-	cancelled, err := svc.Cancel(ctx, ap3.Replay.ID, "U_TEST")
+	cancelled, err := svc.Control(ctx, ap3.Replay.ID, engine.ControlCancel, "U_TEST")
 	if err != nil || cancelled.State != engine.StateCancelled {
 		t.Fatalf("cancel: %v, state %s", err, cancelled.State)
 	}

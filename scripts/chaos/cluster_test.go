@@ -17,7 +17,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	broker "github.com/stroma/dlqbot/engine/amqp"
-	"github.com/stroma/dlqbot/engine/replay"
+	"github.com/stroma/dlqbot/engine/review"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/store"
 )
@@ -155,7 +155,7 @@ func newClusterFixture(t *testing.T, n int, leader int, extra map[string]string)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	svc, err := replay.New(replay.Config{}, replay.Deps{Broker: b, Mover: b, Counters: b,
+	svc, err := review.New(review.Config{}, review.Deps{Broker: b, Mover: b, Counters: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule()})
 	if err != nil {
 		t.Fatal(err)

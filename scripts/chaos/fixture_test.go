@@ -19,7 +19,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	broker "github.com/stroma/dlqbot/engine/amqp"
-	"github.com/stroma/dlqbot/engine/replay"
+	"github.com/stroma/dlqbot/engine/review"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/store"
 )
@@ -33,7 +33,7 @@ type fixture struct {
 	rabbit   *testkit.Rabbit
 	rdb      redis.UniversalClient
 	st       *store.Store
-	svc      *replay.Service // this harness's engine: reaps, like any replica
+	svc      *review.Service // this harness's engine: reaps, like any replica
 	src, dlq string
 	msgs     []amqp.Publishing
 	mu       sync.Mutex
@@ -132,7 +132,7 @@ func newFixtureOn(t *testing.T, tg target, n int, redisURL string, extra map[str
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	svc, err := replay.New(replay.Config{}, replay.Deps{Broker: b, Mover: b, Counters: b,
+	svc, err := review.New(review.Config{}, review.Deps{Broker: b, Mover: b, Counters: b,
 		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule()})
 	if err != nil {
 		t.Fatal(err)
