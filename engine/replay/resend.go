@@ -133,3 +133,27 @@ func (rn *run) resendAfterLoss(ctx context.Context) error {
 	rn.emit(ctx, engine.EventWaiting, nil, fmt.Sprintf("%d copy(ies) were in flight when the connection was lost (in doubt): sending them again first, marked %s: true", len(pending), engine.PossibleDuplicateHeader))
 	return nil
 }
+
+// seekResend marks the run seeking while a step of its resend looks for
+// the originals of its copies in doubt, as findRest marks a step looking
+// for its picks: the resend reads the DLQ afresh, without a cursor and
+// without claims of its own (its ids are its own sends already, which a
+// claim keeps as sent), and its one-shot move holds every message it
+// passes until it ends. So a preview, an approval's compare or a check
+// beside it names this replay for what it holds (heldByReplays), another
+// replay's step that finds its picks held waits for it and names it
+// (heldBy, readerWait), never "another client", and a replay whose read
+// holds the originals gives way (giveway.go, yieldCursor). The mark is
+// kept by the pass (refreshSeek: a reader's once the read found all its
+// picks) and by keepMarked between the pass's publishes; the returned
+// end removes it.
+func (rn *run) seekResend(ctx context.Context) (end func()) {
+	rn.seeking = true
+	rn.markReading(ctx, true)
+	stop := rn.keepMarked(ctx)
+	return func() {
+		stop()
+		rn.seeking = false
+		rn.doneReading(ctx)
+	}
+}

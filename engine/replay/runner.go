@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -93,6 +94,12 @@ type run struct {
 	marked time.Time
 	// markedSeeking is whether that mark said seeking.
 	markedSeeking bool
+	// markMu guards mark, the reading mark as the run last wrote it (on
+	// false once removed), which keepMarked refreshes from its own
+	// goroutine; markMu is held while a mark is written, so a refresh
+	// never brings back a mark the run removed.
+	markMu sync.Mutex
+	mark   readMark
 	// seeking is set while a step looks for picks it did not find
 	// (findRest); yieldLooked is when a move last looked for seekers to
 	// give way to, yieldTo those it found, and deaf the seekers it waited

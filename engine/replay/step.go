@@ -79,6 +79,9 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 		return &sentStep{res: res}, nil, err
 	}
 	rn.emit(ctx, engine.EventStepStarted, &res, rn.stepText(k, planned))
+	if rn.resending {
+		defer rn.seekResend(ctx)() // resend.go
+	}
 	defer func() {
 		if rn.resending {
 			rn.resending = false

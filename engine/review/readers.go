@@ -22,9 +22,10 @@ import (
 //     while it settles; a replay looking for picks it did not find waits
 //     for such a reader as for one with claims (readerWait), never
 //     calling its picks held by another client;
-//   - a step that did not find all its picks (findRest) marks the replay
-//     seeking; a settling replay whose cursor is open looks for seekers
-//     every markEvery and gives back what its cursor holds when there is
+//   - a step that did not find all its picks (findRest), and a step
+//     resending copies in doubt while it looks for their originals
+//     (engine/replay/resend.go), marks the replay seeking; a settling
+//     replay whose cursor is open looks for seekers every markEvery and gives back what its cursor holds when there is
 //     one, so the seeker's next read finds its picks. A replay sending a
 //     step does the same from its move (engine/replay/giveway.go): the move stops, its
 //     read gives back what it passed, and the step moves on once the
