@@ -20,20 +20,21 @@ import (
 //
 //   - a cursor open between steps marks the replay a reader, refreshed
 //     while it settles; a replay looking for picks it did not find waits
-//     for such a reader as for one with claims (readerWait), never
-//     calling its picks held by another client;
+//     for such a reader as for one with claims (readerWait), never calling
+//     its picks held by another client;
 //   - a step that did not find all its picks (findRest), and a step
 //     resending copies in doubt while it looks for their originals
 //     (engine/replay/resend.go), marks the replay seeking; a settling
-//     replay whose cursor is open looks for seekers every markEvery and gives back what its cursor holds when there is
-//     one, so the seeker's next read finds its picks. A replay sending a
-//     step does the same from its move (engine/replay/giveway.go): the move stops, its
-//     read gives back what it passed, and the step moves on once the
-//     seeker has stopped seeking, or after giveWayFor;
+//     replay whose cursor is open looks for seekers every markEvery and
+//     gives back what its cursor holds when there is one, so the seeker's
+//     next read finds its picks. A replay sending a step does the same from
+//     its move (engine/replay/giveway.go): the move stops, its read gives
+//     back what it passed, and the step moves on once the seeker has
+//     stopped seeking, or after giveWayFor;
 //   - a run's own re-reads of the DLQ (for returns, a bypass check, the
 //     reconcile after a lost connection, the acks it did not carry) mark
-//     the replay reading while they read, and seeking when another
-//     replay's read cut them short (engine/replay/settle_scan.go), so that replay's
+//     the replay reading while they read, and seeking when another replay's
+//     read cut them short (engine/replay/settle_scan.go), so that replay's
 //     step gives way to them as well.
 //
 // A whole read of the DLQ (a preview, an approval's compare, a check:
