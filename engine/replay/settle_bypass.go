@@ -238,16 +238,50 @@ func (rn *run) readReturns(ctx context.Context, patient bool) (map[string]int, i
 // is stableReady's.
 func (rn *run) unseenGrowth(ctx context.Context, patient bool) (int, bypassBase, bool) {
 	if !patient {
-		if growth, next, ok := rn.unseenGrowthAt(ctx, rn.readyOnce); ok && growth == 0 {
-			return growth, next, true
+		if next, ok := rn.exactGrowth(ctx); ok {
+			return 0, next, true
 		}
 	}
 	return rn.unseenGrowthAt(ctx, func(ctx context.Context) (int, bool) { return rn.stableReady(ctx, patient) })
 }
 
+// exactGrowthWait bounds how long a check that is not the run's last
+// polls single readings for one that matches exactly (exactGrowth).
+const exactGrowthWait = 500 * time.Millisecond
+
+// exactGrowth reports whether a single reading of the DLQ's ready count
+// (readyOnce) matched exactly, within exactGrowthWait, what the tap, the
+// steps and the cursor account for, and the baseline that reading makes.
+// A count above it falls as the broker refills the cursor's window after
+// the step's acks (from moments to a few hundred milliseconds on 3.10,
+// which pays for each ack in proportion to what the channel holds): it is
+// read again every 25 ms rather than wait for two readings 100 ms apart
+// to agree. A count below it (something left, or give-backs still on
+// their way) ends the polling at once, and stableReady decides.
+func (rn *run) exactGrowth(ctx context.Context) (bypassBase, bool) {
+	clock := rn.s.D.Clock
+	deadline := clock.Now().Add(exactGrowthWait)
+	for {
+		growth, next, ok := rn.unseenGrowthAt(ctx, rn.readyOnce)
+		if !ok || growth < 0 {
+			return bypassBase{}, false
+		}
+		if growth == 0 {
+			return next, true
+		}
+		if !clock.Now().Before(deadline) || rn.ctl.err() != nil {
+			return bypassBase{}, false
+		}
+		select {
+		case <-ctx.Done():
+			return bypassBase{}, false
+		case <-clock.After(25 * time.Millisecond):
+		}
+	}
+}
+
 // unseenGrowthAt is unseenGrowth with the DLQ's ready count read by
-// ready: the tap is drained after the count is read, so a dead letter
-// routed meanwhile can only be counted by the tap too, never missed.
+// ready (stableReady, or readyOnce).
 func (rn *run) unseenGrowthAt(ctx context.Context, ready func(context.Context) (int, bool)) (int, bypassBase, bool) {
 	n, ok := ready(ctx)
 	if !ok {
@@ -269,13 +303,13 @@ func (rn *run) unseenGrowthAt(ctx context.Context, ready func(context.Context) (
 }
 
 // readyOnce is the classic DLQ's ready count from one reading, for a
-// check that is not the run's last: unseenGrowth takes it only when it
-// matches exactly what the tap, the steps and the cursor account for. A
-// count still moving (the cursor's window refilling, give-backs
-// reappearing) rarely lands on that number; one that does while a bypass
-// hides behind give-backs still on their way in the same number sets a
-// baseline lower than the DLQ's, so the growth shows at the next check
-// (the run's last one always reads a stable count).
+// check that is not the run's last: exactGrowth takes it only when it
+// matches exactly what the tap, the steps and the cursor account for: a
+// count falling as the cursor's window refills reaches that number once
+// the refill is done. One that matched while a bypass hid behind
+// give-backs still on their way in the same number would set a baseline
+// lower than the DLQ's, so the growth shows at the next check (the run's
+// last one always reads a stable count).
 func (rn *run) readyOnce(ctx context.Context) (int, bool) {
 	asked := rn.s.D.Clock.Now()
 	st, err := rn.s.D.Broker.Inspect(ctx, rn.r.DLQ)
