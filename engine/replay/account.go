@@ -2,9 +2,10 @@ package replay
 
 import (
 	"context"
+	"time"
+
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/letter"
-	"time"
 )
 
 // A step accounts for every message it planned: pass books what a move
@@ -17,19 +18,19 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *en
 	sentBefore := rn.r.Sent
 	rn.lastProgress = time.Time{}
 	rate, paceHook := rn.paceOf(ctx)
-	rn.passPaced = rate > 0 || paceHook != nil // giveway.go
+	rn.own.passPaced = rate > 0 || paceHook != nil // giveway.go
 	sentItems := &sentItems{p: rn.plan}
 	onSent := sentItems.Add
-	if rn.resending {
+	if rn.rec.resending {
 		onSent = nil // bookResend reads mr.Sent
 	}
-	mr, moveErr := rn.moveGivingWay(ctx, engine.MoveRequest{
+	mr, moveErr := rn.own.moveGivingWay(ctx, engine.MoveRequest{
 		Queue:     rn.r.DLQ,
 		Pick:      rn.passPick(pick, left),
 		Satisfied: func() bool { return *left == 0 },
 		Rewrite: func(h map[string]any, p engine.Pick) map[string]any {
 			out := letter.ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
-			if rn.resending {
+			if rn.rec.resending {
 				out[engine.PossibleDuplicateHeader] = true
 			}
 			return out
@@ -37,7 +38,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *en
 		Window:   rn.s.cfg.Window,
 		Rate:     rate,
 		Pace:     paceHook,
-		Continue: rn.continueGivingWay(ctx, left),
+		Continue: rn.own.continueGivingWay(ctx, left),
 		Intend: func(ctx context.Context, batch []engine.Moved) (map[string]string, error) {
 			if err := rn.hb.check(ctx); err != nil {
 				return nil, err
@@ -57,9 +58,9 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *en
 	}, pick, left)
 	rn.r.Sent = sentBefore
 	rn.stepMoves.Add(mr)
-	rn.bookDrops(mr)
+	rn.rec.bookDrops(mr)
 	rn.refused(mr, res)
-	if rn.resending {
+	if rn.rec.resending {
 		rn.bookResend(mr, res, sentPer)
 		return mr, rn.abandon(ctx, mr)
 	}
@@ -80,10 +81,10 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *en
 // others are left where they are.
 func (rn *run) passPick(pick map[string]int, left *int) func(letter.Message) (engine.Pick, bool) {
 	return func(m letter.Message) (engine.Pick, bool) {
-		if rn.dropping() {
+		if rn.rec.dropping() {
 			// An original whose copy an earlier run confirmed: its ack,
 			// which a lost connection did not carry (resume_acks.go).
-			if meta := rn.s.base.ParseMeta(rn.r.DLQ, m); rn.dropsOriginal(meta) {
+			if meta := rn.s.base.ParseMeta(rn.r.DLQ, m); rn.rec.dropsOriginal(meta) {
 				return engine.Pick{ID: meta.ID, Drop: true}, true
 			}
 		}
@@ -94,10 +95,10 @@ func (rn *run) passPick(pick map[string]int, left *int) func(letter.Message) (en
 		id := meta.ID
 		if pick[id] == 0 {
 			// A later step's: a cursor keeps it for that step.
-			return engine.Pick{Later: !rn.resending && rn.plan.LeftOf(id) > 0}, false
+			return engine.Pick{Later: !rn.rec.resending && rn.plan.LeftOf(id) > 0}, false
 		}
-		if rn.resending {
-			e, ok := rn.rs.take(id, rn.r.ID)
+		if rn.rec.resending {
+			e, ok := rn.rec.rs.take(id, rn.r.ID)
 			if !ok {
 				return engine.Pick{}, false
 			}
@@ -144,11 +145,11 @@ func (rn *run) bookFailed(mr engine.MoveResult, res *engine.StepResult, sentPer 
 // resent copy confirms the pending intent of the copy in doubt it repeats.
 func (rn *run) confirmations(batch []engine.Moved) []engine.LedgerEntry {
 	out := rn.entries(batch, false)
-	if !rn.resending {
+	if !rn.rec.resending {
 		return out
 	}
 	for i, m := range batch {
-		if e, ok := rn.rs.entry(m); ok {
+		if e, ok := rn.rec.rs.entry(m); ok {
 			// The intent's own copy tag ("" for one written before copies
 			// were named: the ledger then matches id, target and seq).
 			out[i].Seq, out[i].Target, out[i].Copy = e.Seq, e.Target, e.Copy

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stroma/dlqbot/engine"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // A step accounts for every message it planned. A pass over the DLQ that
@@ -150,20 +151,20 @@ look:
 func (rn *run) seek(ctx context.Context) finder {
 	f := finder{deadline: rn.s.d.Clock.Now().Add(rn.s.cfg.HeldWait), passEnd: rn.s.d.Clock.Now()}
 	rn.flushProgress(ctx)
-	rn.seeking = true
-	rn.markReading(ctx, true)
+	rn.own.seeking = true
+	rn.own.markReading(ctx, true)
 	f.readyAt = rn.readyNow(ctx)
 	// The replays this search sees reading, named by heldBy if it gives up
 	// after they ended; they mean nothing to a later step's heldBy.
-	rn.sawReaders, rn.sawScans = nil, nil
+	rn.own.sawReaders, rn.own.sawScans = nil, nil
 	return f
 }
 
 // doneSeeking ends what seek began.
 func (rn *run) doneSeeking(ctx context.Context) {
-	rn.seeking = false
-	rn.doneReading(ctx)
-	rn.sawReaders, rn.sawScans = nil, nil
+	rn.own.seeking = false
+	rn.own.doneReading(ctx)
+	rn.own.sawReaders, rn.own.sawScans = nil, nil
 }
 
 // waitQuiet waits for a moment no other client holds messages of the DLQ
@@ -171,7 +172,7 @@ func (rn *run) doneSeeking(ctx context.Context) {
 // them findRest sees whether the holder is another dlqbot replay
 // (readerWait); a slice ends at f.deadline at the latest.
 func (rn *run) waitQuiet(ctx context.Context, f *finder, strict bool) (bool, error) {
-	slice := rn.s.d.Clock.Now().Add(rn.readerSlice())
+	slice := rn.s.d.Clock.Now().Add(rn.own.readerSlice())
 	if slice.After(f.deadline) {
 		slice = f.deadline
 	}
@@ -183,7 +184,7 @@ func (rn *run) waitQuiet(ctx context.Context, f *finder, strict bool) (bool, err
 // (readerWait) or the holder let go (letGo), or wait on; ok is false
 // once HeldWait has passed with no dlqbot reader seen.
 func (rn *run) noisy(ctx context.Context, f *finder) (read, ok bool) {
-	read, ok = rn.readerWait(ctx, &f.deadline, f.passEnd)
+	read, ok = rn.own.readerWait(ctx, &f.deadline, f.passEnd)
 	if !read && f.letGos < maxLetGoPasses && rn.letGo(ctx, &f.holder, f.readyAt) {
 		read, ok, f.letGos = true, true, f.letGos+1
 	}
@@ -196,7 +197,7 @@ func (rn *run) noisy(ctx context.Context, f *finder) (read, ok bool) {
 // client without a consumer holds some. A run does not wait on an API that
 // does not answer (settle_api.go).
 func (rn *run) apiAnswers(ctx context.Context) error {
-	if _, err := rn.counters(ctx, rn.r.DLQ); errors.Is(err, engine.ErrManagementDown) {
+	if _, err := rn.jd.counters(ctx, rn.r.DLQ); errors.Is(err, engine.ErrManagementDown) {
 		return err
 	}
 	return nil
@@ -240,13 +241,13 @@ type finder struct {
 // set, to read again.
 func (rn *run) proveMissing(ctx context.Context, pick map[string]int, left *int, mr engine.MoveResult, f *finder) bool {
 	f.landed = false
-	if !rn.resending {
-		*left -= rn.others(ctx, pick)
+	if !rn.rec.resending {
+		*left -= rn.own.others(ctx, pick)
 	}
 	if *left == 0 {
 		return false
 	}
-	if len(rn.liveReaders(ctx)) > 0 || rn.readDuring(ctx, f.passStart) {
+	if len(rn.own.liveReaders(ctx)) > 0 || rn.own.readDuring(ctx, f.passStart) {
 		f.provenBefore = false
 		f.passEnd = rn.s.d.Clock.Now()
 		f.deadline = f.passEnd.Add(rn.s.cfg.HeldWait)
@@ -280,18 +281,18 @@ func (rn *run) sawAll(ctx context.Context, mr engine.MoveResult) bool {
 // named (rn.heldNote) — who held messages of the DLQ, or, when messages
 // kept reaching it that its whole reads had not seen (landed), that.
 func (rn *run) unfound(ctx context.Context, pick map[string]int, left *int, res *engine.StepResult, landed bool) {
-	if *left > 0 && !rn.resending {
+	if *left > 0 && !rn.rec.resending {
 		// Held by another replay's read, or already sent by it.
-		*left -= rn.others(ctx, pick)
+		*left -= rn.own.others(ctx, pick)
 	}
-	rn.heldNote, rn.heldLanded = "", false
+	rn.own.heldNote, rn.own.heldLanded = "", false
 	if *left == 0 {
 		return
 	}
-	rn.heldNote, rn.heldLanded = rn.heldBy(ctx), landed
-	why := rn.heldNote + " held messages of it"
+	rn.own.heldNote, rn.own.heldLanded = rn.own.heldBy(ctx), landed
+	why := rn.own.heldNote + " held messages of it"
 	if landed {
-		why = "messages its whole reads had not seen kept reaching it (given back by " + rn.heldNote + ", or new dead letters)"
+		why = "messages its whole reads had not seen kept reaching it (given back by " + rn.own.heldNote + ", or new dead letters)"
 	}
 	res.HeldElsewhere = *left
 	held := *left
@@ -314,20 +315,20 @@ func (rn *run) unfound(ctx context.Context, pick map[string]int, left *int, res 
 // heldWhy is the replay's note for a step that left n planned messages
 // held elsewhere (unfound).
 func (rn *run) heldWhy(n int) string {
-	if rn.heldLanded {
+	if rn.own.heldLanded {
 		return fmt.Sprintf("%d planned message(s) were not found in %s, and for longer than %s messages its whole reads had not seen kept reaching it (given back by %s, or new dead letters): not sent, still planned; resume to look again",
-			n, rn.r.DLQ, rn.s.cfg.HeldWait, rn.heldNote)
+			n, rn.r.DLQ, rn.s.cfg.HeldWait, rn.own.heldNote)
 	}
 	return fmt.Sprintf("%d planned message(s) were held unacked by %s for longer than %s: not sent, still planned; resume when it lets go",
-		n, rn.heldNote, rn.s.cfg.HeldWait)
+		n, rn.own.heldNote, rn.s.cfg.HeldWait)
 }
 
 // missing books what is left of pick as missing: gone from the DLQ.
 func (rn *run) missing(pick map[string]int, left *int, res *engine.StepResult) {
-	if rn.resending {
+	if rn.rec.resending {
 		// The original of a copy in doubt is gone: it cannot be sent
 		// again, and the first copy may have arrived. It stays in doubt.
-		for _, e := range rn.rs.endStep(true) {
+		for _, e := range rn.rec.rs.endStep(true) {
 			res.Failed++
 			rn.fail(engine.Failure{ID: e.ID, Target: e.Target, Kind: engine.FailureInDoubt,
 				Detail: fmt.Sprintf("in doubt, and its original is no longer in %s (a whole read did not find it): it cannot be sent again", rn.r.DLQ)})

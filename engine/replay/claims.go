@@ -20,8 +20,8 @@ const claimTTL = 15 * time.Minute
 // claim claims the step's picked ids for this replay (Deps.Claims) and
 // takes out of pick, and out of the plan, those another replay sent or
 // is sending: counted in Replay.Elsewhere and named, never missing.
-func (rn *run) claim(ctx context.Context, pick map[string]int) error {
-	if rn.s.d.Claims == nil || len(pick) == 0 {
+func (ow *ownership) claim(ctx context.Context, pick map[string]int) error {
+	if ow.s.d.Claims == nil || len(pick) == 0 {
 		return nil
 	}
 	ids := make([]string, 0, len(pick))
@@ -31,7 +31,7 @@ func (rn *run) claim(ctx context.Context, pick map[string]int) error {
 	slices.Sort(ids)
 	// Sends by others since the preview refuse: the approver saw only
 	// what was replayed before it.
-	refused, err := rn.s.d.Claims.Claim(ctx, rn.r.DLQ, rn.r.ID, ids, rn.f.CreatedAt, claimTTL)
+	refused, err := ow.s.d.Claims.Claim(ctx, ow.dlq, ow.id, ids, ow.rn.f.CreatedAt, claimTTL)
 	if err != nil {
 		return fmt.Errorf("claim step messages: %w", err)
 	}
@@ -40,43 +40,43 @@ func (rn *run) claim(ctx context.Context, pick map[string]int) error {
 	claimed := ids[:0]
 	for _, id := range ids {
 		if cl, ok := refused[id]; ok {
-			rn.elsewhere(id, pick[id], cl)
+			ow.elsewhere(id, pick[id], cl)
 			delete(pick, id)
 			continue
 		}
 		claimed = append(claimed, id)
 	}
-	rn.claimed = claimed
+	ow.claimed = claimed
 	return nil
 }
 
 // elsewhere books n copies of id as another replay's (cl).
-func (rn *run) elsewhere(id string, n int, cl engine.Claim) {
-	rn.plan.Drop(id, n)
-	rn.r.Elsewhere += n
-	rn.fail(engine.Failure{ID: id, Target: rn.plan.Target(id), Kind: engine.FailureReplayedElsewhere, Detail: cl.Words()})
+func (ow *ownership) elsewhere(id string, n int, cl engine.Claim) {
+	ow.rn.plan.Drop(id, n)
+	ow.rn.r.Elsewhere += n
+	ow.rn.fail(engine.Failure{ID: id, Target: ow.rn.plan.Target(id), Kind: engine.FailureReplayedElsewhere, Detail: cl.Words()})
 }
 
 // settleClaims ends the step's claims: what it sent (or may have sent)
 // stays this replay's as sent, the rest is released for others.
-func (rn *run) settleClaims(ctx context.Context, sent *sentSet) {
-	if rn.s.d.Claims == nil || len(rn.claimed) == 0 {
+func (ow *ownership) settleClaims(ctx context.Context, sent *sentSet) {
+	if ow.s.d.Claims == nil || len(ow.claimed) == 0 {
 		return
 	}
 	var done, released []string
-	for _, id := range rn.claimed {
+	for _, id := range ow.claimed {
 		if sent.Has(id) {
 			done = append(done, id)
 		} else {
 			released = append(released, id)
 		}
 	}
-	rn.claimed = rn.claimed[:0]
+	ow.claimed = ow.claimed[:0]
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if err := rn.s.d.Claims.Settle(sctx, rn.r.DLQ, rn.r.ID, done, released); err != nil {
+	if err := ow.s.d.Claims.Settle(sctx, ow.dlq, ow.id, done, released); err != nil {
 		// Claims left behind expire after claimTTL; the ledger holds the truth.
-		rn.Warn("settle claims", err)
+		ow.s.base.Warn(ow.id, ow.dlq, "settle claims", err)
 	}
 }
 
@@ -86,29 +86,29 @@ func (rn *run) settleClaims(ctx context.Context, sent *sentSet) {
 // picks ("a preview of U123: dlqbot's own read of orders.dlq"), replays
 // seen reading it, and otherwise "another client of orders.dlq". A dlqbot
 // read is never called another client.
-func (rn *run) heldBy(ctx context.Context) string {
+func (ow *ownership) heldBy(ctx context.Context) string {
 	var rs, scans []string
-	for _, id := range rn.liveReaders(ctx) {
+	for _, id := range ow.liveReaders(ctx) {
 		if review.IsScanReader(id) {
 			scans = append(scans, scanReaderWords(id))
 			continue
 		}
 		rs = append(rs, id)
 	}
-	for _, w := range rn.sawScans {
+	for _, w := range ow.sawScans {
 		if !slices.Contains(scans, w) {
 			scans = append(scans, w)
 		}
 	}
-	dlq := rn.r.DLQ
+	dlq := ow.dlq
 	switch {
 	case len(rs) > 0:
 		return "dlqbot replay " + strings.Join(rs, ", ") + " (sending from " + dlq + ")"
 	case len(scans) > 0:
 		return strings.Join(scans, ", ") + " (dlqbot's own read of " + dlq + ", not another client)"
-	case len(rn.sawReaders) > 0:
+	case len(ow.sawReaders) > 0:
 		// Seen reading by the step looking for its picks, ended since.
-		return "dlqbot replay " + strings.Join(rn.sawReaders, ", ") + " (which was sending from " + dlq + ")"
+		return "dlqbot replay " + strings.Join(ow.sawReaders, ", ") + " (which was sending from " + dlq + ")"
 	}
 	return "another client of " + dlq
 }
@@ -116,8 +116,8 @@ func (rn *run) heldBy(ctx context.Context) string {
 // replaysReading reports whether another dlqbot replay (not a preview,
 // approval or check) reads the DLQ now: its picks may be what this run's
 // cursor holds.
-func (rn *run) replaysReading(ctx context.Context) bool {
-	for _, id := range rn.liveReaders(ctx) {
+func (ow *ownership) replaysReading(ctx context.Context) bool {
+	for _, id := range ow.liveReaders(ctx) {
 		if !review.IsScanReader(id) {
 			return true
 		}
@@ -133,18 +133,18 @@ func (rn *run) replaysReading(ctx context.Context) bool {
 // is reported interrupted by the reaper within the lease time. A record
 // that cannot be read counts as running: waiting is safe, a false "held
 // by another client" is not.
-func (rn *run) liveReaders(ctx context.Context) []string {
-	if rn.s.d.Claims == nil {
+func (ow *ownership) liveReaders(ctx context.Context) []string {
+	if ow.s.d.Claims == nil {
 		return nil
 	}
-	rs, err := rn.s.d.Claims.Readers(ctx, rn.r.DLQ, rn.r.ID)
+	rs, err := ow.s.d.Claims.Readers(ctx, ow.dlq, ow.id)
 	if err != nil {
-		rn.Warn("claim readers", err)
+		ow.s.base.Warn(ow.id, ow.dlq, "claim readers", err)
 		return nil
 	}
 	live := rs[:0]
 	for _, id := range rs {
-		r, err := rn.s.d.Replays.Get(ctx, id)
+		r, err := ow.s.d.Replays.Get(ctx, id)
 		if err == nil && r.State != engine.StateRunning {
 			continue
 		}
@@ -158,13 +158,13 @@ func (rn *run) liveReaders(ctx context.Context) []string {
 // its read may have held this step's picks and let them go in between
 // two looks at the broker. A failed look is logged and counts as none,
 // as in liveReaders.
-func (rn *run) readDuring(ctx context.Context, since time.Time) bool {
-	if rn.s.d.Claims == nil {
+func (ow *ownership) readDuring(ctx context.Context, since time.Time) bool {
+	if ow.s.d.Claims == nil {
 		return false
 	}
-	rs, err := rn.s.d.Claims.ReadSince(ctx, rn.r.DLQ, rn.r.ID, since)
+	rs, err := ow.s.d.Claims.ReadSince(ctx, ow.dlq, ow.id, since)
 	if err != nil {
-		rn.Warn("readers since", err)
+		ow.s.base.Warn(ow.id, ow.dlq, "readers since", err)
 		return false
 	}
 	return len(rs) > 0
@@ -172,8 +172,8 @@ func (rn *run) readDuring(ctx context.Context, since time.Time) bool {
 
 // readerSlice is how long a step looking for its picked messages waits
 // for a quiet DLQ before it looks at who holds them.
-func (rn *run) readerSlice() time.Duration {
-	return min(rn.s.cfg.HeldWait, 2*rn.s.cfg.StatsLag)
+func (ow *ownership) readerSlice() time.Duration {
+	return min(ow.s.cfg.HeldWait, 2*ow.s.cfg.StatsLag)
 }
 
 // readerWait decides, after a wait for a quiet DLQ ended without one,
@@ -187,32 +187,32 @@ func (rn *run) readerSlice() time.Duration {
 // meeting. Those picks are this step's (it claimed them): the other
 // replay gives them back at the end of its read. Without a dlqbot reader
 // it waits until deadline (ok false then: held by another client).
-func (rn *run) readerWait(ctx context.Context, deadline *time.Time, passEnd time.Time) (again, ok bool) {
-	now := rn.s.d.Clock.Now()
-	rn.markReading(ctx, true) // still seeking: refreshed
-	live := rn.liveReaders(ctx)
+func (ow *ownership) readerWait(ctx context.Context, deadline *time.Time, passEnd time.Time) (again, ok bool) {
+	now := ow.s.d.Clock.Now()
+	ow.markReading(ctx, true) // still seeking: refreshed
+	live := ow.liveReaders(ctx)
 	if len(live) == 0 {
 		return false, now.Before(*deadline)
 	}
 	for _, id := range live {
 		switch {
 		case review.IsScanReader(id):
-			if w := scanReaderWords(id); !slices.Contains(rn.sawScans, w) {
-				rn.sawScans = append(rn.sawScans, w)
+			if w := scanReaderWords(id); !slices.Contains(ow.sawScans, w) {
+				ow.sawScans = append(ow.sawScans, w)
 			}
-		case !slices.Contains(rn.sawReaders, id):
-			rn.sawReaders = append(rn.sawReaders, id)
+		case !slices.Contains(ow.sawReaders, id):
+			ow.sawReaders = append(ow.sawReaders, id)
 		}
 	}
-	*deadline = now.Add(rn.s.cfg.HeldWait)
-	jitter := time.Duration(mrand.Int64N(int64(rn.readerSlice()) + 1))
-	return now.Sub(passEnd) >= rn.readerSlice()+jitter, true
+	*deadline = now.Add(ow.s.cfg.HeldWait)
+	jitter := time.Duration(mrand.Int64N(int64(ow.readerSlice()) + 1))
+	return now.Sub(passEnd) >= ow.readerSlice()+jitter, true
 }
 
 // others takes out of pick what another replay holds now, before it could
 // be called missing: reports how many copies it took.
-func (rn *run) others(ctx context.Context, pick map[string]int) int {
-	if rn.s.d.Claims == nil {
+func (ow *ownership) others(ctx context.Context, pick map[string]int) int {
+	if ow.s.d.Claims == nil {
 		return 0
 	}
 	var ids []string
@@ -221,14 +221,14 @@ func (rn *run) others(ctx context.Context, pick map[string]int) int {
 			ids = append(ids, id)
 		}
 	}
-	h, err := rn.s.d.Claims.Holders(ctx, rn.r.DLQ, rn.r.ID, ids)
+	h, err := ow.s.d.Claims.Holders(ctx, ow.dlq, ow.id, ids)
 	if err != nil {
-		rn.Warn("claim holders", err)
+		ow.s.base.Warn(ow.id, ow.dlq, "claim holders", err)
 		return 0
 	}
 	took := 0
 	for id, cl := range h {
-		rn.elsewhere(id, pick[id], cl)
+		ow.elsewhere(id, pick[id], cl)
 		took += pick[id]
 		pick[id] = 0
 	}

@@ -2,9 +2,10 @@ package replay
 
 import (
 	"context"
-	"github.com/stroma/dlqbot/engine"
 	"sync/atomic"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // control watches the state operators desire for a running replay (pause,

@@ -3,8 +3,9 @@ package replay
 import (
 	"context"
 	"fmt"
-	"github.com/stroma/dlqbot/engine"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // cursorRefillWait bounds how long a step's bypass check waits for the
@@ -15,7 +16,7 @@ const cursorRefillWait = 10 * time.Second
 // cursorMover is the mover's cursor support, if the run may use it now.
 func (rn *run) cursorMover() (engine.CursorMover, bool) {
 	cm, ok := rn.s.d.Mover.(engine.CursorMover)
-	if !ok || rn.s.cfg.CursorHold < 0 || rn.resending || rn.mode == engine.ReturnsReread && rn.beside {
+	if !ok || rn.s.cfg.CursorHold < 0 || rn.rec.resending || rn.ret.mode == engine.ReturnsReread && rn.beside {
 		return nil, false
 	}
 	return cm, true
@@ -32,7 +33,7 @@ func (rn *run) openCursor(ctx context.Context) {
 		rn.releaseCursor("the step reads without a cursor")
 		return
 	}
-	if rn.cur != nil && rn.mode == engine.ReturnsReread && !rn.tail.on {
+	if rn.cur != nil && rn.ret.mode == engine.ReturnsReread && !rn.ret.tail.on {
 		// Opened while the tap found returns (it has since missed some):
 		// what the cursor read before was not looked at for returns.
 		rn.releaseCursor("returns are looked for with the cursor from now on")
@@ -47,8 +48,8 @@ func (rn *run) openCursor(ctx context.Context) {
 	}
 	rn.cur, rn.curOpened = c, rn.s.d.Clock.Now()
 	// What the cursor reads is looked at for returns (settle_tail.go).
-	rn.startTail()
-	rn.markReading(ctx, false) // readers.go
+	rn.ret.startTail()
+	rn.own.markReading(ctx, false) // readers.go
 	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened")
 }
 
@@ -59,8 +60,8 @@ func (rn *run) move(ctx context.Context, req engine.MoveRequest) (engine.MoveRes
 	if rn.cur == nil {
 		return rn.s.d.Mover.Move(ctx, req)
 	}
-	if rn.tailing() {
-		req.Pick = rn.observing(req.Pick) // settle_tail.go
+	if rn.ret.tailing() {
+		req.Pick = rn.ret.observing(req.Pick) // settle_tail.go
 	}
 	mr, err := rn.cur.Move(ctx, req)
 	if err != nil {
@@ -81,17 +82,17 @@ func (rn *run) boundCursor(ctx context.Context) {
 	}
 	age := rn.s.d.Clock.Now().Sub(rn.curOpened)
 	switch {
-	case rn.replaysReading(ctx):
+	case rn.own.replaysReading(ctx):
 		rn.releaseCursor("another dlqbot replay sends from the DLQ")
 	case rn.cur.Held() > engine.HoldBound(rn.s.cfg.CursorHold, rn.plan.Reach):
 		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", engine.HoldBound(rn.s.cfg.CursorHold, rn.plan.Reach)))
 	case age+rn.r.Params.Timeout > rn.s.cfg.CursorAge:
 		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.cfg.CursorAge))
-	case rn.cur.Done() && !rn.wantsHeld() && !rn.tailing():
+	case rn.cur.Done() && !rn.wantsHeld() && !rn.ret.tailing():
 		rn.releaseCursor("its read ended")
 	default:
-		rn.curHeld = rn.cur.Held() // no move is in progress
-		rn.markReading(ctx, false) // with what it holds now (readers.go)
+		rn.own.curHeld = rn.cur.Held() // no move is in progress
+		rn.own.markReading(ctx, false) // with what it holds now (readers.go)
 	}
 }
 
@@ -114,7 +115,7 @@ func (rn *run) releaseCursor(why string) {
 	if err != nil {
 		rn.Warn("release cursor ("+why+")", err)
 	}
-	rn.doneReading(context.Background())
+	rn.own.doneReading(context.Background())
 	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).
 		Int("held", held).Int("given_back", n).Msg("cursor released: " + why)
 }

@@ -3,11 +3,12 @@ package replay
 import (
 	"context"
 	"errors"
-	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/engine/review"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/review"
 )
 
 // A step's move holds, unacknowledged, every message of the DLQ it passed
@@ -51,47 +52,47 @@ var errGiveWay = errors.New("another dlqbot replay looks for messages this step'
 // looks for replays seeking on the DLQ that this step gives way to, and
 // reports whether there are any (kept in rn.yieldTo). left is what the
 // pass has still to find.
-func (rn *run) giveWayDue(ctx context.Context, left int) bool {
-	if rn.s.d.Claims == nil {
+func (ow *ownership) giveWayDue(ctx context.Context, left int) bool {
+	if ow.s.d.Claims == nil {
 		return false
 	}
-	now := rn.s.d.Clock.Now()
-	if now.Sub(rn.yieldLooked) < review.MarkEvery {
+	now := ow.s.d.Clock.Now()
+	if now.Sub(ow.yieldLooked) < review.MarkEvery {
 		return false
 	}
-	rn.yieldLooked = now
-	seekers, err := rn.s.d.Claims.Seekers(ctx, rn.r.DLQ, rn.r.ID)
+	ow.yieldLooked = now
+	seekers, err := ow.s.d.Claims.Seekers(ctx, ow.dlq, ow.id)
 	if err != nil {
-		rn.Warn("seekers", err)
+		ow.s.base.Warn(ow.id, ow.dlq, "seekers", err)
 		return false
 	}
-	for id := range rn.deaf {
+	for id := range ow.deaf {
 		if !slices.Contains(seekers, id) {
-			delete(rn.deaf, id) // its search ended: a new one is heard
+			delete(ow.deaf, id) // its search ended: a new one is heard
 		}
 	}
-	rn.yieldTo = rn.yieldTo[:0]
+	ow.yieldTo = ow.yieldTo[:0]
 	for _, id := range seekers {
-		if rn.deaf[id] || rn.seeking && left > 0 && id > rn.r.ID && !rn.passPaced {
+		if ow.deaf[id] || ow.seeking && left > 0 && id > ow.id && !ow.passPaced {
 			continue
 		}
-		rn.yieldTo = append(rn.yieldTo, id)
+		ow.yieldTo = append(ow.yieldTo, id)
 	}
-	return len(rn.yieldTo) > 0
+	return len(ow.yieldTo) > 0
 }
 
 // continueGivingWay is a pass's MoveRequest.Continue: mayContinue's,
 // and errGiveWay when the step gives way (giveWayDue).
-func (rn *run) continueGivingWay(ctx context.Context, left *int) func() error {
-	may := rn.mayContinue(ctx)
+func (ow *ownership) continueGivingWay(ctx context.Context, left *int) func() error {
+	may := ow.rn.jd.mayContinue(ctx)
 	return func() error {
 		if err := may(); err != nil {
 			return err
 		}
-		if rn.seeking {
-			rn.refreshSeek(ctx, *left > 0)
+		if ow.seeking {
+			ow.refreshSeek(ctx, *left > 0)
 		}
-		if rn.giveWayDue(ctx, *left) {
+		if ow.giveWayDue(ctx, *left) {
 			return errGiveWay
 		}
 		return nil
@@ -105,9 +106,9 @@ func (rn *run) continueGivingWay(ctx context.Context, left *int) func() error {
 // paced pass outlasts the mark's life). It is called from the move's
 // Continue, on the run's goroutine: progress, on the mover's, refreshes
 // only a cursor's mark, and a step looking for its picks has no cursor.
-func (rn *run) refreshSeek(ctx context.Context, want bool) {
-	if rn.markedSeeking != want || rn.s.d.Clock.Now().Sub(rn.marked) >= review.MarkEvery {
-		rn.markReading(ctx, want)
+func (ow *ownership) refreshSeek(ctx context.Context, want bool) {
+	if ow.markedSeeking != want || ow.s.d.Clock.Now().Sub(ow.marked) >= review.MarkEvery {
+		ow.markReading(ctx, want)
 	}
 }
 
@@ -115,13 +116,13 @@ func (rn *run) refreshSeek(ctx context.Context, want bool) {
 // until the move ends for another reason. pick and left are the pass's:
 // the picks a stopped move had not published go back into them. The
 // result sums the moves; its Coverage and Stopped are the last one's.
-func (rn *run) moveGivingWay(ctx context.Context, req engine.MoveRequest, pick map[string]int, left *int) (engine.MoveResult, error) {
+func (ow *ownership) moveGivingWay(ctx context.Context, req engine.MoveRequest, pick map[string]int, left *int) (engine.MoveResult, error) {
 	var total engine.MoveResult
 	for {
-		mr, err := rn.move(ctx, req)
+		mr, err := ow.rn.move(ctx, req)
 		gave := err == nil && errors.Is(mr.Stopped, errGiveWay)
 		if gave {
-			if aerr := rn.abandon(ctx, engine.MoveResult{Unsent: mr.Unsent}); aerr != nil {
+			if aerr := ow.rn.abandon(ctx, engine.MoveResult{Unsent: mr.Unsent}); aerr != nil {
 				// Their intents stand: not picked again by this step.
 				mr.Stopped = nil
 				return addMoves(total, mr), aerr
@@ -136,7 +137,7 @@ func (rn *run) moveGivingWay(ctx context.Context, req engine.MoveRequest, pick m
 		if !gave || *left == 0 {
 			return total, err
 		}
-		if stop := rn.giveWay(ctx); stop != nil {
+		if stop := ow.giveWay(ctx); stop != nil {
 			total.Stopped = stop
 			return total, nil
 		}
@@ -148,47 +149,47 @@ func (rn *run) moveGivingWay(ctx context.Context, req engine.MoveRequest, pick m
 // in rn.yieldTo to stop seeking, and opens the cursor again if one was
 // open. It returns a stop cause (pause, cancel, lost lease, shutdown)
 // that came meanwhile.
-func (rn *run) giveWay(ctx context.Context) error {
-	to := slices.Clone(rn.yieldTo)
+func (ow *ownership) giveWay(ctx context.Context) error {
+	to := slices.Clone(ow.yieldTo)
 	why := "dlqbot " + strings.Join(to, ", ") + " looks for messages this step's read holds"
-	hadCursor := rn.cur != nil
-	rn.releaseCursor(why)
-	if rn.seeking {
-		rn.markReading(ctx, false)      // holding nothing while it waits (above)
-		defer rn.markReading(ctx, true) // its pass has picks to find again
+	hadCursor := ow.rn.cur != nil
+	ow.rn.releaseCursor(why)
+	if ow.seeking {
+		ow.markReading(ctx, false)      // holding nothing while it waits (above)
+		defer ow.markReading(ctx, true) // its pass has picks to find again
 	}
-	start := rn.s.d.Clock.Now()
-	deadline := start.Add(rn.giveWayFor())
+	start := ow.s.d.Clock.Now()
+	deadline := start.Add(ow.giveWayFor())
 	for {
-		if stop := rn.stopCause(ctx); stop != nil {
+		if stop := ow.rn.stopCause(ctx); stop != nil {
 			return stop
 		}
 		still := to
-		if seekers, err := rn.s.d.Claims.Seekers(ctx, rn.r.DLQ, rn.r.ID); err == nil {
+		if seekers, err := ow.s.d.Claims.Seekers(ctx, ow.dlq, ow.id); err == nil {
 			still = slices.DeleteFunc(slices.Clone(to), func(id string) bool { return !slices.Contains(seekers, id) })
 		}
 		if len(still) == 0 {
 			break
 		}
-		if !rn.s.d.Clock.Now().Before(deadline) {
-			if rn.deaf == nil {
-				rn.deaf = map[string]bool{}
+		if !ow.s.d.Clock.Now().Before(deadline) {
+			if ow.deaf == nil {
+				ow.deaf = map[string]bool{}
 			}
 			for _, id := range still {
-				rn.deaf[id] = true
+				ow.deaf[id] = true
 			}
 			break
 		}
 		select {
 		case <-ctx.Done():
-		case <-rn.s.d.Clock.After(rn.s.cfg.SettlePoll):
+		case <-ow.s.d.Clock.After(ow.s.cfg.SettlePoll):
 		}
 	}
-	rn.yieldLooked = rn.s.d.Clock.Now()
-	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).
-		Dur("waited", rn.s.d.Clock.Now().Sub(start)).Msg("gave way: " + why)
+	ow.yieldLooked = ow.s.d.Clock.Now()
+	ow.s.cfg.Log.Info().Str("replay_id", ow.id).Str("dlq", ow.dlq).Int("step", ow.rn.r.Step).
+		Dur("waited", ow.s.d.Clock.Now().Sub(start)).Msg("gave way: " + why)
 	if hadCursor {
-		rn.openCursor(ctx)
+		ow.rn.openCursor(ctx)
 	}
 	return nil
 }
@@ -212,17 +213,17 @@ func addMoves(a, b engine.MoveResult) engine.MoveResult {
 // sends; giveWayWait for an unpaced one, whose move holds them for
 // moments, and a seeker still seeking after that is not waiting for it
 // (its own pass sending paced, say).
-func (rn *run) giveWayFor() time.Duration {
-	if rn.passPaced {
-		return rn.s.cfg.HeldWait
+func (ow *ownership) giveWayFor() time.Duration {
+	if ow.passPaced {
+		return ow.s.cfg.HeldWait
 	}
-	return rn.giveWayWait()
+	return ow.giveWayWait()
 }
 
 // giveWayWait is how long a run's re-read cut short by another dlqbot
 // replay's read tries again at least (runScan): the other replay gives way
 // within markEvery of the re-read's seeking mark, and its give-back lands
 // within seconds.
-func (rn *run) giveWayWait() time.Duration {
-	return rn.readerSlice()
+func (ow *ownership) giveWayWait() time.Duration {
+	return ow.readerSlice()
 }

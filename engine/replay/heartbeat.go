@@ -3,9 +3,10 @@ package replay
 import (
 	"context"
 	"errors"
-	"github.com/stroma/dlqbot/engine"
 	"sync/atomic"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // heartbeat keeps a replay's lease alive while its owner runs it. When an

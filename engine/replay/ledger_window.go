@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -9,7 +10,7 @@ import (
 // by the run's lease, refusing what other replays sent since the preview.
 func (rn *run) window(batch []engine.Moved) engine.Window {
 	return engine.Window{ReplayID: rn.r.ID, DLQ: rn.r.DLQ, Owner: rn.owner, Epoch: rn.epoch, Since: rn.f.CreatedAt,
-		Entries: rn.entries(batch, true), Resend: rn.resending}
+		Entries: rn.entries(batch, true), Resend: rn.rec.resending}
 }
 
 // refused books the copies the ledger refused in a pass (another replay
@@ -30,7 +31,7 @@ func (rn *run) refused(mr engine.MoveResult, res *engine.StepResult) {
 		n[rf.ID]++
 	}
 	for _, id := range order {
-		rn.elsewhere(id, n[id], engine.Claim{Replay: by[id], Sent: true})
+		rn.own.elsewhere(id, n[id], engine.Claim{Replay: by[id], Sent: true})
 	}
 	res.Planned -= len(mr.Refused)
 }

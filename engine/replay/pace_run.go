@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+
 	"github.com/stroma/dlqbot/engine"
 )
 

@@ -2,10 +2,11 @@ package replay
 
 import (
 	"context"
-	"github.com/stroma/dlqbot/engine"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // runClock is a clock only the test moves.

@@ -4,11 +4,12 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"github.com/stroma/dlqbot/engine"
 	"os"
 	"runtime"
 	"strconv"
 	"testing"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // BenchmarkPlanMemory measures what a run keeps per message for a whole
@@ -38,7 +39,7 @@ func BenchmarkPlanMemory(b *testing.B) {
 		rn := &run{plan: engine.PlanOf(synthColumns(n), nil)}
 		at("plan")
 		pick := rn.plan.Next(n, true)
-		rn.claimed = claimedOf(pick)
+		rn.own.claimed = claimedOf(pick)
 		at("pick")
 		sentPer := map[string]int{}
 		kept := &sentItems{p: rn.plan}

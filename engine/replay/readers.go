@@ -2,8 +2,9 @@ package replay
 
 import (
 	"context"
-	"github.com/stroma/dlqbot/engine/review"
 	"strings"
+
+	"github.com/stroma/dlqbot/engine/review"
 )
 
 // readMark is a reading mark as the run last wrote it: on until removed,
@@ -15,23 +16,23 @@ type readMark struct {
 
 // markReading marks the run reading its DLQ (seeking: looking for picks)
 // until a lease time from now.
-func (rn *run) markReading(ctx context.Context, seeking bool) {
-	if rn.s.d.Claims == nil {
+func (ow *ownership) markReading(ctx context.Context, seeking bool) {
+	if ow.s.d.Claims == nil {
 		return
 	}
-	rn.marked, rn.markedSeeking = rn.s.d.Clock.Now(), seeking
+	ow.marked, ow.markedSeeking = ow.s.d.Clock.Now(), seeking
 	held := 0
-	if rn.cur != nil {
+	if ow.rn.cur != nil {
 		// What a preview beside it cannot see (heldByReplays), as of the
 		// last step's end: Cursor.Held waits for a move in progress, and
 		// a mark is refreshed from within one (progress).
-		held = rn.curHeld
+		held = ow.curHeld
 	}
-	rn.markMu.Lock()
-	defer rn.markMu.Unlock()
-	rn.mark = readMark{on: true, seeking: seeking, held: held}
-	if err := rn.s.d.Claims.Reading(ctx, rn.r.DLQ, rn.r.ID, seeking, held, rn.s.cfg.LeaseTTL); err != nil {
-		rn.Warn("mark reading", err)
+	ow.markMu.Lock()
+	defer ow.markMu.Unlock()
+	ow.mark = readMark{on: true, seeking: seeking, held: held}
+	if err := ow.s.d.Claims.Reading(ctx, ow.dlq, ow.id, seeking, held, ow.s.cfg.LeaseTTL); err != nil {
+		ow.s.base.Warn(ow.id, ow.dlq, "mark reading", err)
 	}
 }
 
@@ -39,22 +40,22 @@ func (rn *run) markReading(ctx context.Context, seeking bool) {
 // reader's while its cursor is open. A mark left by a run shutting down
 // expires after the lease time (waiting on it is safe, and the drain on
 // SIGTERM gets no longer).
-func (rn *run) doneReading(ctx context.Context) {
-	if rn.s.d.Claims == nil {
+func (ow *ownership) doneReading(ctx context.Context) {
+	if ow.s.d.Claims == nil {
 		return
 	}
-	if rn.cur != nil {
-		rn.markReading(ctx, false)
+	if ow.rn.cur != nil {
+		ow.markReading(ctx, false)
 		return
 	}
-	rn.markMu.Lock()
-	defer rn.markMu.Unlock()
-	rn.mark = readMark{}
+	ow.markMu.Lock()
+	defer ow.markMu.Unlock()
+	ow.mark = readMark{}
 	if ctx.Err() != nil {
 		return // shutting down: the mark expires after the lease time
 	}
-	if err := rn.s.d.Claims.DoneReading(ctx, rn.r.DLQ, rn.r.ID); err != nil {
-		rn.Warn("unmark reading", err)
+	if err := ow.s.d.Claims.DoneReading(ctx, ow.dlq, ow.id); err != nil {
+		ow.s.base.Warn(ow.id, ow.dlq, "unmark reading", err)
 	}
 }
 
@@ -64,11 +65,11 @@ func (rn *run) doneReading(ctx context.Context) {
 // mark's life (a one-shot move calls the run back only when it
 // publishes, and a read that passes many messages before its picks holds
 // them all meanwhile). A mark the run removed is not refreshed.
-func (rn *run) keepMarked(ctx context.Context) (stop func()) {
-	if rn.s.d.Claims == nil {
+func (ow *ownership) keepMarked(ctx context.Context) (stop func()) {
+	if ow.s.d.Claims == nil {
 		return func() {}
 	}
-	dlq, id, claims, ttl := rn.r.DLQ, rn.r.ID, rn.s.d.Claims, rn.s.cfg.LeaseTTL
+	dlq, id, claims, ttl := ow.dlq, ow.id, ow.s.d.Claims, ow.s.cfg.LeaseTTL
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {
@@ -77,17 +78,17 @@ func (rn *run) keepMarked(ctx context.Context) (stop func()) {
 			select {
 			case <-mctx.Done():
 				return
-			case <-rn.s.d.Clock.After(review.MarkEvery):
+			case <-ow.s.d.Clock.After(review.MarkEvery):
 			}
-			rn.markMu.Lock()
-			m := rn.mark
+			ow.markMu.Lock()
+			m := ow.mark
 			var err error
 			if m.on {
 				err = claims.Reading(mctx, dlq, id, m.seeking, m.held, ttl)
 			}
-			rn.markMu.Unlock()
+			ow.markMu.Unlock()
 			if err != nil && mctx.Err() == nil {
-				rn.s.cfg.Log.Warn().Err(err).Str("replay_id", id).Str("dlq", dlq).Msg("mark reading")
+				ow.s.cfg.Log.Warn().Err(err).Str("replay_id", id).Str("dlq", dlq).Msg("mark reading")
 			}
 		}
 	}()
@@ -101,19 +102,19 @@ func (rn *run) keepMarked(ctx context.Context) (stop func()) {
 // run's cursor is open, it refreshes the run's mark, and releases the
 // cursor when another replay seeks picks on the DLQ (the bypass check
 // allows for what the cursor held being ready again: see bypassBase).
-func (rn *run) yieldCursor(ctx context.Context) {
-	if rn.cur == nil || rn.s.d.Claims == nil || rn.s.d.Clock.Now().Sub(rn.marked) < review.MarkEvery {
+func (ow *ownership) yieldCursor(ctx context.Context) {
+	if ow.rn.cur == nil || ow.s.d.Claims == nil || ow.s.d.Clock.Now().Sub(ow.marked) < review.MarkEvery {
 		return
 	}
-	seekers, err := rn.s.d.Claims.Seekers(ctx, rn.r.DLQ, rn.r.ID)
+	seekers, err := ow.s.d.Claims.Seekers(ctx, ow.dlq, ow.id)
 	if err != nil {
-		rn.Warn("seekers", err)
+		ow.s.base.Warn(ow.id, ow.dlq, "seekers", err)
 	}
 	if len(seekers) == 0 {
-		rn.markReading(ctx, false)
+		ow.markReading(ctx, false)
 		return
 	}
-	rn.releaseCursor("dlqbot " + strings.Join(seekers, ", ") + " looks for messages it may hold")
+	ow.rn.releaseCursor("dlqbot " + strings.Join(seekers, ", ") + " looks for messages it may hold")
 }
 
 // scanReaderWords is who a whole read's reader id describes ("a preview of

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/letter"
 )
@@ -39,9 +40,9 @@ import (
 // markLost notes that err lost the broker connection mid-step: the
 // replay's counts are then unreconciled until a counted read of the DLQ.
 // A management API that does not answer loses no connection.
-func (rn *run) markLost(err error) {
+func (rc *recovery) markLost(err error) {
 	if errors.Is(err, engine.ErrBrokerUnavailable) && !errors.Is(err, engine.ErrManagementDown) {
-		rn.r.Unreconciled = true
+		rc.rn.r.Unreconciled = true
 	}
 }
 
@@ -50,48 +51,48 @@ func (rn *run) markLost(err error) {
 // (see above). ok is false when it could not (said in the record's note
 // for a waiting run, and retried by the next run); err is a failure of the
 // store.
-func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
-	if !rn.r.Unreconciled {
+func (rc *recovery) reconcile(ctx context.Context) (ok bool, err error) {
+	if !rc.rn.r.Unreconciled {
 		return true, nil
 	}
-	clock := rn.s.d.Clock
-	deadline := clock.Now().Add(rn.s.cfg.HeldWait)
-	stop := func() error { return rn.stopCause(ctx) }
+	clock := rc.s.d.Clock
+	deadline := clock.Now().Add(rc.s.cfg.HeldWait)
+	stop := func() error { return rc.rn.stopCause(ctx) }
 	// The wait and the read seek, to other replays: a replay whose step
 	// holds messages of the DLQ gives them back (giveway.go) rather than
 	// keep the DLQ from being quiet until its step ends.
-	mark := rn.markScan(ctx)
+	mark := rc.rn.ret.markScan(ctx)
 	defer mark.end(ctx)
 	mark.seek(ctx)
 	for {
 		since := clock.Now()
-		quiet, qerr := rn.s.base.AwaitQuiet(ctx, rn.r.ID, rn.r.DLQ, since, deadline, true, stop)
+		quiet, qerr := rc.s.base.AwaitQuiet(ctx, rc.id, rc.dlq, since, deadline, true, stop)
 		if qerr != nil || !quiet || stop() != nil {
 			if qerr != nil {
-				rn.Warn("reconcile: wait for a quiet DLQ", qerr)
+				rc.s.base.Warn(rc.id, rc.dlq, "reconcile: wait for a quiet DLQ", qerr)
 			}
 			return false, nil
 		}
-		st, ierr := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+		st, ierr := rc.s.d.Broker.Inspect(ctx, rc.dlq)
 		if ierr != nil || !st.Exists {
 			return false, nil
 		}
-		if berr := engine.BudgetError(st, 1+rn.readsStillNeeded(), ""); berr != nil {
+		if berr := engine.BudgetError(st, 1+rc.readsStillNeeded(), ""); berr != nil {
 			// The read could bring a message nearer its delivery limit
 			// than the rest of the replay can afford: counted later.
-			rn.Warn("reconcile: read budget", berr)
+			rc.s.base.Warn(rc.id, rc.dlq, "reconcile: read budget", berr)
 			return false, nil
 		}
 		held := map[string]int{}
-		info, serr := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m letter.Message) error {
-			meta := rn.s.base.ParseMeta(rn.r.DLQ, m)
-			if meta.ReplayID != rn.r.ID { // a copy of this replay back in the DLQ is a return
+		info, serr := rc.s.d.Broker.Scan(ctx, rc.dlq, func(m letter.Message) error {
+			meta := rc.s.base.ParseMeta(rc.dlq, m)
+			if meta.ReplayID != rc.id { // a copy of this replay back in the DLQ is a return
 				held[meta.ID]++
 			}
 			return nil
 		})
 		if serr != nil {
-			rn.Warn("reconcile: read the DLQ", serr)
+			rc.s.base.Warn(rc.id, rc.dlq, "reconcile: read the DLQ", serr)
 			return false, nil
 		}
 		if !info.Coverage.Whole() {
@@ -101,7 +102,7 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 			continue // another reader came and went: read again
 		}
 		confirmed, pendingBy := map[string]int{}, map[string]int{}
-		_, pending, lerr := rn.s.base.LedgerCounts(ctx, rn.r.ID, func(e engine.LedgerEntry) {
+		_, pending, lerr := rc.s.base.LedgerCounts(ctx, rc.id, func(e engine.LedgerEntry) {
 			if e.Pending {
 				pendingBy[e.ID]++
 			} else {
@@ -109,12 +110,12 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 			}
 		})
 		if lerr != nil {
-			return false, fmt.Errorf("engine: run %s: reconcile: ledger: %w", rn.r.ID, lerr)
+			return false, fmt.Errorf("engine: run %s: reconcile: ledger: %w", rc.id, lerr)
 		}
-		dups := heldTwice(rn.plan, confirmed, held)
-		rn.r.Duplicates, rn.r.InDoubt = dups, pending
-		rn.r.InDoubtTaken = inDoubtTaken(rn.plan, confirmed, pendingBy, held)
-		rn.r.Unreconciled, rn.r.CountStale = false, false
+		dups := heldTwice(rc.rn.plan, confirmed, held)
+		rc.rn.r.Duplicates, rc.rn.r.InDoubt = dups, pending
+		rc.rn.r.InDoubtTaken = inDoubtTaken(rc.rn.plan, confirmed, pendingBy, held)
+		rc.rn.r.Unreconciled, rc.rn.r.CountStale = false, false
 		return true, nil
 	}
 }
@@ -122,15 +123,15 @@ func (rn *run) reconcile(ctx context.Context) (ok bool, err error) {
 // readsStillNeeded is how many reads of the DLQ the rest of the replay
 // needs besides the reconcile itself (its budget is checked again before
 // each step).
-func (rn *run) readsStillNeeded() int {
+func (rc *recovery) readsStillNeeded() int {
 	rereads := engine.RereadsPerStep
-	if rn.mode == engine.ReturnsTap {
+	if rc.rn.ret.mode == engine.ReturnsTap {
 		rereads = 0
 	}
-	if rn.toSend() == 0 {
+	if rc.rn.toSend() == 0 {
 		return 0
 	}
-	n, _ := engine.ReadsNeeded(rn.plan.Remaining()+rn.rs.left(), rn.r.Params, rereads)
+	n, _ := engine.ReadsNeeded(rc.rn.plan.Remaining()+rc.rs.left(), rc.rn.r.Params, rereads)
 	return n - 1
 }
 
@@ -172,12 +173,12 @@ type cutStep struct {
 
 // keepCut keeps a step that a lost connection ended, to be settled after
 // the reconnect (settleCut).
-func (rn *run) keepCut(res engine.StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) {
-	rn.cut = nil
+func (rc *recovery) keepCut(res engine.StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) {
+	rc.cut = nil
 	if res.Sent == 0 || len(sentPer) == 0 {
 		return
 	}
-	rn.cut = &cutStep{res: res, sentPer: sentPer, publish0: publish0, look: look}
+	rc.cut = &cutStep{res: res, sentPer: sentPer, publish0: publish0, look: look}
 }
 
 // afterLoss runs once the broker may answer again after a lost connection:
@@ -185,41 +186,41 @@ func (rn *run) keepCut(res engine.StepResult, sentPer map[string]int, publish0 m
 // Settled) and reconciles the counts with the DLQ. A copy of the cut step
 // that came back is returned as an error naming it, so that the replay
 // stops as after any step with returns.
-func (rn *run) afterLoss(ctx context.Context) error {
-	if c := rn.cut; c != nil {
-		rn.cut = nil
-		if _, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil {
-			p := rn.beginSettle(ctx, c.res, c.sentPer, c.publish0, c.look)
-			stop, serr := rn.settleSteps(ctx, p, nil)
+func (rc *recovery) afterLoss(ctx context.Context) error {
+	if c := rc.cut; c != nil {
+		rc.cut = nil
+		if _, err := rc.s.d.Broker.Inspect(ctx, rc.dlq); err == nil {
+			p := rc.rn.jd.beginSettle(ctx, c.res, c.sentPer, c.publish0, c.look)
+			stop, serr := rc.rn.jd.settleSteps(ctx, p, nil)
 			c.res = p.res
-			rn.noteSettled(p)
+			rc.rn.jd.noteSettled(p)
 			if stop == nil && serr == nil && c.res.Returned > 0 {
 				return fmt.Errorf("step %d, cut by the lost connection, settled after the reconnect: %s", c.res.Step, c.res.Observation)
 			}
 		}
 	}
-	if _, err := rn.reconcile(ctx); err != nil {
+	if _, err := rc.reconcile(ctx); err != nil {
 		return err
 	}
-	return rn.loadConfirmed(ctx)
+	return rc.loadConfirmed(ctx)
 }
 
 // lossNote words, for a replay stopped by a lost connection, what is
 // left: sent, in doubt and duplicates as last counted, and what a resume
 // does.
-func (rn *run) lossNote() string {
-	s := fmt.Sprintf("%d of %d sent", rn.r.Sent, rn.r.Total)
-	if rn.r.Duplicates > 0 {
-		s += fmt.Sprintf(", %d duplicate(s) (delivered, their originals also in %s%s)", rn.r.Duplicates, rn.r.DLQ, engine.LastCount(rn.r))
+func (rc *recovery) lossNote() string {
+	s := fmt.Sprintf("%d of %d sent", rc.rn.r.Sent, rc.rn.r.Total)
+	if rc.rn.r.Duplicates > 0 {
+		s += fmt.Sprintf(", %d duplicate(s) (delivered, their originals also in %s%s)", rc.rn.r.Duplicates, rc.dlq, engine.LastCount(rc.rn.r))
 	}
-	if rn.r.InDoubt > 0 {
-		s += fmt.Sprintf(", %d in doubt (maybe delivered; resume with resend=in-doubt sends them again, marked %s: true)", rn.r.InDoubt, engine.PossibleDuplicateHeader)
+	if rc.rn.r.InDoubt > 0 {
+		s += fmt.Sprintf(", %d in doubt (maybe delivered; resume with resend=in-doubt sends them again, marked %s: true)", rc.rn.r.InDoubt, engine.PossibleDuplicateHeader)
 	}
-	if rest := rn.plan.Remaining(); rest > 0 {
+	if rest := rc.rn.plan.Remaining(); rest > 0 {
 		s += fmt.Sprintf("; a resume sends the %d not sent yet", rest)
 	}
-	if rn.r.Unreconciled {
-		s += fmt.Sprintf("; duplicates not yet counted against %s (the next run reads it first)", rn.r.DLQ)
+	if rc.rn.r.Unreconciled {
+		s += fmt.Sprintf("; duplicates not yet counted against %s (the next run reads it first)", rc.dlq)
 	}
 	return s
 }

@@ -4,8 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/stroma/dlqbot/engine"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // rejoin decides whether a step that failed with err goes on after a lost
@@ -15,41 +16,41 @@ import (
 // cancel or shutdown came meanwhile, which the loop then acts on. Any other
 // error, and a wait that ran out, is returned for halt (the replay stops,
 // resumable).
-func (rn *run) rejoin(ctx context.Context, err error) error {
+func (rc *recovery) rejoin(ctx context.Context, err error) error {
 	var lost *engine.NodeLostError
-	rn.markLost(err)
-	if rn.s.cfg.Reconnect < 0 || rn.r.Params.Rate <= 0 || !errors.As(err, &lost) {
-		if !errors.Is(err, engine.ErrBrokerUnavailable) || errors.Is(err, engine.ErrManagementDown) || rn.stopCause(ctx) != nil {
+	rc.markLost(err)
+	if rc.s.cfg.Reconnect < 0 || rc.rn.r.Params.Rate <= 0 || !errors.As(err, &lost) {
+		if !errors.Is(err, engine.ErrBrokerUnavailable) || errors.Is(err, engine.ErrManagementDown) || rc.rn.stopCause(ctx) != nil {
 			return err
 		}
 		// Stopping: settle what the cut step sent and count the
 		// duplicates now, if the broker answers, so that the stop says
 		// exactly what is left (reconcile.go).
-		if aerr := rn.afterLoss(ctx); aerr != nil {
+		if aerr := rc.afterLoss(ctx); aerr != nil {
 			return fmt.Errorf("%w; %w", err, aerr)
 		}
-		return fmt.Errorf("%w; %s", err, rn.lossNote())
+		return fmt.Errorf("%w; %s", err, rc.lossNote())
 	}
-	since := rn.s.d.Clock.Now()
-	deadline := since.Add(rn.s.cfg.Reconnect)
+	since := rc.s.d.Clock.Now()
+	deadline := since.Add(rc.s.cfg.Reconnect)
 	node := lost.Node
-	rn.wait(ctx, fmt.Sprintf("lost the broker connection through node %s; reconnecting through another node (up to %s)", node, rn.s.cfg.Reconnect))
+	rc.wait(ctx, fmt.Sprintf("lost the broker connection through node %s; reconnecting through another node (up to %s)", node, rc.s.cfg.Reconnect))
 	held := -1
 	for {
-		if rn.stopCause(ctx) != nil {
+		if rc.rn.stopCause(ctx) != nil {
 			return nil
 		}
-		quiet, n, werr := rn.heldThrough(ctx, since)
+		quiet, n, werr := rc.heldThrough(ctx, since)
 		switch {
 		case werr == nil && quiet:
-			if aerr := rn.afterLoss(ctx); aerr != nil {
+			if aerr := rc.afterLoss(ctx); aerr != nil {
 				return fmt.Errorf("%w; %w", err, aerr)
 			}
-			if rerr := rn.resendAfterLoss(ctx); rerr != nil {
+			if rerr := rc.resendAfterLoss(ctx); rerr != nil {
 				return fmt.Errorf("%w; %w", err, rerr)
 			}
-			rn.r.Note = ""
-			rn.emit(ctx, engine.EventWaiting, nil, fmt.Sprintf("reconnected after losing node %s; nothing of %s is held any more: going on", node, rn.r.DLQ))
+			rc.rn.r.Note = ""
+			rc.rn.emit(ctx, engine.EventWaiting, nil, fmt.Sprintf("reconnected after losing node %s; nothing of %s is held any more: going on", node, rc.dlq))
 			return nil
 		case werr == nil && n != held:
 			held = n
@@ -57,7 +58,7 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 			if n > 0 {
 				what = fmt.Sprintf("%d message(s)", n)
 			}
-			rn.wait(ctx, fmt.Sprintf("waiting for %s the reader held through node %s, which left the cluster: neither missing nor sent, they return to %s when the node is back", what, node, rn.r.DLQ))
+			rc.wait(ctx, fmt.Sprintf("waiting for %s the reader held through node %s, which left the cluster: neither missing nor sent, they return to %s when the node is back", what, node, rc.dlq))
 		case errors.Is(werr, engine.ErrManagementDown):
 			// Only the API's counts tell whether the lost node's reader
 			// still holds messages: the replay stops, naming it
@@ -68,16 +69,16 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 			// back: waited for too; anything else stops the replay.
 			return werr
 		}
-		if rn.s.d.Clock.Now().After(deadline) {
+		if rc.s.d.Clock.Now().After(deadline) {
 			if werr != nil {
-				return fmt.Errorf("%w; the broker did not answer through another node within %s; %s", err, rn.s.cfg.Reconnect, rn.lossNote())
+				return fmt.Errorf("%w; the broker did not answer through another node within %s; %s", err, rc.s.cfg.Reconnect, rc.lossNote())
 			}
-			return fmt.Errorf("%w; waited %s for the messages held through node %s (still %d unacknowledged in %s); resume once it is back; %s", err, rn.s.cfg.Reconnect, node, max(held, 0), rn.r.DLQ, rn.lossNote())
+			return fmt.Errorf("%w; waited %s for the messages held through node %s (still %d unacknowledged in %s); resume once it is back; %s", err, rc.s.cfg.Reconnect, node, max(held, 0), rc.dlq, rc.lossNote())
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-rn.s.d.Clock.After(rn.s.cfg.SettlePoll):
+		case <-rc.s.d.Clock.After(rc.s.cfg.SettlePoll):
 		}
 	}
 }
@@ -86,31 +87,31 @@ func (rn *run) rejoin(ctx context.Context, err error) error {
 // DLQ: quiet when it has no consumer and a management sample taken after
 // since (plus StatsLag) counts nothing unacknowledged; n is the
 // unacknowledged count of the newest sample.
-func (rn *run) heldThrough(ctx context.Context, since time.Time) (quiet bool, n int, err error) {
-	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+func (rc *recovery) heldThrough(ctx context.Context, since time.Time) (quiet bool, n int, err error) {
+	st, err := rc.s.d.Broker.Inspect(ctx, rc.dlq)
 	if err != nil {
 		return false, 0, err
 	}
 	if !st.Exists {
-		return false, 0, fmt.Errorf("%s: %w", rn.r.DLQ, engine.ErrQueueNotFound)
+		return false, 0, fmt.Errorf("%s: %w", rc.dlq, engine.ErrQueueNotFound)
 	}
-	if rn.s.d.Counters == nil {
+	if rc.s.d.Counters == nil {
 		return st.Consumers == 0, 0, nil
 	}
-	cs, err := rn.s.d.Counters.Counters(ctx, rn.r.DLQ)
+	cs, err := rc.s.d.Counters.Counters(ctx, rc.dlq)
 	if err != nil {
 		return false, 0, err
 	}
-	fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(rn.s.cfg.StatsLag))
+	fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(rc.s.cfg.StatsLag))
 	return fresh && st.Consumers == 0 && cs.Unacked == 0 && cs.Consumers == 0, cs.Unacked, nil
 }
 
 // wait says in the record (still running) and in an event what the run
 // waits for.
-func (rn *run) wait(ctx context.Context, text string) {
-	rn.r.Note = text
-	if err := rn.put(ctx); err != nil {
-		rn.Warn("write waiting note", err)
+func (rc *recovery) wait(ctx context.Context, text string) {
+	rc.rn.r.Note = text
+	if err := rc.rn.put(ctx); err != nil {
+		rc.s.base.Warn(rc.id, rc.dlq, "write waiting note", err)
 	}
-	rn.emit(ctx, engine.EventWaiting, nil, text)
+	rc.rn.emit(ctx, engine.EventWaiting, nil, text)
 }

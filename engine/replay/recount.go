@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -14,7 +15,7 @@ import (
 func (rn *run) recount(ctx context.Context) {
 	mark := rn.r.CountMark
 	rn.r.CountMark = nil // this run's own acks make it stale
-	resending := rn.rs.left() > 0
+	resending := rn.rec.rs.left() > 0
 	if rn.r.Unreconciled || (rn.r.Duplicates == 0 && (resending || rn.r.InDoubt == 0)) {
 		return
 	}

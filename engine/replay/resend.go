@@ -3,8 +3,9 @@ package replay
 import (
 	"context"
 	"fmt"
-	"github.com/stroma/dlqbot/engine"
 	"sync"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // pendingEntries are the ledger's copies in doubt: intents never
@@ -119,18 +120,18 @@ func (rs *resender) endStep(gone bool) []engine.LedgerEntry {
 // again first, as resume resend=in-doubt does: same message_id and
 // x-dlqbot-copy, marked PossibleDuplicateHeader. An unpaced replay stops
 // instead and leaves that choice to a person.
-func (rn *run) resendAfterLoss(ctx context.Context) error {
-	pending, err := rn.s.pendingLedger(ctx, rn.r.ID)
+func (rc *recovery) resendAfterLoss(ctx context.Context) error {
+	pending, err := rc.s.pendingLedger(ctx, rc.id)
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	rn.r.InDoubt = len(pending)
+	rc.rn.r.InDoubt = len(pending)
 	if len(pending) == 0 {
 		return nil
 	}
-	rn.rs = newResender(pending)
-	rn.r.ResendInDoubt = true
-	rn.emit(ctx, engine.EventWaiting, nil, fmt.Sprintf("%d copy(ies) were in flight when the connection was lost (in doubt): sending them again first, marked %s: true", len(pending), engine.PossibleDuplicateHeader))
+	rc.rs = newResender(pending)
+	rc.rn.r.ResendInDoubt = true
+	rc.rn.emit(ctx, engine.EventWaiting, nil, fmt.Sprintf("%d copy(ies) were in flight when the connection was lost (in doubt): sending them again first, marked %s: true", len(pending), engine.PossibleDuplicateHeader))
 	return nil
 }
 
@@ -147,13 +148,13 @@ func (rn *run) resendAfterLoss(ctx context.Context) error {
 // kept by the pass (refreshSeek: a reader's once the read found all its
 // picks) and by keepMarked between the pass's publishes; the returned
 // end removes it.
-func (rn *run) seekResend(ctx context.Context) (end func()) {
-	rn.seeking = true
-	rn.markReading(ctx, true)
-	stop := rn.keepMarked(ctx)
+func (rc *recovery) seekResend(ctx context.Context) (end func()) {
+	rc.rn.own.seeking = true
+	rc.rn.own.markReading(ctx, true)
+	stop := rc.rn.own.keepMarked(ctx)
 	return func() {
 		stop()
-		rn.seeking = false
-		rn.doneReading(ctx)
+		rc.rn.own.seeking = false
+		rc.rn.own.doneReading(ctx)
 	}
 }

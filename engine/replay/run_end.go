@@ -21,8 +21,8 @@ func (rn *run) end(ctx context.Context) (engine.Replay, error) {
 	kind := engine.EventFinished
 	rest := ""
 	if rn.r.Sent+rn.r.Elsewhere >= rn.r.Total && rn.r.Missing == 0 {
-		rest = rn.restNote()
-		if d := rn.dupsNote(); d != "" && rest == "" {
+		rest = rn.jd.restNote()
+		if d := rn.rec.dupsNote(); d != "" && rest == "" {
 			rest = d
 		} else if d != "" {
 			rest += "; " + d
@@ -30,7 +30,7 @@ func (rn *run) end(ctx context.Context) (engine.Replay, error) {
 	}
 	if rn.r.Sent+rn.r.Elsewhere >= rn.r.Total && rn.r.Missing == 0 && rest == "" {
 		rn.r.State = engine.StateFinished
-		rn.r.Note = fmt.Sprintf("%d sent, %d settled, %s, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.cameBack(), rn.r.Missing, rn.r.Failed)
+		rn.r.Note = fmt.Sprintf("%d sent, %d settled, %s, %d missing, %d not delivered", rn.r.Sent, rn.r.Settled, rn.ret.cameBack(), rn.r.Missing, rn.r.Failed)
 		rn.r.Note += engine.ElsewhereNote(rn.r) + duplicatesNote(rn.r)
 	} else {
 		rn.markCount(ctx)

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/review"
-	"time"
 )
 
 // halt records why the run ended early. Pause and shutdown leave the replay
@@ -16,8 +17,8 @@ import (
 // after the owner decided to pause, before the pause was written.
 func (rn *run) halt(parent context.Context, cause error) (r engine.Replay, again bool, err error) {
 	rn.releaseCursor("the replay halted") // a paused or stopped replay holds nothing
-	rn.pending = nil                      // sent, never judged: kept for the next run, below
-	rn.keepUnjudged()
+	rn.jd.pending = nil                   // sent, never judged: kept for the next run, below
+	rn.jd.keepUnjudged()
 	if stopsHere(cause) && !rn.hb.lost.Load() {
 		rn.markCount(parent) // before the 5 s for the record's write begin
 	}
@@ -35,9 +36,9 @@ func (rn *run) halt(parent context.Context, cause error) (r engine.Replay, again
 	case errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded):
 		return rn.haltShutdown(parent, ctx)
 	case errors.Is(cause, engine.ErrReturnsUnverified):
-		return rn.stopUnverified(parent, ctx, cause)
+		return rn.jd.stopUnverified(parent, ctx, cause)
 	case errors.Is(cause, engine.ErrManagementDown):
-		return rn.stopForAPI(parent, ctx, cause)
+		return rn.jd.stopForAPI(parent, ctx, cause)
 	default:
 		return rn.stopForFault(parent, ctx, cause)
 	}
@@ -54,13 +55,13 @@ func (rn *run) haltCancelled(parent, ctx context.Context) (engine.Replay, bool, 
 	rn.emit(ctx, engine.EventCancelled, nil, fmt.Sprintf("cancelled: %d sent, %d left in %s untouched", rn.r.Sent, rn.plan.Remaining(), rn.r.DLQ))
 	// The copies already sent are still watched for their step's
 	// grace: the cancelled record then counts what came back.
-	if rn.windDown(parent) {
+	if rn.jd.windDown(parent) {
 		wctx, wcancel := context.WithTimeout(context.WithoutCancel(parent), 5*time.Second)
 		defer wcancel()
 		if err := rn.put(wctx); err != nil {
 			return rn.r, false, err
 		}
-		rn.emit(wctx, engine.EventCancelled, nil, rn.cancelledText())
+		rn.emit(wctx, engine.EventCancelled, nil, rn.jd.cancelledText())
 	}
 	return rn.r, false, nil
 }
@@ -98,7 +99,7 @@ func (rn *run) resumedMeanwhile(parent, ctx context.Context) (engine.Replay, boo
 	if parent.Err() != nil {
 		return rn.halt(parent, parent.Err())
 	}
-	rn.rejudge(parent) // the steps kept above are judged first
+	rn.jd.rejudge(parent) // the steps kept above are judged first
 	return rn.r, true, nil
 }
 

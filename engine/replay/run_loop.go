@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"fmt"
+
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -21,14 +22,14 @@ func (rn *run) loop(parent context.Context) (engine.Replay, error) {
 	if r, ended, err := rn.prepare(parent, ctx, kind); ended {
 		return r, err
 	}
-	defer rn.watchTap(ctx)() // the tap's loss is noticed at once, and repaired
+	defer rn.ret.watchTap(ctx)() // the tap's loss is noticed at once, and repaired
 	if r, ended, err := rn.begin(parent, ctx, kind); ended {
 		return r, err
 	}
 	if r, ended, err := rn.Steps(parent, ctx); ended {
 		return r, err
 	}
-	rn.finishAcks(ctx)
+	rn.rec.finishAcks(ctx)
 	if r, ended, err := rn.settleLast(parent, ctx); ended {
 		return r, err
 	}
@@ -60,8 +61,8 @@ func (rn *run) prepare(parent, ctx context.Context, kind engine.EventKind) (r en
 	// The tap goes in place before anything is published (a pause or
 	// cancel meanwhile still acts within a second).
 	sctx, scancel := context.WithCancel(ctx)
-	go rn.cancelOnStop(sctx, scancel)
-	err = rn.startReturns(sctx)
+	go rn.jd.cancelOnStop(sctx, scancel)
+	err = rn.ret.startReturns(sctx)
 	scancel()
 	if cause := rn.stopCause(ctx); cause != nil {
 		if r, again, err := rn.halt(parent, cause); !again {
@@ -86,15 +87,15 @@ func (rn *run) begin(parent, ctx context.Context, kind engine.EventKind) (r engi
 	rn.emit(ctx, kind, nil, rn.startText(kind))
 	rn.actor = ""
 	rn.recount(ctx)
-	if _, err := rn.reconcile(ctx); err != nil { // after a lost connection (reconcile.go)
+	if _, err := rn.rec.reconcile(ctx); err != nil { // after a lost connection (reconcile.go)
 		r, _, err := rn.halt(parent, err)
 		return r, true, err
 	}
-	if err := rn.loadConfirmed(ctx); err != nil {
+	if err := rn.rec.loadConfirmed(ctx); err != nil {
 		r, _, err := rn.halt(parent, err)
 		return r, true, err
 	}
-	rn.rejudge(ctx) // the step the last run left unjudged, first
+	rn.jd.rejudge(ctx) // the step the last run left unjudged, first
 	return rn.r, false, nil
 }
 
@@ -104,8 +105,8 @@ func (rn *run) startText(kind engine.EventKind) string {
 	if tw := engine.TakeOverWords(rn.r); tw != "" && kind == engine.EventStarted {
 		text += "; " + tw // what its approval took over, and from whom
 	}
-	if rn.mode == engine.ReturnsReread {
-		text += "; returns will be found at the DLQ's tail by the replay's own read, or by re-reading the DLQ (" + rn.modeNote + ")"
+	if rn.ret.mode == engine.ReturnsReread {
+		text += "; returns will be found at the DLQ's tail by the replay's own read, or by re-reading the DLQ (" + rn.ret.modeNote + ")"
 	}
 	return text
 }
@@ -114,7 +115,7 @@ func (rn *run) startText(kind engine.EventKind) string {
 // is left unjudged. ended is true when the run ended first (halted, or
 // stopped after a step): r and err are then its outcome.
 func (rn *run) Steps(parent, ctx context.Context) (r engine.Replay, ended bool, err error) {
-	for rn.toSend() > 0 || rn.pending != nil {
+	for rn.toSend() > 0 || rn.jd.pending != nil {
 		res, err := rn.nextStep(ctx)
 		if err != nil {
 			if r, again, err := rn.halt(parent, err); !again {
@@ -122,7 +123,7 @@ func (rn *run) Steps(parent, ctx context.Context) (r engine.Replay, ended bool, 
 			}
 			continue
 		}
-		if res.Planned == 0 && res.Sent == 0 && rn.rs.left() == 0 {
+		if res.Planned == 0 && res.Sent == 0 && rn.rec.rs.left() == 0 {
 			continue // the rest was another replay's
 		}
 		if note := rn.stepNote(&res); note != "" {
@@ -142,7 +143,7 @@ func (rn *run) nextStep(ctx context.Context) (engine.StepResult, error) {
 	if err := rn.stopCause(ctx); err != nil {
 		return engine.StepResult{}, err
 	}
-	if err := rn.sendBudget(ctx); err != nil {
+	if err := rn.jd.sendBudget(ctx); err != nil {
 		return engine.StepResult{}, err
 	}
 	res, stopErr, err := rn.step(ctx)
@@ -150,7 +151,7 @@ func (rn *run) nextStep(ctx context.Context) (engine.StepResult, error) {
 		err = stopErr
 	}
 	if err != nil {
-		err = rn.rejoin(ctx, err) // nil: a paced replay goes on after a lost node (reconnect.go)
+		err = rn.rec.rejoin(ctx, err) // nil: a paced replay goes on after a lost node (reconnect.go)
 	}
 	return res, err
 }
@@ -196,7 +197,7 @@ func (rn *run) stopAfter(parent, ctx context.Context, res engine.StepResult, not
 // on when halt says so. ended is true when the run ended here.
 func (rn *run) settleLast(parent, ctx context.Context) (r engine.Replay, ended bool, err error) {
 	for {
-		stop, err := rn.settleRest(ctx)
+		stop, err := rn.jd.settleRest(ctx)
 		if err == nil {
 			err = stop
 		}
@@ -211,4 +212,4 @@ func (rn *run) settleLast(parent, ctx context.Context) (r engine.Replay, ended b
 
 // toSend is how many copies the run has yet to send: the copies in doubt
 // it resends and the plan's remaining picks.
-func (rn *run) toSend() int { return rn.rs.left() + rn.plan.Remaining() }
+func (rn *run) toSend() int { return rn.rec.rs.left() + rn.plan.Remaining() }

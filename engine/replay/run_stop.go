@@ -3,6 +3,7 @@ package replay
 import (
 	"context"
 	"errors"
+
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -20,7 +21,7 @@ func (rn *run) stopCause(ctx context.Context) error {
 // controlErr is the control's pause or cancel, but for a cancelled run
 // watching the copies it sent (windDown): it has acted on the cancel.
 func (rn *run) controlErr() error {
-	if rn.winding.Load() {
+	if rn.jd.winding.Load() {
 		return nil
 	}
 	return rn.ctl.err()

@@ -2,8 +2,9 @@ package replay
 
 import (
 	"fmt"
-	"github.com/stroma/dlqbot/engine"
 	"strings"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // duplicatesNote words the copies a consumer may have received twice:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +19,10 @@ import (
 // writes of the record and its events; run_words.go the sentences of its
 // shortfalls.
 
-// run is one owner's execution of one replay.
+// run is one owner's execution of one replay: the loop over its steps,
+// their sends and its record. Four concerns keep their own state and
+// methods: ownership (ownership.go), recovery (recovery.go), returnsFinder
+// (returns.go) and judge (judge.go); each embeds a runPart.
 type run struct {
 	s     *Service
 	r     engine.Replay
@@ -30,120 +32,28 @@ type run struct {
 	plan  *engine.Plan
 	hb    *heartbeat
 	ctl   *control
-	// returnedSeen are returned copies already counted, id → copies.
-	returnedSeen map[string]int
+	// own, rec, ret and jd are the run's concerns, each with the state
+	// it keeps (ownership.go, recovery.go, returns.go, judge.go).
+	own ownership
+	rec recovery
+	ret returnsFinder
+	jd  judge
 	// lastProgress is when a step last wrote its progress.
 	lastProgress time.Time
 	// actor is who caused the event being emitted, when a person did.
 	actor string
-	// mode is how this run finds returns, and modeNote why it re-reads.
-	mode     engine.ReturnsMode
-	modeNote string
-	// tapTotal is the replay's returns recorded by the tap at the last
-	// look; listed is how many returned events are in r.Failures.
-	tapTotal int
-	listed   int
-	// watch follows the tap (tap_watch.go); gapExtra counts the returns
-	// found by re-reading the DLQ after windows without the tap.
-	watch    *tapWatch
-	gapExtra int
-	// rs resends the copies in doubt (resume resend=in-doubt); nil when
-	// not asked for.
-	rs *resender
-	// resending is true during a step of rs.
-	resending bool
-	// claimed are the ids this step claimed (Deps.Claims), and stepSent
-	// those it sent or may have sent.
-	claimed  []string
+	// stepSent are the ids this step sent or may have sent.
 	stepSent *sentSet
-	// heldNote names who held messages of the DLQ when the last step
-	// found messages held elsewhere (heldBy); heldLanded says that step's
-	// whole reads kept finding messages reach the DLQ that they had not
-	// seen (findRest).
-	heldNote   string
-	heldLanded bool
 	// stepMoves is what the current step's moves did (step.go).
 	stepMoves stepMoves
-	// sawReaders are the other dlqbot replays, and sawScans the dlqbot
-	// previews, approvals and checks ("a preview of U123"), a step looking
-	// for its picks (findRest) has seen reading the DLQ (readerWait),
-	// while it looks: heldBy names them when they ended before it gave up.
-	sawReaders, sawScans []string
-	// curHeld is how many messages the cursor held at the last step's end,
-	// for the run's reading mark (markReading).
-	curHeld int
-	// cut is the step a lost connection ended, settled after the
-	// reconnect (reconcile.go).
-	cut *cutStep
 	// cur is the read of the DLQ the steps continue (nil: none open), and
 	// curOpened when it opened (see cursor.go).
 	cur       engine.Cursor
 	curOpened time.Time
-	// tail is what the cursor saw of the replay's returns (settle_tail.go).
-	tail curTail
 	// beside is set, for a step, when another dlqbot replay read the DLQ
 	// as it began (a run without a tap then reads without a cursor:
 	// cursor.go).
 	beside bool
-	// dlqType is the DLQ's queue type once the run has seen it ("" until
-	// then; settle_tail.go: only a classic DLQ's replay without a tap uses
-	// a cursor).
-	dlqType string
-	// marked is when the run last marked itself reading the DLQ (and
-	// looked for replays seeking what its cursor holds, readers.go).
-	marked time.Time
-	// markedSeeking is whether that mark said seeking.
-	markedSeeking bool
-	// markMu guards mark, the reading mark as the run last wrote it (on
-	// false once removed), which keepMarked refreshes from its own
-	// goroutine; markMu is held while a mark is written, so a refresh
-	// never brings back a mark the run removed.
-	markMu sync.Mutex
-	mark   readMark
-	// seeking is set while a step looks for picks it did not find
-	// (findRest); yieldLooked is when a move last looked for seekers to
-	// give way to, yieldTo those it found, and deaf the seekers it waited
-	// for in vain, given way to no more until they stop seeking
-	// (giveway.go).
-	seeking     bool
-	passPaced   bool     // the pass under way sends paced (giveway.go)
-	scanReplays []string // the replays that held messages during the last re-read (settle_scan.go)
-	yieldLooked time.Time
-	yieldTo     []string
-	deaf        map[string]bool
-	// pending is the step sent and not judged yet while the next one
-	// sends (settle_overlap.go), tripped the breaker's verdict on the step
-	// sending beside it (settle_breaker.go), and proofs what the targets'
-	// counters can prove (settle_proof.go).
-	pending *sentStep
-	tripped atomic.Bool
-	proofs  map[string]*targetProof
-	// noAckAt is, per target of the step being sent, whether the consumer
-	// list read before its sends showed only consumers that auto-ack
-	// (settle_noack.go).
-	noAckAt map[string]bool
-	// bp is the baseline of the tap-bypass check (settle_bypass.go).
-	bp bypassBase
-	// apiDown counts the reads of management counters that failed
-	// because the API is not answering, and apiMark is its value when the
-	// step being sent sampled its targets (settle_api.go).
-	apiDown atomic.Int64
-	apiMark int64
-	// open are the steps sent and not judged yet, by number; rest is what
-	// judging the copies still unsettled when the plan was exhausted
-	// found; winding is set while a cancelled run watches the copies it
-	// sent (settle_unjudged.go).
-	open    map[int]*sentStep
-	rest    *engine.StepResult
-	winding atomic.Bool
-	// confirmed and pendingBy are the ledger's confirmed copies and copies
-	// in doubt per id, droppedIDs the originals of confirmed copies the
-	// run acked without a copy, and dropNote why some could not be
-	// (resume_acks.go).
-	confirmed  map[string]int
-	pendingBy  map[string]int
-	droppedIDs map[string]int
-	dropNote   string
 	// pacer paces an auto-paced replay (pace_run.go), made by its first
 	// pass; paceTargets are the targets it has sent to.
 	pacer       *engine.Pacer
@@ -240,6 +150,15 @@ func (s *Service) readLedger(ctx context.Context, id string) (sent map[string]in
 	return sent, doubt, err
 }
 
+// runPart is what each of a run's concerns knows of the run: the
+// service, the replay's id and DLQ (fixed for the run's life), and the run
+// itself, for what a concern asks of the run or of another concern.
+type runPart struct {
+	rn      *run
+	s       *Service
+	id, dlq string
+}
+
 // newRun is owner's run of r (with epoch, its lease's fencing epoch) over
 // preview f and plan pl, knowing the copies in doubt.
 func (s *Service) newRun(r engine.Replay, f engine.Frozen, owner string, epoch int64, pl *engine.Plan, doubt []engine.LedgerEntry) *run {
@@ -247,19 +166,21 @@ func (s *Service) newRun(r engine.Replay, f engine.Frozen, owner string, epoch i
 	warn := func(op string, err error) { s.base.Warn(id, r.DLQ, op, err) }
 	rn := &run{
 		s: s, r: r, f: f, owner: owner, epoch: epoch, plan: pl,
-		hb:           &heartbeat{leases: s.d.Leases, id: id, owner: owner, ttl: s.cfg.LeaseTTL, clock: s.d.Clock, warn: warn},
-		ctl:          &control{replays: s.d.Replays, id: id, every: s.cfg.ControlPoll, clock: s.d.Clock, warn: warn},
-		returnedSeen: map[string]int{},
-		bp:           bypassBase{ready0: -1},
+		hb:  &heartbeat{leases: s.d.Leases, id: id, owner: owner, ttl: s.cfg.LeaseTTL, clock: s.d.Clock, warn: warn},
+		ctl: &control{replays: s.d.Replays, id: id, every: s.cfg.ControlPoll, clock: s.d.Clock, warn: warn},
 	}
+	part := runPart{rn: rn, s: s, id: id, dlq: r.DLQ}
+	rn.own.runPart, rn.rec.runPart, rn.ret.runPart, rn.jd.runPart = part, part, part, part
+	rn.ret.returnedSeen = map[string]int{}
+	rn.ret.bp = bypassBase{ready0: -1}
 	rn.noteDoubt(doubt)
 	// The ledger is the truth about what is in doubt: every pending intent,
 	// whichever run wrote it.
 	rn.r.InDoubt = len(doubt)
 	if r.ResendInDoubt && len(doubt) > 0 {
-		rn.rs = newResender(doubt)
+		rn.rec.rs = newResender(doubt)
 	}
-	rn.r.ResendInDoubt = rn.rs.left() > 0
+	rn.r.ResendInDoubt = rn.rec.rs.left() > 0
 	return rn
 }
 

@@ -2,9 +2,10 @@ package replay
 
 import (
 	"fmt"
-	"github.com/stroma/dlqbot/engine"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // TestIDIndexAgreesWithAMap: the plan's index finds each id's first item,

@@ -3,11 +3,12 @@ package replay
 import (
 	"context"
 	"fmt"
+	"math"
+	"time"
+
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/letter"
 	"github.com/stroma/dlqbot/engine/review"
-	"math"
-	"time"
 )
 
 // targetWatch follows one target queue while a step settles.
@@ -49,23 +50,23 @@ type targetWatch struct {
 // sampleTargets reads the publish counters of the step's targets before it
 // sends, so the first sample that counts its publishes can be recognised;
 // each sample may also become its target's anchor (noteBaseline).
-func (rn *run) sampleTargets(ctx context.Context, targets map[string]bool) map[string]int64 {
+func (jg *judge) sampleTargets(ctx context.Context, targets map[string]bool) map[string]int64 {
 	out := map[string]int64{}
-	rn.apiMark = rn.apiDown.Load()
-	rn.noAckAt = nil
+	jg.apiMark = jg.apiDown.Load()
+	jg.noAckAt = nil
 	for q := range targets {
 		out[q] = -1
-		if rn.s.d.Counters != nil {
-			st, err := rn.anchorSample(ctx, q)
-			rn.noAckListed(q, st, err == nil)
+		if jg.s.d.Counters != nil {
+			st, err := jg.anchorSample(ctx, q)
+			jg.noAckListed(q, st, err == nil)
 			if err == nil {
 				if !st.Lapsed {
 					out[q] = st.Publish
 				}
-				rn.noteBaseline(q, st)
+				jg.noteBaseline(q, st)
 			} else {
 				// Unknown: the baseline then goes by the sample's time alone.
-				rn.Warn("read target counters", err)
+				jg.s.base.Warn(jg.id, jg.dlq, "read target counters", err)
 			}
 		}
 	}
@@ -106,12 +107,12 @@ type sentStep struct {
 
 // beginSettle starts watching what res sent (sentPer: confirmed copies per
 // target) right after its last confirm.
-func (rn *run) beginSettle(ctx context.Context, res engine.StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) *sentStep {
-	clock := rn.s.d.Clock
-	p := &sentStep{res: res, start: clock.Now(), sentPer: sentPer, publish0: publish0, look: look, before: rn.r.Returned, from: clock.Now(), apiMark: rn.apiMark}
+func (jg *judge) beginSettle(ctx context.Context, res engine.StepResult, sentPer map[string]int, publish0 map[string]int64, look *returnsLook) *sentStep {
+	clock := jg.s.d.Clock
+	p := &sentStep{res: res, start: clock.Now(), sentPer: sentPer, publish0: publish0, look: look, before: jg.rn.r.Returned, from: clock.Now(), apiMark: jg.apiMark}
 	for q, n := range sentPer {
 		w := &targetWatch{queue: q, sent: n, publish0: publish0[q], deliver1: -1, confirmed: clock.Now(), consumers: -1}
-		if st, err := rn.s.d.Broker.Inspect(ctx, q); err == nil {
+		if st, err := jg.s.d.Broker.Inspect(ctx, q); err == nil {
 			w.ready, w.minReady = st.Ready, st.Ready
 			if st.Exists {
 				w.consumers = st.Consumers
@@ -122,7 +123,7 @@ func (rn *run) beginSettle(ctx context.Context, res engine.StepResult, sentPer m
 			// n − ready), and the counters' path, which needs R, proves
 			// nothing for this step. Taking it as 0 would count every
 			// copy delivered at the first look.
-			rn.Warn("inspect target", err)
+			jg.s.base.Warn(jg.id, jg.dlq, "inspect target", err)
 			w.ready, w.minReady = -1, math.MaxInt
 		}
 		p.watches = append(p.watches, w)
@@ -142,46 +143,46 @@ func (rn *run) beginSettle(ctx context.Context, res engine.StepResult, sentPer m
 // shutdown, returning that cause as stop (the copies were sent; what
 // became of them is left to the next step or a check); err is a failure to
 // look for returns (a read refused by the read budget).
-func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err error) {
+func (jg *judge) settleSteps(parent context.Context, p, also *sentStep) (stop, err error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	go rn.cancelOnStop(ctx, cancel)
-	clock := rn.s.d.Clock
-	deadline := p.from.Add(rn.r.Params.Timeout)
+	go jg.cancelOnStop(ctx, cancel)
+	clock := jg.s.d.Clock
+	deadline := p.from.Add(jg.rn.r.Params.Timeout)
 	for {
-		if stop := rn.stopCause(parent); stop != nil {
+		if stop := jg.rn.stopCause(parent); stop != nil {
 			return stop, nil
 		}
 		now := clock.Now()
-		delivered := rn.watchStep(ctx, p, now)
+		delivered := jg.watchStep(ctx, p, now)
 		if also != nil {
-			rn.watchStep(ctx, also, now)
+			jg.watchStep(ctx, also, now)
 		}
-		if err := rn.lookForReturns(ctx, p.look, now, false); err != nil {
-			if stop := rn.stopCause(parent); stop != nil {
+		if err := jg.rn.ret.lookForReturns(ctx, p.look, now, false); err != nil {
+			if stop := jg.rn.stopCause(parent); stop != nil {
 				return stop, nil
 			}
 			return nil, err
 		}
-		rn.yieldCursor(ctx)
-		if delivered && !p.proven && !p.taken && rn.r.Returned == p.before {
-			if p.taken = rn.takenAcked(ctx, p); !p.taken {
-				p.proven = rn.provenAll(ctx, p)
+		jg.rn.own.yieldCursor(ctx)
+		if delivered && !p.proven && !p.taken && jg.rn.r.Returned == p.before {
+			if p.taken = jg.takenAcked(ctx, p); !p.taken {
+				p.proven = jg.provenAll(ctx, p)
 			}
 		}
-		early := (p.proven || p.taken) && rn.r.Returned == p.before
-		if (delivered && (early || now.Sub(p.graceFrom) >= rn.s.cfg.SettleGrace)) || !now.Before(deadline) {
+		early := (p.proven || p.taken) && jg.rn.r.Returned == p.before
+		if (delivered && (early || now.Sub(p.graceFrom) >= jg.s.cfg.SettleGrace)) || !now.Before(deadline) {
 			break
 		}
 		select {
 		case <-ctx.Done():
-		case <-clock.After(rn.s.cfg.SettlePoll):
+		case <-clock.After(jg.s.cfg.SettlePoll):
 		}
 	}
-	mode := rn.mode
-	p.look.alone, p.look.before, p.look.canary = also == nil, p.before, rn.canary(p.res.Step)
-	if err := rn.lookForReturns(ctx, p.look, clock.Now(), true); err != nil {
-		if stop := rn.stopCause(parent); stop != nil {
+	mode := jg.rn.ret.mode
+	p.look.alone, p.look.before, p.look.canary = also == nil, p.before, jg.canary(p.res.Step)
+	if err := jg.rn.ret.lookForReturns(ctx, p.look, clock.Now(), true); err != nil {
+		if stop := jg.rn.stopCause(parent); stop != nil {
 			return stop, nil
 		}
 		return nil, err
@@ -192,12 +193,12 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 		res.Settled += w.delivered
 	}
 	res.Settled = min(res.Settled, res.Sent)
-	res.Returned = rn.r.Returned - p.before
-	if rn.r.Unseen != nil {
-		u := *rn.r.Unseen
+	res.Returned = jg.rn.r.Returned - p.before
+	if jg.rn.r.Unseen != nil {
+		u := *jg.rn.r.Unseen
 		res.Unseen = &u
 	}
-	res.Observation = rn.describe(res, clock.Now().Sub(p.from))
+	res.Observation = jg.describe(res, clock.Now().Sub(p.from))
 	switch {
 	case res.Returned > 0 || res.Settled < res.Sent:
 	case p.taken:
@@ -205,19 +206,19 @@ func (rn *run) settleSteps(parent context.Context, p, also *sentStep) (stop, err
 	case p.proven:
 		res.Observation += "; the target's counters show every copy delivered and acked"
 	}
-	rn.evidence(p)
-	if mode != rn.mode {
-		res.Observation += "; from now on returns are found by re-reading the DLQ: " + rn.modeNote
+	jg.evidence(p)
+	if mode != jg.rn.ret.mode {
+		res.Observation += "; from now on returns are found by re-reading the DLQ: " + jg.rn.ret.modeNote
 	}
 	return nil, nil
 }
 
 // watchStep observes p's targets at now and reports whether all its copies
 // are known delivered (noting when that was first seen).
-func (rn *run) watchStep(ctx context.Context, p *sentStep, now time.Time) bool {
+func (jg *judge) watchStep(ctx context.Context, p *sentStep, now time.Time) bool {
 	all := true
 	for _, w := range p.watches {
-		rn.observe(ctx, w)
+		jg.observe(ctx, w)
 		all = all && w.delivered == w.sent
 	}
 	if all && p.graceFrom.IsZero() {
@@ -228,9 +229,9 @@ func (rn *run) watchStep(ctx context.Context, p *sentStep, now time.Time) bool {
 
 // provenAll reports whether the counters of every target of p prove its
 // copies delivered and acked.
-func (rn *run) provenAll(ctx context.Context, p *sentStep) bool {
+func (jg *judge) provenAll(ctx context.Context, p *sentStep) bool {
 	for _, w := range p.watches {
-		if !rn.proven(ctx, w.queue) {
+		if !jg.proven(ctx, w.queue) {
 			return false
 		}
 	}
@@ -240,13 +241,13 @@ func (rn *run) provenAll(ctx context.Context, p *sentStep) bool {
 // cancelOnStop cancels a settling step's context as soon as sending must
 // stop (pause, cancel, lost lease), so a slow read or management call in
 // progress cannot hold the step past the 1 s promise.
-func (rn *run) cancelOnStop(ctx context.Context, cancel context.CancelFunc) {
+func (jg *judge) cancelOnStop(ctx context.Context, cancel context.CancelFunc) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-rn.s.d.Clock.After(50 * time.Millisecond):
-			if rn.controlErr() != nil || rn.hb.lost.Load() {
+		case <-jg.s.d.Clock.After(50 * time.Millisecond):
+			if jg.rn.controlErr() != nil || jg.rn.hb.lost.Load() {
 				cancel()
 				return
 			}
@@ -255,17 +256,17 @@ func (rn *run) cancelOnStop(ctx context.Context, cancel context.CancelFunc) {
 }
 
 // observe updates w from the queue's ready count and counters.
-func (rn *run) observe(ctx context.Context, w *targetWatch) {
+func (jg *judge) observe(ctx context.Context, w *targetWatch) {
 	if w.delivered == w.sent {
 		return
 	}
-	st, err := rn.s.d.Broker.Inspect(ctx, w.queue)
+	st, err := jg.s.d.Broker.Inspect(ctx, w.queue)
 	switch {
 	case err != nil:
-		rn.Warn("inspect target", err)
+		jg.s.base.Warn(jg.id, jg.dlq, "inspect target", err)
 	case !st.Exists:
 		// Deleted since the step sent to it: its copies went with it.
-		rn.Warn("inspect target", fmt.Errorf("%s: %w", w.queue, engine.ErrQueueNotFound))
+		jg.s.base.Warn(jg.id, jg.dlq, "inspect target", fmt.Errorf("%s: %w", w.queue, engine.ErrQueueNotFound))
 	default:
 		if st.Consumers != w.consumers {
 			w.consumersMoved = true
@@ -278,12 +279,12 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 			return
 		}
 	}
-	if rn.s.d.Counters == nil {
+	if jg.s.d.Counters == nil {
 		return
 	}
-	cs, err := rn.counters(ctx, w.queue)
+	cs, err := jg.counters(ctx, w.queue)
 	if err != nil {
-		rn.Warn("read target counters", err)
+		jg.s.base.Warn(jg.id, jg.dlq, "read target counters", err)
 		return
 	}
 	if cs.Lapsed {
@@ -293,7 +294,7 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 		// The baseline must come from a sample taken after the confirm
 		// (by its timestamp, else by its publish counter), or the
 		// watermark would be early.
-		fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(w.confirmed.Add(rn.s.cfg.StatsLag)) &&
+		fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(w.confirmed.Add(jg.s.cfg.StatsLag)) &&
 			(w.publish0 < 0 || cs.Publish >= w.publish0+int64(w.sent))
 		if fresh {
 			w.deliver1 = cs.DeliverGet
@@ -318,12 +319,12 @@ func (rn *run) observe(ctx context.Context, w *targetWatch) {
 
 // isNew reports whether m is a failure that arrived since the replay
 // started: not one of the previewed messages, and dead-lettered since.
-func (rn *run) isNew(m letter.Meta) bool {
-	return !rn.plan.Has(m.ID) && review.DiedSince(m, rn.r.CreatedAt)
+func (jg *judge) isNew(m letter.Meta) bool {
+	return !jg.rn.plan.Has(m.ID) && review.DiedSince(m, jg.rn.r.CreatedAt)
 }
 
 // describe words what a step showed, claiming no more than was observed.
-func (rn *run) describe(res *engine.StepResult, took time.Duration) string {
+func (jg *judge) describe(res *engine.StepResult, took time.Duration) string {
 	t := took.Round(time.Second)
 	var s string
 	switch {
@@ -336,9 +337,9 @@ func (rn *run) describe(res *engine.StepResult, took time.Duration) string {
 	}
 	switch {
 	case res.Returned > 0:
-		s += fmt.Sprintf("; %d came back to %s", res.Returned, rn.r.DLQ)
+		s += fmt.Sprintf("; %d came back to %s", res.Returned, jg.dlq)
 	case res.Unseen == nil:
-		s += "; none seen back in " + rn.r.DLQ
+		s += "; none seen back in " + jg.dlq
 	}
 	if res.Unseen != nil {
 		s += "; " + res.Unseen.Words()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -19,10 +20,10 @@ import (
 
 // counters reads q's management counters, counting a read the API did
 // not answer (rn.apiDown).
-func (rn *run) counters(ctx context.Context, q string) (engine.QueueCounters, error) {
-	c, err := rn.s.d.Counters.Counters(ctx, q)
+func (jg *judge) counters(ctx context.Context, q string) (engine.QueueCounters, error) {
+	c, err := jg.s.d.Counters.Counters(ctx, q)
 	if errors.Is(err, engine.ErrManagementDown) {
-		rn.apiDown.Add(1)
+		jg.apiDown.Add(1)
 	}
 	return c, err
 }
@@ -30,7 +31,7 @@ func (rn *run) counters(ctx context.Context, q string) (engine.QueueCounters, er
 // evidence fills p's Evidence once it was judged, and says in its
 // observation when the management API did not answer while it was sent
 // or settled.
-func (rn *run) evidence(p *sentStep) {
+func (jg *judge) evidence(p *sentStep) {
 	res := &p.res
 	res.Evidence = engine.EvidenceQueues
 	if p.proven || p.taken {
@@ -41,10 +42,10 @@ func (rn *run) evidence(p *sentStep) {
 			res.Evidence = engine.EvidenceCounters
 		}
 	}
-	if rn.apiDown.Load() > p.apiMark && res.Evidence == engine.EvidenceQueues {
+	if jg.apiDown.Load() > p.apiMark && res.Evidence == engine.EvidenceQueues {
 		from := "the tap"
-		if rn.mode != engine.ReturnsTap {
-			from = "a re-read of " + rn.r.DLQ
+		if jg.rn.ret.mode != engine.ReturnsTap {
+			from = "a re-read of " + jg.dlq
 		}
 		res.Observation += "; judged by the target queue's own count and " + from + ": the management API is not answering"
 	}
@@ -52,16 +53,16 @@ func (rn *run) evidence(p *sentStep) {
 
 // stopForAPI stops the replay, resumable, after a judgement that needs the
 // management API found it not answering.
-func (rn *run) stopForAPI(parent, ctx context.Context, cause error) (engine.Replay, bool, error) {
-	rn.r.State = engine.StateStopped
-	rn.r.Note = fmt.Sprintf("stopped: only the management API can tell whether a client still holds messages of %s, and it is not answering (%v); nothing is lost: resume once it answers", rn.r.DLQ, cause)
-	rn.r.EndedAt = rn.s.d.Clock.Now()
-	if err := rn.yield(ctx, engine.StateStopped, engine.StateCancelled); errors.Is(err, engine.ErrDesireChanged) {
-		rn.ctl.refresh(ctx)
-		return rn.halt(parent, engine.ErrCancelRequested)
+func (jg *judge) stopForAPI(parent, ctx context.Context, cause error) (engine.Replay, bool, error) {
+	jg.rn.r.State = engine.StateStopped
+	jg.rn.r.Note = fmt.Sprintf("stopped: only the management API can tell whether a client still holds messages of %s, and it is not answering (%v); nothing is lost: resume once it answers", jg.dlq, cause)
+	jg.rn.r.EndedAt = jg.s.d.Clock.Now()
+	if err := jg.rn.yield(ctx, engine.StateStopped, engine.StateCancelled); errors.Is(err, engine.ErrDesireChanged) {
+		jg.rn.ctl.refresh(ctx)
+		return jg.rn.halt(parent, engine.ErrCancelRequested)
 	} else if err != nil {
-		return rn.r, false, err
+		return jg.rn.r, false, err
 	}
-	rn.emit(ctx, engine.EventStopped, nil, rn.r.Note)
-	return rn.r, false, nil
+	jg.rn.emit(ctx, engine.EventStopped, nil, jg.rn.r.Note)
+	return jg.rn.r, false, nil
 }

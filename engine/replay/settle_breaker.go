@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -17,30 +18,30 @@ import (
 // judged after the next one sent then waits no grace of its own, unless
 // its copies took longer to leave. stop ends the watch; without an
 // unjudged step there is nothing to watch, and stop does nothing.
-func (rn *run) breaker(parent context.Context) (stop func()) {
-	rn.tripped.Store(false)
-	if rn.pending == nil || rn.mode != engine.ReturnsTap {
+func (jg *judge) breaker(parent context.Context) (stop func()) {
+	jg.tripped.Store(false)
+	if jg.pending == nil || jg.rn.ret.mode != engine.ReturnsTap {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(parent)
 	done := make(chan struct{})
-	id, dlq, counted, listed, older := rn.r.ID, rn.r.DLQ, rn.tapTotal, rn.listed, rn.pending
+	id, dlq, counted, listed, older := jg.id, jg.dlq, jg.rn.ret.tapTotal, jg.rn.ret.listed, jg.pending
 	go func() {
 		defer close(done)
 		for {
-			rn.watchStep(ctx, older, rn.s.d.Clock.Now())
+			jg.watchStep(ctx, older, jg.s.d.Clock.Now())
 			// Errors are for the step's settling to report; the watch
 			// only ever stops sends early.
-			if _, err := rn.s.base.RecordTap(ctx, dlq); err == nil {
-				if rec, err := rn.s.d.Returns.Returned(ctx, id, listed); err == nil && rec.Total > counted {
-					rn.tripped.Store(true)
+			if _, err := jg.s.base.RecordTap(ctx, dlq); err == nil {
+				if rec, err := jg.s.d.Returns.Returned(ctx, id, listed); err == nil && rec.Total > counted {
+					jg.tripped.Store(true)
 					return
 				}
 			}
 			select {
 			case <-ctx.Done():
 				return
-			case <-rn.s.d.Clock.After(rn.s.cfg.SettlePoll):
+			case <-jg.s.d.Clock.After(jg.s.cfg.SettlePoll):
 			}
 		}
 	}()
@@ -50,12 +51,12 @@ func (rn *run) breaker(parent context.Context) (stop func()) {
 // mayContinue is a step's MoveRequest.Continue: its sends stop on a stop
 // cause (pause, cancel, lost lease, shutdown) or once the breaker tripped
 // (errTripped).
-func (rn *run) mayContinue(ctx context.Context) func() error {
+func (jg *judge) mayContinue(ctx context.Context) func() error {
 	return func() error {
-		if err := rn.stopCause(ctx); err != nil {
+		if err := jg.rn.stopCause(ctx); err != nil {
 			return err
 		}
-		if rn.tripped.Load() {
+		if jg.tripped.Load() {
 			return errTripped
 		}
 		return nil

@@ -3,9 +3,10 @@ package replay
 import (
 	"context"
 	"fmt"
+	"time"
+
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/letter"
-	"time"
 )
 
 // lastLookPatience bounds how long the run's last step waits for the
@@ -39,35 +40,35 @@ type bypassBase struct {
 // bypassBaseline reads the run's baseline (patient: see
 // lastLookPatience). Without one, the bypass check is skipped until a
 // later step reads it.
-func (rn *run) bypassBaseline(ctx context.Context, patient bool) {
-	rn.bp.ready0 = -1
-	if rn.bp.none {
+func (rf *returnsFinder) bypassBaseline(ctx context.Context, patient bool) {
+	rf.bp.ready0 = -1
+	if rf.bp.none {
 		return
 	}
-	if _, err := rn.s.base.RecordTap(ctx, rn.r.DLQ); err != nil {
-		rn.Warn("record tap", err)
+	if _, err := rf.s.base.RecordTap(ctx, rf.dlq); err != nil {
+		rf.s.base.Warn(rf.id, rf.dlq, "record tap", err)
 		return
 	}
-	ready, ok := rn.stableReady(ctx, patient)
+	ready, ok := rf.stableReady(ctx, patient)
 	if !ok {
 		return
 	}
-	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
+	a, err := rf.s.d.Returns.Arrived(ctx, rf.dlq)
 	if err != nil {
-		rn.Warn("read tap arrivals", err)
+		rf.s.base.Warn(rf.id, rf.dlq, "read tap arrivals", err)
 		return
 	}
-	rn.bp = bypassBase{ready0: ready, arrived0: a, held0: rn.cursorHeld(), at: rn.s.d.Clock.Now()}
+	rf.bp = bypassBase{ready0: ready, arrived0: a, held0: rf.rn.cursorHeld(), at: rf.s.d.Clock.Now()}
 }
 
 // bypassDue reports whether a step's final look checks for a bypass now:
 // a canary step, the run's last judgement (patient), or
 // Config.BypassEvery since the baseline.
-func (rn *run) bypassDue(look *returnsLook, patient bool) bool {
-	if rn.bp.ready0 < 0 {
+func (rf *returnsFinder) bypassDue(look *returnsLook, patient bool) bool {
+	if rf.bp.ready0 < 0 {
 		return false
 	}
-	return patient || look.canary || rn.s.d.Clock.Now().Sub(rn.bp.at) >= rn.s.cfg.BypassEvery
+	return patient || look.canary || rf.s.d.Clock.Now().Sub(rf.bp.at) >= rf.s.cfg.BypassEvery
 }
 
 // stableReady is the classic DLQ's ready count once it holds still (two
@@ -78,8 +79,8 @@ func (rn *run) bypassDue(look *returnsLook, patient bool) bool {
 // (over 1 s: a queue that busy is taking back messages, and the check is
 // skipped rather than paid for). A patient read (the run's last step)
 // waits up to lastLookPatience however slow each reading is.
-func (rn *run) stableReady(ctx context.Context, patient bool) (int, bool) {
-	clock := rn.s.d.Clock
+func (rf *returnsFinder) stableReady(ctx context.Context, patient bool) (int, bool) {
+	clock := rf.s.d.Clock
 	last := -1
 	deadline := clock.Now().Add(2 * time.Second)
 	if patient {
@@ -87,13 +88,13 @@ func (rn *run) stableReady(ctx context.Context, patient bool) (int, bool) {
 	}
 	for {
 		asked := clock.Now()
-		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+		st, err := rf.s.d.Broker.Inspect(ctx, rf.dlq)
 		if err != nil {
-			rn.Warn("inspect dlq", err)
+			rf.s.base.Warn(rf.id, rf.dlq, "inspect dlq", err)
 			return 0, false
 		}
 		if st.Type != "classic" {
-			rn.bp.none = st.Type != ""
+			rf.bp.none = st.Type != ""
 			return 0, false
 		}
 		if !patient && clock.Now().Sub(asked) > time.Second {
@@ -103,7 +104,7 @@ func (rn *run) stableReady(ctx context.Context, patient bool) (int, bool) {
 			return st.Ready, true
 		}
 		last = st.Ready
-		if clock.Now().After(deadline) || rn.ctl.err() != nil {
+		if clock.Now().After(deadline) || rf.rn.ctl.err() != nil {
 			return 0, false // not worth holding up a pause or cancel
 		}
 		select {
@@ -121,17 +122,17 @@ func (rn *run) stableReady(ctx context.Context, patient bool) (int, bool) {
 // can see: the run then re-reads the DLQ for this step and every later
 // one, and says so. Returns counted from the tap are not counted again.
 // A check whose counts could be read sets the next baseline.
-func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
-	patient := look.alone && (rn.r.Returned > look.before || rn.toSend() == 0)
-	if !rn.bypassDue(look, patient) {
+func (rf *returnsFinder) checkBypass(ctx context.Context, look *returnsLook) error {
+	patient := look.alone && (rf.rn.r.Returned > look.before || rf.rn.toSend() == 0)
+	if !rf.bypassDue(look, patient) {
 		return nil
 	}
-	bypassed, next, ok := rn.unseenGrowthRefilled(ctx, patient)
+	bypassed, next, ok := rf.unseenGrowthRefilled(ctx, patient)
 	if !ok {
 		return nil // the baseline stands: the next due step checks again
 	}
 	if bypassed <= 0 {
-		rn.bp = next
+		rf.bp = next
 		return nil
 	}
 	// The counts suggest a bypass (or another reader's give-backs): read
@@ -139,41 +140,41 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 	// it holds returns the tap did not see. The cursor gives back what it
 	// holds first: returns reach the DLQ's tail, where its read may have
 	// taken them, out of the scan's sight.
-	rn.releaseCursor("a bypass check reads the whole DLQ")
-	seen, inDLQ, extra, cov, err := rn.readReturns(ctx, patient)
+	rf.rn.releaseCursor("a bypass check reads the whole DLQ")
+	seen, inDLQ, extra, cov, err := rf.readReturns(ctx, patient)
 	if err != nil {
-		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
+		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rf.id, rf.dlq, err)
 	}
-	if inDLQ <= rn.tapTotal && !cov.Whole() {
+	if inDLQ <= rf.tapTotal && !cov.Whole() {
 		// Returns may be among what the read could not see: nothing is
 		// concluded. The baseline's counts stand, so the next due check
 		// sees the growth again (due from now: a client that holds
 		// messages for long costs a read per Config.BypassEvery, not per
 		// step); the run's last judgement cannot end on a claim nobody
 		// checked.
-		rn.bp.at = rn.s.d.Clock.Now()
+		rf.bp.at = rf.s.d.Clock.Now()
 		if patient {
 			return fmt.Errorf("engine: run %s: %s grew by %d more than its tap recorded, and a read of it could not tell whether those are returns (%s; run check once it has let go): %w",
-				rn.r.ID, rn.r.DLQ, bypassed, rn.scanHeldWords(cov), engine.ErrHeldElsewhere)
+				rf.id, rf.dlq, bypassed, rf.scanHeldWords(cov), engine.ErrHeldElsewhere)
 		}
-		rn.s.cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
-			Int("read", cov.Read).Int("ready", cov.Ready).Msg("the DLQ grew by more than its tap recorded, and " + rn.scanHeldWords(cov) + ": checked again at the next due step")
+		rf.s.cfg.Log.Warn().Str("replay_id", rf.id).Str("dlq", rf.dlq).Str("op", "check tap bypass").Int("bypassed", bypassed).
+			Int("read", cov.Read).Int("ready", cov.Ready).Msg("the DLQ grew by more than its tap recorded, and " + rf.scanHeldWords(cov) + ": checked again at the next due step")
 		return nil
 	}
-	rn.bp = next
-	if inDLQ <= rn.tapTotal {
-		rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", bypassed).
+	rf.bp = next
+	if inDLQ <= rf.tapTotal {
+		rf.s.cfg.Log.Info().Str("replay_id", rf.id).Str("dlq", rf.dlq).Str("op", "check tap bypass").Int("bypassed", bypassed).
 			Msg("the DLQ grew by more than its tap recorded, but holds no return the tap missed")
 		return nil
 	}
-	rn.mode, rn.r.ReturnsMode = engine.ReturnsReread, engine.ReturnsReread
-	rn.modeNote = fmt.Sprintf("%d return(s) reached %s without passing its bindings (published straight to it?), so the tap cannot see every return", inDLQ-rn.tapTotal, rn.r.DLQ)
-	rn.returnedSeen = seen
-	rn.r.Returned += inDLQ - rn.tapTotal
+	rf.mode, rf.rn.r.ReturnsMode = engine.ReturnsReread, engine.ReturnsReread
+	rf.modeNote = fmt.Sprintf("%d return(s) reached %s without passing its bindings (published straight to it?), so the tap cannot see every return", inDLQ-rf.tapTotal, rf.dlq)
+	rf.returnedSeen = seen
+	rf.rn.r.Returned += inDLQ - rf.tapTotal
 	for _, f := range extra {
-		rn.fail(f)
+		rf.rn.fail(f)
 	}
-	rn.s.cfg.Log.Warn().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "check tap bypass").Int("bypassed", inDLQ-rn.tapTotal).
+	rf.s.cfg.Log.Warn().Str("replay_id", rf.id).Str("dlq", rf.dlq).Str("op", "check tap bypass").Int("bypassed", inDLQ-rf.tapTotal).
 		Msg("returns reached the DLQ without passing its bindings: re-reading it from now on")
 	return nil
 }
@@ -181,22 +182,22 @@ func (rn *run) checkBypass(ctx context.Context, look *returnsLook) error {
 // unseenGrowthRefilled is unseenGrowth once the cursor's window has been
 // refilled, or cursorRefillWait has passed; ok is false when the counts
 // cannot be had or ctx ends.
-func (rn *run) unseenGrowthRefilled(ctx context.Context, patient bool) (int, bypassBase, bool) {
-	bypassed, next, ok := rn.unseenGrowth(ctx, patient)
+func (rf *returnsFinder) unseenGrowthRefilled(ctx context.Context, patient bool) (int, bypassBase, bool) {
+	bypassed, next, ok := rf.unseenGrowth(ctx, patient)
 	// The cursor's window is counted full (Cursor.Held), but the broker
 	// refills what the step acked from it a moment later: until it has,
 	// the DLQ's ready count is that much higher, which is no bypass. Under
 	// load that moment outlasted stableReady's, and the scan in checkBypass
 	// then read the whole DLQ again (a filtered replay of 100,000 took
 	// 192,899 deliveries instead of 100,000): wait for the refill first.
-	clock := rn.s.d.Clock
-	for deadline := clock.Now().Add(cursorRefillWait); ok && bypassed > 0 && rn.cur != nil && clock.Now().Before(deadline); {
+	clock := rf.s.d.Clock
+	for deadline := clock.Now().Add(cursorRefillWait); ok && bypassed > 0 && rf.rn.cur != nil && clock.Now().Before(deadline); {
 		select {
 		case <-ctx.Done():
 			return 0, next, false
-		case <-clock.After(rn.s.cfg.SettlePoll):
+		case <-clock.After(rf.s.cfg.SettlePoll):
 		}
-		bypassed, next, ok = rn.unseenGrowth(ctx, patient)
+		bypassed, next, ok = rf.unseenGrowth(ctx, patient)
 	}
 	return bypassed, next, ok
 }
@@ -204,7 +205,7 @@ func (rn *run) unseenGrowthRefilled(ctx context.Context, patient bool) (int, byp
 // readReturns reads the whole DLQ for this run's returns: how many of
 // each id it holds, how many in all, the failures of those past the tap's
 // count, and what the read covered (patient: checkBypass's).
-func (rn *run) readReturns(ctx context.Context, patient bool) (map[string]int, int, []engine.Failure, engine.Coverage, error) {
+func (rf *returnsFinder) readReturns(ctx context.Context, patient bool) (map[string]int, int, []engine.Failure, engine.Coverage, error) {
 	var (
 		seen  map[string]int
 		inDLQ int
@@ -214,14 +215,14 @@ func (rn *run) readReturns(ctx context.Context, patient bool) (map[string]int, i
 	if patient {
 		within = lastLookPatience
 	}
-	cov, err := rn.scanWhole(ctx, within, func() {
+	cov, err := rf.scanWhole(ctx, within, func() {
 		seen, inDLQ, extra = map[string]int{}, 0, nil
 	}, func(m letter.Message) error {
-		meta := rn.s.base.ViewMeta(rn.r.DLQ, m)
-		if meta.ReplayID == rn.r.ID && meta.Returned {
+		meta := rf.s.base.ViewMeta(rf.dlq, m)
+		if meta.ReplayID == rf.id && meta.Returned {
 			seen[meta.ID]++
 			inDLQ++
-			if inDLQ > rn.tapTotal {
+			if inDLQ > rf.tapTotal {
 				extra = append(extra, returnedFailure(meta))
 			}
 		}
@@ -236,13 +237,13 @@ func (rn *run) readReturns(ctx context.Context, patient bool) (map[string]int, i
 // is false when the counts cannot be had (the check is then skipped: the
 // tap's record of returns stands, and a later step checks again); patient
 // is stableReady's.
-func (rn *run) unseenGrowth(ctx context.Context, patient bool) (int, bypassBase, bool) {
+func (rf *returnsFinder) unseenGrowth(ctx context.Context, patient bool) (int, bypassBase, bool) {
 	if !patient {
-		if next, ok := rn.exactGrowth(ctx); ok {
+		if next, ok := rf.exactGrowth(ctx); ok {
 			return 0, next, true
 		}
 	}
-	return rn.unseenGrowthAt(ctx, func(ctx context.Context) (int, bool) { return rn.stableReady(ctx, patient) })
+	return rf.unseenGrowthAt(ctx, func(ctx context.Context) (int, bool) { return rf.stableReady(ctx, patient) })
 }
 
 // exactGrowthWait bounds how long a check that is not the run's last
@@ -258,18 +259,18 @@ const exactGrowthWait = 500 * time.Millisecond
 // read again every 25 ms rather than wait for two readings 100 ms apart
 // to agree. A count below it (something left, or give-backs still on
 // their way) ends the polling at once, and stableReady decides.
-func (rn *run) exactGrowth(ctx context.Context) (bypassBase, bool) {
-	clock := rn.s.d.Clock
+func (rf *returnsFinder) exactGrowth(ctx context.Context) (bypassBase, bool) {
+	clock := rf.s.d.Clock
 	deadline := clock.Now().Add(exactGrowthWait)
 	for {
-		growth, next, ok := rn.unseenGrowthAt(ctx, rn.readyOnce)
+		growth, next, ok := rf.unseenGrowthAt(ctx, rf.readyOnce)
 		if !ok || growth < 0 {
 			return bypassBase{}, false
 		}
 		if growth == 0 {
 			return next, true
 		}
-		if !clock.Now().Before(deadline) || rn.ctl.err() != nil {
+		if !clock.Now().Before(deadline) || rf.rn.ctl.err() != nil {
 			return bypassBase{}, false
 		}
 		select {
@@ -282,22 +283,22 @@ func (rn *run) exactGrowth(ctx context.Context) (bypassBase, bool) {
 
 // unseenGrowthAt is unseenGrowth with the DLQ's ready count read by
 // ready (stableReady, or readyOnce).
-func (rn *run) unseenGrowthAt(ctx context.Context, ready func(context.Context) (int, bool)) (int, bypassBase, bool) {
+func (rf *returnsFinder) unseenGrowthAt(ctx context.Context, ready func(context.Context) (int, bool)) (int, bypassBase, bool) {
 	n, ok := ready(ctx)
 	if !ok {
 		return 0, bypassBase{}, false
 	}
-	if _, err := rn.s.base.RecordTap(ctx, rn.r.DLQ); err != nil {
-		rn.Warn("record tap", err)
+	if _, err := rf.s.base.RecordTap(ctx, rf.dlq); err != nil {
+		rf.s.base.Warn(rf.id, rf.dlq, "record tap", err)
 		return 0, bypassBase{}, false
 	}
-	a, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
+	a, err := rf.s.d.Returns.Arrived(ctx, rf.dlq)
 	if err != nil {
-		rn.Warn("read tap arrivals", err)
+		rf.s.base.Warn(rf.id, rf.dlq, "read tap arrivals", err)
 		return 0, bypassBase{}, false
 	}
-	b, held := rn.bp, rn.cursorHeld()
-	next := bypassBase{ready0: n, arrived0: a, held0: held, at: rn.s.d.Clock.Now()}
+	b, held := rf.bp, rf.rn.cursorHeld()
+	next := bypassBase{ready0: n, arrived0: a, held0: held, at: rf.s.d.Clock.Now()}
 	expected := b.ready0 + (b.held0 - held) - b.removed
 	return (n - expected) - int(a-b.arrived0), next, true
 }
@@ -310,18 +311,18 @@ func (rn *run) unseenGrowthAt(ctx context.Context, ready func(context.Context) (
 // give-backs still on their way in the same number would set a baseline
 // lower than the DLQ's, so the growth shows at the next check (the run's
 // last one always reads a stable count).
-func (rn *run) readyOnce(ctx context.Context) (int, bool) {
-	asked := rn.s.d.Clock.Now()
-	st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
+func (rf *returnsFinder) readyOnce(ctx context.Context) (int, bool) {
+	asked := rf.s.d.Clock.Now()
+	st, err := rf.s.d.Broker.Inspect(ctx, rf.dlq)
 	if err != nil {
-		rn.Warn("inspect dlq", err)
+		rf.s.base.Warn(rf.id, rf.dlq, "inspect dlq", err)
 		return 0, false
 	}
 	if st.Type != "classic" {
-		rn.bp.none = st.Type != ""
+		rf.bp.none = st.Type != ""
 		return 0, false
 	}
-	if rn.s.d.Clock.Now().Sub(asked) > time.Second {
+	if rf.s.d.Clock.Now().Sub(asked) > time.Second {
 		return 0, false
 	}
 	return st.Ready, true

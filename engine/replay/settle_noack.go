@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -42,31 +43,31 @@ import (
 // noAckListed notes, from q's counters read before a step sends, whether
 // the management API listed at least one consumer of q and every one of
 // them auto-ack (noAckBefore).
-func (rn *run) noAckListed(q string, c engine.QueueCounters, ok bool) {
-	if rn.noAckAt == nil {
-		rn.noAckAt = map[string]bool{}
+func (jg *judge) noAckListed(q string, c engine.QueueCounters, ok bool) {
+	if jg.noAckAt == nil {
+		jg.noAckAt = map[string]bool{}
 	}
-	rn.noAckAt[q] = ok && c.Listed > 0 && c.NoAck == c.Listed
+	jg.noAckAt[q] = ok && c.Listed > 0 && c.NoAck == c.Listed
 }
 
 // noAckBefore hands the listing read before step p sent to p's watches;
 // it serves that step only.
-func (rn *run) noAckBefore(p *sentStep) {
+func (jg *judge) noAckBefore(p *sentStep) {
 	for _, w := range p.watches {
-		w.noAckBefore = rn.noAckAt[w.queue]
+		w.noAckBefore = jg.noAckAt[w.queue]
 	}
-	rn.noAckAt = nil
+	jg.noAckAt = nil
 }
 
 // takenAcked reports whether every target of p shows its copies taken by
 // consumers that auto-ack (see above). A target whose consumers ack is not
 // asked again for this step.
-func (rn *run) takenAcked(ctx context.Context, p *sentStep) bool {
-	if rn.s.d.Counters == nil || len(p.watches) == 0 {
+func (jg *judge) takenAcked(ctx context.Context, p *sentStep) bool {
+	if jg.s.d.Counters == nil || len(p.watches) == 0 {
 		return false
 	}
 	for _, w := range p.watches {
-		if !rn.targetTakenAcked(ctx, w) {
+		if !jg.targetTakenAcked(ctx, w) {
 			return false
 		}
 	}
@@ -74,11 +75,11 @@ func (rn *run) takenAcked(ctx context.Context, p *sentStep) bool {
 }
 
 // targetTakenAcked is takenAcked for one target.
-func (rn *run) targetTakenAcked(ctx context.Context, w *targetWatch) bool {
+func (jg *judge) targetTakenAcked(ctx context.Context, w *targetWatch) bool {
 	if !w.noAckBefore || w.consumers < 1 || w.consumersMoved {
 		return false
 	}
-	b := rn.s.d.Broker
+	b := jg.s.d.Broker
 	before, err := b.Inspect(ctx, w.queue)
 	if err != nil || !before.Exists || before.Ready != 0 {
 		return false
@@ -87,9 +88,9 @@ func (rn *run) targetTakenAcked(ctx context.Context, w *targetWatch) bool {
 		w.consumersMoved = true // a consumer came or went: not for this step
 		return false
 	}
-	c, err := rn.counters(ctx, w.queue)
+	c, err := jg.counters(ctx, w.queue)
 	if err != nil {
-		rn.Warn("read target consumers", err)
+		jg.s.base.Warn(jg.id, jg.dlq, "read target consumers", err)
 		return false
 	}
 	if c.NoAck < c.Listed {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -19,25 +20,25 @@ var errTripped = errors.New("copies of this replay came back to the DLQ while th
 // plan has more, unless Config.StrictSteps. Then at most one unjudged
 // step is outstanding beside the one sending, and each is at most the
 // cap: no more than twice the cap go out before a failure is seen.
-func (rn *run) mayOverlap(p *sentStep) bool {
-	prm := rn.r.Params
+func (jg *judge) mayOverlap(p *sentStep) bool {
+	prm := jg.rn.r.Params
 	if p.rejudge != nil {
 		return false // an earlier run's step: judged before anything is sent
 	}
-	if rn.s.cfg.StrictSteps || prm.Rate > 0 || rn.mode != engine.ReturnsTap || rn.resending || rn.rs.left() > 0 {
+	if jg.s.cfg.StrictSteps || prm.Rate > 0 || jg.rn.ret.mode != engine.ReturnsTap || jg.rn.rec.resending || jg.rn.rec.rs.left() > 0 {
 		return false
 	}
-	if p.res.Step < 2 || rn.canary(p.res.Step-1) {
+	if p.res.Step < 2 || jg.canary(p.res.Step-1) {
 		return false // the canary phase: send, then settle
 	}
 	r := p.res
-	return r.Sent > 0 && r.Sent == r.Planned && r.Failed == 0 && r.Missing == 0 && r.HeldElsewhere == 0 && rn.plan.Remaining() > 0
+	return r.Sent > 0 && r.Sent == r.Planned && r.Failed == 0 && r.Missing == 0 && r.HeldElsewhere == 0 && jg.rn.plan.Remaining() > 0
 }
 
 // canary reports whether step k is in the canary phase: smaller than the
 // cap (the doubling steps).
-func (rn *run) canary(k int) bool {
-	prm := rn.r.Params
+func (jg *judge) canary(k int) bool {
+	prm := jg.rn.r.Params
 	return engine.StepSize(prm.Step, prm.Cap, k) < prm.Cap
 }
 
@@ -47,10 +48,10 @@ func (rn *run) canary(k int) bool {
 // (tripped) — what of it was seen delivered is added to the replay's
 // settled count and p's observation says what it sent, so that the stop
 // claims no more than was observed.
-func (rn *run) keepOrClose(p, also *sentStep, tripped bool) {
+func (jg *judge) keepOrClose(p, also *sentStep, tripped bool) {
 	r := p.res
 	if !(r.Returned > 0 || r.Settled == 0 || r.HeldElsewhere > 0 || tripped) {
-		rn.pending = also
+		jg.pending = also
 		return
 	}
 	settled := 0
@@ -58,16 +59,16 @@ func (rn *run) keepOrClose(p, also *sentStep, tripped bool) {
 		settled += w.delivered
 	}
 	also.res.Settled = settled
-	rn.noteSettled(also)
+	jg.noteSettled(also)
 	p.res.Observation += fmt.Sprintf("; step %d, begun meanwhile, sent %d of %d (%d of them seen leaving the target queue)",
 		also.res.Step, also.res.Sent, also.res.Planned, settled)
 }
 
 // sendBudget is stepBudget before a step that sends; before a call of step
 // that only judges the unjudged step there is no read to budget.
-func (rn *run) sendBudget(ctx context.Context) error {
-	if rn.pending != nil && !rn.mayOverlap(rn.pending) {
+func (jg *judge) sendBudget(ctx context.Context) error {
+	if jg.pending != nil && !jg.mayOverlap(jg.pending) {
 		return nil
 	}
-	return rn.stepBudget(ctx)
+	return jg.rn.stepBudget(ctx)
 }

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -36,28 +37,28 @@ type targetProof struct {
 // publishes (sampleTargets). A target without a usable anchor takes this
 // sample as its anchor when it shows the target drained and no step of
 // this run that sent there is still unjudged.
-func (rn *run) noteBaseline(q string, c engine.QueueCounters) {
-	if rn.proofs == nil {
-		rn.proofs = map[string]*targetProof{}
+func (jg *judge) noteBaseline(q string, c engine.QueueCounters) {
+	if jg.proofs == nil {
+		jg.proofs = map[string]*targetProof{}
 	}
-	if !rn.wantsAnchor(q) {
+	if !jg.wantsAnchor(q) {
 		return
 	}
 	if c.SampledAt.IsZero() || c.Lapsed || c.Ready != 0 || c.Unacked != 0 {
-		rn.proofs[q] = &targetProof{}
+		jg.proofs[q] = &targetProof{}
 		return
 	}
-	rn.proofs[q] = &targetProof{anchor: c, ok: true}
+	jg.proofs[q] = &targetProof{anchor: c, ok: true}
 }
 
 // wantsAnchor reports whether a sample of q read now could become its
 // anchor: q has none in use, and no step of this run that sent there is
 // still unjudged.
-func (rn *run) wantsAnchor(q string) bool {
-	if p := rn.proofs[q]; p != nil && p.ok {
+func (jg *judge) wantsAnchor(q string) bool {
+	if p := jg.proofs[q]; p != nil && p.ok {
 		return false
 	}
-	return rn.pending == nil || rn.pending.sentPer[q] == 0
+	return jg.pending == nil || jg.pending.sentPer[q] == 0
 }
 
 // anchorSample reads q's counters before a step. When q wants an anchor
@@ -65,20 +66,20 @@ func (rn *run) wantsAnchor(q string) bool {
 // below an earlier answer's: seen on RabbitMQ 4.3), it reads again every
 // SettlePoll until the broker's next sample decides, for at most the
 // grace, which is all an anchor could save the step.
-func (rn *run) anchorSample(ctx context.Context, q string) (engine.QueueCounters, error) {
-	c, err := rn.counters(ctx, q)
-	if err != nil || !c.Lapsed || c.Ready != 0 || c.Unacked != 0 || !rn.wantsAnchor(q) {
+func (jg *judge) anchorSample(ctx context.Context, q string) (engine.QueueCounters, error) {
+	c, err := jg.counters(ctx, q)
+	if err != nil || !c.Lapsed || c.Ready != 0 || c.Unacked != 0 || !jg.wantsAnchor(q) {
 		return c, err
 	}
-	clock := rn.s.d.Clock
-	deadline := clock.Now().Add(rn.s.cfg.SettleGrace)
+	clock := jg.s.d.Clock
+	deadline := clock.Now().Add(jg.s.cfg.SettleGrace)
 	for c.Lapsed && clock.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return c, nil
-		case <-clock.After(rn.s.cfg.SettlePoll):
+		case <-clock.After(jg.s.cfg.SettlePoll):
 		}
-		next, err := rn.counters(ctx, q)
+		next, err := jg.counters(ctx, q)
 		if err != nil {
 			return c, nil
 		}
@@ -91,7 +92,7 @@ func (rn *run) anchorSample(ctx context.Context, q string) (engine.QueueCounters
 // that may have put copies on a target that it cannot count (a copy the
 // broker refused or bounced, one in doubt, an original that could not be
 // acked) leaves that target unprovable, as does a failed move.
-func (rn *run) countSent(sentPer map[string]int, mr engine.MoveResult, moveErr error) {
+func (jg *judge) countSent(sentPer map[string]int, mr engine.MoveResult, moveErr error) {
 	unsure := map[string]bool{}
 	for _, f := range mr.Failed {
 		unsure[f.Target] = true
@@ -99,7 +100,7 @@ func (rn *run) countSent(sentPer map[string]int, mr engine.MoveResult, moveErr e
 	for _, m := range mr.Unacked {
 		unsure[m.Target] = true
 	}
-	for q, p := range rn.proofs {
+	for q, p := range jg.proofs {
 		switch {
 		case moveErr != nil || unsure[q]:
 			p.ok = false
@@ -112,14 +113,14 @@ func (rn *run) countSent(sentPer map[string]int, mr engine.MoveResult, moveErr e
 // proven reports whether q's counters, read now, prove every copy the run
 // published to q delivered and acked (see targetProof). A counter past
 // ours ends the proof for q.
-func (rn *run) proven(ctx context.Context, q string) bool {
-	p := rn.proofs[q]
-	if p == nil || !p.ok || p.ours == 0 || rn.s.d.Counters == nil {
+func (jg *judge) proven(ctx context.Context, q string) bool {
+	p := jg.proofs[q]
+	if p == nil || !p.ok || p.ours == 0 || jg.s.d.Counters == nil {
 		return false
 	}
-	c, err := rn.counters(ctx, q)
+	c, err := jg.counters(ctx, q)
 	if err != nil {
-		rn.Warn("read target counters", err)
+		jg.s.base.Warn(jg.id, jg.dlq, "read target counters", err)
 		return false
 	}
 	if c.Lapsed {
@@ -134,7 +135,7 @@ func (rn *run) proven(ctx context.Context, q string) bool {
 	}
 	if pub > p.ours || got > p.ours || acked > p.ours || c.Redeliver != a.Redeliver {
 		p.ok = false // someone else's messages or a requeue
-		rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("queue", q).Str("op", "prove settle").
+		jg.s.cfg.Log.Info().Str("replay_id", jg.id).Str("queue", q).Str("op", "prove settle").
 			Int64("published", pub).Int64("delivered", got).Int64("acked", acked).Int64("copies", p.ours).
 			Msg("the target's counters grew by more than the replay's copies: its steps wait the grace")
 		return false
@@ -153,9 +154,9 @@ func (rn *run) proven(ctx context.Context, q string) bool {
 	// publishes to, and the run publishes nothing while it judges. (Seen
 	// under load: a step of 10 copies to a target without a consumer
 	// "proven" settled.)
-	st, err := rn.s.d.Broker.Inspect(ctx, q)
+	st, err := jg.s.d.Broker.Inspect(ctx, q)
 	if err != nil {
-		rn.Warn("inspect target", err)
+		jg.s.base.Warn(jg.id, jg.dlq, "inspect target", err)
 		return false
 	}
 	return st.Exists && st.Ready == 0

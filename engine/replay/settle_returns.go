@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
+
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/letter"
 	"github.com/stroma/dlqbot/engine/review"
-	"time"
 )
 
 // returnsLook is one step's state of looking for returns.
@@ -31,10 +32,10 @@ type returnsLook struct {
 // newLook starts a step's look for returns, before the step publishes;
 // last is true when the step plans all that is left to send (a bypass
 // baseline it must read is then read patiently: see lastLookPatience).
-func (rn *run) newLook(ctx context.Context, last bool) *returnsLook {
-	look := &returnsLook{since: rn.s.d.Clock.Now()}
-	if rn.mode == engine.ReturnsTap && rn.bp.ready0 < 0 {
-		rn.bypassBaseline(ctx, last)
+func (rf *returnsFinder) newLook(ctx context.Context, last bool) *returnsLook {
+	look := &returnsLook{since: rf.s.d.Clock.Now()}
+	if rf.mode == engine.ReturnsTap && rf.bp.ready0 < 0 {
+		rf.bypassBaseline(ctx, last)
 	}
 	return look
 }
@@ -44,48 +45,48 @@ func (rn *run) newLook(ctx context.Context, last bool) *returnsLook {
 // re-reads of the DLQ. A resumed run starts from what is recorded, so
 // copies that came back while nobody ran the replay are counted once and
 // nothing counted before is counted again.
-func (rn *run) startReturns(ctx context.Context) error {
-	rn.mode, rn.modeNote = rn.prepareTap(ctx)
-	rn.r.ReturnsMode = rn.mode
-	for _, f := range rn.r.Failures {
+func (rf *returnsFinder) startReturns(ctx context.Context) error {
+	rf.mode, rf.modeNote = rf.prepareTap(ctx)
+	rf.rn.r.ReturnsMode = rf.mode
+	for _, f := range rf.rn.r.Failures {
 		if f.Kind == engine.FailureReturned {
-			rn.listed++
+			rf.listed++
 		}
 	}
-	if rn.mode == engine.ReturnsTap {
-		rec, err := rn.returned(ctx, -1)
+	if rf.mode == engine.ReturnsTap {
+		rec, err := rf.rn.jd.returned(ctx, -1)
 		if err != nil {
-			return fmt.Errorf("engine: run %s: read returns: %w", rn.r.ID, err)
+			return fmt.Errorf("engine: run %s: read returns: %w", rf.id, err)
 		}
-		rn.tapTotal = rec.Total
-		rn.r.Returned = max(rn.r.Returned, rec.Total)
-		rn.gapExtra = rn.r.Returned - rec.Total // found by earlier runs' re-reads after a tap loss
+		rf.tapTotal = rec.Total
+		rf.rn.r.Returned = max(rf.rn.r.Returned, rec.Total)
+		rf.gapExtra = rf.rn.r.Returned - rec.Total // found by earlier runs' re-reads after a tap loss
 		return nil
 	}
-	if rn.r.Step == 0 {
+	if rf.rn.r.Step == 0 {
 		return nil
 	}
 	seen := 0
 	// Re-reads count returns as copies seen in the DLQ beyond those seen
 	// before: a resumed run first notes what is there already (marked
 	// reading, as its re-reads are: settle_scan.go).
-	mark := rn.markScan(ctx)
-	_, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, func(m letter.Message) error {
-		meta := rn.s.base.ParseMeta(rn.r.DLQ, m)
-		if meta.ReplayID == rn.r.ID && meta.Returned {
-			rn.returnedSeen[meta.ID]++
+	mark := rf.markScan(ctx)
+	_, err := rf.s.d.Broker.Scan(ctx, rf.dlq, func(m letter.Message) error {
+		meta := rf.s.base.ParseMeta(rf.dlq, m)
+		if meta.ReplayID == rf.id && meta.Returned {
+			rf.returnedSeen[meta.ID]++
 			seen++
 		}
 		return nil
 	})
 	mark.end(ctx)
 	if err != nil {
-		return fmt.Errorf("engine: run %s: read %s for earlier returns: %w", rn.r.ID, rn.r.DLQ, err)
+		return fmt.Errorf("engine: run %s: read %s for earlier returns: %w", rf.id, rf.dlq, err)
 	}
-	if rn.r.ReturnsUnverified != "" {
+	if rf.rn.r.ReturnsUnverified != "" {
 		// The count of an untrusted tap record may have hidden these:
 		// what the DLQ holds of them came back at least.
-		rn.r.Returned = max(rn.r.Returned, seen)
+		rf.rn.r.Returned = max(rf.rn.r.Returned, seen)
 	}
 	return nil
 }
@@ -96,21 +97,21 @@ func (rn *run) startReturns(ctx context.Context) error {
 // DLQ, once per step, when the step has settled (final). A failed look
 // while the step settles is retried at the next poll; a failed final look
 // is an error, since "none came back" would then be a claim nobody checked.
-func (rn *run) lookForReturns(ctx context.Context, look *returnsLook, now time.Time, final bool) error {
-	if rn.mode == engine.ReturnsTap {
-		err := rn.tapReturns(ctx)
+func (rf *returnsFinder) lookForReturns(ctx context.Context, look *returnsLook, now time.Time, final bool) error {
+	if rf.mode == engine.ReturnsTap {
+		err := rf.tapReturns(ctx)
 		if err != nil && (final || errors.Is(err, engine.ErrReturnsUnverified)) {
-			return fmt.Errorf("engine: run %s: look for returns in the tap of %s: %w", rn.r.ID, rn.r.DLQ, err)
+			return fmt.Errorf("engine: run %s: look for returns in the tap of %s: %w", rf.id, rf.dlq, err)
 		}
 		if err != nil {
-			rn.Warn("look for returns in the tap", err) // retried at the next poll
+			rf.s.base.Warn(rf.id, rf.dlq, "look for returns in the tap", err) // retried at the next poll
 		}
 		if err == nil && final {
-			if gaps := rn.watch.touching(look.since); len(gaps) > 0 || rn.r.Unseen != nil {
+			if gaps := rf.watch.touching(look.since); len(gaps) > 0 || rf.rn.r.Unseen != nil {
 				// The re-read covers what a bypass check would look for.
-				return rn.reconcileGap(ctx, len(gaps) > 0)
+				return rf.reconcileGap(ctx, len(gaps) > 0)
 			}
-			return rn.checkBypass(ctx, look)
+			return rf.checkBypass(ctx, look)
 		}
 		return nil
 	}
@@ -118,42 +119,42 @@ func (rn *run) lookForReturns(ctx context.Context, look *returnsLook, now time.T
 		return nil
 	}
 	look.lastLook = now
-	if rn.cursorReturns(ctx) { // settle_tail.go
+	if rf.cursorReturns(ctx) { // settle_tail.go
 		return nil
 	}
-	return rn.rereadReturns(ctx, look)
+	return rf.rereadReturns(ctx, look)
 }
 
 // tapReturns drains the DLQ's tap into the store and reads the replay's
 // record: the returned count grows by the events recorded since the last
 // look (counted, never a maximum), and new events are listed as failures.
-func (rn *run) tapReturns(ctx context.Context) error {
-	began := rn.s.d.Clock.Now()
-	if _, err := rn.s.base.RecordTap(ctx, rn.r.DLQ); err != nil {
+func (rf *returnsFinder) tapReturns(ctx context.Context) error {
+	began := rf.s.d.Clock.Now()
+	if _, err := rf.s.base.RecordTap(ctx, rf.dlq); err != nil {
 		if !errors.Is(err, engine.ErrQueueNotFound) {
 			return err
 		}
 		// The tap is gone: the watch declares it again, and the window
 		// is reconciled before the step settles. What it recorded stands.
-		rn.watch.noticed(began)
+		rf.watch.noticed(began)
 	}
-	rec, err := rn.returned(ctx, rn.listed)
+	rec, err := rf.rn.jd.returned(ctx, rf.listed)
 	if err != nil {
 		return err
 	}
-	arrived, err := rn.s.d.Returns.Arrived(ctx, rn.r.DLQ)
+	arrived, err := rf.s.d.Returns.Arrived(ctx, rf.dlq)
 	if err != nil {
-		return rn.unverified(err)
+		return rf.rn.jd.unverified(err)
 	}
-	if rec.Total > rn.tapTotal {
-		rn.r.Returned += rec.Total - rn.tapTotal
-		rn.tapTotal = rec.Total
+	if rec.Total > rf.tapTotal {
+		rf.rn.r.Returned += rec.Total - rf.tapTotal
+		rf.tapTotal = rec.Total
 	}
 	for _, ev := range rec.Events {
-		rn.fail(engine.Failure{ID: ev.ID, Target: ev.Source, Kind: engine.FailureReturned, Reason: ev.Reason, Detail: ev.Exception, GroupID: groupIDOf(ev.Group)})
+		rf.rn.fail(engine.Failure{ID: ev.ID, Target: ev.Source, Kind: engine.FailureReturned, Reason: ev.Reason, Detail: ev.Exception, GroupID: groupIDOf(ev.Group)})
 	}
-	rn.listed += len(rec.Events)
-	rn.r.NewFailures = max(0, int(arrived-rec.Baseline)-rec.Total)
+	rf.listed += len(rec.Events)
+	rf.rn.r.NewFailures = max(0, int(arrived-rec.Baseline)-rec.Total)
 	return nil
 }
 
@@ -163,7 +164,7 @@ func (rn *run) tapReturns(ctx context.Context) error {
 // the DLQ meanwhile — parked, replayed elsewhere — take nothing away);
 // messages that died since the replay started without its id are new
 // failures.
-func (rn *run) rereadReturns(ctx context.Context, look *returnsLook) error {
+func (rf *returnsFinder) rereadReturns(ctx context.Context, look *returnsLook) error {
 	var (
 		seen  map[string]int
 		fresh int
@@ -172,39 +173,39 @@ func (rn *run) rereadReturns(ctx context.Context, look *returnsLook) error {
 	// counted once, whichever read first sees it); only the run's last
 	// judgement needs the whole DLQ, since no later read will count what
 	// this one missed.
-	last := look.alone && rn.toSend() == 0
+	last := look.alone && rf.rn.toSend() == 0
 	// The run's own cursor would hide what it holds from the read.
-	rn.releaseCursor("the DLQ is re-read for returns")
+	rf.rn.releaseCursor("the DLQ is re-read for returns")
 	within := scanRetry
 	if last {
 		within = lastLookPatience
 	}
-	cov, err := rn.scanWhole(ctx, within, func() { seen, fresh = map[string]int{}, 0 }, func(m letter.Message) error {
-		meta := rn.s.base.ViewMeta(rn.r.DLQ, m)
+	cov, err := rf.scanWhole(ctx, within, func() { seen, fresh = map[string]int{}, 0 }, func(m letter.Message) error {
+		meta := rf.s.base.ViewMeta(rf.dlq, m)
 		switch {
-		case meta.ReplayID == rn.r.ID && meta.Returned:
+		case meta.ReplayID == rf.id && meta.Returned:
 			seen[meta.ID]++
-			if seen[meta.ID] > rn.returnedSeen[meta.ID] {
-				rn.returnedSeen[meta.ID] = seen[meta.ID]
-				rn.r.Returned++
-				rn.fail(returnedFailure(meta))
+			if seen[meta.ID] > rf.returnedSeen[meta.ID] {
+				rf.returnedSeen[meta.ID] = seen[meta.ID]
+				rf.rn.r.Returned++
+				rf.rn.fail(returnedFailure(meta))
 			}
-		case meta.ReplayID != rn.r.ID && rn.isNew(meta):
+		case meta.ReplayID != rf.id && rf.rn.jd.isNew(meta):
 			fresh++
 		}
 		return nil
 	})
 	if err == nil && last && !cov.Whole() {
 		return fmt.Errorf("engine: run %s: re-read %s for returns: %s, so the read could not tell whether every copy stayed away (run check once it has let go): %w",
-			rn.r.ID, rn.r.DLQ, rn.scanHeldWords(cov), engine.ErrHeldElsewhere)
+			rf.id, rf.dlq, rf.scanHeldWords(cov), engine.ErrHeldElsewhere)
 	}
 	if err != nil {
 		if errors.Is(err, engine.ErrReadBudget) {
-			return fmt.Errorf("engine: run %s: re-reading %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
+			return fmt.Errorf("engine: run %s: re-reading %s for returns: %w", rf.id, rf.dlq, err)
 		}
-		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rn.r.ID, rn.r.DLQ, err)
+		return fmt.Errorf("engine: run %s: re-read %s for returns: %w", rf.id, rf.dlq, err)
 	}
-	rn.r.NewFailures = fresh
+	rf.rn.r.NewFailures = fresh
 	return nil
 }
 
@@ -217,19 +218,19 @@ func (rn *run) rereadReturns(ctx context.Context, look *returnsLook) error {
 // tell, and when the tap was gone — never that none came back. fresh is
 // true when the window touched this step: the copies that could have come
 // back unseen are then those sent so far (else the count stands).
-func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
-	rec, err := rn.returned(ctx, -1)
+func (rf *returnsFinder) reconcileGap(ctx context.Context, fresh bool) error {
+	rec, err := rf.rn.jd.returned(ctx, -1)
 	if err != nil {
-		return fmt.Errorf("engine: run %s: read returns: %w", rn.r.ID, err)
+		return fmt.Errorf("engine: run %s: read returns: %w", rf.id, err)
 	}
 	var (
 		inDLQ int
 		extra []engine.Failure
 	)
-	rn.releaseCursor("a re-read after a window without the tap reads the whole DLQ") // see checkBypass
-	cov, err := rn.scanWhole(ctx, scanRetry, func() { inDLQ, extra = 0, nil }, func(m letter.Message) error {
-		meta := rn.s.base.ViewMeta(rn.r.DLQ, m)
-		if meta.ReplayID == rn.r.ID && meta.Returned {
+	rf.rn.releaseCursor("a re-read after a window without the tap reads the whole DLQ") // see checkBypass
+	cov, err := rf.scanWhole(ctx, scanRetry, func() { inDLQ, extra = 0, nil }, func(m letter.Message) error {
+		meta := rf.s.base.ViewMeta(rf.dlq, m)
+		if meta.ReplayID == rf.id && meta.Returned {
 			inDLQ++
 			if _, tapped := rec.IDs[meta.ID]; !tapped {
 				extra = append(extra, returnedFailure(meta))
@@ -241,53 +242,53 @@ func (rn *run) reconcileGap(ctx context.Context, fresh bool) error {
 		// What the read did not see may hold copies that came back
 		// unseen: as impossible as a refused read (what it found is
 		// counted by the next re-read that sees the whole DLQ).
-		err = fmt.Errorf("%s: %w", rn.scanHeldWords(cov), engine.ErrHeldElsewhere)
+		err = fmt.Errorf("%s: %w", rf.scanHeldWords(cov), engine.ErrHeldElsewhere)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return err
 		}
-		gaps := rn.watch.all()
-		count := rn.r.Sent - rn.r.Returned
-		if u := rn.r.Unseen; u != nil {
+		gaps := rf.watch.all()
+		count := rf.rn.r.Sent - rf.rn.r.Returned
+		if u := rf.rn.r.Unseen; u != nil {
 			gaps = append(gaps, engine.TapGap{From: u.From, To: u.To})
 			if !fresh {
 				count = u.Count
 			}
 		}
-		rn.r.Unseen = review.UnseenOf(count, gaps)
-		rn.Warn("re-read the DLQ for returns while its tap was gone", err)
+		rf.rn.r.Unseen = review.UnseenOf(count, gaps)
+		rf.s.base.Warn(rf.id, rf.dlq, "re-read the DLQ for returns while its tap was gone", err)
 		return nil
 	}
-	if n := inDLQ - rn.tapTotal; n > rn.gapExtra {
-		for _, f := range extra[:min(len(extra), n-rn.gapExtra)] {
-			rn.fail(f)
+	if n := inDLQ - rf.tapTotal; n > rf.gapExtra {
+		for _, f := range extra[:min(len(extra), n-rf.gapExtra)] {
+			rf.rn.fail(f)
 		}
-		rn.r.Returned += n - rn.gapExtra
-		rn.gapExtra = n
+		rf.rn.r.Returned += n - rf.gapExtra
+		rf.gapExtra = n
 	}
-	rn.r.Unseen = nil
-	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Str("op", "reconcile tap gap").
-		Int("in_dlq", inDLQ).Int("tapped", rn.tapTotal).Int("found_by_reread", rn.gapExtra).
+	rf.rn.r.Unseen = nil
+	rf.s.cfg.Log.Info().Str("replay_id", rf.id).Str("dlq", rf.dlq).Str("op", "reconcile tap gap").
+		Int("in_dlq", inDLQ).Int("tapped", rf.tapTotal).Int("found_by_reread", rf.gapExtra).
 		Msg("re-read the DLQ for the copies that came back while its tap was gone")
 	return nil
 }
 
 // cameBack words the replay's returns for its final note: the count, and
 // for how many copies it could not tell, when it could not.
-func (rn *run) cameBack() string {
-	if rn.r.ReturnsUnverified != "" {
-		return rn.unverifiedBack()
+func (rf *returnsFinder) cameBack() string {
+	if rf.rn.r.ReturnsUnverified != "" {
+		return rf.rn.jd.unverifiedBack()
 	}
-	if g := rn.watch.all(); len(g) > 0 && g[len(g)-1].Open() && rn.r.Unseen == nil {
+	if g := rf.watch.all(); len(g) > 0 && g[len(g)-1].Open() && rf.rn.r.Unseen == nil {
 		// Still gone at the end: copies may come back unseen until a
 		// check re-reads the DLQ.
-		rn.r.Unseen = review.UnseenOf(rn.r.Sent-rn.r.Returned, g)
+		rf.rn.r.Unseen = review.UnseenOf(rf.rn.r.Sent-rf.rn.r.Returned, g)
 	}
-	if rn.r.Unseen != nil {
-		return fmt.Sprintf("%d seen back, %s", rn.r.Returned, rn.r.Unseen.Words())
+	if rf.rn.r.Unseen != nil {
+		return fmt.Sprintf("%d seen back, %s", rf.rn.r.Returned, rf.rn.r.Unseen.Words())
 	}
-	return fmt.Sprintf("%d came back", rn.r.Returned)
+	return fmt.Sprintf("%d came back", rf.rn.r.Returned)
 }
 
 // returnedFailure is the record of a copy that came back, meta its dead

@@ -3,13 +3,14 @@ package replay
 import (
 	"context"
 	"fmt"
-	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/engine/letter"
-	"github.com/stroma/dlqbot/engine/review"
 	"math/rand/v2"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/letter"
+	"github.com/stroma/dlqbot/engine/review"
 )
 
 // A run's re-reads of its DLQ (a bypass check, a re-read after a window
@@ -50,30 +51,30 @@ const scanRetry = 2 * time.Second
 // read marked the DLQ (a replay's, a preview's, a check's: readDuring) is
 // tried for as long as a step waits for a holder (Config.HeldWait): such a
 // read lets go within its step or its scan, unlike an unknown client's.
-func (rn *run) scanWhole(ctx context.Context, within time.Duration, begin func(), visit func(letter.Message) error) (engine.Coverage, error) {
-	clock := rn.s.d.Clock
+func (rf *returnsFinder) scanWhole(ctx context.Context, within time.Duration, begin func(), visit func(letter.Message) error) (engine.Coverage, error) {
+	clock := rf.s.d.Clock
 	start := clock.Now()
 	deadline := start.Add(within)
-	rn.scanReplays = nil
-	m := rn.markScan(ctx)
+	rf.scanReplays = nil
+	m := rf.markScan(ctx)
 	defer m.end(ctx)
 	for try := 0; ; try++ {
 		begin()
 		began := clock.Now()
-		info, err := rn.s.d.Broker.Scan(ctx, rn.r.DLQ, visit)
+		info, err := rf.s.d.Broker.Scan(ctx, rf.dlq, visit)
 		if err != nil || info.Coverage.Whole() || info.Coverage.Cut {
 			return info.Coverage, err
 		}
 		took := clock.Now().Sub(began)
-		if within >= lastLookPatience && rn.readDuring(ctx, began) {
-			deadline = later(deadline, start.Add(rn.s.cfg.HeldWait))
+		if within >= lastLookPatience && rf.rn.own.readDuring(ctx, began) {
+			deadline = later(deadline, start.Add(rf.s.cfg.HeldWait))
 		}
-		if rs := rn.replayReaders(ctx); len(rs) > 0 {
-			rn.scanReplays = rs
+		if rs := rf.replayReaders(ctx); len(rs) > 0 {
+			rf.scanReplays = rs
 			if !m.seeking.Load() {
 				// Another dlqbot replay's read: it gives way to a seeker.
 				m.seek(ctx)
-				deadline = later(deadline, clock.Now().Add(rn.giveWayWait()))
+				deadline = later(deadline, clock.Now().Add(rf.rn.own.giveWayWait()))
 			}
 		}
 		if !clock.Now().Before(deadline) {
@@ -82,7 +83,7 @@ func (rn *run) scanWhole(ctx context.Context, within time.Duration, begin func()
 		select {
 		case <-ctx.Done():
 			return info.Coverage, ctx.Err()
-		case <-clock.After(rn.s.cfg.SettlePoll + backoff(took, try)):
+		case <-clock.After(rf.s.cfg.SettlePoll + backoff(took, try)):
 		}
 	}
 }
@@ -107,9 +108,9 @@ func later(a, b time.Time) time.Time {
 
 // replayReaders are the other running dlqbot replays reading the DLQ now
 // (liveReaders without previews, approvals and checks).
-func (rn *run) replayReaders(ctx context.Context) []string {
+func (rf *returnsFinder) replayReaders(ctx context.Context) []string {
 	var rs []string
-	for _, id := range rn.liveReaders(ctx) {
+	for _, id := range rf.rn.own.liveReaders(ctx) {
 		if !review.IsScanReader(id) {
 			rs = append(rs, id)
 		}
@@ -121,15 +122,15 @@ func (rn *run) replayReaders(ctx context.Context) []string {
 // the dlqbot replays whose reads held messages of the DLQ while it read
 // ("dlqbot replay r_… read it too …"), never another client, else
 // heldWords.
-func (rn *run) scanHeldWords(c engine.Coverage) string {
-	if len(rn.scanReplays) == 0 {
+func (rf *returnsFinder) scanHeldWords(c engine.Coverage) string {
+	if len(rf.scanReplays) == 0 {
 		return heldWords(c)
 	}
 	held := "held messages of it"
 	if c.HeldElsewhere > 0 {
 		held = fmt.Sprintf("held about %d of its messages", c.HeldElsewhere)
 	}
-	return "dlqbot replay " + strings.Join(rn.scanReplays, ", ") + " " + held + " (its own read of " + rn.r.DLQ + ", not another client)"
+	return "dlqbot replay " + strings.Join(rf.scanReplays, ", ") + " " + held + " (its own read of " + rf.dlq + ", not another client)"
 }
 
 // scanMark is a run's reading mark while it reads its DLQ outside a step
@@ -144,16 +145,16 @@ type scanMark struct {
 // markScan marks the run reading its DLQ, refreshed every markEvery from
 // another goroutine until end (a read of a large DLQ outlasts the lease
 // time); end removes the mark, or turns it back into the cursor's.
-func (rn *run) markScan(ctx context.Context) *scanMark {
-	m := &scanMark{rn: rn, done: make(chan struct{})}
-	if rn.s.d.Claims == nil {
+func (rf *returnsFinder) markScan(ctx context.Context) *scanMark {
+	m := &scanMark{rn: rf.rn, done: make(chan struct{})}
+	if rf.s.d.Claims == nil {
 		close(m.done)
 		m.stop = func() {}
 		return m
 	}
-	rn.markReading(ctx, false)
-	held, dlq, id, claims, ttl := rn.curHeld, rn.r.DLQ, rn.r.ID, rn.s.d.Claims, rn.s.cfg.LeaseTTL
-	if rn.cur == nil {
+	rf.rn.own.markReading(ctx, false)
+	held, dlq, id, claims, ttl := rf.rn.own.curHeld, rf.dlq, rf.id, rf.s.d.Claims, rf.s.cfg.LeaseTTL
+	if rf.rn.cur == nil {
 		held = 0
 	}
 	mctx, stop := context.WithCancel(ctx)
@@ -164,10 +165,10 @@ func (rn *run) markScan(ctx context.Context) *scanMark {
 			select {
 			case <-mctx.Done():
 				return
-			case <-rn.s.d.Clock.After(review.MarkEvery):
+			case <-rf.s.d.Clock.After(review.MarkEvery):
 			}
 			if err := claims.Reading(mctx, dlq, id, m.seeking.Load(), held, ttl); err != nil && mctx.Err() == nil {
-				rn.s.cfg.Log.Warn().Err(err).Str("replay_id", id).Str("dlq", dlq).Msg("mark reading")
+				rf.s.cfg.Log.Warn().Err(err).Str("replay_id", id).Str("dlq", dlq).Msg("mark reading")
 			}
 		}
 	}()
@@ -177,7 +178,7 @@ func (rn *run) markScan(ctx context.Context) *scanMark {
 // seek turns the mark into a seeker's: other replays' steps give way.
 func (m *scanMark) seek(ctx context.Context) {
 	m.seeking.Store(true)
-	m.rn.markReading(ctx, true)
+	m.rn.own.markReading(ctx, true)
 }
 
 // end stops the refresh and removes the mark (doneReading).
@@ -185,7 +186,7 @@ func (m *scanMark) end(ctx context.Context) {
 	m.stop()
 	<-m.done
 	if m.rn.s.d.Claims != nil {
-		m.rn.doneReading(ctx)
+		m.rn.own.doneReading(ctx)
 	}
 }
 

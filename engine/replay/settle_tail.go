@@ -3,8 +3,9 @@ package replay
 import (
 	"context"
 	"errors"
-	"github.com/stroma/dlqbot/engine"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // tailWait bounds one look at the cursor's tail (TailCursor.Arrivals): it
@@ -28,11 +29,11 @@ type curTail struct {
 }
 
 // tailing reports whether the run's look for returns uses its cursor.
-func (rn *run) tailing() bool {
-	if _, ok := rn.cur.(engine.TailCursor); !ok {
+func (rf *returnsFinder) tailing() bool {
+	if _, ok := rf.rn.cur.(engine.TailCursor); !ok {
 		return false
 	}
-	return rn.mode == engine.ReturnsReread && rn.tail.on
+	return rf.mode == engine.ReturnsReread && rf.tail.on
 }
 
 // tailReads says whether the run, having no tap, may find returns at its
@@ -44,51 +45,51 @@ func (rn *run) tailing() bool {
 // cursor. So a replay of a quorum DLQ without a tap (or of a DLQ whose
 // type cannot be told) reads without a cursor and re-reads for its
 // returns, as the budget counts them.
-func (rn *run) tailReads(ctx context.Context) bool {
-	if rn.dlqType == "" {
+func (rf *returnsFinder) tailReads(ctx context.Context) bool {
+	if rf.dlqType == "" {
 		// A queue's type never changes: asked once it is told, not at
 		// every step.
-		if st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ); err == nil && st.Exists {
-			rn.dlqType = st.Type
+		if st, err := rf.s.d.Broker.Inspect(ctx, rf.dlq); err == nil && st.Exists {
+			rf.dlqType = st.Type
 		}
 	}
-	return rn.dlqType == "classic"
+	return rf.dlqType == "classic"
 }
 
 // startTail begins what a cursor opened now sees.
-func (rn *run) startTail() {
-	rn.tail = curTail{on: rn.mode == engine.ReturnsReread, seen: map[string]int{}, at: map[int]bool{}}
+func (rf *returnsFinder) startTail() {
+	rf.tail = curTail{on: rf.mode == engine.ReturnsReread, seen: map[string]int{}, at: map[int]bool{}}
 }
 
 // observing wraps a move's Pick so that the cursor's look for returns sees
 // every message the move reads.
-func (rn *run) observing(pick func(engine.Message) (engine.Pick, bool)) func(engine.Message) (engine.Pick, bool) {
+func (rf *returnsFinder) observing(pick func(engine.Message) (engine.Pick, bool)) func(engine.Message) (engine.Pick, bool) {
 	return func(m engine.Message) (engine.Pick, bool) {
-		rn.seeTail(m)
+		rf.seeTail(m)
 		return pick(m)
 	}
 }
 
 // seeTail counts one message the cursor read: a return of this replay
 // beyond the copies of its id counted before, or a new failure.
-func (rn *run) seeTail(m engine.Message) {
-	if rn.tail.at[m.Seq] {
+func (rf *returnsFinder) seeTail(m engine.Message) {
+	if rf.tail.at[m.Seq] {
 		return
 	}
-	rn.tail.at[m.Seq] = true
-	meta := rn.s.base.ViewMeta(rn.r.DLQ, m)
+	rf.tail.at[m.Seq] = true
+	meta := rf.s.base.ViewMeta(rf.dlq, m)
 	switch {
-	case meta.ReplayID == rn.r.ID && meta.Returned:
-		rn.tail.seen[meta.ID]++
-		if n := rn.tail.seen[meta.ID]; n > rn.returnedSeen[meta.ID] {
-			rn.returnedSeen[meta.ID] = n
-			rn.r.Returned++
-			rn.fail(returnedFailure(meta))
+	case meta.ReplayID == rf.id && meta.Returned:
+		rf.tail.seen[meta.ID]++
+		if n := rf.tail.seen[meta.ID]; n > rf.returnedSeen[meta.ID] {
+			rf.returnedSeen[meta.ID] = n
+			rf.rn.r.Returned++
+			rf.rn.fail(returnedFailure(meta))
 		}
-	case meta.ReplayID != rn.r.ID && rn.isNew(meta):
-		rn.tail.fresh++
+	case meta.ReplayID != rf.id && rf.rn.jd.isNew(meta):
+		rf.tail.fresh++
 	default:
-		delete(rn.tail.at, m.Seq) // only counted messages need their position
+		delete(rf.tail.at, m.Seq) // only counted messages need their position
 	}
 }
 
@@ -97,33 +98,33 @@ func (rn *run) seeTail(m engine.Message) {
 // what arrived since the last look. It reports false when the cursor
 // could not tell, or another dlqbot replay reads the DLQ (the caller then
 // re-reads the DLQ).
-func (rn *run) cursorReturns(ctx context.Context) bool {
-	if !rn.tailing() || rn.replaysReading(ctx) {
+func (rf *returnsFinder) cursorReturns(ctx context.Context) bool {
+	if !rf.tailing() || rf.rn.own.replaysReading(ctx) {
 		return false
 	}
-	if !rn.cur.Done() && !rn.readOnToTail(ctx) {
+	if !rf.rn.cur.Done() && !rf.readOnToTail(ctx) {
 		return false
 	}
-	tc, ok := rn.cur.(engine.TailCursor)
+	tc, ok := rf.rn.cur.(engine.TailCursor)
 	if !ok {
 		return false
 	}
 	actx, cancel := context.WithTimeout(ctx, tailWait)
-	err := tc.Arrivals(actx, rn.seeTail)
+	err := tc.Arrivals(actx, rf.seeTail)
 	cancel()
 	if err != nil {
 		if !errors.Is(err, engine.ErrHeldElsewhere) {
-			rn.cur = nil // released by the cursor
-			rn.doneReading(ctx)
+			rf.rn.cur = nil // released by the cursor
+			rf.rn.own.doneReading(ctx)
 		}
-		rn.Warn("look at the DLQ's tail for returns", err)
+		rf.s.base.Warn(rf.id, rf.dlq, "look at the DLQ's tail for returns", err)
 		return false
 	}
-	rn.r.NewFailures = rn.tail.fresh
-	if rn.replaysReading(ctx) {
+	rf.rn.r.NewFailures = rf.tail.fresh
+	if rf.rn.own.replaysReading(ctx) {
 		// Began reading during the look: what it gave back meanwhile may
 		// be among what the tail took.
-		rn.releaseCursor("another dlqbot replay reads the DLQ")
+		rf.rn.releaseCursor("another dlqbot replay reads the DLQ")
 	}
 	return true
 }
@@ -131,21 +132,21 @@ func (rn *run) cursorReturns(ctx context.Context) bool {
 // readOnToTail continues the cursor's read to the DLQ's tail, keeping the
 // planned messages it passes for the steps that send them; it reports
 // whether the read reached the tail, having seen the whole DLQ.
-func (rn *run) readOnToTail(ctx context.Context) bool {
-	if rn.plan.Remaining() > engine.TailKeep {
+func (rf *returnsFinder) readOnToTail(ctx context.Context) bool {
+	if rf.rn.plan.Remaining() > engine.TailKeep {
 		return false
 	}
-	mr, err := rn.move(ctx, engine.MoveRequest{
-		Queue: rn.r.DLQ,
+	mr, err := rf.rn.move(ctx, engine.MoveRequest{
+		Queue: rf.dlq,
 		Pick: func(m engine.Message) (engine.Pick, bool) {
-			return engine.Pick{Later: !rn.resending && rn.plan.LeftOf(rn.s.base.ParseMeta(rn.r.DLQ, m).ID) > 0}, false
+			return engine.Pick{Later: !rf.rn.rec.resending && rf.rn.plan.LeftOf(rf.s.base.ParseMeta(rf.dlq, m).ID) > 0}, false
 		},
-		Window: rn.s.cfg.Window,
+		Window: rf.s.cfg.Window,
 	})
 	if err != nil {
-		rn.doneReading(ctx) // the cursor was released
-		rn.Warn("read on to the DLQ's tail for returns", err)
+		rf.rn.own.doneReading(ctx) // the cursor was released
+		rf.s.base.Warn(rf.id, rf.dlq, "read on to the DLQ's tail for returns", err)
 		return false
 	}
-	return mr.Coverage.Whole() && rn.cur != nil && rn.cur.Done()
+	return mr.Coverage.Whole() && rf.rn.cur != nil && rf.rn.cur.Done()
 }

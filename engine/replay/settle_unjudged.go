@@ -3,11 +3,12 @@ package replay
 import (
 	"context"
 	"fmt"
-	"github.com/stroma/dlqbot/engine"
 	"maps"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // unsettledCount is how many copies r sent were not yet seen leaving their
@@ -22,34 +23,34 @@ func unsettledCount(r engine.Replay) int {
 
 // addUnsettled books the copies a step sent (per target) as not yet seen
 // leaving their targets.
-func (rn *run) addUnsettled(sentPer map[string]int) {
+func (jg *judge) addUnsettled(sentPer map[string]int) {
 	for q, n := range sentPer {
 		if n <= 0 {
 			continue
 		}
-		if rn.r.Unsettled == nil {
-			rn.r.Unsettled = map[string]int{}
+		if jg.rn.r.Unsettled == nil {
+			jg.rn.r.Unsettled = map[string]int{}
 		}
-		rn.r.Unsettled[q] += n
+		jg.rn.r.Unsettled[q] += n
 	}
 }
 
 // opened notes step p, sent, as not judged yet.
-func (rn *run) opened(p *sentStep) {
+func (jg *judge) opened(p *sentStep) {
 	if p == nil || p.res.Sent == 0 {
 		return
 	}
-	if rn.open == nil {
-		rn.open = map[int]*sentStep{}
+	if jg.open == nil {
+		jg.open = map[int]*sentStep{}
 	}
-	if _, ok := rn.open[p.res.Step]; !ok {
-		rn.open[p.res.Step] = p
+	if _, ok := jg.open[p.res.Step]; !ok {
+		jg.open[p.res.Step] = p
 	}
 }
 
 // noteSettled books what p's watches saw leave the targets since the last
 // booking: settled, no longer unsettled. p is then judged.
-func (rn *run) noteSettled(p *sentStep) int {
+func (jg *judge) noteSettled(p *sentStep) int {
 	n := 0
 	for _, w := range p.watches {
 		d := w.delivered - w.booked
@@ -58,14 +59,14 @@ func (rn *run) noteSettled(p *sentStep) int {
 		}
 		w.booked = w.delivered
 		n += d
-		if left := rn.r.Unsettled[w.queue] - d; left > 0 {
-			rn.r.Unsettled[w.queue] = left
+		if left := jg.rn.r.Unsettled[w.queue] - d; left > 0 {
+			jg.rn.r.Unsettled[w.queue] = left
 		} else {
-			delete(rn.r.Unsettled, w.queue)
+			delete(jg.rn.r.Unsettled, w.queue)
 		}
 	}
-	rn.r.Settled += n
-	delete(rn.open, p.res.Step)
+	jg.rn.r.Settled += n
+	delete(jg.open, p.res.Step)
 	return n
 }
 
@@ -73,13 +74,13 @@ func (rn *run) noteSettled(p *sentStep) int {
 // Replay.Unjudged for the next run. What they saw settle is not counted:
 // a step claims nothing before it is judged (their copies stay unsettled,
 // and the judgement that comes sees again those that left).
-func (rn *run) keepUnjudged() {
-	if len(rn.open) == 0 {
+func (jg *judge) keepUnjudged() {
+	if len(jg.open) == 0 {
 		return
 	}
-	u := rn.r.Unjudged
-	for _, k := range slices.Sorted(maps.Keys(rn.open)) {
-		p := rn.open[k]
+	u := jg.rn.r.Unjudged
+	for _, k := range slices.Sorted(maps.Keys(jg.open)) {
+		p := jg.open[k]
 		if p.rest {
 			continue // what is still unsettled is judged at the next run's end
 		}
@@ -87,7 +88,7 @@ func (rn *run) keepUnjudged() {
 			u = p.rejudge // the judgement of an earlier run's step, ended again
 			continue
 		}
-		before := rn.r.Returned
+		before := jg.rn.r.Returned
 		if !p.from.IsZero() {
 			before = p.before
 		}
@@ -101,38 +102,38 @@ func (rn *run) keepUnjudged() {
 	if u != nil && u.Last == u.Step {
 		u.Last = 0
 	}
-	rn.r.Unjudged = u
-	rn.open = nil
+	jg.rn.r.Unjudged = u
+	jg.open = nil
 }
 
 // watchUnsettled begins to settle every copy still unsettled, as one step
 // numbered k that sent sent copies; returns beyond before are its.
-func (rn *run) watchUnsettled(ctx context.Context, k, sent, before int) *sentStep {
-	per := maps.Clone(rn.r.Unsettled)
+func (jg *judge) watchUnsettled(ctx context.Context, k, sent, before int) *sentStep {
+	per := maps.Clone(jg.rn.r.Unsettled)
 	publish0 := map[string]int64{}
 	for q := range per {
 		publish0[q] = -1 // unknown: the watch goes by ready counts
 	}
 	res := engine.StepResult{Step: k, Planned: sent, Sent: sent}
-	p := rn.beginSettle(ctx, res, per, publish0, rn.newLook(ctx, false))
+	p := jg.beginSettle(ctx, res, per, publish0, jg.rn.ret.newLook(ctx, false))
 	p.before = before
 	// Copies of these steps no longer unsettled were seen leaving (and
 	// counted) before.
-	p.booked = max(0, sent-unsettledCount(rn.r))
+	p.booked = max(0, sent-unsettledCount(jg.rn.r))
 	return p
 }
 
 // rejudge makes the step the last run left unjudged (Replay.Unjudged) the
 // first step this run judges: rn.pending, judged before anything is sent.
-func (rn *run) rejudge(ctx context.Context) {
-	u := rn.r.Unjudged
-	if u == nil || (rn.pending != nil && rn.pending.rejudge != nil) {
+func (jg *judge) rejudge(ctx context.Context) {
+	u := jg.rn.r.Unjudged
+	if u == nil || (jg.pending != nil && jg.pending.rejudge != nil) {
 		return
 	}
-	p := rn.watchUnsettled(ctx, u.Step, u.Sent, u.Returned)
+	p := jg.watchUnsettled(ctx, u.Step, u.Sent, u.Returned)
 	p.rejudge = u
-	rn.pending = p
-	rn.opened(p)
+	jg.pending = p
+	jg.opened(p)
 }
 
 // judgedAgain words, for the line of a step judged by a later run than the
@@ -150,43 +151,43 @@ func judgedAgain(u *engine.UnjudgedStep, obs string) string {
 // leaving), so that the run ends on what became of every copy. stop is a
 // pause, cancel or lost lease meanwhile; err a failure to look for
 // returns. Its findings are in rn.rest.
-func (rn *run) settleRest(ctx context.Context) (stop, err error) {
-	n := unsettledCount(rn.r)
-	if n == 0 || rn.rest != nil {
+func (jg *judge) settleRest(ctx context.Context) (stop, err error) {
+	n := unsettledCount(jg.rn.r)
+	if n == 0 || jg.rest != nil {
 		return nil, nil
 	}
-	p := rn.watchUnsettled(ctx, rn.r.Step, n, rn.r.Returned)
+	p := jg.watchUnsettled(ctx, jg.rn.r.Step, n, jg.rn.r.Returned)
 	p.rest = true
-	rn.opened(p)
-	if !rn.consumed(ctx) {
+	jg.opened(p)
+	if !jg.consumed(ctx) {
 		// Nothing takes them: one look at the targets, no wait.
-		rn.watchStep(ctx, p, rn.s.d.Clock.Now())
-		rn.noteSettled(p)
+		jg.watchStep(ctx, p, jg.s.d.Clock.Now())
+		jg.noteSettled(p)
 		return nil, nil
 	}
-	if stop, err := rn.settleSteps(ctx, p, nil); stop != nil || err != nil {
+	if stop, err := jg.settleSteps(ctx, p, nil); stop != nil || err != nil {
 		return stop, err
 	}
-	rn.noteSettled(p)
-	rn.rest = &p.res
+	jg.noteSettled(p)
+	jg.rest = &p.res
 	return nil, nil
 }
 
 // restNote words why a run whose plan is exhausted, and which sent every
 // copy, does not finish: copies came back after their step was judged,
 // or some were never seen leaving their targets ("" when neither).
-func (rn *run) restNote() string {
+func (jg *judge) restNote() string {
 	var parts []string
-	if rn.rest != nil && rn.rest.Returned > 0 {
-		parts = append(parts, fmt.Sprintf("%d copy(ies) came back to %s after their step was judged", rn.rest.Returned, rn.r.DLQ))
+	if jg.rest != nil && jg.rest.Returned > 0 {
+		parts = append(parts, fmt.Sprintf("%d copy(ies) came back to %s after their step was judged", jg.rest.Returned, jg.dlq))
 	}
-	if u := unsettledNote(rn.r); u != "" {
+	if u := unsettledNote(jg.rn.r); u != "" {
 		parts = append(parts, u)
 	}
 	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("not finished: all %d sent, %d settled, %s; ", rn.r.Sent, rn.r.Settled, rn.cameBack()) + strings.Join(parts, "; ")
+	return fmt.Sprintf("not finished: all %d sent, %d settled, %s; ", jg.rn.r.Sent, jg.rn.r.Settled, jg.rn.ret.cameBack()) + strings.Join(parts, "; ")
 }
 
 // unsettledNote words the copies sent and never seen leaving their target
@@ -206,37 +207,37 @@ func unsettledNote(r engine.Replay) string {
 // record counts what came back as a check would. Copies on targets with no
 // consumer are not waited for: nothing takes them, so none comes back
 // while the run could watch. It reports whether it watched anything.
-func (rn *run) windDown(parent context.Context) bool {
-	n := unsettledCount(rn.r)
-	u := rn.r.Unjudged
-	if (n == 0 && u == nil) || rn.hb.lost.Load() || parent.Err() != nil {
+func (jg *judge) windDown(parent context.Context) bool {
+	n := unsettledCount(jg.rn.r)
+	u := jg.rn.r.Unjudged
+	if (n == 0 && u == nil) || jg.rn.hb.lost.Load() || parent.Err() != nil {
 		return false
 	}
-	if n > 0 && !rn.consumed(parent) {
+	if n > 0 && !jg.consumed(parent) {
 		return false
 	}
-	sent, before := n, rn.r.Returned
+	sent, before := n, jg.rn.r.Returned
 	if u != nil {
 		sent, before = u.Sent, u.Returned
 	}
-	ctx, cancel := context.WithTimeout(parent, rn.r.Params.WithDefaults().Timeout+5*time.Second)
+	ctx, cancel := context.WithTimeout(parent, jg.rn.r.Params.WithDefaults().Timeout+5*time.Second)
 	defer cancel()
-	rn.winding.Store(true)
-	defer rn.winding.Store(false)
-	p := rn.watchUnsettled(ctx, rn.r.Step, sent, before)
-	if _, err := rn.settleSteps(ctx, p, nil); err != nil {
-		rn.Warn("watch the copies sent before the cancel", err)
+	jg.winding.Store(true)
+	defer jg.winding.Store(false)
+	p := jg.watchUnsettled(ctx, jg.rn.r.Step, sent, before)
+	if _, err := jg.settleSteps(ctx, p, nil); err != nil {
+		jg.s.base.Warn(jg.id, jg.dlq, "watch the copies sent before the cancel", err)
 	}
-	rn.noteSettled(p)
-	rn.r.Unjudged = nil
+	jg.noteSettled(p)
+	jg.rn.r.Unjudged = nil
 	return true
 }
 
 // cancelledText words a cancelled replay's counts after windDown.
-func (rn *run) cancelledText() string {
+func (jg *judge) cancelledText() string {
 	s := fmt.Sprintf("cancelled: %d sent (%d seen leaving the target queue, %s), %d left in %s untouched",
-		rn.r.Sent, rn.r.Settled, rn.cameBack(), rn.plan.Remaining(), rn.r.DLQ)
-	if u := unsettledCount(rn.r); u > 0 {
+		jg.rn.r.Sent, jg.rn.r.Settled, jg.rn.ret.cameBack(), jg.rn.plan.Remaining(), jg.dlq)
+	if u := unsettledCount(jg.rn.r); u > 0 {
 		s += fmt.Sprintf("; %d copy(ies) not seen leaving the target queue within the step's grace (a check shows what comes back)", u)
 	}
 	return s
@@ -245,9 +246,9 @@ func (rn *run) cancelledText() string {
 // consumed reports whether a target holding unsettled copies has a
 // consumer (or cannot be inspected): only then can they leave it, or come
 // back, while the run watches.
-func (rn *run) consumed(ctx context.Context) bool {
-	for q := range rn.r.Unsettled {
-		st, err := rn.s.d.Broker.Inspect(ctx, q)
+func (jg *judge) consumed(ctx context.Context) bool {
+	for q := range jg.rn.r.Unsettled {
+		st, err := jg.s.d.Broker.Inspect(ctx, q)
 		if err != nil || st.Consumers > 0 {
 			return true
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
 	"github.com/stroma/dlqbot/engine"
 )
 
@@ -20,13 +21,13 @@ import (
 // returned reads the replay's tap record of returns from index from,
 // refusing a record that counts fewer returns than this run read before
 // (it only grows).
-func (rn *run) returned(ctx context.Context, from int) (engine.ReturnRecord, error) {
-	rec, err := rn.s.d.Returns.Returned(ctx, rn.r.ID, from)
-	if err == nil && rec.Total < rn.tapTotal {
-		err = fmt.Errorf("it counts %d return(s), fewer than the %d this run read from it before (changed in Redis): %w", rec.Total, rn.tapTotal, engine.ErrBadSignature)
+func (jg *judge) returned(ctx context.Context, from int) (engine.ReturnRecord, error) {
+	rec, err := jg.s.d.Returns.Returned(ctx, jg.id, from)
+	if err == nil && rec.Total < jg.rn.ret.tapTotal {
+		err = fmt.Errorf("it counts %d return(s), fewer than the %d this run read from it before (changed in Redis): %w", rec.Total, jg.rn.ret.tapTotal, engine.ErrBadSignature)
 	}
 	if err != nil {
-		return rec, rn.unverified(err)
+		return rec, jg.unverified(err)
 	}
 	return rec, nil
 }
@@ -34,13 +35,13 @@ func (rn *run) returned(ctx context.Context, from int) (engine.ReturnRecord, err
 // unverified marks the replay's returns unverifiable when err is a record
 // that failed its check, and returns err wrapped in ErrReturnsUnverified
 // then (err as it is otherwise).
-func (rn *run) unverified(err error) error {
+func (jg *judge) unverified(err error) error {
 	if !errors.Is(err, engine.ErrBadSignature) {
 		return err
 	}
-	if rn.r.ReturnsUnverified == "" {
-		rn.r.ReturnsUnverified = fmt.Sprintf("the tap's record of returns failed its check at %s, with %d seen back: %v",
-			rn.s.d.Clock.Now().UTC().Format(engine.UnseenTime), rn.r.Returned, err)
+	if jg.rn.r.ReturnsUnverified == "" {
+		jg.rn.r.ReturnsUnverified = fmt.Sprintf("the tap's record of returns failed its check at %s, with %d seen back: %v",
+			jg.s.d.Clock.Now().UTC().Format(engine.UnseenTime), jg.rn.r.Returned, err)
 	}
 	return fmt.Errorf("%w: %w", engine.ErrReturnsUnverified, err)
 }
@@ -48,17 +49,17 @@ func (rn *run) unverified(err error) error {
 // stopUnverified stops the replay, resumable, when the tap's record of its
 // returns failed its check (cause); no follow-ups are scheduled (they
 // would read the same record).
-func (rn *run) stopUnverified(parent, ctx context.Context, cause error) (engine.Replay, bool, error) {
-	note := fmt.Sprintf("could not tell whether the copies sent came back (%d seen back): the tap's record of this replay's returns failed its check (changed in Redis outside dlqbot), so nothing more was sent; check the DLQ, and resume to go on finding returns by re-reading it", rn.r.Returned)
-	r, stopped, err := rn.stopYield(parent, ctx, note, nil, "stopped: "+note)
+func (jg *judge) stopUnverified(parent, ctx context.Context, cause error) (engine.Replay, bool, error) {
+	note := fmt.Sprintf("could not tell whether the copies sent came back (%d seen back): the tap's record of this replay's returns failed its check (changed in Redis outside dlqbot), so nothing more was sent; check the DLQ, and resume to go on finding returns by re-reading it", jg.rn.r.Returned)
+	r, stopped, err := jg.rn.stopYield(parent, ctx, note, nil, "stopped: "+note)
 	if stopped {
-		return r, false, fmt.Errorf("engine: run %s: %w", rn.r.ID, cause)
+		return r, false, fmt.Errorf("engine: run %s: %w", jg.id, cause)
 	}
 	return r, false, err
 }
 
 // unverifiedBack is cameBack's words for a replay whose tap record of
 // returns could not be trusted.
-func (rn *run) unverifiedBack() string {
-	return fmt.Sprintf("%d seen back, could not tell for the other copies (the tap's record of returns failed its check)", rn.r.Returned)
+func (jg *judge) unverifiedBack() string {
+	return fmt.Sprintf("%d seen back, could not tell for the other copies (the tap's record of returns failed its check)", jg.rn.r.Returned)
 }

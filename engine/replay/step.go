@@ -22,14 +22,14 @@ import (
 // and judges this one. A step left unjudged when the run halts is dropped
 // unjudged, like a step a pause interrupts while it settles.
 func (rn *run) step(ctx context.Context) (engine.StepResult, error, error) {
-	older := rn.pending
-	if older != nil && !rn.mayOverlap(older) {
-		rn.pending = nil
+	older := rn.jd.pending
+	if older != nil && !rn.jd.mayOverlap(older) {
+		rn.jd.pending = nil
 		return rn.judge(ctx, older, nil, false)
 	}
 	p, stopErr, err := rn.send(ctx)
-	rn.opened(p)
-	rn.pending = nil
+	rn.jd.opened(p)
+	rn.jd.pending = nil
 	if p == nil || err != nil || (stopErr != nil && !errors.Is(stopErr, errTripped)) {
 		if older != nil && p == nil && err == nil && stopErr == nil {
 			return rn.judge(ctx, older, nil, false) // nothing more to send
@@ -40,8 +40,8 @@ func (rn *run) step(ctx context.Context) (engine.StepResult, error, error) {
 		return p.res, stopErr, err
 	}
 	if older == nil {
-		if rn.mayOverlap(p) {
-			rn.pending = p
+		if rn.jd.mayOverlap(p) {
+			rn.jd.pending = p
 			return engine.StepResult{}, nil, nil
 		}
 		return rn.judge(ctx, p, nil, false)
@@ -66,57 +66,57 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 	if err != nil {
 		return &sentStep{res: engine.StepResult{Step: k}}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, err)
 	}
-	if !rn.resending && len(pick) == 0 {
+	if !rn.rec.resending && len(pick) == 0 {
 		// Everything left was another replay's: no step to send.
 		return nil, nil, rn.put(ctx)
 	}
 	planned, targets := rn.stepScope(pick, walk)
 	rn.stepSent = newSentSet(rn.plan)
-	defer func() { rn.settleClaims(ctx, rn.stepSent) }()
+	defer func() { rn.own.settleClaims(ctx, rn.stepSent) }()
 	rn.r.Step = k
 	res := engine.StepResult{Step: k, Planned: planned}
 	if err := rn.put(ctx); err != nil {
 		return &sentStep{res: res}, nil, err
 	}
 	rn.emit(ctx, engine.EventStepStarted, &res, rn.stepText(k, planned))
-	if rn.resending {
-		defer rn.seekResend(ctx)() // resend.go
+	if rn.rec.resending {
+		defer rn.rec.seekResend(ctx)() // resend.go
 	}
 	defer func() {
-		if rn.resending {
-			rn.resending = false
-			rn.rs.endStep(false) // not found (held elsewhere), or the step stopped: resent later
-			rn.r.ResendInDoubt = rn.rs.left() > 0
+		if rn.rec.resending {
+			rn.rec.resending = false
+			rn.rec.rs.endStep(false) // not found (held elsewhere), or the step stopped: resent later
+			rn.r.ResendInDoubt = rn.rec.rs.left() > 0
 		}
 	}()
 
-	baseline := rn.sampleTargets(ctx, targets)
-	look := rn.newLook(ctx, rn.toSend() <= planned) // before the publishes
+	baseline := rn.jd.sampleTargets(ctx, targets)
+	look := rn.ret.newLook(ctx, rn.toSend() <= planned) // before the publishes
 	sentPer := map[string]int{}
 	rn.openCursor(ctx)
-	stopBreaker := rn.breaker(ctx) // returns of the unjudged step stop this one's sends
+	stopBreaker := rn.jd.breaker(ctx) // returns of the unjudged step stop this one's sends
 	mr, moveErr, sentN, unsure := rn.sendChunks(ctx, pick, walk, &res, sentPer)
 	stopBreaker()
-	rn.addUnsettled(sentPer)
-	rn.countSent(sentPer, unsure, moveErr)
+	rn.jd.addUnsettled(sentPer)
+	rn.jd.countSent(sentPer, unsure, moveErr)
 	rn.boundCursor(ctx)
-	rn.bp.removed += sentN // the originals of the copies sent left the DLQ
-	if rn.resending {
-		rn.rs.endStep(false)
-		rn.r.ResendInDoubt = rn.rs.left() > 0
+	rn.ret.bp.removed += sentN // the originals of the copies sent left the DLQ
+	if rn.rec.resending {
+		rn.rec.rs.endStep(false)
+		rn.r.ResendInDoubt = rn.rec.rs.left() > 0
 	}
 	if err := rn.put(ctx); err != nil {
 		return &sentStep{res: res}, nil, err
 	}
 	if moveErr != nil {
-		rn.keepCut(res, sentPer, baseline, look) // settled after a reconnect (reconcile.go)
+		rn.rec.keepCut(res, sentPer, baseline, look) // settled after a reconnect (reconcile.go)
 		return &sentStep{res: res}, nil, fmt.Errorf("engine: run %s: step %d: %w", rn.r.ID, k, moveErr)
 	}
 	if mr.Stopped != nil && !errors.Is(mr.Stopped, errTripped) {
 		return &sentStep{res: res, start: start}, mr.Stopped, nil // a pause acts now
 	}
-	p = rn.beginSettle(ctx, res, sentPer, baseline, look)
-	rn.noAckBefore(p)
+	p = rn.jd.beginSettle(ctx, res, sentPer, baseline, look)
+	rn.jd.noAckBefore(p)
 	p.start = start
 	return p, mr.Stopped, nil
 }
@@ -128,12 +128,12 @@ func (rn *run) send(ctx context.Context) (p *sentStep, stopErr, err error) {
 // the plan): the step sends the rest. An empty pick (not resending): all
 // that was left was another replay's.
 func (rn *run) pickFirst(ctx context.Context, k, size int) (pick map[string]int, walk *engine.StepWalk, err error) {
-	rn.resending = rn.rs.left() > 0
-	rn.beside = rn.mode == engine.ReturnsReread && (!rn.tailReads(ctx) || rn.replaysReading(ctx)) // cursor.go
-	if rn.resending {
+	rn.rec.resending = rn.rec.rs.left() > 0
+	rn.beside = rn.ret.mode == engine.ReturnsReread && (!rn.ret.tailReads(ctx) || rn.own.replaysReading(ctx)) // cursor.go
+	if rn.rec.resending {
 		// A resend reads the DLQ afresh: the cursor must hold nothing.
 		rn.releaseCursor("a resend of copies in doubt")
-		return rn.rs.Next(size), nil, nil
+		return rn.rec.rs.Next(size), nil, nil
 	}
 	// walk is the step's walk over the plan, sent in chunks of at most
 	// Config.StepChunk picks (nil for a resend: one pick).
@@ -168,7 +168,7 @@ func (rn *run) stepScope(pick map[string]int, walk *engine.StepWalk) (planned in
 
 // stepText words the start of step k, of planned copies.
 func (rn *run) stepText(k, planned int) string {
-	if rn.resending {
+	if rn.rec.resending {
 		return fmt.Sprintf("step %d: sending %d copy(ies) in doubt again, marked %s: true", k, planned, engine.PossibleDuplicateHeader)
 	}
 	return fmt.Sprintf("step %d: sending %d message(s)", k, planned)
@@ -200,7 +200,7 @@ func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *engine
 			// later step, rather than wait HeldWait once more per chunk.
 			return mr, moveErr, 0, engine.MoveResult{}
 		}
-		rn.settleClaims(ctx, rn.stepSent)
+		rn.own.settleClaims(ctx, rn.stepSent)
 		rn.stepSent = newSentSet(rn.plan)
 		pick = nil
 		for len(pick) == 0 && chunkErr == nil && !walk.Done {
@@ -231,7 +231,7 @@ func (rn *run) claimChunk(ctx context.Context, walk *engine.StepWalk, planned *i
 	}
 	pick := walk.More(chunk)
 	before := engine.CopiesIn(pick)
-	if err := rn.claim(ctx, pick); err != nil {
+	if err := rn.own.claim(ctx, pick); err != nil {
 		return nil, err
 	}
 	if planned != nil {
@@ -245,7 +245,7 @@ func (rn *run) claimChunk(ctx context.Context, walk *engine.StepWalk, planned *i
 // and keepOrClose (tripped: the breaker cut also's sends).
 func (rn *run) judge(ctx context.Context, p, also *sentStep, tripped bool) (engine.StepResult, error, error) {
 	if p.res.Sent > 0 {
-		stop, err := rn.settleSteps(ctx, p, also)
+		stop, err := rn.jd.settleSteps(ctx, p, also)
 		if stop != nil || err != nil {
 			// Sent, not judged: halt records the state asked for.
 			p.res.Duration = rn.s.d.Clock.Now().Sub(p.start)
@@ -255,13 +255,13 @@ func (rn *run) judge(ctx context.Context, p, also *sentStep, tripped bool) (engi
 		p.res.Observation = "nothing was sent in this step"
 	}
 	p.res.Duration = rn.s.d.Clock.Now().Sub(p.start)
-	rn.noteSettled(p)
+	rn.jd.noteSettled(p)
 	if p.rejudge != nil {
 		p.res.Observation = judgedAgain(p.rejudge, p.res.Observation)
 		rn.r.Unjudged = nil
 	}
 	if also != nil {
-		rn.keepOrClose(p, also, tripped)
+		rn.jd.keepOrClose(p, also, tripped)
 	}
 	if err := rn.put(ctx); err != nil {
 		return p.res, nil, err
@@ -293,8 +293,8 @@ func (rn *run) progress(ctx context.Context, n int) {
 		return
 	}
 	rn.flushProgress(ctx)
-	if rn.cur != nil && now.Sub(rn.marked) >= review.MarkEvery {
-		rn.markReading(ctx, false)
+	if rn.cur != nil && now.Sub(rn.own.marked) >= review.MarkEvery {
+		rn.own.markReading(ctx, false)
 	}
 }
 
@@ -315,12 +315,12 @@ func (rn *run) flushProgress(ctx context.Context) {
 // later resume may try them again; copies lost in flight stay pending
 // ("maybe sent") and are never re-sent.
 func (rn *run) abandon(ctx context.Context, mr engine.MoveResult) error {
-	if rn.resending {
+	if rn.rec.resending {
 		// A resend's intent is the first copy's, which may have arrived:
 		// it stays pending; what was not published is resent later.
 		for _, m := range mr.Unsent {
-			if e, ok := rn.rs.entry(m); ok {
-				rn.rs.giveBack(e)
+			if e, ok := rn.rec.rs.entry(m); ok {
+				rn.rec.rs.giveBack(e)
 			}
 		}
 		return nil
@@ -360,7 +360,7 @@ func (m *stepMoves) Add(mr engine.MoveResult) {
 // look for returns) could bring a message of the DLQ to its delivery limit.
 func (rn *run) stepBudget(ctx context.Context) error {
 	rereads := engine.RereadsPerStep
-	if rn.mode == engine.ReturnsTap || rn.tailing() {
+	if rn.ret.mode == engine.ReturnsTap || rn.ret.tailing() {
 		// The tap, or the cursor's tail (settle_tail.go): returns are
 		// found without reading the DLQ again.
 		rereads = 0

@@ -3,10 +3,11 @@ package replay
 import (
 	"context"
 	"errors"
-	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/engine/letter"
 	"sync"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // tapRepairRetry is how often a watch tries again to declare a missing
@@ -37,12 +38,12 @@ type tapWatch struct {
 // watchTap starts the run's watch when the run finds returns through a
 // tap; stop ends it and waits for it (its unrecorded deliveries go back
 // to the tap).
-func (rn *run) watchTap(ctx context.Context) (stop func()) {
-	if rn.mode != engine.ReturnsTap || !rn.s.base.Tapping() {
+func (rf *returnsFinder) watchTap(ctx context.Context) (stop func()) {
+	if rf.mode != engine.ReturnsTap || !rf.s.base.Tapping() {
 		return func() {}
 	}
-	w := &tapWatch{s: rn.s, dlq: rn.r.DLQ, replay: rn.r.ID, start: rn.s.d.Clock.Now(), nudge: make(chan struct{}, 1)}
-	rn.watch = w
+	w := &tapWatch{s: rf.rn.s, dlq: rf.dlq, replay: rf.id, start: rf.s.d.Clock.Now(), nudge: make(chan struct{}, 1)}
+	rf.watch = w
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() {

@@ -3,8 +3,9 @@ package replay
 import (
 	"context"
 	"errors"
-	"github.com/stroma/dlqbot/engine"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // drainTaps records every registered tap into the store, every poll
@@ -57,29 +58,29 @@ func (s *Service) drainTaps(ctx context.Context, poll time.Duration) {
 // workers, records what it already holds, and begins the replay's record
 // there. It returns the mode that applies; when the tap cannot be set up
 // the run falls back to re-reading the DLQ and says why.
-func (rn *run) prepareTap(ctx context.Context) (engine.ReturnsMode, string) {
-	s := rn.s
+func (rf *returnsFinder) prepareTap(ctx context.Context) (engine.ReturnsMode, string) {
+	s := rf.rn.s
 	if !s.base.Tapping() {
 		return engine.ReturnsReread, "this bot has no tap support configured"
 	}
-	st, err := s.d.Taps.EnsureTap(ctx, rn.r.DLQ)
+	st, err := s.d.Taps.EnsureTap(ctx, rf.dlq)
 	if err != nil {
 		return engine.ReturnsReread, "the tap could not be set up: " + err.Error()
 	}
 	if st.Mode != engine.ReturnsTap {
 		return engine.ReturnsReread, st.Reason
 	}
-	s.closeOpenGap(ctx, rn.r.ID, rn.r.DLQ) // a window without the tap ends here
-	if err := s.d.Returns.AddTap(ctx, rn.r.DLQ); err != nil {
+	s.closeOpenGap(ctx, rf.id, rf.dlq) // a window without the tap ends here
+	if err := s.d.Returns.AddTap(ctx, rf.dlq); err != nil {
 		return engine.ReturnsReread, "the tap could not be registered: " + err.Error()
 	}
 	// What the tap held before this replay began is not this replay's
 	// news: record it first, then take the baseline.
-	if _, err := s.base.RecordTap(ctx, rn.r.DLQ); err != nil {
+	if _, err := s.base.RecordTap(ctx, rf.dlq); err != nil {
 		return engine.ReturnsReread, "the tap could not be read: " + err.Error()
 	}
-	if err := s.d.Returns.Begin(ctx, rn.r.ID, rn.r.DLQ); err != nil {
-		_ = rn.unverified(err) // a record changed in Redis stays so: see settle_unverified.go
+	if err := s.d.Returns.Begin(ctx, rf.id, rf.dlq); err != nil {
+		_ = rf.rn.jd.unverified(err) // a record changed in Redis stays so: see settle_unverified.go
 		return engine.ReturnsReread, "the tap record could not begin: " + err.Error()
 	}
 	return engine.ReturnsTap, ""

@@ -3,9 +3,10 @@ package replay
 import (
 	"context"
 	"errors"
-	"github.com/stroma/dlqbot/engine"
 	"sync"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
 
 // Work takes replays from Deps.Jobs and runs them until ctx ends,
