@@ -52,16 +52,17 @@ func (g *gaveWayLog) count(id string) int {
 // TestTwoPacedReplaysOfOneDLQGiveWayToEachOther: a DLQ holds two sources'
 // dead letters, 100 each, alternating one by one (a-0, b-0, a-1, b-1, …).
 // Replay A of one source and replay B of the other, approved before either
-// runs, each paced (10 msg/s, steps 40 and 60: a pass lasts 4 s and more) from a bot without a tap; B
-// starts once A's first copies arrived. A paced pass holds every message
-// it passed for as long as it sends, so each replay's pass holds the
-// other's next picks: the step that does not find its picks looks for
-// them (seeking), and the pass holding them gives way (giveway.go), in
-// turn. Decided against the consumers and the DLQ: both replays finish
-// with every copy sent, none missing or held elsewhere, neither calling
-// the other another client; each id reached its consumer exactly once
-// with its replay's id; the DLQ is empty; and each replay's read gave way at least once. A quorum
-// and a classic DLQ (everyDLQKind).
+// runs, each paced (10 msg/s, steps 40 and 60: a pass lasts 4 s and more)
+// from a bot without a tap; B starts once A's first copies arrived. A paced
+// pass holds every message it passed for as long as it sends, so each
+// replay's pass holds the other's next picks: the step that does not find
+// its picks looks for them (seeking), and the pass holding them gives way
+// (giveway.go), in turn. Decided against the consumers and the DLQ: both
+// replays finish with every copy sent, none missing or held elsewhere,
+// neither calling the other another client; each id reached its consumer
+// exactly once with its replay's id; the DLQ is empty; and their passes met:
+// at least one gave way to the other. A quorum and a classic DLQ
+// (everyDLQKind).
 func TestTwoPacedReplaysOfOneDLQGiveWayToEachOther(t *testing.T) {
 	t.Parallel()
 	everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
@@ -123,10 +124,12 @@ func TestTwoPacedReplaysOfOneDLQGiveWayToEachOther(t *testing.T) {
 				}
 			}
 		}
-		for _, id := range []string{apA.Replay.ID, apB.Replay.ID} {
-			if gl.count(id) == 0 {
-				t.Errorf("%s never gave way to the other replay: their passes did not meet as the test means them to", id)
-			}
+		// Their passes met: at least one gave way to the other (which of
+		// them, and how often, is the brokers' timing: on a loaded machine
+		// one replay may find its picks given back without ever holding
+		// the other's).
+		if gl.count(apA.Replay.ID)+gl.count(apB.Replay.ID) == 0 {
+			t.Errorf("neither replay gave way to the other: their passes did not meet as the test means them to")
 		}
 		// The broker's side.
 		for _, c := range []struct {
