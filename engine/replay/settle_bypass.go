@@ -238,53 +238,7 @@ func (rf *returnsFinder) readReturns(ctx context.Context, patient bool) (map[str
 // tap's record of returns stands, and a later step checks again); patient
 // is stableReady's.
 func (rf *returnsFinder) unseenGrowth(ctx context.Context, patient bool) (int, bypassBase, bool) {
-	if !patient {
-		if next, ok := rf.exactGrowth(ctx); ok {
-			return 0, next, true
-		}
-	}
-	return rf.unseenGrowthAt(ctx, func(ctx context.Context) (int, bool) { return rf.stableReady(ctx, patient) })
-}
-
-// exactGrowthWait bounds how long a check that is not the run's last
-// polls single readings for one that matches exactly (exactGrowth).
-const exactGrowthWait = 500 * time.Millisecond
-
-// exactGrowth reports whether a single reading of the DLQ's ready count
-// (readyOnce) matched exactly, within exactGrowthWait, what the tap, the
-// steps and the cursor account for, and the baseline that reading makes.
-// A count above it falls as the broker refills the cursor's window after
-// the step's acks (from moments to a few hundred milliseconds on 3.10,
-// which pays for each ack in proportion to what the channel holds): it is
-// read again every 25 ms rather than wait for two readings 100 ms apart
-// to agree. A count below it (something left, or give-backs still on
-// their way) ends the polling at once, and stableReady decides.
-func (rf *returnsFinder) exactGrowth(ctx context.Context) (bypassBase, bool) {
-	clock := rf.s.d.Clock
-	deadline := clock.Now().Add(exactGrowthWait)
-	for {
-		growth, next, ok := rf.unseenGrowthAt(ctx, rf.readyOnce)
-		if !ok || growth < 0 {
-			return bypassBase{}, false
-		}
-		if growth == 0 {
-			return next, true
-		}
-		if !clock.Now().Before(deadline) || rf.rn.ctl.err() != nil {
-			return bypassBase{}, false
-		}
-		select {
-		case <-ctx.Done():
-			return bypassBase{}, false
-		case <-clock.After(25 * time.Millisecond):
-		}
-	}
-}
-
-// unseenGrowthAt is unseenGrowth with the DLQ's ready count read by
-// ready (stableReady, or readyOnce).
-func (rf *returnsFinder) unseenGrowthAt(ctx context.Context, ready func(context.Context) (int, bool)) (int, bypassBase, bool) {
-	n, ok := ready(ctx)
+	n, ok := rf.stableReady(ctx, patient)
 	if !ok {
 		return 0, bypassBase{}, false
 	}
@@ -301,29 +255,4 @@ func (rf *returnsFinder) unseenGrowthAt(ctx context.Context, ready func(context.
 	next := bypassBase{ready0: n, arrived0: a, held0: held, at: rf.s.d.Clock.Now()}
 	expected := b.ready0 + (b.held0 - held) - b.removed
 	return (n - expected) - int(a-b.arrived0), next, true
-}
-
-// readyOnce is the classic DLQ's ready count from one reading, for a
-// check that is not the run's last: exactGrowth takes it only when it
-// matches exactly what the tap, the steps and the cursor account for: a
-// count falling as the cursor's window refills reaches that number once
-// the refill is done. One that matched while a bypass hid behind
-// give-backs still on their way in the same number would set a baseline
-// lower than the DLQ's, so the growth shows at the next check (the run's
-// last one always reads a stable count).
-func (rf *returnsFinder) readyOnce(ctx context.Context) (int, bool) {
-	asked := rf.s.d.Clock.Now()
-	st, err := rf.s.d.Broker.Inspect(ctx, rf.dlq)
-	if err != nil {
-		rf.s.base.Warn(rf.id, rf.dlq, "inspect dlq", err)
-		return 0, false
-	}
-	if st.Type != "classic" {
-		rf.bp.none = st.Type != ""
-		return 0, false
-	}
-	if rf.s.d.Clock.Now().Sub(asked) > time.Second {
-		return 0, false
-	}
-	return st.Ready, true
 }
