@@ -140,30 +140,27 @@ func TestLetterIsALeaf(t *testing.T) {
 // only (the vocabulary of one dead letter), so every other engine package
 // can import it.
 func TestEngineImportsOnlyLetter(t *testing.T) {
-	deps := productionImports(t)
-	imports, ok := deps["engine"]
-	if !ok {
-		t.Fatal("no production files in engine")
-	}
-	for _, d := range imports {
-		if d != "engine/letter" {
-			t.Errorf("engine imports %s: it may import only engine/letter of the module", d)
-		}
-	}
+	importsOnly(t, "engine", "engine/letter")
 }
 
 // TestProofStandsAlone keeps engine/proof, the approval's proof, beside
 // the run: of the module it imports the vocabulary (engine, engine/letter)
 // only, never the services (engine/review, engine/replay) or an adapter.
 func TestProofStandsAlone(t *testing.T) {
-	deps := productionImports(t)
-	imports, ok := deps["engine/proof"]
+	importsOnly(t, "engine/proof", "engine", "engine/letter")
+}
+
+// importsOnly fails t when pkg's production files import a package of the
+// module other than allowed.
+func importsOnly(t *testing.T, pkg string, allowed ...string) {
+	t.Helper()
+	imports, ok := productionImports(t)[pkg]
 	if !ok {
-		t.Fatal("no production files in engine/proof")
+		t.Fatalf("no production files in %s", pkg)
 	}
 	for _, d := range imports {
-		if d != "engine" && d != "engine/letter" {
-			t.Errorf("engine/proof imports %s: it may import only engine and engine/letter of the module", d)
+		if !slices.Contains(allowed, d) {
+			t.Errorf("%s imports %s: of the module it may import only %s", pkg, d, strings.Join(allowed, ", "))
 		}
 	}
 }
