@@ -59,7 +59,7 @@ func (ow *ownership) doneReading(ctx context.Context) {
 	}
 }
 
-// keepMarked refreshes the run's mark as the run last wrote it (rn.mark),
+// keepMarked refreshes the run's mark as the run last wrote it (mark),
 // every markEvery from a goroutine of its own, until stop: for a read
 // during which the run's own goroutine may not come back within the
 // mark's life (a one-shot move calls the run back only when it
@@ -88,7 +88,7 @@ func (ow *ownership) keepMarked(ctx context.Context) (stop func()) {
 			}
 			ow.markMu.Unlock()
 			if err != nil && mctx.Err() == nil {
-				ow.s.cfg.Log.Warn().Err(err).Str("replay_id", id).Str("dlq", dlq).Msg("mark reading")
+				ow.s.base.Warn(id, dlq, "mark reading", err)
 			}
 		}
 	}()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
@@ -71,7 +70,7 @@ func (rf *returnsFinder) scanWhole(ctx context.Context, within time.Duration, be
 		}
 		if rs := rf.replayReaders(ctx); len(rs) > 0 {
 			rf.scanReplays = rs
-			if !m.seeking.Load() {
+			if !m.seeking {
 				// Another dlqbot replay's read: it gives way to a seeker.
 				m.seek(ctx)
 				deadline = later(deadline, clock.Now().Add(rf.rn.own.giveWayWait()))
@@ -137,54 +136,33 @@ func (rf *returnsFinder) scanHeldWords(c engine.Coverage) string {
 // (markScan).
 type scanMark struct {
 	rn      *run
-	seeking atomic.Bool
-	stop    context.CancelFunc
-	done    chan struct{}
+	seeking bool
+	stop    func()
 }
 
-// markScan marks the run reading its DLQ, refreshed every markEvery from
-// another goroutine until end (a read of a large DLQ outlasts the lease
-// time); end removes the mark, or turns it back into the cursor's.
+// markScan marks the run reading its DLQ, refreshed every markEvery by
+// keepMarked until end (a read of a large DLQ outlasts the lease time);
+// end removes the mark, or turns it back into the cursor's.
 func (rf *returnsFinder) markScan(ctx context.Context) *scanMark {
-	m := &scanMark{rn: rf.rn, done: make(chan struct{})}
+	m := &scanMark{rn: rf.rn, stop: func() {}}
 	if rf.s.d.Claims == nil {
-		close(m.done)
-		m.stop = func() {}
 		return m
 	}
 	rf.rn.own.markReading(ctx, false)
-	held, dlq, id, claims, ttl := rf.rn.own.curHeld, rf.dlq, rf.id, rf.s.d.Claims, rf.s.cfg.LeaseTTL
-	if rf.rn.cur == nil {
-		held = 0
-	}
-	mctx, stop := context.WithCancel(ctx)
-	m.stop = stop
-	go func() {
-		defer close(m.done)
-		for {
-			select {
-			case <-mctx.Done():
-				return
-			case <-rf.s.d.Clock.After(review.MarkEvery):
-			}
-			if err := claims.Reading(mctx, dlq, id, m.seeking.Load(), held, ttl); err != nil && mctx.Err() == nil {
-				rf.s.cfg.Log.Warn().Err(err).Str("replay_id", id).Str("dlq", dlq).Msg("mark reading")
-			}
-		}
-	}()
+	m.stop = rf.rn.own.keepMarked(ctx)
 	return m
 }
 
-// seek turns the mark into a seeker's: other replays' steps give way.
+// seek turns the mark into a seeking one: another dlqbot replay's read
+// holds messages of the DLQ, and it gives way to a seeker.
 func (m *scanMark) seek(ctx context.Context) {
-	m.seeking.Store(true)
+	m.seeking = true
 	m.rn.own.markReading(ctx, true)
 }
 
 // end stops the refresh and removes the mark (doneReading).
 func (m *scanMark) end(ctx context.Context) {
 	m.stop()
-	<-m.done
 	if m.rn.s.d.Claims != nil {
 		m.rn.own.doneReading(ctx)
 	}
