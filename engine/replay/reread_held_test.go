@@ -48,14 +48,7 @@ func TestARereadThatCannotSeeTheWholeDLQClaimsNothing(t *testing.T) {
 			t.Fatalf("replay %s sent %d returned %d mode %q note %q: want stopped on a last re-read that could not tell, all sent",
 				rep.State, rep.Sent, rep.Returned, rep.ReturnsMode, rep.Note)
 		}
-		if err := holder.Close(); err != nil {
-			t.Fatal(err)
-		}
-		r.WaitCount(dlq, back, 30*time.Second)
-		c, err := e.svc.Check(t.Context(), rep.ID, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := releaseAndCheck(t, &e.env, holder, dlq, rep.ID, back)
 		if c.Returned != back {
 			t.Fatalf("check: %d back, want %d", c.Returned, back)
 		}
@@ -100,18 +93,27 @@ func TestAReconcileThatCannotSeeTheWholeDLQLeavesTheCopiesUnseen(t *testing.T) {
 		if rep.Sent != n || rep.Unseen == nil || rep.Returned+rep.Unseen.Count < back || strings.Contains(rep.Note, " 0 came back") {
 			t.Fatalf("replay %s sent %d: %d returned, unseen %+v (%s): want the copies it could not see named unseen", rep.State, rep.Sent, rep.Returned, rep.Unseen, rep.Note)
 		}
-		if err := holder.Close(); err != nil {
-			t.Fatal(err)
-		}
-		r.WaitCount(dlq, back, 30*time.Second)
-		c, err := e.svc.Check(t.Context(), rep.ID, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := releaseAndCheck(t, &e.env, holder, dlq, rep.ID, back)
 		if c.Returned != back || c.Unseen != nil {
 			t.Fatalf("check: %d back, unseen %+v; want %d, nothing unseen", c.Returned, c.Unseen, back)
 		}
 	})
+}
+
+// releaseAndCheck closes holder (holdAtFirstCopy's), waits until dlq
+// holds the back messages it held again, and returns what a check of
+// replay id then finds.
+func releaseAndCheck(t *testing.T, e *env, holder *amqp.Channel, dlq, id string, back int) engine.CheckReport {
+	t.Helper()
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e.rabbit.WaitCount(dlq, back, 30*time.Second)
+	c, err := e.svc.Check(t.Context(), id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 // holdAtFirstCopy consumes src with handle and, at its first delivery,

@@ -115,14 +115,7 @@ func TestATailThatCannotSeeTheDLQClaimsNothing(t *testing.T) {
 		if cnt.by["cursor"] == 0 {
 			t.Fatalf("the replay read through no cursor (%v): the test proves nothing of its tail", cnt.by)
 		}
-		if err := holder.Close(); err != nil {
-			t.Fatal(err)
-		}
-		r.WaitCount(dlq, back, 30*time.Second)
-		c, err := e.svc.Check(t.Context(), rep.ID, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := releaseAndCheck(t, e, holder, dlq, rep.ID, back)
 		if c.Returned != back {
 			t.Fatalf("check: %d back, want %d", c.Returned, back)
 		}
