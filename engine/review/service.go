@@ -88,10 +88,12 @@ type Config struct {
 	// steps (approve_own.go). Default 10,000.
 	OwnAtApproval int
 	// ProofFrom is the fewest messages a previewed DLQ holds for its
-	// approval to try the proof (package proof) instead of comparing:
-	// below it a compare reads the DLQ in about the time the proof waits
-	// for the statistics, and is exact where the proof has a blind spot
-	// (acks the statistics have not shown yet). Default 20,000.
+	// approval to try the statistics' proof (package proof) instead of
+	// comparing: below it a compare reads the DLQ sooner than the proof's
+	// statistics catch up, and is exact where the proof has a blind spot
+	// (acks the statistics have not shown yet). A watch opens from
+	// proof.WatchFrom (20,000) or ProofFrom, whichever is fewer. Default
+	// 100,000.
 	ProofFrom int
 	// Reconnect bounds how long a paced replay that lost its broker
 	// connection (its node died or was restarted) waits for the broker
