@@ -473,11 +473,12 @@ func TestAResumeEndsBeforeAnotherReplayOfTheSameDLQ(t *testing.T) {
 }
 
 // TestFinishedAfterAResumeOf100k is the same at 100,000, from a classic DLQ
-// on the broker testkit.ClassicOn picks (make test's Of100k lane, without
-// -race).
+// on the broker testkit.ClassicOn picks, with DLQBOT_100K_ALL=1 (make
+// test-all; make test runs the 3,000 above on every broker and kind).
 func TestFinishedAfterAResumeOf100k(t *testing.T) {
 	t.Parallel()
 	skipUnderRace(t)
+	only100kAll(t, "TestFinishedAfterAResumeLeavesNoneOfTheSelectionAndCountsItsDuplicates at 3,000")
 	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, on testkit.Broker) {
 		t.Parallel()
 		finishedAfterLoss(t, on, nil, whole, 0, true, false)

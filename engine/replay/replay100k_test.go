@@ -17,15 +17,23 @@ import (
 // whole is the size of the whole-DLQ replays. They skip under the race
 // detector, which makes the engine's own code several times slower: make
 // test runs them (go test -parallel 8 -run Of100k) in a lane of its own
-// without -race, so that 100,000 really are replayed from a classic and a
-// quorum DLQ. Each runs on one broker (the fills load the brokers every
-// other lane uses): the classic replay on 3.10, the quorum
-// one on 4.3, the budget's stop (a quorum replay that stops and finishes)
-// on 4.0 (on 4.3 nothing would stop it; 3.10's rule, every give-back
-// counts, is 4.0's, and the small budget tests stop on it), and the resend
-// test's 20,000 from a classic DLQ on 4.3 and a quorum one on 4.0
-// (resend_test.go). DLQBOT_100K_ALL=1 runs each on every broker.
+// without -race. make test replays 100,000 twice: the whole classic DLQ
+// on 3.10 (TestWholeDLQReplayOf100k) and the filtered quorum DLQ on 4.0
+// (TestFilteredReplayReadsTheDLQOnceOf100k); every other case at this
+// size runs with DLQBOT_100K_ALL=1 (make test-all), on every broker, and
+// its smaller sibling runs in make test (each test says which): five
+// fills of 100,000 beside the other lanes took the suite past its ten
+// minutes on two cores.
 const whole = 100000
+
+// only100kAll skips t unless DLQBOT_100K_ALL=1 (make test-all); sibling
+// names the test that asks the same at a smaller size in make test.
+func only100kAll(t *testing.T, sibling string) {
+	t.Helper()
+	if os.Getenv("DLQBOT_100K_ALL") == "" {
+		t.Skip("with DLQBOT_100K_ALL=1 (make test-all); make test runs " + sibling)
+	}
+}
 
 // skipUnderRace skips a whole-DLQ replay under -race and -short.
 func skipUnderRace(t *testing.T) {
@@ -185,7 +193,8 @@ func TestWholeDLQReplayOf100k(t *testing.T) {
 }
 
 // TestQuorumDLQReplayOf100k replays a quorum DLQ of 100,000 dead letters in
-// one unpaced step, on RabbitMQ 4.3 (all three with DLQBOT_100K_ALL=1),
+// one unpaced step, with DLQBOT_100K_ALL=1 on every broker (make test's
+// quorum DLQ of 100,000 is TestFilteredReplayReadsTheDLQOnceOf100k's),
 // declared without a delivery limit (RabbitMQ 4.0 and 4.3 apply their
 // default of 20, 3.10 none): the preview, the approval's compare, the move
 // and the look for returns each
@@ -194,6 +203,7 @@ func TestWholeDLQReplayOf100k(t *testing.T) {
 // budget. The replay finishes with every message sent exactly once.
 func TestQuorumDLQReplayOf100k(t *testing.T) {
 	skipUnderRace(t)
+	only100kAll(t, "TestFilteredReplayReadsTheDLQOnceOf100k on a 4.0 quorum DLQ")
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
@@ -206,7 +216,7 @@ func TestQuorumDLQReplayOf100k(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			testkit.EachBrokerIn(t, quorum100kBrokers(), func(t *testing.T, on testkit.Broker) {
+			testkit.EachBrokerIn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker) {
 				t.Parallel()
 				b := fillBig(t, on, testkit.Quorum(tc.args), nil)
 				p := b.preview(t)
@@ -245,9 +255,7 @@ func TestQuorumDLQReplayOf100kStoppedByBudget(t *testing.T) {
 	// DLQBOT_100K_ALL=1: TestReadBudgetStopsAndResumesOnceRaised stops and
 	// resumes at a small size on every broker in make test, whose 100k
 	// lane keeps within its time without this fill.
-	if os.Getenv("DLQBOT_100K_ALL") == "" {
-		t.Skip("with DLQBOT_100K_ALL=1 (TestReadBudgetStopsAndResumesOnceRaised in make test)")
-	}
+	only100kAll(t, "TestReadBudgetStopsAndResumesOnceRaised")
 	testkit.EachBrokerIn(t, testkit.Named(testkit.Rabbit4.Name), func(t *testing.T, on testkit.Broker) {
 		t.Parallel()
 		ctx := context.Background()
@@ -277,17 +285,6 @@ func TestQuorumDLQReplayOf100kStoppedByBudget(t *testing.T) {
 		}
 		b.expectFinished(t, b.run(t, rep.ID, "owner-2"))
 	})
-}
-
-// quorum100kBrokers are the brokers the quorum 100k replay runs on in make
-// test: RabbitMQ 4.3 (4.0's quorum queue replays 100,000 in
-// TestQuorumDLQReplayOf100kStoppedByBudget and the resend test's 20,000).
-// 3.10 and 4.0 join it with DLQBOT_100K_ALL=1: with all three, make
-// test's 100k step passed its 10 minutes, and on 3.10 under load its
-// approval once saw 10,000 messages as held by another reader (a refusal,
-// nothing sent; see docs/reliability.md).
-func quorum100kBrokers() []testkit.Broker {
-	return brokers100k(testkit.Rabbit43.Name)
 }
 
 // brokers100k are the named brokers in make test's 100k stage, or all of

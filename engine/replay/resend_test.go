@@ -20,8 +20,8 @@ import (
 // resendSize is the DLQ of the resend test in the normal suite:
 // DLQBOT_RESEND_N, else 2,000 under -race (make test) and 5,000 without it
 // (the engine is several times faster then, and three losses must come
-// before the plan runs out). Issue 22's case 3 has 20,000: the Of100k
-// stage runs it (TestResendInDoubtAfterThreeConnectionLossesOf100k).
+// before the plan runs out). Issue 22's case 3 has 20,000: make test-all
+// runs it (TestResendInDoubtAfterThreeConnectionLossesOf100k).
 func resendSize(t *testing.T) int {
 	t.Helper()
 	def := 5000
@@ -70,38 +70,16 @@ func TestResendInDoubtAfterThreeConnectionLosses(t *testing.T) {
 }
 
 // TestResendInDoubtAfterThreeConnectionLossesOf100k is the same at issue
-// 22's size, 20,000, in make test's Of100k stage (without -race): from a
-// classic DLQ on 4.3 (the stage's classic replay of 100,000 runs on 3.10;
-// the quorum case runs at 2,000 on every broker in the main suite, and at
-// this size with DLQBOT_100K_ALL=1: a quorum fill of 20,000 beside make
-// test's other lanes made 3.10's quorum queues time out, and on 4.0 it
-// took the lane past its time). With DLQBOT_100K_ALL=1 on every broker and
-// queue type.
+// 22's size, 20,000, without -race, on every broker and queue type with
+// DLQBOT_100K_ALL=1 (make test-all); make test runs the 2,000 above on
+// every broker and kind.
 func TestResendInDoubtAfterThreeConnectionLossesOf100k(t *testing.T) {
 	skipUnderRace(t)
+	only100kAll(t, "TestResendInDoubtAfterThreeConnectionLosses at 2,000")
 	t.Parallel()
-	run := func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		resendAfterThreeLosses(t, on, dlqArgs, 20000)
-	}
-	if os.Getenv("DLQBOT_100K_ALL") != "" {
-		eachDLQKind(t, run)
-		return
-	}
-	for _, kind := range []struct {
-		name string
-		args amqp.Table
-		on   string
-	}{
-		{"classic", nil, testkit.Rabbit43.Name},
-	} {
-		t.Run(kind.name, func(t *testing.T) {
-			t.Parallel()
-			testkit.EachBrokerIn(t, testkit.Named(kind.on), func(t *testing.T, on testkit.Broker) {
-				t.Parallel()
-				run(t, on, kind.args)
-			})
-		})
-	}
+	})
 }
 
 // maxLosses bounds the connection losses resendAfterThreeLosses makes
