@@ -155,7 +155,7 @@ func newEnv(t testing.TB, o options) *env {
 	}
 	deps := replay.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Notifier: notifier, Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(),
-		Redactor: redactor}
+		Redactor: redactor, Consumers: testkit.ConsumersOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, TapGaps: testkit.TapOff{}}
 	if o.taps {
 		deps.Taps, deps.Returns, deps.TapGaps = b, st.Returns(), st.TapGaps()
 	}

@@ -63,7 +63,7 @@ func workerRequiresHuman(t *testing.T, on testkit.Broker) {
 	t.Cleanup(func() { _ = b.Close() })
 	st := e.store
 	other, err := replay.New(fast, replay.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), Consumers: testkit.ConsumersOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

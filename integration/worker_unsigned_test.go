@@ -40,7 +40,7 @@ func TestWorkerSkipsAnUnverifiableReplay(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	other, err := replay.New(fast, replay.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: unsigned.Tokens(), Ledger: unsigned.Ledger(),
-		Replays: unsigned.Replays(), Leases: unsigned.Leases(), Schedule: unsigned.Schedule(), Jobs: unsigned.Jobs(), Registry: unsigned.Workers(), Claims: unsigned.Claims()})
+		Replays: unsigned.Replays(), Leases: unsigned.Leases(), Schedule: unsigned.Schedule(), Jobs: unsigned.Jobs(), Registry: unsigned.Workers(), Claims: unsigned.Claims(), Consumers: testkit.ConsumersOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

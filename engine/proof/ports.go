@@ -34,9 +34,10 @@ type Config struct {
 	Log zerolog.Logger
 }
 
-// Deps are the ports a Prover looks at the broker through. Broker and
-// Clock are required; Counters and Watches are optional (without either
-// there is nothing to prove by, and the approval compares).
+// Deps are the ports a Prover looks at the broker through, all required
+// (engine/review's New refuses an engine without them). A DLQ the Watches
+// cannot watch (Config.Unsupported) and counters that fail or lapse leave
+// nothing to prove by: the approval compares.
 type Deps struct {
 	Clock    Clock
 	Broker   Broker

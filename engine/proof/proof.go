@@ -99,11 +99,9 @@ func (p *Prover) Begin(ctx context.Context, dlq Queue) *Proof {
 		return nil
 	}
 	pr := &Proof{Ready: dlq.Ready}
-	if p.d.Counters != nil {
-		cs, err := p.d.Counters.Counters(ctx, dlq.Name)
-		if err == nil && !cs.SampledAt.IsZero() && !cs.Lapsed && cs.Consumers == 0 && cs.Unacked == 0 {
-			pr.Ack, pr.SampledAt = cs.Ack, cs.SampledAt
-		}
+	cs, err := p.d.Counters.Counters(ctx, dlq.Name)
+	if err == nil && !cs.SampledAt.IsZero() && !cs.Lapsed && cs.Consumers == 0 && cs.Unacked == 0 {
+		pr.Ack, pr.SampledAt = cs.Ack, cs.SampledAt
 	}
 	if dlq.Ready >= min(p.cfg.From, WatchFrom) {
 		p.openWatch(ctx, dlq.Name, pr)
@@ -145,7 +143,7 @@ func (p *Prover) Prove(ctx context.Context, f Preview) bool {
 	if unchanged, decided := p.proveByWatch(ctx, f); decided {
 		return unchanged
 	}
-	if pr.Ready < p.cfg.From || p.d.Counters == nil || pr.SampledAt.IsZero() {
+	if pr.Ready < p.cfg.From || pr.SampledAt.IsZero() {
 		return false
 	}
 	clock := p.d.Clock

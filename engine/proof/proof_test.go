@@ -2,14 +2,43 @@ package proof
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/stroma/dlqbot/engine"
 )
+
+// off is a Prover's ports with the statistics and the watches switched
+// off (a read of the counters fails, no DLQ can be watched), as the
+// engine's are when neither can serve.
+var off = Deps{Counters: countersOff{}, Watches: watchesOff{}}
+
+// countersOff is the management statistics switched off.
+type countersOff struct{}
+
+func (countersOff) Counters(context.Context, string) (Counters, error) {
+	return Counters{}, errors.New("statistics switched off in this test")
+}
+
+// watchesOff is the watches switched off: no DLQ can be watched.
+type watchesOff struct{}
+
+func (watchesOff) OpenWatch(_ context.Context, dlq string, _ time.Duration) (WatchLook, error) {
+	return WatchLook{}, fmt.Errorf("open watch of %s: %w", dlq, engine.ErrUnsupported)
+}
+
+func (watchesOff) LookWatch(_ context.Context, dlq, _ string) (WatchLook, error) {
+	return WatchLook{}, fmt.Errorf("look at watch of %s: %w", dlq, engine.ErrUnsupported)
+}
+
+func (watchesOff) CloseWatch(context.Context, string) error { return nil }
 
 // TestKeepOnlyAWholeRead: a proof survives the preview's read only when
 // the read saw the whole DLQ it sampled, and then carries the read's time.
 func TestKeepOnlyAWholeRead(t *testing.T) {
-	p := New(Config{From: 10}, Deps{})
+	p := New(Config{From: 10}, off)
 	ctx := context.Background()
 	if got := p.Keep(ctx, nil, Read{Whole: true}); got != nil {
 		t.Fatalf("Keep(nil) = %+v, want nil", got)
@@ -28,7 +57,7 @@ func TestKeepOnlyAWholeRead(t *testing.T) {
 // TestProveNeedsAProofOfALargeDLQ: without a proof, below Config.From, or
 // with neither a watch nor a sample to prove by, the approval compares.
 func TestProveNeedsAProofOfALargeDLQ(t *testing.T) {
-	p := New(Config{From: 10}, Deps{})
+	p := New(Config{From: 10}, off)
 	ctx := context.Background()
 	for _, pr := range []*Proof{nil, {Ready: 9, SampledAt: time.Now()}, {Ready: 10}} {
 		if p.Prove(ctx, Preview{DLQ: "q", Proof: pr}) {
@@ -40,7 +69,7 @@ func TestProveNeedsAProofOfALargeDLQ(t *testing.T) {
 // TestBeginNeedsNoConsumerAndSomethingToProveBy: a DLQ with a consumer,
 // or one with neither counters nor watches to look at, freezes no proof.
 func TestBeginNeedsNoConsumerAndSomethingToProveBy(t *testing.T) {
-	p := New(Config{From: 10}, Deps{})
+	p := New(Config{From: 10}, off)
 	ctx := context.Background()
 	for _, q := range []Queue{{Name: "q", Exists: true, Ready: 50, Consumers: 1}, {Name: "q", Exists: true, Ready: 50}} {
 		if got := p.Begin(ctx, q); got != nil {

@@ -46,9 +46,6 @@ const watchTTL = time.Hour
 // openWatch opens a watch of dlq for pr; without one the proof waits for
 // the statistics.
 func (p *Prover) openWatch(ctx context.Context, dlq string, pr *Proof) {
-	if p.d.Watches == nil {
-		return
-	}
 	lk, err := p.d.Watches.OpenWatch(ctx, dlq, min(p.cfg.TokenTTL, watchTTL))
 	if err != nil {
 		if !errors.Is(err, p.cfg.Unsupported) {
@@ -67,7 +64,7 @@ func (p *Prover) openWatch(ctx context.Context, dlq string, pr *Proof) {
 // the caller is shutting down, and nothing here outlives it) leaves it to
 // expire.
 func (p *Prover) Close(ctx context.Context, pr *Proof) {
-	if pr == nil || pr.Watch == "" || p.d.Watches == nil {
+	if pr == nil || pr.Watch == "" {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -84,7 +81,7 @@ func (p *Prover) Close(ctx context.Context, pr *Proof) {
 // or the last windows of a large read), then decided against: compare.
 func (p *Prover) proveByWatch(ctx context.Context, f Preview) (unchanged, decided bool) {
 	pr := f.Proof
-	if pr == nil || pr.Watch == "" || p.d.Watches == nil {
+	if pr == nil || pr.Watch == "" {
 		return false, false
 	}
 	clock := p.d.Clock
@@ -134,7 +131,7 @@ func (p *Prover) proveByWatch(ctx context.Context, f Preview) (unchanged, decide
 // sample whose counters lapsed (Counters.Lapsed) does not.
 func (p *Prover) ackUnmoved(ctx context.Context, f Preview) bool {
 	pr := f.Proof
-	if p.d.Counters == nil || pr.SampledAt.IsZero() {
+	if pr.SampledAt.IsZero() {
 		return true
 	}
 	cs, err := p.d.Counters.Counters(ctx, f.DLQ)

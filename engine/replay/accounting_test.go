@@ -36,7 +36,7 @@ func newEnvAt(t testing.TB, cfg replay.Config, tb testkit.Broker, st *store.Stor
 		}
 	}
 	svc, err := replay.New(cfg, replay.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(),
-		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
+		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestApprovalByWatchNeedsNoStatistics(t *testing.T) {
 				cfg := fast
 				cfg.ProofFrom = 1
 				// No management statistics: only the watch can prove.
-				e := newEnvTuned(t, cfg, on, func(d *replay.Deps) { d.Counters = nil })
+				e := newEnvTuned(t, cfg, on, func(d *replay.Deps) { d.Counters = testkit.CountersOff{} })
 				r := e.rabbit
 				src, dlq := testkit.Name("src"), testkit.Name("dlq")
 				dlx := r.DLXTopology(src, dlq, dlqArgs)

@@ -87,7 +87,7 @@ func TestPreviewArrivalsAndGroupSelection(t *testing.T) {
 					t.Fatal(err)
 				}
 				svc, err := replay.New(replay.Config{}, replay.Deps{Broker: bk, Mover: bk, Tokens: st.Tokens(), Ledger: st.Ledger(),
-					Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Clock: fixedClock{t: now}})
+					Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Clock: fixedClock{t: now}, Counters: testkit.CountersOff{}, Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{}})
 				if err != nil {
 					t.Fatal(err)
 				}

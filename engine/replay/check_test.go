@@ -143,7 +143,7 @@ func TestFollowUpsRunOnceAcrossReplicasAndRestarts(t *testing.T) {
 	replica := func() *replay.Service {
 		svc, err := replay.New(fast, replay.Deps{Broker: base.broker, Mover: base.broker, Tokens: base.store.Tokens(),
 			Ledger: base.store.Ledger(), Replays: base.store.Replays(), Leases: base.store.Leases(),
-			Schedule: base.store.Schedule(), Clock: clock, Notifier: note})
+			Schedule: base.store.Schedule(), Clock: clock, Notifier: note, Counters: testkit.CountersOff{}, Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{}})
 		if err != nil {
 			t.Fatal(err)
 		}

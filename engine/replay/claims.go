@@ -21,7 +21,7 @@ const claimTTL = 15 * time.Minute
 // takes out of pick, and out of the plan, those another replay sent or
 // is sending: counted in Replay.Elsewhere and named, never missing.
 func (ow *ownership) claim(ctx context.Context, pick map[string]int) error {
-	if ow.s.d.Claims == nil || len(pick) == 0 {
+	if len(pick) == 0 {
 		return nil
 	}
 	ids := make([]string, 0, len(pick))
@@ -60,7 +60,7 @@ func (ow *ownership) elsewhere(id string, n int, cl engine.Claim) {
 // settleClaims ends the step's claims: what it sent (or may have sent)
 // stays this replay's as sent, the rest is released for others.
 func (ow *ownership) settleClaims(ctx context.Context, sent *sentSet) {
-	if ow.s.d.Claims == nil || len(ow.claimed) == 0 {
+	if len(ow.claimed) == 0 {
 		return
 	}
 	var done, released []string
@@ -134,9 +134,6 @@ func (ow *ownership) replaysReading(ctx context.Context) bool {
 // that cannot be read counts as running: waiting is safe, a false "held
 // by another client" is not.
 func (ow *ownership) liveReaders(ctx context.Context) []string {
-	if ow.s.d.Claims == nil {
-		return nil
-	}
 	rs, err := ow.s.d.Claims.Readers(ctx, ow.dlq, ow.id)
 	if err != nil {
 		ow.s.base.Warn(ow.id, ow.dlq, "claim readers", err)
@@ -159,9 +156,6 @@ func (ow *ownership) liveReaders(ctx context.Context) []string {
 // two looks at the broker. A failed look is logged and counts as none,
 // as in liveReaders.
 func (ow *ownership) readDuring(ctx context.Context, since time.Time) bool {
-	if ow.s.d.Claims == nil {
-		return false
-	}
 	rs, err := ow.s.d.Claims.ReadSince(ctx, ow.dlq, ow.id, since)
 	if err != nil {
 		ow.s.base.Warn(ow.id, ow.dlq, "readers since", err)
@@ -212,9 +206,6 @@ func (ow *ownership) readerWait(ctx context.Context, deadline *time.Time, passEn
 // others takes out of pick what another replay holds now, before it could
 // be called missing: reports how many copies it took.
 func (ow *ownership) others(ctx context.Context, pick map[string]int) int {
-	if ow.s.d.Claims == nil {
-		return 0
-	}
 	var ids []string
 	for id, n := range pick {
 		if n > 0 {
@@ -245,7 +236,7 @@ func (ow *ownership) others(ctx context.Context, pick map[string]int) int {
 // since every step claims its picks before it sends them. items are the
 // previewed ids in DLQ order (the run's plan's), read and never changed.
 func (s *Service) ownRest(ctx context.Context, f engine.Frozen, r engine.Replay, items []string) (wait func()) {
-	if s.d.Claims == nil || r.OwnFrom <= 0 || r.OwnFrom >= len(items) {
+	if r.OwnFrom <= 0 || r.OwnFrom >= len(items) {
 		return func() {}
 	}
 	done := make(chan struct{})

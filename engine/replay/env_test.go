@@ -53,7 +53,7 @@ func newEnvTuned(t testing.TB, cfg replay.Config, on testkit.Broker, tune func(*
 	t.Cleanup(func() { _ = b.Close() })
 	sc := &scanCounter{Broker: b}
 	deps := replay.Deps{Broker: sc, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(),
-		Leases: st.Leases(), Schedule: st.Schedule(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), TapGaps: st.TapGaps()}
+		Leases: st.Leases(), Schedule: st.Schedule(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), TapGaps: st.TapGaps(), Consumers: testkit.ConsumersOff{}}
 	if tune != nil {
 		tune(&deps)
 	}

@@ -131,7 +131,7 @@ func newFaultEnv(t *testing.T, on testkit.Broker, tapped bool, cfg ...replay.Con
 		c = cfg[0]
 	}
 	d := replay.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(),
-		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()}
+		Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, TapGaps: testkit.TapOff{}}
 	if tapped {
 		d.Taps, d.Returns, d.TapGaps = b, st.Returns(), st.TapGaps()
 	}

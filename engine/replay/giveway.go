@@ -53,9 +53,6 @@ var errGiveWay = errors.New("another dlqbot replay looks for messages this step'
 // reports whether there are any (kept in rn.yieldTo). left is what the
 // pass has still to find.
 func (ow *ownership) giveWayDue(ctx context.Context, left int) bool {
-	if ow.s.d.Claims == nil {
-		return false
-	}
 	now := ow.s.d.Clock.Now()
 	if now.Sub(ow.yieldLooked) < review.MarkEvery {
 		return false

@@ -75,7 +75,9 @@ func TestTwoPacedReplaysOfOneDLQGiveWayToEachOther(t *testing.T) {
 		cfg := fast
 		gl := &gaveWayLog{w: testLog(t), by: map[string]int{}}
 		cfg.Log = zerolog.New(gl).Level(zerolog.InfoLevel)
-		e := newEnvTuned(t, cfg, on, func(d *replay.Deps) { d.Taps, d.Returns, d.TapGaps = nil, nil, nil })
+		e := newEnvTuned(t, cfg, on, func(d *replay.Deps) {
+			d.Taps, d.Returns, d.TapGaps = testkit.TapOff{}, testkit.TapOff{}, testkit.TapOff{}
+		})
 		r := e.rabbit
 		srcA, srcB, dlq := alternating(t, r, dlqArgs, n)
 		pa := previewToken(t, e, engine.Selection{DLQ: dlq, Source: srcA})

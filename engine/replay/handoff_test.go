@@ -7,6 +7,7 @@ import (
 
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/replay"
+	"github.com/stroma/dlqbot/internal/testkit"
 )
 
 // An engine built without Deps.Jobs (the terminal's) records a resume but
@@ -42,7 +43,7 @@ func TestResumeHandsOutOnlyWithJobs(t *testing.T) {
 	// The terminal's engine on the same broker and store, without the job
 	// queue and the worker registry.
 	term, err := replay.New(fast, replay.Deps{Broker: e.broker, Mover: e.broker, Tokens: e.store.Tokens(),
-		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases(), Schedule: e.store.Schedule()})
+		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases(), Schedule: e.store.Schedule(), Counters: testkit.CountersOff{}, Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

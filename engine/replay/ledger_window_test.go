@@ -28,7 +28,7 @@ func TestLedgerWindowRefusesWhatAnotherReplaySentSincePreview(t *testing.T) {
 	t.Parallel()
 	testkit.EachBroker(t, func(t *testing.T, on testkit.Broker) {
 		t.Parallel()
-		e := newEnvTuned(t, fast, on, func(d *replay.Deps) { d.Claims = nil })
+		e := newEnvTuned(t, fast, on, func(d *replay.Deps) { d.Claims = testkit.ClaimsOff{} })
 		r := e.rabbit
 		const overlap, onlyB = 20, 30
 		src, dlq := r.DeadLettered(overlap+onlyB, 64)

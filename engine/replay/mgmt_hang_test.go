@@ -285,7 +285,7 @@ func newHungEnv(t *testing.T, cfg replay.Config, on testkit.Broker, mgmtURL stri
 	t.Cleanup(func() { _ = b.Close() })
 	deps := replay.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(),
 		Leases: st.Leases(), Schedule: st.Schedule(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), TapGaps: st.TapGaps(),
-		Notifier: notes}
+		Notifier: notes, Consumers: testkit.ConsumersOff{}}
 	svc, err := replay.New(cfg, deps)
 	if err != nil {
 		t.Fatal(err)

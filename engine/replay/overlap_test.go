@@ -213,7 +213,7 @@ func TestASettlingCursorGivesWayToAnotherReplay(t *testing.T) {
 		ev := &events{}
 		// Without the target's counters no step is proven settled early:
 		// A waits its whole grace.
-		e := newEnvTuned(t, cfg, on, func(d *replay.Deps) { d.Notifier, d.Counters = ev, nil })
+		e := newEnvTuned(t, cfg, on, func(d *replay.Deps) { d.Notifier, d.Counters = ev, testkit.CountersOff{} })
 		r := e.rabbit
 		// A DLQ fed through an exchange of its own: the replays find
 		// returns through a tap, and read through a cursor.

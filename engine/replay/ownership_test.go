@@ -23,7 +23,7 @@ func newEnvWith(t testing.TB, cfg replay.Config, tune func(*replay.Deps)) *env {
 	t.Helper()
 	e := newEnv(t, cfg)
 	deps := replay.Deps{Broker: e.broker, Mover: e.broker, Counters: e.broker, Tokens: e.store.Tokens(),
-		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases(), Schedule: e.store.Schedule(), Jobs: e.store.Jobs(), Registry: e.store.Workers()}
+		Ledger: e.store.Ledger(), Replays: e.store.Replays(), Leases: e.store.Leases(), Schedule: e.store.Schedule(), Jobs: e.store.Jobs(), Registry: e.store.Workers(), Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{}}
 	tune(&deps)
 	svc, err := replay.New(cfg, deps)
 	if err != nil {

@@ -271,7 +271,7 @@ func TestPreviewBadInputChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc, err := replay.New(replay.Config{}, replay.Deps{Broker: down, Mover: down, Tokens: e.store.Tokens(), Ledger: e.store.Ledger(),
-		Replays: e.store.Replays(), Leases: e.store.Leases(), Schedule: e.store.Schedule()})
+		Replays: e.store.Replays(), Leases: e.store.Leases(), Schedule: e.store.Schedule(), Counters: testkit.CountersOff{}, Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -289,7 +289,7 @@ func TestPreviewBadInputChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	svc, err = replay.New(replay.Config{}, replay.Deps{Broker: e.broker, Mover: e.broker, Tokens: bad.Tokens(), Ledger: bad.Ledger(),
-		Replays: bad.Replays(), Leases: bad.Leases(), Schedule: bad.Schedule()})
+		Replays: bad.Replays(), Leases: bad.Leases(), Schedule: bad.Schedule(), Counters: testkit.CountersOff{}, Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,9 +17,6 @@ type readMark struct {
 // markReading marks the run reading its DLQ (seeking: looking for picks)
 // until a lease time from now.
 func (ow *ownership) markReading(ctx context.Context, seeking bool) {
-	if ow.s.d.Claims == nil {
-		return
-	}
 	ow.marked, ow.markedSeeking = ow.s.d.Clock.Now(), seeking
 	held := 0
 	if ow.rn.cur != nil {
@@ -41,9 +38,6 @@ func (ow *ownership) markReading(ctx context.Context, seeking bool) {
 // expires after the lease time (waiting on it is safe, and the drain on
 // SIGTERM gets no longer).
 func (ow *ownership) doneReading(ctx context.Context) {
-	if ow.s.d.Claims == nil {
-		return
-	}
 	if ow.rn.cur != nil {
 		ow.markReading(ctx, false)
 		return
@@ -66,9 +60,6 @@ func (ow *ownership) doneReading(ctx context.Context) {
 // publishes, and a read that passes many messages before its picks holds
 // them all meanwhile). A mark the run removed is not refreshed.
 func (ow *ownership) keepMarked(ctx context.Context) (stop func()) {
-	if ow.s.d.Claims == nil {
-		return func() {}
-	}
 	dlq, id, claims, ttl := ow.dlq, ow.id, ow.s.d.Claims, ow.s.cfg.LeaseTTL
 	mctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -103,7 +94,7 @@ func (ow *ownership) keepMarked(ctx context.Context) (stop func()) {
 // cursor when another replay seeks picks on the DLQ (the bypass check
 // allows for what the cursor held being ready again: see bypassBase).
 func (ow *ownership) yieldCursor(ctx context.Context) {
-	if ow.rn.cur == nil || ow.s.d.Claims == nil || ow.s.d.Clock.Now().Sub(ow.marked) < review.MarkEvery {
+	if ow.rn.cur == nil || ow.s.d.Clock.Now().Sub(ow.marked) < review.MarkEvery {
 		return
 	}
 	seekers, err := ow.s.d.Claims.Seekers(ctx, ow.dlq, ow.id)

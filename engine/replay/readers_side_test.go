@@ -310,7 +310,7 @@ func TestACheckBesideAReplayEndsAndNamesIt(t *testing.T) {
 		ctx := context.Background()
 		var deps replay.Deps
 		e := newEnvTuned(t, fast, on, func(d *replay.Deps) { deps = *d })
-		deps.Taps, deps.Returns, deps.TapGaps = nil, nil, nil
+		deps.Taps, deps.Returns, deps.TapGaps = testkit.TapOff{}, testkit.TapOff{}, testkit.TapOff{}
 		tapless, err := replay.New(fast, deps)
 		if err != nil {
 			t.Fatal(err)

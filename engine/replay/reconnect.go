@@ -95,9 +95,6 @@ func (rc *recovery) heldThrough(ctx context.Context, since time.Time) (quiet boo
 	if !st.Exists {
 		return false, 0, fmt.Errorf("%s: %w", rc.dlq, engine.ErrQueueNotFound)
 	}
-	if rc.s.d.Counters == nil {
-		return st.Consumers == 0, 0, nil
-	}
 	cs, err := rc.s.d.Counters.Counters(ctx, rc.dlq)
 	if err != nil {
 		return false, 0, err

@@ -111,7 +111,7 @@ func newNotifiedFaultRun(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n 
 		t.Fatal(err)
 	}
 	svc, err := replay.New(fast, replay.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(),
-		Jobs: st.Jobs(), Registry: st.Workers(), Notifier: notifier})
+		Jobs: st.Jobs(), Registry: st.Workers(), Notifier: notifier, Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func (rn *run) recount(ctx context.Context) {
 // (it is written at once), so the run after it counts again.
 func (rn *run) markCount(parent context.Context) {
 	rn.r.CountMark = nil
-	if rn.s.d.Counters == nil || rn.r.Unreconciled || (rn.r.Duplicates == 0 && rn.r.InDoubt == 0) {
+	if rn.r.Unreconciled || (rn.r.Duplicates == 0 && rn.r.InDoubt == 0) {
 		return
 	}
 	ctx, cancel := context.WithTimeout(parent, 4*rn.s.cfg.StatsLag)
@@ -62,7 +62,7 @@ func (rn *run) markCount(parent context.Context) {
 // DLQ since mark: a sample that has caught up with now shows the same
 // ready count and ack counter. Any doubt is false (count again).
 func (rn *run) unchangedSince(ctx context.Context, mark engine.CountMark, stop func() bool) bool {
-	if rn.s.d.Counters == nil || mark.SampledAt.IsZero() {
+	if mark.SampledAt.IsZero() {
 		return false
 	}
 	m, ok := rn.freshMark(ctx, stop)

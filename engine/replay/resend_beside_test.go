@@ -145,7 +145,7 @@ func heldResendEngine(t *testing.T, e *env) (*resendHold, *replay.Service, time.
 	hm := newResendHold(e.broker)
 	st := e.store
 	svc, err := replay.New(cfg, replay.Deps{Broker: e.broker, Mover: hm, Counters: e.broker, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims()})
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Jobs: st.Jobs(), Registry: st.Workers(), Claims: st.Claims(), Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func tamperedReturns(t *testing.T, mode string) {
 		}
 	}}
 	svc, err := replay.New(graceful, replay.Deps{Broker: br, Mover: br, Counters: br, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: br, Returns: hide, TapGaps: st.TapGaps()})
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: br, Returns: hide, TapGaps: st.TapGaps(), Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Claims: testkit.ClaimsOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,18 +56,16 @@ func (jg *judge) sampleTargets(ctx context.Context, targets map[string]bool) map
 	jg.noAckAt = nil
 	for q := range targets {
 		out[q] = -1
-		if jg.s.d.Counters != nil {
-			st, err := jg.anchorSample(ctx, q)
-			jg.noAckListed(q, st, err == nil)
-			if err == nil {
-				if !st.Lapsed {
-					out[q] = st.Publish
-				}
-				jg.noteBaseline(q, st)
-			} else {
-				// Unknown: the baseline then goes by the sample's time alone.
-				jg.s.base.Warn(jg.id, jg.dlq, "read target counters", err)
+		st, err := jg.anchorSample(ctx, q)
+		jg.noAckListed(q, st, err == nil)
+		if err == nil {
+			if !st.Lapsed {
+				out[q] = st.Publish
 			}
+			jg.noteBaseline(q, st)
+		} else {
+			// Unknown: the baseline then goes by the sample's time alone.
+			jg.s.base.Warn(jg.id, jg.dlq, "read target counters", err)
 		}
 	}
 	return out
@@ -278,9 +276,6 @@ func (jg *judge) observe(ctx context.Context, w *targetWatch) {
 		if w.delivered == w.sent {
 			return
 		}
-	}
-	if jg.s.d.Counters == nil {
-		return
 	}
 	cs, err := jg.counters(ctx, w.queue)
 	if err != nil {

@@ -351,7 +351,7 @@ func TestStepsThatCannotBeProvenWaitTheGrace(t *testing.T) {
 		extra     func(*replay.Deps)
 	}{
 		{"another-publisher", true, nil},
-		{"no-counters", false, func(d *replay.Deps) { d.Counters = nil }},
+		{"no-counters", false, func(d *replay.Deps) { d.Counters = testkit.CountersOff{} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

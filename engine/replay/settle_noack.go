@@ -63,7 +63,7 @@ func (jg *judge) noAckBefore(p *sentStep) {
 // consumers that auto-ack (see above). A target whose consumers ack is not
 // asked again for this step.
 func (jg *judge) takenAcked(ctx context.Context, p *sentStep) bool {
-	if jg.s.d.Counters == nil || len(p.watches) == 0 {
+	if len(p.watches) == 0 {
 		return false
 	}
 	for _, w := range p.watches {

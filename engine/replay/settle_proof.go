@@ -115,7 +115,7 @@ func (jg *judge) countSent(sentPer map[string]int, mr engine.MoveResult, moveErr
 // ours ends the proof for q.
 func (jg *judge) proven(ctx context.Context, q string) bool {
 	p := jg.proofs[q]
-	if p == nil || !p.ok || p.ours == 0 || jg.s.d.Counters == nil {
+	if p == nil || !p.ok || p.ours == 0 {
 		return false
 	}
 	c, err := jg.counters(ctx, q)

@@ -145,9 +145,6 @@ type scanMark struct {
 // end removes the mark, or turns it back into the cursor's.
 func (rf *returnsFinder) markScan(ctx context.Context) *scanMark {
 	m := &scanMark{rn: rf.rn, stop: func() {}}
-	if rf.s.d.Claims == nil {
-		return m
-	}
 	rf.rn.own.markReading(ctx, false)
 	m.stop = rf.rn.own.keepMarked(ctx)
 	return m
@@ -163,9 +160,7 @@ func (m *scanMark) seek(ctx context.Context) {
 // end stops the refresh and removes the mark (doneReading).
 func (m *scanMark) end(ctx context.Context) {
 	m.stop()
-	if m.rn.s.d.Claims != nil {
-		m.rn.own.doneReading(ctx)
-	}
+	m.rn.own.doneReading(ctx)
 }
 
 // heldWords says why a read was not whole, for a note or a log line.

@@ -70,7 +70,7 @@ func newTapEnv(t testing.TB, b testkit.Broker, cfg replay.Config, extra func(*re
 	}
 	rd := &reads{Broker: br, Mover: br, scans: map[string]int{}, moves: map[string]int{}}
 	deps := replay.Deps{Broker: rd, Mover: rd, Counters: br, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: br, Returns: st.Returns(), TapGaps: st.TapGaps()}
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: br, Returns: st.Returns(), TapGaps: st.TapGaps(), Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Claims: testkit.ClaimsOff{}}
 	if extra != nil {
 		extra(&deps)
 	}

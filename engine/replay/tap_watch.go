@@ -39,7 +39,7 @@ type tapWatch struct {
 // tap; stop ends it and waits for it (its unrecorded deliveries go back
 // to the tap).
 func (rf *returnsFinder) watchTap(ctx context.Context) (stop func()) {
-	if rf.mode != engine.ReturnsTap || !rf.s.base.Tapping() {
+	if rf.mode != engine.ReturnsTap {
 		return func() {}
 	}
 	w := &tapWatch{s: rf.rn.s, dlq: rf.dlq, replay: rf.id, start: rf.s.d.Clock.Now(), nudge: make(chan struct{}, 1)}
@@ -165,9 +165,6 @@ func (w *tapWatch) all() []engine.TapGap {
 // closeOpenGap closes dlq's open window without its tap, if the store
 // has one, now that the tap is in place again.
 func (s *Service) closeOpenGap(ctx context.Context, replay, dlq string) {
-	if s.d.TapGaps == nil {
-		return
-	}
 	gaps, err := s.d.TapGaps.TapGaps(ctx, dlq)
 	if err != nil {
 		s.base.Warn(replay, dlq, "read tap gaps", err)

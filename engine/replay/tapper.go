@@ -14,9 +14,6 @@ import (
 // each message is recorded once). Errors are logged and retried at the
 // next poll.
 func (s *Service) drainTaps(ctx context.Context, poll time.Duration) {
-	if !s.base.Tapping() {
-		return
-	}
 	if poll <= 0 {
 		poll = engine.DefaultTapPoll
 	}
@@ -60,9 +57,6 @@ func (s *Service) drainTaps(ctx context.Context, poll time.Duration) {
 // the run falls back to re-reading the DLQ and says why.
 func (rf *returnsFinder) prepareTap(ctx context.Context) (engine.ReturnsMode, string) {
 	s := rf.rn.s
-	if !s.base.Tapping() {
-		return engine.ReturnsReread, "this bot has no tap support configured"
-	}
 	st, err := s.d.Taps.EnsureTap(ctx, rf.dlq)
 	if err != nil {
 		return engine.ReturnsReread, "the tap could not be set up: " + err.Error()

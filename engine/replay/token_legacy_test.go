@@ -36,7 +36,7 @@ func TestLegacyTokenReplaysExactly(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	svc, err := replay.New(fast, replay.Deps{Broker: b, Mover: b, Counters: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
-		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers()})
+		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(), Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,7 @@ func newSignedEnv(t *testing.T) (*env, redis.UniversalClient, string) {
 	t.Cleanup(func() { _ = b.Close() })
 	svc, err := replay.New(fast, replay.Deps{Broker: b, Mover: b, Counters: b, Watches: b, Tokens: st.Tokens(), Ledger: st.Ledger(),
 		Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Taps: b, Returns: st.Returns(), Jobs: st.Jobs(), Registry: st.Workers(),
-		Claims: st.Claims(), TapGaps: st.TapGaps()})
+		Claims: st.Claims(), TapGaps: st.TapGaps(), Consumers: testkit.ConsumersOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

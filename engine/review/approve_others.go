@@ -59,9 +59,6 @@ func (s *Service) othersAsync(ctx context.Context, f engine.Frozen, items *previ
 				break
 			}
 			maps.Copy(o.hist, hist)
-			if s.d.Claims == nil {
-				continue
-			}
 			held, err := s.d.Claims.Holders(ctx, f.DLQ, "", chunk)
 			if err != nil {
 				o.err = fmt.Errorf("claims: %w", err)
@@ -114,9 +111,6 @@ const summarySkew = 5 * time.Second
 // a later write. A summary the store does not know (claims written before
 // it kept one) or any replay still live is false: read per id then.
 func (s *Service) quietElsewhere(ctx context.Context, f engine.Frozen) (lapsed []string, ok bool) {
-	if s.d.Claims == nil {
-		return nil, false
-	}
 	by, known, err := s.d.Claims.Summary(ctx, f.DLQ)
 	if err != nil || !known {
 		return nil, false

@@ -104,9 +104,6 @@ func heldByReplays(held map[string]engine.Claim, want map[string]int, takeOver b
 // r.TookOver what it took from whom. Past Config.OwnAtApproval it leaves the
 // rest to the runs (r.OwnFrom).
 func (s *Service) own(ctx context.Context, f engine.Frozen, r *engine.Replay, lapsed []string) error {
-	if s.d.Claims == nil {
-		return nil
-	}
 	items := f.Items // the first OwnAtApproval or more, all of them for a take-over
 	if n := s.cfg.OwnAtApproval; !r.Params.TakeOver && max(f.Distinct, len(items)) > n {
 		items, r.OwnFrom = items[:min(n, len(items))], n

@@ -19,7 +19,7 @@ import (
 // still in the DLQ; new failures are the DLQ's arrivals since the replay
 // began that are not its returns.
 func (s *Service) checkFromTap(ctx context.Context, r engine.Replay, c *engine.CheckReport) (done bool, err error) {
-	if !s.Tapping() || r.ReturnsMode == engine.ReturnsReread {
+	if r.ReturnsMode == engine.ReturnsReread {
 		// A replay whose run found the tap blind (see checkBypass) is
 		// checked by reading the DLQ.
 		return false, nil
@@ -90,17 +90,15 @@ func (s *Service) checkFromTap(ctx context.Context, r engine.Replay, c *engine.C
 // recorded for its DLQ, and the one its last run could not reconcile.
 func (s *Service) gapsOf(ctx context.Context, r engine.Replay) []engine.TapGap {
 	var out []engine.TapGap
-	if s.d.TapGaps != nil {
-		gaps, err := s.d.TapGaps.TapGaps(ctx, r.DLQ)
-		if err != nil {
-			// Without the record, the check cannot know the tap was
-			// gone: say so in the log (the run's own record still counts).
-			s.Warn(r.ID, r.DLQ, "check: read tap gaps", err)
-		}
-		for _, g := range gaps {
-			if g.Touches(r.CreatedAt, time.Time{}) {
-				out = append(out, g)
-			}
+	gaps, err := s.d.TapGaps.TapGaps(ctx, r.DLQ)
+	if err != nil {
+		// Without the record, the check cannot know the tap was
+		// gone: say so in the log (the run's own record still counts).
+		s.Warn(r.ID, r.DLQ, "check: read tap gaps", err)
+	}
+	for _, g := range gaps {
+		if g.Touches(r.CreatedAt, time.Time{}) {
+			out = append(out, g)
 		}
 	}
 	if u := r.Unseen; u != nil {

@@ -7,11 +7,13 @@
 // engine/replay's Service shares to run the replays themselves; review
 // never sends a replay's copies.
 //
-// New requires the Broker, Tokens, Ledger, Replays, Leases, Mover and
-// Schedule ports; every other port of Deps is optional, and Deps says what
-// its absence costs. Every port is given to New: none is set afterwards,
-// and only the mover's cursor support (engine.CursorMover) is discovered,
-// by a type assertion.
+// New requires every port production always sets (Broker, Tokens,
+// Ledger, Replays, Leases, Mover, Counters, Consumers, Watches, Schedule,
+// Taps, Returns, Claims and TapGaps) and names the first one missing;
+// Clock, Notifier, ScanObserver, Jobs, Registry and Redactor are optional,
+// and Deps says what their absence costs. Every port is given to New: none
+// is set afterwards, and only the mover's cursor support
+// (engine.CursorMover) is discovered, by a type assertion.
 //
 // Where each part lives:
 //

@@ -176,19 +176,17 @@ func partialRead(p *engine.Preview) (engine.Problem, bool) {
 // declared by the replay, before its first publish.
 func (s *Service) returnsView(ctx context.Context, p *engine.Preview) engine.ReturnsView {
 	v := engine.ReturnsView{Mode: engine.ReturnsReread}
-	reason := "this bot has no tap support configured"
-	if s.Tapping() {
-		st, err := s.d.Taps.TapState(ctx, p.DLQ.Name)
-		switch {
-		case err != nil:
-			reason = "the DLQ's bindings could not be read: " + err.Error()
-		case st.Mode == engine.ReturnsTap:
-			v.Mode, v.Tap = engine.ReturnsTap, st.Queue
-			v.Detail = fmt.Sprintf("returns will be found through the tap queue %s, which receives every dead letter routed to %s: the DLQ is not re-read", st.Queue, p.DLQ.Name)
-			return v
-		default:
-			reason = st.Reason
-		}
+	var reason string
+	st, err := s.d.Taps.TapState(ctx, p.DLQ.Name)
+	switch {
+	case err != nil:
+		reason = "the DLQ's bindings could not be read: " + err.Error()
+	case st.Mode == engine.ReturnsTap:
+		v.Mode, v.Tap = engine.ReturnsTap, st.Queue
+		v.Detail = fmt.Sprintf("returns will be found through the tap queue %s, which receives every dead letter routed to %s: the DLQ is not re-read", st.Queue, p.DLQ.Name)
+		return v
+	default:
+		reason = st.Reason
 	}
 	v.Reads = defaultSteps(p.Selected)
 	v.Detail = fmt.Sprintf("returns will be found by re-reading the DLQ: %d read(s) of all of %s (one per step), each giving every message back", v.Reads, p.DLQ.Name)

@@ -133,7 +133,7 @@ func (s *Service) consumersSince(ctx context.Context, t *engine.TargetView) {
 	case !t.Exists || t.Consumers == 0:
 		t.ConsumersSinceFailure = engine.SinceNone
 		return
-	case t.LastFailure.IsZero() || s.d.Consumers == nil:
+	case t.LastFailure.IsZero():
 		t.ConsumersSinceFailure = engine.SinceUnknown
 		return
 	}

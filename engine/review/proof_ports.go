@@ -9,10 +9,7 @@ import (
 // newProver returns the Service's Prover, tuned by cfg (its defaults set)
 // and looking through d's ports.
 func newProver(cfg Config, d Deps) *proof.Prover {
-	pd := proof.Deps{Clock: d.Clock, Broker: proofBroker{d.Broker}, Watches: d.Watches}
-	if d.Counters != nil {
-		pd.Counters = proofCounters{d.Counters}
-	}
+	pd := proof.Deps{Clock: d.Clock, Broker: proofBroker{d.Broker}, Counters: proofCounters{d.Counters}, Watches: d.Watches}
 	return proof.New(proof.Config{
 		From:        cfg.ProofFrom,
 		StatsLag:    cfg.StatsLag,

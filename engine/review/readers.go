@@ -74,9 +74,6 @@ func IsScanReader(id string) bool { return strings.HasPrefix(id, scanReaderPrefi
 // names that replay. So neither waits for the other longer than the
 // other's read lasts.
 func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(letter.Message) error) (engine.ScanInfo, error) {
-	if s.d.Claims == nil {
-		return s.d.Broker.Scan(ctx, dlq, visit)
-	}
 	self := scanReaderID(who)
 	mark := func(c context.Context) {
 		if err := s.d.Claims.Reading(c, dlq, self, false, 0, s.cfg.LeaseTTL); err != nil && c.Err() == nil {
@@ -117,7 +114,7 @@ func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(let
 // read was not short of other readers or no replay was reading: then the
 // holder, if any, is another client.
 func (s *Service) heldByReplays(ctx context.Context, dlq string, since time.Time, cov engine.Coverage) *engine.HeldBy {
-	if s.d.Claims == nil || cov.HeldElsewhere == 0 && cov.OtherConsumers == 0 && !cov.Short {
+	if cov.HeldElsewhere == 0 && cov.OtherConsumers == 0 && !cov.Short {
 		return nil
 	}
 	var rs []string
@@ -156,10 +153,9 @@ func (s *Service) heldByReplays(ctx context.Context, dlq string, since time.Time
 // strict, no unacknowledged message in a management sample that reflects
 // a moment after since (its statistics lag by Config.StatsLag). It
 // returns false when deadline passes first, or when stop (if set) says to
-// stop. Without management statistics only the consumer count is known;
-// a failed read of them counts as not quiet (logged for replay, when set),
-// except that a strict wait for a replay ends at once with
-// ErrManagementDown when the API is not answering.
+// stop. A failed read of the management statistics counts as not quiet
+// (logged for replay, when set), except that a strict wait for a replay
+// ends at once with ErrManagementDown when the API is not answering.
 func (s *Base) AwaitQuiet(ctx context.Context, replay, dlq string, since, deadline time.Time, strict bool, stop func() error) (bool, error) {
 	for {
 		if stop != nil && stop() != nil {
@@ -173,7 +169,7 @@ func (s *Base) AwaitQuiet(ctx context.Context, replay, dlq string, since, deadli
 			return false, fmt.Errorf("%s: %w", dlq, engine.ErrQueueNotFound)
 		}
 		if st.Consumers == 0 {
-			if !strict || s.d.Counters == nil {
+			if !strict {
 				return true, nil
 			}
 			cs, err := s.d.Counters.Counters(ctx, dlq)

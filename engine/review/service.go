@@ -1,7 +1,6 @@
 package review
 
 import (
-	"errors"
 	"fmt"
 	"github.com/rs/zerolog"
 	"github.com/stroma/dlqbot/engine"
@@ -202,10 +201,12 @@ func (c Config) WithDefaults() Config {
 }
 
 // Deps are the engine's collaborators, all given to New: nothing is
-// discovered or set later.
+// discovered or set later. New refuses a Deps without any of the ports
+// production always sets (cmd/dlqbot's newEngine): Broker, Tokens, Ledger,
+// Replays, Leases, Mover, Counters, Consumers, Watches, Schedule, Taps,
+// Returns, Claims and TapGaps. Clock, Notifier, ScanObserver, Jobs,
+// Registry and Redactor are optional.
 type Deps struct {
-	// Broker, Tokens, Ledger, Replays, Leases, Mover and Schedule are
-	// required.
 	Broker  engine.Broker
 	Tokens  engine.Tokens
 	Ledger  engine.Ledger
@@ -215,26 +216,28 @@ type Deps struct {
 	Mover engine.Mover
 	// Clock tells the time; optional (default SystemClock).
 	Clock engine.Clock
-	// Counters reads the management API's queue counters; optional (settling
-	// is then judged from the ready count alone).
+	// Counters reads the management API's queue counters, by which
+	// settling is judged beside the ready count; required.
 	Counters engine.CounterReader
 	// Consumers lists a target's consumers and their connections, so a
 	// preview can tell whether they were restarted since its messages
-	// failed; optional (every target's verdict is then unknown).
+	// failed (a listing that fails leaves the verdict unknown); required.
 	Consumers engine.ConsumerLister
 	// Watches count what reaches a DLQ between a preview and its approval,
-	// so an approval proves it unchanged without waiting for statistics;
-	// optional (the proof then waits for a management sample).
+	// so an approval proves it unchanged without waiting for statistics
+	// (a DLQ the adapter cannot watch waits for a management sample);
+	// required.
 	Watches engine.Watches
 	// Notifier receives progress events; optional.
 	Notifier engine.Notifier
 	// ScanObserver is told about every completed preview scan, for
 	// metrics; optional.
 	ScanObserver engine.ScanObserver
-	// Schedule holds follow-up checks.
+	// Schedule holds follow-up checks; required.
 	Schedule engine.Schedule
 	// Taps and Returns find returns through a tap queue per DLQ instead of
-	// re-reading it; optional (both are needed; without them, re-reads).
+	// re-reading it; both required (a DLQ the adapter cannot tap is
+	// re-read).
 	Taps    engine.Taps
 	Returns engine.Returns
 	// Jobs hands replays to the workers and Registry is where workers
@@ -248,12 +251,30 @@ type Deps struct {
 	Redactor engine.Redactor
 	// Claims hands each message of a DLQ to one replay at a time, so that
 	// overlapping replays send each once in all and name each other;
-	// optional (without it, overlapping replays race for the messages).
+	// required.
 	Claims engine.Claims
 	// TapGaps records the windows a DLQ's tap was missing, so that checks
-	// by any process know what the tap cannot have seen; optional
-	// (without it, only the run that noticed a loss knows of it).
+	// by any process know what the tap cannot have seen; required.
 	TapGaps engine.TapGaps
+}
+
+// missing names the first port of d that New requires and d lacks, or "".
+func (d Deps) missing() string {
+	for _, p := range []struct {
+		name string
+		set  bool
+	}{
+		{"Broker", d.Broker != nil}, {"Tokens", d.Tokens != nil}, {"Ledger", d.Ledger != nil},
+		{"Replays", d.Replays != nil}, {"Leases", d.Leases != nil}, {"Mover", d.Mover != nil},
+		{"Counters", d.Counters != nil}, {"Consumers", d.Consumers != nil}, {"Watches", d.Watches != nil},
+		{"Schedule", d.Schedule != nil}, {"Taps", d.Taps != nil}, {"Returns", d.Returns != nil},
+		{"Claims", d.Claims != nil}, {"TapGaps", d.TapGaps != nil},
+	} {
+		if !p.set {
+			return p.name
+		}
+	}
+	return ""
 }
 
 // Base is what package review and package engine/replay share: the
@@ -285,18 +306,15 @@ type Service struct {
 	prover *proof.Prover
 }
 
-// New validates cfg and deps and returns a Service. Broker, Tokens, Ledger,
-// Replays, Leases, Mover and Schedule are required; Clock defaults to the
-// system clock.
+// New validates cfg and deps and returns a Service. Every port Deps names
+// required must be set (an error names the first missing); Clock defaults
+// to the system clock.
 func New(cfg Config, d Deps) (*Service, error) {
 	if err := cfg.Dialect.Validate(); err != nil {
 		return nil, fmt.Errorf("engine: new: %w", err)
 	}
-	if d.Broker == nil || d.Tokens == nil || d.Ledger == nil || d.Replays == nil || d.Leases == nil {
-		return nil, errors.New("engine: new: broker, tokens, ledger, replays and leases are required")
-	}
-	if d.Mover == nil || d.Schedule == nil {
-		return nil, errors.New("engine: new: a mover and a schedule are required")
+	if name := d.missing(); name != "" {
+		return nil, fmt.Errorf("engine: new: Deps.%s is required", name)
 	}
 	if d.Clock == nil {
 		d.Clock = engine.SystemClock{}

@@ -9,17 +9,10 @@ import (
 	"github.com/stroma/dlqbot/engine/letter"
 )
 
-// tapping reports whether returns can be found through taps at all (the
-// broker adapter and the store both support them).
-func (s *Base) Tapping() bool { return s.d.Taps != nil && s.d.Returns != nil }
-
 // recordTap drains dlq's tap into the store: every message is an arrival
 // in the DLQ, and one that carries a replay id and a new death is a return
 // of that replay. It returns how many messages it recorded.
 func (s *Base) RecordTap(ctx context.Context, dlq string) (int, error) {
-	if !s.Tapping() {
-		return 0, nil
-	}
 	n, err := s.d.Taps.DrainTap(ctx, dlq, func(ms []letter.Message) error { return s.RecordBatch(ctx, dlq, ms) })
 	if err != nil {
 		return n, fmt.Errorf("engine: record tap of %s: %w", dlq, err)
@@ -70,12 +63,9 @@ func (s *Base) RedeclareTap(ctx context.Context, dlq string) (time.Time, error) 
 	return to, nil
 }
 
-// addGap records a window without dlq's tap in the store, when there is
-// one (a failure is logged: the run that noticed still knows).
+// addGap records a window without dlq's tap in the store (a failure is
+// logged: the run that noticed still knows).
 func (s *Base) AddGap(ctx context.Context, replay, dlq string, g engine.TapGap) {
-	if s.d.TapGaps == nil {
-		return
-	}
 	if err := s.d.TapGaps.AddTapGap(ctx, dlq, g); err != nil {
 		s.Warn(replay, dlq, "record tap gap", err)
 	}

@@ -48,7 +48,7 @@ func newEnv(t *testing.T, b testkit.Broker, cfg replay.Config) *env {
 		t.Fatal(err)
 	}
 	svc, err := replay.New(cfg, replay.Deps{Broker: br, Mover: br, Counters: br, Watches: br, Tokens: st.Tokens(),
-		Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule()})
+		Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Consumers: testkit.ConsumersOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -101,6 +101,7 @@ func TestReplayOnRedisCluster(t *testing.T) {
 			}
 			mu.Unlock()
 		}),
+		Consumers: testkit.ConsumersOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{},
 	})
 	if err != nil {
 		t.Fatal(err)

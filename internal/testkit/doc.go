@@ -19,5 +19,8 @@
 //	redis.go       the test Redis and a key prefix cleaned up after the test
 //	proc.go        a process a test started (a dlqbot binary) and its logs
 //	trail.go       Trail, an audit.Recorder in memory
+//	portsoff.go    engine ports switched off (TapOff, CountersOff, ConsumersOff,
+//	               WatchesOff, ClaimsOff), for a test of the engine without
+//	               one of the capabilities production always has
 //	parallel.go    RequireParallel, that tests using the broker run in parallel
 package testkit

@@ -156,7 +156,7 @@ func newClusterFixture(t *testing.T, n int, leader int, extra map[string]string)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	svc, err := review.New(review.Config{}, review.Deps{Broker: b, Mover: b, Counters: b,
-		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule()})
+		Tokens: st.Tokens(), Ledger: st.Ledger(), Replays: st.Replays(), Leases: st.Leases(), Schedule: st.Schedule(), Consumers: testkit.ConsumersOff{}, Watches: testkit.WatchesOff{}, Taps: testkit.TapOff{}, Returns: testkit.TapOff{}, Claims: testkit.ClaimsOff{}, TapGaps: testkit.TapOff{}})
 	if err != nil {
 		t.Fatal(err)
 	}
