@@ -33,22 +33,23 @@ services-all services4:
 ## busiest minutes are over); and, without the race detector (which makes
 ## them several times slower, so they skip under -race), the whole-DLQ
 ## replays of 100,000 (docs/reliability.md "Tests and benchmarks" says
-## which run on which broker), the blocks package, brief fuzzing and the
-## pacing test at 3,000. The long engine scenarios run their classic and
-## their quorum case on one broker each, two different ones, rotating
-## over 3.10, 4.0 and 4.3 by the test's name (testkit.ClassicOn,
-## testkit.QuorumOn); tests whose claim differs by version on every
-## broker; go vet runs at the end of the engine lane. Each lane's log is in bin/test/; docs/reliability.md
-## says how long it takes.
+## which run on which broker), the blocks package and the pacing test at
+## 3,000. The long engine scenarios run their classic and their quorum
+## case on one broker each, two different ones, rotating over 3.10, 4.0
+## and 4.3 by the test's name (testkit.ClassicOn, testkit.QuorumOn); tests
+## whose claim differs by version on every broker. The fuzz targets' seed
+## corpora run as tests; make fuzz fuzzes, make vet vets (CI runs it
+## first). Each lane's log is in bin/test/; docs/reliability.md says how
+## long it takes.
 test: services-all
-	PKGS="$(PKGS)" FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/test.sh
+	PKGS="$(PKGS)" GO=$(GO) ./scripts/test.sh
 
 ## test-all: make test with every case on every broker: the classic and
 ## quorum cases make test rotates on all three (DLQBOT_CLASSIC_ALL=1) and
 ## every 100,000-message replay on every broker and queue type
 ## (DLQBOT_100K_ALL=1); about three times as long.
 test-all: services-all
-	DLQBOT_CLASSIC_ALL=1 DLQBOT_100K_ALL=1 PKGS="$(PKGS)" FUZZTIME=$(FUZZTIME) GO=$(GO) ./scripts/test.sh
+	DLQBOT_CLASSIC_ALL=1 DLQBOT_100K_ALL=1 PKGS="$(PKGS)" GO=$(GO) ./scripts/test.sh
 
 ## fuzz: run every fuzz target for FUZZTIME each (FUZZFLAGS: more go test
 ## flags, e.g. -parallel 1 for one worker, as make test's 100k lane does).

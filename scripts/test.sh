@@ -5,19 +5,24 @@
 # rather than on the CPU:
 #
 #   engine  the engine/replay package with the race detector, but for its long
-#           fault cases (ENGINE_LATE), then go vet of PKGS
+#           fault cases (ENGINE_LATE)
 #   rest    every other package but NORACE's with the race detector, then
 #           the engine's long fault cases (ENGINE_LATE), also with it: they wait on
 #           reconnects and graces far more than they compute, and start
 #           when the other lanes' busiest part is over
 #   100k    the whole-DLQ replays of 100,000 without the race detector
 #           (engine, -run Of100k; docs/reliability.md says which run where),
-#           then the NORACE packages, the fuzzing (FUZZTIME per target),
-#           then the pacing test at its full size (TestPaceToConsumerOf3000)
+#           then the NORACE packages, then the pacing test at its full size
+#           (TestPaceToConsumerOf3000)
+#
+# go vet (make vet) and fuzzing past the seed corpora (make fuzz) are not
+# part of it: the suite is bound by the CPU of two cores, and each took a
+# minute of it. .ci/run runs make vet before make test; every fuzz target's
+# seed corpus runs as a test here.
 #
 # Each lane writes bin/test/<lane>.log, printed when the lane ends with its
 # wall time; the script fails when any lane failed, after all have ended.
-# Environment: PKGS (default ./...), FUZZTIME (10s), ENGINE_PARALLEL (6:
+# Environment: PKGS (default ./...), ENGINE_PARALLEL (6:
 # engine tests at once), ENGINE_LATE_PARALLEL (8: the long fault cases at
 # once, which mostly wait), PARALLEL (4: tests at once in the other
 # packages), PARALLEL_100K (8), TESTFLAGS (more go test flags, e.g. -v) and
@@ -26,7 +31,6 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 PKGS=${PKGS:-./...}
-FUZZTIME=${FUZZTIME:-10s}
 ENGINE_PARALLEL=${ENGINE_PARALLEL:-6}
 ENGINE_LATE_PARALLEL=${ENGINE_LATE_PARALLEL:-8}
 PARALLEL=${PARALLEL:-4}
@@ -62,12 +66,7 @@ done
 ENGINE_LATE='^(TestResendInDoubtAfterThreeConnectionLosses|TestAnotherReaderTakesFromTheDLQAfterAFault|TestPacedReplayKeepsItsPaceWhileTheManagementAPIHangs|TestASettlingCursorGivesWayToAnotherReplay|TestUnpacedReplaySettlesItsStepsEarly|TestConnectionLostInAChunkedStep|TestConnectionsClosedMidReplayLoseNothing|TestUnpacedReplayConnectionLostEnds)$'
 
 lane_engine() {
-  local rc=0
-  $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$ENGINE_PARALLEL" -skip "$ENGINE_LATE" ./engine/replay/ || rc=1
-  # go vet last, where this lane would otherwise end before the others.
-  # shellcheck disable=SC2086 # PKGS is a list of patterns
-  $GO vet $PKGS || rc=1
-  return $rc
+  $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$ENGINE_PARALLEL" -skip "$ENGINE_LATE" ./engine/replay/
 }
 lane_rest() {
   local rc=0
@@ -87,8 +86,6 @@ lane_100k() {
   if [ ${#norace[@]} -gt 0 ]; then
     $GO test $TESTFLAGS -count=1 -timeout 10m "${norace[@]}" || rc=1
   fi
-  # One fuzzing worker: the other lanes keep both cores busy meanwhile.
-  make --no-print-directory fuzz FUZZTIME="$FUZZTIME" FUZZFLAGS="-parallel 1" GO="$GO" || rc=1
   if [ -n "$has_engine" ]; then
     # Pacing to a consumer of 50 msg/s, held to 1.3× the consumer alone:
     # last, when the other lanes' busiest part is over; -parallel 3 so
