@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/internal/tune"
 	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/store"
@@ -146,7 +147,7 @@ func BenchmarkApproveToFirstCopy(b *testing.B) {
 	r.WaitCount(dlq, n, time.Minute+time.Duration(n/500)*time.Second)
 	var got atomic.Int64
 	r.Consume(target, func(amqp.Delivery) string { got.Add(1); return "ack" })
-	old, err := replay.New(replay.Config{CompareAlways: true}, deps)
+	old, err := replay.New(replay.Config{Tune: tune.Knobs{CompareAlways: true}}, deps)
 	if err != nil {
 		b.Fatal(err)
 	}

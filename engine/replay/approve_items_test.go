@@ -23,7 +23,7 @@ func TestApprovalLoadsItemsPastItsFirstWhenItMust(t *testing.T) {
 	t.Parallel()
 	const n, tail, ownAt = 5000, 100, 10
 	cfg := fast
-	cfg.OwnAtApproval, cfg.ListRows = ownAt, n
+	cfg.Tune.OwnAtApproval, cfg.Tune.ListRows = ownAt, n
 	e := newEnvOn(t, cfg, testkit.Rabbit3)
 	r := e.rabbit
 	src, dlq := r.DeadLetteredAs(nil, n, 100)

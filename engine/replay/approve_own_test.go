@@ -56,7 +56,7 @@ func pausedOwner(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, takeOver b
 		dlqArgs = testkit.Quorum(amqp.Table{"x-delivery-limit": 200})
 	}
 	cfg := fast
-	cfg.OwnAtApproval = ownAt
+	cfg.Tune.OwnAtApproval = ownAt
 	e := newEnvOn(t, cfg, on)
 	r := e.rabbit
 	src, dlq := r.DeadLetteredAs(dlqArgs, n, 100)

@@ -167,7 +167,7 @@ func (ow *ownership) readDuring(ctx context.Context, since time.Time) bool {
 // readerSlice is how long a step looking for its picked messages waits
 // for a quiet DLQ before it looks at who holds them.
 func (ow *ownership) readerSlice() time.Duration {
-	return min(ow.s.cfg.HeldWait, 2*ow.s.cfg.StatsLag)
+	return min(ow.s.cfg.Tune.HeldWait, 2*ow.s.cfg.Tune.StatsLag)
 }
 
 // readerWait decides, after a wait for a quiet DLQ ended without one,
@@ -198,7 +198,7 @@ func (ow *ownership) readerWait(ctx context.Context, deadline *time.Time, passEn
 			ow.sawReaders = append(ow.sawReaders, id)
 		}
 	}
-	*deadline = now.Add(ow.s.cfg.HeldWait)
+	*deadline = now.Add(ow.s.cfg.Tune.HeldWait)
 	jitter := time.Duration(mrand.Int64N(int64(ow.readerSlice()) + 1))
 	return now.Sub(passEnd) >= ow.readerSlice()+jitter, true
 }

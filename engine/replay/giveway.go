@@ -212,7 +212,7 @@ func addMoves(a, b engine.MoveResult) engine.MoveResult {
 // (its own pass sending paced, say).
 func (ow *ownership) giveWayFor() time.Duration {
 	if ow.passPaced {
-		return ow.s.cfg.HeldWait
+		return ow.s.cfg.Tune.HeldWait
 	}
 	return ow.giveWayWait()
 }

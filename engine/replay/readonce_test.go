@@ -59,7 +59,7 @@ func fillFilteredVia(t testing.TB, on testkit.Broker, dlqArgs amqp.Table, n int,
 	cfg := base
 	cfg.LeaseTTL = 15 * time.Second
 	// The approval's proof at 5,000 too (by default a DLQ this small is compared).
-	cfg.ProofFrom = 1
+	cfg.Tune.ProofFrom = 1
 	cfg.Log = zerolog.New(testLog(t)).Level(zerolog.InfoLevel) // the cursor's opens and releases, why it read the DLQ
 	e := newEnvOn(t, cfg, on)
 	r := e.rabbit

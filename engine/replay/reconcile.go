@@ -56,7 +56,7 @@ func (rc *recovery) reconcile(ctx context.Context) (ok bool, err error) {
 		return true, nil
 	}
 	clock := rc.s.d.Clock
-	deadline := clock.Now().Add(rc.s.cfg.HeldWait)
+	deadline := clock.Now().Add(rc.s.cfg.Tune.HeldWait)
 	stop := func() error { return rc.rn.stopCause(ctx) }
 	// The wait and the read seek, to other replays: a replay whose step
 	// holds messages of the DLQ gives them back (giveway.go) rather than

@@ -64,10 +64,10 @@ func BenchmarkWholeReplay(b *testing.B) {
 	on.Require(b)
 	var cfg replay.Config
 	if w := os.Getenv("DLQBOT_BENCH_WINDOW"); w != "" {
-		cfg.Window, _ = strconv.Atoi(w)
+		cfg.Tune.Window, _ = strconv.Atoi(w)
 	}
 	if c := os.Getenv("DLQBOT_BENCH_CHUNK"); c != "" {
-		cfg.StepChunk, _ = strconv.Atoi(c)
+		cfg.Tune.StepChunk, _ = strconv.Atoi(c)
 	}
 	if os.Getenv("DLQBOT_BENCH_LOG") != "" {
 		cfg.Log = zerolog.New(os.Stderr).Level(zerolog.InfoLevel) // the cursor's opens and releases, warnings

@@ -68,7 +68,7 @@ func (rf *returnsFinder) bypassDue(look *returnsLook, patient bool) bool {
 	if rf.bp.ready0 < 0 {
 		return false
 	}
-	return patient || look.canary || rf.s.d.Clock.Now().Sub(rf.bp.at) >= rf.s.cfg.BypassEvery
+	return patient || look.canary || rf.s.d.Clock.Now().Sub(rf.bp.at) >= rf.s.cfg.Tune.BypassEvery
 }
 
 // stableReady is the classic DLQ's ready count once it holds still (two

@@ -25,7 +25,7 @@ func (jg *judge) mayOverlap(p *sentStep) bool {
 	if p.rejudge != nil {
 		return false // an earlier run's step: judged before anything is sent
 	}
-	if jg.s.cfg.StrictSteps || prm.Rate > 0 || jg.rn.ret.mode != engine.ReturnsTap || jg.rn.rec.resending || jg.rn.rec.rs.left() > 0 {
+	if jg.s.cfg.Tune.StrictSteps || prm.Rate > 0 || jg.rn.ret.mode != engine.ReturnsTap || jg.rn.rec.resending || jg.rn.rec.rs.left() > 0 {
 		return false
 	}
 	if p.res.Step < 2 || jg.canary(p.res.Step-1) {

@@ -66,7 +66,7 @@ func (rf *returnsFinder) scanWhole(ctx context.Context, within time.Duration, be
 		}
 		took := clock.Now().Sub(began)
 		if within >= lastLookPatience && rf.rn.own.readDuring(ctx, began) {
-			deadline = later(deadline, start.Add(rf.s.cfg.HeldWait))
+			deadline = later(deadline, start.Add(rf.s.cfg.Tune.HeldWait))
 		}
 		if rs := rf.replayReaders(ctx); len(rs) > 0 {
 			rf.scanReplays = rs

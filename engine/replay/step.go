@@ -221,7 +221,7 @@ func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *engine
 // step reads through the cursor) and claims it: what another replay holds
 // is taken out of the pick and (when planned is set) of *planned.
 func (rn *run) claimChunk(ctx context.Context, walk *engine.StepWalk, planned *int) (map[string]int, error) {
-	chunk := rn.s.cfg.StepChunk
+	chunk := rn.s.cfg.Tune.StepChunk
 	if _, ok := rn.cursorMover(); !ok {
 		// Without a cursor each move reads the DLQ from its head and gives
 		// back what it passed: a chunk would be one more read (and on a

@@ -27,7 +27,7 @@ func TestABypassBegunPastTheCanaryPhaseStopsTheReplay(t *testing.T) {
 	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, b testkit.Broker) {
 		t.Parallel()
 		cfg := fast
-		cfg.BypassEvery = time.Second
+		cfg.Tune.BypassEvery = time.Second
 		e := newTapEnv(t, b, cfg, nil)
 		r := e.rabbit
 		src, dlq := testkit.Name("src"), testkit.Name("dlq")

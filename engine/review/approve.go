@@ -31,7 +31,7 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f e
 			changes, lapsed = nil, nil
 		}
 	}()
-	first := s.cfg.OwnAtApproval
+	first := s.cfg.Tune.OwnAtApproval
 	if takeOver {
 		first = -1 // a take-over owns every id at once (approve_own.go)
 	}
@@ -48,7 +48,7 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f e
 	others := s.othersAsync(ctx, f, items)
 	// The DLQ is read only when the broker cannot prove that no previewed
 	// message left it (package proof).
-	if s.cfg.CompareAlways || !s.prover.Prove(ctx, proofPreview(f)) {
+	if s.cfg.Tune.CompareAlways || !s.prover.Prove(ctx, proofPreview(f)) {
 		<-others
 		all, err := items.load(ctx)
 		if err != nil {
@@ -180,7 +180,7 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 			break
 		}
 		end := s.d.Clock.Now()
-		if _, err := s.AwaitQuiet(ctx, "", dlq, end, end.Add(2*s.cfg.StatsLag+5*time.Second), true, ctx.Err); err != nil {
+		if _, err := s.AwaitQuiet(ctx, "", dlq, end, end.Add(2*s.cfg.Tune.StatsLag+5*time.Second), true, ctx.Err); err != nil {
 			return nil, cov, nil, err
 		}
 	}

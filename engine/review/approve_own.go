@@ -105,7 +105,7 @@ func heldByReplays(held map[string]engine.Claim, want map[string]int, takeOver b
 // rest to the runs (r.OwnFrom).
 func (s *Service) own(ctx context.Context, f engine.Frozen, r *engine.Replay, lapsed []string) error {
 	items := f.Items // the first OwnAtApproval or more, all of them for a take-over
-	if n := s.cfg.OwnAtApproval; !r.Params.TakeOver && max(f.Distinct, len(items)) > n {
+	if n := s.cfg.Tune.OwnAtApproval; !r.Params.TakeOver && max(f.Distinct, len(items)) > n {
 		items, r.OwnFrom = items[:min(n, len(items))], n
 	}
 	ids := make([]string, 0, len(items))

@@ -181,7 +181,7 @@ func (s *Base) AwaitQuiet(ctx context.Context, replay, dlq string, since, deadli
 			}
 			if err != nil {
 				s.Warn(replay, dlq, "read dlq counters", err)
-			} else if !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
+			} else if !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.Tune.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
 				return true, nil
 			}
 		}
