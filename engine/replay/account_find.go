@@ -23,7 +23,7 @@ import (
 // the second sample (a reader of another replica draining its last
 // deliveries, requeues that land late), and the pass then saw a whole DLQ
 // without them. Until then the step waits for the other holder to let go
-// and reads again, up to Config.HeldWait; what is still unaccounted for
+// and reads again, up to Config.Tune.HeldWait; what is still unaccounted for
 // then is reported as held elsewhere and stays in the plan (the replay
 // stops, resumable).
 
@@ -66,7 +66,7 @@ const maxLetGoPasses = 3
 // it reads again once no other client holds messages of the DLQ, and calls
 // missing only what a whole read between two quiet moments did not find,
 // when the DLQ then holds nothing that read could not have seen (sawAll).
-// What it cannot account for within Config.HeldWait is held elsewhere:
+// What it cannot account for within Config.Tune.HeldWait is held elsewhere:
 // counted in res.HeldElsewhere and left in the plan.
 func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res *engine.StepResult, sentPer map[string]int, mr engine.MoveResult) (engine.MoveResult, error) {
 	f := rn.seek(ctx)

@@ -116,7 +116,7 @@ func processCPU() time.Duration {
 // consumer, by both paths in the same run: the approval that proves from
 // the broker's counts that nothing previewed left the DLQ (issue 23, no
 // read), and the approval that reads the whole DLQ to compare it
-// (Config.CompareAlways, the path before). Each approval comes after the
+// (Config.Tune.CompareAlways, the path before). Each approval comes after the
 // management statistics caught up with its preview (as a person's click
 // does; with DLQBOT_BENCH_APPROVE_AT_ONCE=1, the moment the preview
 // returns, its give-backs still landing); its first step is 10 copies,

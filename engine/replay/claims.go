@@ -175,7 +175,7 @@ func (ow *ownership) readerSlice() time.Duration {
 // dlqbot replay reads the DLQ (liveReaders), its reader can hold this
 // step's picks unacked while it scans for its own, however often: that is
 // never "held by another client". The step then keeps waiting for as long
-// as such a reader exists and Config.HeldWait after the last one was seen
+// as such a reader exists and Config.Tune.HeldWait after the last one was seen
 // (deadline moves), and reads again (again) once a slice with some jitter
 // passed since its last pass, so two replays reading at once do not keep
 // meeting. Those picks are this step's (it claimed them): the other

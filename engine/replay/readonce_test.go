@@ -233,7 +233,7 @@ func (f *filtered) replayTenth(t *testing.T) {
 // DLQ, each on one of RabbitMQ 3.10, 4.0 and 4.3 (all with
 // DLQBOT_CLASSIC_ALL=1): at most twice the DLQ's size in
 // deliveries over the preview and the replay (with every step reading the
-// DLQ from its head to its picks, Config.CursorHold −1, the replay alone
+// DLQ from its head to its picks, Config.Tune.CursorHold −1, the replay alone
 // took 14,540 on 3.10 classic, 2.9 times the DLQ).
 func TestFilteredReplayReadsTheDLQOnce(t *testing.T) {
 	t.Parallel()

@@ -11,7 +11,7 @@ import (
 
 // rejoin decides whether a step that failed with err goes on after a lost
 // node: for a paced replay whose connection was lost it waits (up to
-// Config.Reconnect) for the broker and for the messages held through the
+// Config.Tune.Reconnect) for the broker and for the messages held through the
 // lost node, and returns nil when the run goes on — also when a pause,
 // cancel or shutdown came meanwhile, which the loop then acts on. Any other
 // error, and a wait that ran out, is returned for halt (the replay stops,

@@ -16,7 +16,7 @@ import (
 )
 
 // Past the canary phase the tap-bypass check is made every
-// Config.BypassEvery, not at every step (settle_bypass.go): a consumer
+// Config.Tune.BypassEvery, not at every step (settle_bypass.go): a consumer
 // that starts publishing its failures straight to the DLQ, past the tap,
 // only once the steps have reached the cap must still stop the replay
 // before it has sent everything, and the bot's counts must be the DLQ's.

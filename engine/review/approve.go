@@ -23,7 +23,7 @@ func (s *Service) Compare(ctx context.Context, token string) (engine.Frozen, []e
 
 // compare is Compare, wording the overlap with other replays for an
 // approval that takes it over (takeOver: f then holds every previewed
-// item) or not (the first Config.OwnAtApproval or more); lapsed are the
+// item) or not (the first Config.Tune.OwnAtApproval or more); lapsed are the
 // replays that own previewed messages but ended (their ownership lapses).
 func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f engine.Frozen, changes []engine.Change, lapsed []string, err error) {
 	defer func() {
@@ -147,7 +147,7 @@ func goneChanges(dlq string, want, found map[string]int, cov engine.Coverage, he
 // findPreviewed scans dlq for the previewed ids (want: id → copies) and
 // counts those found. When some are not found, the scan proves nothing
 // until the broker reports no other client holding messages of the DLQ:
-// it waits for that (bounded by twice Config.StatsLag) and scans once
+// it waits for that (bounded by twice Config.Tune.StatsLag) and scans once
 // more, so messages another reader held or just gave back are not
 // reported gone. It does not wait for a dlqbot replay's read (held names
 // the replays): a replay may hold them for as long as it runs.
