@@ -77,7 +77,7 @@ func TokenReplayID(token string, attempt int) string {
 	return "r_" + hex.EncodeToString(h[:8])
 }
 
-// DefaultOwnAtApproval is Config.OwnAtApproval's default: how many
+// DefaultOwnAtApproval is Config.Tune.OwnAtApproval's default: how many
 // previewed messages an approval owns before it returns; its runs own the
 // rest beside their first steps (ownRest). A
 // replay's first steps send far fewer (the canary doubles from 10), and

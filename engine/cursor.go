@@ -12,9 +12,9 @@ import (
 // again by the next step. The cursor gives everything it holds back, in
 // order, when it is bounded:
 //
-//   - it holds more than Config.CursorHold messages (by default the
+//   - it holds more than Config.Tune.CursorHold messages (by default the
 //     larger of DefaultCursorHold and the preview's depth, see holdBound);
-//   - it has been open for Config.CursorAge (half of RabbitMQ's default
+//   - it has been open for Config.Tune.CursorAge (half of RabbitMQ's default
 //     consumer_timeout of 30 minutes, past which the broker closes a
 //     channel holding an unacknowledged delivery), or the next settle
 //     could take it past that;
@@ -42,16 +42,16 @@ import (
 
 // Cursor defaults.
 const (
-	// DefaultCursorHold is the least of Config.CursorHold's default (see
+	// DefaultCursorHold is the least of Config.Tune.CursorHold's default (see
 	// holdBound).
 	DefaultCursorHold = 250000
-	// DefaultCursorAge is the default of Config.CursorAge: half of
+	// DefaultCursorAge is the default of Config.Tune.CursorAge: half of
 	// RabbitMQ's default consumer_timeout (30 minutes).
 	DefaultCursorAge = 15 * time.Minute
 )
 
 // holdBound is the most messages a cursor may hold: hold when it is set
-// (Config.CursorHold > 0), else the larger of DefaultCursorHold and reach,
+// (Config.Tune.CursorHold > 0), else the larger of DefaultCursorHold and reach,
 // how deep the replay's preview read (one past its last previewed
 // message). The preview held every message it read until its read ended,
 // so a cursor within reach holds no more than the broker already held for
@@ -77,12 +77,12 @@ func HoldBound(hold, reach int) int {
 // Reading the DLQ's count until it holds still costs up to a second while
 // the broker refills the cursor's windows, so the check is not made at
 // every step: every canary step (smaller than the cap) is checked, then a
-// step at most every Config.BypassEvery, and always the run's last judgement
+// step at most every Config.Tune.BypassEvery, and always the run's last judgement
 // (lastLookPatience). Past the canary phase a bypass is therefore seen
-// within Config.BypassEvery of its first return (docs/design.md "Finding
+// within Config.Tune.BypassEvery of its first return (docs/design.md "Finding
 // returns: the tap").
 
-// DefaultBypassEvery is Config.BypassEvery's default: how long, past the
+// DefaultBypassEvery is Config.Tune.BypassEvery's default: how long, past the
 // canary phase, a run goes between bypass checks.
 const DefaultBypassEvery = 10 * time.Second
 

@@ -216,13 +216,13 @@ func (p *Plan) Next(n int, first bool) map[string]int {
 // whole DLQ, when it holds fewer).
 const DefaultCanaryDepth = 10000
 
-// DefaultStepChunk is Config.StepChunk's default: a step of 1,000,000
+// DefaultStepChunk is Config.Tune.StepChunk's default: a step of 1,000,000
 // copies holds the picks, claims and move results of 10,000 at a time,
 // some megabytes, instead of hundreds (docs/benchmarks.md).
 const DefaultStepChunk = 10000
 
 // stepWalk is next's walk over the items for one step, paused between the
-// chunks a large step is sent in (Config.StepChunk): the chunks of one
+// chunks a large step is sent in (Config.Tune.StepChunk): the chunks of one
 // walk together pick exactly what next would.
 type StepWalk struct {
 	p                      *Plan

@@ -235,7 +235,7 @@ func TestPlanAgreesWithMaps(t *testing.T) {
 				}
 				drop(pa)
 			} else {
-				// The step in chunks (Config.StepChunk), each dropped before
+				// The step in chunks (Config.Tune.StepChunk), each dropped before
 				// the next is picked, as a chunked step sends them: together
 				// they are next's pick, and count said so beforehand.
 				w := a.Start(n, strat)

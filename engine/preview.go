@@ -101,7 +101,7 @@ type Preview struct {
 	Parked        int          `json:"parked"`
 	Problems      []Problem    `json:"problems"`
 	Targets       []TargetView `json:"targets"`
-	// Messages lists the first Config.ListRows distinct matching messages
+	// Messages lists the first Config.Tune.ListRows distinct matching messages
 	// (selected, parked or without a target) in DLQ order; Rows and
 	// Matched count all of them, and their copies.
 	Messages []PreviewMessage `json:"messages"`

@@ -9,8 +9,8 @@ import (
 )
 
 // Config tunes a Prover. It has no defaults of its own: the engine fills it
-// from its own Config (ProofFrom, StatsLag, ProofWait, SettlePoll,
-// TokenTTL, Log).
+// from its own Config (Tune's ProofFrom, StatsLag, ProofWait and TokenTTL;
+// SettlePoll, Log).
 type Config struct {
 	// From is the fewest messages a previewed DLQ holds for its approval
 	// to try the proof instead of comparing (DefaultFrom by default).

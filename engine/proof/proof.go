@@ -59,7 +59,7 @@ import (
 // replay's own accounting (the engine's) stays the judge of what is
 // missing.
 
-// DefaultFrom is the default of Config.From (the engine's ProofFrom): the
+// DefaultFrom is the default of Config.From (the engine's Config.Tune.ProofFrom): the
 // fewest messages a DLQ holds for its approval to wait for the statistics'
 // proof. The proof waits until a management sample StatsLag newer than the
 // approval's start (six to eleven seconds); a compare reads 10,000 to

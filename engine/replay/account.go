@@ -35,7 +35,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *en
 			}
 			return out
 		},
-		Window:   rn.s.cfg.Window,
+		Window:   rn.s.cfg.Tune.Window,
 		Rate:     rate,
 		Pace:     paceHook,
 		Continue: rn.own.continueGivingWay(ctx, left),

@@ -23,7 +23,7 @@ import (
 // the second sample (a reader of another replica draining its last
 // deliveries, requeues that land late), and the pass then saw a whole DLQ
 // without them. Until then the step waits for the other holder to let go
-// and reads again, up to Config.HeldWait; what is still unaccounted for
+// and reads again, up to Config.Tune.HeldWait; what is still unaccounted for
 // then is reported as held elsewhere and stays in the plan (the replay
 // stops, resumable).
 
@@ -66,7 +66,7 @@ const maxLetGoPasses = 3
 // it reads again once no other client holds messages of the DLQ, and calls
 // missing only what a whole read between two quiet moments did not find,
 // when the DLQ then holds nothing that read could not have seen (sawAll).
-// What it cannot account for within Config.HeldWait is held elsewhere:
+// What it cannot account for within Config.Tune.HeldWait is held elsewhere:
 // counted in res.HeldElsewhere and left in the plan.
 func (rn *run) findRest(ctx context.Context, pick map[string]int, left *int, res *engine.StepResult, sentPer map[string]int, mr engine.MoveResult) (engine.MoveResult, error) {
 	f := rn.seek(ctx)
@@ -149,7 +149,7 @@ look:
 // before the wait, and the run marks itself seeking, so that a settling
 // replay whose cursor holds the picks gives them back (readers.go).
 func (rn *run) seek(ctx context.Context) finder {
-	f := finder{deadline: rn.s.d.Clock.Now().Add(rn.s.cfg.HeldWait), passEnd: rn.s.d.Clock.Now()}
+	f := finder{deadline: rn.s.d.Clock.Now().Add(rn.s.cfg.Tune.HeldWait), passEnd: rn.s.d.Clock.Now()}
 	rn.flushProgress(ctx)
 	rn.own.seeking = true
 	rn.own.markReading(ctx, true)
@@ -250,7 +250,7 @@ func (rn *run) proveMissing(ctx context.Context, pick map[string]int, left *int,
 	if len(rn.own.liveReaders(ctx)) > 0 || rn.own.readDuring(ctx, f.passStart) {
 		f.provenBefore = false
 		f.passEnd = rn.s.d.Clock.Now()
-		f.deadline = f.passEnd.Add(rn.s.cfg.HeldWait)
+		f.deadline = f.passEnd.Add(rn.s.cfg.Tune.HeldWait)
 		return false
 	}
 	if !rn.sawAll(ctx, mr) {
@@ -305,11 +305,11 @@ func (rn *run) unfound(ctx context.Context, pick map[string]int, left *int, res 
 	}
 	if landed {
 		res.Observation = fmt.Sprintf("%d planned message(s) were not found in %s, and for %s %s: they were not sent and stay planned",
-			held, rn.r.DLQ, rn.s.cfg.HeldWait, why)
+			held, rn.r.DLQ, rn.s.cfg.Tune.HeldWait, why)
 		return
 	}
 	res.Observation = fmt.Sprintf("%d planned message(s) could not be found in %s within %s because %s unacked; they were not sent and stay planned",
-		held, rn.r.DLQ, rn.s.cfg.HeldWait, why)
+		held, rn.r.DLQ, rn.s.cfg.Tune.HeldWait, why)
 }
 
 // heldWhy is the replay's note for a step that left n planned messages
@@ -317,10 +317,10 @@ func (rn *run) unfound(ctx context.Context, pick map[string]int, left *int, res 
 func (rn *run) heldWhy(n int) string {
 	if rn.own.heldLanded {
 		return fmt.Sprintf("%d planned message(s) were not found in %s, and for longer than %s messages its whole reads had not seen kept reaching it (given back by %s, or new dead letters): not sent, still planned; resume to look again",
-			n, rn.r.DLQ, rn.s.cfg.HeldWait, rn.own.heldNote)
+			n, rn.r.DLQ, rn.s.cfg.Tune.HeldWait, rn.own.heldNote)
 	}
 	return fmt.Sprintf("%d planned message(s) were held unacked by %s for longer than %s: not sent, still planned; resume when it lets go",
-		n, rn.own.heldNote, rn.s.cfg.HeldWait)
+		n, rn.own.heldNote, rn.s.cfg.Tune.HeldWait)
 }
 
 // missing books what is left of pick as missing: gone from the DLQ.

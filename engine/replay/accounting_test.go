@@ -254,7 +254,7 @@ func TestMessagesGoneAreMissingAndTheReplayDoesNotFinish(t *testing.T) {
 func TestHeldElsewhereStaysPlanned(t *testing.T) {
 	t.Parallel()
 	cfg := fast
-	cfg.HeldWait = time.Hour
+	cfg.Tune.HeldWait = time.Hour
 	clock := &shiftClock{}
 	te := newTapEnv(t, testkit.Rabbit3, cfg, func(d *replay.Deps) { d.Clock = clock })
 	e := &te.env

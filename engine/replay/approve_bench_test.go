@@ -14,6 +14,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/internal/tune"
 	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/store"
@@ -115,7 +116,7 @@ func processCPU() time.Duration {
 // consumer, by both paths in the same run: the approval that proves from
 // the broker's counts that nothing previewed left the DLQ (issue 23, no
 // read), and the approval that reads the whole DLQ to compare it
-// (Config.CompareAlways, the path before). Each approval comes after the
+// (Config.Tune.CompareAlways, the path before). Each approval comes after the
 // management statistics caught up with its preview (as a person's click
 // does; with DLQBOT_BENCH_APPROVE_AT_ONCE=1, the moment the preview
 // returns, its give-backs still landing); its first step is 10 copies,
@@ -146,7 +147,7 @@ func BenchmarkApproveToFirstCopy(b *testing.B) {
 	r.WaitCount(dlq, n, time.Minute+time.Duration(n/500)*time.Second)
 	var got atomic.Int64
 	r.Consume(target, func(amqp.Delivery) string { got.Add(1); return "ack" })
-	old, err := replay.New(replay.Config{CompareAlways: true}, deps)
+	old, err := replay.New(replay.Config{Tune: tune.Knobs{CompareAlways: true}}, deps)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func TestApprovalBoundToTheConfirmedChanges(t *testing.T) {
 	// sample StatsLag newer than its read before it believes it gone; the
 	// message here is really gone, so a short lag only saves time.
 	cfg := fast
-	cfg.StatsLag = time.Second
+	cfg.Tune.StatsLag = time.Second
 	e := newEnv(t, cfg)
 	r := e.rabbit
 	const n = 10

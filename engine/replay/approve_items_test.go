@@ -12,7 +12,7 @@ import (
 )
 
 // TestApprovalLoadsItemsPastItsFirstWhenItMust: an approval loads only
-// the first items of its preview (the ones it owns, Config.OwnAtApproval)
+// the first items of its preview (the ones it owns, Config.Tune.OwnAtApproval)
 // unless a step of it needs them all. Replay A is approved for the last
 // 100 of a DLQ of 5,000 and paused before it runs, so it owns its first
 // ten of them, far past the first chunk of B's preview of the whole DLQ.
@@ -23,7 +23,7 @@ func TestApprovalLoadsItemsPastItsFirstWhenItMust(t *testing.T) {
 	t.Parallel()
 	const n, tail, ownAt = 5000, 100, 10
 	cfg := fast
-	cfg.OwnAtApproval, cfg.ListRows = ownAt, n
+	cfg.Tune.OwnAtApproval, cfg.Tune.ListRows = ownAt, n
 	e := newEnvOn(t, cfg, testkit.Rabbit3)
 	r := e.rabbit
 	src, dlq := r.DeadLetteredAs(nil, n, 100)

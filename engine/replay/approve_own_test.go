@@ -23,7 +23,7 @@ import (
 // those ("taken over by r_B"). Either way A resumed finishes, and the
 // consumer received every message exactly once. Decided on the consumer
 // and the DLQ. The same holds when A's approval owned only its first ten
-// messages and A's run owned the rest (Config.OwnAtApproval).
+// messages and A's run owned the rest (Config.Tune.OwnAtApproval).
 func TestPausedReplayKeepsWhatItOwns(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -47,7 +47,7 @@ func TestPausedReplayKeepsWhatItOwns(t *testing.T) {
 }
 
 // pausedOwner is one case of TestPausedReplayKeepsWhatItOwns; ownAt, when
-// not 0, is Config.OwnAtApproval: A's approval owns only its first ownAt
+// not 0, is Config.Tune.OwnAtApproval: A's approval owns only its first ownAt
 // messages and A's run owns the rest beside its first step.
 func pausedOwner(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, takeOver bool, ownAt int) {
 	onlyA, both, onlyB := 50, 100, 100
@@ -56,7 +56,7 @@ func pausedOwner(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, takeOver b
 		dlqArgs = testkit.Quorum(amqp.Table{"x-delivery-limit": 200})
 	}
 	cfg := fast
-	cfg.OwnAtApproval = ownAt
+	cfg.Tune.OwnAtApproval = ownAt
 	e := newEnvOn(t, cfg, on)
 	r := e.rabbit
 	src, dlq := r.DeadLetteredAs(dlqArgs, n, 100)

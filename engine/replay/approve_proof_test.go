@@ -36,7 +36,7 @@ func TestApprovalOfUnchangedPreviewReadsNothing(t *testing.T) {
 			everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 				n := 1000
 				cfg := fast
-				cfg.ProofFrom = 1 // the proof at 1,000 (by default a DLQ this small is compared)
+				cfg.Tune.ProofFrom = 1 // the proof at 1,000 (by default a DLQ this small is compared)
 				e := newEnvOn(t, cfg, on)
 				src, dlq := e.rabbit.DeadLetteredAs(dlqArgs, n, 100)
 				rec := &recorder{}

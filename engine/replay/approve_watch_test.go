@@ -41,7 +41,7 @@ func TestApprovalByWatchNeedsNoStatistics(t *testing.T) {
 				ctx := context.Background()
 				n := 300
 				cfg := fast
-				cfg.ProofFrom = 1
+				cfg.Tune.ProofFrom = 1
 				// No management statistics: only the watch can prove.
 				e := newEnvTuned(t, cfg, on, func(d *replay.Deps) { d.Counters = testkit.CountersOff{} })
 				r := e.rabbit

@@ -104,7 +104,7 @@ func TestReadBudgetStopsAndResumesOnceRaised(t *testing.T) {
 		// look for returns, as the preview's budget counts: with one, the
 		// replay reads it once and finds returns at its tail.
 		cfg := fast
-		cfg.CursorHold = -1
+		cfg.Tune.CursorHold = -1
 		e := newEnvOn(t, cfg, on)
 		r := e.rabbit
 		src, dlq := testkit.Name("src"), testkit.Name("dlq")

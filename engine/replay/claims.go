@@ -167,7 +167,7 @@ func (ow *ownership) readDuring(ctx context.Context, since time.Time) bool {
 // readerSlice is how long a step looking for its picked messages waits
 // for a quiet DLQ before it looks at who holds them.
 func (ow *ownership) readerSlice() time.Duration {
-	return min(ow.s.cfg.HeldWait, 2*ow.s.cfg.StatsLag)
+	return min(ow.s.cfg.Tune.HeldWait, 2*ow.s.cfg.Tune.StatsLag)
 }
 
 // readerWait decides, after a wait for a quiet DLQ ended without one,
@@ -175,7 +175,7 @@ func (ow *ownership) readerSlice() time.Duration {
 // dlqbot replay reads the DLQ (liveReaders), its reader can hold this
 // step's picks unacked while it scans for its own, however often: that is
 // never "held by another client". The step then keeps waiting for as long
-// as such a reader exists and Config.HeldWait after the last one was seen
+// as such a reader exists and Config.Tune.HeldWait after the last one was seen
 // (deadline moves), and reads again (again) once a slice with some jitter
 // passed since its last pass, so two replays reading at once do not keep
 // meeting. Those picks are this step's (it claimed them): the other
@@ -198,7 +198,7 @@ func (ow *ownership) readerWait(ctx context.Context, deadline *time.Time, passEn
 			ow.sawReaders = append(ow.sawReaders, id)
 		}
 	}
-	*deadline = now.Add(ow.s.cfg.HeldWait)
+	*deadline = now.Add(ow.s.cfg.Tune.HeldWait)
 	jitter := time.Duration(mrand.Int64N(int64(ow.readerSlice()) + 1))
 	return now.Sub(passEnd) >= ow.readerSlice()+jitter, true
 }

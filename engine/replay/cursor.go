@@ -16,7 +16,7 @@ const cursorRefillWait = 10 * time.Second
 // cursorMover is the mover's cursor support, if the run may use it now.
 func (rn *run) cursorMover() (engine.CursorMover, bool) {
 	cm, ok := rn.s.d.Mover.(engine.CursorMover)
-	if !ok || rn.s.cfg.CursorHold < 0 || rn.rec.resending || rn.ret.mode == engine.ReturnsReread && rn.beside {
+	if !ok || rn.s.cfg.Tune.CursorHold < 0 || rn.rec.resending || rn.ret.mode == engine.ReturnsReread && rn.beside {
 		return nil, false
 	}
 	return cm, true
@@ -84,10 +84,10 @@ func (rn *run) boundCursor(ctx context.Context) {
 	switch {
 	case rn.own.replaysReading(ctx):
 		rn.releaseCursor("another dlqbot replay sends from the DLQ")
-	case rn.cur.Held() > engine.HoldBound(rn.s.cfg.CursorHold, rn.plan.Reach):
-		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", engine.HoldBound(rn.s.cfg.CursorHold, rn.plan.Reach)))
-	case age+rn.r.Params.Timeout > rn.s.cfg.CursorAge:
-		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.cfg.CursorAge))
+	case rn.cur.Held() > engine.HoldBound(rn.s.cfg.Tune.CursorHold, rn.plan.Reach):
+		rn.releaseCursor(fmt.Sprintf("it holds more than %d messages", engine.HoldBound(rn.s.cfg.Tune.CursorHold, rn.plan.Reach)))
+	case age+rn.r.Params.Timeout > rn.s.cfg.Tune.CursorAge:
+		rn.releaseCursor(fmt.Sprintf("it would be open longer than %s", rn.s.cfg.Tune.CursorAge))
 	case rn.cur.Done() && !rn.wantsHeld() && !rn.ret.tailing():
 		rn.releaseCursor("its read ended")
 	default:

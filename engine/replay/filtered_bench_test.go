@@ -51,7 +51,7 @@ func BenchmarkFilteredReplay(b *testing.B) {
 	on := testkit.Rabbit3
 	on.Require(b)
 	cfg := fast
-	cfg.StepChunk = 0 // the product's chunk: the tests' small one exercises chunking, at a round trip per 64 copies
+	cfg.Tune.StepChunk = 0 // the product's chunk: the tests' small one exercises chunking, at a round trip per 64 copies
 	if os.Getenv("DLQBOT_BENCH_DEFAULTS") != "" {
 		cfg = replay.Config{} // the product's settle grace and polls
 	}

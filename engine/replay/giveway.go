@@ -22,7 +22,7 @@ import (
 // connection) and, when there is one, stops publishing (errGiveWay). The
 // pass then gives back everything the move held (the move's end, or the
 // cursor's release), waits until the replays it gave way to have stopped
-// seeking (giveWayFor: at most Config.HeldWait, the time a seeker waits
+// seeking (giveWayFor: at most Config.Tune.HeldWait, the time a seeker waits
 // for a holder, when the pass is paced; a seeker's read slice when it is
 // not, since its next move holds their picks only for moments), and moves
 // again for what is left of its picks, from the DLQ's head. The picks the
@@ -205,14 +205,14 @@ func addMoves(a, b engine.MoveResult) engine.MoveResult {
 }
 
 // giveWayFor is how long a step that gave way waits, at most, for the
-// replays it gave way to to stop seeking: Config.HeldWait for a paced
+// replays it gave way to to stop seeking: Config.Tune.HeldWait for a paced
 // pass, whose next move would hold their picks again for as long as it
 // sends; giveWayWait for an unpaced one, whose move holds them for
 // moments, and a seeker still seeking after that is not waiting for it
 // (its own pass sending paced, say).
 func (ow *ownership) giveWayFor() time.Duration {
 	if ow.passPaced {
-		return ow.s.cfg.HeldWait
+		return ow.s.cfg.Tune.HeldWait
 	}
 	return ow.giveWayWait()
 }

@@ -167,7 +167,7 @@ func expectOnce(t *testing.T, r *testkit.Rabbit, rep engine.Replay, n int, dlq s
 func TestGoneWhileTheDLQKeepsFillingIsNotCalledMissing(t *testing.T) {
 	t.Parallel()
 	cfg := fast
-	cfg.HeldWait = 20 * time.Second // past two statistics samples: quiet moments come, and reads follow them
+	cfg.Tune.HeldWait = 20 * time.Second // past two statistics samples: quiet moments come, and reads follow them
 	e := newEnv(t, cfg)
 	r := e.rabbit
 	src, dlq := r.DeadLettered(30, 100)

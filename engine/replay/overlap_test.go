@@ -208,7 +208,7 @@ func TestASettlingCursorGivesWayToAnotherReplay(t *testing.T) {
 	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) { // classic on one broker (testkit.ClassicOn)
 		const half = 100
 		cfg := fast
-		cfg.SettleGrace, cfg.HeldWait = 25*time.Second, 4*time.Second
+		cfg.SettleGrace, cfg.Tune.HeldWait = 25*time.Second, 4*time.Second
 		cfg.Log = zerolog.New(testLog(t)).Level(zerolog.InfoLevel) // the cursor's releases and why
 		ev := &events{}
 		// Without the target's counters no step is proven settled early:

@@ -9,6 +9,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/internal/tune"
 	"github.com/stroma/dlqbot/engine/replay"
 )
 
@@ -19,7 +20,7 @@ import (
 // the extra copy of messages it does not list.
 func TestPreviewListsFirstRowsButCountsAll(t *testing.T) {
 	t.Parallel()
-	full, short := newEnv(t, replay.Config{}), newEnv(t, replay.Config{ListRows: 2})
+	full, short := newEnv(t, replay.Config{}), newEnv(t, replay.Config{Tune: tune.Knobs{ListRows: 2}})
 	r := full.rabbit
 	src, dlq := r.DeadLettered(5, 100)
 	ds := snapshot(t, r, dlq, 5)

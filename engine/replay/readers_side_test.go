@@ -236,7 +236,7 @@ func TestAReplayWaitsForAPreviewsReadAsLongAsItLasts(t *testing.T) {
 	t.Parallel()
 	const n = 50
 	cfg := fast
-	cfg.HeldWait, cfg.LeaseTTL = 4*time.Second, 4*time.Second
+	cfg.Tune.HeldWait, cfg.LeaseTTL = 4*time.Second, 4*time.Second
 	hs := &holdingScan{holding: make(chan struct{}), release: make(chan struct{})}
 	e := newEnvTuned(t, cfg, testkit.Rabbit3, func(d *replay.Deps) { hs.Broker = d.Broker; d.Broker = hs })
 	r := e.rabbit

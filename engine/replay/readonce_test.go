@@ -59,7 +59,7 @@ func fillFilteredVia(t testing.TB, on testkit.Broker, dlqArgs amqp.Table, n int,
 	cfg := base
 	cfg.LeaseTTL = 15 * time.Second
 	// The approval's proof at 5,000 too (by default a DLQ this small is compared).
-	cfg.ProofFrom = 1
+	cfg.Tune.ProofFrom = 1
 	cfg.Log = zerolog.New(testLog(t)).Level(zerolog.InfoLevel) // the cursor's opens and releases, why it read the DLQ
 	e := newEnvOn(t, cfg, on)
 	r := e.rabbit
@@ -233,7 +233,7 @@ func (f *filtered) replayTenth(t *testing.T) {
 // DLQ, each on one of RabbitMQ 3.10, 4.0 and 4.3 (all with
 // DLQBOT_CLASSIC_ALL=1): at most twice the DLQ's size in
 // deliveries over the preview and the replay (with every step reading the
-// DLQ from its head to its picks, Config.CursorHold −1, the replay alone
+// DLQ from its head to its picks, Config.Tune.CursorHold −1, the replay alone
 // took 14,540 on 3.10 classic, 2.9 times the DLQ).
 func TestFilteredReplayReadsTheDLQOnce(t *testing.T) {
 	t.Parallel()

@@ -30,7 +30,7 @@ import (
 // meet them, never sent again (resume_acks.go): acking them loses nothing,
 // their copies were confirmed.
 //
-// The read waits for a quiet DLQ for up to Config.HeldWait, marked seeking
+// The read waits for a quiet DLQ for up to Config.Tune.HeldWait, marked seeking
 // meanwhile, so that another dlqbot replay's step gives back what its read
 // holds (giveway.go); when it cannot be made (the broker away, its read
 // budget too low, other readers),
@@ -56,7 +56,7 @@ func (rc *recovery) reconcile(ctx context.Context) (ok bool, err error) {
 		return true, nil
 	}
 	clock := rc.s.d.Clock
-	deadline := clock.Now().Add(rc.s.cfg.HeldWait)
+	deadline := clock.Now().Add(rc.s.cfg.Tune.HeldWait)
 	stop := func() error { return rc.rn.stopCause(ctx) }
 	// The wait and the read seek, to other replays: a replay whose step
 	// holds messages of the DLQ gives them back (giveway.go) rather than

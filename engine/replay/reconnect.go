@@ -11,7 +11,7 @@ import (
 
 // rejoin decides whether a step that failed with err goes on after a lost
 // node: for a paced replay whose connection was lost it waits (up to
-// Config.Reconnect) for the broker and for the messages held through the
+// Config.Tune.Reconnect) for the broker and for the messages held through the
 // lost node, and returns nil when the run goes on — also when a pause,
 // cancel or shutdown came meanwhile, which the loop then acts on. Any other
 // error, and a wait that ran out, is returned for halt (the replay stops,
@@ -19,7 +19,7 @@ import (
 func (rc *recovery) rejoin(ctx context.Context, err error) error {
 	var lost *engine.NodeLostError
 	rc.markLost(err)
-	if rc.s.cfg.Reconnect < 0 || rc.rn.r.Params.Rate <= 0 || !errors.As(err, &lost) {
+	if rc.s.cfg.Tune.Reconnect < 0 || rc.rn.r.Params.Rate <= 0 || !errors.As(err, &lost) {
 		if !errors.Is(err, engine.ErrBrokerUnavailable) || errors.Is(err, engine.ErrManagementDown) || rc.rn.stopCause(ctx) != nil {
 			return err
 		}
@@ -32,9 +32,9 @@ func (rc *recovery) rejoin(ctx context.Context, err error) error {
 		return fmt.Errorf("%w; %s", err, rc.lossNote())
 	}
 	since := rc.s.d.Clock.Now()
-	deadline := since.Add(rc.s.cfg.Reconnect)
+	deadline := since.Add(rc.s.cfg.Tune.Reconnect)
 	node := lost.Node
-	rc.wait(ctx, fmt.Sprintf("lost the broker connection through node %s; reconnecting through another node (up to %s)", node, rc.s.cfg.Reconnect))
+	rc.wait(ctx, fmt.Sprintf("lost the broker connection through node %s; reconnecting through another node (up to %s)", node, rc.s.cfg.Tune.Reconnect))
 	held := -1
 	for {
 		if rc.rn.stopCause(ctx) != nil {
@@ -71,9 +71,9 @@ func (rc *recovery) rejoin(ctx context.Context, err error) error {
 		}
 		if rc.s.d.Clock.Now().After(deadline) {
 			if werr != nil {
-				return fmt.Errorf("%w; the broker did not answer through another node within %s; %s", err, rc.s.cfg.Reconnect, rc.lossNote())
+				return fmt.Errorf("%w; the broker did not answer through another node within %s; %s", err, rc.s.cfg.Tune.Reconnect, rc.lossNote())
 			}
-			return fmt.Errorf("%w; waited %s for the messages held through node %s (still %d unacknowledged in %s); resume once it is back; %s", err, rc.s.cfg.Reconnect, node, max(held, 0), rc.dlq, rc.lossNote())
+			return fmt.Errorf("%w; waited %s for the messages held through node %s (still %d unacknowledged in %s); resume once it is back; %s", err, rc.s.cfg.Tune.Reconnect, node, max(held, 0), rc.dlq, rc.lossNote())
 		}
 		select {
 		case <-ctx.Done():
@@ -99,7 +99,7 @@ func (rc *recovery) heldThrough(ctx context.Context, since time.Time) (quiet boo
 	if err != nil {
 		return false, 0, err
 	}
-	fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(rc.s.cfg.StatsLag))
+	fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(rc.s.cfg.Tune.StatsLag))
 	return fresh && st.Consumers == 0 && cs.Unacked == 0 && cs.Consumers == 0, cs.Unacked, nil
 }
 

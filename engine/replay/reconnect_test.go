@@ -20,7 +20,7 @@ import (
 
 // stopAtOnce is fast with Reconnect off: a paced replay stops at a lost
 // connection, as before clusters.
-var stopAtOnce = func() replay.Config { c := fast; c.Reconnect = -1; return c }()
+var stopAtOnce = func() replay.Config { c := fast; c.Tune.Reconnect = -1; return c }()
 
 // eventLog records a replay's events.
 type eventLog struct {

@@ -50,7 +50,7 @@ func (rn *run) markCount(parent context.Context) {
 	if rn.r.Unreconciled || (rn.r.Duplicates == 0 && rn.r.InDoubt == 0) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(parent, 4*rn.s.cfg.StatsLag)
+	ctx, cancel := context.WithTimeout(parent, 4*rn.s.cfg.Tune.StatsLag)
 	defer cancel()
 	m, ok := rn.freshMark(ctx, rn.hb.lost.Load)
 	if ok {
@@ -77,7 +77,7 @@ func (rn *run) unchangedSince(ctx context.Context, mark engine.CountMark, stop f
 func (rn *run) freshMark(ctx context.Context, stop func() bool) (m engine.CountMark, ok bool) {
 	clock := rn.s.d.Clock
 	since := clock.Now()
-	deadline := since.Add(3 * rn.s.cfg.StatsLag)
+	deadline := since.Add(3 * rn.s.cfg.Tune.StatsLag)
 	for {
 		st, err := rn.s.d.Broker.Inspect(ctx, rn.r.DLQ)
 		if err != nil || !st.Exists {
@@ -87,7 +87,7 @@ func (rn *run) freshMark(ctx context.Context, stop func() bool) (m engine.CountM
 		if err != nil {
 			return m, false
 		}
-		if !cs.SampledAt.IsZero() && !cs.Lapsed && cs.SampledAt.After(since.Add(rn.s.cfg.StatsLag)) {
+		if !cs.SampledAt.IsZero() && !cs.Lapsed && cs.SampledAt.After(since.Add(rn.s.cfg.Tune.StatsLag)) {
 			quiet := cs.Unacked == 0 && cs.Consumers == 0 && st.Consumers == 0 && cs.Ready == st.Ready
 			return engine.CountMark{Ready: st.Ready, Ack: cs.Ack, SampledAt: cs.SampledAt}, quiet
 		}

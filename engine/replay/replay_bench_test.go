@@ -47,9 +47,9 @@ import (
 //
 //	DLQBOT_BENCH_REPLAY_MESSAGES=1000000 go test ./engine -run '^$' -bench BenchmarkWholeReplay -benchtime 1x -timeout 150m
 //
-// DLQBOT_BENCH_WINDOW=<n> sets dlqbot's confirm window (Config.Window;
+// DLQBOT_BENCH_WINDOW=<n> sets dlqbot's confirm window (Config.Tune.Window;
 // default 500) to see what a wider one buys, and DLQBOT_BENCH_CHUNK=<n> its
-// chunk (Config.StepChunk; default engine.DefaultStepChunk). DLQBOT_BENCH_LOG=1 writes the engine's log to stderr. DLQBOT_BENCH_BROKER=rabbit4 runs it on RabbitMQ 4 and
+// chunk (Config.Tune.StepChunk; default engine.DefaultStepChunk). DLQBOT_BENCH_LOG=1 writes the engine's log to stderr. DLQBOT_BENCH_BROKER=rabbit4 runs it on RabbitMQ 4 and
 // DLQBOT_BENCH_QUEUE=quorum on quorum DLQs (default: RabbitMQ 3.10, classic).
 func BenchmarkWholeReplay(b *testing.B) {
 	n := benchEnvInt(b, "DLQBOT_BENCH_REPLAY_MESSAGES", 100000)
@@ -64,10 +64,10 @@ func BenchmarkWholeReplay(b *testing.B) {
 	on.Require(b)
 	var cfg replay.Config
 	if w := os.Getenv("DLQBOT_BENCH_WINDOW"); w != "" {
-		cfg.Window, _ = strconv.Atoi(w)
+		cfg.Tune.Window, _ = strconv.Atoi(w)
 	}
 	if c := os.Getenv("DLQBOT_BENCH_CHUNK"); c != "" {
-		cfg.StepChunk, _ = strconv.Atoi(c)
+		cfg.Tune.StepChunk, _ = strconv.Atoi(c)
 	}
 	if os.Getenv("DLQBOT_BENCH_LOG") != "" {
 		cfg.Log = zerolog.New(os.Stderr).Level(zerolog.InfoLevel) // the cursor's opens and releases, warnings

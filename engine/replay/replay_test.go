@@ -12,6 +12,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/internal/tune"
 	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
@@ -22,7 +23,7 @@ import (
 // StepChunk is small so that every step larger than 64 copies in the tests
 // (one step of a few hundred, the later canary steps) is sent in chunks,
 // as a step of more than 10,000 is by default.
-var fast = replay.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond, ControlPoll: 50 * time.Millisecond, LeaseTTL: 15 * time.Second, StepChunk: 64}
+var fast = replay.Config{SettleGrace: 300 * time.Millisecond, SettlePoll: 50 * time.Millisecond, ControlPoll: 50 * time.Millisecond, LeaseTTL: 15 * time.Second, Tune: tune.Knobs{StepChunk: 64}}
 
 // oneStep sends everything in one unpaced step.
 var oneStep = engine.Params{Step: 100000, Cap: 100000, Rate: -1, Timeout: 20 * time.Second}

@@ -179,10 +179,10 @@ func (rc *recovery) ackRead(ctx context.Context) (again, ok bool) {
 }
 
 // inspectDLQ inspects the DLQ, again while the broker does not answer, up
-// to Config.HeldWait: the acks are the last thing between a replay and
+// to Config.Tune.HeldWait: the acks are the last thing between a replay and
 // "finished", and one slow answer must not leave them to a resume.
 func (rc *recovery) inspectDLQ(ctx context.Context) (engine.QueueInfo, error) {
-	deadline := rc.s.d.Clock.Now().Add(rc.s.cfg.HeldWait)
+	deadline := rc.s.d.Clock.Now().Add(rc.s.cfg.Tune.HeldWait)
 	for {
 		st, err := rc.s.d.Broker.Inspect(ctx, rc.dlq)
 		if err == nil || ctx.Err() != nil || !rc.s.d.Clock.Now().Before(deadline) {

@@ -289,7 +289,7 @@ func (jg *judge) observe(ctx context.Context, w *targetWatch) {
 		// The baseline must come from a sample taken after the confirm
 		// (by its timestamp, else by its publish counter), or the
 		// watermark would be early.
-		fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(w.confirmed.Add(jg.s.cfg.StatsLag)) &&
+		fresh := !cs.SampledAt.IsZero() && cs.SampledAt.After(w.confirmed.Add(jg.s.cfg.Tune.StatsLag)) &&
 			(w.publish0 < 0 || cs.Publish >= w.publish0+int64(w.sent))
 		if fresh {
 			w.deliver1 = cs.DeliverGet

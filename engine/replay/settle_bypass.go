@@ -63,12 +63,12 @@ func (rf *returnsFinder) bypassBaseline(ctx context.Context, patient bool) {
 
 // bypassDue reports whether a step's final look checks for a bypass now:
 // a canary step, the run's last judgement (patient), or
-// Config.BypassEvery since the baseline.
+// Config.Tune.BypassEvery since the baseline.
 func (rf *returnsFinder) bypassDue(look *returnsLook, patient bool) bool {
 	if rf.bp.ready0 < 0 {
 		return false
 	}
-	return patient || look.canary || rf.s.d.Clock.Now().Sub(rf.bp.at) >= rf.s.cfg.BypassEvery
+	return patient || look.canary || rf.s.d.Clock.Now().Sub(rf.bp.at) >= rf.s.cfg.Tune.BypassEvery
 }
 
 // stableReady is the classic DLQ's ready count once it holds still (two
@@ -149,7 +149,7 @@ func (rf *returnsFinder) checkBypass(ctx context.Context, look *returnsLook) err
 		// Returns may be among what the read could not see: nothing is
 		// concluded. The baseline's counts stand, so the next due check
 		// sees the growth again (due from now: a client that holds
-		// messages for long costs a read per Config.BypassEvery, not per
+		// messages for long costs a read per Config.Tune.BypassEvery, not per
 		// step); the run's last judgement cannot end on a claim nobody
 		// checked.
 		rf.bp.at = rf.s.d.Clock.Now()

@@ -17,7 +17,7 @@ var errTripped = errors.New("copies of this replay came back to the DLQ while th
 // replay that finds returns through its tap, past the canary phase (the
 // step before p already had the cap's size, so the first step at the cap
 // is judged before the next sends), when p sent all it planned and the
-// plan has more, unless Config.StrictSteps. Then at most one unjudged
+// plan has more, unless Config.Tune.StrictSteps. Then at most one unjudged
 // step is outstanding beside the one sending, and each is at most the
 // cap: no more than twice the cap go out before a failure is seen.
 func (jg *judge) mayOverlap(p *sentStep) bool {
@@ -25,7 +25,7 @@ func (jg *judge) mayOverlap(p *sentStep) bool {
 	if p.rejudge != nil {
 		return false // an earlier run's step: judged before anything is sent
 	}
-	if jg.s.cfg.StrictSteps || prm.Rate > 0 || jg.rn.ret.mode != engine.ReturnsTap || jg.rn.rec.resending || jg.rn.rec.rs.left() > 0 {
+	if jg.s.cfg.Tune.StrictSteps || prm.Rate > 0 || jg.rn.ret.mode != engine.ReturnsTap || jg.rn.rec.resending || jg.rn.rec.rs.left() > 0 {
 		return false
 	}
 	if p.res.Step < 2 || jg.canary(p.res.Step-1) {

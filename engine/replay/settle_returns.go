@@ -23,7 +23,7 @@ type returnsLook struct {
 	// or it saw returns (the run then stops), and its bypass check is
 	// patient (lastLookPatience): no later step would make up for a
 	// skipped one. canary is set when the step is smaller than the cap
-	// (the canary phase): its bypass check is never put off (Config.BypassEvery).
+	// (the canary phase): its bypass check is never put off (Config.Tune.BypassEvery).
 	alone  bool
 	before int
 	canary bool

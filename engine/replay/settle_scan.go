@@ -48,7 +48,7 @@ const scanRetry = 2 * time.Second
 // SettlePoll, so that one of them reads alone. A patient read (the last
 // look, within lastLookPatience or more) cut short while another dlqbot
 // read marked the DLQ (a replay's, a preview's, a check's: readDuring) is
-// tried for as long as a step waits for a holder (Config.HeldWait): such a
+// tried for as long as a step waits for a holder (Config.Tune.HeldWait): such a
 // read lets go within its step or its scan, unlike an unknown client's.
 func (rf *returnsFinder) scanWhole(ctx context.Context, within time.Duration, begin func(), visit func(letter.Message) error) (engine.Coverage, error) {
 	clock := rf.s.d.Clock
@@ -66,7 +66,7 @@ func (rf *returnsFinder) scanWhole(ctx context.Context, within time.Duration, be
 		}
 		took := clock.Now().Sub(began)
 		if within >= lastLookPatience && rf.rn.own.readDuring(ctx, began) {
-			deadline = later(deadline, start.Add(rf.s.cfg.HeldWait))
+			deadline = later(deadline, start.Add(rf.s.cfg.Tune.HeldWait))
 		}
 		if rs := rf.replayReaders(ctx); len(rs) > 0 {
 			rf.scanReplays = rs

@@ -141,7 +141,7 @@ func (rf *returnsFinder) readOnToTail(ctx context.Context) bool {
 		Pick: func(m engine.Message) (engine.Pick, bool) {
 			return engine.Pick{Later: !rf.rn.rec.resending && rf.rn.plan.LeftOf(rf.s.base.ParseMeta(rf.dlq, m).ID) > 0}, false
 		},
-		Window: rf.s.cfg.Window,
+		Window: rf.s.cfg.Tune.Window,
 	})
 	if err != nil {
 		rf.rn.own.doneReading(ctx) // the cursor was released

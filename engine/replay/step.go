@@ -136,7 +136,7 @@ func (rn *run) pickFirst(ctx context.Context, k, size int) (pick map[string]int,
 		return rn.rec.rs.Next(size), nil, nil
 	}
 	// walk is the step's walk over the plan, sent in chunks of at most
-	// Config.StepChunk picks (nil for a resend: one pick).
+	// Config.Tune.StepChunk picks (nil for a resend: one pick).
 	for {
 		if walk == nil || walk.Done {
 			walk = rn.plan.Start(size, k == 1)
@@ -217,11 +217,11 @@ func (rn *run) sendChunks(ctx context.Context, pick map[string]int, walk *engine
 	}
 }
 
-// claimChunk picks walk's next chunk (Config.StepChunk copies, when the
+// claimChunk picks walk's next chunk (Config.Tune.StepChunk copies, when the
 // step reads through the cursor) and claims it: what another replay holds
 // is taken out of the pick and (when planned is set) of *planned.
 func (rn *run) claimChunk(ctx context.Context, walk *engine.StepWalk, planned *int) (map[string]int, error) {
-	chunk := rn.s.cfg.StepChunk
+	chunk := rn.s.cfg.Tune.StepChunk
 	if _, ok := rn.cursorMover(); !ok {
 		// Without a cursor each move reads the DLQ from its head and gives
 		// back what it passed: a chunk would be one more read (and on a

@@ -49,7 +49,7 @@ func TestLargeStepIsSentInChunks(t *testing.T) {
 			t.Parallel()
 			everyDLQKindOn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 				cfg := fast
-				cfg.StepChunk = chunk
+				cfg.Tune.StepChunk = chunk
 				var cc *claimCounter
 				ev := &events{}
 				tune := func(d *replay.Deps) {
@@ -109,7 +109,7 @@ func TestConnectionLostInAChunkedStep(t *testing.T) {
 	everyDLQKindOn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		const n = 3000
 		cfg := fast
-		cfg.Reconnect = -1 // stops at the loss, as an unpaced replay does by default
+		cfg.Tune.Reconnect = -1 // stops at the loss, as an unpaced replay does by default
 		f := newTappedFaultRun(t, on, dlqArgs, n, cfg)
 		id, rep := f.breakOneStep(t, n, 60*time.Second)
 		t.Logf("after the fault: state %s, step %d, sent %d, in doubt %d, duplicates %d: %s", rep.State, rep.Step, rep.Sent, rep.InDoubt, rep.Duplicates, rep.Note)

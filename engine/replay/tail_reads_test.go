@@ -70,7 +70,7 @@ func TestDefaultExchangeReplayReadsEachMessageAtMostTwice(t *testing.T) {
 		const n, selected = 1000, 100
 		ctx := context.Background()
 		cfg := fast
-		cfg.ProofFrom = 1 // the approval proves from the broker's counts, reading nothing
+		cfg.Tune.ProofFrom = 1 // the approval proves from the broker's counts, reading nothing
 		cfg.Log = zerolog.New(testLog(t)).Level(zerolog.InfoLevel)
 		e := newEnvOn(t, cfg, on)
 		r := e.rabbit

@@ -16,7 +16,7 @@ import (
 )
 
 // Past the canary phase the tap-bypass check is made every
-// Config.BypassEvery, not at every step (settle_bypass.go): a consumer
+// Config.Tune.BypassEvery, not at every step (settle_bypass.go): a consumer
 // that starts publishing its failures straight to the DLQ, past the tap,
 // only once the steps have reached the cap must still stop the replay
 // before it has sent everything, and the bot's counts must be the DLQ's.
@@ -27,7 +27,7 @@ func TestABypassBegunPastTheCanaryPhaseStopsTheReplay(t *testing.T) {
 	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, b testkit.Broker) {
 		t.Parallel()
 		cfg := fast
-		cfg.BypassEvery = time.Second
+		cfg.Tune.BypassEvery = time.Second
 		e := newTapEnv(t, b, cfg, nil)
 		r := e.rabbit
 		src, dlq := testkit.Name("src"), testkit.Name("dlq")

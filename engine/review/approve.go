@@ -23,7 +23,7 @@ func (s *Service) Compare(ctx context.Context, token string) (engine.Frozen, []e
 
 // compare is Compare, wording the overlap with other replays for an
 // approval that takes it over (takeOver: f then holds every previewed
-// item) or not (the first Config.OwnAtApproval or more); lapsed are the
+// item) or not (the first Config.Tune.OwnAtApproval or more); lapsed are the
 // replays that own previewed messages but ended (their ownership lapses).
 func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f engine.Frozen, changes []engine.Change, lapsed []string, err error) {
 	defer func() {
@@ -31,7 +31,7 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f e
 			changes, lapsed = nil, nil
 		}
 	}()
-	first := s.cfg.OwnAtApproval
+	first := s.cfg.Tune.OwnAtApproval
 	if takeOver {
 		first = -1 // a take-over owns every id at once (approve_own.go)
 	}
@@ -48,7 +48,7 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f e
 	others := s.othersAsync(ctx, f, items)
 	// The DLQ is read only when the broker cannot prove that no previewed
 	// message left it (package proof).
-	if s.cfg.CompareAlways || !s.prover.Prove(ctx, proofPreview(f)) {
+	if s.cfg.Tune.CompareAlways || !s.prover.Prove(ctx, proofPreview(f)) {
 		<-others
 		all, err := items.load(ctx)
 		if err != nil {
@@ -147,7 +147,7 @@ func goneChanges(dlq string, want, found map[string]int, cov engine.Coverage, he
 // findPreviewed scans dlq for the previewed ids (want: id → copies) and
 // counts those found. When some are not found, the scan proves nothing
 // until the broker reports no other client holding messages of the DLQ:
-// it waits for that (bounded by twice Config.StatsLag) and scans once
+// it waits for that (bounded by twice Config.Tune.StatsLag) and scans once
 // more, so messages another reader held or just gave back are not
 // reported gone. It does not wait for a dlqbot replay's read (held names
 // the replays): a replay may hold them for as long as it runs.
@@ -180,7 +180,7 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 			break
 		}
 		end := s.d.Clock.Now()
-		if _, err := s.AwaitQuiet(ctx, "", dlq, end, end.Add(2*s.cfg.StatsLag+5*time.Second), true, ctx.Err); err != nil {
+		if _, err := s.AwaitQuiet(ctx, "", dlq, end, end.Add(2*s.cfg.Tune.StatsLag+5*time.Second), true, ctx.Err); err != nil {
 			return nil, cov, nil, err
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 // An approval that the broker proves (package proof) and that no other
 // replay touched since the preview (the claims' summary) needs, of the
-// previewed items, only the first Config.OwnAtApproval, which it owns; its
+// previewed items, only the first Config.Tune.OwnAtApproval, which it owns; its
 // runs decode the rest. At 1,000,000 items decoding them all took most of
 // such an approval's time, so an approval loads the first ones with the
 // header (Tokens.LoadFirst) and all of them only when a step needs them:

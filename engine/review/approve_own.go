@@ -101,11 +101,11 @@ func heldByReplays(held map[string]engine.Claim, want map[string]int, takeOver b
 // own makes the approved replay r the owner of its previewed messages
 // that no other replay owns (with r.Params.TakeOver, also of those that
 // other replays own but neither sent nor are sending), and records in
-// r.TookOver what it took from whom. Past Config.OwnAtApproval it leaves the
+// r.TookOver what it took from whom. Past Config.Tune.OwnAtApproval it leaves the
 // rest to the runs (r.OwnFrom).
 func (s *Service) own(ctx context.Context, f engine.Frozen, r *engine.Replay, lapsed []string) error {
 	items := f.Items // the first OwnAtApproval or more, all of them for a take-over
-	if n := s.cfg.OwnAtApproval; !r.Params.TakeOver && max(f.Distinct, len(items)) > n {
+	if n := s.cfg.Tune.OwnAtApproval; !r.Params.TakeOver && max(f.Distinct, len(items)) > n {
 		items, r.OwnFrom = items[:min(n, len(items))], n
 	}
 	ids := make([]string, 0, len(items))

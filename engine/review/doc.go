@@ -5,7 +5,10 @@
 // (pause, resume, cancel). Its Service holds a Base: the configuration
 // and the ports (Config, Deps, New) and the helpers that package
 // engine/replay's Service shares to run the replays themselves; review
-// never sends a replay's copies.
+// never sends a replay's copies. Config holds what production and other
+// packages' tests set; its Tune (package engine/internal/tune's Knobs)
+// holds the knobs only the engine's own tests turn, which nothing outside
+// engine/ can set.
 //
 // New requires every port production always sets (Broker, Tokens,
 // Ledger, Replays, Leases, Mover, Counters, Consumers, Watches, Schedule,

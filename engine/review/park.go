@@ -38,7 +38,7 @@ func (s *Service) Park(ctx context.Context, replayID, by string) (engine.ParkRes
 			}
 			return engine.Pick{ID: meta.ID, Target: res.Queue}, true
 		},
-		Window: s.cfg.Window,
+		Window: s.cfg.Tune.Window,
 	})
 	// Copies the broker confirmed were moved, whether or not their
 	// originals could be acked; only refused copies were not.

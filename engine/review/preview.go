@@ -99,8 +99,8 @@ func (s *Service) previewScan(ctx context.Context, sel engine.Selection, request
 		// frozen is not.
 		view := meta
 		red.headers(m, &view)
-		if _, fresh := rows.Add(meta, v == engine.Parked); fresh && len(p.Messages) < s.cfg.ListRows {
-			if len(p.Messages) < s.cfg.Samples {
+		if _, fresh := rows.Add(meta, v == engine.Parked); fresh && len(p.Messages) < s.cfg.Tune.ListRows {
+			if len(p.Messages) < s.cfg.Tune.Samples {
 				view.Excerpt = red.excerpt(m, &view, s.cfg.ExcerptBytes)
 				view.Headers = red.shownHeaders(m)
 			}
@@ -265,11 +265,11 @@ func (s *Service) freeze(ctx context.Context, sel engine.Selection, p *engine.Pr
 		f.Targets = append(f.Targets, engine.TargetSnapshot{Queue: t.Queue, Exists: t.Exists, Consumers: t.Consumers, Messages: t.Messages,
 			ConsumersSinceFailure: t.ConsumersSinceFailure})
 	}
-	tok, err := s.d.Tokens.Save(ctx, f, s.cfg.TokenTTL)
+	tok, err := s.d.Tokens.Save(ctx, f, s.cfg.Tune.TokenTTL)
 	if err != nil {
 		return fmt.Errorf("engine: preview: save token: %w", err)
 	}
 	p.Token = tok
-	p.ExpiresAt = f.CreatedAt.Add(s.cfg.TokenTTL).UTC().Format(time.RFC3339)
+	p.ExpiresAt = f.CreatedAt.Add(s.cfg.Tune.TokenTTL).UTC().Format(time.RFC3339)
 	return nil
 }

@@ -11,11 +11,11 @@ import (
 func newProver(cfg Config, d Deps) *proof.Prover {
 	pd := proof.Deps{Clock: d.Clock, Broker: proofBroker{d.Broker}, Counters: proofCounters{d.Counters}, Watches: d.Watches}
 	return proof.New(proof.Config{
-		From:        cfg.ProofFrom,
-		StatsLag:    cfg.StatsLag,
-		Wait:        cfg.ProofWait,
+		From:        cfg.Tune.ProofFrom,
+		StatsLag:    cfg.Tune.StatsLag,
+		Wait:        cfg.Tune.ProofWait,
 		Poll:        cfg.SettlePoll,
-		TokenTTL:    cfg.TokenTTL,
+		TokenTTL:    cfg.Tune.TokenTTL,
 		Unsupported: engine.ErrUnsupported,
 		Log:         cfg.Log,
 	}, pd)

@@ -151,7 +151,7 @@ func (s *Service) heldByReplays(ctx context.Context, dlq string, since time.Time
 // awaitQuiet polls until no other client holds messages of dlq, as the
 // broker reports it: no consumer (passive declare, exact) and, when
 // strict, no unacknowledged message in a management sample that reflects
-// a moment after since (its statistics lag by Config.StatsLag). It
+// a moment after since (its statistics lag by Config.Tune.StatsLag). It
 // returns false when deadline passes first, or when stop (if set) says to
 // stop. A failed read of the management statistics counts as not quiet
 // (logged for replay, when set), except that a strict wait for a replay
@@ -181,7 +181,7 @@ func (s *Base) AwaitQuiet(ctx context.Context, replay, dlq string, since, deadli
 			}
 			if err != nil {
 				s.Warn(replay, dlq, "read dlq counters", err)
-			} else if !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
+			} else if !cs.SampledAt.IsZero() && cs.SampledAt.After(since.Add(s.cfg.Tune.StatsLag)) && cs.Unacked == 0 && cs.Consumers == 0 {
 				return true, nil
 			}
 		}

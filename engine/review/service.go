@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"github.com/rs/zerolog"
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/internal/tune"
 	"github.com/stroma/dlqbot/engine/letter"
 	"github.com/stroma/dlqbot/engine/proof"
 	"sync"
@@ -12,18 +13,9 @@ import (
 
 // Config tunes the engine. Zero values mean the documented defaults.
 type Config struct {
-	// TokenTTL is how long a preview token stays valid (default 24h).
-	TokenTTL time.Duration
-	// Samples is how many messages a preview shows with a payload excerpt
-	// (default 5).
-	Samples int
 	// ExcerptBytes is the longest payload excerpt (default 200 bytes;
 	// negative: no excerpt at all).
 	ExcerptBytes int
-	// ListRows is how many distinct messages a preview lists in full
-	// (Preview.Messages, default 20,000, the bot's attached list); the rest
-	// are only counted, so a preview of a million messages stays small.
-	ListRows int
 	// Vhost is the broker vhost the engine works in (default "/").
 	Vhost string
 	// LeaseTTL is how long a replay's lease lasts without a heartbeat
@@ -40,73 +32,6 @@ type Config struct {
 	// targets' counters prove sooner that every copy was delivered and
 	// acked (engine/replay/settle_proof.go).
 	SettleGrace time.Duration
-	// StrictSteps makes every step of every replay settle before the next
-	// one sends. By default (false) an unpaced replay that finds returns
-	// through its tap lets a step past the canary phase (the doubling
-	// steps up to the cap) settle while the next one sends, with at most
-	// one such step outstanding and a breaker that stops the sends on
-	// returns (engine/replay/settle_overlap.go; docs/design.md "How settling is judged"); paced replays and
-	// the canary phase always send, then settle.
-	StrictSteps bool
-	// BypassEvery is how long, past the canary phase, a run goes between
-	// checks that no return reaches the DLQ past its tap (default
-	// DefaultBypassEvery; engine/replay/settle_bypass.go). Canary steps and the run's
-	// last step are always checked.
-	BypassEvery time.Duration
-	// Window is the most unconfirmed publishes in flight (default 500).
-	Window int
-	// StepChunk is the most copies a step claims and moves at once
-	// (default DefaultStepChunk): a larger step (cap= the user chose) that
-	// reads the DLQ through its cursor is sent in chunks of its picks, one
-	// after the other over the same read, so that what a step holds in
-	// memory is bounded by the chunk, not the step. The step still settles
-	// once, as a whole. A step without a cursor (a resend, or
-	// CursorHold −1) is one move: each move would be a read of the DLQ.
-	StepChunk int
-	// StatsLag is how long after a step's confirm a management sample must
-	// be taken before its counters serve as a baseline: the broker's
-	// statistics interval plus a margin (default 6s, for RabbitMQ's 5s).
-	StatsLag time.Duration
-	// HeldWait bounds how long a step waits for another client holding
-	// messages of the DLQ to let go before it reports the planned messages
-	// it could not find as held elsewhere (default 60s).
-	HeldWait time.Duration
-	// CompareAlways makes every approval read the DLQ to compare it with
-	// the preview, even when the broker's counts prove nothing left it
-	// (package proof); default false. For benchmarks of the old path.
-	CompareAlways bool
-	// ProofWait is the most an approval waits for the DLQ's management
-	// statistics to catch up with its preview before it compares instead
-	// (package proof): default 2m. It waits no longer than twice the
-	// preview's read took (about what the compare costs), and at least
-	// three times StatsLag (the sample must be StatsLag newer than the
-	// approval's start).
-	ProofWait time.Duration
-	// OwnAtApproval is how many previewed messages an approval owns itself
-	// before it returns; its replay's runs own the rest beside their first
-	// steps (approve_own.go). Default 10,000.
-	OwnAtApproval int
-	// ProofFrom is the fewest messages a previewed DLQ holds for its
-	// approval to try the statistics' proof (package proof) instead of
-	// comparing: below it a compare reads the DLQ sooner than the proof's
-	// statistics catch up, and is exact where the proof has a blind spot
-	// (acks the statistics have not shown yet). A watch opens from
-	// proof.WatchFrom (20,000) or ProofFrom, whichever is fewer. Default
-	// 100,000.
-	ProofFrom int
-	// Reconnect bounds how long a paced replay that lost its broker
-	// connection (its node died or was restarted) waits for the broker
-	// through another node, and then for the messages its reader held
-	// through the lost one, before it stops, resumable (default 5m; see
-	// engine/replay/reconnect.go). Negative: stop at once, as an unpaced replay does.
-	Reconnect time.Duration
-	// CursorHold is the most messages a replay's cursor (one read of the
-	// DLQ across its steps, see engine/cursor.go) holds unacknowledged before it
-	// gives them back (default: DefaultCursorHold, or how deep the
-	// replay's preview read when that is more, so that the cursor never
-	// holds more than the preview's own read did; negative: no cursor,
-	// every step reads the DLQ from its head).
-	CursorHold int
 	// CanaryDepth is how deep, in messages from the DLQ's head, a replay's
 	// first step looks for failure classes (target × failure group): it
 	// holds one copy of every class whose first selected message lies
@@ -116,9 +41,6 @@ type Config struct {
 	// DefaultCanaryDepth (10,000, or the whole DLQ when it holds fewer);
 	// negative: the first step is just the first messages in DLQ order.
 	CanaryDepth int
-	// CursorAge is the longest a replay's cursor stays open (default
-	// DefaultCursorAge, half of RabbitMQ's default consumer_timeout).
-	CursorAge time.Duration
 	// FollowUps are when a finished or stopped replay is checked again
 	// (default DefaultFollowUps: +5m, +2h, +24h).
 	FollowUps []time.Duration
@@ -131,20 +53,14 @@ type Config struct {
 	// where known, a repeated one at most every 30s. The zero value logs
 	// nothing.
 	Log zerolog.Logger
+	// Tune is the engine's own tests' tuning; zero values are the defaults;
+	// nothing outside engine/ sets it (package engine/internal/tune).
+	Tune tune.Knobs
 }
 
 func (c Config) WithDefaults() Config {
-	if c.TokenTTL <= 0 {
-		c.TokenTTL = 24 * time.Hour
-	}
-	if c.Samples <= 0 {
-		c.Samples = 5
-	}
 	if c.ExcerptBytes == 0 {
 		c.ExcerptBytes = 200
-	}
-	if c.ListRows <= 0 {
-		c.ListRows = 20000
 	}
 	if c.Vhost == "" {
 		c.Vhost = "/"
@@ -161,42 +77,13 @@ func (c Config) WithDefaults() Config {
 	if c.SettleGrace <= 0 {
 		c.SettleGrace = 3 * time.Second
 	}
-	if c.Window <= 0 {
-		c.Window = 500
-	}
-	if c.StepChunk <= 0 {
-		c.StepChunk = engine.DefaultStepChunk
-	}
 	if len(c.FollowUps) == 0 {
 		c.FollowUps = engine.DefaultFollowUps
-	}
-	if c.Reconnect == 0 {
-		c.Reconnect = 5 * time.Minute
-	}
-	if c.HeldWait <= 0 {
-		c.HeldWait = 60 * time.Second
-	}
-	if c.BypassEvery <= 0 {
-		c.BypassEvery = engine.DefaultBypassEvery
-	}
-	if c.CursorAge <= 0 {
-		c.CursorAge = engine.DefaultCursorAge
 	}
 	if c.CanaryDepth == 0 {
 		c.CanaryDepth = engine.DefaultCanaryDepth
 	}
-	if c.StatsLag <= 0 {
-		c.StatsLag = 6 * time.Second
-	}
-	if c.ProofWait <= 0 {
-		c.ProofWait = 2 * time.Minute
-	}
-	if c.ProofFrom <= 0 {
-		c.ProofFrom = proof.DefaultFrom
-	}
-	if c.OwnAtApproval <= 0 {
-		c.OwnAtApproval = engine.DefaultOwnAtApproval
-	}
+	c.Tune = c.Tune.WithDefaults()
 	return c
 }
 
