@@ -3,7 +3,6 @@ package replay_test
 import (
 	"context"
 	"errors"
-	"os"
 	"testing"
 	"time"
 
@@ -53,18 +52,14 @@ func TestApprovalOfUnchangedPreviewReadsNothing(t *testing.T) {
 
 // TestApprovalWithoutReadOf100k is the same on a DLQ of 100,000, on every
 // broker and kind with DLQBOT_100K_ALL=1 (make test's filtered 100k test
-// checks the approval's reads at this size, on 3.10 classic and 4.0
-// quorum DLQs). The approval of the unchanged preview
-// reads nothing, and the replay that follows it is exact. Under load 4.3's
-// statistics lagged past the proof's old wait (twice StatsLag) and the
-// approval compared; it now waits for a sample that has caught up.
+// checks the approval's reads at this size, on a 4.0 quorum DLQ). The
+// approval of the unchanged preview reads nothing, and the replay that
+// follows it is exact. Under load 4.3's statistics lagged past the proof's
+// old wait (twice StatsLag) and the approval compared; it now waits for a
+// sample that has caught up.
 func TestApprovalWithoutReadOf100k(t *testing.T) {
 	skipUnderRace(t)
-	if os.Getenv("DLQBOT_100K_ALL") == "" {
-		// make test's filtered 100k test holds the approval of its
-		// unchanged preview to no read (3.10 classic, 4.0 quorum).
-		t.Skip("with DLQBOT_100K_ALL=1: TestFilteredReplayReadsTheDLQOnceOf100k checks the approval's reads at this size in make test")
-	}
+	only100kAll(t, "TestFilteredReplayReadsTheDLQOnceOf100k, whose approval of its unchanged preview reads nothing (4.0 quorum)")
 	t.Parallel()
 	everyDLQKindOn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker, args amqp.Table) {
 		b := fillBig(t, on, args, nil)

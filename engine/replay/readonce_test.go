@@ -273,7 +273,7 @@ func TestFilteredReplayReadsTheDLQOnceOf100k(t *testing.T) {
 	eachKind(t, func(t *testing.T, on testkit.Broker, args amqp.Table) {
 		quorum := args != nil
 		if !all && !(on.Name == testkit.Rabbit4.Name && quorum) {
-			// 3.10's classic DLQ of 100,000 is TestWholeDLQReplayOf100k's.
+			// 4.3's classic DLQ of 100,000 is TestWholeDLQReplayOf100k's.
 			t.Skip("with DLQBOT_100K_ALL=1 (make test runs 4.0 quorum)")
 		}
 		fillFiltered(t, on, args, whole).replayTenth(t)
