@@ -6,13 +6,14 @@
 #
 #   engine  the engine/replay package with the race detector, but for its long
 #           fault cases (ENGINE_LATE)
-#   rest    every other package but NORACE's with the race detector
+#   rest    every other package but NORACE's with the race detector, then
+#           the engine's long fault cases (ENGINE_LATE), also with it: they wait on
+#           reconnects and graces far more than they compute, and start
+#           when the other lanes' busiest part is over
 #   100k    the whole-DLQ replays of 100,000 without the race detector
 #           (engine, -run Of100k; docs/reliability.md says which run where),
-#           then the engine's long fault cases (ENGINE_LATE) with it, all at
-#           once: they wait on reconnects and graces far more than they
-#           compute; then the NORACE packages, then the pacing test at its
-#           full size (TestPaceToConsumerOf3000)
+#           then the NORACE packages, then the pacing test at its full size
+#           (TestPaceToConsumerOf3000)
 #
 # go vet (make vet) and fuzzing past the seed corpora (make fuzz) are not
 # part of it: the suite is bound by the CPU of two cores, and each took a
@@ -22,7 +23,7 @@
 # Each lane writes bin/test/<lane>.log, printed when the lane ends with its
 # wall time; the script fails when any lane failed, after all have ended.
 # Environment: PKGS (default ./...), ENGINE_PARALLEL (6:
-# engine tests at once), ENGINE_LATE_PARALLEL (16: the long fault cases at
+# engine tests at once), ENGINE_LATE_PARALLEL (8: the long fault cases at
 # once, which mostly wait), PARALLEL (4: tests at once in the other
 # packages), PARALLEL_100K (8), TESTFLAGS (more go test flags, e.g. -v) and
 # GO.
@@ -31,7 +32,7 @@ cd "$(dirname "$0")/.."
 GO=${GO:-go}
 PKGS=${PKGS:-./...}
 ENGINE_PARALLEL=${ENGINE_PARALLEL:-6}
-ENGINE_LATE_PARALLEL=${ENGINE_LATE_PARALLEL:-16}
+ENGINE_LATE_PARALLEL=${ENGINE_LATE_PARALLEL:-8}
 PARALLEL=${PARALLEL:-4}
 PARALLEL_100K=${PARALLEL_100K:-8}
 TESTFLAGS=${TESTFLAGS:-}
@@ -59,24 +60,28 @@ for p in "${all[@]}"; do
   fi
 done
 
-# ENGINE_LATE names the engine's long fault cases the 100k lane runs once
-# its replays of 100,000 are done, all at once: about two fifths of the
-# engine's test time, mostly waiting for reconnects and graces.
+# ENGINE_LATE names the engine's long fault cases the rest lane runs once
+# its packages are done: about two fifths of the engine's test time, and
+# hardly any of its CPU.
 ENGINE_LATE='^(TestResendInDoubtAfterThreeConnectionLosses|TestAnotherReaderTakesFromTheDLQAfterAFault|TestPacedReplayKeepsItsPaceWhileTheManagementAPIHangs|TestASettlingCursorGivesWayToAnotherReplay|TestUnpacedReplaySettlesItsStepsEarly|TestConnectionLostInAChunkedStep|TestConnectionsClosedMidReplayLoseNothing|TestUnpacedReplayConnectionLostEnds)$'
 
 lane_engine() {
   $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$ENGINE_PARALLEL" -skip "$ENGINE_LATE" ./engine/replay/
 }
 lane_rest() {
+  local rc=0
   if [ ${#rest[@]} -gt 0 ]; then
-    $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$PARALLEL" "${rest[@]}"
+    $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$PARALLEL" "${rest[@]}" || rc=1
   fi
+  if [ -n "$has_engine" ]; then
+    $GO test $TESTFLAGS -race -count=1 -timeout 15m -parallel "$ENGINE_LATE_PARALLEL" -run "$ENGINE_LATE" ./engine/replay/ || rc=1
+  fi
+  return $rc
 }
 lane_100k() {
   local rc=0
   if [ -n "$has_engine" ]; then
     $GO test $TESTFLAGS -count=1 -timeout 15m -parallel "$PARALLEL_100K" -run 'Of100k' ./engine/replay/ || rc=1
-    $GO test $TESTFLAGS -race -count=1 -timeout 15m -parallel "$ENGINE_LATE_PARALLEL" -run "$ENGINE_LATE" ./engine/replay/ || rc=1
   fi
   if [ ${#norace[@]} -gt 0 ]; then
     $GO test $TESTFLAGS -count=1 -timeout 10m "${norace[@]}" || rc=1
@@ -107,17 +112,9 @@ lanes=(rest 100k)
 [ -n "$has_engine" ] && lanes=(engine rest 100k)
 start=$(date +%s)
 declare -A pid_lane began
-# lane runs lane_<name> and ends its log with the CPU seconds it used
-# (its go commands and tests: the subshell's children).
-lane() {
-  local rc=0
-  "lane_$1" || rc=1
-  echo "lane $1: $(awk '{print int(($16 + $17) / '"$(getconf CLK_TCK)"')}' "/proc/$BASHPID/stat") s of CPU"
-  return $rc
-}
 for l in "${lanes[@]}"; do
   began[$l]=$(date +%s)
-  lane "$l" >"$logs/$l.log" 2>&1 &
+  "lane_$l" >"$logs/$l.log" 2>&1 &
   pid_lane[$!]=$l
   echo "test: lane $l started (bin/test/$l.log)"
 done
