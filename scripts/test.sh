@@ -112,9 +112,17 @@ lanes=(rest 100k)
 [ -n "$has_engine" ] && lanes=(engine rest 100k)
 start=$(date +%s)
 declare -A pid_lane began
+# lane runs lane_<name> and ends its log with the CPU seconds it used
+# (its go commands and tests: the subshell's children, once waited for).
+lane() {
+  local rc=0 me=$BASHPID
+  "lane_$1" || rc=1
+  echo "lane $1: $(awk '{print int(($16 + $17) / '"$(getconf CLK_TCK)"')}' "/proc/$me/stat") s of CPU"
+  return $rc
+}
 for l in "${lanes[@]}"; do
   began[$l]=$(date +%s)
-  "lane_$l" >"$logs/$l.log" 2>&1 &
+  lane "$l" >"$logs/$l.log" 2>&1 &
   pid_lane[$!]=$l
   echo "test: lane $l started (bin/test/$l.log)"
 done
