@@ -309,6 +309,12 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 			for _, rest := range in.batch[i+1:] {
 				m.res.Unsent = append(m.res.Unsent, moved(rest))
 			}
+			if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+				// The library sends nothing once ctx is done: this copy
+				// certainly did not leave, like the rest of its batch.
+				m.res.Unsent = append(m.res.Unsent, mv)
+				return err
+			}
 			// This copy may or may not have left: it stays pending ("lost").
 			m.res.Failed = append(m.res.Failed, engine.MoveFailure{Moved: mv, Kind: engine.MoveLost, Detail: "the publish failed: " + err.Error()})
 			return m.b.classify(err)
