@@ -22,7 +22,7 @@
 #
 # Each lane writes bin/test/<lane>.log, printed when the lane ends with its
 # wall time; the script fails when any lane failed, after all have ended.
-# Environment: PKGS (default ./...), ENGINE_PARALLEL (6:
+# Environment: PKGS (default ./...), ENGINE_PARALLEL (8:
 # engine tests at once), ENGINE_LATE_PARALLEL (8: the long fault cases at
 # once, which mostly wait), PARALLEL (4: tests at once in the other
 # packages), PARALLEL_100K (8), TESTFLAGS (more go test flags, e.g. -v) and
@@ -31,7 +31,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 PKGS=${PKGS:-./...}
-ENGINE_PARALLEL=${ENGINE_PARALLEL:-6}
+ENGINE_PARALLEL=${ENGINE_PARALLEL:-8}
 ENGINE_LATE_PARALLEL=${ENGINE_LATE_PARALLEL:-8}
 PARALLEL=${PARALLEL:-4}
 PARALLEL_100K=${PARALLEL_100K:-8}
