@@ -17,8 +17,8 @@ type Jobs interface {
 }
 
 // Registry is where running workers announce themselves (Deps.Registry,
-// needed by Work). Who reads the announcements (the terminal, to decide
-// whether to run a replay itself) reads the store directly.
+// needed by Work). The announcements are read through ops.HandOff (the
+// terminal, deciding whether to run a replay itself), from the store.
 type Registry interface {
 	// Announce says workerID runs, for ttl.
 	Announce(ctx context.Context, workerID string, ttl time.Duration) error

@@ -63,6 +63,8 @@
 //	approve.go    Approve, RequestApproval and Discard
 //	replays.go    Replay, List, Control, Check and Park
 //	follow.go     Follow, the `read` to follow a replay's progress
+//	handoff.go    HandOff, the terminal's hand-off of a replay it approved or
+//	              resumed to the running workers (or none: it runs it)
 //	dlqs.go       ListDLQs, why each queue is listed, its arrivals (the
 //	              ArrivalCounter port) and top failure group
 //	audit.go      AuditVisible, which audit entries a caller may see

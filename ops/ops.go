@@ -139,7 +139,12 @@ type Deps struct {
 	// Arrivals counts what reached each listed DLQ in the last hour
 	// (ListDLQs); optional (arrivals are then unknown).
 	Arrivals ArrivalCounter
-	Log      zerolog.Logger
+	// Workers and Jobs are the running workers and their job queue, for
+	// HandOff (the terminal's replay and resume); optional (HandOff then
+	// hands nothing out).
+	Workers WorkerList
+	Jobs    engine.Jobs
+	Log     zerolog.Logger
 	// Now tells the time; nil means time.Now.
 	Now func() time.Time
 }

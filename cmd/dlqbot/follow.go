@@ -14,24 +14,14 @@ import (
 // leaves the replay paused.
 func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine) (engine.Replay, error) {
 	defer live.done()
-	workers, err := a.store.Workers().List(ctx)
-	if err != nil {
-		return engine.Replay{}, err
-	}
-	first, err := a.svc.Status(ctx, id)
+	workers, first, err := a.ops.HandOff(ctx, a.caller, id)
 	if err != nil {
 		return first, err
 	}
 	done := make(chan struct{})
 	var runErr error
-	if len(workers) > 0 {
-		live.note("replay %s handed to %d worker(s); Ctrl-C detaches without cancelling", id, len(workers))
-		// A running replay has an owner already: follow it only.
-		if first.State != engine.StateRunning {
-			if err := a.store.Jobs().Enqueue(ctx, id); err != nil {
-				return engine.Replay{}, err
-			}
-		}
+	if workers > 0 {
+		live.note("replay %s handed to %d worker(s); Ctrl-C detaches without cancelling", id, workers)
 	} else {
 		live.note("no worker is running: running replay %s here; Ctrl-C pauses it", id)
 		go func() {
@@ -44,7 +34,7 @@ func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine
 	for {
 		// A detached follower reads with a fresh context after Ctrl-C.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		r, err := a.svc.Status(rctx, id)
+		r, err := a.ops.Replay(rctx, a.caller, id)
 		cancel()
 		if err != nil {
 			return r, err
@@ -54,10 +44,10 @@ func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine
 		// once a worker has written to it since.
 		moved := r.State != first.State || !r.UpdatedAt.Equal(first.UpdatedAt)
 		ended := r.State.Terminal() || (moved && (r.State == engine.StateStopped || r.State == engine.StatePaused))
-		if len(workers) == 0 {
+		if workers == 0 {
 			select {
 			case <-done:
-				if r2, err := a.svc.Status(context.WithoutCancel(ctx), id); err == nil {
+				if r2, err := a.ops.Replay(context.WithoutCancel(ctx), a.caller, id); err == nil {
 					r = r2
 				}
 				if runErr != nil && !r.State.Terminal() && r.State != engine.StatePaused && r.State != engine.StateStopped {
@@ -70,7 +60,7 @@ func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine
 			return r, nil
 		}
 		var interrupted <-chan struct{} // a follower stops on Ctrl-C; a runner waits for Run
-		if len(workers) > 0 {
+		if workers > 0 {
 			interrupted = ctx.Done()
 		}
 		select {

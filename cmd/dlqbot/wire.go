@@ -71,7 +71,8 @@ func (a *app) newOps(policy *commands.Policy, groups commands.UserGroups) (*ops.
 	return ops.New(ops.Config{Policy: policy, RequireHuman: a.cfg.MCPRequireHuman, ScanLimit: a.cfg.ScanLimit,
 		ScanWindow: a.cfg.ScanWindow, NoHandOff: !a.handOff},
 		ops.Deps{Engine: a.svc, Tokens: a.store.Tokens(), Replays: a.store.Replays(), Windows: a.store.Windows(),
-			Groups: groups, Audit: a.audit, Queues: a.broker, GroupsSeen: a.store.Alerts(), Arrivals: a.broker, Log: a.log})
+			Groups: groups, Audit: a.audit, Queues: a.broker, GroupsSeen: a.store.Alerts(), Arrivals: a.broker,
+			Workers: a.store.Workers(), Jobs: a.store.Jobs(), Log: a.log})
 }
 
 // newApp wires RabbitMQ, Redis and an engine that notifies nobody (the
