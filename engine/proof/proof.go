@@ -85,6 +85,10 @@ type Prover struct {
 	d   Deps
 }
 
+// watchFrom is the fewest messages a DLQ holds for a watch: WatchFrom,
+// or Config.From when that is fewer.
+func (p *Prover) watchFrom() int { return min(p.cfg.From, WatchFrom) }
+
 // New returns a Prover looking through d, tuned by cfg.
 func New(cfg Config, d Deps) *Prover {
 	return &Prover{cfg: cfg, d: d}
@@ -103,7 +107,7 @@ func (p *Prover) Begin(ctx context.Context, dlq Queue) *Proof {
 	if err == nil && !cs.SampledAt.IsZero() && !cs.Lapsed && cs.Consumers == 0 && cs.Unacked == 0 {
 		pr.Ack, pr.SampledAt = cs.Ack, cs.SampledAt
 	}
-	if dlq.Ready >= min(p.cfg.From, WatchFrom) {
+	if dlq.Ready >= p.watchFrom() {
 		p.openWatch(ctx, dlq.Name, pr)
 	}
 	if pr.SampledAt.IsZero() && pr.Watch == "" {
@@ -137,7 +141,7 @@ func (p *Prover) Keep(ctx context.Context, pr *Proof, info Read) *Proof {
 // (compare).
 func (p *Prover) Prove(ctx context.Context, f Preview) bool {
 	pr := f.Proof
-	if pr == nil || pr.Ready < min(p.cfg.From, WatchFrom) {
+	if pr == nil || pr.Ready < p.watchFrom() {
 		return false
 	}
 	if unchanged, decided := p.proveByWatch(ctx, f); decided {
