@@ -66,6 +66,7 @@ func benchWhole(b *testing.B, bin string, s setup, n int) {
 	all := strconv.Itoa(n)
 	rp := runDlqbot(b, bin, env, "replay", token, "rate=max", "step="+all, "cap="+all, "--json")
 	checkReplay(b, p, rp, n)
+	reads(b, p, rp, f.dlq, n)
 	c.wait(b, n)
 	if left := r.Count(f.dlq); left != 0 {
 		b.Fatalf("dlqbot left %d in its DLQ", left)
@@ -133,6 +134,7 @@ func benchFiltered(b *testing.B, bin string, s setup, n int) {
 	}
 	rp := runDlqbot(b, bin, env, "replay", token, "rate=max", "--json")
 	checkReplay(b, p, rp, selected)
+	reads(b, p, rp, f.dlq, n)
 	c.wait(b, selected)
 	r.WaitCount(f.dlq, n-selected, time.Minute)
 	b.ReportMetric(p.took.Seconds(), "preview-s")
@@ -174,9 +176,8 @@ func checkReplay(b *testing.B, p, rp ran, want int) {
 	b.ReportMetric(steps, "steps")
 	mode, _ := field(rp.out, "returns_mode").(string)
 	b.Logf("returns found by %q in %v step(s)", mode, steps)
-	// Deliveries from dlqbot's DLQ are not counted here (that needs the
-	// management statistics); what the preview says it will do is: whether
-	// returns are found by re-reading the DLQ, and how many re-reads.
+	// How returns were found (re-reading the DLQ or not), and how many
+	// re-reads the preview planned; reads counts what was read.
 	reread := 0.0
 	if mode == "reread" {
 		reread = 1
@@ -186,6 +187,20 @@ func checkReplay(b *testing.B, p, rp ran, want int) {
 		reads, _ := ret["reads"].(float64)
 		b.ReportMetric(reads, "planned-rereads")
 	}
+}
+
+// reads reports how many deliveries the preview and the replay received
+// from dlq in all, and that per message of the DLQ (1.00: it was read
+// once), as the binary counted them (deliveries).
+func reads(b *testing.B, p, rp ran, dlq string, n int) {
+	b.Helper()
+	pd, rd := deliveries(p, dlq), deliveries(rp, dlq)
+	if pd < 0 || rd < 0 {
+		b.Fatalf("the binary's log does not say its deliveries from %s (preview %d, replay %d):\n%s", dlq, pd, rd, tail(rp.stderr))
+	}
+	b.ReportMetric(float64(pd), "preview-deliveries")
+	b.ReportMetric(float64(rd), "replay-deliveries")
+	b.ReportMetric(float64(pd+rd)/float64(n), "reads-per-message")
 }
 
 // noReferences reports whether DLQBOT_BENCH_REFERENCES=off asks for

@@ -76,7 +76,9 @@ type ran struct {
 // process's resident set at the fork.
 func runDlqbot(b *testing.B, bin string, env []string, args ...string) ran {
 	b.Helper()
-	cmd := exec.Command(bin, args...)
+	// --verbose: the debug log, whose last lines say how many deliveries
+	// the process received from each queue it read (deliveries).
+	cmd := exec.Command(bin, append(args, "--verbose")...)
 	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -123,6 +125,23 @@ func runDlqbot(b *testing.B, bin string, env []string, args ...string) ran {
 		b.Fatalf("dlqbot %s: not one JSON document (%v):\n%s\nstderr:\n%s", strings.Join(args, " "), err, r.raw, tail(r.stderr))
 	}
 	return r
+}
+
+// deliveries is how many deliveries the run received from queue, as the
+// binary counted them where they arrived and logged them at exit (debug);
+// -1 when its log does not say.
+func deliveries(r ran, queue string) int64 {
+	for _, line := range bytes.Split(r.stderr, []byte("\n")) {
+		var l struct {
+			Msg        string `json:"message"`
+			Queue      string `json:"queue"`
+			Deliveries int64  `json:"deliveries"`
+		}
+		if json.Unmarshal(line, &l) == nil && l.Msg == "amqp: deliveries received" && l.Queue == queue {
+			return l.Deliveries
+		}
+	}
+	return -1
 }
 
 // vmHWM is pid's peak resident set in KB, or 0 when it cannot be read.

@@ -201,7 +201,14 @@ func (a *app) ping(ctx context.Context) error {
 	return nil
 }
 
+// Close closes the connections, first logging at debug how many
+// deliveries this process received from each queue it read (counted as
+// they arrived: how many times it read each DLQ, whatever the management
+// statistics say).
 func (a *app) Close() {
+	for q, n := range a.broker.DeliveredByQueue() {
+		a.log.Debug().Str("queue", q).Int64("deliveries", n).Msg("amqp: deliveries received")
+	}
 	_ = a.broker.Close()
 	_ = a.rdb.Close()
 }

@@ -28,3 +28,13 @@ func (d *deliveryCounts) of(queue string) *atomic.Int64 {
 // broker's side, but from sampled channel statistics, which can lose a
 // closed channel's last counts; this count cannot.
 func (b *Broker) Delivered(queue string) int64 { return b.delivered.of(queue).Load() }
+
+// DeliveredByQueue is Delivered for every queue this Broker has read.
+func (b *Broker) DeliveredByQueue() map[string]int64 {
+	out := map[string]int64{}
+	b.delivered.m.Range(func(q, c any) bool {
+		out[q.(string)] = c.(*atomic.Int64).Load()
+		return true
+	})
+	return out
+}
