@@ -148,9 +148,9 @@ func (c *Cursor) releaseLocked() (int, error) {
 // then the reader's next delivery. fromKept says which.
 func (m *mover) pull(ctx context.Context) (h held, fromKept bool, err error) {
 	if c := m.cursor; c != nil && m.keptAt < len(c.kept) {
-		h = c.kept[m.keptAt]
+		h, err = unpackHeld(c.kept[m.keptAt])
 		m.keptAt++
-		return h, true, nil
+		return h, true, err
 	}
 	h, err = m.r.next(ctx)
 	return h, false, err
@@ -159,6 +159,7 @@ func (m *mover) pull(ctx context.Context) (h held, fromKept bool, err error) {
 // keep holds on to h for a later move (a cursor's message a later step
 // wants). fromKept says whether h came from the kept list.
 func (m *mover) keep(h held, fromKept bool) {
+	h = packHeld(h) // kept for a while, perhaps with a hundred thousand others
 	if fromKept {
 		m.keptOld = append(m.keptOld, h)
 	} else {
@@ -170,16 +171,21 @@ func (m *mover) keep(h held, fromKept bool) {
 // move: the kept messages offered again and kept, then those not offered,
 // then what this move read and kept (a move reads only once every kept
 // message was offered, so everything it read follows them).
+//
+// It works in place: the ones offered again and kept (at most keptAt, in
+// order) go back into the last of the offered ones' slots, the slots
+// before them are cleared (what was sent is no longer held in memory) and
+// the list is cut there. A filtered replay of a large DLQ keeps most of its
+// selection here, offered step after step; copying the whole list at each
+// step made garbage in proportion to it, at every step.
 func (m *mover) settleKept() {
 	c := m.cursor
 	if c == nil {
 		return
 	}
-	rest := c.kept[m.keptAt:]
-	out := make([]held, 0, len(m.keptOld)+len(rest)+len(m.keptNew))
-	out = append(out, m.keptOld...)
-	out = append(out, rest...)
-	out = append(out, m.keptNew...)
-	c.kept = out
+	start := m.keptAt - len(m.keptOld)
+	copy(c.kept[start:m.keptAt], m.keptOld)
+	clear(c.kept[:start])
+	c.kept = append(c.kept[start:], m.keptNew...)
 	m.keptAt, m.keptOld, m.keptNew = 0, nil, nil
 }

@@ -106,6 +106,9 @@ type held struct {
 	seq int
 	d   amqp.Delivery
 	c   *heldChan
+	// packed is d's headers, packed (pack.go), while a cursor keeps h for
+	// a later move; d.Headers is then nil.
+	packed []byte
 }
 
 // openReader probes queue with a passive declare and prepares a reader for
