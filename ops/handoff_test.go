@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/audit"
-	"github.com/stroma/dlqbot/commands"
-	"github.com/stroma/dlqbot/internal/testkit"
 	"github.com/stroma/dlqbot/ops"
 	"github.com/stroma/dlqbot/store"
 )
@@ -22,7 +20,7 @@ import (
 func TestHandOffBeforeTheReadCheck(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	p, err := commands.ParsePolicy([]byte(`principals:
+	o, _, tr, st := newOpsOn(t, `principals:
   - name: alice
     os_users: [alice]
   - name: bob
@@ -38,21 +36,10 @@ roles:
     grants:
       - queues: ["*"]
         actions: [replay, publish]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rdb, prefix := testkit.Redis(t)
-	st, err := store.New(store.Config{Prefix: prefix}, rdb, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, tr := &fakeEngine{}, &testkit.Trail{}
-	o, err := ops.New(ops.Config{Policy: p}, ops.Deps{Engine: f, Tokens: f, Replays: f, Windows: st.Windows(), Audit: tr,
-		Workers: st.Workers(), Jobs: st.Jobs()})
-	if err != nil {
-		t.Fatal(err)
-	}
+`, ops.Config{}, func(d *ops.Deps, st *store.Store) {
+		d.Workers, d.Jobs = st.Workers(), st.Jobs()
+	})
+	p := o.Policy()
 	jobs := func() int64 {
 		t.Helper()
 		n, err := st.Jobs().Pending(ctx)

@@ -83,6 +83,14 @@ func (f *fakeEngine) List(context.Context, int) ([]engine.Replay, error) { retur
 
 func newOps(t *testing.T, policy string, cfg ops.Config) (*ops.Ops, *fakeEngine, *testkit.Trail) {
 	t.Helper()
+	o, f, tr, _ := newOpsOn(t, policy, cfg, nil)
+	return o, f, tr
+}
+
+// newOpsOn is newOps, also returning the store, with more of ops.Deps
+// set by with (nil: none).
+func newOpsOn(t *testing.T, policy string, cfg ops.Config, with func(*ops.Deps, *store.Store)) (*ops.Ops, *fakeEngine, *testkit.Trail, *store.Store) {
+	t.Helper()
 	p, err := commands.ParsePolicy([]byte(policy))
 	if err != nil {
 		t.Fatal(err)
@@ -94,11 +102,15 @@ func newOps(t *testing.T, policy string, cfg ops.Config) (*ops.Ops, *fakeEngine,
 	}
 	f, tr := &fakeEngine{}, &testkit.Trail{}
 	cfg.Policy = p
-	o, err := ops.New(cfg, ops.Deps{Engine: f, Tokens: f, Replays: f, Windows: st.Windows(), Audit: tr})
+	d := ops.Deps{Engine: f, Tokens: f, Replays: f, Windows: st.Windows(), Audit: tr}
+	if with != nil {
+		with(&d, st)
+	}
+	o, err := ops.New(cfg, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return o, f, tr
+	return o, f, tr, st
 }
 
 const policy = `principals:
