@@ -15,7 +15,8 @@ import (
 // AMQP carries, nested (x-death, tables in arrays in tables), sent through
 // the broker and parsed by the library, then packed and unpacked as a
 // cursor's kept messages are: each table comes back deep-equal, type for
-// type, and packs smaller than the maps it stands for would need.
+// type; a value of a type the library never parses into is not packed,
+// and a packing cut short never decodes.
 func TestPackedHeadersComeBackAsTheLibraryParsedThem(t *testing.T) {
 	t.Parallel()
 	r := testkit.Dial(t)
