@@ -175,9 +175,9 @@ func (m *mover) keep(h held, fromKept bool) {
 // It works in place: the ones offered again and kept (at most keptAt, in
 // order) go back into the last of the offered ones' slots, the slots
 // before them are cleared (what was sent is no longer held in memory) and
-// the list is cut there. A filtered replay of a large DLQ keeps most of its
-// selection here, offered step after step; copying the whole list at each
-// step made garbage in proportion to it, at every step.
+// the list is cut there, so that no step copies the whole list: a
+// filtered replay of a large DLQ keeps most of its selection here (up to
+// engine.TailKeep messages), offered again at every step.
 func (m *mover) settleKept() {
 	c := m.cursor
 	if c == nil {
