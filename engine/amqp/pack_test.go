@@ -57,48 +57,58 @@ func TestPackedHeadersComeBackAsTheLibraryParsedThem(t *testing.T) {
 
 // TestAKeptMessageIsSentWithItsHeaders: a cursor's move keeps messages
 // for a later one (Pick.Later), their headers packed; the later move
-// sends them, and the copies the broker holds carry every header the
-// originals had, exactly.
+// sends them, and the copies the target holds carry every header the
+// originals had, exactly — on a classic queue (3.10) and a quorum queue
+// (3.10, 4.0 and 4.3; a quorum queue's own delivery counters aside).
 func TestAKeptMessageIsSentWithItsHeaders(t *testing.T) {
 	t.Parallel()
-	r := testkit.Dial(t)
-	q := r.Queue(testkit.Name("kept"), nil)
-	tgt := r.Queue(testkit.Name("kept-tgt"), nil)
-	msgs := testMessages(30)
-	r.Publish(q, msgs...)
-	r.WaitCount(q, 30, 10*time.Second)
-	want := map[string]amqp.Table{}
-	for _, m := range msgs {
-		want[m.MessageId] = m.Headers
-	}
-	b := testBroker(t, Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL})
-	ctx := t.Context()
-	c, err := b.OpenCursor(ctx, q)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _, _ = c.Release() }()
-	// The first move keeps every message with an id; the second sends them.
-	if _, err := c.Move(ctx, engine.MoveRequest{Queue: q, Pick: func(m engine.Message) (engine.Pick, bool) {
-		return engine.Pick{Later: m.MessageID != ""}, false
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	mr, err := c.Move(ctx, engine.MoveRequest{Queue: q, Pick: func(m engine.Message) (engine.Pick, bool) {
-		return engine.Pick{ID: m.MessageID, Target: tgt}, m.MessageID != ""
-	}})
-	if err != nil || len(mr.Sent) != 27 {
-		t.Fatalf("the second move sent %d: %v; want the 27 kept", len(mr.Sent), err)
-	}
-	for _, d := range r.Drain(tgt, 27, 20*time.Second) {
-		h := amqp.Table{}
-		for k, v := range d.Headers {
-			if k != copyHeader {
-				h[k] = v
+	for _, qc := range onBrokers([]struct {
+		name string
+		args amqp.Table
+	}{{"classic", nil}, {"quorum", testkit.Quorum(nil)}}) {
+		t.Run(qc.name+"-"+qc.on.Name, func(t *testing.T) {
+			t.Parallel()
+			qc.on.Require(t)
+			r := qc.on.Dial(t)
+			q := r.Queue(testkit.Name("kept"), qc.args)
+			tgt := r.Queue(testkit.Name("kept-tgt"), nil)
+			msgs := testMessages(30)
+			r.Publish(q, msgs...)
+			r.WaitCount(q, 30, 10*time.Second)
+			want := map[string]map[string]any{}
+			for _, m := range msgs {
+				want[m.MessageId] = map[string]any(m.Headers)
 			}
-		}
-		if w := want[d.MessageId]; !reflect.DeepEqual(map[string]any(h), map[string]any(w)) {
-			t.Fatalf("%s: the copy carries\n%#v\nwant\n%#v", d.MessageId, h, w)
-		}
+			b := testBroker(t, onBroker(qc.on, Config{}))
+			ctx := t.Context()
+			c, err := b.OpenCursor(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _, _ = c.Release() }()
+			// The first move keeps every message with an id; the second sends them.
+			if _, err := c.Move(ctx, engine.MoveRequest{Queue: q, Pick: func(m engine.Message) (engine.Pick, bool) {
+				return engine.Pick{Later: m.MessageID != ""}, false
+			}}); err != nil {
+				t.Fatal(err)
+			}
+			mr, err := c.Move(ctx, engine.MoveRequest{Queue: q, Pick: func(m engine.Message) (engine.Pick, bool) {
+				return engine.Pick{ID: m.MessageID, Target: tgt}, m.MessageID != ""
+			}})
+			if err != nil || len(mr.Sent) != 27 {
+				t.Fatalf("the second move sent %d: %v; want the 27 kept", len(mr.Sent), err)
+			}
+			got := r.Drain(tgt, 27, 20*time.Second)
+			if len(got) != 27 {
+				t.Fatalf("the target holds %d copies, want 27", len(got))
+			}
+			for _, d := range got {
+				h := withoutDeliveryCount(d.Headers)
+				delete(h, copyHeader)
+				if w := want[d.MessageId]; !reflect.DeepEqual(h, w) {
+					t.Fatalf("%s: the copy carries\n%#v\nwant\n%#v", d.MessageId, h, w)
+				}
+			}
+		})
 	}
 }
