@@ -34,7 +34,8 @@
 //	budget.go         ReadMarks (the read budget of quorum DLQs), and the
 //	                  budget's rules
 //	move.go           Mover (moving messages: replay steps and parking),
-//	                  CursorMover, the mover's cursor support, and
+//	                  CursorMover, the mover's cursor support,
+//	                  ReadKeeper (an approval's read kept for its run), and
 //	                  TailCursor, a cursor that reads on at the DLQ's tail;
 //	                  PossibleDuplicateHeader
 //	events.go         Notifier (progress events) and the event kinds

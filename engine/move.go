@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"time"
 
 	"github.com/stroma/dlqbot/engine/letter"
 )
@@ -150,6 +151,25 @@ type Cursor interface {
 type CursorMover interface {
 	Mover
 	OpenCursor(ctx context.Context, queue string) (Cursor, error)
+}
+
+// ReadKeeper is a Mover that can keep an approval's read of a DLQ for the
+// run of the replay it approves: the run's cursor then starts from that
+// read instead of reading the DLQ once more. What the read saw is offered
+// to the cursor's first move in DLQ order, as a cursor's kept messages are
+// (Cursor), and what it held stays held meanwhile, so nothing the approval
+// compared can change before the run sends it.
+type ReadKeeper interface {
+	// ScanKeep is Broker.Scan, except that a read that saw the whole DLQ
+	// and could keep what it saw within its bounds is kept under key
+	// (kept true) instead of given back. TakeKept hands it over; after
+	// ttl untaken it is given back.
+	ScanKeep(ctx context.Context, queue, key string, ttl time.Duration, visit func(Message) error) (info ScanInfo, kept bool, err error)
+	// TakeKept hands over the read kept under key as a cursor on queue
+	// (ok false: none is kept under key for queue).
+	TakeKept(key, queue string) (c Cursor, ok bool)
+	// DropKept gives back the read kept under key, if any.
+	DropKept(key string)
 }
 
 // PossibleDuplicateHeader marks a copy sent again because the first one

@@ -94,8 +94,10 @@ lines.append("Time for dlqbot is the `replay` command's wall time (approve → f
              "and its DLQ holds nothing. Each contender's consumer must receive every copy and each DLQ must hold what it should, "
              "or the run fails. Deliveries from dlqbot's DLQ are what each process received from it, counted where they arrived "
              "(amqp.Broker.Delivered) and logged when it exits (`--verbose`); the approval of a DLQ of fewer than 100,000 "
-             "compares it with the preview (one read more), from 100,000 the management statistics prove it unchanged (no read). "
-             "The engine test TestDefaultExchangeReplayReadsEachMessageAtMostTwice counts the same on 3.10, 4.0 and 4.3.")
+             "compares it with the preview by reading it, and on a classic DLQ its run's cursor begins from that read (no read more: "
+             "docs/design.md \"The compare's read, kept for the run\"); from 100,000 the management statistics prove it unchanged (no read). "
+             "The engine tests TestDefaultExchangeReplayReadsEachMessageAtMostTwice and TestTheRunSendsFromItsApprovalsRead "
+             "count the same on 3.10, 4.0 and 4.3.")
 lines.append("")
 lines.append("### Raw output")
 lines.append("")

@@ -155,6 +155,8 @@ type Broker struct {
 	counters counterMarks // the highest counters seen by queue (Counters)
 	// delivered counts the reads' deliveries by queue (Delivered).
 	delivered deliveryCounts
+	// kept are approvals' reads kept for their runs (keep.go).
+	kept keptReads
 }
 
 var _ engine.Broker = (*Broker)(nil)
@@ -186,8 +188,10 @@ func New(cfg Config) (*Broker, error) {
 // Vhost is the virtual host the broker works in (from the AMQP URL).
 func (b *Broker) Vhost() string { return b.vhost }
 
-// Close closes the AMQP connection; later operations fail with ErrBrokerClosed.
+// Close gives back the reads kept for runs (keep.go) and closes the AMQP
+// connection; later operations fail with ErrBrokerClosed.
 func (b *Broker) Close() error {
+	b.dropAllKept()
 	return b.conns.close()
 }
 

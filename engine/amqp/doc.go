@@ -85,7 +85,8 @@
 //	reader.go        holdReader, the reader behind Scan and Move;
 //	                 readend.go how it knows it has read the whole queue
 //	cursor.go        Cursor, a reader held open across a replay's steps;
-//	                 pack.go the headers of the messages it keeps, packed
+//	                 pack.go the headers of the messages it keeps, packed;
+//	                 keep.go an approval's read kept as its run's cursor
 //	move.go          Move, confirm-then-ack; move_confirm.go its confirms
 //	countpoll.go     waiting for requeues to land, by the ready count
 //	inspect.go       Inspect, a passive declare; infocache.go a queue's

@@ -39,8 +39,20 @@ const typeLookupTimeout = 2 * time.Second
 // A missing queue is engine.ErrQueueNotFound; an unreachable broker is
 // engine.ErrBrokerUnavailable.
 func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Message) error) (engine.ScanInfo, error) {
+	info, r, _, err := b.scan(ctx, queue, visit, nil)
+	if r != nil {
+		err = b.endScan(r, &info, err)
+	}
+	return info, err
+}
+
+// scan is Scan up to the give-back: it reads queue, visiting each message
+// and handing it to keep (when not nil) after its visit, and returns the
+// reader still holding everything it read, for endScan or a kept read
+// (keep.go), and the queue's unacknowledged count before the read (−1:
+// unknown). r is nil when the read could not begin (err says why).
+func (b *Broker) scan(ctx context.Context, queue string, visit func(engine.Message) error, keep func(held)) (info engine.ScanInfo, r *holdReader, unacked int, err error) {
 	start := time.Now()
-	var info engine.ScanInfo
 	typed := make(chan *queueJSON, 1)
 	go func() {
 		tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
@@ -48,19 +60,20 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 		q, _ := b.mgmt.queue(tctx, queue, false)
 		typed <- q
 	}()
-	r, err := b.openReader(ctx, queue)
+	r, err = b.openReader(ctx, queue)
 	if err != nil {
-		return info, fmt.Errorf("amqp: scan %s: %w", queue, err)
+		return info, nil, -1, fmt.Errorf("amqp: scan %s: %w", queue, err)
 	}
 	qinfo := <-typed
-	limit, unacked := 0, -1
+	limit := 0
+	unacked = -1
 	if qinfo != nil {
 		info.QueueType, limit = qinfo.queueType(), qinfo.deliveryLimit()
 		unacked = int(qinfo.MessagesUnacked)
 	}
 	if info.QueueType == "stream" {
 		_, _ = r.release()
-		return info, fmt.Errorf("amqp: scan %s: stream queues cannot be scanned: they keep messages after a read", queue)
+		return info, nil, -1, fmt.Errorf("amqp: scan %s: stream queues cannot be scanned: they keep messages after a read", queue)
 	}
 	// Classic queues put requeued messages back in place, and quorum queues
 	// with a delivery limit near the head in requeue order; otherwise (quorum
@@ -90,6 +103,10 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 			if !wholeOnly {
 				break
 			}
+			continue
+		}
+		if keep != nil {
+			keep(h)
 		}
 	}
 	if visitErr != nil {
@@ -97,19 +114,26 @@ func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Messa
 	}
 	info.Coverage = r.coverage(unacked)
 	info.Coverage.Read = info.Read
-	_, relErr := r.release()
 	info.Duration = time.Since(start)
-
-	if relErr != nil {
-		relErr = fmt.Errorf("amqp: scan %s: %w", queue, relErr)
-	}
 	switch {
 	case visitErr != nil:
-		return info, errors.Join(visitErr, relErr)
+		return info, r, unacked, visitErr
 	case readErr != nil:
-		return info, errors.Join(fmt.Errorf("amqp: scan %s: %w", queue, readErr), relErr)
+		return info, r, unacked, fmt.Errorf("amqp: scan %s: %w", queue, readErr)
 	}
-	return info, relErr
+	return info, r, unacked, nil
+}
+
+// endScan gives back everything r holds, ending a scan whose outcome so
+// far is info and err; an error giving back is joined to err.
+func (b *Broker) endScan(r *holdReader, info *engine.ScanInfo, err error) error {
+	start := time.Now()
+	_, relErr := r.release()
+	info.Duration += time.Since(start)
+	if relErr != nil {
+		return errors.Join(err, fmt.Errorf("amqp: scan %s: %w", r.queue, relErr))
+	}
+	return err
 }
 
 // toMessage is the engine's view of a held delivery. The delivery itself

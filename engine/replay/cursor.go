@@ -31,6 +31,7 @@ func (rn *run) openCursor(ctx context.Context) {
 		// Resending (its reads must find the DLQ whole), or a step
 		// without a tap beside another replay (rn.beside, above).
 		rn.releaseCursor("the step reads without a cursor")
+		rn.s.rev.DropKept(rn.r.ID)
 		return
 	}
 	if rn.cur != nil && rn.ret.mode == engine.ReturnsReread && !rn.ret.tail.on {
@@ -41,16 +42,40 @@ func (rn *run) openCursor(ctx context.Context) {
 	if rn.cur != nil {
 		return
 	}
-	c, err := cm.OpenCursor(ctx, rn.r.DLQ)
-	if err != nil {
-		rn.Warn("open cursor", err)
-		return
+	c, how := rn.keptCursor()
+	if c == nil {
+		var err error
+		if c, err = cm.OpenCursor(ctx, rn.r.DLQ); err != nil {
+			rn.Warn("open cursor", err)
+			return
+		}
 	}
 	rn.cur, rn.curOpened = c, rn.s.d.Clock.Now()
 	// What the cursor reads is looked at for returns (settle_tail.go).
 	rn.ret.startTail()
 	rn.own.markReading(ctx, false) // readers.go
-	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened")
+	rn.s.cfg.Log.Info().Str("replay_id", rn.r.ID).Str("dlq", rn.r.DLQ).Int("step", rn.r.Step).Msg("cursor opened" + how)
+}
+
+// keptCursor takes over, as the run's cursor, the read its approval kept
+// (engine.ReadKeeper): the approval compared the DLQ with the preview by
+// reading it whole, and the cursor begins where that read ended instead of
+// reading the DLQ again. Only the run's first cursor can: once a step was
+// sent (or a run ended) the read is stale, and resends and later cursors read afresh. nil
+// when there is none; how says where the cursor came from, for the log.
+func (rn *run) keptCursor() (c engine.Cursor, how string) {
+	k, ok := rn.s.d.Mover.(engine.ReadKeeper)
+	if !ok || rn.r.Step > 1 || rn.r.Sent > 0 {
+		// Kept by the approval's Broker, which is not this Mover (only
+		// tests tell them apart), or stale: given back before the
+		// cursor's read, which would find the DLQ held.
+		rn.s.rev.DropKept(rn.r.ID)
+		return nil, ""
+	}
+	if c, ok = k.TakeKept(rn.r.ID, rn.r.DLQ); !ok {
+		return nil, ""
+	}
+	return c, " from the approval's read"
 }
 
 // move is one move of a step: from the cursor when one is open, else a

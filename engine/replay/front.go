@@ -74,3 +74,8 @@ func (s *Service) Reap(ctx context.Context, every time.Duration) {
 func (s *Service) FollowUps(ctx context.Context, every time.Duration) {
 	s.rev.FollowUps(ctx, every)
 }
+
+// DropKept gives back the read replay id's approval kept for a run here,
+// if any: the replay is handed to workers instead, which may run in
+// another process (review.Service.DropKept).
+func (s *Service) DropKept(id string) { s.rev.DropKept(id) }

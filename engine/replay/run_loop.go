@@ -14,6 +14,7 @@ func (rn *run) loop(parent context.Context) (engine.Replay, error) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	defer rn.releaseCursor("the run ended")
+	defer rn.s.rev.DropKept(rn.r.ID) // a read its approval kept and no step took
 	go rn.hb.run(ctx, cancel)
 	rn.ctl.refresh(ctx)
 	go rn.ctl.watch(ctx)

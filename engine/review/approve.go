@@ -17,7 +17,7 @@ import (
 // The Frozen it returns holds the first previewed items only, or a few
 // more (Distinct says how many there are): the ones an approval owns.
 func (s *Service) Compare(ctx context.Context, token string) (engine.Frozen, []engine.Change, error) {
-	f, changes, _, err := s.compare(ctx, token, false)
+	f, changes, _, err := s.compare(ctx, token, false, "")
 	return f, changes, err
 }
 
@@ -25,7 +25,10 @@ func (s *Service) Compare(ctx context.Context, token string) (engine.Frozen, []e
 // approval that takes it over (takeOver: f then holds every previewed
 // item) or not (the first Config.Tune.OwnAtApproval or more); lapsed are the
 // replays that own previewed messages but ended (their ownership lapses).
-func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f engine.Frozen, changes []engine.Change, lapsed []string, err error) {
+// keep, when set, is the id of the replay an approval would create: a read
+// of the DLQ that finds every previewed message is kept for its run
+// (scanKeeping).
+func (s *Service) compare(ctx context.Context, token string, takeOver bool, keep string) (f engine.Frozen, changes []engine.Change, lapsed []string, err error) {
 	defer func() {
 		if err != nil {
 			changes, lapsed = nil, nil
@@ -58,7 +61,7 @@ func (s *Service) compare(ctx context.Context, token string, takeOver bool) (f e
 		for _, it := range all {
 			want[it.ID] = it.Count
 		}
-		found, cov, held, err := s.findPreviewed(ctx, f.DLQ, want)
+		found, cov, held, err := s.findPreviewed(ctx, f.DLQ, want, keep)
 		if err != nil {
 			return f, nil, nil, fmt.Errorf("engine: compare %s: scan %s: %w", token, f.DLQ, err)
 		}
@@ -145,20 +148,21 @@ func goneChanges(dlq string, want, found map[string]int, cov engine.Coverage, he
 }
 
 // findPreviewed scans dlq for the previewed ids (want: id → copies) and
-// counts those found. When some are not found, the scan proves nothing
-// until the broker reports no other client holding messages of the DLQ:
-// it waits for that (bounded by twice Config.Tune.StatsLag) and scans once
-// more, so messages another reader held or just gave back are not
-// reported gone. It does not wait for a dlqbot replay's read (held names
+// counts those found; a first read that finds them all is kept under keep
+// (when set) for the run of the replay it names. When some are not found,
+// the scan proves nothing until the broker reports no other client holding
+// messages of the DLQ: it waits for that (bounded by twice
+// Config.Tune.StatsLag) and scans once more, so messages another reader
+// held or just gave back are not reported gone. It does not wait for a dlqbot replay's read (held names
 // the replays): a replay may hold them for as long as it runs.
-func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string]int) (map[string]int, engine.Coverage, *engine.HeldBy, error) {
+func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string]int, keep string) (map[string]int, engine.Coverage, *engine.HeldBy, error) {
 	var found map[string]int
 	var cov engine.Coverage
 	var held *engine.HeldBy
 	for try := 0; try < 2; try++ {
 		found = make(map[string]int, len(want))
 		began := s.d.Clock.Now()
-		info, err := s.scanWhole(ctx, dlq, "an approval's comparison", func(m letter.Message) error {
+		info, kept, err := s.scanKeeping(ctx, dlq, "an approval's comparison", keep, func(m letter.Message) error {
 			id := s.ParseMeta(dlq, m).ID
 			if found[id] < want[id] {
 				found[id]++
@@ -176,6 +180,10 @@ func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string
 		if gone == 0 || try == 1 {
 			break
 		}
+		if kept {
+			s.DropKept(keep) // the approval is refused, or reads again
+		}
+		keep = ""
 		if held = s.heldByReplays(ctx, dlq, began, cov); held != nil {
 			break
 		}
@@ -227,8 +235,9 @@ func (s *Service) approve(ctx context.Context, token, approver, via string, p en
 	if err := s.d.Tokens.Consume(ctx, token, id); err != nil {
 		return engine.Approval{}, fmt.Errorf("engine: approve %s: %w", token, err)
 	}
-	f, changes, lapsed, err := s.compare(ctx, token, p.TakeOver)
+	f, changes, lapsed, err := s.compare(ctx, token, p.TakeOver, id)
 	if err != nil || !accept(changes) {
+		s.DropKept(id)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		if rerr := s.d.Tokens.Release(rctx, token, id); rerr != nil && err == nil {
@@ -266,11 +275,12 @@ func (s *Service) approve(ctx context.Context, token, approver, via string, p en
 }
 
 // undoApproval rolls back an approval that failed after the token was
-// consumed: the replay it created (if created) is withdrawn — cancelled
-// before anything ran, so no stray job can start it — and the token is
-// released so the approver can approve again. The error says whether the
-// rollback worked.
+// consumed: the read it kept is given back, the replay it created (if
+// created) is withdrawn — cancelled before anything ran, so no stray job
+// can start it — and the token is released so the approver can approve
+// again. The error says whether the rollback worked.
 func (s *Service) undoApproval(ctx context.Context, token, id string, created bool, cause error) error {
+	s.DropKept(id)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	if created {
@@ -326,8 +336,10 @@ func (s *Service) replayIDFor(ctx context.Context, token string) (string, error)
 // apart, so that a passing Redis error does not leave an approved replay
 // that nobody runs. It returns the job queue's last error as it is (the
 // store's errors name the operation), or an error at once when the engine
-// has no Deps.Jobs.
+// has no Deps.Jobs. The read the approval kept for a run here is given
+// back first: the worker that takes the replay may be in another process.
 func (s *Service) Enqueue(ctx context.Context, id string) error {
+	s.DropKept(id)
 	if s.d.Jobs == nil {
 		return fmt.Errorf("engine: enqueue %s: no job queue: the engine was built without Deps.Jobs", id)
 	}

@@ -57,6 +57,11 @@ func OrOperator(by string) string {
 // itself) or cancel. A replay whose state does not allow it is
 // ErrNotControllable; an unknown action is ErrUnsupported.
 func (s *Service) Control(ctx context.Context, id string, a engine.ControlAction, by string) (engine.Replay, error) {
+	if a == engine.ControlPause || a == engine.ControlCancel {
+		// A read its approval kept for a run that has not taken it: the
+		// run, if any, reads afresh when it begins.
+		s.DropKept(id)
+	}
 	switch a {
 	case engine.ControlPause:
 		return s.pause(ctx, id, by)

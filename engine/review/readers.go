@@ -74,6 +74,16 @@ func IsScanReader(id string) bool { return strings.HasPrefix(id, scanReaderPrefi
 // names that replay. So neither waits for the other longer than the
 // other's read lasts.
 func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(letter.Message) error) (engine.ScanInfo, error) {
+	info, _, err := s.scanKeeping(ctx, dlq, who, "", visit)
+	return info, err
+}
+
+// scanKeeping is scanWhole that, given a key and a broker that keeps reads
+// (engine.ReadKeeper), keeps the read for the run of the replay key names
+// when the broker can (kept): an approval's compare, whose run then does
+// not read the DLQ again. A kept read nobody takes is given back after
+// keptReadTTL.
+func (s *Service) scanKeeping(ctx context.Context, dlq, who, key string, visit func(letter.Message) error) (info engine.ScanInfo, kept bool, err error) {
 	self := scanReaderID(who)
 	mark := func(c context.Context) {
 		if err := s.d.Claims.Reading(c, dlq, self, false, 0, s.cfg.LeaseTTL); err != nil && c.Err() == nil {
@@ -103,7 +113,26 @@ func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(let
 			_ = s.d.Claims.DoneReading(ctx, dlq, self)
 		}
 	}()
-	return s.d.Broker.Scan(ctx, dlq, visit)
+	if k, ok := s.d.Broker.(engine.ReadKeeper); ok && key != "" {
+		return k.ScanKeep(ctx, dlq, key, keptReadTTL, visit)
+	}
+	info, err = s.d.Broker.Scan(ctx, dlq, visit)
+	return info, false, err
+}
+
+// keptReadTTL is how long an approval's kept read waits for its run
+// (scanKeeping): the run of a replay approved to run here begins within
+// moments; one handed to the workers, paused or cancelled gives the read
+// back at once (DropKept).
+const keptReadTTL = 5 * time.Second
+
+// DropKept gives back the read an approval kept for replay id's run, if
+// any: the run will not take it (it was handed to the workers, which may
+// run in another process, or it reads without a cursor).
+func (s *Service) DropKept(id string) {
+	if k, ok := s.d.Broker.(engine.ReadKeeper); ok {
+		k.DropKept(id)
+	}
 }
 
 // heldByReplays names the dlqbot replays whose reads may have held

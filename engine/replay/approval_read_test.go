@@ -1,0 +1,175 @@
+package replay_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stroma/dlqbot/engine"
+	dlqamqp "github.com/stroma/dlqbot/engine/amqp"
+	"github.com/stroma/dlqbot/engine/replay"
+	"github.com/stroma/dlqbot/internal/testkit"
+)
+
+// newKeepingEnv is newEnvOn whose approvals may keep their reads: the
+// engine's Broker is the amqp one itself (engine.ReadKeeper), not the scan
+// counter the other tests wrap it in.
+func newKeepingEnv(t *testing.T, on testkit.Broker) *env {
+	t.Helper()
+	return newEnvTuned(t, fast, on, func(d *replay.Deps) { d.Broker = d.Mover.(*dlqamqp.Broker) })
+}
+
+// fillFrom fills dlq with n dead letters of work, m-0 … m-<n−1>, 1 KB each.
+func fillFrom(r *testkit.Rabbit, dlq, work string, n int) {
+	died := time.Now().Add(-time.Hour).Truncate(time.Second)
+	msgs := make([]amqp.Publishing, n)
+	for i := range msgs {
+		msgs[i] = testkit.Msg(fmt.Sprintf("m-%d", i), testkit.Body(i, 1024), testkit.DeathHeaders(work, died))
+	}
+	r.Publish(dlq, msgs...)
+	r.WaitCount(dlq, n, time.Minute)
+}
+
+// TestTheRunSendsFromItsApprovalsRead replays the whole of a DLQ fed
+// through the default exchange, of fewer messages than an approval proves
+// from the broker's counts (Tune.ProofFrom), so the approval compares the
+// DLQ with the preview by reading it. On a classic DLQ the approval keeps
+// that read (engine.ReadKeeper) and the run's cursor begins from it:
+//   - right after the approval the DLQ holds nothing ready (the read holds
+//     every message, so nothing the approval compared can change);
+//   - the run receives not one delivery from the DLQ: the broker delivered
+//     each message to dlqbot twice in all, once to the preview and once to
+//     the approval;
+//   - the replay finishes with every message at the consumer once and the
+//     DLQ empty, with no consumer left on it.
+//
+// On a quorum DLQ (no cursor without a tap: each give-back would spend a
+// delivery attempt) the approval gives its read back: the DLQ holds every
+// message again, and the run reads it as before.
+func TestTheRunSendsFromItsApprovalsRead(t *testing.T) {
+	t.Parallel()
+	eachKind(t, func(t *testing.T, on testkit.Broker, args amqp.Table) {
+		const n = 300
+		ctx := context.Background()
+		e := newKeepingEnv(t, on)
+		r := e.rabbit
+		work, dlq := testkit.Name("work"), testkit.Name("dlq")
+		r.Topology(work, dlq, args)
+		fillFrom(r, dlq, work, n)
+		got := &tailConsumer{acked: map[string]int{}, rejected: map[string]int{}, reject: func(string) bool { return false }}
+		r.Consume(work, got.handle)
+		d0 := e.broker.Delivered(dlq)
+		p, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
+		if err != nil {
+			t.Fatalf("preview: %v", err)
+		}
+		if p.Selected != n {
+			t.Fatalf("preview selected %d, want %d", p.Selected, n)
+		}
+		testkit.Eventually(t, time.Minute, "the preview's give-backs in the DLQ", func() bool { return r.Count(dlq) == n })
+		ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: -1}, false)
+		if err != nil {
+			t.Fatalf("approve: %v (changes %+v)", err, ap.Changes)
+		}
+		quorum := args["x-queue-type"] == "quorum"
+		if read := e.broker.Delivered(dlq) - d0; read != 2*n {
+			t.Fatalf("the preview and the approval took %d deliveries from the DLQ of %d: want %d (each read once)", read, n, 2*n)
+		}
+		if quorum {
+			testkit.Eventually(t, time.Minute, "the approval's read given back", func() bool {
+				ready, consumers := r.Look(dlq)
+				return ready == n && consumers == 0
+			})
+		} else if ready, _ := r.Look(dlq); ready != 0 {
+			t.Fatalf("right after the approval the DLQ holds %d ready: want 0, every message held by the approval's read", ready)
+		}
+		rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+		if err != nil {
+			t.Fatalf("run: %v", err)
+		}
+		if rep.State != engine.StateFinished || rep.Sent != n {
+			t.Fatalf("replay %s, %d sent of %d: %s", rep.State, rep.Sent, n, rep.Note)
+		}
+		delivered := e.broker.Delivered(dlq) - d0
+		t.Logf("%s: finished in %d step(s), %d deliveries from the DLQ of %d (%.2f×)", on.Name, rep.Step, delivered, n, float64(delivered)/n)
+		if !quorum && delivered != 2*n {
+			t.Fatalf("the run took %d deliveries from the DLQ of %d after its approval's read: want none", delivered-2*n, n)
+		}
+		testkit.Eventually(t, 30*time.Second, "every copy at the consumer", func() bool {
+			a, _ := got.counts()
+			return a == n
+		})
+		for id, k := range got.acked {
+			if k != 1 {
+				t.Fatalf("%s reached the consumer %d times", id, k)
+			}
+		}
+		testkit.Eventually(t, time.Minute, "the DLQ empty, no consumer on it", func() bool {
+			ready, consumers := r.Look(dlq)
+			return ready == 0 && consumers == 0
+		})
+	})
+}
+
+// TestAKeptReadNoRunTakesIsGivenBack approves replays whose approvals
+// kept their reads (a classic DLQ, compared) and that no run here takes:
+// one handed to the workers instead (Service.DropKept, as the terminal
+// does when workers run), one cancelled before it ran. Each read is given
+// back at once: the DLQ holds every message again (in its order: engine/amqp's
+// TestAKeptReadIsGivenBackInOrder), with no consumer on it. The replay
+// handed on then runs (as a worker would) and finishes.
+func TestAKeptReadNoRunTakesIsGivenBack(t *testing.T) {
+	t.Parallel()
+	on := testkit.Brokers()[0]
+	on.Require(t)
+	for _, how := range []string{"handed to the workers", "cancelled"} {
+		t.Run(how, func(t *testing.T) {
+			t.Parallel()
+			const n = 50
+			ctx := context.Background()
+			e := newKeepingEnv(t, on)
+			r := e.rabbit
+			work, dlq := testkit.Name("work"), testkit.Name("dlq")
+			r.Topology(work, dlq, nil)
+			fillFrom(r, dlq, work, n)
+			p, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
+			if err != nil {
+				t.Fatalf("preview: %v", err)
+			}
+			testkit.Eventually(t, time.Minute, "the preview's give-backs in the DLQ", func() bool { return r.Count(dlq) == n })
+			ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: -1}, false)
+			if err != nil {
+				t.Fatalf("approve: %v", err)
+			}
+			if ready, _ := r.Look(dlq); ready != 0 {
+				t.Fatalf("right after the approval the DLQ holds %d ready: want 0 (the approval's read kept)", ready)
+			}
+			if how == "cancelled" {
+				if rep, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlCancel, "U_APP"); err != nil || rep.State != engine.StateCancelled {
+					t.Fatalf("cancel: %v, %s", err, rep.State)
+				}
+			} else {
+				e.svc.DropKept(ap.Replay.ID)
+			}
+			if ready, consumers := r.Look(dlq); ready != n || consumers != 0 {
+				t.Fatalf("right after the replay was %s the DLQ holds %d ready with %d consumer(s): want all %d back, no consumer", how, ready, consumers, n)
+			}
+			if how == "cancelled" {
+				return
+			}
+			got := &tailConsumer{acked: map[string]int{}, rejected: map[string]int{}, reject: func(string) bool { return false }}
+			r.Consume(work, got.handle)
+			rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
+			if err != nil || rep.State != engine.StateFinished || rep.Sent != n {
+				t.Fatalf("run: %v: %s, %d sent of %d: %s", err, rep.State, rep.Sent, n, rep.Note)
+			}
+			testkit.Eventually(t, 30*time.Second, "every copy at the consumer", func() bool {
+				a, _ := got.counts()
+				return a == n
+			})
+		})
+	}
+}
