@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,6 +100,62 @@ func TestTerminalPreviewReplayStatus(t *testing.T) {
 	if doc := oneJSON(t, out); code != 1 || !strings.Contains(doc["error"].(string), "already approved") || doc["code"] != "token_used" {
 		t.Fatalf("second replay exit %d: %s", code, out)
 	}
+}
+
+// TestTerminalReplayReadsItsDLQOnce replays a classic DLQ fed through the
+// default exchange at the terminal: the approval compares it with the
+// preview by reading it (fewer messages than the statistics prove), and
+// the replay, run in the same process, begins from that read
+// (Tune.KeepReads): the replay process's own count of deliveries from the
+// DLQ, logged at exit with --verbose, is the DLQ's size, not twice it. The
+// DLQ ends empty and the consumer got every message.
+func TestTerminalReplayReadsItsDLQOnce(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	env := testEnv(t)
+	r := testkit.Dial(t)
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, nil)
+	r.Reject(src, testkit.Msgs(n, 100)...)
+	r.WaitCount(dlq, n, 20*time.Second)
+	var mu sync.Mutex
+	got := 0
+	r.Consume(src, func(amqp.Delivery) string {
+		mu.Lock()
+		defer mu.Unlock()
+		got++
+		return "ack"
+	})
+	out, _, code := dlqbot(t, env, "preview", dlq, "--json")
+	token, _ := oneJSON(t, out)["token"].(string)
+	if code != 0 || token == "" {
+		t.Fatalf("preview exit %d:\n%s", code, out)
+	}
+	testkit.Eventually(t, time.Minute, "the preview's give-backs in the DLQ", func() bool { return r.Count(dlq) == n })
+	out, stderr, code := dlqbot(t, env, "--json", "--verbose", "replay", token, "rate=max")
+	if doc := oneJSON(t, out); code != 0 || doc["state"] != "finished" || doc["sent"].(float64) != n {
+		t.Fatalf("replay exit %d: %v\n%s", code, doc, stderr)
+	}
+	delivered := int64(-1)
+	for _, line := range strings.Split(stderr, "\n") {
+		var l struct {
+			Msg        string `json:"message"`
+			Queue      string `json:"queue"`
+			Deliveries int64  `json:"deliveries"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "amqp: deliveries received" && l.Queue == dlq {
+			delivered = l.Deliveries
+		}
+	}
+	if delivered != n {
+		t.Fatalf("the replay process received %d deliveries from the DLQ of %d: want %d, its approval's read alone\n%s", delivered, n, n, stderr)
+	}
+	testkit.Eventually(t, 30*time.Second, "every message at the consumer, the DLQ empty", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		ready, consumers := r.Look(dlq)
+		return got == n && ready == 0 && consumers == 0
+	})
 }
 
 func TestTerminalBadInput(t *testing.T) {

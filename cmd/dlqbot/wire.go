@@ -167,7 +167,11 @@ func (a *app) newEngine(notifier engine.Notifier, observer engine.ScanObserver, 
 			}
 		}
 	}
-	svc, err := replay.New(a.engineConfig(excerpt), deps)
+	cfg := a.engineConfig(excerpt)
+	// Without hand-off the terminal runs an approved replay itself, right
+	// after its approval (follow.go): the approval's read is kept for it.
+	cfg.Tune.KeepReads = !handOff
+	svc, err := replay.New(cfg, deps)
 	if err != nil {
 		return err
 	}

@@ -14,12 +14,14 @@ import (
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
-// newKeepingEnv is newEnvOn whose approvals may keep their reads: the
-// engine's Broker is the amqp one itself (engine.ReadKeeper), not the scan
-// counter the other tests wrap it in.
+// newKeepingEnv is newEnvOn whose approvals keep their reads, as the
+// terminal's (Tune.KeepReads): the engine's Broker is the amqp one itself
+// (engine.ReadKeeper), not the scan counter the other tests wrap it in.
 func newKeepingEnv(t *testing.T, on testkit.Broker) *env {
 	t.Helper()
-	return newEnvTuned(t, fast, on, func(d *replay.Deps) { d.Broker = d.Mover.(*dlqamqp.Broker) })
+	cfg := fast
+	cfg.Tune.KeepReads = true
+	return newEnvTuned(t, cfg, on, func(d *replay.Deps) { d.Broker = d.Mover.(*dlqamqp.Broker) })
 }
 
 // fillFrom fills dlq with n dead letters of work, m-0 … m-<n−1>, 1 KB each.
@@ -31,6 +33,34 @@ func fillFrom(r *testkit.Rabbit, dlq, work string, n int) {
 	}
 	r.Publish(dlq, msgs...)
 	r.WaitCount(dlq, n, time.Minute)
+}
+
+// keptDLQ is a DLQ of n dead letters of work on on (dlqArgs: its
+// arguments), beside an engine whose approvals may keep their reads.
+func keptDLQ(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n int) (e *env, work, dlq string) {
+	t.Helper()
+	e = newKeepingEnv(t, on)
+	work, dlq = testkit.Name("work"), testkit.Name("dlq")
+	e.rabbit.Topology(work, dlq, dlqArgs)
+	fillFrom(e.rabbit, dlq, work, n)
+	return e, work, dlq
+}
+
+// previewApprove previews the whole of dlq (n messages), waits for the
+// preview's give-backs and approves it unpaced, comparing.
+func previewApprove(t *testing.T, e *env, dlq string, n int) engine.Approval {
+	t.Helper()
+	ctx := context.Background()
+	p, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
+	if err != nil || p.Selected != n {
+		t.Fatalf("preview: %v, %d selected: want %d", err, p.Selected, n)
+	}
+	testkit.Eventually(t, time.Minute, "the preview's give-backs in the DLQ", func() bool { return e.rabbit.Count(dlq) == n })
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: -1}, false)
+	if err != nil {
+		t.Fatalf("approve: %v (changes %+v)", err, ap.Changes)
+	}
+	return ap
 }
 
 // TestTheRunSendsFromItsApprovalsRead replays the whole of a DLQ fed
@@ -54,26 +84,12 @@ func TestTheRunSendsFromItsApprovalsRead(t *testing.T) {
 	eachKind(t, func(t *testing.T, on testkit.Broker, args amqp.Table) {
 		const n = 300
 		ctx := context.Background()
-		e := newKeepingEnv(t, on)
+		e, work, dlq := keptDLQ(t, on, args, n)
 		r := e.rabbit
-		work, dlq := testkit.Name("work"), testkit.Name("dlq")
-		r.Topology(work, dlq, args)
-		fillFrom(r, dlq, work, n)
 		got := &tailConsumer{acked: map[string]int{}, rejected: map[string]int{}, reject: func(string) bool { return false }}
 		r.Consume(work, got.handle)
 		d0 := e.broker.Delivered(dlq)
-		p, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
-		if err != nil {
-			t.Fatalf("preview: %v", err)
-		}
-		if p.Selected != n {
-			t.Fatalf("preview selected %d, want %d", p.Selected, n)
-		}
-		testkit.Eventually(t, time.Minute, "the preview's give-backs in the DLQ", func() bool { return r.Count(dlq) == n })
-		ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: -1}, false)
-		if err != nil {
-			t.Fatalf("approve: %v (changes %+v)", err, ap.Changes)
-		}
+		ap := previewApprove(t, e, dlq, n)
 		quorum := args["x-queue-type"] == "quorum"
 		if read := e.broker.Delivered(dlq) - d0; read != 2*n {
 			t.Fatalf("the preview and the approval took %d deliveries from the DLQ of %d: want %d (each read once)", read, n, 2*n)
@@ -130,20 +146,9 @@ func TestAKeptReadNoRunTakesIsGivenBack(t *testing.T) {
 			t.Parallel()
 			const n = 50
 			ctx := context.Background()
-			e := newKeepingEnv(t, on)
+			e, work, dlq := keptDLQ(t, on, nil, n)
 			r := e.rabbit
-			work, dlq := testkit.Name("work"), testkit.Name("dlq")
-			r.Topology(work, dlq, nil)
-			fillFrom(r, dlq, work, n)
-			p, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
-			if err != nil {
-				t.Fatalf("preview: %v", err)
-			}
-			testkit.Eventually(t, time.Minute, "the preview's give-backs in the DLQ", func() bool { return r.Count(dlq) == n })
-			ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: -1}, false)
-			if err != nil {
-				t.Fatalf("approve: %v", err)
-			}
+			ap := previewApprove(t, e, dlq, n)
 			if ready, _ := r.Look(dlq); ready != 0 {
 				t.Fatalf("right after the approval the DLQ holds %d ready: want 0 (the approval's read kept)", ready)
 			}

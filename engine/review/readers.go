@@ -78,9 +78,9 @@ func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(let
 	return info, err
 }
 
-// scanKeeping is scanWhole that, given a key and a broker that keeps reads
-// (engine.ReadKeeper), keeps the read for the run of the replay key names
-// when the broker can (kept): an approval's compare, whose run then does
+// scanKeeping is scanWhole that, given a key, a broker that keeps reads
+// (engine.ReadKeeper) and Config.Tune.KeepReads, keeps the read for the
+// run of the replay key names when the broker can (kept): an approval's compare, whose run then does
 // not read the DLQ again. A kept read nobody takes is given back after
 // keptReadTTL.
 func (s *Service) scanKeeping(ctx context.Context, dlq, who, key string, visit func(letter.Message) error) (info engine.ScanInfo, kept bool, err error) {
@@ -113,7 +113,7 @@ func (s *Service) scanKeeping(ctx context.Context, dlq, who, key string, visit f
 			_ = s.d.Claims.DoneReading(ctx, dlq, self)
 		}
 	}()
-	if k, ok := s.d.Broker.(engine.ReadKeeper); ok && key != "" {
+	if k, ok := s.d.Broker.(engine.ReadKeeper); ok && key != "" && s.cfg.Tune.KeepReads {
 		return k.ScanKeep(ctx, dlq, key, keptReadTTL, visit)
 	}
 	info, err = s.d.Broker.Scan(ctx, dlq, visit)

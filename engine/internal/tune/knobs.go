@@ -50,6 +50,14 @@ type Knobs struct {
 	// messages of the DLQ to let go before it reports the planned messages
 	// it could not find as held elsewhere (default 60s).
 	HeldWait time.Duration
+	// KeepReads lets an approval that compares keep its read of a classic
+	// DLQ for the run of the replay it approves, which then reads the
+	// DLQ no more (engine.ReadKeeper; docs/design.md "The compare's read,
+	// kept for the run"). Set it where that run follows the approval in
+	// the same process — the terminal, which runs the replay itself or
+	// gives the read back as it hands the replay to workers. Default
+	// false: the read is given back at once, as for a run elsewhere.
+	KeepReads bool
 	// CompareAlways makes every approval read the DLQ to compare it with
 	// the preview, even when the broker's counts prove nothing left it
 	// (package proof); default false. For benchmarks of the old path.
