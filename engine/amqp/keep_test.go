@@ -187,20 +187,28 @@ func TestAReadIsKeptOnlyWhereACursorMayHoldIt(t *testing.T) {
 	r := testkit.Dial(t)
 	b := testBroker(t, Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, Prefetch: 8, QuietWait: 200 * time.Millisecond})
 
+	// notKept scans q, whose want ready messages the scan can see, and
+	// checks that its read was not kept but given back: q holds want ready
+	// again, with only the consumers other clients have on it.
+	notKept := func(q, what string, want, consumers int) {
+		t.Helper()
+		key := testkit.Name("replay")
+		if kept, ids := keepScan(t, b, q, key, time.Minute); kept || len(ids) != want {
+			t.Fatalf("%s: kept %v after visiting %d: want %d visited, not kept", what, kept, len(ids), want)
+		}
+		if _, ok := b.TakeKept(key, q); ok {
+			t.Fatalf("%s: a read that was not kept was taken", what)
+		}
+		eventually(t, 30*time.Second, what+": the read given back", func() bool {
+			ready, n := r.Look(q)
+			return ready == want && n == consumers
+		})
+	}
+
 	qq := r.Queue(testkit.Name("keep-qq"), testkit.Quorum(nil))
 	r.Publish(qq, testkit.Msgs(20, 50)...)
 	r.WaitCount(qq, 20, 10*time.Second)
-	key := testkit.Name("replay")
-	if kept, ids := keepScan(t, b, qq, key, time.Minute); kept || len(ids) != 20 {
-		t.Fatalf("quorum queue: kept %v after visiting %d: want 20 visited, not kept", kept, len(ids))
-	}
-	if _, ok := b.TakeKept(key, qq); ok {
-		t.Fatal("a quorum queue's read was taken")
-	}
-	eventually(t, 30*time.Second, "the quorum queue's read given back", func() bool {
-		ready, consumers := r.Look(qq)
-		return ready == 20 && consumers == 0
-	})
+	notKept(qq, "a quorum queue", 20, 0)
 
 	q := r.Queue(testkit.Name("keep-other"), nil)
 	r.Publish(q, testkit.Msgs(20, 50)...)
@@ -217,15 +225,5 @@ func TestAReadIsKeptOnlyWhereACursorMayHoldIt(t *testing.T) {
 	for range 5 {
 		<-ds
 	}
-	key = testkit.Name("replay")
-	if kept, ids := keepScan(t, b, q, key, time.Minute); kept || len(ids) != 15 {
-		t.Fatalf("classic queue beside another reader: kept %v after visiting %d: want 15 visited, not kept", kept, len(ids))
-	}
-	if _, ok := b.TakeKept(key, q); ok {
-		t.Fatal("a read that was not whole was taken")
-	}
-	eventually(t, 10*time.Second, "the read given back beside the other reader", func() bool {
-		ready, _ := r.Look(q)
-		return ready == 15
-	})
+	notKept(q, "a classic queue beside another reader", 15, 1)
 }
