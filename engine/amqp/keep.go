@@ -94,7 +94,9 @@ func (b *Broker) ScanKeep(ctx context.Context, queue, key string, ttl time.Durat
 }
 
 // TakeKept hands over the read kept under key as a cursor on queue. A read
-// kept for another queue is given back (ok false).
+// kept for another queue, or whose connection was lost meanwhile (the
+// broker gave back everything it held), is given back (ok false): the run
+// reads afresh.
 func (b *Broker) TakeKept(key, queue string) (engine.Cursor, bool) {
 	b.kept.mu.Lock()
 	k := b.kept.m[key]
@@ -104,7 +106,7 @@ func (b *Broker) TakeKept(key, queue string) (engine.Cursor, bool) {
 		return nil, false
 	}
 	k.timer.Stop()
-	if k.queue != queue {
+	if k.queue != queue || k.c.r.conn.IsClosed() {
 		_, _ = k.c.Release()
 		return nil, false
 	}

@@ -227,3 +227,43 @@ func TestAReadIsKeptOnlyWhereACursorMayHoldIt(t *testing.T) {
 	}
 	notKept(q, "a classic queue beside another reader", 15, 1)
 }
+
+// TestAKeptReadWhoseConnectionWasLostIsNotTaken keeps a read, then the
+// broker closes the reader's connection (as a node restart would): the
+// broker gives the 20 back itself, in order, and the read cannot be taken
+// as a cursor, so a run reads afresh instead of moving what it no longer
+// holds.
+func TestAKeptReadWhoseConnectionWasLostIsNotTaken(t *testing.T) {
+	t.Parallel()
+	r := testkit.Dial(t)
+	q := r.Queue(testkit.Name("keep"), nil)
+	r.Publish(q, testkit.Msgs(20, 50)...)
+	r.WaitCount(q, 20, 10*time.Second)
+	name := testkit.Name("keep-conn")
+	b := testBroker(t, Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, Prefetch: 8, ConnectionName: name})
+	key := testkit.Name("replay")
+	if kept, _ := keepScan(t, b, q, key, time.Minute); !kept {
+		t.Fatal("a whole read of a classic queue was not kept")
+	}
+	eventually(t, 30*time.Second, "the management API to list the reader's connection", func() bool {
+		return testkit.CountConnections(t, name) > 0
+	})
+	if n := testkit.CloseConnections(t, name); n == 0 {
+		t.Fatal("no connection closed")
+	}
+	eventually(t, 10*time.Second, "the broker to give the read back", func() bool {
+		ready, consumers := r.Look(q)
+		return ready == 20 && consumers == 0
+	})
+	eventually(t, 10*time.Second, "the client to see its connection closed", func() bool {
+		b.kept.mu.Lock()
+		defer b.kept.mu.Unlock()
+		k := b.kept.m[key]
+		return k != nil && k.c.r.conn.IsClosed()
+	})
+	if c, ok := b.TakeKept(key, q); ok {
+		_, _ = c.Release()
+		t.Fatal("a read whose connection was lost was taken")
+	}
+	inOrder(t, r, q, 20)
+}
