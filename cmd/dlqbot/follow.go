@@ -21,9 +21,7 @@ func (a *app) follow(ctx context.Context, id string, out *output, live *liveLine
 	done := make(chan struct{})
 	var runErr error
 	if workers > 0 {
-		if a.svc != nil {
-			a.svc.DropKept(id) // kept for a run here by the approval
-		}
+		a.svc.DropKept(id) // kept for a run here by the approval
 		live.note("replay %s handed to %d worker(s); Ctrl-C detaches without cancelling", id, workers)
 	} else {
 		live.note("no worker is running: running replay %s here; Ctrl-C pauses it", id)

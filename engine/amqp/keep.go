@@ -60,29 +60,35 @@ type keptRead struct {
 // whether it did. A read already kept under key is given back first.
 func (b *Broker) ScanKeep(ctx context.Context, queue, key string, ttl time.Duration, visit func(engine.Message) error) (engine.ScanInfo, bool, error) {
 	b.DropKept(key)
+	sc, err := b.openScan(ctx, queue)
+	if err != nil {
+		return sc.info, false, err
+	}
+	// Kept messages are packed (pack.go) as they are read; a read that
+	// cannot be kept packs none.
+	keeping := sc.info.QueueType == "classic" && sc.r.want <= keepMost
 	var kept []held
-	size, keeping := 0, true
-	keep := func(h held) {
-		if !keeping {
-			return
+	size := 0
+	var keep func(held)
+	if keeping {
+		keep = func(h held) {
+			if !keeping {
+				return
+			}
+			h = packHeld(h)
+			size += len(h.d.Body) + len(h.packed) + keptOverhead
+			if len(kept) >= keepMost || size > keepBytes {
+				keeping, kept = false, nil
+				return
+			}
+			kept = append(kept, h)
 		}
-		h = packHeld(h)
-		size += len(h.d.Body) + len(h.packed) + keptOverhead
-		if len(kept) >= keepMost || size > keepBytes {
-			keeping, kept = false, nil
-			return
-		}
-		kept = append(kept, h)
 	}
-	info, r, unacked, err := b.scan(ctx, queue, visit, keep)
-	if r == nil {
-		return info, false, err
+	err = sc.read(ctx, visit, keep)
+	if err != nil || !keeping || !sc.info.Coverage.Whole() || ctx.Err() != nil {
+		return sc.info, false, b.endScan(sc.r, &sc.info, err)
 	}
-	if err != nil || !keeping || info.QueueType != "classic" || !info.Coverage.Whole() || ctx.Err() != nil {
-		return info, false, b.endScan(r, &info, err)
-	}
-	c := &Cursor{b: b, r: r, unacked: unacked, kept: kept}
-	k := &keptRead{queue: queue, c: c}
+	k := &keptRead{queue: queue, c: &Cursor{b: b, r: sc.r, unacked: sc.unacked, kept: kept}}
 	b.kept.mu.Lock()
 	if b.kept.m == nil {
 		b.kept.m = map[string]*keptRead{}
@@ -90,7 +96,7 @@ func (b *Broker) ScanKeep(ctx context.Context, queue, key string, ttl time.Durat
 	b.kept.m[key] = k
 	k.timer = time.AfterFunc(ttl, func() { b.dropKept(key, k) })
 	b.kept.mu.Unlock()
-	return info, true, nil
+	return sc.info, true, nil
 }
 
 // TakeKept hands over the read kept under key as a cursor on queue. A read

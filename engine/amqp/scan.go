@@ -39,20 +39,32 @@ const typeLookupTimeout = 2 * time.Second
 // A missing queue is engine.ErrQueueNotFound; an unreachable broker is
 // engine.ErrBrokerUnavailable.
 func (b *Broker) Scan(ctx context.Context, queue string, visit func(engine.Message) error) (engine.ScanInfo, error) {
-	info, r, _, err := b.scan(ctx, queue, visit, nil)
-	if r != nil {
-		err = b.endScan(r, &info, err)
+	sc, err := b.openScan(ctx, queue)
+	if err != nil {
+		return sc.info, err
 	}
-	return info, err
+	err = sc.read(ctx, visit, nil)
+	return sc.info, b.endScan(sc.r, &sc.info, err)
 }
 
-// scan is Scan up to the give-back: it reads queue, visiting each message
-// and handing it to keep (when not nil) after its visit, and returns the
-// reader still holding everything it read, for endScan or a kept read
-// (keep.go), and the queue's unacknowledged count before the read (−1:
-// unknown). r is nil when the read could not begin (err says why).
-func (b *Broker) scan(ctx context.Context, queue string, visit func(engine.Message) error, keep func(held)) (info engine.ScanInfo, r *holdReader, unacked int, err error) {
-	start := time.Now()
+// scanning is a scan's read up to its give-back (Scan, or a kept read:
+// keep.go): the reader holding what it read, what the read saw so far and
+// what the management API said of the queue.
+type scanning struct {
+	r     *holdReader
+	info  engine.ScanInfo
+	start time.Time
+	// unacked is the queue's unacknowledged count before the read (−1:
+	// unknown), for its coverage.
+	unacked int
+	// wholeOnly: after a visit error the rest is still read (see read).
+	wholeOnly bool
+}
+
+// openScan opens a scan's reader of queue and learns the queue's type.
+// A stream queue is refused.
+func (b *Broker) openScan(ctx context.Context, queue string) (*scanning, error) {
+	sc := &scanning{start: time.Now(), unacked: -1}
 	typed := make(chan *queueJSON, 1)
 	go func() {
 		tctx, cancel := context.WithTimeout(ctx, typeLookupTimeout)
@@ -60,31 +72,39 @@ func (b *Broker) scan(ctx context.Context, queue string, visit func(engine.Messa
 		q, _ := b.mgmt.queue(tctx, queue, false)
 		typed <- q
 	}()
-	r, err = b.openReader(ctx, queue)
+	r, err := b.openReader(ctx, queue)
 	if err != nil {
-		return info, nil, -1, fmt.Errorf("amqp: scan %s: %w", queue, err)
+		return sc, fmt.Errorf("amqp: scan %s: %w", queue, err)
 	}
 	qinfo := <-typed
 	limit := 0
-	unacked = -1
 	if qinfo != nil {
-		info.QueueType, limit = qinfo.queueType(), qinfo.deliveryLimit()
-		unacked = int(qinfo.MessagesUnacked)
+		sc.info.QueueType, limit = qinfo.queueType(), qinfo.deliveryLimit()
+		sc.unacked = int(qinfo.MessagesUnacked)
 	}
-	if info.QueueType == "stream" {
+	if sc.info.QueueType == "stream" {
 		_, _ = r.release()
-		return info, nil, -1, fmt.Errorf("amqp: scan %s: stream queues cannot be scanned: they keep messages after a read", queue)
+		return sc, fmt.Errorf("amqp: scan %s: stream queues cannot be scanned: they keep messages after a read", queue)
 	}
 	// Classic queues put requeued messages back in place, and quorum queues
 	// with a delivery limit near the head in requeue order; otherwise (quorum
 	// without a limit, or a type we could not learn) only giving back the
 	// whole queue keeps its order.
-	wholeOnly := info.QueueType != "classic" && limit == 0
+	sc.wholeOnly = sc.info.QueueType != "classic" && limit == 0
 	// With a delivery limit a quorum queue puts requeued messages near the
 	// head, but scrambles a large multi-message requeue: give back in paced
 	// chunks.
-	r.paced = info.QueueType == "quorum" && limit > 0
+	r.paced = sc.info.QueueType == "quorum" && limit > 0
+	sc.r = r
+	return sc, nil
+}
 
+// read reads the queue to the end of the scan, visiting each message and
+// handing it to keep (when not nil) after its visit; everything read
+// stays held for endScan or a kept read. It returns visit's error as it
+// is.
+func (sc *scanning) read(ctx context.Context, visit func(engine.Message) error, keep func(held)) error {
+	r := sc.r
 	var visitErr, readErr error
 	for {
 		h, err := r.next(ctx)
@@ -97,10 +117,10 @@ func (b *Broker) scan(ctx context.Context, queue string, visit func(engine.Messa
 		if visitErr != nil {
 			continue // finishing the read of a quorum queue, see above
 		}
-		info.Read++
+		sc.info.Read++
 		if err := visit(toMessage(h)); err != nil {
 			visitErr = err
-			if !wholeOnly {
+			if !sc.wholeOnly {
 				break
 			}
 			continue
@@ -112,16 +132,16 @@ func (b *Broker) scan(ctx context.Context, queue string, visit func(engine.Messa
 	if visitErr != nil {
 		r.cut = true
 	}
-	info.Coverage = r.coverage(unacked)
-	info.Coverage.Read = info.Read
-	info.Duration = time.Since(start)
+	sc.info.Coverage = r.coverage(sc.unacked)
+	sc.info.Coverage.Read = sc.info.Read
+	sc.info.Duration = time.Since(sc.start)
 	switch {
 	case visitErr != nil:
-		return info, r, unacked, visitErr
+		return visitErr
 	case readErr != nil:
-		return info, r, unacked, fmt.Errorf("amqp: scan %s: %w", queue, readErr)
+		return fmt.Errorf("amqp: scan %s: %w", r.queue, readErr)
 	}
-	return info, r, unacked, nil
+	return nil
 }
 
 // endScan gives back everything r holds, ending a scan whose outcome so

@@ -61,8 +61,9 @@ func (rn *run) openCursor(ctx context.Context) {
 // (engine.ReadKeeper): the approval compared the DLQ with the preview by
 // reading it whole, and the cursor begins where that read ended instead of
 // reading the DLQ again. Only the run's first cursor can: once a step was
-// sent (or a run ended) the read is stale, and resends and later cursors read afresh. nil
-// when there is none; how says where the cursor came from, for the log.
+// sent (or a run ended) the read is stale, and resends and later cursors
+// read afresh. nil when there is none; how says where the cursor came
+// from, for the log.
 func (rn *run) keptCursor() (c engine.Cursor, how string) {
 	k, ok := rn.s.d.Mover.(engine.ReadKeeper)
 	if !ok || rn.r.Step > 1 || rn.r.Sent > 0 {

@@ -153,8 +153,9 @@ func goneChanges(dlq string, want, found map[string]int, cov engine.Coverage, he
 // the scan proves nothing until the broker reports no other client holding
 // messages of the DLQ: it waits for that (bounded by twice
 // Config.Tune.StatsLag) and scans once more, so messages another reader
-// held or just gave back are not reported gone. It does not wait for a dlqbot replay's read (held names
-// the replays): a replay may hold them for as long as it runs.
+// held or just gave back are not reported gone. It does not wait for a
+// dlqbot replay's read (held names the replays): a replay may hold them
+// for as long as it runs.
 func (s *Service) findPreviewed(ctx context.Context, dlq string, want map[string]int, keep string) (map[string]int, engine.Coverage, *engine.HeldBy, error) {
 	var found map[string]int
 	var cov engine.Coverage

@@ -80,9 +80,9 @@ func (s *Service) scanWhole(ctx context.Context, dlq, who string, visit func(let
 
 // scanKeeping is scanWhole that, given a key, a broker that keeps reads
 // (engine.ReadKeeper) and Config.Tune.KeepReads, keeps the read for the
-// run of the replay key names when the broker can (kept): an approval's compare, whose run then does
-// not read the DLQ again. A kept read nobody takes is given back after
-// keptReadTTL.
+// run of the replay key names when the broker can (kept): an approval's
+// compare, whose run then does not read the DLQ again. A kept read nobody
+// takes is given back after keptReadTTL.
 func (s *Service) scanKeeping(ctx context.Context, dlq, who, key string, visit func(letter.Message) error) (info engine.ScanInfo, kept bool, err error) {
 	self := scanReaderID(who)
 	mark := func(c context.Context) {
