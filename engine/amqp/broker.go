@@ -18,10 +18,12 @@ const (
 	DefaultURL           = "amqp://guest:guest@127.0.0.1:5672/"
 	DefaultManagementURL = "http://guest:guest@127.0.0.1:15672"
 	DefaultPrefetch      = 10000
-	DefaultIdleTimeout   = 500 * time.Millisecond
-	DefaultStallTimeout  = 2 * time.Minute
-	DefaultQuietWait     = 3 * time.Second
-	DefaultHTTPTimeout   = 5 * time.Second
+	// DefaultCursorPrefetch is the default of Config.CursorPrefetch.
+	DefaultCursorPrefetch = 1000
+	DefaultIdleTimeout    = 500 * time.Millisecond
+	DefaultStallTimeout   = 2 * time.Minute
+	DefaultQuietWait      = 3 * time.Second
+	DefaultHTTPTimeout    = 5 * time.Second
 	// DefaultManagementCooldown is how long a management node that did
 	// not answer is left alone (Config.ManagementCooldown).
 	DefaultManagementCooldown = 30 * time.Second
@@ -51,6 +53,16 @@ type Config struct {
 	// channels but more deliveries buffered in memory when the caller is
 	// slower than the broker.
 	Prefetch int
+	// CursorPrefetch is the page size of a read that acks what it holds
+	// out of order — a replay's cursor, or a read kept for one — on a
+	// classic queue: the queue finds each ack by walking the unacked
+	// messages its channel holds from the oldest (RabbitMQ's
+	// rabbit_queue_consumers, 3.10 to 4.3), so a filtered replay's acks,
+	// each behind the unselected messages its channel holds, cost the
+	// broker time in proportion to the window. Widened, like Prefetch,
+	// when the queue would need more channels than the connection allows.
+	// Default DefaultCursorPrefetch; at most MaxPrefetch.
+	CursorPrefetch int
 	// IdleTimeout is how long a read waits for the next delivery before it
 	// asks the broker whether any message is still ready for it. A read
 	// never ends on a pause alone: it ends when it has read every message
@@ -113,6 +125,9 @@ func (c Config) withDefaults() Config {
 	if c.Prefetch <= 0 {
 		c.Prefetch = DefaultPrefetch
 	}
+	if c.CursorPrefetch <= 0 {
+		c.CursorPrefetch = DefaultCursorPrefetch
+	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
@@ -170,6 +185,9 @@ func New(cfg Config) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Prefetch > MaxPrefetch {
 		return nil, fmt.Errorf("amqp: prefetch %d exceeds %d", cfg.Prefetch, MaxPrefetch)
+	}
+	if cfg.CursorPrefetch > MaxPrefetch {
+		return nil, fmt.Errorf("amqp: cursor prefetch %d exceeds %d", cfg.CursorPrefetch, MaxPrefetch)
 	}
 	nodes, err := parseAMQPNodes(cfg.URL)
 	if err != nil {

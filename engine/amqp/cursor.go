@@ -44,7 +44,9 @@ func (b *Broker) OpenCursor(ctx context.Context, queue string) (engine.Cursor, e
 // openMoveReader opens a reader for a move and learns, from the management
 // API, whether its give-backs must be paced (a quorum queue with a delivery
 // limit scrambles a large one-shot requeue) and how many messages other
-// clients held unacked before it began (−1: unknown).
+// clients held unacked before it began (−1: unknown). A move acks what it
+// picks among what it holds, so the reader's windows are narrowed for
+// that (forAcks).
 func (b *Broker) openMoveReader(ctx context.Context, queue string) (*holdReader, int, error) {
 	r, err := b.openReader(ctx, queue)
 	if err != nil {
@@ -55,8 +57,10 @@ func (b *Broker) openMoveReader(ctx context.Context, queue string) (*holdReader,
 	unacked := -1
 	if q, _ := b.mgmt.queue(tctx, queue, false); q != nil {
 		r.paced = q.queueType() == "quorum" && q.deliveryLimit() > 0
+		r.classic = r.classic || q.queueType() == "classic"
 		unacked = int(q.MessagesUnacked)
 	}
+	r.forAcks()
 	return r, unacked, nil
 }
 

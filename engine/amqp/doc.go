@@ -69,7 +69,9 @@
 // (cursor.go) keeps one such read open across a replay's steps; once it
 // has read the whole DLQ it keeps consuming the DLQ's tail (tail.go), so
 // the replay sees what arrives there — its returns — without reading the
-// DLQ again.
+// DLQ again. A read that acks out of order (a Move's, a Cursor's) reads a
+// classic queue in small windows (Config.CursorPrefetch), since the queue
+// finds each ack by walking what its channel holds.
 //
 // What a scan cannot promise: on a quorum queue, messages published while
 // the scan runs may end up ahead of the requeued ones, and a scan whose

@@ -67,6 +67,10 @@ func (b *Broker) ScanKeep(ctx context.Context, queue, key string, ttl time.Durat
 	// Kept messages are packed (pack.go) as they are read; a read that
 	// cannot be kept packs none.
 	keeping := sc.info.QueueType == "classic" && sc.r.want <= keepMost
+	if keeping {
+		sc.r.classic = true
+		sc.r.forAcks() // its run's moves ack out of order
+	}
 	var kept []held
 	size := 0
 	var keep func(held)

@@ -147,18 +147,10 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 	}
 	r := &holdReader{
 		b: b, conn: conn, queue: queue, id: randomID(), others: q.Consumers, landing: landing,
-		want: q.Messages, window: b.cfg.Prefetch, idle: b.cfg.IdleTimeout, stall: b.cfg.StallTimeout, spare: ch,
+		want: q.Messages, idle: b.cfg.IdleTimeout, stall: b.cfg.StallTimeout, spare: ch,
 		delivered: b.delivered.of(queue),
 	}
-	// Leave half of the connection's channels to other operations; widen
-	// the window when the queue would need more than that.
-	budget := int(conn.Config.ChannelMax) / 2
-	if budget < 1 {
-		budget = MaxPrefetch / 2
-	}
-	if need := (r.want + budget - 1) / budget; need > r.window {
-		r.window = min(need, MaxPrefetch)
-	}
+	budget := r.fitWindow(b.cfg.Prefetch)
 	if chans := (r.want + r.window - 1) / r.window; chans > budget {
 		closeQuietly(ch)
 		return nil, fmt.Errorf("%d messages need %d channels of %d, more than the %d available", r.want, chans, r.window, budget)
@@ -166,6 +158,29 @@ func (b *Broker) openReader(ctx context.Context, queue string) (*holdReader, err
 	r.budget = rb
 	r.classic = b.info.knownClassic(queue) // learnt by startRead
 	return r, nil
+}
+
+// fitWindow sets the read's prefetch per channel to prefetch, widened when
+// the queue would need more than half the connection's channels (the other
+// half is left to other operations), and returns that half. It is called
+// before the first window opens.
+func (r *holdReader) fitWindow(prefetch int) (budget int) {
+	budget = int(r.conn.Config.ChannelMax) / 2
+	if budget < 1 {
+		budget = MaxPrefetch / 2
+	}
+	r.window = max(prefetch, min((r.want+budget-1)/budget, MaxPrefetch))
+	return budget
+}
+
+// forAcks narrows the read's windows, before the first opens, for a
+// cursor that acks what it holds out of order (Config.CursorPrefetch) on
+// a classic queue. Other queues keep theirs: a quorum queue finds an ack
+// by its id, and counts each cancelled consumer for a while (counted).
+func (r *holdReader) forAcks() {
+	if r.classic && len(r.chans) == 0 {
+		r.fitWindow(min(r.b.cfg.CursorPrefetch, r.b.cfg.Prefetch))
+	}
 }
 
 // next returns the next delivery in queue order, errReadDone once the
