@@ -133,15 +133,16 @@ func TestTheRunSendsFromItsApprovalsRead(t *testing.T) {
 // TestAKeptReadNoRunTakesIsGivenBack approves replays whose approvals
 // kept their reads (a classic DLQ, compared) and that no run here takes:
 // one handed to the workers instead (Service.DropKept, as the terminal
-// does when workers run), one cancelled before it ran. Each read is given
-// back at once: the DLQ holds every message again (in its order: engine/amqp's
-// TestAKeptReadIsGivenBackInOrder), with no consumer on it. The replay
-// handed on then runs (as a worker would) and finishes.
+// does when workers run), one paused and one cancelled before it ran.
+// Each read is given back at once: the DLQ holds every message again (in
+// its order: engine/amqp's TestAKeptReadIsGivenBackInOrder), with no
+// consumer on it. The replay handed on, and the paused one once resumed,
+// then run (as a worker would) and finish.
 func TestAKeptReadNoRunTakesIsGivenBack(t *testing.T) {
 	t.Parallel()
 	on := testkit.Brokers()[0]
 	on.Require(t)
-	for _, how := range []string{"handed to the workers", "cancelled"} {
+	for _, how := range []string{"handed to the workers", "paused", "cancelled"} {
 		t.Run(how, func(t *testing.T) {
 			t.Parallel()
 			const n = 50
@@ -152,11 +153,17 @@ func TestAKeptReadNoRunTakesIsGivenBack(t *testing.T) {
 			if ready, _ := r.Look(dlq); ready != 0 {
 				t.Fatalf("right after the approval the DLQ holds %d ready: want 0 (the approval's read kept)", ready)
 			}
-			if how == "cancelled" {
+			switch how {
+			case "cancelled":
 				if rep, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlCancel, "U_APP"); err != nil || rep.State != engine.StateCancelled {
 					t.Fatalf("cancel: %v, %s", err, rep.State)
 				}
-			} else {
+			case "paused":
+				// Asked before any run: the run that takes the replay pauses it.
+				if _, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlPause, "U_APP"); err != nil {
+					t.Fatalf("pause: %v", err)
+				}
+			default:
 				e.svc.DropKept(ap.Replay.ID)
 			}
 			if ready, consumers := r.Look(dlq); ready != n || consumers != 0 {
@@ -164,6 +171,14 @@ func TestAKeptReadNoRunTakesIsGivenBack(t *testing.T) {
 			}
 			if how == "cancelled" {
 				return
+			}
+			if how == "paused" {
+				if rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner"); err != nil || rep.State != engine.StatePaused || rep.Sent != 0 {
+					t.Fatalf("the paused replay's run: %v: %s, %d sent: want paused at once, none sent", err, rep.State, rep.Sent)
+				}
+				if rep, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlResume, "U_APP"); err != nil {
+					t.Fatalf("resume: %v, %s", err, rep.State)
+				}
 			}
 			got := &tailConsumer{acked: map[string]int{}, rejected: map[string]int{}, reject: func(string) bool { return false }}
 			r.Consume(work, got.handle)
@@ -177,4 +192,72 @@ func TestAKeptReadNoRunTakesIsGivenBack(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestASecondApprovalBesideAKeptRead approves two previews of the whole of
+// one classic DLQ, the second while the first approval's read is kept for
+// its run (the DLQ then shows one consumer and nothing ready). The second
+// approval's compare waits for the DLQ's other reader to let go, as for
+// any reader; the kept read is given back when its time is up (the run
+// had not begun), the compare reads the whole DLQ, and the approval is
+// refused, naming the first replay, which owns every previewed message
+// (held_by_replay), its own read given back. The first replay then runs,
+// reading the DLQ afresh, and the broker ends with every message at the
+// consumer exactly once and the DLQ empty, with no consumer on it.
+func TestASecondApprovalBesideAKeptRead(t *testing.T) {
+	t.Parallel()
+	on := testkit.Brokers()[0]
+	on.Require(t)
+	const n = 200
+	ctx := context.Background()
+	e, work, dlq := keptDLQ(t, on, nil, n)
+	r := e.rabbit
+	p1, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
+	if err != nil || p1.Selected != n {
+		t.Fatalf("first preview: %v, %d selected", err, p1.Selected)
+	}
+	testkit.Eventually(t, time.Minute, "the first preview's give-backs", func() bool { return r.Count(dlq) == n })
+	p2, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ2")
+	if err != nil || p2.Selected != n {
+		t.Fatalf("second preview: %v, %d selected", err, p2.Selected)
+	}
+	testkit.Eventually(t, time.Minute, "the second preview's give-backs", func() bool { return r.Count(dlq) == n })
+	ap1, err := replay.Approve(e.svc, ctx, p1.Token, "U_APP", engine.Params{Rate: -1}, false)
+	if err != nil {
+		t.Fatalf("first approval: %v (changes %+v)", err, ap1.Changes)
+	}
+	if ready, consumers := r.Look(dlq); ready != 0 || consumers != 1 {
+		t.Fatalf("after the first approval the DLQ holds %d ready with %d consumer(s): want 0 and 1 (its read kept)", ready, consumers)
+	}
+	d0 := e.broker.Delivered(dlq)
+	ap2, err := replay.Approve(e.svc, ctx, p2.Token, "U_APP2", engine.Params{Rate: -1}, false)
+	if err == nil || ap2.Replay.ID != "" || len(ap2.Changes) != 1 || ap2.Changes[0].Kind != engine.ChangeHeldByReplay ||
+		ap2.Changes[0].Replay != ap1.Replay.ID || ap2.Changes[0].Messages != n {
+		t.Fatalf("second approval: %v, replay %q, changes %+v: want refused, all %d held by %s", err, ap2.Replay.ID, ap2.Changes, n, ap1.Replay.ID)
+	}
+	if ready, consumers := r.Look(dlq); ready != n || consumers != 0 {
+		t.Fatalf("after the second approval the DLQ holds %d ready with %d consumer(s): want all %d, both reads given back", ready, consumers, n)
+	}
+	got := &tailConsumer{acked: map[string]int{}, rejected: map[string]int{}, reject: func(string) bool { return false }}
+	r.Consume(work, got.handle)
+	rep, err := e.svc.Run(ctx, ap1.Replay.ID, "owner")
+	if err != nil || rep.State != engine.StateFinished || rep.Sent != n {
+		t.Fatalf("run: %v: %s, %d sent of %d: %s", err, rep.State, rep.Sent, n, rep.Note)
+	}
+	if read := e.broker.Delivered(dlq) - d0; read != 2*n {
+		t.Fatalf("the second approval and the run took %d deliveries from the DLQ of %d: want %d, a read each", read, n, 2*n)
+	}
+	testkit.Eventually(t, 30*time.Second, "every copy at the consumer", func() bool {
+		a, _ := got.counts()
+		return a == n
+	})
+	for id, k := range got.acked {
+		if k != 1 {
+			t.Fatalf("%s reached the consumer %d times", id, k)
+		}
+	}
+	testkit.Eventually(t, time.Minute, "the DLQ empty, no consumer on it", func() bool {
+		ready, consumers := r.Look(dlq)
+		return ready == 0 && consumers == 0
+	})
 }
