@@ -63,7 +63,7 @@ done
 # ENGINE_LATE names the engine's long fault cases the rest lane runs once
 # its packages are done: about two fifths of the engine's test time, and
 # hardly any of its CPU.
-ENGINE_LATE='^(TestResendInDoubtAfterThreeConnectionLosses|TestAnotherReaderTakesFromTheDLQAfterAFault|TestPacedReplayKeepsItsPaceWhileTheManagementAPIHangs|TestASettlingCursorGivesWayToAnotherReplay|TestUnpacedReplaySettlesItsStepsEarly|TestConnectionLostInAChunkedStep|TestConnectionsClosedMidReplayLoseNothing|TestUnpacedReplayConnectionLostEnds)$'
+ENGINE_LATE='^(TestResendInDoubtAfterThreeConnectionLosses|TestAnotherReaderTakesFromTheDLQAfterAFault|TestPacedReplayKeepsItsPaceWhileTheManagementAPIHangs|TestASettlingCursorGivesWayToAnotherReplay|TestUnpacedReplaySettlesItsStepsEarly|TestConnectionLostInAChunkedStep|TestConnectionsClosedMidReplayLoseNothing|TestUnpacedReplayConnectionLostEnds|TestAConnectionLostInAReplayFromItsApprovalsRead)$'
 
 lane_engine() {
   $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$ENGINE_PARALLEL" -skip "$ENGINE_LATE" ./engine/replay/

@@ -337,11 +337,19 @@ func (f *faultRun) expectNoResend(t *testing.T, before, after map[string]int) {
 // run's final record arrives on.
 func (f *faultRun) runAndCut(t *testing.T, n int, rate float64, after int) <-chan engine.Replay {
 	t.Helper()
+	return f.runAndCutAfter(t, n, rate, after, func() {})
+}
+
+// runAndCutAfter is runAndCut, calling approved between the approval and
+// the run.
+func (f *faultRun) runAndCutAfter(t *testing.T, n int, rate float64, after int, approved func()) <-chan engine.Replay {
+	t.Helper()
 	ctx := context.Background()
 	ap, err := replay.Approve(f.e.svc, ctx, f.p.Token, "U_APP", engine.Params{Step: n, Cap: n, Rate: rate, Timeout: 20 * time.Second}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
+	approved()
 	names := f.connNames(t)
 	done := make(chan engine.Replay, 1)
 	go func() { rep, _ := f.e.svc.Run(ctx, ap.Replay.ID, "owner"); done <- rep }()
