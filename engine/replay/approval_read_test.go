@@ -114,19 +114,7 @@ func TestTheRunSendsFromItsApprovalsRead(t *testing.T) {
 		if !quorum && delivered != 2*n {
 			t.Fatalf("the run took %d deliveries from the DLQ of %d after its approval's read: want none", delivered-2*n, n)
 		}
-		testkit.Eventually(t, 30*time.Second, "every copy at the consumer", func() bool {
-			a, _ := got.counts()
-			return a == n
-		})
-		for id, k := range got.acked {
-			if k != 1 {
-				t.Fatalf("%s reached the consumer %d times", id, k)
-			}
-		}
-		testkit.Eventually(t, time.Minute, "the DLQ empty, no consumer on it", func() bool {
-			ready, consumers := r.Look(dlq)
-			return ready == 0 && consumers == 0
-		})
+		eachOnceAndEmpty(t, r, got, dlq, n)
 	})
 }
 
@@ -247,6 +235,13 @@ func TestASecondApprovalBesideAKeptRead(t *testing.T) {
 	if read := e.broker.Delivered(dlq) - d0; read != 2*n {
 		t.Fatalf("the second approval and the run took %d deliveries from the DLQ of %d: want %d, a read each", read, n, 2*n)
 	}
+	eachOnceAndEmpty(t, r, got, dlq, n)
+}
+
+// eachOnceAndEmpty waits until got has every one of n copies, checks each
+// reached it once, and waits until dlq is empty with no consumer on it.
+func eachOnceAndEmpty(t *testing.T, r *testkit.Rabbit, got *tailConsumer, dlq string, n int) {
+	t.Helper()
 	testkit.Eventually(t, 30*time.Second, "every copy at the consumer", func() bool {
 		a, _ := got.counts()
 		return a == n
