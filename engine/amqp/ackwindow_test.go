@@ -106,3 +106,26 @@ func TestAReadThatAcksOutOfOrderHoldsSmallWindows(t *testing.T) {
 		}
 	})
 }
+
+// TestAReadThatAcksOutOfOrderIsSplitIntoAHundredWindowsAtMost: each window
+// a classic queue is given back walks every one given back before it, so
+// a large read's windows widen to keep it at 100 (never beyond Prefetch,
+// and wider still when the connection's channels would not do).
+func TestAReadThatAcksOutOfOrderIsSplitIntoAHundredWindowsAtMost(t *testing.T) {
+	t.Parallel()
+	b := &Broker{cfg: Config{}.withDefaults()}
+	for _, tc := range []struct{ want, channelMax, window int }{
+		{2500, 2047, 1000},
+		{100000, 2047, 1000},
+		{250000, 2047, 2500},
+		{1000000, 2047, 10000},
+		{2000000, 2047, 10000},
+		{2000000, 255, 15749}, // 127 channels at most
+	} {
+		r := &holdReader{b: b, conn: &amqp.Connection{Config: amqp.Config{ChannelMax: uint16(tc.channelMax)}}, want: tc.want, classic: true}
+		r.forAcks()
+		if r.window != tc.window {
+			t.Errorf("a read of %d on a connection of %d channels: windows of %d, want %d", tc.want, tc.channelMax, r.window, tc.window)
+		}
+	}
+}

@@ -59,8 +59,9 @@ type Config struct {
 	// messages its channel holds from the oldest (RabbitMQ's
 	// rabbit_queue_consumers, 3.10 to 4.3), so a filtered replay's acks,
 	// each behind the unselected messages its channel holds, cost the
-	// broker time in proportion to the window. Widened, like Prefetch,
-	// when the queue would need more channels than the connection allows.
+	// broker time in proportion to the window. Widened when the read would
+	// need more than 100 windows (whose give-back costs the broker in
+	// proportion to their number: see forAcks), never beyond Prefetch.
 	// Default DefaultCursorPrefetch; at most MaxPrefetch.
 	CursorPrefetch int
 	// IdleTimeout is how long a read waits for the next delivery before it
