@@ -464,10 +464,17 @@ func TestFinishedAfterAResumeBesideAnotherReplayOfTheSameDLQ(t *testing.T) {
 // other replay's paced move passes over the resume's originals and holds
 // them unacked for as long as it lasts; it gives them back as soon as the
 // resume looks for them (giveway.go), so the resume does not wait for the
-// other replay's step to end.
+// other replay's step to end. Each of those give-backs spends a delivery
+// attempt of a quorum DLQ's messages, and under load they outnumbered
+// RabbitMQ 4.x's default limit of 20: the other replay's read budget
+// (budget_test.go) then stopped it. A quorum DLQ here has a limit of 1,000
+// where the broker sets one by default.
 func TestAResumeEndsBeforeAnotherReplayOfTheSameDLQ(t *testing.T) {
 	t.Parallel()
 	eachDLQKindOnOne(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+		if dlqArgs["x-queue-type"] == "quorum" && on.DefaultDeliveryLimit() > 0 {
+			dlqArgs = testkit.Quorum(amqp.Table{"x-delivery-limit": 1000})
+		}
 		finishedAfterLoss(t, on, dlqArgs, 3000, 1000, false, true)
 	})
 }
