@@ -60,9 +60,10 @@ type Config struct {
 	// rabbit_queue_consumers, 3.10 to 4.3), so a filtered replay's acks,
 	// each behind the unselected messages its channel holds, cost the
 	// broker time in proportion to the window. Widened when the read would
-	// need more than 100 windows (whose give-back costs the broker in
-	// proportion to their number: see forAcks), never beyond Prefetch.
-	// Default DefaultCursorPrefetch; at most MaxPrefetch.
+	// need more than 100 windows (a give-back costs the broker in
+	// proportion to their number: see forAcks), up to Prefetch, and like
+	// Prefetch when the queue would need more than half the connection's
+	// channels. Default DefaultCursorPrefetch; at most MaxPrefetch.
 	CursorPrefetch int
 	// IdleTimeout is how long a read waits for the next delivery before it
 	// asks the broker whether any message is still ready for it. A read
