@@ -15,9 +15,7 @@ import (
 func TestAckAllNeverCoversAHole(t *testing.T) {
 	t.Parallel()
 	r := testkit.Dial(t)
-	q := r.Queue(testkit.Name("ack"), nil)
-	r.Publish(q, testkit.Msgs(12, 50)...)
-	r.WaitCount(q, 12, 10*time.Second)
+	q := r.QueueOf(testkit.Name("ack"), nil, 12, 50)
 	b, err := New(Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, Prefetch: 6})
 	if err != nil {
 		t.Fatal(err)

@@ -40,10 +40,8 @@ func TestAReadThatAcksOutOfOrderHoldsSmallWindows(t *testing.T) {
 		{"quorum", amqp.Table{"x-queue-type": "quorum"}, []int{n}},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
-			q := r.Queue(testkit.Name("ackwin-"+tc.kind), tc.args)
+			q := r.QueueOf(testkit.Name("ackwin-"+tc.kind), tc.args, n, 10)
 			tgt := r.Queue(testkit.Name("ackwin-tgt"), nil)
-			r.Publish(q, testkit.Msgs(n, 10)...)
-			r.WaitCount(q, n, 20*time.Second)
 			ec, err := b.OpenCursor(ctx, q)
 			if err != nil {
 				t.Fatal(err)
@@ -87,9 +85,7 @@ func TestAReadThatAcksOutOfOrderHoldsSmallWindows(t *testing.T) {
 		})
 	}
 	t.Run("kept", func(t *testing.T) {
-		q := r.Queue(testkit.Name("ackwin-kept"), nil)
-		r.Publish(q, testkit.Msgs(n, 10)...)
-		r.WaitCount(q, n, 20*time.Second)
+		q := r.QueueOf(testkit.Name("ackwin-kept"), nil, n, 10)
 		key := "r_" + randomID()
 		_, kept, err := b.ScanKeep(ctx, q, key, time.Minute, func(engine.Message) error { return nil })
 		if err != nil || !kept {

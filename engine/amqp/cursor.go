@@ -57,7 +57,6 @@ func (b *Broker) openMoveReader(ctx context.Context, queue string) (*holdReader,
 	unacked := -1
 	if q, _ := b.mgmt.queue(tctx, queue, false); q != nil {
 		r.paced = q.queueType() == "quorum" && q.deliveryLimit() > 0
-		r.classic = r.classic || q.queueType() == "classic"
 		unacked = int(q.MessagesUnacked)
 	}
 	r.forAcks()

@@ -18,10 +18,8 @@ import (
 func TestCursorContinuesOneRead(t *testing.T) {
 	t.Parallel()
 	r := testkit.Dial(t)
-	q := r.Queue(testkit.Name("cur"), nil)
+	q := r.QueueOf(testkit.Name("cur"), nil, 30, 50)
 	tgt := r.Queue(testkit.Name("cur-tgt"), nil)
-	r.Publish(q, testkit.Msgs(30, 50)...)
-	r.WaitCount(q, 30, 10*time.Second)
 	b := testBroker(t, Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, Prefetch: 6})
 	ctx := context.Background()
 	c, err := b.OpenCursor(ctx, q)

@@ -68,7 +68,6 @@ func (b *Broker) ScanKeep(ctx context.Context, queue, key string, ttl time.Durat
 	// cannot be kept packs none.
 	keeping := sc.info.QueueType == "classic" && sc.r.want <= keepMost
 	if keeping {
-		sc.r.classic = true
 		sc.r.forAcks() // its run's moves ack out of order
 	}
 	var kept []held

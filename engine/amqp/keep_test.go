@@ -54,10 +54,8 @@ func inOrder(t *testing.T, r *testkit.Rabbit, q string, n int) {
 func TestAKeptReadIsTheCursorsRead(t *testing.T) {
 	t.Parallel()
 	r := testkit.Dial(t)
-	q := r.Queue(testkit.Name("keep"), nil)
+	q := r.QueueOf(testkit.Name("keep"), nil, 30, 50)
 	tgt := r.Queue(testkit.Name("keep-tgt"), nil)
-	r.Publish(q, testkit.Msgs(30, 50)...)
-	r.WaitCount(q, 30, 10*time.Second)
 	b := testBroker(t, Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, Prefetch: 8})
 	key := testkit.Name("replay")
 	kept, ids := keepScan(t, b, q, key, time.Minute)
@@ -126,9 +124,7 @@ func TestAKeptReadIsGivenBackInOrder(t *testing.T) {
 	r := testkit.Dial(t)
 	b := testBroker(t, Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, Prefetch: 8})
 	fill := func() string {
-		q := r.Queue(testkit.Name("keep"), nil)
-		r.Publish(q, testkit.Msgs(20, 50)...)
-		r.WaitCount(q, 20, 10*time.Second)
+		q := r.QueueOf(testkit.Name("keep"), nil, 20, 50)
 		return q
 	}
 	back := func(q, how string) {
@@ -210,9 +206,7 @@ func TestAReadIsKeptOnlyWhereACursorMayHoldIt(t *testing.T) {
 	r.WaitCount(qq, 20, 10*time.Second)
 	notKept(qq, "a quorum queue", 20, 0)
 
-	q := r.Queue(testkit.Name("keep-other"), nil)
-	r.Publish(q, testkit.Msgs(20, 50)...)
-	r.WaitCount(q, 20, 10*time.Second)
+	q := r.QueueOf(testkit.Name("keep-other"), nil, 20, 50)
 	// Another client consumes the queue and holds the first five unacked.
 	other := r.Channel()
 	if err := other.Qos(5, 0, false); err != nil {
@@ -236,9 +230,7 @@ func TestAReadIsKeptOnlyWhereACursorMayHoldIt(t *testing.T) {
 func TestAKeptReadWhoseConnectionWasLostIsNotTaken(t *testing.T) {
 	t.Parallel()
 	r := testkit.Dial(t)
-	q := r.Queue(testkit.Name("keep"), nil)
-	r.Publish(q, testkit.Msgs(20, 50)...)
-	r.WaitCount(q, 20, 10*time.Second)
+	q := r.QueueOf(testkit.Name("keep"), nil, 20, 50)
 	name := testkit.Name("keep-conn")
 	b := testBroker(t, Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, Prefetch: 8, ConnectionName: name})
 	key := testkit.Name("replay")

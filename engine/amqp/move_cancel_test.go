@@ -21,10 +21,8 @@ import (
 func TestACancelBeforeAPublishLeavesItsCopyUnsent(t *testing.T) {
 	t.Parallel()
 	r := testkit.Dial(t)
-	q := r.Queue(testkit.Name("cancel"), nil)
+	q := r.QueueOf(testkit.Name("cancel"), nil, 30, 50)
 	tgt := r.Queue(testkit.Name("cancel-tgt"), nil)
-	r.Publish(q, testkit.Msgs(30, 50)...)
-	r.WaitCount(q, 30, 10*time.Second)
 	b := testBroker(t, Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

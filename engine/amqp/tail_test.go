@@ -28,10 +28,8 @@ func TestCursorTailSeesArrivalsOnce(t *testing.T) {
 				args = testkit.Quorum(nil)
 			}
 			r := testkit.Dial(t)
-			q := r.Queue(testkit.Name("tail"), args)
+			q := r.QueueOf(testkit.Name("tail"), args, 20, 50)
 			tgt := r.Queue(testkit.Name("tail-tgt"), nil)
-			r.Publish(q, testkit.Msgs(20, 50)...)
-			r.WaitCount(q, 20, 10*time.Second)
 			b := testBroker(t, Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, Prefetch: 6})
 			ctx := context.Background()
 			c, err := b.OpenCursor(ctx, q)

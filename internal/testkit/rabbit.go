@@ -76,6 +76,16 @@ func (r *Rabbit) Queue(name string, args amqp.Table) string {
 	return name
 }
 
+// QueueOf declares a queue as Queue does and fills it with Msgs(n, size)
+// ("m-0" … "m-<n−1>"), returning once the broker counts all n ready.
+func (r *Rabbit) QueueOf(name string, args amqp.Table, n, size int) string {
+	r.t.Helper()
+	q := r.Queue(name, args)
+	r.Publish(q, Msgs(n, size)...)
+	r.WaitCount(q, n, 20*time.Second)
+	return q
+}
+
 // Quorum returns the arguments of a quorum queue (plus extra).
 func Quorum(extra amqp.Table) amqp.Table {
 	a := amqp.Table{"x-queue-type": "quorum"}
