@@ -76,16 +76,19 @@ func TestTenConcurrentApprovesStartOneReplay(t *testing.T) {
 	if rs := e.replays(); len(rs) != 1 || rs[0].Sent != 10 {
 		t.Fatalf("%d replays, want exactly one that sent 10", len(rs))
 	}
-	// One approval edited the preview (to show the replay queued); the
-	// other edits carry its later states (the preview is its status).
-	approvals := 0
+	// One approval edited the preview, to lead with the replay's status:
+	// queued, or a later state when the replay ran ahead of the approval's
+	// answer (bot/outcome.go showRoot); the other edits carry its later
+	// states (the preview is its status). Ten approvals would edit it ten
+	// times at least.
+	queued := 0
 	for _, c := range e.stub.Calls("chat.update") {
 		if c.Args.Get("ts") == preview.TS && strings.Contains(c.Args.Get("blocks"), "*Queued*") {
-			approvals++
+			queued++
 		}
 	}
-	if m := e.thread(preview.TS); approvals != 1 || m.Edits() > 3 {
-		t.Fatalf("preview edited %d times, %d of them by an approval: want one approval and one edit per later state", m.Edits(), approvals)
+	if m := e.thread(preview.TS); queued > 1 || m.Edits() < 1 || m.Edits() > 3 {
+		t.Fatalf("preview edited %d times, %d of them showing the replay queued: want one approval's edit and one edit per later state", m.Edits(), queued)
 	}
 }
 

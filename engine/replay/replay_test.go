@@ -35,7 +35,7 @@ func preview(t *testing.T, e *env, sel engine.Selection) *engine.Preview {
 		t.Fatal(err)
 	}
 	if p.Token == "" {
-		t.Fatalf("preview of %s made no token", sel)
+		t.Fatalf("preview of %s made no token: %d selected, read %+v, problems %+v", sel, p.Selected, p.Coverage, p.Problems)
 	}
 	return p
 }
