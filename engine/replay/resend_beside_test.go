@@ -64,10 +64,10 @@ func (h *resendHold) letGo() { h.once.Do(func() { close(h.release) }) }
 // replay, naming it, never another client. Released, the resume
 // finishes: every original acked, the DLQ holding none of the selection,
 // its duplicates counted exactly (expectFinishedClean). A quorum and a
-// classic DLQ (eachDLQKind).
+// classic DLQ, on brokers that can leave copies in doubt (inDoubtBrokers).
 func TestAPreviewBesideAResendNamesItAndEndsAtOnce(t *testing.T) {
 	t.Parallel()
-	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
+	everyDLQKindOn(t, inDoubtBrokers(), func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		const n = 3000
 		wait := 2 * time.Minute
 		lr := newLossRun(t, on, dlqArgs, n, 0, false)
@@ -211,4 +211,19 @@ func (lr *lossRun) loseUntilInDoubt(t *testing.T, rep engine.Replay, share int, 
 		t.Logf("after loss %d: sent %d, duplicates %d, in doubt %d", loss, rep.Sent, rep.Duplicates, rep.InDoubt)
 	}
 	return rep
+}
+
+// inDoubtBrokers is the brokers on which a connection closed during an
+// unpaced replay can leave copies in doubt: all but RabbitMQ 4.3, which
+// confirms what it has read before it closes a connection (there the
+// resend's test skips after its six losses, TestResendInDoubtAfterThreeConnectionLosses
+// says so, and make test spent a minute on the classic case to skip it).
+func inDoubtBrokers() []testkit.Broker {
+	var out []testkit.Broker
+	for _, b := range testkit.Brokers() {
+		if b.Name != "rabbit43" {
+			out = append(out, b)
+		}
+	}
+	return out
 }
