@@ -215,9 +215,9 @@ func (lr *lossRun) loseUntilInDoubt(t *testing.T, rep engine.Replay, share int, 
 
 // inDoubtBrokers is the brokers on which a connection closed during an
 // unpaced replay can leave copies in doubt: all but RabbitMQ 4.3, which
-// confirms what it has read before it closes a connection (there the
-// resend's test skips after its six losses, TestResendInDoubtAfterThreeConnectionLosses
-// says so, and make test spent a minute on the classic case to skip it).
+// confirms what it has read before it closes a connection
+// (TestResendInDoubtAfterThreeConnectionLosses), so that a test of a
+// resend there spends its six losses and skips.
 func inDoubtBrokers() []testkit.Broker {
 	var out []testkit.Broker
 	for _, b := range testkit.Brokers() {

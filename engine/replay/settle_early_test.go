@@ -99,9 +99,9 @@ func TestUnpacedReplaySettlesItsStepsEarly(t *testing.T) {
 		// Dead letters of src published to the DLQ as the broker writes
 		// them, not rejected through src: the target's counters then start
 		// at nothing, so the first sample a step reads of them counts
-		// every publish before it (a loaded 4.3 counted 2,200 rejected
-		// through it only after step 1's first sample, and the step waited
-		// its grace).
+		// every publish before it. Messages rejected through src can show
+		// in its counters only after that sample on a loaded broker, and
+		// the step then waits its grace.
 		fillFrom(r, dlq, src, defaultSteps10)
 		quietTarget(t, e, src, 0)
 		p := preview(t, &e.env, engine.Selection{DLQ: dlq})
