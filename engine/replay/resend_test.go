@@ -154,7 +154,7 @@ func resendAfterThreeLosses(t *testing.T, on testkit.Broker, dlqArgs amqp.Table,
 		t.Fatalf("resumed replay: %v", err)
 	}
 	t.Logf("after the plain resume: state %s, sent %d, in doubt %d, duplicates %d: %s", rep.State, rep.Sent, rep.InDoubt, rep.Duplicates, rep.Note)
-	if rep.InDoubt == 0 && on.Name == "rabbit43" {
+	if rep.InDoubt == 0 && on.ConfirmsBeforeClose() {
 		// RabbitMQ 4.3 confirms what it has read before it closes a
 		// connection: when every loss came after its copies were
 		// confirmed, nothing is in doubt and the replay finishes. That is

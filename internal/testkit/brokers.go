@@ -49,6 +49,12 @@ var (
 // channel).
 func (b Broker) RequeueCounts() bool { return b.Series != "4.3" }
 
+// ConfirmsBeforeClose reports whether b confirms the publishes it has read
+// before it closes a connection it was told to close: RabbitMQ 4.3 does,
+// so a connection closed during an unpaced replay leaves no copy in doubt
+// there; earlier versions can leave some.
+func (b Broker) ConfirmsBeforeClose() bool { return b.Series == "4.3" }
+
 // DefaultDeliveryLimit is the delivery limit b gives a quorum queue that
 // sets none: 20 from 4.0 on, none (0) on 3.x.
 func (b Broker) DefaultDeliveryLimit() int {
