@@ -61,7 +61,9 @@ type MoveRequest struct {
 	// Satisfied, when set, is checked after each message: true ends the
 	// read early (nothing further is needed from this pass).
 	Satisfied func() bool
-	// Rewrite returns the headers of the copy sent for p (see ReplayHeaders).
+	// Rewrite returns the headers of the copy sent for p (see
+	// ReplayHeaders), in a map of their own: the mover adds its own header
+	// to it rather than copy it once more.
 	Rewrite func(h map[string]any, p Pick) map[string]any
 	// Window is the most unconfirmed publishes in flight (default 500).
 	Window int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -201,7 +202,7 @@ func (m *mover) tag(p engine.Pick) string {
 	// the numbers, so each copy of a read has its own tag (the ledger
 	// names copies by it).
 	m.r.copies++
-	return fmt.Sprintf("%s-%d", m.r.id, m.r.copies)
+	return m.r.id + "-" + strconv.Itoa(m.r.copies)
 }
 
 // intent is a batch whose ledger intent is being written.
@@ -292,12 +293,17 @@ func (m *mover) publish(ctx context.Context, in *intent) error {
 				Detail: fmt.Sprintf("its user_id %q differs from dlqbot's user %q, which the broker refuses", d.UserId, m.user)})
 			continue
 		}
-		headers := amqp.Table(d.Headers)
-		if m.req.Rewrite != nil {
-			headers = amqp.Table(m.req.Rewrite(map[string]any(d.Headers), pp.p))
-		}
 		tag := pp.tag
-		headers = withHeader(headers, copyHeader, tag)
+		var headers amqp.Table
+		if m.req.Rewrite != nil {
+			headers = amqp.Table(m.req.Rewrite(map[string]any(d.Headers), pp.p)) // its own map
+			if headers == nil {
+				headers = amqp.Table{}
+			}
+			headers[copyHeader] = tag
+		} else {
+			headers = withHeader(d.Headers, copyHeader, tag) // the delivery's own table stays as it is
+		}
 		msg := amqp.Publishing{
 			Headers: headers, ContentType: d.ContentType, ContentEncoding: d.ContentEncoding,
 			DeliveryMode: d.DeliveryMode, Priority: d.Priority, CorrelationId: d.CorrelationId,

@@ -26,7 +26,6 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *en
 	}
 	mr, moveErr := rn.own.moveGivingWay(ctx, engine.MoveRequest{
 		Queue:     rn.r.DLQ,
-		Pick:      rn.passPick(pick, left),
 		Satisfied: func() bool { return *left == 0 },
 		Rewrite: func(h map[string]any, p engine.Pick) map[string]any {
 			out := letter.ReplayHeaders(h, rn.r.ID, p.Source, rn.s.cfg.Dialect.ResetHeaders()...)
@@ -55,7 +54,7 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *en
 			return nil
 		},
 		OnSent: onSent,
-	}, pick, left)
+	}, rn.passPick(pick, left), pick, left)
 	rn.r.Sent = sentBefore
 	rn.stepMoves.Add(mr)
 	rn.rec.bookDrops(mr)
@@ -79,19 +78,19 @@ func (rn *run) pass(ctx context.Context, pick map[string]int, left *int, res *en
 // whose copy an earlier run confirmed is dropped, one the step picked
 // (pick, left) is sent to its target (a resend's to its first copy's),
 // others are left where they are.
-func (rn *run) passPick(pick map[string]int, left *int) func(letter.Message) (engine.Pick, bool) {
-	return func(m letter.Message) (engine.Pick, bool) {
+func (rn *run) passPick(pick map[string]int, left *int) metaPick {
+	return func(_ letter.Message, metaOf func() letter.Meta) (engine.Pick, bool) {
 		if rn.rec.dropping() {
 			// An original whose copy an earlier run confirmed: its ack,
 			// which a lost connection did not carry (resume_acks.go).
-			if meta := rn.s.base.ParseMeta(rn.r.DLQ, m); rn.rec.dropsOriginal(meta) {
+			if meta := metaOf(); rn.rec.dropsOriginal(meta) {
 				return engine.Pick{ID: meta.ID, Drop: true}, true
 			}
 		}
 		if *left == 0 {
 			return engine.Pick{}, false
 		}
-		meta := rn.s.base.ParseMeta(rn.r.DLQ, m)
+		meta := metaOf()
 		id := meta.ID
 		if pick[id] == 0 {
 			// A later step's: a cursor keeps it for that step.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // cursorRefillWait bounds how long a step's bypass check waits for the
@@ -79,15 +80,38 @@ func (rn *run) keptCursor() (c engine.Cursor, how string) {
 	return c, " from the approval's read"
 }
 
-// move is one move of a step: from the cursor when one is open, else a
-// one-shot read of the DLQ. A cursor whose move failed is released (by
-// the cursor) and dropped.
-func (rn *run) move(ctx context.Context, req engine.MoveRequest) (engine.MoveResult, error) {
+// metaPick chooses what a move does with a message (engine.MoveRequest's
+// Pick); meta returns the message's metadata, parsed at most once however
+// often it is asked.
+type metaPick func(m engine.Message, meta func() letter.Meta) (engine.Pick, bool)
+
+// move is one move of a step, choosing with pick: from the cursor when one
+// is open, else a one-shot read of the DLQ. A cursor's look for returns
+// (settle_tail.go) sees every message the move reads, with the metadata
+// the pick reads: each message is parsed once. A cursor whose move failed
+// is released (by the cursor) and dropped.
+func (rn *run) move(ctx context.Context, req engine.MoveRequest, pick metaPick) (engine.MoveResult, error) {
+	observe := rn.cur != nil && rn.ret.tailing()
+	var (
+		cur    engine.Message
+		meta   letter.Meta
+		parsed bool
+	)
+	metaOf := func() letter.Meta {
+		if !parsed {
+			meta, parsed = rn.s.base.ParseMeta(rn.r.DLQ, cur), true
+		}
+		return meta
+	}
+	req.Pick = func(m engine.Message) (engine.Pick, bool) {
+		cur, parsed = m, false
+		if observe {
+			rn.ret.seeTail(m, metaOf())
+		}
+		return pick(m, metaOf)
+	}
 	if rn.cur == nil {
 		return rn.s.d.Mover.Move(ctx, req)
-	}
-	if rn.ret.tailing() {
-		req.Pick = rn.ret.observing(req.Pick) // settle_tail.go
 	}
 	mr, err := rn.cur.Move(ctx, req)
 	if err != nil {

@@ -109,14 +109,15 @@ func (ow *ownership) refreshSeek(ctx context.Context, want bool) {
 	}
 }
 
-// moveGivingWay is rn.move, moved again after each give-way (see above)
-// until the move ends for another reason. pick and left are the pass's:
-// the picks a stopped move had not published go back into them. The
-// result sums the moves; its Coverage and Stopped are the last one's.
-func (ow *ownership) moveGivingWay(ctx context.Context, req engine.MoveRequest, pick map[string]int, left *int) (engine.MoveResult, error) {
+// moveGivingWay is rn.move choosing with choose, moved again after each
+// give-way (see above) until the move ends for another reason. pick and
+// left are the pass's: the picks a stopped move had not published go back
+// into them. The result sums the moves; its Coverage and Stopped are the
+// last one's.
+func (ow *ownership) moveGivingWay(ctx context.Context, req engine.MoveRequest, choose metaPick, pick map[string]int, left *int) (engine.MoveResult, error) {
 	var total engine.MoveResult
 	for {
-		mr, err := ow.rn.move(ctx, req)
+		mr, err := ow.rn.move(ctx, req, choose)
 		gave := err == nil && errors.Is(mr.Stopped, errGiveWay)
 		if gave {
 			if aerr := ow.rn.abandon(ctx, engine.MoveResult{Unsent: mr.Unsent}); aerr != nil {

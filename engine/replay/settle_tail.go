@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
+	"github.com/stroma/dlqbot/engine/letter"
 )
 
 // tailWait bounds one look at the cursor's tail (TailCursor.Arrivals): it
@@ -61,36 +62,32 @@ func (rf *returnsFinder) startTail() {
 	rf.tail = curTail{on: rf.mode == engine.ReturnsReread, seen: map[string]int{}, at: map[int]bool{}}
 }
 
-// observing wraps a move's Pick so that the cursor's look for returns sees
-// every message the move reads.
-func (rf *returnsFinder) observing(pick func(engine.Message) (engine.Pick, bool)) func(engine.Message) (engine.Pick, bool) {
-	return func(m engine.Message) (engine.Pick, bool) {
-		rf.seeTail(m)
-		return pick(m)
-	}
-}
-
-// seeTail counts one message the cursor read: a return of this replay
-// beyond the copies of its id counted before, or a new failure.
-func (rf *returnsFinder) seeTail(m engine.Message) {
+// seeTail counts one message the cursor read, whose metadata is meta
+// (ParseMeta): a return of this replay beyond the copies of its id
+// counted before, or a new failure. Only counted messages keep their
+// position, so that none is counted twice.
+func (rf *returnsFinder) seeTail(m engine.Message, meta letter.Meta) {
 	if rf.tail.at[m.Seq] {
 		return
 	}
-	rf.tail.at[m.Seq] = true
-	meta := rf.s.base.ViewMeta(rf.dlq, m)
 	switch {
 	case meta.ReplayID == rf.id && meta.Returned:
+		rf.tail.at[m.Seq] = true
 		rf.tail.seen[meta.ID]++
 		if n := rf.tail.seen[meta.ID]; n > rf.returnedSeen[meta.ID] {
 			rf.returnedSeen[meta.ID] = n
 			rf.rn.r.Returned++
-			rf.rn.fail(returnedFailure(meta))
+			rf.rn.fail(returnedFailure(rf.s.base.Viewed(rf.dlq, m, meta)))
 		}
 	case meta.ReplayID != rf.id && rf.rn.jd.isNew(meta):
+		rf.tail.at[m.Seq] = true
 		rf.tail.fresh++
-	default:
-		delete(rf.tail.at, m.Seq) // only counted messages need their position
 	}
+}
+
+// seeArrival is seeTail for a message that arrived behind the cursor.
+func (rf *returnsFinder) seeArrival(m engine.Message) {
+	rf.seeTail(m, rf.s.base.ParseMeta(rf.dlq, m))
 }
 
 // cursorReturns looks for returns with the run's cursor: it reads on to
@@ -110,7 +107,7 @@ func (rf *returnsFinder) cursorReturns(ctx context.Context) bool {
 		return false
 	}
 	actx, cancel := context.WithTimeout(ctx, tailWait)
-	err := tc.Arrivals(actx, rf.seeTail)
+	err := tc.Arrivals(actx, rf.seeArrival)
 	cancel()
 	if err != nil {
 		if !errors.Is(err, engine.ErrHeldElsewhere) {
@@ -136,13 +133,10 @@ func (rf *returnsFinder) readOnToTail(ctx context.Context) bool {
 	if rf.rn.plan.Remaining() > engine.TailKeep {
 		return false
 	}
-	mr, err := rf.rn.move(ctx, engine.MoveRequest{
-		Queue: rf.dlq,
-		Pick: func(m engine.Message) (engine.Pick, bool) {
-			return engine.Pick{Later: !rf.rn.rec.resending && rf.rn.plan.LeftOf(rf.s.base.ParseMeta(rf.dlq, m).ID) > 0}, false
-		},
-		Window: rf.s.cfg.Tune.Window,
-	})
+	mr, err := rf.rn.move(ctx, engine.MoveRequest{Queue: rf.dlq, Window: rf.s.cfg.Tune.Window},
+		func(_ engine.Message, meta func() letter.Meta) (engine.Pick, bool) {
+			return engine.Pick{Later: !rf.rn.rec.resending && rf.rn.plan.LeftOf(meta().ID) > 0}, false
+		})
 	if err != nil {
 		rf.rn.own.doneReading(ctx) // the cursor was released
 		rf.s.base.Warn(rf.id, rf.dlq, "read on to the DLQ's tail for returns", err)

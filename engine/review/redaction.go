@@ -106,7 +106,11 @@ func hideValues(s string, values []string) string {
 // returned copy's Failure.Detail, and the tap's record of returns. Ids
 // and counts are ParseMeta's.
 func (s *Base) ViewMeta(dlq string, m letter.Message) letter.Meta {
-	meta := s.ParseMeta(dlq, m)
+	return s.Viewed(dlq, m, s.ParseMeta(dlq, m))
+}
+
+// Viewed is ViewMeta for m's metadata already parsed (meta, ParseMeta's).
+func (s *Base) Viewed(dlq string, m letter.Message, meta letter.Meta) letter.Meta {
 	if s.d.Redactor == nil {
 		return meta
 	}
