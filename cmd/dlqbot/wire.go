@@ -217,6 +217,25 @@ func (a *app) Close() {
 	_ = a.rdb.Close()
 }
 
+// giveBackWait bounds how long the terminal waits, before it exits, for
+// the messages its reads gave back to show ready again (awaitGiveBacks).
+const giveBackWait = time.Minute
+
+// awaitGiveBacks waits, at most giveBackWait, until every queue the
+// terminal's reads gave messages back to shows them ready again
+// (amqp.Broker.AwaitGiveBacks): the broker applies a give-back after the
+// read's channels closed, and the next command runs in a new process that
+// cannot know they are still landing. A preview thus ends with the DLQ as
+// it found it. A shortfall is logged, not returned: the command's outcome
+// stands.
+func (a *app) awaitGiveBacks(ctx context.Context) {
+	wctx, cancel := context.WithTimeout(ctx, giveBackWait)
+	defer cancel()
+	if err := a.broker.AwaitGiveBacks(wctx); err != nil {
+		a.log.Warn().Err(err).Msg("not every message dlqbot gave back shows ready yet")
+	}
+}
+
 // redisLog passes go-redis's own messages to zerolog at debug level.
 type redisLog struct{ l zerolog.Logger }
 
