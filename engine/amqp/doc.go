@@ -19,7 +19,8 @@
 //     each step awaited (requeue.go). Requeues the queue has not applied
 //     yet (quorum queues apply them asynchronously; a classic queue answers
 //     a passive declare ahead of requeues still queued for it) are
-//     remembered, and the next read of that queue waits for them; a read
+//     remembered, and the next read of that queue waits for them, as
+//     AwaitGiveBacks does for a process about to end; a read
 //     also waits briefly for other consumers of the queue to let go
 //     (another reader, another process's quorum requeues). A read ends by the
 //     queue's count — the messages ready when it began — never by a pause
