@@ -131,7 +131,6 @@ func TestTerminalReplayReadsItsDLQOnce(t *testing.T) {
 	if code != 0 || token == "" {
 		t.Fatalf("preview exit %d:\n%s", code, out)
 	}
-	testkit.Eventually(t, time.Minute, "the preview's give-backs in the DLQ", func() bool { return r.Count(dlq) == n })
 	out, stderr, code := dlqbot(t, env, "--json", "--verbose", "replay", token, "rate=max")
 	if doc := oneJSON(t, out); code != 0 || doc["state"] != "finished" || doc["sent"].(float64) != n {
 		t.Fatalf("replay exit %d: %v\n%s", code, doc, stderr)
@@ -156,6 +155,30 @@ func TestTerminalReplayReadsItsDLQOnce(t *testing.T) {
 		ready, consumers := r.Look(dlq)
 		return got == n && ready == 0 && consumers == 0
 	})
+}
+
+// TestTerminalPreviewEndsWithTheDLQAsItFoundIt previews a quorum DLQ of
+// 3,000 at the terminal. The broker applies the preview's give-back after
+// its read's channels closed, a quorum queue in bursts, and the next
+// command runs in a new process that cannot know it is still landing: the
+// preview waits for it before it exits, so the moment it returns the DLQ
+// counts every message ready again, with no consumer.
+func TestTerminalPreviewEndsWithTheDLQAsItFoundIt(t *testing.T) {
+	t.Parallel()
+	const n = 3000
+	env := testEnv(t)
+	r := testkit.Dial(t)
+	src, dlq := testkit.Name("src"), testkit.Name("dlq")
+	r.Topology(src, dlq, amqp.Table{"x-queue-type": "quorum"})
+	r.Reject(src, testkit.Msgs(n, 100)...)
+	r.WaitCount(dlq, n, time.Minute)
+	out, stderr, code := dlqbot(t, env, "preview", dlq, "--json")
+	if doc := oneJSON(t, out); code != 0 || doc["selected"].(float64) != n {
+		t.Fatalf("preview exit %d: selected %v\n%s", code, doc["selected"], stderr)
+	}
+	if ready, consumers := r.Look(dlq); ready != n || consumers != 0 {
+		t.Fatalf("right after the preview the DLQ holds %d ready with %d consumer(s); want all %d, none\n%s", ready, consumers, n, stderr)
+	}
 }
 
 func TestTerminalBadInput(t *testing.T) {
