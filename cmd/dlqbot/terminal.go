@@ -76,7 +76,7 @@ func terminal(ctx context.Context, cfg config, args []string, stdout, stderr io.
 		return out.fail(err)
 	}
 	defer a.Close()
-	defer a.awaitGiveBacks(ctx) // before Close
+	defer a.awaitGiveBacks(ctx, logw) // before Close
 	if err := a.terminalOps(); err != nil {
 		return out.fail(err)
 	}

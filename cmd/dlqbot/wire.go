@@ -221,17 +221,30 @@ func (a *app) Close() {
 // the messages its reads gave back to show ready again (awaitGiveBacks).
 const giveBackWait = time.Minute
 
+// giveBackNote is how long awaitGiveBacks waits before it says so.
+const giveBackNote = 2 * time.Second
+
 // awaitGiveBacks waits, at most giveBackWait, until every queue the
 // terminal's reads gave messages back to shows them ready again
 // (amqp.Broker.AwaitGiveBacks): the broker applies a give-back after the
 // read's channels closed, and the next command runs in a new process that
 // cannot know they are still landing. A preview thus ends with the DLQ as
 // it found it. A shortfall is logged, not returned: the command's outcome
-// stands.
-func (a *app) awaitGiveBacks(ctx context.Context) {
-	wctx, cancel := context.WithTimeout(ctx, giveBackWait)
-	defer cancel()
-	if err := a.broker.AwaitGiveBacks(wctx); err != nil {
+// stands. A wait longer than giveBackNote is said on w (stderr), so that
+// a command that printed its outcome does not seem to hang.
+func (a *app) awaitGiveBacks(ctx context.Context, w io.Writer) {
+	deadline := time.Now().Add(giveBackWait)
+	first, cancel := context.WithTimeout(ctx, giveBackNote)
+	err := a.broker.AwaitGiveBacks(first)
+	cut := first.Err() != nil // giveBackNote passed
+	cancel()
+	if err != nil && cut && ctx.Err() == nil {
+		fmt.Fprintln(w, "waiting for the messages dlqbot gave back to show ready in their queues again before exiting")
+		rest, cancel := context.WithDeadline(ctx, deadline)
+		defer cancel()
+		err = a.broker.AwaitGiveBacks(rest)
+	}
+	if err != nil {
 		a.log.Warn().Err(err).Msg("not every message dlqbot gave back shows ready yet")
 	}
 }
