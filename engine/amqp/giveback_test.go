@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	amqp "github.com/rabbitmq/amqp091-go"
-
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
@@ -15,9 +13,10 @@ import (
 // TestAwaitGiveBacksEndsOnceTheyShow: AwaitGiveBacks returns once every
 // queue this Broker gave messages back to shows them ready, as the next
 // read of it would wait for — what the terminal does before it exits.
-//   - After a scan of a quorum queue of 3,000 (RabbitMQ applies a large
-//     requeue after the read's channels closed, a quorum queue in bursts),
-//     a passive declare counts all 3,000 ready the moment it returns.
+//   - After a scan of a queue of 3,000 (RabbitMQ applies a large requeue
+//     after the read's channels closed, a quorum queue in bursts), a
+//     passive declare counts all 3,000 ready the moment it returns: a
+//     classic queue on 3.10, a quorum queue on 3.10, 4.0 and 4.3.
 //   - Expecting 10 where 5 are ready, it does not return until the other 5
 //     arrive, then returns nil and forgets the expectation.
 //   - Expecting 1,000 where 10 are, it ends long before its deadline, once
@@ -27,24 +26,26 @@ import (
 func TestAwaitGiveBacksEndsOnceTheyShow(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	t.Run("after a scan", func(t *testing.T) {
-		t.Parallel()
-		e := newEnv(t)
-		q := e.queue("t-giveback", amqp.Table{"x-queue-type": "quorum"})
-		const n = 3000
-		e.publish(q, testMessages(n))
-		testkit.Eventually(t, 30*time.Second, "every message ready", func() bool { return e.ready(q) == n })
-		b := testBroker(t, Config{})
-		if info, err := b.Scan(ctx, q, func(engine.Message) error { return nil }); err != nil || info.Read != n {
-			t.Fatalf("Scan = %+v, %v; want %d read", info, err, n)
-		}
-		if err := b.AwaitGiveBacks(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if got := e.ready(q); got != n {
-			t.Fatalf("right after AwaitGiveBacks the queue shows %d ready; want all %d given back", got, n)
-		}
-	})
+	for _, qc := range onBrokers(queueTypes) {
+		t.Run("after a scan/"+qc.name+"/"+qc.on.Name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnvOn(t, qc.on)
+			q := e.queue("t-giveback", qc.args)
+			const n = 3000
+			e.publish(q, testMessages(n))
+			testkit.Eventually(t, 30*time.Second, "every message ready", func() bool { return e.ready(q) == n })
+			b := testBroker(t, onBroker(qc.on, Config{}))
+			if info, err := b.Scan(ctx, q, func(engine.Message) error { return nil }); err != nil || info.Read != n {
+				t.Fatalf("Scan = %+v, %v; want %d read", info, err, n)
+			}
+			if err := b.AwaitGiveBacks(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := e.ready(q); got != n {
+				t.Fatalf("right after AwaitGiveBacks the queue shows %d ready; want all %d given back", got, n)
+			}
+		})
+	}
 	t.Run("until they arrive", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
