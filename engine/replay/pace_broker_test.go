@@ -151,7 +151,8 @@ func TestPaceToConsumer(t *testing.T) {
 
 // TestPaceToConsumerOf3000 is the same at issue 50's size, 3,000 dead
 // letters (about 60 s of the consumer), within 1.3× the consumer alone,
-// settling included: make test runs it on RabbitMQ 3.10 without the race
+// settling included (or within 10% of rate=max, when the machine slows
+// the replay's consumer even then): make test runs it on RabbitMQ 3.10 without the race
 // detector at the end of its 100k lane (scripts/test.sh); with
 // DLQBOT_100K_ALL=1 (make test-all) on every broker, one after another.
 //
@@ -206,8 +207,14 @@ func paceToConsumer(t *testing.T, on testkit.Broker, n int, ratio float64, perSt
 	if perStep {
 		bound += time.Duration(steps) * 3 * time.Second
 	}
-	if took > bound {
-		t.Errorf("rate=auto: took %s, want within %.1f× %s (the consumer alone), %d steps = %s", took, ratio, alone, steps, bound)
+	// rate=max keeps the consumer busy from the first step to the last,
+	// so no pacer can finish before it: when the machine slows the
+	// replay's consumer even then (make test's other lanes share its two
+	// cores), the bound is 10% over rate=max instead, which still fails a
+	// pacer that starves its consumer.
+	if floor := tookMax * 11 / 10; took > bound && took > floor {
+		t.Errorf("rate=auto: took %s, want within %.1f× %s (the consumer alone), %d steps = %s, or within 10%% of rate=max's %s",
+			took, ratio, alone, steps, bound, tookMax)
 	}
 	if rep.Pace == "" {
 		t.Errorf("rate=auto: the replay's record never said how it paced")
