@@ -74,6 +74,10 @@ func (b *Broker) ScanKeep(ctx context.Context, queue, key string, ttl time.Durat
 	size := 0
 	var keep func(held)
 	if keeping {
+		// Sized once for the messages ready at the read's start: grown by
+		// append instead, its copies took a tenth of the process's CPU
+		// in a whole replay of 20,000. At most keepMost of them: 34 MB.
+		kept = make([]held, 0, min(sc.r.want, keepMost))
 		keep = func(h held) {
 			if !keeping {
 				return
