@@ -194,8 +194,18 @@ func TestAKeptReadNoRunTakesIsGivenBack(t *testing.T) {
 // consumer exactly once and the DLQ empty, with no consumer on it.
 func TestASecondApprovalBesideAKeptRead(t *testing.T) {
 	t.Parallel()
-	on := testkit.Brokers()[0]
-	on.Require(t)
+	for _, on := range testkit.Brokers() {
+		t.Run(on.Name, func(t *testing.T) {
+			t.Parallel()
+			on.Require(t)
+			secondApprovalBesideAKeptRead(t, on)
+		})
+	}
+}
+
+// secondApprovalBesideAKeptRead is TestASecondApprovalBesideAKeptRead on
+// one broker.
+func secondApprovalBesideAKeptRead(t *testing.T, on testkit.Broker) {
 	const n = 200
 	ctx := context.Background()
 	e, work, dlq := keptDLQ(t, on, nil, n)
