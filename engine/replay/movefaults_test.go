@@ -69,8 +69,9 @@ func (f *faultRun) breakOneStep(t *testing.T, n int, wait time.Duration) (string
 
 // resumeAfterFault resumes replay id after a fault (dups: what account
 // found then) and runs it to its end within wait: nothing the ledger lists
-// is sent again, and it ends finished, or stopped by copies in doubt.
-func (f *faultRun) resumeAfterFault(t *testing.T, id string, dups map[string]int, wait time.Duration) {
+// is sent again, and it ends finished, or stopped by copies in doubt. It
+// returns the replay as it ended.
+func (f *faultRun) resumeAfterFault(t *testing.T, id string, dups map[string]int, wait time.Duration) engine.Replay {
 	t.Helper()
 	e := f.e
 	ctx := context.Background()
@@ -107,4 +108,5 @@ func (f *faultRun) resumeAfterFault(t *testing.T, id string, dups map[string]int
 	if rep.State != engine.StateFinished && !(rep.State == engine.StateStopped && rep.InDoubt > 0) {
 		t.Errorf("resumed replay %s with %d in doubt: %s; want finished, or stopped by copies in doubt", rep.State, rep.InDoubt, rep.Note)
 	}
+	return rep
 }
