@@ -194,13 +194,10 @@ func TestAKeptReadNoRunTakesIsGivenBack(t *testing.T) {
 // consumer exactly once and the DLQ empty, with no consumer on it.
 func TestASecondApprovalBesideAKeptRead(t *testing.T) {
 	t.Parallel()
-	for _, on := range testkit.Brokers() {
-		t.Run(on.Name, func(t *testing.T) {
-			t.Parallel()
-			on.Require(t)
-			secondApprovalBesideAKeptRead(t, on)
-		})
-	}
+	testkit.EachBrokerIn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		secondApprovalBesideAKeptRead(t, on)
+	})
 }
 
 // secondApprovalBesideAKeptRead is TestASecondApprovalBesideAKeptRead on

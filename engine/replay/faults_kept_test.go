@@ -23,13 +23,10 @@ import (
 // to 4.x: only a classic DLQ's read is kept).
 func TestAConnectionLostInAReplayFromItsApprovalsRead(t *testing.T) {
 	t.Parallel()
-	for _, on := range testkit.Brokers() {
-		t.Run(on.Name, func(t *testing.T) {
-			t.Parallel()
-			on.Require(t)
-			lostInAKeptRead(t, on)
-		})
-	}
+	testkit.EachBrokerIn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		lostInAKeptRead(t, on)
+	})
 }
 
 // lostInAKeptRead is TestAConnectionLostInAReplayFromItsApprovalsRead on
