@@ -114,10 +114,7 @@ func TestTerminalReplayReadsItsDLQOnce(t *testing.T) {
 	const n = 40
 	env := testEnv(t)
 	r := testkit.Dial(t)
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, nil)
-	r.Reject(src, testkit.Msgs(n, 100)...)
-	r.WaitCount(dlq, n, 20*time.Second)
+	src, dlq := r.DeadLetteredAs(nil, n, 100)
 	var mu sync.Mutex
 	got := 0
 	r.Consume(src, func(amqp.Delivery) string {
@@ -168,10 +165,7 @@ func TestTerminalPreviewEndsWithTheDLQAsItFoundIt(t *testing.T) {
 	const n = 3000
 	env := testEnv(t)
 	r := testkit.Dial(t)
-	src, dlq := testkit.Name("src"), testkit.Name("dlq")
-	r.Topology(src, dlq, amqp.Table{"x-queue-type": "quorum"})
-	r.Reject(src, testkit.Msgs(n, 100)...)
-	r.WaitCount(dlq, n, time.Minute)
+	_, dlq := r.DeadLetteredAs(amqp.Table{"x-queue-type": "quorum"}, n, 100)
 	out, stderr, code := dlqbot(t, env, "preview", dlq, "--json")
 	if doc := oneJSON(t, out); code != 0 || doc["selected"].(float64) != n {
 		t.Fatalf("preview exit %d: selected %v\n%s", code, doc["selected"], stderr)
