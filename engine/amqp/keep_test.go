@@ -259,3 +259,28 @@ func TestAKeptReadWhoseConnectionWasLostIsNotTaken(t *testing.T) {
 	}
 	inOrder(t, r, q, 20)
 }
+
+// TestAReadOverItsBoundIsNotKept scans a classic queue of 70 messages of
+// 1 MiB, more than a kept read may hold (keepBytes, 64 MiB), although its
+// count is within keepMost: ScanKeep visits all 70, keeps none, nothing
+// can be taken, and the queue gives up all 70 again, in order, with no
+// consumer left on it.
+func TestAReadOverItsBoundIsNotKept(t *testing.T) {
+	t.Parallel()
+	r := testkit.Dial(t)
+	b := testBroker(t, Config{URL: testkit.AMQPURL, ManagementURL: testkit.ManagementURL, Prefetch: 8, QuietWait: 200 * time.Millisecond})
+	const n = 70
+	q := r.QueueOf(testkit.Name("keep-big"), nil, n, 1<<20)
+	key := testkit.Name("replay")
+	if kept, ids := keepScan(t, b, q, key, time.Minute); kept || len(ids) != n {
+		t.Fatalf("kept %v after visiting %d: want all %d visited, not kept", kept, len(ids), n)
+	}
+	if _, ok := b.TakeKept(key, q); ok {
+		t.Fatal("a read that was not kept was taken")
+	}
+	eventually(t, 30*time.Second, "the read given back", func() bool {
+		ready, consumers := r.Look(q)
+		return ready == n && consumers == 0
+	})
+	inOrder(t, r, q, n)
+}
