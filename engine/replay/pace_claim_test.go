@@ -90,7 +90,7 @@ func autoPaceAgainstConsumer(t *testing.T, on testkit.Broker) {
 	r.WaitCount(dlq, n, time.Minute)
 	p := preview(t, e, engine.Selection{DLQ: dlq})
 	acks := &ackClock{}
-	slowConsumer(t, r, src, func() { acks.acked(time.Now()) })
+	slowConsumer(t, r, src, func(time.Duration) { acks.acked(time.Now()) })
 	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Auto: true, Max: 200, Step: 100, Cap: n, Timeout: time.Minute}, false)
 	if err != nil {
 		t.Fatal(err)
