@@ -52,12 +52,15 @@ func (g *gaveWayLog) count(id string) int {
 // TestTwoPacedReplaysOfOneDLQGiveWayToEachOther: a DLQ holds two sources'
 // dead letters, 100 each, alternating one by one (a-0, b-0, a-1, b-1, …).
 // Replay A of one source and replay B of the other, approved before either
-// runs, each paced (10 msg/s, steps 40 and 60: a pass lasts 4 s and more)
-// from a bot without a tap; B starts once A's first copies arrived. A paced
-// pass holds every message it passed for as long as it sends, so each
-// replay's pass holds the other's next picks: the step that does not find
-// its picks looks for them (seeking), and the pass holding them gives way
-// (giveway.go), in turn. Decided against the consumers and the DLQ: both
+// runs, each paced (10 msg/s) from a bot without a tap: A in steps of 80
+// and 20 (its first pass lasts 8 s and more), B of 40 and 60; B starts once
+// A's first copies arrived. A paced pass holds every message it passed for
+// as long as it sends, so each replay's pass holds the other's next picks:
+// the step that does not find its picks looks for them (seeking), and the
+// pass holding them gives way (giveway.go), in turn. B's first pass
+// reaches the DLQ's end, short of the picks A passed first, about 4 s
+// after it began, while A's pass still holds them: the two passes meet
+// however fast the machine sends. Decided against the consumers and the DLQ: both
 // replays finish with every copy sent, none missing or held elsewhere,
 // neither calling the other another client; each id reached its consumer
 // exactly once with its replay's id; the DLQ is empty; and their passes met:
@@ -90,7 +93,9 @@ func TestTwoPacedReplaysOfOneDLQGiveWayToEachOther(t *testing.T) {
 		r.Consume(srcB, recB.handle)
 		ctx := context.Background()
 		prm := engine.Params{Step: 40, Cap: 80, Rate: 10, Timeout: 30 * time.Second}
-		apA, err := replay.Approve(e.svc, ctx, pa.Token, "U_A", prm, true)
+		prmA := prm
+		prmA.Step = 80
+		apA, err := replay.Approve(e.svc, ctx, pa.Token, "U_A", prmA, true)
 		if err != nil {
 			t.Fatal(err)
 		}
