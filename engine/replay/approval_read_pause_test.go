@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/stroma/dlqbot/engine"
-	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
 )
 
@@ -17,9 +16,10 @@ import (
 // The run ends paused, and the read it began from is given back: the DLQ
 // holds every message not sent, with no consumer on it, and the consumer
 // has exactly the ones sent. Resumed, the run reads the DLQ afresh, with
-// a cursor for all its steps, and sends the rest: the broker ends with every message at the consumer
-// exactly once and the DLQ empty, with no consumer on it. On RabbitMQ
-// 3.10, 4.0 and 4.3 (a classic queue's store differs from 3.x to 4.x).
+// a cursor for all its steps, and sends the rest: the broker ends with
+// every message at the consumer exactly once and the DLQ empty, with no
+// consumer on it. On RabbitMQ 3.10, 4.0 and 4.3 (a classic queue's store
+// differs from 3.x to 4.x).
 func TestAPauseInAReplayFromItsApprovalsRead(t *testing.T) {
 	t.Parallel()
 	testkit.EachBrokerIn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker) {
@@ -37,15 +37,7 @@ func pauseInAKeptRead(t *testing.T, on testkit.Broker) {
 	r := e.rabbit
 	got := &tailConsumer{acked: map[string]int{}, rejected: map[string]int{}, reject: func(string) bool { return false }}
 	r.Consume(work, got.handle)
-	p, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
-	if err != nil || p.Selected != n {
-		t.Fatalf("preview: %v, %d selected: want %d", err, p.Selected, n)
-	}
-	testkit.Eventually(t, time.Minute, "the preview's give-backs in the DLQ", func() bool { return r.Count(dlq) == n })
-	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Step: 50, Cap: 200, Rate: 100, Timeout: 30 * time.Second}, false)
-	if err != nil {
-		t.Fatalf("approve: %v (changes %+v)", err, ap.Changes)
-	}
+	ap := previewApproveWith(t, e, dlq, n, engine.Params{Step: 50, Cap: 200, Rate: 100, Timeout: 30 * time.Second})
 	if ready, consumers := r.Look(dlq); ready != 0 || consumers != 1 {
 		t.Fatalf("right after the approval the DLQ holds %d ready with %d consumer(s): want 0 and 1 (its read kept)", ready, consumers)
 	}
@@ -76,7 +68,7 @@ func pauseInAKeptRead(t *testing.T, on testkit.Broker) {
 		t.Fatal(err)
 	}
 	d0 := e.broker.Delivered(dlq)
-	rep, err = e.svc.Run(ctx, ap.Replay.ID, "owner2")
+	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner2")
 	if err != nil || rep.State != engine.StateFinished || rep.Sent != n {
 		t.Fatalf("resumed: %v: %s, %d sent of %d: %s", err, rep.State, rep.Sent, n, rep.Note)
 	}

@@ -50,13 +50,19 @@ func keptDLQ(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, n int) (e *env
 // preview's give-backs and approves it unpaced, comparing.
 func previewApprove(t *testing.T, e *env, dlq string, n int) engine.Approval {
 	t.Helper()
+	return previewApproveWith(t, e, dlq, n, engine.Params{Rate: -1})
+}
+
+// previewApproveWith is previewApprove with the replay's parameters prm.
+func previewApproveWith(t *testing.T, e *env, dlq string, n int, prm engine.Params) engine.Approval {
+	t.Helper()
 	ctx := context.Background()
 	p, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U_REQ")
 	if err != nil || p.Selected != n {
 		t.Fatalf("preview: %v, %d selected: want %d", err, p.Selected, n)
 	}
 	testkit.Eventually(t, time.Minute, "the preview's give-backs in the DLQ", func() bool { return e.rabbit.Count(dlq) == n })
-	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: -1}, false)
+	ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", prm, false)
 	if err != nil {
 		t.Fatalf("approve: %v (changes %+v)", err, ap.Changes)
 	}
