@@ -60,8 +60,8 @@ func (g *gaveWayLog) count(id string) int {
 // pass holding them gives way (giveway.go), in turn. B's first pass
 // reaches the DLQ's end, short of the picks A passed first, about 4 s
 // after it began, while A's pass still holds them: the two passes meet
-// however fast the machine sends. Decided against the consumers and the DLQ: both
-// replays finish with every copy sent, none missing or held elsewhere,
+// however fast the machine sends. Decided against the consumers and the
+// DLQ: both replays finish with every copy sent, none missing or held elsewhere,
 // neither calling the other another client; each id reached its consumer
 // exactly once with its replay's id; the DLQ is empty; and their passes met:
 // at least one gave way to the other. A quorum and a classic DLQ

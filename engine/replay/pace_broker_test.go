@@ -279,12 +279,13 @@ func paceToConsumer(t *testing.T, on testkit.Broker, n int, timed float64) {
 const starvedMost = 0.10
 
 // stepStarts returns the index of each canary step's first copy, in the
-// order the consumer takes them: steps of 100, doubling, up to n in all.
+// order the consumer takes them: paceRun's steps (first 100, cap n, the
+// engine's StepSize), n copies in all.
 func stepStarts(n int) []int {
 	var starts []int
-	for sent, k := 0, 0; sent < n; k++ {
+	for sent, k := 0, 1; sent < n; k++ {
 		starts = append(starts, sent)
-		sent += min(100<<k, n-sent)
+		sent += min(engine.StepSize(100, n, k), n-sent)
 	}
 	return starts
 }
