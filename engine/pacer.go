@@ -89,7 +89,15 @@ func (p *Pacer) Due() bool {
 // consumer count; ok=false when they could not be inspected. It returns
 // the new rate.
 func (p *Pacer) Observe(ready, consumers int, ok bool) float64 {
-	now := p.clock.Now()
+	return p.ObserveAt(p.clock.Now(), ready, consumers, ok)
+}
+
+// ObserveAt is Observe for a sample that ended at now, handed over at
+// the first publish after it (a sample taken beside the publishes, not in
+// their loop): the publishes counted so far (Published) are taken as
+// those before the sample, which is true of all but the one under way
+// when it ended.
+func (p *Pacer) ObserveAt(now time.Time, ready, consumers int, ok bool) float64 {
 	if !ok || consumers == 0 {
 		// Nothing to measure: the fixed rate, and a fresh start later.
 		p.sampled, p.measuring, p.ack = false, false, -1

@@ -116,3 +116,23 @@ func TestPacerFollowsConsumer(t *testing.T) {
 	}
 	t.Logf("sent %v, worst backlog %v, %s", sent, worst, p.Status())
 }
+
+// TestPacerDatesALateSample: a sample handed over after it was taken
+// (ObserveAt, as the run hands over one taken beside its publishes) is
+// measured over the time up to when it was taken, not up to its hand-over:
+// the same rate as the sample taken and handed over at once.
+func TestPacerDatesALateSample(t *testing.T) {
+	rateAfter := func(late time.Duration) float64 {
+		clk := &manualClock{t: time.Unix(1000, 0)}
+		p := NewPacer(clk, 200, 50)
+		p.Observe(0, 1, true)
+		p.Published(25)
+		taken := clk.t.Add(PacerWindow)
+		clk.t = taken.Add(late)
+		return p.ObserveAt(taken, 0, 1, true)
+	}
+	at, late := rateAfter(0), rateAfter(time.Second)
+	if at != late || at < 99 || at > 101 {
+		t.Fatalf("25 acked in %v: rate %v handed over at once, %v a second late; want both 100", PacerWindow, at, late)
+	}
+}

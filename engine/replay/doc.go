@@ -44,7 +44,7 @@
 //	                  accounting for every planned message they did not
 //	                  find (missing, held elsewhere)
 //	cursor.go         a run's cursor on the DLQ (held messages, its bounds)
-//	pace_run.go       sampling the targets for rate=auto's pacer
+//	pace_run.go       sampling the targets for rate=auto's pacer, beside the publishes
 //	recount.go        the count a stopped run leaves for the next run's
 //	                  proof
 //

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -47,8 +48,19 @@ func TestNoRateMeansPaceToTheConsumer(t *testing.T) {
 		t.Fatalf("no rate: starts at %v, paced %v; want %v, paced", rate, hook != nil, engine.DefaultRate)
 	}
 	rn.pacedTarget("orders")
-	for i := 0; i < 3; i++ { // three samples, 25 sent between each
+	for i := 0; i < 3; i++ { // three samples, 25 or more sent between each
 		for j := 0; j < 25; j++ {
+			rate = hook()
+		}
+		// The sample is taken beside the publishes: the publishes go on
+		// until it is handed to the pacer (which then is not due again
+		// until the clock moves).
+		deadline := time.Now().Add(10 * time.Second)
+		for rn.pacer.Due() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no rate: sample %d never handed to the pacer", i+1)
+			}
+			runtime.Gosched()
 			rate = hook()
 		}
 		clk.t = clk.t.Add(engine.PacerWindow)
