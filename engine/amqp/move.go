@@ -368,12 +368,12 @@ func (m *mover) cont() error {
 
 // paceCatchUp is how far behind its schedule a paced move may fall and
 // still catch up. A publish slot is missed whenever something else in the
-// loop (a confirm's ack fence, the pacer's sample, a late timer on a busy
+// loop (a confirm's ack fence, a slow intent write, a late timer on a busy
 // machine) takes longer than the gap between two publishes. Each miss
 // lost for good would add up on a busy machine: a rate of 50 sends 25–40
 // msg/s beside make test's other lanes that way. Caught up, the rate
 // holds on average, and any window of time t sends at most
-// (t + paceCatchUp) × rate + 1.
+// (t + paceCatchUp) × rate + 1 (TestAPacedReplayCatchesUpWithinItsBound).
 const paceCatchUp = 250 * time.Millisecond
 
 // pace waits for the next publish slot when a rate is set. The slots
