@@ -25,12 +25,14 @@ import (
 // consumer or in the DLQ, every copy delivered is in the ledger, what the
 // broker holds twice is the replay's duplicates or in doubt, no unselected
 // message ever reaches a target, and the DLQ ends holding every unselected
-// message exactly once. On the broker testkit.ClassicOn picks (each of
-// them with DLQBOT_CLASSIC_ALL=1).
+// message exactly once. On a classic DLQ, and on a quorum one, which a
+// replay without a tap reads without a cursor (each move and each look
+// for returns reads it from its head, and the fault gives back what the
+// move held), each on the broker everyDLQKind picks (every broker with
+// DLQBOT_CLASSIC_ALL=1).
 func TestAConnectionLostInAnUnpacedFilteredReplay(t *testing.T) {
 	t.Parallel()
-	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, on testkit.Broker) {
-		t.Parallel()
+	everyDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 		n := 10000 // 1,000 selected: steps of 100, 200, 400 and 300
 		if raceOn {
 			n = 5000 // make test's engine lane: 100, 200 and 200
@@ -39,7 +41,7 @@ func TestAConnectionLostInAnUnpacedFilteredReplay(t *testing.T) {
 		e, conn := newFaultEnv(t, on, false)
 		r := e.rabbit
 		work, dlq := testkit.Name("work"), testkit.Name("dlq")
-		r.Topology(work, dlq, nil)
+		r.Topology(work, dlq, dlqArgs)
 		fillTenth(r, dlq, work, n)
 		f := &faultRun{e: e, on: on, conn: conn, src: work, dlq: dlq, rec: &recorder{}}
 		for i := range n {
