@@ -70,16 +70,10 @@ func TestAPacedReplayCatchesUpWithinItsBound(t *testing.T) {
 			d.Ledger = led
 		})
 		r := e.rabbit
-		src, dlq := testkit.Name("src"), testkit.Name("dlq")
-		r.Topology(src, dlq, nil)
-		r.Reject(src, testkit.Msgs(n, 128)...)
-		r.WaitCount(dlq, n, time.Minute)
+		src, dlq := r.DeadLettered(n, 128)
+		p := preview(t, e, engine.Selection{DLQ: dlq})
 		ctx := context.Background()
-		p, err := e.svc.Preview(ctx, engine.Selection{DLQ: dlq}, "U")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ap, err := replay.Approve(e.svc, ctx, p.Token, "U", engine.Params{Rate: rate, Step: n, Cap: n, Timeout: time.Minute}, false)
+		ap, err := replay.Approve(e.svc, ctx, p.Token, "U_APP", engine.Params{Rate: rate, Step: n, Cap: n, Timeout: time.Minute}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
