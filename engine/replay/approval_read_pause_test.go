@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,13 +25,29 @@ func TestAPauseInAReplayFromItsApprovalsRead(t *testing.T) {
 	t.Parallel()
 	testkit.EachBrokerIn(t, testkit.Brokers(), func(t *testing.T, on testkit.Broker) {
 		t.Parallel()
-		pauseInAKeptRead(t, on)
+		pauseInAKeptRead(t, on, 0)
+	})
+}
+
+// TestAPauseInAReplayFromItsApprovalsReadBesideAnotherReader is
+// TestAPauseInAReplayFromItsApprovalsRead with another client taking 20
+// messages from the DLQ's head while the replay is paused (basic.get,
+// acked): resumed, the replay sends the rest and ends stopped, 20 MISSING,
+// never finished; the consumer has every other message once and none of
+// the 20, and the DLQ ends empty. On the broker testkit.ClassicOn picks
+// (each with DLQBOT_CLASSIC_ALL=1).
+func TestAPauseInAReplayFromItsApprovalsReadBesideAnotherReader(t *testing.T) {
+	t.Parallel()
+	testkit.EachBrokerIn(t, testkit.ClassicOn(t.Name()), func(t *testing.T, on testkit.Broker) {
+		t.Parallel()
+		pauseInAKeptRead(t, on, 20)
 	})
 }
 
 // pauseInAKeptRead is TestAPauseInAReplayFromItsApprovalsRead on one
-// broker.
-func pauseInAKeptRead(t *testing.T, on testkit.Broker) {
+// broker; take messages are taken from the DLQ by another client during
+// the pause.
+func pauseInAKeptRead(t *testing.T, on testkit.Broker, take int) {
 	const n = 600
 	ctx := context.Background()
 	e, work, dlq := keptDLQ(t, on, nil, n)
@@ -63,12 +80,27 @@ func pauseInAKeptRead(t *testing.T, on testkit.Broker) {
 		return a == sent
 	})
 	t.Logf("%s: paused after %d of %d sent", on.Name, sent, n)
+	taken := takeFrom(t, r, dlq, take)
 
 	if _, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
 	}
 	d0 := e.broker.Delivered(dlq)
 	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner2")
+	if take > 0 {
+		if err != nil || rep.State != engine.StateStopped || rep.Sent != n-take || rep.Missing != take ||
+			!strings.Contains(rep.Note, fmt.Sprintf("%d MISSING", take)) {
+			t.Fatalf("resumed after another client took %d: %v: %s, %d sent of %d, %d missing: %s; want stopped, %d sent, %d MISSING",
+				take, err, rep.State, rep.Sent, n, rep.Missing, rep.Note, n-take, take)
+		}
+		eachOnceAndEmpty(t, r, got, dlq, n-take)
+		for id := range taken {
+			if got.acked[id] != 0 {
+				t.Fatalf("%s, taken from the DLQ by another client during the pause, reached the consumer", id)
+			}
+		}
+		return
+	}
 	if err != nil || rep.State != engine.StateFinished || rep.Sent != n {
 		t.Fatalf("resumed: %v: %s, %d sent of %d: %s", err, rep.State, rep.Sent, n, rep.Note)
 	}
@@ -81,4 +113,21 @@ func pauseInAKeptRead(t *testing.T, on testkit.Broker) {
 		t.Fatalf("the resumed run took %d deliveries from the DLQ, which held %d: want at most three reads, not one a step", read, n-sent)
 	}
 	eachOnceAndEmpty(t, r, got, dlq, n)
+}
+
+// takeFrom takes n messages from queue's head as another client would
+// (basic.get, acked) and returns their message ids.
+func takeFrom(t *testing.T, r *testkit.Rabbit, queue string, n int) map[string]bool {
+	t.Helper()
+	taken := map[string]bool{}
+	ch := r.Channel()
+	defer func() { _ = ch.Close() }()
+	for range n {
+		d, ok, err := ch.Get(queue, true)
+		if err != nil || !ok {
+			t.Fatalf("another client's get from %s: ok %v, %v", queue, ok, err)
+		}
+		taken[d.MessageId] = true
+	}
+	return taken
 }
