@@ -80,7 +80,9 @@ func pauseInAKeptRead(t *testing.T, on testkit.Broker, take int) {
 		return a == sent
 	})
 	t.Logf("%s: paused after %d of %d sent", on.Name, sent, n)
-	taken := takeFrom(t, r, dlq, take)
+	// Another client takes the first take messages (basic.get, acked).
+	ch, taken := r.TakeIDs(dlq, take)
+	_ = ch.Close()
 
 	if _, err := e.svc.Control(ctx, ap.Replay.ID, engine.ControlResume, "U_RESUMER"); err != nil {
 		t.Fatal(err)
@@ -94,7 +96,7 @@ func pauseInAKeptRead(t *testing.T, on testkit.Broker, take int) {
 				take, err, rep.State, rep.Sent, n, rep.Missing, rep.Note, n-take, take)
 		}
 		eachOnceAndEmpty(t, r, got, dlq, n-take)
-		for id := range taken {
+		for _, id := range taken {
 			if got.acked[id] != 0 {
 				t.Fatalf("%s, taken from the DLQ by another client during the pause, reached the consumer", id)
 			}
@@ -113,21 +115,4 @@ func pauseInAKeptRead(t *testing.T, on testkit.Broker, take int) {
 		t.Fatalf("the resumed run took %d deliveries from the DLQ, which held %d: want at most three reads, not one a step", read, n-sent)
 	}
 	eachOnceAndEmpty(t, r, got, dlq, n)
-}
-
-// takeFrom takes n messages from queue's head as another client would
-// (basic.get, acked) and returns their message ids.
-func takeFrom(t *testing.T, r *testkit.Rabbit, queue string, n int) map[string]bool {
-	t.Helper()
-	taken := map[string]bool{}
-	ch := r.Channel()
-	defer func() { _ = ch.Close() }()
-	for range n {
-		d, ok, err := ch.Get(queue, true)
-		if err != nil || !ok {
-			t.Fatalf("another client's get from %s: ok %v, %v", queue, ok, err)
-		}
-		taken[d.MessageId] = true
-	}
-	return taken
 }

@@ -45,7 +45,7 @@ func (rn *run) paceOf(ctx context.Context) (float64, func() float64) {
 		}
 		if inflight == nil && p.Due() && len(rn.paceTargets) > 0 {
 			inflight, began = make(chan targetSample, 1), rn.s.d.Clock.Now()
-			go rn.sampleTargets(ctx, slices.Sorted(maps.Keys(rn.paceTargets)), inflight)
+			go rn.inspectPaced(ctx, slices.Sorted(maps.Keys(rn.paceTargets)), inflight)
 		}
 		p.Published(1)
 		return p.Rate()
@@ -60,9 +60,9 @@ type targetSample struct {
 	ok               bool
 }
 
-// sampleTargets inspects queues and sends the sample to out (buffered:
+// inspectPaced inspects queues and sends the sample to out (buffered:
 // nobody may be left to read it).
-func (rn *run) sampleTargets(ctx context.Context, queues []string, out chan<- targetSample) {
+func (rn *run) inspectPaced(ctx context.Context, queues []string, out chan<- targetSample) {
 	start := time.Now()
 	s := targetSample{ok: true}
 	for _, q := range queues {

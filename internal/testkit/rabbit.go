@@ -167,7 +167,15 @@ func PublishTo(conn *amqp.Connection, exchange, key string, msgs ...amqp.Publish
 // otherwise).
 func (r *Rabbit) Take(queue string, n int) *amqp.Channel {
 	r.t.Helper()
+	ch, _ := r.TakeIDs(queue, n)
+	return ch
+}
+
+// TakeIDs is Take, also returning the message ids it took, in order.
+func (r *Rabbit) TakeIDs(queue string, n int) (*amqp.Channel, []string) {
+	r.t.Helper()
 	ch := r.Channel()
+	ids := make([]string, 0, n)
 	for i := range n {
 		d, ok, err := ch.Get(queue, false)
 		if err != nil || !ok {
@@ -176,8 +184,9 @@ func (r *Rabbit) Take(queue string, n int) *amqp.Channel {
 		if err := d.Ack(false); err != nil {
 			r.t.Fatalf("testkit: ack %d of %d from %s: %v", i+1, n, queue, err)
 		}
+		ids = append(ids, d.MessageId)
 	}
-	return ch
+	return ch, ids
 }
 
 // Drain reads every message of queue destructively (consumer with acks)
