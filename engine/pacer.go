@@ -135,6 +135,20 @@ func (p *Pacer) ObserveAt(now time.Time, ready, consumers int, ok bool) float64 
 	return p.rate
 }
 
+// RateSampling is the rate while a sample of the targets begun at began
+// (on the pacer's clock) is still under way: the pacer's own until the
+// sample is pacerStale old, then PacerMinRate until it ends. A sample is
+// taken beside the publishes (a passive declare per target); one that
+// does not come back, from a broker too loaded to answer for seconds,
+// leaves the consumers unmeasured, and a replay going on at its last
+// rate meanwhile could flood a consumer that slowed down.
+func (p *Pacer) RateSampling(began time.Time) float64 {
+	if p.clock.Now().Sub(began) >= pacerStale {
+		return PacerMinRate
+	}
+	return p.rate
+}
+
 // Status says what the pacer does and why, for the replay's progress:
 // "pacing to the consumer: 48 msg/s; backlog 30".
 func (p *Pacer) Status() string {

@@ -136,3 +136,30 @@ func TestPacerDatesALateSample(t *testing.T) {
 		t.Fatalf("25 acked in %v: rate %v handed over at once, %v a second late; want both 100", PacerWindow, at, late)
 	}
 }
+
+// TestPacerHoldsWhileASampleIsLate: while a sample is under way the pacer
+// keeps its rate, until the sample is pacerStale old; then it sends one
+// a second, and its own rate is back once a sample is observed.
+func TestPacerHoldsWhileASampleIsLate(t *testing.T) {
+	clk := &manualClock{t: time.Unix(1000, 0)}
+	p := NewPacer(clk, 200, 50)
+	p.Observe(0, 1, true)
+	p.Published(25)
+	clk.t = clk.t.Add(PacerWindow)
+	rate := p.Observe(0, 1, true)
+	began := clk.t
+	if got := p.RateSampling(began); got != rate {
+		t.Fatalf("a sample just begun: rate %v, want the pacer's %v", got, rate)
+	}
+	clk.t = began.Add(pacerStale - time.Millisecond)
+	if got := p.RateSampling(began); got != rate {
+		t.Fatalf("a sample out for %v: rate %v, want the pacer's %v", pacerStale-time.Millisecond, got, rate)
+	}
+	clk.t = began.Add(pacerStale)
+	if got := p.RateSampling(began); got != PacerMinRate {
+		t.Fatalf("a sample out for %v: rate %v, want %v", pacerStale, got, PacerMinRate)
+	}
+	if got := p.Rate(); got != rate {
+		t.Fatalf("the late sample changed the pacer's own rate to %v, want %v", got, rate)
+	}
+}

@@ -146,6 +146,12 @@ type Broker interface {
 	// consumers. A missing queue is QueueInfo{Exists: false} and a nil
 	// error; an unreachable broker is ErrBrokerUnavailable.
 	Inspect(ctx context.Context, queue string) (QueueInfo, error)
+	// Look is Inspect by a passive declare alone: whether the queue
+	// exists, its ready count and its consumers, with none of what the
+	// management API and the read marks add (Type, DeliveryLimit,
+	// ReadCounts), so that a slow API or store never delays it (the
+	// pacer samples its targets so, every half second).
+	Look(ctx context.Context, queue string) (QueueInfo, error)
 	// Scan reads every message of queue (those present when it starts) and
 	// calls visit for each, in queue order, without changing the queue:
 	// afterwards the same messages are there in the same order. An error from

@@ -92,7 +92,8 @@
 //	                 keep.go an approval's read kept as its run's cursor
 //	move.go          Move, confirm-then-ack; move_confirm.go its confirms
 //	countpoll.go     waiting for requeues to land, by the ready count
-//	inspect.go       Inspect, a passive declare; infocache.go a queue's
+//	inspect.go       Inspect, a passive declare, and Look, that alone;
+//	                 infocache.go a queue's
 //	                 type, arguments and policies, cached briefly
 //	limit.go         a quorum queue's delivery limit and the broker's version
 //	list.go          ListQueues, the vhost's queues and dead-letter targets

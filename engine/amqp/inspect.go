@@ -42,6 +42,20 @@ func (b *Broker) Inspect(ctx context.Context, queue string) (engine.QueueInfo, e
 	return st, nil
 }
 
+// Look is Inspect by a passive declare alone (engine.Broker).
+func (b *Broker) Look(ctx context.Context, queue string) (engine.QueueInfo, error) {
+	st := engine.QueueInfo{Name: queue}
+	q, found, err := b.declarePassive(ctx, queue)
+	if err != nil {
+		return st, fmt.Errorf("amqp: look at %s: %w", queue, err)
+	}
+	st.Exists = found
+	if found {
+		st.Ready, st.Consumers = q.Messages, q.Consumers
+	}
+	return st, nil
+}
+
 // declarePassive probes queue on a throwaway channel: a missing queue
 // makes the broker close that channel (404), never the connection. A
 // ready count that shows this Broker's earlier requeues landed ends the

@@ -80,6 +80,40 @@ func TestInspect(t *testing.T) {
 		})
 	})
 
+	// Look is the passive declare alone: the same ready and consumer
+	// counts, a missing queue, and an answer while the management API
+	// hangs (Inspect would wait for it up to HTTPTimeout).
+	t.Run("look", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		q := e.queue("t-look", nil)
+		e.publish(q, testMessages(3))
+		ch := e.channel()
+		if err := ch.Qos(1, 0, false); err != nil {
+			t.Fatal(err)
+		}
+		d, err := ch.Consume(q, "", false, false, false, false, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-d // one message now held: 2 ready
+		proxy, mgmt := testkit.HangProxyFor(t, testkit.Rabbit3.ManagementURL)
+		proxy.Hang()
+		b := testBroker(t, Config{ManagementURL: mgmt, HTTPTimeout: time.Minute})
+		lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		st, err := b.Look(lctx, q)
+		if want := (engine.QueueInfo{Name: q, Exists: true, Ready: 2, Consumers: 1}); err != nil || st != want {
+			t.Fatalf("Look while the management API hangs = %+v, %v; want %+v", st, err, want)
+		}
+		if st, err := b.Look(lctx, q+"-missing"); err != nil || st != (engine.QueueInfo{Name: q + "-missing"}) {
+			t.Fatalf("Look at a missing queue = %+v, %v", st, err)
+		}
+		if n := proxy.Accepted.Load(); n != 0 {
+			t.Fatalf("Look asked the management API (%d connection(s))", n)
+		}
+	})
+
 	t.Run("no-management", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)

@@ -45,6 +45,7 @@
 //	                  find (missing, held elsewhere)
 //	cursor.go         a run's cursor on the DLQ (held messages, its bounds)
 //	pace_run.go       sampling the targets for rate=auto's pacer, beside the publishes
+//	                  (held to one a second while a sample is late)
 //	recount.go        the count a stopped run leaves for the next run's
 //	                  proof
 //

@@ -15,8 +15,10 @@ import (
 // (targetSample) and publishes on; a later call hands its result to the
 // pacer, dated when the sample ended: the run's clock when it began, plus
 // the time it took. A sample is a passive declare per
-// target, a round trip that took up to 650 ms on a loaded machine: taken
-// in the publish loop, it stopped the publishes for that long. The hook
+// target (Broker.Look: no management API), a round trip that took up to 650 ms on a loaded machine: taken
+// in the publish loop, it stopped the publishes for that long. A sample
+// still out after 1.5 s slows the publishes to one a second until it
+// ends (Pacer.RateSampling): the pacer never sends long unmeasured. The hook
 // keeps the pacer's status in the replay's record (Replay.Pace), which
 // progress writes carry to every front end.
 func (rn *run) paceOf(ctx context.Context) (float64, func() float64) {
@@ -48,6 +50,9 @@ func (rn *run) paceOf(ctx context.Context) (float64, func() float64) {
 			go rn.inspectPaced(ctx, slices.Sorted(maps.Keys(rn.paceTargets)), inflight)
 		}
 		p.Published(1)
+		if inflight != nil {
+			return p.RateSampling(began) // a late sample holds the publishes back
+		}
 		return p.Rate()
 	}
 }
@@ -66,7 +71,7 @@ func (rn *run) inspectPaced(ctx context.Context, queues []string, out chan<- tar
 	start := time.Now()
 	s := targetSample{ok: true}
 	for _, q := range queues {
-		st, err := rn.s.d.Broker.Inspect(ctx, q)
+		st, err := rn.s.d.Broker.Look(ctx, q)
 		if err != nil || !st.Exists {
 			s.ok = false
 			break

@@ -24,7 +24,7 @@ func (c *runClock) After(d time.Duration) <-chan time.Time {
 // consumer: one that acknowledges whatever it is sent.
 type idleTarget struct{ engine.Broker }
 
-func (idleTarget) Inspect(_ context.Context, q string) (engine.QueueInfo, error) {
+func (idleTarget) Look(_ context.Context, q string) (engine.QueueInfo, error) {
 	return engine.QueueInfo{Name: q, Exists: true, Consumers: 1}, nil
 }
 
@@ -74,5 +74,59 @@ func TestNoRateMeansPaceToTheConsumer(t *testing.T) {
 		if rate, hook := runOf(p).paceOf(ctx); hook != nil || rate != max(p.Rate, 0) {
 			t.Errorf("rate %v: starts at %v, paced %v; want %v, not paced", p.Rate, rate, hook != nil, max(p.Rate, 0))
 		}
+	}
+}
+
+// stalledTarget is idleTarget whose Look waits until release is closed.
+type stalledTarget struct {
+	idleTarget
+	asked   chan struct{} // closed at the first Look
+	release chan struct{}
+}
+
+func (s *stalledTarget) Look(ctx context.Context, q string) (engine.QueueInfo, error) {
+	select {
+	case <-s.asked:
+	default:
+		close(s.asked)
+	}
+	<-s.release
+	return s.idleTarget.Look(ctx, q)
+}
+
+// TestALateSampleHoldsTheAutoPacedPublishes: while the sample of the
+// targets an auto-paced run took beside its publishes is out for longer
+// than the pacer trusts its last measure, the hook slows the publishes to
+// one a second (engine.Pacer.RateSampling); once the sample is back, the
+// pacer's own rate is too.
+func TestALateSampleHoldsTheAutoPacedPublishes(t *testing.T) {
+	ctx := context.Background()
+	clk := &runClock{t: time.Unix(1000, 0)}
+	st := &stalledTarget{asked: make(chan struct{}), release: make(chan struct{})}
+	rn := &run{s: &Service{d: Deps{Clock: clk, Broker: st}}, r: engine.Replay{Params: engine.Params{}.WithDefaults()}}
+	rate, hook := rn.paceOf(ctx)
+	rn.pacedTarget("orders")
+	if got := hook(); got != rate {
+		t.Fatalf("the first publish, its sample begun: rate %v, want the pacer's %v", got, rate)
+	}
+	<-st.asked
+	clk.t = clk.t.Add(time.Second)
+	if got := hook(); got != rate {
+		t.Fatalf("a sample out for 1 s: rate %v, want the pacer's %v", got, rate)
+	}
+	clk.t = clk.t.Add(time.Second)
+	if got := hook(); got != engine.PacerMinRate {
+		t.Fatalf("a sample out for 2 s: rate %v, want %v until it is back", got, engine.PacerMinRate)
+	}
+	close(st.release)
+	deadline := time.Now().Add(10 * time.Second)
+	for got := hook(); got == engine.PacerMinRate; got = hook() {
+		if time.Now().After(deadline) {
+			t.Fatal("the sample, released, was never handed to the pacer")
+		}
+		runtime.Gosched()
+	}
+	if st, _ := rn.pace.Load().(string); !strings.HasPrefix(st, "pacing to the consumer") {
+		t.Fatalf("the pacer's rate is back, but the sample was not handed over: status %q", st)
 	}
 }
