@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -35,11 +36,49 @@ func (l *stallingLedger) IntendWindow(ctx context.Context, w engine.Window) (map
 	return l.Ledger.IntendWindow(ctx, w)
 }
 
-// arrival is one sample of the target's ready count, taken by a passive
-// declare sent at before and answered at after.
+// arrival is one sample of how many copies reached the target: its ready
+// count by a passive declare sent at before and answered at after, or a
+// consumer's count of deliveries at the instant it got one (before and
+// after the same).
 type arrival struct {
 	before, after time.Time
 	ready         int
+}
+
+// stretch is the stretch of time from arrivals[i] to arrivals[j]: got
+// copies arrived in it, allowed by the pace's bound, over span (the
+// longest it may have been: from the first sample's sending to the
+// second's answer).
+type stretch struct {
+	i, j         int
+	got, allowed float64
+	span         time.Duration
+}
+
+// worstStretch is the stretch between two of arrivals closest to, or
+// furthest over, the bound a paced move keeps (engine/amqp/move.go,
+// paceCatchUp): (t + catch) × rate + 1, plus slack copies for the
+// broker's own jitter.
+func worstStretch(arrivals []arrival, rate float64, catch time.Duration, slack int) stretch {
+	worst := stretch{got: math.Inf(-1)}
+	for i := range arrivals {
+		for j := i + 1; j < len(arrivals); j++ {
+			span := arrivals[j].after.Sub(arrivals[i].before)
+			st := stretch{i: i, j: j, span: span, got: float64(arrivals[j].ready - arrivals[i].ready),
+				allowed: (span+catch).Seconds()*rate + 1 + float64(slack)}
+			if st.got-st.allowed > worst.got-worst.allowed {
+				worst = st
+			}
+		}
+	}
+	return worst
+}
+
+// words says where st lies in arrivals, against the bound.
+func (st stretch) words(arrivals []arrival, rate float64, catch time.Duration, slack int) string {
+	return fmt.Sprintf("%v into the replay, from a sample of %d copies to one of %d: %.0f arrived in %v, %.1f allowed ((t + %v) × %v + 1 + %d)",
+		arrivals[st.j].after.Sub(arrivals[0].before).Round(time.Millisecond), arrivals[st.i].ready, arrivals[st.j].ready,
+		st.got, st.span.Round(time.Millisecond), st.allowed, catch, rate, slack)
 }
 
 // TestAPacedReplayCatchesUpWithinItsBound holds a paced move's catch-up
@@ -148,29 +187,9 @@ func TestAPacedReplayCatchesUpWithinItsBound(t *testing.T) {
 		if still < 600*time.Millisecond {
 			t.Fatalf("the target's count stood still for %v at most while copies were under way: the stall did not hold the publishes back", still)
 		}
-		// The bound, over every stretch between two samples (the longest
-		// the stretch may have been: from the first declare's sending to
-		// the second's answer).
-		type stretch struct {
-			i, j         int
-			got, allowed float64
-			span         time.Duration
-		}
-		worst := stretch{got: math.Inf(-1)}
-		for i := range arrivals {
-			for j := i + 1; j < len(arrivals); j++ {
-				span := arrivals[j].after.Sub(arrivals[i].before)
-				st := stretch{i: i, j: j, span: span, got: float64(arrivals[j].ready - arrivals[i].ready),
-					allowed: (span+catch).Seconds()*rate + 1 + slack}
-				if st.got-st.allowed > worst.got-worst.allowed {
-					worst = st
-				}
-			}
-		}
+		worst := worstStretch(arrivals, rate, catch, slack)
 		if worst.got > worst.allowed {
-			t.Fatalf("%v into the replay, from a sample of %d copies to one of %d: %.0f arrived in %v, more than the %.1f allowed ((t + %v) × %v + 1 + %d)",
-				arrivals[worst.j].after.Sub(arrivals[0].before).Round(time.Millisecond), arrivals[worst.i].ready, arrivals[worst.j].ready,
-				worst.got, worst.span.Round(time.Millisecond), worst.allowed, catch, rate, slack)
+			t.Fatalf("%s", worst.words(arrivals, rate, catch, slack))
 		}
 		t.Logf("%d copies at rate %v, a stall of %v: the count stood still %v at most; the closest stretch to the bound: %.0f copies in %v, %.1f allowed",
 			n, rate, led.stall, still.Round(time.Millisecond), worst.got, worst.span.Round(time.Millisecond), worst.allowed)

@@ -38,6 +38,10 @@ func TestATappedPacedReplayGoesOnAfterLosingItsConnection(t *testing.T) {
 				const n = 600
 				f := newTappedFaultRun(t, on, nil, n)
 				var published atomic.Int64
+				var arrived func() []arrival
+				if !bypass {
+					arrived = timeArrivals(f.rec)
+				}
 				if bypass {
 					pub := f.e.rabbit.Channel()
 					f.rec.setThen(func(d amqp.Delivery) string {
@@ -75,6 +79,7 @@ func TestATappedPacedReplayGoesOnAfterLosingItsConnection(t *testing.T) {
 						t.Fatalf("replay %s mode %q returned %d: %s; want finished through the tap, none back", rep.State, rep.ReturnsMode, rep.Returned, rep.Note)
 					}
 					f.account(t, "after the fault", rep.ID)
+					expectPacedAcross(t, arrived(), 150)
 					return
 				}
 				want := int(published.Load())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -58,10 +59,14 @@ func (ev *eventLog) texts(kind engine.EventKind) []string {
 func TestPacedReplayGoesOnAfterLosingItsConnection(t *testing.T) {
 	t.Parallel()
 	eachDLQKind(t, func(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
-		const n = 600
+		const (
+			n    = 600
+			rate = 150.0
+		)
 		ev := &eventLog{}
 		f := newNotifiedFaultRun(t, on, dlqArgs, n, ev)
-		done := f.runAndCut(t, n, 150, 150)
+		arrived := timeArrivals(f.rec)
+		done := f.runAndCut(t, n, rate, 150)
 		var rep engine.Replay
 		select {
 		case rep = <-done:
@@ -92,7 +97,48 @@ func TestPacedReplayGoesOnAfterLosingItsConnection(t *testing.T) {
 		if rep.Settled != rep.Sent {
 			t.Errorf("settled %d of %d sent: the step the loss cut was not judged after the reconnect", rep.Settled, rep.Sent)
 		}
+		expectPacedAcross(t, arrived(), rate)
 	})
+}
+
+// timeArrivals has rec's consumer note when it gets each delivery (and
+// ack it); the function returned gives what it noted so far.
+func timeArrivals(rec *recorder) func() []arrival {
+	var (
+		mu       sync.Mutex
+		arrivals []arrival
+	)
+	rec.setThen(func(amqp.Delivery) string {
+		now := time.Now()
+		mu.Lock()
+		arrivals = append(arrivals, arrival{before: now, after: now, ready: len(arrivals) + 1})
+		mu.Unlock()
+		return "ack"
+	})
+	return func() []arrival {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(arrivals)
+	}
+}
+
+// expectPacedAcross checks that a replay at rate sent its copies at that
+// rate before a lost connection and after it, the copies in doubt sent
+// again included, counted where the consumer got them (arrivals,
+// timeArrivals): a paced move's bound (worstStretch), with 250 ms of the
+// rate more for the broker's jitter and three copies for the moves that
+// began (the one cut, the resend, the rest).
+func expectPacedAcross(t *testing.T, arrivals []arrival, rate float64) {
+	t.Helper()
+	const catch = 250 * time.Millisecond
+	slack := int(rate*catch.Seconds()) + 3
+	worst := worstStretch(arrivals, rate, catch, slack)
+	if worst.got > worst.allowed {
+		t.Errorf("faster than its rate across the lost connection: %s", worst.words(arrivals, rate, catch, slack))
+		return
+	}
+	t.Logf("%d copies at rate %v across the lost connection; the closest stretch to the bound: %.0f copies in %v, %.1f allowed",
+		len(arrivals), rate, worst.got, worst.span.Round(time.Millisecond), worst.allowed)
 }
 
 // newNotifiedFaultRun is newFaultRun with a notifier and the default
