@@ -149,6 +149,17 @@ func (p *Pacer) RateSampling(began time.Time) float64 {
 	return p.rate
 }
 
+// StatusSampling is Status while a sample begun at began is under way:
+// once it is late (RateSampling holds the publishes), it says so.
+func (p *Pacer) StatusSampling(began time.Time) string {
+	late := p.clock.Now().Sub(began)
+	if late < pacerStale {
+		return p.Status()
+	}
+	return fmt.Sprintf("pacing at %s msg/s: waiting for the target's count, asked %s ago (was %s msg/s); backlog %d",
+		fmtRate(PacerMinRate), late.Round(100*time.Millisecond), fmtRate(p.rate), p.backlog)
+}
+
 // Status says what the pacer does and why, for the replay's progress:
 // "pacing to the consumer: 48 msg/s; backlog 30".
 func (p *Pacer) Status() string {

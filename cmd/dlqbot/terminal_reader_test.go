@@ -22,21 +22,28 @@ import (
 // (64 s with both turned off). And nothing is
 // lost or doubled: each of the 3,000 ids is either acknowledged by the
 // other reader or still in the DLQ, once. On a classic and on a quorum
-// DLQ.
+// DLQ, each on the broker testkit.ClassicOn and QuorumOn pick (every
+// broker with DLQBOT_CLASSIC_ALL=1).
 func TestTerminalPreviewBesideAnotherReaderEndsAtOnce(t *testing.T) {
 	t.Parallel()
-	for _, kind := range []string{"classic", "quorum"} {
-		t.Run(kind, func(t *testing.T) {
+	for _, kind := range []struct {
+		name string
+		on   []testkit.Broker
+	}{{"classic", testkit.ClassicOn(t.Name())}, {"quorum", testkit.QuorumOn(t.Name())}} {
+		t.Run(kind.name, func(t *testing.T) {
 			t.Parallel()
-			previewBesideAnotherReader(t, amqp.Table{"x-queue-type": kind})
+			testkit.EachBrokerIn(t, kind.on, func(t *testing.T, on testkit.Broker) {
+				t.Parallel()
+				previewBesideAnotherReader(t, on, amqp.Table{"x-queue-type": kind.name})
+			})
 		})
 	}
 }
 
-func previewBesideAnotherReader(t *testing.T, dlqArgs amqp.Table) {
+func previewBesideAnotherReader(t *testing.T, on testkit.Broker, dlqArgs amqp.Table) {
 	const n = 3000
-	env := testEnv(t)
-	r := testkit.Dial(t)
+	env := testEnvOn(t, on)
+	r := on.Dial(t)
 	_, dlq := r.DeadLetteredAs(dlqArgs, n, 100)
 
 	ch := r.Channel()

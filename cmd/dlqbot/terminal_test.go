@@ -38,9 +38,12 @@ const testSigningKey = "cmd-test-signing-key-0123456789abcdef"
 // queues of every test running at once, and listing them all (list,
 // preview's dead-letter checks) can take longer than 5 s while the machine
 // is loaded; no test here is about that timeout.
-func testEnv(t testing.TB) map[string]string {
+func testEnv(t testing.TB) map[string]string { return testEnvOn(t, testkit.Rabbit3) }
+
+// testEnvOn is testEnv against the broker on.
+func testEnvOn(t testing.TB, on testkit.Broker) map[string]string {
 	_, prefix := testkit.Redis(t)
-	return map[string]string{"DLQBOT_REDIS_PREFIX": prefix, "AMQP_URL": testkit.AMQPURL, "RABBITMQ_MANAGEMENT_URL": testkit.ManagementURL, "REDIS_URL": testkit.RedisURL,
+	return map[string]string{"DLQBOT_REDIS_PREFIX": prefix, "AMQP_URL": on.AMQPURL, "RABBITMQ_MANAGEMENT_URL": on.ManagementURL, "REDIS_URL": testkit.RedisURL,
 		"RABBITMQ_MANAGEMENT_TIMEOUT": "30s", "DLQBOT_SIGNING_KEY": testSigningKey, "DLQBOT_ACCESS": "open"}
 }
 

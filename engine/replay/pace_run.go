@@ -35,11 +35,12 @@ func (rn *run) paceOf(ctx context.Context) (float64, func() float64) {
 	// samples afresh.
 	var inflight chan targetSample
 	var began time.Time
+	held := false // the publishes are held for a late sample, and the status says so
 	return p.Rate(), func() float64 {
 		if inflight != nil {
 			select {
 			case s := <-inflight:
-				inflight = nil
+				inflight, held = nil, false
 				p.ObserveAt(began.Add(s.took), s.ready, s.consumers, s.ok)
 				rn.pace.Store(p.Status()) // the run's goroutine copies it into the record (put)
 			default:
@@ -50,10 +51,15 @@ func (rn *run) paceOf(ctx context.Context) (float64, func() float64) {
 			go rn.inspectPaced(ctx, slices.Sorted(maps.Keys(rn.paceTargets)), inflight)
 		}
 		p.Published(1)
-		if inflight != nil {
-			return p.RateSampling(began) // a late sample holds the publishes back
+		if inflight == nil {
+			return p.Rate()
 		}
-		return p.Rate()
+		rate := p.RateSampling(began) // a late sample holds the publishes back
+		if rate < p.Rate() && !held {
+			held = true
+			rn.pace.Store(p.StatusSampling(began))
+		}
+		return rate
 	}
 }
 

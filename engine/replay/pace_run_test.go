@@ -118,6 +118,9 @@ func TestALateSampleHoldsTheAutoPacedPublishes(t *testing.T) {
 	if got := hook(); got != engine.PacerMinRate {
 		t.Fatalf("a sample out for 2 s: rate %v, want %v until it is back", got, engine.PacerMinRate)
 	}
+	if st, _ := rn.pace.Load().(string); !strings.Contains(st, "waiting for the target's count, asked 2s ago") {
+		t.Fatalf("a sample out for 2 s: status %q, want it to say the publishes wait for it", st)
+	}
 	close(st.release)
 	deadline := time.Now().Add(10 * time.Second)
 	for got := hook(); got == engine.PacerMinRate; got = hook() {
