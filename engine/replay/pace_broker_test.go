@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	amqp "github.com/rabbitmq/amqp091-go"
+
 	"github.com/stroma/dlqbot/engine"
 	"github.com/stroma/dlqbot/engine/replay"
 	"github.com/stroma/dlqbot/internal/testkit"
@@ -120,6 +122,16 @@ func paceRun(t *testing.T, on testkit.Broker, n int, prm engine.Params) paced {
 // its previous ack, or from the start for the first).
 func slowConsumer(t *testing.T, r *testkit.Rabbit, queue string, onAck func(waited time.Duration)) {
 	t.Helper()
+	slowConsumerOf(t, r, queue, func(_ amqp.Delivery, waited time.Duration) {
+		if onAck != nil {
+			onAck(waited)
+		}
+	})
+}
+
+// slowConsumerOf is slowConsumer, handing onAck each delivery it acked.
+func slowConsumerOf(t *testing.T, r *testkit.Rabbit, queue string, onAck func(d amqp.Delivery, waited time.Duration)) {
+	t.Helper()
 	ch := r.Channel()
 	if err := ch.Qos(5, 0, false); err != nil {
 		t.Fatal(err)
@@ -136,8 +148,8 @@ func slowConsumer(t *testing.T, r *testkit.Rabbit, queue string, onAck func(wait
 		for d := range ds {
 			waited := time.Since(idle)
 			time.Sleep(consumerDelay) // the consumer's work
-			if d.Ack(false) == nil && onAck != nil {
-				onAck(waited)
+			if d.Ack(false) == nil {
+				onAck(d, waited)
 			}
 			idle = time.Now()
 		}

@@ -14,13 +14,13 @@ import (
 // sample of the targets this run has sent to is due, the hook starts one
 // (targetSample) and publishes on; a later call hands its result to the
 // pacer, dated when the sample ended: the run's clock when it began, plus
-// the time it took. A sample is a passive declare per
-// target (Broker.Look: no management API), a round trip that took up to 650 ms on a loaded machine: taken
-// in the publish loop, it stopped the publishes for that long. A sample
-// still out after 1.5 s slows the publishes to one a second until it
-// ends (Pacer.RateSampling): the pacer never sends long unmeasured. The hook
-// keeps the pacer's status in the replay's record (Replay.Pace), which
-// progress writes carry to every front end.
+// the time it took. A sample is a passive declare per target (Broker.Look:
+// no management API), a round trip that took up to 650 ms on a loaded
+// machine: taken in the publish loop, it stopped the publishes for that
+// long. A sample still out after 1.5 s slows the publishes to one a
+// second until it ends (Pacer.RateSampling): the pacer never sends long
+// unmeasured. The hook keeps the pacer's status in the replay's record
+// (Replay.Pace), which progress writes carry to every front end.
 func (rn *run) paceOf(ctx context.Context) (float64, func() float64) {
 	prm := rn.r.Params
 	if !prm.Auto || prm.Rate < 0 {
