@@ -19,18 +19,7 @@ func TestInspect(t *testing.T) {
 
 	t.Run("consumer", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		q := e.queue("t-inspect", nil)
-		e.publish(q, testMessages(3))
-		ch := e.channel()
-		if err := ch.Qos(1, 0, false); err != nil {
-			t.Fatal(err)
-		}
-		d, err := ch.Consume(q, "", false, false, false, false, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		<-d // one message now held: 2 ready
+		q := newEnv(t).twoReadyOneHeld("t-inspect")
 		b := testBroker(t, Config{})
 		st, err := b.Inspect(ctx, q)
 		if err != nil {
@@ -85,18 +74,7 @@ func TestInspect(t *testing.T) {
 	// hangs (Inspect would wait for it up to HTTPTimeout).
 	t.Run("look", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t)
-		q := e.queue("t-look", nil)
-		e.publish(q, testMessages(3))
-		ch := e.channel()
-		if err := ch.Qos(1, 0, false); err != nil {
-			t.Fatal(err)
-		}
-		d, err := ch.Consume(q, "", false, false, false, false, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		<-d // one message now held: 2 ready
+		q := newEnv(t).twoReadyOneHeld("t-look")
 		proxy, mgmt := testkit.HangProxyFor(t, testkit.Rabbit3.ManagementURL)
 		proxy.Hang()
 		b := testBroker(t, Config{ManagementURL: mgmt, HTTPTimeout: time.Minute})
@@ -124,6 +102,25 @@ func TestInspect(t *testing.T) {
 			t.Fatalf("Inspect without management = %+v, %v; want Exists and no type", st, err)
 		}
 	})
+}
+
+// twoReadyOneHeld declares a queue named from prefix holding three
+// messages, one of them held by a consumer (prefetch 1): two ready, one
+// consumer.
+func (e *testEnv) twoReadyOneHeld(prefix string) string {
+	e.t.Helper()
+	q := e.queue(prefix, nil)
+	e.publish(q, testMessages(3))
+	ch := e.channel()
+	if err := ch.Qos(1, 0, false); err != nil {
+		e.t.Fatal(err)
+	}
+	d, err := ch.Consume(q, "", false, false, false, false, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	<-d // one message now held: 2 ready
+	return q
 }
 
 // TestReconnect: a lost connection is re-dialled by the next operation.

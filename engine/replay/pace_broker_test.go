@@ -70,34 +70,11 @@ func paceRun(t *testing.T, on testkit.Broker, n int, prm engine.Params) paced {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The sampler: the target's ready count every 200 ms.
-	sch := r.Channel()
-	stop := make(chan struct{})
-	var worst int
-	var sampled sync.WaitGroup
-	sampled.Add(1)
-	go func() {
-		defer sampled.Done()
-		tick := time.NewTicker(200 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-			}
-			q, err := sch.QueueDeclarePassive(src, true, false, false, false, nil)
-			if err != nil {
-				return
-			}
-			worst = max(worst, q.Messages)
-		}
-	}()
+	stop := sampleBacklog(r, src, 200*time.Millisecond)
 	start := time.Now()
 	rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
 	took := time.Since(start)
-	close(stop)
-	sampled.Wait()
+	worst := stop()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +91,39 @@ func paceRun(t *testing.T, on testkit.Broker, n int, prm engine.Params) paced {
 	mu.Lock()
 	defer mu.Unlock()
 	return paced{worst: worst, took: took, waits: slices.Clone(waits), rep: rep}
+}
+
+// sampleBacklog samples queue's ready count by passive declare every
+// interval until the function it returns is called, which returns the
+// largest count sampled.
+func sampleBacklog(r *testkit.Rabbit, queue string, every time.Duration) (stop func() int) {
+	sch := r.Channel()
+	done := make(chan struct{})
+	worst := 0
+	var sampled sync.WaitGroup
+	sampled.Add(1)
+	go func() {
+		defer sampled.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			q, err := sch.QueueDeclarePassive(queue, true, false, false, false, nil)
+			if err != nil {
+				return
+			}
+			worst = max(worst, q.Messages)
+		}
+	}()
+	return func() int {
+		close(done)
+		sampled.Wait()
+		return worst
+	}
 }
 
 // slowConsumer consumes queue with prefetch 5, acking each message after

@@ -50,29 +50,7 @@ func TestTwoAutoPacedReplaysShareOneTarget(t *testing.T) {
 			got[fmt.Sprintf("%v %s", d.Headers[engine.HeaderReplayID], d.MessageId)]++
 			waited += w
 		})
-		// The sampler: the target's ready count every 100 ms.
-		sch := r.Channel()
-		stop := make(chan struct{})
-		worst := 0
-		var sampled sync.WaitGroup
-		sampled.Add(1)
-		go func() {
-			defer sampled.Done()
-			tick := time.NewTicker(100 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tick.C:
-				}
-				q, err := sch.QueueDeclarePassive(target, true, false, false, false, nil)
-				if err != nil {
-					return
-				}
-				worst = max(worst, q.Messages)
-			}
-		}()
+		stop := sampleBacklog(r, target, 100*time.Millisecond)
 		start := time.Now()
 		reps := make(chan engine.Replay, 2)
 		for _, tok := range tokens {
@@ -98,8 +76,7 @@ func TestTwoAutoPacedReplaysShareOneTarget(t *testing.T) {
 			t.Logf("replay %s finished: %s", rep.ID, rep.Pace)
 		}
 		took := time.Since(start)
-		close(stop)
-		sampled.Wait()
+		worst := stop()
 		testkit.Eventually(t, 10*time.Second, "the consumer's callback for every copy", func() bool {
 			mu.Lock()
 			defer mu.Unlock()
