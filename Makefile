@@ -29,12 +29,12 @@ services-all services4:
 ## test: the whole suite against the local RabbitMQ 3.10, 4.0 and 4.3 and
 ## Redis, in three lanes at once (scripts/test.sh): the engine package with
 ## the race detector but for its long fault cases; every other package
-## with it, then those fault cases (they mostly wait, and start once the
-## busiest minutes are over); and, without the race detector (which makes
-## them several times slower, so they skip under -race), the whole-DLQ
-## replays of 100,000 (docs/reliability.md "Tests and benchmarks" says
-## which run on which broker), the blocks package and the pacing test at
-## 3,000. The long engine scenarios run their classic and their quorum
+## with it; and, without the race detector (which makes them several
+## times slower, so they skip under -race), the whole-DLQ replays of
+## 100,000 (docs/reliability.md "Tests and benchmarks" says which run on
+## which broker), the blocks package and the pacing test at 3,000, then
+## those fault cases with it (they mostly wait, and start once the
+## busiest minutes are over). The long engine scenarios run their classic and their quorum
 ## case on one broker each, two different ones, rotating over 3.10, 4.0
 ## and 4.3 by the test's name (testkit.ClassicOn, testkit.QuorumOn); tests
 ## whose claim differs by version on every broker. The fuzz targets' seed

@@ -6,14 +6,15 @@
 #
 #   engine  the engine/replay package with the race detector, but for its long
 #           fault cases (ENGINE_LATE)
-#   rest    every other package but NORACE's with the race detector, then
-#           the engine's long fault cases (ENGINE_LATE), also with it: they wait on
-#           reconnects and graces far more than they compute, and start
-#           when the other lanes' busiest part is over
+#   rest    every other package but NORACE's with the race detector
 #   100k    the whole-DLQ replays of 100,000 without the race detector
 #           (engine, -run Of100k; docs/reliability.md says which run where),
 #           then the NORACE packages, then the pacing test at its full size
-#           (TestPaceToConsumerOf3000)
+#           (TestPaceToConsumerOf3000), then the engine's long fault cases
+#           (ENGINE_LATE) with the race detector: they wait on reconnects
+#           and graces far more than they compute, and start once the
+#           compiling and the replays of 100,000 are over (in rest, after
+#           its packages, they made it the longest lane by three minutes)
 #
 # go vet (make vet) and fuzzing past the seed corpora (make fuzz) are not
 # part of it: the suite is bound by the CPU of two cores, and each took a
@@ -73,9 +74,6 @@ lane_rest() {
   if [ ${#rest[@]} -gt 0 ]; then
     $GO test $TESTFLAGS -race -count=1 -timeout 20m -parallel "$PARALLEL" "${rest[@]}" || rc=1
   fi
-  if [ -n "$has_engine" ]; then
-    $GO test $TESTFLAGS -race -count=1 -timeout 15m -parallel "$ENGINE_LATE_PARALLEL" -run "$ENGINE_LATE" ./engine/replay/ || rc=1
-  fi
   return $rc
 }
 lane_100k() {
@@ -91,6 +89,8 @@ lane_100k() {
     # last, when the other lanes' busiest part is over; -parallel 3 so
     # that the consumer alone, rate=auto and rate=max run at once.
     $GO test $TESTFLAGS -count=1 -timeout 10m -parallel 3 -run '^TestPaceToConsumerOf3000$' ./engine/replay/ || rc=1
+    # The long fault cases, with the race detector: they mostly wait.
+    $GO test $TESTFLAGS -race -count=1 -timeout 15m -parallel "$ENGINE_LATE_PARALLEL" -run "$ENGINE_LATE" ./engine/replay/ || rc=1
   fi
   return $rc
 }
