@@ -155,9 +155,11 @@ func TestReplayCommandPauseResumeAndRateLimits(t *testing.T) {
 
 	e.command("U0APPROVE1", "replay "+token+" step=5 rate=4")
 	prog := e.waitProgress(preview.TS, "Running", 20*time.Second)
-	if !strings.Contains(e.thread(preview.TS).Content(), "Approved by <@U0APPROVE1>") {
-		t.Fatal("the replay command did not edit the preview")
-	}
+	// The preview's edit and the progress post are two Slack calls: the
+	// progress may land first.
+	testkit.Eventually(t, 20*time.Second, "the replay command edits the preview", func() bool {
+		return strings.Contains(e.thread(preview.TS).Content(), "Approved by <@U0APPROVE1>")
+	})
 	if eph := e.waitEphemeral("U0APPROVE1", 1); !strings.Contains(eph.Text, "is starting") {
 		t.Fatalf("confirmation %q", eph.Text)
 	}

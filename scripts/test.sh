@@ -13,8 +13,8 @@
 #           (TestPaceToConsumerOf3000), then the engine's long fault cases
 #           (ENGINE_LATE) with the race detector: they wait on reconnects
 #           and graces far more than they compute, and start once the
-#           compiling and the replays of 100,000 are over (in rest, after
-#           its packages, they made it the longest lane by three minutes)
+#           compiling and the replays of 100,000 are over (after the rest
+#           lane's packages they would make it the longest lane by minutes)
 #
 # go vet (make vet) and fuzzing past the seed corpora (make fuzz) are not
 # part of it: the suite is bound by the CPU of two cores, and each took a
