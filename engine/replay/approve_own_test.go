@@ -89,7 +89,7 @@ func pausedOwner(t *testing.T, on testkit.Broker, dlqArgs amqp.Table, takeOver b
 	if ownAt > 0 && apA.Replay.OwnFrom != ownAt {
 		t.Fatalf("A's approval owned up to %d, want its first %d (the run owns the rest)", apA.Replay.OwnFrom, ownAt)
 	}
-	runA := runAsyncReplay(e, a, "owner-a")
+	runA := runAsyncReplay(t, e, a, "owner-a")
 	testkit.Eventually(t, 2*time.Minute, "A sent 60 messages", func() bool {
 		rep, err := e.svc.Status(ctx, a)
 		return err == nil && rep.Sent >= 60

@@ -104,9 +104,9 @@ func TestTwoPacedReplaysOfOneDLQGiveWayToEachOther(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		ra := runAsyncReplay(e, apA.Replay.ID, "owner-a")
+		ra := runAsyncReplay(t, e, apA.Replay.ID, "owner-a")
 		testkit.Eventually(t, time.Minute, "A's first copies at its consumer", func() bool { return len(recA.got()) >= 5 })
-		rb := runAsyncReplay(e, apB.Replay.ID, "owner-b")
+		rb := runAsyncReplay(t, e, apB.Replay.ID, "owner-b")
 		reps := map[string]engine.Replay{}
 		for _, ch := range []chan engine.Replay{ra, rb} {
 			select {

@@ -67,7 +67,7 @@ func TestOverlappingReplaysSendEachOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ra, rb := runAsyncReplay(e, apA.Replay.ID, "owner-a"), runAsyncReplay(e, apB.Replay.ID, "owner-b")
+		ra, rb := runAsyncReplay(t, e, apA.Replay.ID, "owner-a"), runAsyncReplay(t, e, apB.Replay.ID, "owner-b")
 		reps := map[string]engine.Replay{}
 		for _, ch := range []chan engine.Replay{ra, rb} {
 			select {
@@ -122,9 +122,15 @@ func TestOverlappingReplaysSendEachOnce(t *testing.T) {
 }
 
 // runAsyncReplay runs replay id as owner in the background.
-func runAsyncReplay(e *env, id, owner string) chan engine.Replay {
+func runAsyncReplay(t testing.TB, e *env, id, owner string) chan engine.Replay {
 	ch := make(chan engine.Replay, 1)
-	go func() { rep, _ := e.svc.Run(context.Background(), id, owner); ch <- rep }()
+	go func() {
+		rep, err := e.svc.Run(context.Background(), id, owner)
+		if err != nil {
+			t.Errorf("run %s: %v", id, err)
+		}
+		ch <- rep
+	}()
 	return ch
 }
 
@@ -254,13 +260,13 @@ func TestASettlingCursorGivesWayToAnotherReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ra := runAsyncReplay(e, apA.Replay.ID, "owner-a")
+		ra := runAsyncReplay(t, e, apA.Replay.ID, "owner-a")
 		testkit.Eventually(t, time.Minute, "A's step 1 at the consumer", func() bool { return len(rec.got()) >= half/2 })
 		apB, err := replay.Approve(e.svc, ctx, pb.Token, "U_B", prm, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rb := runAsyncReplay(e, apB.Replay.ID, "owner-b")
+		rb := runAsyncReplay(t, e, apB.Replay.ID, "owner-b")
 		var a, b engine.Replay
 		for _, ch := range []chan engine.Replay{ra, rb} {
 			select {

@@ -144,14 +144,7 @@ func TestAPacedReplayCatchesUpWithinItsBound(t *testing.T) {
 				<-tick.C
 			}
 		}()
-		ran := make(chan engine.Replay, 1)
-		go func() {
-			rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
-			if err != nil {
-				t.Error(err)
-			}
-			ran <- rep
-		}()
+		ran := runAsyncReplay(t, e, ap.Replay.ID, "owner")
 		<-all
 		// Every copy is in the target: a consumer lets the step settle.
 		c := r.Consume(src, func(amqp.Delivery) string { return "ack" })

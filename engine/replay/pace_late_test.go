@@ -91,14 +91,7 @@ func TestAnAutoPacedReplayHoldsWhileItsSampleIsLate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ran := make(chan engine.Replay, 1)
-		go func() {
-			rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
-			if err != nil {
-				t.Error(err)
-			}
-			ran <- rep
-		}()
+		ran := runAsyncReplay(t, e, ap.Replay.ID, "owner")
 		testkit.Eventually(t, 30*time.Second, "the first copies at the consumer", func() bool { return len(got()) >= armAt })
 		si.armed.Store(true)
 		rep := <-ran

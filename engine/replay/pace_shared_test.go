@@ -52,23 +52,17 @@ func TestTwoAutoPacedReplaysShareOneTarget(t *testing.T) {
 		})
 		stop := sampleBacklog(r, target, 100*time.Millisecond)
 		start := time.Now()
-		reps := make(chan engine.Replay, 2)
+		var runs []chan engine.Replay
 		for _, tok := range tokens {
 			ap, err := replay.Approve(e.svc, ctx, tok, "U_APP", engine.Params{Auto: true, Max: 200, Step: 100, Cap: n, Timeout: time.Minute}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			go func() {
-				rep, err := e.svc.Run(ctx, ap.Replay.ID, "owner")
-				if err != nil {
-					t.Error(err)
-				}
-				reps <- rep
-			}()
+			runs = append(runs, runAsyncReplay(t, e, ap.Replay.ID, "owner"))
 		}
 		var ids []string
-		for range 2 {
-			rep := <-reps
+		for _, ran := range runs {
+			rep := <-ran
 			if rep.State != engine.StateFinished || rep.Sent != n {
 				t.Fatalf("replay %s: %s, sent %d of %d: %s", rep.ID, rep.State, rep.Sent, n, rep.Note)
 			}
